@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# System packages and Python tools the tests need; idempotent, quick when everything is present.
+set -euo pipefail
+need_apt=()
+command -v openssl >/dev/null || need_apt+=(openssl)
+command -v qemu-img >/dev/null || need_apt+=(qemu-utils)
+command -v virsh >/dev/null || need_apt+=(libvirt-clients)
+[ -x /usr/sbin/libvirtd ] || need_apt+=(libvirt-daemon libvirt-daemon-driver-qemu)
+command -v qemu-system-x86_64 >/dev/null || need_apt+=(qemu-system-x86)
+command -v qemu-io >/dev/null || need_apt+=(qemu-utils)
+dpkg -s qemu-block-extra >/dev/null 2>&1 || need_apt+=(qemu-block-extra)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "== installing Debian packages: ${need_apt[*]}"
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+if ! python3 -c 'import moto, flask' 2>/dev/null || [ "$(python3 -c 'import moto; print(moto.__version__)')" != "5.2.5" ]; then
+  echo "== installing moto server (pinned in test/requirements.txt)"
+  python3 -m pip install -q -r test/requirements.txt
+fi

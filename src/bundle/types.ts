@@ -1,0 +1,71 @@
+/**
+ * The bundle: what `export`/`backup` write and every other command reads. A directory (or the same tree
+ * in a .tar.gz):
+ *
+ *   manifest.json                                  BundleManifest below (the only file without a checksum)
+ *   crds/<crd-name>.yaml                           CustomResourceDefinitions in force at export time
+ *   resources/<group>/<Kind>/<namespace|_cluster>/<name>.yaml   one file per custom object
+ *   v3/<Kind>/<namespace|_cluster>/<name>.yaml     projectcalico.org/v3 view, when the Calico API server answers
+ *   config/<namespace>/<Kind>/<name>.yaml          ConfigMaps, Secrets (0600), operator Deployment, calico-node DaemonSet
+ *   nodes/<node>.yaml                              the node's projectcalico.org/* annotations (and providerID)
+ *
+ * See docs/bundle-format.md for the full description. Change BUNDLE_FORMAT_VERSION (format.ts) with any
+ * incompatible change: the major tells readers whether they can trust the layout.
+ */
+import type { InstallType } from '../calico/detect.js';
+import type { KubeObject } from '../kube/types.js';
+import type { SnapshotRecord } from '../providers/types.js';
+
+export interface ResourceTypeEntry {
+  /** `<plural>.<group>` */
+  key: string;
+  group: string;
+  version: string;
+  kind: string;
+  plural: string;
+  namespaced: boolean;
+  count: number;
+}
+
+export interface FileEntry {
+  sha256: string;
+  size: number;
+  /** Holds Secret material (mode 0600; encrypted when the bundle was written with --encrypt). */
+  secret?: boolean;
+  encrypted?: boolean;
+}
+
+export interface BundleManifest {
+  formatVersion: string;
+  /** Unique id: `<cluster-name>-<UTC timestamp>`; also tagged on every disk snapshot. */
+  id: string;
+  createdAt: string;
+  tool: { name: 'cni-rewind'; version: string };
+  cluster: {
+    /** UID of the kube-system namespace: the cluster's identity. */
+    uid: string;
+    name: string;
+    server: string;
+    kubernetesVersion: string;
+  };
+  calico: { installType: InstallType; version?: string; operatorImage?: string; calicoNodeImage?: string };
+  /** Objects per resource, keyed `<plural>.<group>` (e.g. `ippools.crd.projectcalico.org`). */
+  counts: Record<string, number>;
+  resources: ResourceTypeEntry[];
+  /** Every file except manifest.json, by path relative to the bundle root. */
+  files: Record<string, FileEntry>;
+  /** Things the export chose to skip or could not read, in words. */
+  notes: string[];
+  secretsExcluded: boolean;
+  encryption?: { algorithm: 'aes-256-gcm'; kdf: 'scrypt' | 'raw'; salt?: string };
+  /** Disk snapshots taken by `backup`, one record per disk. */
+  snapshots: SnapshotRecord[];
+  /** Set when a backup's snapshots are all usable; export-only bundles have no snapshots and are complete. */
+  complete: boolean;
+}
+
+/** One object read from a bundle, with the file it came from. */
+export interface BundleObject {
+  path: string;
+  object: KubeObject;
+}

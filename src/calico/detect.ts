@@ -1,0 +1,84 @@
+import type { KubeClient } from '../kube/client.js';
+import { KubeApiError } from '../kube/client.js';
+import { K } from '../kube/builtin.js';
+import type { KubeObject, ResourceType } from '../kube/types.js';
+import { calicoVersionForOperator, imageTag, OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE } from './knowledge.js';
+
+export type InstallType = 'operator' | 'manifest' | 'none';
+
+export interface CalicoInstall {
+  installType: InstallType;
+  /** Calico version, e.g. `v3.28.1`; undefined when nothing tells it. */
+  version?: string;
+  /** Where the version was read from. */
+  versionSource?: 'clusterinformation' | 'operator-image' | 'calico-node-image';
+  operatorImage?: string;
+  operatorReplicas?: number;
+  calicoNodeImage?: string;
+  /** Namespace of the calico-node DaemonSet, when present. */
+  calicoNodeNamespace?: string;
+  tigeraStatus: { name: string; conditions: { type: string; status: string; reason?: string; message?: string }[] }[];
+  /** crd.projectcalico.org CRDs installed. */
+  calicoCrds: number;
+}
+
+const CLUSTER_INFO: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'clusterinformations', kind: 'ClusterInformation', namespaced: false };
+const TIGERA_STATUS: ResourceType = { group: 'operator.tigera.io', version: 'v1', plural: 'tigerastatuses', kind: 'TigeraStatus', namespaced: false };
+
+async function optional<T>(p: Promise<T>): Promise<T | undefined> {
+  try {
+    return await p;
+  } catch (err) {
+    if (err instanceof KubeApiError && (err.statusCode === 404 || err.statusCode === 403)) return undefined;
+    throw err;
+  }
+}
+
+/** What Calico is installed, how, and at which version, read from the live cluster. */
+export async function detectCalico(client: KubeClient): Promise<CalicoInstall> {
+  const [operator, nodeSys, nodeKube, clusterInfo, statuses, crds] = await Promise.all([
+    optional(client.get(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT)),
+    optional(client.get(K.daemonSet, 'calico-system', 'calico-node')),
+    optional(client.get(K.daemonSet, 'kube-system', 'calico-node')),
+    optional(client.get(CLUSTER_INFO, undefined, 'default')),
+    optional(client.listAll(TIGERA_STATUS)),
+    client.listAll(K.crd),
+  ]);
+  const operatorImage = containerImage(operator, 'tigera-operator');
+  const node = nodeSys ?? nodeKube;
+  const calicoNodeImage = containerImage(node, 'calico-node');
+  const calicoCrds = crds.filter((c) => c.spec?.group === 'crd.projectcalico.org').length;
+  const installType: InstallType = operator ? 'operator' : nodeKube || calicoCrds > 0 ? 'manifest' : 'none';
+
+  let version: string | undefined;
+  let versionSource: CalicoInstall['versionSource'];
+  const ciVersion = clusterInfo?.spec?.calicoVersion as string | undefined;
+  const opTag = imageTag(operatorImage);
+  const nodeTag = imageTag(calicoNodeImage);
+  if (ciVersion && /^v?\d+\.\d+/.test(ciVersion)) {
+    version = ciVersion.startsWith('v') ? ciVersion : `v${ciVersion}`;
+    versionSource = 'clusterinformation';
+  } else if (opTag && calicoVersionForOperator(opTag)) {
+    version = calicoVersionForOperator(opTag);
+    versionSource = 'operator-image';
+  } else if (nodeTag) {
+    version = nodeTag;
+    versionSource = 'calico-node-image';
+  }
+  return {
+    installType,
+    version,
+    versionSource,
+    operatorImage,
+    operatorReplicas: operator?.spec?.replicas,
+    calicoNodeImage,
+    calicoNodeNamespace: node?.metadata.namespace,
+    tigeraStatus: (statuses ?? []).map((s) => ({ name: s.metadata.name, conditions: s.status?.conditions ?? [] })),
+    calicoCrds,
+  };
+}
+
+function containerImage(obj: KubeObject | undefined, name: string): string | undefined {
+  const cs: any[] = obj?.spec?.template?.spec?.containers ?? [];
+  return (cs.find((c) => c.name === name) ?? cs[0])?.image;
+}

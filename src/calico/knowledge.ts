@@ -1,0 +1,73 @@
+/**
+ * What cni-rewind knows about Calico, as data in one place (see shared/fixtures/calico/DIFFERENCES.md).
+ * Engine modules read these tables; nothing else hard-codes Calico groups, kinds or versions.
+ */
+
+/** API groups whose CRDs hold Calico state. */
+export const CALICO_CRD_GROUP = 'crd.projectcalico.org';
+export const OPERATOR_GROUP = 'operator.tigera.io';
+/** Calico ships these kinds in a group shared with other tools: export them, never delete their CRDs. */
+export const SHARED_POLICY_GROUP = 'policy.networking.k8s.io';
+export const SHARED_POLICY_KINDS = ['AdminNetworkPolicy', 'BaselineAdminNetworkPolicy'] as const;
+/** The aggregated API served by the Calico API server (user-facing view). */
+export const CALICO_V3_GROUP = 'projectcalico.org';
+
+export const CALICO_GROUPS = [CALICO_CRD_GROUP, OPERATOR_GROUP] as const;
+
+/** Namespaces that hold Calico configuration and workloads. */
+export const CALICO_NAMESPACES = ['tigera-operator', 'calico-system', 'calico-apiserver'] as const;
+export const OPERATOR_NAMESPACE = 'tigera-operator';
+export const OPERATOR_DEPLOYMENT = 'tigera-operator';
+
+/** Label the tigera operator puts on IP pools it manages (operator v1.34+). */
+export const OPERATOR_MANAGED_LABEL = 'app.kubernetes.io/managed-by';
+export const OPERATOR_MANAGED_VALUE = 'tigera-operator';
+
+/** Calico version -> tigera-operator image tag (from the release manifests). */
+export const OPERATOR_VERSIONS: Record<string, string> = {
+  'v3.27.0': 'v1.32.3',
+  'v3.27.4': 'v1.32.10',
+  'v3.28.0': 'v1.34.0',
+  'v3.28.1': 'v1.34.3',
+  'v3.28.2': 'v1.34.5',
+  'v3.29.0': 'v1.36.0',
+  'v3.29.7': 'v1.36.16',
+  'v3.30.0': 'v1.38.0',
+  'v3.30.7': 'v1.38.13',
+};
+
+/** Inverse of OPERATOR_VERSIONS: operator tag -> Calico version. */
+export function calicoVersionForOperator(tag: string): string | undefined {
+  return Object.entries(OPERATOR_VERSIONS).find(([, op]) => op === tag)?.[0];
+}
+
+/** Operator minor series -> Calico minor series (v1.32 -> v3.27, v1.34 -> v3.28, ...). */
+export function calicoMinorForOperator(tag: string): string | undefined {
+  const m = /^v?1\.(\d+)\./.exec(tag);
+  if (!m) return undefined;
+  const opMinor = Number(m[1]);
+  // v1.32 = 3.27, v1.34 = 3.28, v1.36 = 3.29, v1.38 = 3.30: two operator minors per Calico minor.
+  if (opMinor < 28 || opMinor % 2 !== 0) return undefined;
+  return `v3.${27 + (opMinor - 32) / 2}`;
+}
+
+/** Image tag of a container image reference (`quay.io/tigera/operator:v1.34.3` -> `v1.34.3`). */
+export function imageTag(image: string | undefined): string | undefined {
+  if (!image) return undefined;
+  const noDigest = image.split('@')[0]!;
+  const slash = noDigest.lastIndexOf('/');
+  const colon = noDigest.lastIndexOf(':');
+  return colon > slash ? noDigest.slice(colon + 1) : undefined;
+}
+
+export function normalizeVersion(v: string): string {
+  return v.startsWith('v') ? v : `v${v}`;
+}
+
+/** Compare two `vX.Y.Z` versions. */
+export function compareVersions(a: string, b: string): number {
+  const pa = normalizeVersion(a).slice(1).split(/[.-]/).map((x) => Number.parseInt(x, 10) || 0);
+  const pb = normalizeVersion(b).slice(1).split(/[.-]/).map((x) => Number.parseInt(x, 10) || 0);
+  for (let i = 0; i < 3; i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) - (pb[i] ?? 0);
+  return 0;
+}

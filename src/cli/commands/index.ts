@@ -1,0 +1,6 @@
+import type { Command } from '../context.js';
+import { statusCommand } from './status.js';
+import { versionCommand } from './version.js';
+
+/** Every CLI command, in the order `--help` lists them. Add new commands here. */
+export const commands: Command<any>[] = [versionCommand, statusCommand];

@@ -1,0 +1,82 @@
+import readline from 'node:readline';
+import type { IoHost, IoMessage, ProgressUpdate } from '../io/host.js';
+import { redact } from '../io/redact.js';
+import { styler, type Styler } from './output.js';
+
+export interface ConsoleHostOptions {
+  verbose: boolean;
+  quiet: boolean;
+  color: boolean;
+  /** Structured output goes to stdout; keep stderr for humans. */
+  stderr?: NodeJS.WriteStream;
+}
+
+/**
+ * Renders engine messages for a person: info/warn/error lines on stderr (stdout is kept for results,
+ * so `-o json | jq` works), and progress as a redrawn line on a TTY or as occasional lines otherwise.
+ */
+export class ConsoleIoHost implements IoHost {
+  private readonly out: NodeJS.WriteStream;
+  private readonly s: Styler;
+  private readonly tty: boolean;
+  private lastProgressLine = '';
+  private readonly lastPrinted = new Map<string, number>();
+
+  constructor(private readonly opts: ConsoleHostOptions) {
+    this.out = opts.stderr ?? process.stderr;
+    this.tty = !!this.out.isTTY;
+    this.s = styler(opts.color && this.tty);
+  }
+
+  notify(msg: IoMessage): void {
+    if (msg.level === 'debug' && !this.opts.verbose) return;
+    if (msg.level === 'info' && this.opts.quiet) return;
+    if (msg.level === 'result') return;
+    const text = redact(msg.message);
+    const prefix = msg.level === 'warn' ? this.s.yellow('warning: ') : msg.level === 'error' ? this.s.red('error: ') : msg.level === 'debug' ? this.s.dim('debug: ') : '';
+    this.clearProgress();
+    this.out.write(`${prefix}${text}\n`);
+  }
+
+  progress(u: ProgressUpdate): void {
+    if (this.opts.quiet) return;
+    const pct = u.total ? ` ${Math.floor((100 * u.current) / Math.max(1, u.total))}%` : '';
+    const count = u.total ? ` ${u.current}/${u.total}` : u.current ? ` ${u.current}` : '';
+    const line = `${u.label}${count}${pct}${u.status ? ` ${this.s.dim(u.status)}` : ''}`;
+    if (this.tty) {
+      this.clearProgress();
+      if (u.done) {
+        this.out.write(`${line}\n`);
+      } else {
+        this.out.write(line.slice(0, (this.out.columns ?? 120) - 1));
+        this.lastProgressLine = line;
+      }
+      return;
+    }
+    // Not a TTY: print at most every 2 s per task, and the final state.
+    const now = Date.now();
+    if (u.done || now - (this.lastPrinted.get(u.id) ?? 0) > 2000) {
+      this.lastPrinted.set(u.id, now);
+      this.out.write(`${line}\n`);
+    }
+  }
+
+  async confirm(question: string): Promise<boolean> {
+    if (!process.stdin.isTTY) return false;
+    this.clearProgress();
+    const rl = readline.createInterface({ input: process.stdin, output: this.out });
+    try {
+      const answer: string = await new Promise((resolve) => rl.question(`${question} [y/N] `, resolve));
+      return /^y(es)?$/i.test(answer.trim());
+    } finally {
+      rl.close();
+    }
+  }
+
+  private clearProgress(): void {
+    if (this.tty && this.lastProgressLine) {
+      this.out.write('\r\x1b[2K');
+      this.lastProgressLine = '';
+    }
+  }
+}

@@ -1,0 +1,89 @@
+import type { Argv, CommandModule } from 'yargs';
+import { CniRewindError, EnvironmentError, ExitCode } from '../errors.js';
+import { Reporter } from '../io/host.js';
+import { redact } from '../io/redact.js';
+import { KubeApiError, KubeClient } from '../kube/client.js';
+import { ConsoleIoHost } from './console-host.js';
+import { renderData, styler, type OutputFormat, type Styler } from './output.js';
+
+export interface GlobalArgs {
+  kubeconfig?: string;
+  context?: string;
+  output: OutputFormat;
+  yes: boolean;
+  verbose: boolean;
+  quiet: boolean;
+  color: boolean;
+}
+
+/** What every command handler gets: the I/O host, output helpers and a lazily connected client. */
+export class CliContext {
+  readonly host: ConsoleIoHost;
+  readonly reporter: Reporter;
+  readonly style: Styler;
+  private clientPromise?: Promise<KubeClient>;
+
+  constructor(readonly args: GlobalArgs) {
+    this.host = new ConsoleIoHost({ verbose: args.verbose, quiet: args.quiet, color: args.color && !process.env.NO_COLOR });
+    this.reporter = new Reporter(this.host);
+    this.style = styler(args.color && !process.env.NO_COLOR && !!process.stdout.isTTY);
+  }
+
+  client(): Promise<KubeClient> {
+    this.clientPromise ??= KubeClient.connect({ kubeconfig: this.args.kubeconfig, context: this.args.context }).then((c) => {
+      c.onRetry = (i) => this.reporter.debug('CNR_KUBE_RETRY', `retrying ${i.method} ${i.path} in ${i.delayMs} ms: ${i.reason}`);
+      return c;
+    });
+    return this.clientPromise;
+  }
+
+  async close(): Promise<void> {
+    if (this.clientPromise) (await this.clientPromise.catch(() => undefined))?.close();
+  }
+
+  /** Print a result: `-o json|yaml` as data, otherwise the given human rendering. */
+  print(data: unknown, human: () => string): void {
+    const text = this.args.output === 'table' ? human() : renderData(data, this.args.output);
+    if (text) process.stdout.write(redact(text) + '\n');
+  }
+}
+
+/**
+ * Wrap a handler: build the context, run, map errors to one clear line and the documented exit code.
+ * A stack trace is shown only with -v.
+ */
+export function handler<A>(fn: (ctx: CliContext, args: A & GlobalArgs) => Promise<number | void>): (args: A & GlobalArgs) => Promise<void> {
+  return async (args) => {
+    const ctx = new CliContext(args);
+    try {
+      const code = await fn(ctx, args);
+      process.exitCode = code ?? ExitCode.Ok;
+    } catch (err) {
+      process.exitCode = reportError(err, args.verbose, ctx.style);
+    } finally {
+      await ctx.close();
+    }
+  };
+}
+
+export function reportError(err: unknown, verbose: boolean, s: Styler): number {
+  let e = err;
+  if (e instanceof KubeApiError) {
+    const code = e.statusCode === 401 || e.statusCode === 403 ? 'permission denied' : `HTTP ${e.statusCode}`;
+    e = new EnvironmentError(`Kubernetes API ${code}: ${e.message}`, { cause: e });
+  }
+  if (e instanceof CniRewindError) {
+    process.stderr.write(`${s.red('cni-rewind:')} ${redact(e.message)}\n`);
+    if (e.hint) process.stderr.write(`  ${redact(e.hint)}\n`);
+    if (verbose && e.stack) process.stderr.write(redact(String(e.stack)) + '\n');
+    return e.exitCode;
+  }
+  const msg = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`${s.red('cni-rewind:')} unexpected error: ${redact(msg)}\n`);
+  if (verbose && err instanceof Error && err.stack) process.stderr.write(redact(err.stack) + '\n');
+  else process.stderr.write('  rerun with -v for details\n');
+  return ExitCode.Differences;
+}
+
+export type Command<A = {}> = CommandModule<GlobalArgs, A & GlobalArgs>;
+export type Builder<A> = (y: Argv<GlobalArgs>) => Argv<A & GlobalArgs>;

@@ -1,0 +1,53 @@
+#!/usr/bin/env node
+import yargs, { type Argv } from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { ExitCode } from '../errors.js';
+import { toolVersion } from '../version.js';
+import { commands } from './commands/index.js';
+import type { GlobalArgs } from './context.js';
+
+/** Build the yargs parser (exported so tests and the docs checker can parse without running). */
+export function buildParser(argv: string[]) {
+  let parser: Argv<any> = yargs(argv)
+    .scriptName(process.argv[1]?.endsWith('kubectl-cni_rewind') ? 'kubectl cni-rewind' : 'cni-rewind')
+    .usage('$0 <command> [options]\n\nMake risky Calico changes safe to attempt and quick to undo.')
+    .option('kubeconfig', { type: 'string', describe: 'path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config)', global: true })
+    .option('context', { type: 'string', describe: 'kubeconfig context to use', global: true })
+    .option('output', { alias: 'o', choices: ['table', 'json', 'yaml'] as const, default: 'table' as const, describe: 'output format', global: true })
+    .option('yes', { alias: 'y', type: 'boolean', default: false, describe: 'do not ask for confirmation', global: true })
+    .option('verbose', { alias: 'v', type: 'boolean', default: false, describe: 'show debug messages and stack traces', global: true })
+    .option('quiet', { alias: 'q', type: 'boolean', default: false, describe: 'only print results and errors', global: true })
+    .option('color', { type: 'boolean', default: true, describe: 'colour output (--no-color to disable; NO_COLOR is honoured)', global: true })
+    .completion('completion', 'print a bash/zsh completion script')
+    .version(toolVersion())
+    .help()
+    .alias('help', 'h')
+    .strict()
+    .demandCommand(1, 'name a command; see --help')
+    .recommendCommands()
+    .wrap(Math.min(120, process.stdout.columns ?? 100))
+    .epilogue('Exit codes: 0 success · 1 differences or warnings · 2 usage error or bad input · 3 partial failure · 4 environment error · 5 refused by a safety check')
+    .fail((msg, err) => {
+      // One clear line for usage errors, never a stack trace.
+      if (err) throw err;
+      process.stderr.write(`cni-rewind: ${msg}\n  see: cni-rewind --help\n`);
+      process.exit(ExitCode.BadInput);
+    });
+  for (const c of commands) parser = parser.command(c as any);
+  return parser as Argv<GlobalArgs>;
+}
+
+export async function main(argv = hideBin(process.argv)): Promise<void> {
+  await buildParser(argv).parseAsync();
+}
+
+const invokedDirectly = (() => {
+  const arg = process.argv[1] ?? '';
+  return /(?:main\.js|cni-rewind|kubectl-cni_rewind)$/.test(arg);
+})();
+if (invokedDirectly) {
+  main().catch((err) => {
+    process.stderr.write(`cni-rewind: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = ExitCode.BadInput;
+  });
+}

@@ -1,0 +1,83 @@
+/**
+ * The engine never prints. It sends messages to an IoHost, which the CLI renders
+ * (tables, progress bars, JSON) and tests record. Modelled on the CDK toolkit's I/O host:
+ * every message carries a stable code so hosts and tests can react to specific events.
+ */
+export type Level = 'debug' | 'info' | 'warn' | 'error' | 'result';
+
+export interface IoMessage<T = unknown> {
+  /** Stable code, e.g. `CNR_EXPORT_KIND`, `CNR_RESTORE_OBJECT`. */
+  code: string;
+  level: Level;
+  /** Human text, already free of secrets. */
+  message: string;
+  /** Structured payload for renderers and tests. */
+  data?: T;
+  time: Date;
+}
+
+export interface ProgressUpdate {
+  /** A task id; one bar or line per id (a node, a kind, a step). */
+  id: string;
+  label: string;
+  current: number;
+  total?: number;
+  status?: string;
+  done?: boolean;
+}
+
+export interface IoHost {
+  notify(msg: IoMessage): void;
+  progress?(update: ProgressUpdate): void;
+  /** Ask a yes/no question. Hosts that cannot ask (no TTY) must return false. */
+  confirm?(question: string): Promise<boolean>;
+}
+
+/** Convenience wrapper the engine modules use. */
+export class Reporter {
+  constructor(private readonly host: IoHost) {}
+
+  debug(code: string, message: string, data?: unknown): void {
+    this.emit('debug', code, message, data);
+  }
+  info(code: string, message: string, data?: unknown): void {
+    this.emit('info', code, message, data);
+  }
+  warn(code: string, message: string, data?: unknown): void {
+    this.emit('warn', code, message, data);
+  }
+  error(code: string, message: string, data?: unknown): void {
+    this.emit('error', code, message, data);
+  }
+  progress(update: ProgressUpdate): void {
+    this.host.progress?.(update);
+  }
+  async confirm(question: string): Promise<boolean> {
+    return this.host.confirm ? this.host.confirm(question) : false;
+  }
+
+  private emit(level: Level, code: string, message: string, data?: unknown): void {
+    this.host.notify({ code, level, message, data, time: new Date() });
+  }
+}
+
+/** A host that keeps every message: for tests and for `-o json` collection. */
+export class RecordingIoHost implements IoHost {
+  readonly messages: IoMessage[] = [];
+  readonly updates: ProgressUpdate[] = [];
+  constructor(private readonly answer = false) {}
+  notify(msg: IoMessage): void {
+    this.messages.push(msg);
+  }
+  progress(update: ProgressUpdate): void {
+    this.updates.push(update);
+  }
+  async confirm(): Promise<boolean> {
+    return this.answer;
+  }
+  codes(): string[] {
+    return this.messages.map((m) => m.code);
+  }
+}
+
+export const silentHost: IoHost = { notify() {} };

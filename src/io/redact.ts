@@ -1,0 +1,23 @@
+/**
+ * Last line of defence against leaking credentials into output: values registered as secret are
+ * masked wherever they appear, and common credential shapes are masked by pattern.
+ */
+const registered = new Set<string>();
+
+export function registerSecret(value: string | undefined): void {
+  if (value && value.length >= 6) registered.add(value);
+}
+
+const PATTERNS: RegExp[] = [
+  /(PVEAPIToken=[^=\s]+=)[^\s"']+/g,
+  /((?:password|passwd|secret|token|apikey|api_key|secretAccessKey|aws_secret_access_key)["']?\s*[:=]\s*["']?)[^\s"',}]+/gi,
+  /(Bearer\s+)[A-Za-z0-9._~+/-]+=*/g,
+  /(-----BEGIN [A-Z ]*PRIVATE KEY-----)[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----)/g,
+];
+
+export function redact(text: string): string {
+  let out = text;
+  for (const v of registered) if (out.includes(v)) out = out.split(v).join('***');
+  for (const re of PATTERNS) out = out.replace(re, (_m, a: string, b?: string) => (b && b.startsWith('-----END') ? `${a}***${b}` : `${a}***`));
+  return out;
+}

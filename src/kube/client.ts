@@ -1,0 +1,326 @@
+import http from 'node:http';
+import https from 'node:https';
+import { EnvironmentError } from '../errors.js';
+import { connect, type Connection, type ConnectionOptions } from './connection.js';
+import { defaultRetryPolicy, withRetry, type RetryPolicy } from './retry.js';
+import {
+  resourcePath,
+  type KubeList,
+  type KubeObject,
+  type ResourceType,
+} from './types.js';
+
+/** An error the API server answered with (a Status object). */
+export class KubeApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly reason: string,
+    message: string,
+    readonly method: string,
+    readonly path: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+    this.name = 'KubeApiError';
+  }
+  get notFound(): boolean {
+    return this.statusCode === 404;
+  }
+  get conflict(): boolean {
+    return this.statusCode === 409;
+  }
+}
+
+/** The API server could not be reached at all (connection refused, reset, timeout). */
+export class KubeConnectionError extends EnvironmentError {
+  constructor(message: string, readonly code?: string, cause?: unknown) {
+    super(message, { cause, hint: 'check that the cluster is running and --kubeconfig/--context point at it' });
+  }
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  contentType?: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  /** Override the retry policy; `false` disables retries. */
+  retry?: RetryPolicy | false;
+  timeoutMs?: number;
+}
+
+export interface ClientStats {
+  requests: number;
+  retries: number;
+  throttled: number; // HTTP 429 answers
+}
+
+const TRANSIENT_NET = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_SOCKET']);
+
+/**
+ * The one module through which cni-rewind talks to Kubernetes: raw REST over a keep-alive agent,
+ * with retries and backoff for throttling and a restarting API server, paging, server-side apply and waits.
+ * Objects stay plain JSON: no per-kind classes, so any CRD (including ones a future Calico adds) works.
+ */
+export class KubeClient {
+  readonly stats: ClientStats = { requests: 0, retries: 0, throttled: 0 };
+  private readonly agent: http.Agent;
+  private readonly url: URL;
+  onRetry?: (info: { method: string; path: string; attempt: number; delayMs: number; reason: string }) => void;
+
+  private constructor(
+    readonly connection: Connection,
+    readonly retryPolicy: RetryPolicy,
+  ) {
+    this.url = new URL(connection.server);
+    const agentOpts = { keepAlive: true, maxSockets: 16 };
+    this.agent = this.url.protocol === 'http:' ? new http.Agent(agentOpts) : new https.Agent({ ...agentOpts, ...pickTls(connection.httpsOptions) });
+  }
+
+  static async connect(opts: ConnectionOptions & { retry?: Partial<RetryPolicy> } = {}): Promise<KubeClient> {
+    const conn = await connect(opts);
+    return new KubeClient(conn, { ...defaultRetryPolicy, ...opts.retry });
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+
+  // ---------- raw requests ----------
+
+  async request<T = any>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    const policy = opts.retry === false ? { ...this.retryPolicy, maxElapsedMs: 0 } : opts.retry ?? this.retryPolicy;
+    return withRetry(
+      () => this.once<T>(method, path, opts),
+      (err) => this.retryable(err),
+      policy,
+      (err, attempt, delayMs) => {
+        this.stats.retries++;
+        this.onRetry?.({ method, path, attempt, delayMs, reason: err instanceof Error ? err.message : String(err) });
+      },
+    );
+  }
+
+  private retryable(err: unknown): { retry: boolean; afterMs?: number } {
+    if (err instanceof KubeApiError) {
+      if (err.statusCode === 429) return { retry: true, afterMs: (err.details as any)?.retryAfterMs };
+      // 500 is retried too: a restarting apiserver answers "etcdserver: leader changed" and similar.
+      if ([500, 502, 503, 504].includes(err.statusCode)) return { retry: true, afterMs: (err.details as any)?.retryAfterMs };
+      return { retry: false };
+    }
+    if (err instanceof KubeConnectionError) return { retry: true };
+    return { retry: false };
+  }
+
+  private once<T>(method: string, path: string, opts: RequestOptions): Promise<T> {
+    this.stats.requests++;
+    const qs = opts.query
+      ? Object.entries(opts.query)
+          .filter(([, v]) => v !== undefined && v !== '')
+          .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`)
+          .join('&')
+      : '';
+    const fullPath = `${this.url.pathname.replace(/\/$/, '')}${path}${qs ? (path.includes('?') ? '&' : '?') + qs : ''}`;
+    const body = opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+    const headers: Record<string, string | number> = {
+      ...(this.connection.httpsOptions.headers as Record<string, string> | undefined),
+      Accept: 'application/json',
+      'User-Agent': 'cni-rewind',
+    };
+    if (body !== undefined) {
+      headers['Content-Type'] = opts.contentType ?? 'application/json';
+      headers['Content-Length'] = Buffer.byteLength(body);
+    }
+    const mod = this.url.protocol === 'http:' ? http : https;
+    return new Promise<T>((resolve, reject) => {
+      const req = mod.request(
+        {
+          protocol: this.url.protocol,
+          hostname: this.url.hostname,
+          port: this.url.port || (this.url.protocol === 'http:' ? 80 : 443),
+          method,
+          path: fullPath,
+          headers,
+          agent: this.agent,
+          timeout: opts.timeoutMs ?? 60_000,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', (e) => reject(netError(e, method, path)));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            const status = res.statusCode ?? 0;
+            if (status >= 200 && status < 300) {
+              try {
+                resolve((text ? JSON.parse(text) : undefined) as T);
+              } catch (e) {
+                reject(new KubeApiError(status, 'BadResponse', `unparseable response from ${method} ${path}`, method, path));
+              }
+              return;
+            }
+            if (status === 429) this.stats.throttled++;
+            let parsed: any;
+            try {
+              parsed = JSON.parse(text);
+            } catch {
+              parsed = undefined;
+            }
+            const retryAfter = Number(res.headers['retry-after']);
+            const details = { ...(parsed?.details ?? {}), retryAfterMs: Number.isFinite(retryAfter) ? retryAfter * 1000 : undefined, causes: parsed?.details?.causes };
+            reject(
+              new KubeApiError(
+                status,
+                parsed?.reason ?? httpReason(status),
+                parsed?.message ?? `${method} ${path}: HTTP ${status}`,
+                method,
+                path,
+                details,
+              ),
+            );
+          });
+        },
+      );
+      req.on('timeout', () => req.destroy(Object.assign(new Error('request timed out'), { code: 'ETIMEDOUT' })));
+      req.on('error', (e) => reject(netError(e, method, path)));
+      if (body !== undefined) req.write(body);
+      req.end();
+    });
+  }
+
+  // ---------- objects ----------
+
+  async get<T = KubeObject>(r: ResourceType, namespace: string | undefined, name: string): Promise<T> {
+    return this.request<T>('GET', resourcePath(r, namespace, name));
+  }
+
+  /** GET that returns undefined for 404. */
+  async getOrUndefined<T = KubeObject>(r: ResourceType, namespace: string | undefined, name: string): Promise<T | undefined> {
+    try {
+      return await this.get<T>(r, namespace, name);
+    } catch (err) {
+      if (err instanceof KubeApiError && err.notFound) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * List a resource page by page (`limit`/`continue`), so memory stays flat however many objects there are.
+   * If a continue token expires (410) mid-way, the error propagates: a partial list must not pass for a full one.
+   */
+  async *listPages<T = KubeObject>(
+    r: ResourceType,
+    opts: { namespace?: string; limit?: number; labelSelector?: string; fieldSelector?: string } = {},
+  ): AsyncGenerator<KubeList<T>> {
+    let cont: string | undefined;
+    do {
+      const page: KubeList<T> = await this.request('GET', resourcePath(r, opts.namespace), {
+        query: { limit: opts.limit ?? 500, continue: cont, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector },
+      });
+      yield page;
+      cont = page.metadata?.continue || undefined;
+    } while (cont);
+  }
+
+  async *listItems<T = KubeObject>(r: ResourceType, opts: { namespace?: string; limit?: number; labelSelector?: string; fieldSelector?: string } = {}): AsyncGenerator<T> {
+    for await (const page of this.listPages<T>(r, opts)) {
+      const apiVersion = r.group ? `${r.group}/${r.version}` : r.version;
+      for (const item of page.items) {
+        // Items in a list omit apiVersion/kind; put them back so every object stands alone.
+        const obj = item as any;
+        obj.apiVersion ??= apiVersion;
+        obj.kind ??= r.kind;
+        yield item;
+      }
+    }
+  }
+
+  async listAll<T = KubeObject>(r: ResourceType, opts: { namespace?: string; labelSelector?: string; fieldSelector?: string } = {}): Promise<T[]> {
+    const out: T[] = [];
+    for await (const item of this.listItems<T>(r, opts)) out.push(item);
+    return out;
+  }
+
+  async create<T = KubeObject>(r: ResourceType, obj: KubeObject, opts: { dryRun?: boolean; fieldValidation?: 'Strict' | 'Warn' | 'Ignore' } = {}): Promise<T> {
+    return this.request<T>('POST', resourcePath(r, obj.metadata.namespace), {
+      body: obj,
+      query: { dryRun: opts.dryRun ? 'All' : undefined, fieldValidation: opts.fieldValidation },
+    });
+  }
+
+  async replace<T = KubeObject>(r: ResourceType, obj: KubeObject, opts: { dryRun?: boolean; fieldValidation?: 'Strict' | 'Warn' | 'Ignore' } = {}): Promise<T> {
+    return this.request<T>('PUT', resourcePath(r, obj.metadata.namespace, obj.metadata.name), {
+      body: obj,
+      query: { dryRun: opts.dryRun ? 'All' : undefined, fieldValidation: opts.fieldValidation },
+    });
+  }
+
+  /** Server-side apply (`kubectl apply --server-side`), conflicts forced unless told otherwise. */
+  async apply<T = KubeObject>(
+    r: ResourceType,
+    obj: KubeObject,
+    opts: { fieldManager?: string; force?: boolean; dryRun?: boolean; fieldValidation?: 'Strict' | 'Warn' | 'Ignore'; subresource?: 'status' } = {},
+  ): Promise<T> {
+    const p = resourcePath(r, obj.metadata.namespace, obj.metadata.name) + (opts.subresource ? `/${opts.subresource}` : '');
+    return this.request<T>('PATCH', p, {
+      body: obj,
+      contentType: 'application/apply-patch+yaml',
+      query: {
+        fieldManager: opts.fieldManager ?? 'cni-rewind',
+        force: opts.force ?? true,
+        dryRun: opts.dryRun ? 'All' : undefined,
+        fieldValidation: opts.fieldValidation,
+      },
+    });
+  }
+
+  async mergePatch<T = KubeObject>(r: ResourceType, namespace: string | undefined, name: string, patch: unknown, opts: { subresource?: 'status' | 'scale' } = {}): Promise<T> {
+    const p = resourcePath(r, namespace, name) + (opts.subresource ? `/${opts.subresource}` : '');
+    return this.request<T>('PATCH', p, { body: patch, contentType: 'application/merge-patch+json' });
+  }
+
+  async delete(r: ResourceType, namespace: string | undefined, name: string, opts: { propagationPolicy?: 'Foreground' | 'Background' | 'Orphan'; gracePeriodSeconds?: number } = {}): Promise<boolean> {
+    try {
+      await this.request('DELETE', resourcePath(r, namespace, name), {
+        body: { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: opts.propagationPolicy, gracePeriodSeconds: opts.gracePeriodSeconds },
+      });
+      return true;
+    } catch (err) {
+      if (err instanceof KubeApiError && err.notFound) return false;
+      throw err;
+    }
+  }
+
+  async serverVersion(): Promise<{ gitVersion: string; major: string; minor: string; platform?: string }> {
+    return this.request('GET', '/version');
+  }
+
+  /** Poll until `check` returns a value (not undefined), or fail after `timeoutMs`. */
+  async waitFor<T>(what: string, check: () => Promise<T | undefined>, opts: { timeoutMs?: number; intervalMs?: number } = {}): Promise<T> {
+    const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+    const interval = opts.intervalMs ?? 500;
+    for (;;) {
+      const v = await check();
+      if (v !== undefined) return v;
+      if (Date.now() > deadline) throw new EnvironmentError(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, interval));
+    }
+  }
+}
+
+function pickTls(o: https.RequestOptions): https.AgentOptions {
+  return { ca: o.ca, cert: o.cert, key: o.key, pfx: o.pfx, passphrase: o.passphrase, rejectUnauthorized: o.rejectUnauthorized, servername: o.servername };
+}
+
+function netError(e: Error & { code?: string }, method: string, path: string): Error {
+  if (e.code && (TRANSIENT_NET.has(e.code) || e.message === 'socket hang up')) {
+    return new KubeConnectionError(`cannot reach the Kubernetes API server (${e.code}) on ${method} ${path}`, e.code, e);
+  }
+  if (e.message === 'socket hang up') return new KubeConnectionError(`connection to the Kubernetes API server closed on ${method} ${path}`, 'ECONNRESET', e);
+  if (e.code?.startsWith('ERR_TLS') || e.code?.includes('CERT') || e.code === 'DEPTH_ZERO_SELF_SIGNED_CERT') {
+    return new EnvironmentError(`TLS error talking to the Kubernetes API server: ${e.message}`, { cause: e });
+  }
+  return new KubeConnectionError(`request ${method} ${path} failed: ${e.message}`, e.code, e);
+}
+
+function httpReason(status: number): string {
+  return http.STATUS_CODES[status]?.replace(/\s+/g, '') ?? `HTTP${status}`;
+}

@@ -1,0 +1,47 @@
+import type { KubeClient } from './client.js';
+import { KubeApiError } from './client.js';
+import type { KubeObject, ResourceType } from './types.js';
+
+/**
+ * Maps apiVersion + kind to a ResourceType through discovery, caching each group-version.
+ * Call `forget()` after CRDs change (a group-version that was missing may now be served).
+ */
+export class ResourceResolver {
+  private readonly cache = new Map<string, ResourceType[] | null>();
+  constructor(private readonly client: KubeClient) {}
+
+  forget(apiVersion?: string): void {
+    if (apiVersion) this.cache.delete(apiVersion);
+    else this.cache.clear();
+  }
+
+  async typesOf(apiVersion: string): Promise<ResourceType[] | null> {
+    if (this.cache.has(apiVersion)) return this.cache.get(apiVersion)!;
+    const [group, version] = apiVersion.includes('/') ? apiVersion.split('/') as [string, string] : ['', apiVersion];
+    const path = group ? `/apis/${group}/${version}` : `/api/${version}`;
+    try {
+      const list: { resources: { name: string; kind: string; namespaced: boolean; verbs: string[] }[] } = await this.client.request('GET', path);
+      const types = list.resources
+        .filter((r) => !r.name.includes('/'))
+        .map((r) => ({ group, version, plural: r.name, kind: r.kind, namespaced: r.namespaced, verbs: r.verbs }));
+      this.cache.set(apiVersion, types);
+      return types;
+    } catch (err) {
+      if (err instanceof KubeApiError && err.notFound) {
+        // Not cached: a CRD being created right now may make it appear.
+        return null;
+      }
+      throw err;
+    }
+  }
+
+  /** The ResourceType for an object, or undefined when the cluster does not serve its kind. */
+  async resolve(apiVersion: string, kind: string): Promise<ResourceType | undefined> {
+    const types = await this.typesOf(apiVersion);
+    return types?.find((t) => t.kind === kind);
+  }
+
+  async forObject(obj: KubeObject): Promise<ResourceType | undefined> {
+    return this.resolve(obj.apiVersion, obj.kind);
+  }
+}

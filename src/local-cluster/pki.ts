@@ -1,0 +1,51 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+/** A fresh CA, API server cert, admin client cert and service-account key pair, made with openssl. */
+export function makePki(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const run = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  run(['req', '-x509', ...ec, '-days', '3650', '-subj', '/CN=e2e-ca', '-keyout', 'ca.key', '-out', 'ca.crt']);
+  writeFileSync(
+    path.join(dir, 'srv.ext'),
+    [
+      'basicConstraints=CA:FALSE',
+      'keyUsage=critical,digitalSignature,keyEncipherment',
+      'extendedKeyUsage=serverAuth',
+      'subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local',
+    ].join('\n') + '\n',
+  );
+  run(['req', ...ec, '-subj', '/CN=kube-apiserver', '-keyout', 'apiserver.key', '-out', 'apiserver.csr']);
+  run(['x509', '-req', '-in', 'apiserver.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '3650', '-extfile', 'srv.ext', '-out', 'apiserver.crt']);
+  writeFileSync(path.join(dir, 'cli.ext'), 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n');
+  run(['req', ...ec, '-subj', '/O=system:masters/CN=e2e-admin', '-keyout', 'admin.key', '-out', 'admin.csr']);
+  run(['x509', '-req', '-in', 'admin.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '3650', '-extfile', 'cli.ext', '-out', 'admin.crt']);
+  run(['genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', 'sa.key']);
+  run(['pkey', '-in', 'sa.key', '-pubout', '-out', 'sa.pub']);
+}
+
+export function writeKubeconfig(file: string, pkiDir: string, server: string, name = 'e2e'): void {
+  const b64 = (f: string) => readFileSync(path.join(pkiDir, f)).toString('base64');
+  const text = `apiVersion: v1
+kind: Config
+clusters:
+- name: ${name}
+  cluster:
+    server: ${server}
+    certificate-authority-data: ${b64('ca.crt')}
+users:
+- name: ${name}-admin
+  user:
+    client-certificate-data: ${b64('admin.crt')}
+    client-key-data: ${b64('admin.key')}
+contexts:
+- name: ${name}
+  context:
+    cluster: ${name}
+    user: ${name}-admin
+current-context: ${name}
+`;
+  writeFileSync(file, text, { mode: 0o600 });
+}

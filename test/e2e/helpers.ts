@@ -1,0 +1,86 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { inject } from 'vitest';
+import { KubeClient } from '../../src/kube/client.js';
+import { K } from '../../src/kube/builtin.js';
+import { applyManifests, parseManifests, pool } from '../../src/kube/manifests.js';
+import type { KubeObject, ResourceType } from '../../src/kube/types.js';
+import { calicoFixturesDir, packageRoot } from '../../src/local-cluster/paths.js';
+
+export const kubeconfig = (): string => inject('kubeconfig');
+
+export async function testClient(): Promise<KubeClient> {
+  return KubeClient.connect({ kubeconfig: kubeconfig() });
+}
+
+export function fixturePath(version: string, file: string): string {
+  return path.join(calicoFixturesDir(), version, 'manifests', file);
+}
+
+export function fixtureObjects(version: string, file: string): KubeObject[] {
+  return parseManifests(readFileSync(fixturePath(version, file), 'utf8'), `${version}/${file}`);
+}
+
+/** Apply a Calico release manifest from the fixtures (server-side, CRDs first). */
+export async function applyFixture(client: KubeClient, version: string, file: string): Promise<KubeObject[]> {
+  const objs = fixtureObjects(version, file);
+  await applyManifests(client, objs, { fieldManager: 'cni-rewind-e2e' });
+  return objs;
+}
+
+const CALICO_GROUPS = ['crd.projectcalico.org', 'operator.tigera.io', 'policy.networking.k8s.io'];
+const CALICO_NAMESPACES = ['tigera-operator', 'calico-system', 'calico-apiserver'];
+
+/** Remove every trace of Calico (CRDs and their objects, namespaces, cluster RBAC) so each test file starts clean. */
+export async function resetCalico(client: KubeClient): Promise<void> {
+  const crds = (await client.listAll(K.crd)).filter((c) => CALICO_GROUPS.includes(c.spec.group));
+  await pool(crds, 8, async (c) => {
+    await client.delete(K.crd, undefined, c.metadata.name);
+  });
+  for (const ns of CALICO_NAMESPACES) await client.delete(K.namespace, undefined, ns);
+  for (const r of [K.clusterRole, K.clusterRoleBinding]) {
+    for (const o of await client.listAll(r)) {
+      if (/calico|tigera/.test(o.metadata.name)) await client.delete(r, undefined, o.metadata.name);
+    }
+  }
+  await client.delete(K.configMap, 'kube-system', 'calico-config');
+  await client.delete(K.daemonSet, 'kube-system', 'calico-node');
+  await client.delete(K.deployment, 'kube-system', 'calico-kube-controllers');
+  await client.waitFor('Calico CRDs to be deleted', async () => ((await client.listAll(K.crd)).some((c) => CALICO_GROUPS.includes(c.spec.group)) ? undefined : true), { timeoutMs: 120_000 });
+  await client.waitFor('Calico namespaces to be deleted', async () => {
+    for (const ns of CALICO_NAMESPACES) if (await client.getOrUndefined(K.namespace, undefined, ns)) return undefined;
+    return true;
+  }, { timeoutMs: 180_000 });
+}
+
+/** Delete all nodes whose name starts with a prefix (test-created kwok nodes). */
+export async function deleteNodes(client: KubeClient, prefix: string): Promise<void> {
+  for (const n of await client.listAll(K.node)) if (n.metadata.name.startsWith(prefix)) await client.delete(K.node, undefined, n.metadata.name);
+}
+
+export const calicoType = (plural: string, kind: string, namespaced = false): ResourceType => ({ group: 'crd.projectcalico.org', version: 'v1', plural, kind, namespaced });
+export const operatorType = (plural: string, kind: string): ResourceType => ({ group: 'operator.tigera.io', version: 'v1', plural, kind, namespaced: false });
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run the built CLI as a user would (a child process), with the test cluster's kubeconfig. */
+export function runCli(args: string[], opts: { env?: Record<string, string>; cwd?: string; timeoutMs?: number; input?: string } = {}): Promise<CliResult> {
+  const main = path.join(packageRoot(), 'dist', 'src', 'cli', 'main.js');
+  return new Promise((resolve) => {
+    const child = execFile(
+      process.execPath,
+      [main, ...args],
+      { env: { ...process.env, KUBECONFIG: kubeconfig(), NO_COLOR: '1', ...opts.env }, cwd: opts.cwd, timeout: opts.timeoutMs ?? 600_000, maxBuffer: 256 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof (err as any).code === 'number' ? (err as any).code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+    if (opts.input !== undefined) child.stdin?.end(opts.input);
+  });
+}
