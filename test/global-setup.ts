@@ -8,7 +8,7 @@ import { LocalCluster } from '../src/local-cluster/cluster.js';
  * and stops it afterwards if it started it.
  */
 export default async function setup(project: TestProject) {
-  const cluster = new LocalCluster({ name: 'e2e', log: (l) => console.log(`[e2e cluster] ${l}`) });
+  const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e', log: (l) => console.log(`[e2e cluster] ${l}`) });
   const reused = await cluster.isUp();
   const state = await cluster.up();
   const client = await KubeClient.connect({ kubeconfig: state.kubeconfig });
