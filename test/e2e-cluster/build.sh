@@ -31,6 +31,15 @@ if have_all; then
   exit 0
 fi
 
+# One build at a time per cache: concurrent callers wait here, then find the binaries built.
+mkdir -p "$cache_root"
+exec 9>"$cache_root/build.lock"
+flock 9
+if have_all; then
+  echo "$BIN"
+  exit 0
+fi
+
 command -v go >/dev/null || { echo "build.sh: Go is required (go 1.26) to build the test control plane" >&2; exit 4; }
 
 tmp="$BIN.tmp"
