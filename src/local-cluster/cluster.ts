@@ -144,17 +144,17 @@ export class LocalCluster {
       ]);
       await waitUntil('kube-controller-manager', () => probe(`https://127.0.0.1:${p.kcm}/healthz`, undefined), 60_000);
       await waitUntil('kube-scheduler', () => probe(`https://127.0.0.1:${p.scheduler}/healthz`, undefined), 60_000);
-      for (const c of COMPONENTS) if (!alive(state.pids[c]!)) throw new Error(`${c} exited; see ${workDir}/${c}.log`);
+      for (const c of COMPONENTS) if (!alive(state.pids[c]!)) throw new Error(`${c} exited; see ${path.join(this.dir, 'failed-run', `${c}.log`)}`);
       this.log(`cluster "${this.name}" is up at ${server}`);
       return state;
     } catch (err) {
-      await this.down();
+      await this.down({ keepLogs: true });
       throw err;
     }
   }
 
   /** Stop every recorded process (by process group) and remove the run directory. */
-  async down(): Promise<void> {
+  async down(opts: { keepLogs?: boolean } = {}): Promise<void> {
     const st = this.readState();
     if (st) {
       const pids = Object.values(st.pids).filter((p) => p > 0);
@@ -163,7 +163,14 @@ export class LocalCluster {
       while (pids.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       for (const pid of pids) if (alive(pid)) signalGroup(pid, 'SIGKILL');
       while (pids.some(alive)) await new Promise((r) => setTimeout(r, 50));
-      rmSync(st.workDir, { recursive: true, force: true });
+      if (opts.keepLogs) {
+        // Keep the logs of a failed start for diagnosis; the next start clears them.
+        const failed = path.join(this.dir, 'failed-run');
+        rmSync(failed, { recursive: true, force: true });
+        renameSync(st.workDir, failed);
+      } else {
+        rmSync(st.workDir, { recursive: true, force: true });
+      }
     }
     rmSync(this.statePath, { force: true });
   }
@@ -204,7 +211,11 @@ function apiserverArgs(p: LocalCluster['ports'], pki: string): string[] {
 }
 
 function writeKwokConfig(file: string, stagesDir: string): void {
-  const parts = ['apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n'];
+  // The standalone kwok binary does not default these (kwokctl would): set them explicitly.
+  const options = ['podPlayStageParallelism: 4', 'nodePlayStageParallelism: 4', 'nodeLeaseParallelism: 4', 'podsOnNodeSyncParallelism: 4']
+    .map((l) => `  ${l}`)
+    .join('\n');
+  const parts = [`apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n${options}\n`];
   for (const f of readdirSync(stagesDir).sort()) parts.push(readFileSync(path.join(stagesDir, f), 'utf8'));
   writeFileSync(file, parts.join('\n---\n'));
 }
