@@ -11,10 +11,10 @@ command -v qemu-io >/dev/null || need_apt+=(qemu-utils)
 dpkg -s qemu-block-extra >/dev/null 2>&1 || need_apt+=(qemu-block-extra)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing Debian packages: ${need_apt[*]}"
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  apt-get -o DPkg::Lock::Timeout=600 update -qq
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
-if ! python3 -c 'import moto, flask' 2>/dev/null || [ "$(python3 -c 'import moto; print(moto.__version__)')" != "5.2.5" ]; then
+if ! python3 -c 'import moto, flask' 2>/dev/null || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("moto"))')" != "5.2.1" ]; then
   echo "== installing moto server (pinned in test/requirements.txt)"
   python3 -m pip install -q -r test/requirements.txt
 fi
