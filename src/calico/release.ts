@@ -1,0 +1,248 @@
+/**
+ * Loading a Calico release's manifests (the target of a plan): from a local directory (air-gapped), from the
+ * release URL pattern of projectcalico/calico, or from the fixtures cni-rewind ships for the versions it knows.
+ *
+ * Layouts understood for a directory:
+ *   <dir>/<X.Y.Z>/manifests/*.yaml   (the fixtures layout; `v<X.Y.Z>` also accepted)
+ *   <dir>/<X.Y.Z>/*.yaml
+ *   <dir>/*.yaml                     (a folder holding the files directly)
+ * Files: tigera-operator.yaml (operator installs; up to 3.29 it embeds every CRD), operator-crds.yaml (3.30+: the
+ * CRDs, no longer in tigera-operator.yaml), custom-resources.yaml (Installation, APIServer, ...), calico.yaml
+ * (manifest installs).
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { BadInputError, EnvironmentError } from '../errors.js';
+import { parseManifests } from '../kube/manifests.js';
+import type { KubeObject } from '../kube/types.js';
+import { calicoFixturesDir } from '../local-cluster/paths.js';
+import { imageTag, normalizeVersion, OPERATOR_DEPLOYMENT, OPERATOR_VERSIONS } from './knowledge.js';
+
+/** Raw manifests of projectcalico/calico at a release tag; `{version}` is `vX.Y.Z`. */
+export const RELEASE_URL_PATTERN = 'https://raw.githubusercontent.com/projectcalico/calico/{version}/manifests/';
+
+export const RELEASE_FILES = {
+  operator: 'tigera-operator.yaml',
+  operatorCrds: 'operator-crds.yaml',
+  customResources: 'custom-resources.yaml',
+  calico: 'calico.yaml',
+} as const;
+
+export interface ReleaseFile {
+  /** Where it was read from: a path or a URL. */
+  source: string;
+  sha256: string;
+  bytes: number;
+}
+
+export interface Release {
+  /** `vX.Y.Z` */
+  version: string;
+  /** `quay.io/tigera/operator:v1.32.10`, when the release has operator manifests. */
+  operatorImage?: string;
+  /** Every CRD of the operator install (tigera-operator.yaml, or operator-crds.yaml from 3.30); calico.yaml's CRDs for a manifest-only release. */
+  crds: KubeObject[];
+  /** tigera-operator.yaml minus its CRDs (namespace, RBAC, the operator Deployment). */
+  operatorObjects: KubeObject[];
+  /** custom-resources.yaml (Installation, APIServer, ...). Empty when the file is absent. */
+  customResources: KubeObject[];
+  /** calico.yaml in full (its CRDs included), when present: the manifest-install target. */
+  calicoManifest?: KubeObject[];
+  /** The files read, by name, with their checksums (a plan records them so `apply` uses the same manifests). */
+  files: Record<string, ReleaseFile>;
+  /** Where the release came from: a directory or a base URL. */
+  origin: string;
+}
+
+export interface LoadReleaseOptions {
+  /** A directory (see the layouts above) or a URL; default: the shipped fixtures when the version is one of them, else the release URL. */
+  manifests?: string;
+  /** Which install the caller needs: fail clearly when its files are missing. */
+  need?: 'operator' | 'manifest';
+  /** For tests and air-gapped checks: refuse to go to the network. */
+  offline?: boolean;
+}
+
+/** Load a Calico release's manifests. Bad or missing files give one clear BadInputError. */
+export async function loadRelease(version: string, opts: LoadReleaseOptions = {}): Promise<Release> {
+  if (!/^v?\d+\.\d+\.\d+$/.test(version)) throw new BadInputError(`"${version}" is not a Calico version (expected X.Y.Z, e.g. 3.27.4)`);
+  const v = normalizeVersion(version);
+  const source = opts.manifests ?? defaultSource(v);
+  const fetcher = isUrl(source) ? urlFetcher(source, v, opts.offline) : dirFetcher(source, v);
+  const texts: Partial<Record<keyof typeof RELEASE_FILES, { text: string; file: ReleaseFile }>> = {};
+  for (const [key, name] of Object.entries(RELEASE_FILES) as [keyof typeof RELEASE_FILES, string][]) {
+    // operator-crds.yaml only exists from 3.30; fetch it below only when tigera-operator.yaml has no CRDs.
+    if (key === 'operatorCrds') continue;
+    const got = await fetcher.read(name);
+    if (got) texts[key] = got;
+  }
+  const parse = (key: keyof typeof RELEASE_FILES) => {
+    const t = texts[key];
+    return t ? parseManifests(t.text, t.file.source) : undefined;
+  };
+  const operatorAll = parse('operator');
+  const calicoAll = parse('calico');
+  const customResources = parse('customResources') ?? [];
+  if (!operatorAll && !calicoAll) {
+    throw new BadInputError(`no Calico ${v} manifests in ${fetcher.where}: neither ${RELEASE_FILES.operator} nor ${RELEASE_FILES.calico} found`, {
+      hint: `--manifests takes a folder holding ${RELEASE_FILES.operator} (and ${RELEASE_FILES.customResources}), a folder with <version>/manifests/ under it, or a URL`,
+    });
+  }
+  if (opts.need === 'operator' && !operatorAll) throw missingFile(RELEASE_FILES.operator, fetcher.where, v, 'an operator install');
+  if (opts.need === 'manifest' && !calicoAll) throw missingFile(RELEASE_FILES.calico, fetcher.where, v, 'a manifest install');
+
+  let crds: KubeObject[] = [];
+  let operatorObjects: KubeObject[] = [];
+  let operatorImage: string | undefined;
+  if (operatorAll) {
+    crds = operatorAll.filter(isCrd);
+    operatorObjects = operatorAll.filter((o) => !isCrd(o));
+    operatorImage = operatorImageOf(operatorObjects);
+    if (!operatorImage) throw new BadInputError(`${texts.operator!.file.source} has no ${OPERATOR_DEPLOYMENT} Deployment: it is not a tigera-operator manifest`);
+    checkOperatorVersion(operatorImage, v, texts.operator!.file.source);
+    if (crds.length === 0) {
+      const got = await fetcher.read(RELEASE_FILES.operatorCrds);
+      if (!got) {
+        throw new BadInputError(`${RELEASE_FILES.operator} of ${v} holds no CRDs and ${RELEASE_FILES.operatorCrds} is missing from ${fetcher.where}`, {
+          hint: `from Calico 3.30 the CRDs ship in ${RELEASE_FILES.operatorCrds}; put it beside ${RELEASE_FILES.operator}`,
+        });
+      }
+      texts.operatorCrds = got;
+      const objs = parseManifests(got.text, got.file.source);
+      crds = objs.filter(isCrd);
+      if (crds.length === 0 || crds.length !== objs.length) throw new BadInputError(`${got.file.source} should hold CustomResourceDefinitions only`);
+    }
+  }
+  if (calicoAll) {
+    checkCalicoNodeVersion(calicoAll, v, texts.calico!.file.source);
+    if (!operatorAll) crds = calicoAll.filter(isCrd);
+  }
+  for (const o of customResources) {
+    if (!o.apiVersion.startsWith('operator.tigera.io/')) {
+      throw new BadInputError(`${texts.customResources!.file.source} holds ${o.kind} ${o.metadata.name}: custom-resources.yaml should only hold operator.tigera.io resources`);
+    }
+  }
+  const files: Record<string, ReleaseFile> = {};
+  for (const [key, t] of Object.entries(texts)) if (t) files[RELEASE_FILES[key as keyof typeof RELEASE_FILES]] = t.file;
+  return { version: v, operatorImage, crds, operatorObjects, customResources, calicoManifest: calicoAll, files, origin: fetcher.where };
+}
+
+/** The versions cni-rewind ships manifests for (the fixtures), `vX.Y.Z`. */
+export function shippedVersions(): string[] {
+  try {
+    const dir = calicoFixturesDir();
+    return Object.keys(OPERATOR_VERSIONS).filter((v) => existsSync(path.join(dir, v.slice(1), 'manifests')));
+  } catch {
+    return [];
+  }
+}
+
+function defaultSource(v: string): string {
+  if (shippedVersions().includes(v)) return calicoFixturesDir();
+  return RELEASE_URL_PATTERN;
+}
+
+const isCrd = (o: KubeObject) => o.kind === 'CustomResourceDefinition';
+const isUrl = (s: string) => /^https?:\/\//i.test(s);
+
+function missingFile(name: string, where: string, v: string, what: string): BadInputError {
+  return new BadInputError(`${name} for Calico ${v} not found in ${where}; it is needed for ${what}`);
+}
+
+function operatorImageOf(objs: KubeObject[]): string | undefined {
+  const dep = objs.find((o) => o.kind === 'Deployment' && o.metadata.name === OPERATOR_DEPLOYMENT);
+  const cs: any[] = dep?.spec?.template?.spec?.containers ?? [];
+  return (cs.find((c) => c.name === OPERATOR_DEPLOYMENT) ?? cs[0])?.image;
+}
+
+/** A tigera-operator.yaml of another release is the classic wrong file: catch it by the operator image. */
+function checkOperatorVersion(image: string, v: string, source: string): void {
+  const expected = OPERATOR_VERSIONS[v];
+  const tag = imageTag(image);
+  if (!expected || !tag || tag === expected) return;
+  const actual = Object.entries(OPERATOR_VERSIONS).find(([, op]) => op === tag)?.[0];
+  throw new BadInputError(
+    `${source} is not Calico ${v}'s operator manifest: it runs operator ${tag}${actual ? ` (Calico ${actual})` : ''}, ${v} uses ${expected}`,
+  );
+}
+
+function checkCalicoNodeVersion(objs: KubeObject[], v: string, source: string): void {
+  const ds = objs.find((o) => o.kind === 'DaemonSet' && o.metadata.name === 'calico-node');
+  if (!ds) throw new BadInputError(`${source} has no calico-node DaemonSet: it is not a Calico calico.yaml`);
+  const cs: any[] = ds.spec?.template?.spec?.containers ?? [];
+  const tag = imageTag((cs.find((c) => c.name === 'calico-node') ?? cs[0])?.image);
+  if (tag && /^v\d+\.\d+\.\d+$/.test(tag) && tag !== v) throw new BadInputError(`${source} is not Calico ${v}'s calico.yaml: it runs calico/node ${tag}`);
+}
+
+interface Fetcher {
+  where: string;
+  /** The file's text, or undefined when it does not exist. */
+  read(name: string): Promise<{ text: string; file: ReleaseFile } | undefined>;
+}
+
+function fileRecord(source: string, text: string): ReleaseFile {
+  return { source, sha256: createHash('sha256').update(text).digest('hex'), bytes: Buffer.byteLength(text) };
+}
+
+function dirFetcher(root: string, v: string): Fetcher {
+  const abs = path.resolve(root);
+  if (!existsSync(abs)) throw new BadInputError(`manifests folder ${root} does not exist`);
+  if (!statSync(abs).isDirectory()) {
+    throw new BadInputError(`--manifests ${root} is a file; give the folder that holds ${RELEASE_FILES.operator} (or ${RELEASE_FILES.calico})`);
+  }
+  const bare = v.slice(1);
+  const candidates = [
+    path.join(abs, bare, 'manifests'),
+    path.join(abs, v, 'manifests'),
+    path.join(abs, bare),
+    path.join(abs, v),
+    path.join(abs, 'manifests'),
+    abs,
+  ];
+  const hasRelease = (d: string) => existsSync(path.join(d, RELEASE_FILES.operator)) || existsSync(path.join(d, RELEASE_FILES.calico));
+  const dir = candidates.find(hasRelease);
+  if (!dir) {
+    throw new BadInputError(`no Calico ${v} manifests under ${root}: looked for ${RELEASE_FILES.operator} or ${RELEASE_FILES.calico} in ${bare}/manifests/, ${bare}/ and the folder itself`);
+  }
+  return {
+    where: dir,
+    async read(name) {
+      const p = path.join(dir, name);
+      if (!existsSync(p)) return undefined;
+      const text = readFileSync(p, 'utf8');
+      return { text, file: fileRecord(p, text) };
+    },
+  };
+}
+
+/** `{version}` in the URL is replaced; a URL ending in `/manifests` holds the files; any other URL is a repository root (`<url>/vX.Y.Z/manifests/`). */
+export function releaseBaseUrl(url: string, v: string): string {
+  if (url.includes('{version}')) return url.replaceAll('{version}', v).replace(/\/?$/, '/');
+  const trimmed = url.replace(/\/+$/, '');
+  if (/\/manifests$/.test(trimmed)) return `${trimmed}/`;
+  return `${trimmed}/${v}/manifests/`;
+}
+
+function urlFetcher(url: string, v: string, offline?: boolean): Fetcher {
+  const base = releaseBaseUrl(url, v);
+  return {
+    where: base,
+    async read(name) {
+      if (offline) throw new EnvironmentError(`Calico ${v} manifests would have to be fetched from ${base}, and the network is not allowed here`);
+      const target = base + name;
+      let res: Response;
+      try {
+        res = await fetch(target, { signal: AbortSignal.timeout(60_000) });
+      } catch (err) {
+        throw new EnvironmentError(`cannot fetch ${target}: ${(err as Error).message}`, {
+          hint: 'for an air-gapped cluster, download the release manifests and pass --manifests <folder>',
+        });
+      }
+      if (res.status === 404) return undefined;
+      if (!res.ok) throw new EnvironmentError(`fetching ${target} answered HTTP ${res.status}`);
+      const text = await res.text();
+      return { text, file: fileRecord(target, text) };
+    },
+  };
+}
