@@ -1,0 +1,68 @@
+/**
+ * Where each object lives inside a bundle, and the rules every bundle path must follow. Paths are
+ * relative, '/'-separated, free of `.`/`..` segments and of characters a file system or an archive could
+ * interpret: a bundle read from an untrusted tar.gz must never write outside its root.
+ */
+import type { KubeObject } from '../kube/types.js';
+import { groupOf } from '../kube/types.js';
+
+export const MANIFEST_FILE = 'manifest.json';
+export const DIRS = { crds: 'crds', resources: 'resources', v3: 'v3', config: 'config', nodes: 'nodes' } as const;
+export const CLUSTER_SCOPE_DIR = '_cluster';
+
+/** Percent-encode anything outside a conservative set, so a name maps to exactly one safe file name. */
+export function encodeSegment(s: string): string {
+  const enc = s.replace(/[^A-Za-z0-9._-]/g, (c) => Array.from(Buffer.from(c, 'utf8'), (b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''));
+  // '.' and '..' are valid Kubernetes names for no kind we export, but never let them become path segments.
+  return enc === '.' || enc === '..' || enc === '' ? enc.replace(/\./g, '%2E') || '%00' : enc;
+}
+
+export function decodeSegment(s: string): string {
+  return decodeURIComponent(s);
+}
+
+const nsDir = (ns: string | undefined) => (ns ? encodeSegment(ns) : CLUSTER_SCOPE_DIR);
+
+/** `resources/<group>/<Kind>/<namespace|_cluster>/<name>.yaml` */
+export function resourcePathFor(obj: KubeObject): string {
+  return `${DIRS.resources}/${encodeSegment(groupOf(obj.apiVersion) || 'core')}/${encodeSegment(obj.kind)}/${nsDir(obj.metadata.namespace)}/${encodeSegment(obj.metadata.name)}.yaml`;
+}
+
+/** `v3/<Kind>/<namespace|_cluster>/<name>.yaml` (the projectcalico.org/v3 view) */
+export function v3PathFor(obj: KubeObject): string {
+  return `${DIRS.v3}/${encodeSegment(obj.kind)}/${nsDir(obj.metadata.namespace)}/${encodeSegment(obj.metadata.name)}.yaml`;
+}
+
+export function crdPathFor(crd: KubeObject): string {
+  return `${DIRS.crds}/${encodeSegment(crd.metadata.name)}.yaml`;
+}
+
+/** `config/<namespace>/<Kind>/<name>.yaml` */
+export function configPathFor(obj: KubeObject): string {
+  return `${DIRS.config}/${nsDir(obj.metadata.namespace)}/${encodeSegment(obj.kind)}/${encodeSegment(obj.metadata.name)}.yaml`;
+}
+
+export function nodePathFor(name: string): string {
+  return `${DIRS.nodes}/${encodeSegment(name)}.yaml`;
+}
+
+/** The parts of a `resources/...` path, or undefined when the path is not one. */
+export function parseResourcePath(p: string): { group: string; kind: string; namespace?: string; name: string } | undefined {
+  const m = /^resources\/([^/]+)\/([^/]+)\/([^/]+)\/([^/]+)\.yaml$/.exec(p);
+  if (!m) return undefined;
+  const group = decodeSegment(m[1]!);
+  return { group: group === 'core' ? '' : group, kind: decodeSegment(m[2]!), namespace: m[3] === CLUSTER_SCOPE_DIR ? undefined : decodeSegment(m[3]!), name: decodeSegment(m[4]!) };
+}
+
+/** Why a relative bundle path is unsafe, or undefined when it is fine. */
+export function unsafePathReason(p: string): string | undefined {
+  if (!p) return 'empty path';
+  if (p.length > 4096) return 'path too long';
+  if (p.startsWith('/') || /^[A-Za-z]:/.test(p)) return 'absolute path';
+  if (p.includes('\\')) return 'backslash in path';
+  if (p.includes('\0')) return 'NUL in path';
+  const segs = p.split('/');
+  if (segs.some((s) => s === '..')) return "'..' in path";
+  if (segs.some((s) => s === '' || s === '.')) return 'empty or "." path segment';
+  return undefined;
+}

@@ -1,0 +1,227 @@
+/**
+ * Opens a bundle (a directory or a .tar.gz) for reading. The manifest is validated first: a path that is
+ * not a bundle, a newer major format, or a manifest edited into nonsense gives one clear BadInputError.
+ * Objects are read lazily, one file at a time, and each file's checksum is checked as it is read, so a
+ * hand-edited file is never silently used (by restore, diff or doctor).
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import yaml from 'js-yaml';
+import { BadInputError } from '../errors.js';
+import type { KubeObject } from '../kube/types.js';
+import { extractArchive, readArchiveManifest } from './archive.js';
+import { decrypt } from './crypto.js';
+import { BUNDLE_FORMAT_VERSION } from './format.js';
+import { DIRS, MANIFEST_FILE, parseResourcePath, unsafePathReason } from './paths.js';
+import type { BundleManifest, BundleObject, ResourceTypeEntry } from './types.js';
+import { sha256 } from './writer.js';
+
+export interface ObjectFilter {
+  /** API groups, e.g. `crd.projectcalico.org`. */
+  groups?: string[];
+  /** Kinds, matched case-insensitively against kind, plural or `<plural>.<group>` (e.g. `IPPool`, `ippools`). */
+  kinds?: string[];
+}
+
+export interface Bundle {
+  /** Directory holding the bundle files (a private temporary copy for an archive). */
+  root: string;
+  /** What the user named: the directory or the archive. */
+  source: string;
+  manifest: BundleManifest;
+  objects(filter?: ObjectFilter): AsyncIterable<BundleObject>;
+  crds(): Promise<KubeObject[]>;
+  /** ConfigMaps, Secrets, the operator Deployment, the calico-node DaemonSet. */
+  configObjects(): AsyncIterable<BundleObject>;
+  /** The projectcalico.org/v3 view, when it was exported. */
+  v3Objects(): AsyncIterable<BundleObject>;
+  /** Per-node records: Node objects with only the projectcalico.org/* annotations and spec.providerID. */
+  nodeObjects(): AsyncIterable<BundleObject>;
+  /** Read and parse one file, checking its checksum (and decrypting it when a key was given). */
+  readObject(relPath: string): Promise<KubeObject>;
+  close(): Promise<void>;
+}
+
+export interface OpenBundleOptions {
+  /** Key for bundles whose Secret files are encrypted. */
+  encryptionKey?: Buffer;
+}
+
+export async function openBundle(p: string, opts: OpenBundleOptions = {}): Promise<Bundle> {
+  let st;
+  try {
+    st = await fs.stat(p);
+  } catch {
+    throw new BadInputError(`${p}: no such bundle (file or directory not found)`);
+  }
+  if (st.isDirectory()) {
+    const manifest = parseManifest(await readManifestFile(p), p);
+    return new BundleImpl(path.resolve(p), p, manifest, undefined, opts.encryptionKey);
+  }
+  if (!st.isFile()) throw new BadInputError(`${p} is not a bundle (neither a directory nor a .tar.gz file)`);
+  await checkArchiveMagic(p);
+  const root = await extractArchive(p);
+  try {
+    const manifest = parseManifest(await readManifestFile(root, p), p);
+    return new BundleImpl(root, p, manifest, root, opts.encryptionKey);
+  } catch (err) {
+    await fs.rm(root, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/** Just the manifest (for `list`): reads an archive only up to manifest.json. */
+export async function readBundleManifest(p: string): Promise<BundleManifest> {
+  const st = await fs.stat(p).catch(() => undefined);
+  if (!st) throw new BadInputError(`${p}: no such bundle (file or directory not found)`);
+  if (st.isDirectory()) return parseManifest(await readManifestFile(p), p);
+  await checkArchiveMagic(p);
+  const buf = await readArchiveManifest(p);
+  if (!buf) throw new BadInputError(`${p} is not a bundle: the archive holds no ${MANIFEST_FILE}`);
+  return parseManifest(buf.toString('utf8'), p);
+}
+
+async function checkArchiveMagic(p: string): Promise<void> {
+  const fh = await fs.open(p, 'r');
+  try {
+    const { buffer, bytesRead } = await fh.read(Buffer.alloc(2), 0, 2, 0);
+    if (bytesRead < 2 || buffer[0] !== 0x1f || buffer[1] !== 0x8b) throw new BadInputError(`${p} is not a bundle (not a directory and not a gzip-compressed tar archive)`);
+  } finally {
+    await fh.close();
+  }
+}
+
+async function readManifestFile(dir: string, shown = dir): Promise<string> {
+  try {
+    const st = await fs.lstat(path.join(dir, MANIFEST_FILE));
+    if (!st.isFile()) throw new Error('not a regular file');
+    if (st.size > 512 * 1024 * 1024) throw new BadInputError(`${shown}: ${MANIFEST_FILE} is implausibly large`);
+    return await fs.readFile(path.join(dir, MANIFEST_FILE), 'utf8');
+  } catch (err) {
+    if (err instanceof BadInputError) throw err;
+    throw new BadInputError(`${shown} is not a bundle: it has no ${MANIFEST_FILE}`, { hint: 'an interrupted export leaves no manifest; export again' });
+  }
+}
+
+/** Check the manifest's shape and format version. Exported for tests and for tools that build manifests. */
+export function parseManifest(text: string, shown: string): BundleManifest {
+  let m: any;
+  try {
+    m = JSON.parse(text);
+  } catch (err) {
+    throw new BadInputError(`${shown}: ${MANIFEST_FILE} is not valid JSON (${(err as Error).message})`);
+  }
+  if (!m || typeof m !== 'object' || Array.isArray(m)) throw new BadInputError(`${shown}: ${MANIFEST_FILE} is not a bundle manifest`);
+  const fv = m.formatVersion;
+  const mm = typeof fv === 'string' ? /^(\d+)\.(\d+)\.(\d+)$/.exec(fv) : null;
+  if (!mm) throw new BadInputError(`${shown}: ${MANIFEST_FILE} has no valid formatVersion`);
+  const ours = Number(BUNDLE_FORMAT_VERSION.split('.')[0]);
+  if (Number(mm[1]) > ours) {
+    throw new BadInputError(`${shown} uses bundle format ${fv}, newer than this cni-rewind reads (${ours}.x)`, { hint: 'upgrade cni-rewind to read it' });
+  }
+  if (Number(mm[1]) < ours) throw new BadInputError(`${shown} uses bundle format ${fv}, older than this cni-rewind reads (${ours}.x)`);
+  const need: [string, (v: any) => boolean][] = [
+    ['id', (v) => typeof v === 'string'],
+    ['createdAt', (v) => typeof v === 'string' && !Number.isNaN(Date.parse(v))],
+    ['cluster', (v) => !!v && typeof v === 'object' && typeof v.uid === 'string'],
+    ['calico', (v) => !!v && typeof v === 'object'],
+    ['counts', (v) => !!v && typeof v === 'object' && Object.values(v).every((n) => Number.isInteger(n) && (n as number) >= 0)],
+    ['resources', (v) => Array.isArray(v)],
+    ['files', (v) => !!v && typeof v === 'object' && !Array.isArray(v)],
+    ['notes', (v) => Array.isArray(v)],
+    ['snapshots', (v) => Array.isArray(v)],
+  ];
+  for (const [k, ok] of need) if (!ok(m[k])) throw new BadInputError(`${shown}: ${MANIFEST_FILE} has a missing or invalid "${k}"`);
+  for (const [f, e] of Object.entries<any>(m.files)) {
+    const bad = unsafePathReason(f);
+    if (bad || f === MANIFEST_FILE) throw new BadInputError(`${shown}: ${MANIFEST_FILE} lists an unsafe file ${JSON.stringify(f)} (${bad ?? 'reserved name'})`);
+    if (!e || typeof e.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(e.sha256) || !Number.isInteger(e.size)) throw new BadInputError(`${shown}: ${MANIFEST_FILE} has an invalid entry for ${f}`);
+  }
+  m.secretsExcluded = !!m.secretsExcluded;
+  m.complete = m.complete !== false;
+  return m as BundleManifest;
+}
+
+/** Does a resource type entry match one of the user's kind words? */
+export function matchesKind(r: Pick<ResourceTypeEntry, 'kind' | 'plural' | 'key'>, words: string[]): boolean {
+  return words.some((w) => {
+    const x = w.toLowerCase();
+    return x === r.kind.toLowerCase() || x === r.plural.toLowerCase() || x === r.key.toLowerCase();
+  });
+}
+
+class BundleImpl implements Bundle {
+  constructor(
+    readonly root: string,
+    readonly source: string,
+    readonly manifest: BundleManifest,
+    private readonly tempDir: string | undefined,
+    private readonly key: Buffer | undefined,
+  ) {}
+
+  private filesUnder(prefix: string): string[] {
+    return Object.keys(this.manifest.files)
+      .filter((f) => f.startsWith(prefix + '/'))
+      .sort();
+  }
+
+  async readObject(rel: string): Promise<KubeObject> {
+    const entry = this.manifest.files[rel];
+    if (!entry) throw new BadInputError(`${this.source}: ${rel} is not listed in the manifest`);
+    let data: Buffer;
+    try {
+      data = await fs.readFile(path.join(this.root, rel));
+    } catch {
+      throw new BadInputError(`${this.source}: ${rel} is missing`, { hint: `run: cni-rewind verify ${this.source}` });
+    }
+    if (sha256(data) !== entry.sha256) throw new BadInputError(`${this.source}: ${rel} does not match its checksum (edited or corrupted)`, { hint: `run: cni-rewind verify ${this.source}` });
+    if (entry.encrypted) {
+      if (!this.key) throw new BadInputError(`${this.source}: ${rel} is encrypted; give the bundle key to read it`);
+      data = decrypt(this.key, data, rel);
+    }
+    let obj: any;
+    try {
+      obj = yaml.load(data.toString('utf8'));
+    } catch (err) {
+      throw new BadInputError(`${this.source}: ${rel} is not valid YAML`);
+    }
+    if (!obj || typeof obj !== 'object' || typeof obj.apiVersion !== 'string' || typeof obj.kind !== 'string' || typeof obj.metadata?.name !== 'string') {
+      throw new BadInputError(`${this.source}: ${rel} is not a Kubernetes object`);
+    }
+    return obj as KubeObject;
+  }
+
+  async *objects(filter: ObjectFilter = {}): AsyncIterable<BundleObject> {
+    const types = this.manifest.resources.filter(
+      (r) => (!filter.groups?.length || filter.groups.includes(r.group)) && (!filter.kinds?.length || matchesKind(r, filter.kinds)),
+    );
+    const wanted = new Set(types.map((t) => `${t.group}\0${t.kind}`));
+    for (const f of this.filesUnder(DIRS.resources)) {
+      const p = parseResourcePath(f);
+      if (!p || !wanted.has(`${p.group}\0${p.kind}`)) continue;
+      yield { path: f, object: await this.readObject(f) };
+    }
+  }
+
+  async crds(): Promise<KubeObject[]> {
+    const out: KubeObject[] = [];
+    for (const f of this.filesUnder(DIRS.crds)) out.push(await this.readObject(f));
+    return out;
+  }
+
+  async *configObjects(): AsyncIterable<BundleObject> {
+    for (const f of this.filesUnder(DIRS.config)) yield { path: f, object: await this.readObject(f) };
+  }
+
+  async *v3Objects(): AsyncIterable<BundleObject> {
+    for (const f of this.filesUnder(DIRS.v3)) yield { path: f, object: await this.readObject(f) };
+  }
+
+  async *nodeObjects(): AsyncIterable<BundleObject> {
+    for (const f of this.filesUnder(DIRS.nodes)) yield { path: f, object: await this.readObject(f) };
+  }
+
+  async close(): Promise<void> {
+    if (this.tempDir) await fs.rm(this.tempDir, { recursive: true, force: true });
+  }
+}
