@@ -71,3 +71,21 @@ export function compareVersions(a: string, b: string): number {
   for (let i = 0; i < 3; i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) - (pb[i] ?? 0);
   return 0;
 }
+
+/** What `export` captures outside the Calico CRDs (issue 3; see DIFFERENCES.md "Calico state outside the Calico CRDs"). */
+export const EXPORT_CONFIG = {
+  /** ConfigMaps and Secrets of these namespaces are exported whole. */
+  namespaces: CALICO_NAMESPACES,
+  /** Single objects exported when present (manifest installs keep their config in kube-system). */
+  objects: [
+    { namespace: 'kube-system', kind: 'ConfigMap', name: 'calico-config' },
+    { namespace: OPERATOR_NAMESPACE, kind: 'Deployment', name: OPERATOR_DEPLOYMENT },
+    { namespace: 'kube-system', kind: 'DaemonSet', name: 'calico-node' },
+  ],
+  /** Created by Kubernetes itself in every namespace: not Calico state. */
+  skipConfigMaps: ['kube-root-ca.crt'],
+  /** Service account tokens are minted by Kubernetes and must not be restored. */
+  skipSecretTypes: ['kubernetes.io/service-account-token'],
+  /** Node annotations with this prefix are Calico's (IPv4Address, IPv4IPIPTunnelAddr, ASNumber, ...). */
+  nodeAnnotationPrefix: 'projectcalico.org/',
+} as const;
