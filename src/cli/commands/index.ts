@@ -1,6 +1,8 @@
 import type { Command } from '../context.js';
+import { backupCommand } from './backup.js';
+import { snapshotsCommand } from './snapshots.js';
 import { statusCommand } from './status.js';
 import { versionCommand } from './version.js';
 
 /** Every CLI command, in the order `--help` lists them. Add new commands here. */
-export const commands: Command<any>[] = [versionCommand, statusCommand];
+export const commands: Command<any>[] = [versionCommand, statusCommand, backupCommand, snapshotsCommand];

@@ -1,0 +1,508 @@
+/**
+ * AWS EC2 snapshot provider (@aws-sdk/client-ec2).
+ *
+ * Snapshot: one crash-consistent CreateSnapshots call per instance (all attached EBS volumes), tagged so the
+ * snapshots can be found without the bundle; waited on with the SDK waiter (waitUntilSnapshotCompleted).
+ * Restore: data volumes by create-volume-from-snapshot + stop + detach + attach on the same device + start;
+ * the root volume by CreateReplaceRootVolumeTask polled to a final state (or, with `rootRestore: swap`, swapped
+ * like a data volume while the instance is stopped). Replaced volumes are kept (tagged) unless deleteReplaced.
+ *
+ * Credentials, region and endpoint come from the standard AWS chain and environment (AWS_PROFILE,
+ * AWS_REGION, AWS_ENDPOINT_URL_EC2, ...): nothing custom. The region of a node comes from its providerID zone.
+ * Throttling (RequestLimitExceeded, HTTP 429/503) is retried with backoff through src/kube/retry.ts.
+ */
+import {
+  AttachVolumeCommand,
+  CreateReplaceRootVolumeTaskCommand,
+  CreateSnapshotsCommand,
+  CreateTagsCommand,
+  CreateVolumeCommand,
+  DeleteSnapshotCommand,
+  DeleteVolumeCommand,
+  DescribeInstancesCommand,
+  DescribeReplaceRootVolumeTasksCommand,
+  DescribeSnapshotsCommand,
+  DescribeVolumesCommand,
+  DetachVolumeCommand,
+  EC2Client,
+  ModifyInstanceAttributeCommand,
+  RebootInstancesCommand,
+  StartInstancesCommand,
+  StopInstancesCommand,
+  waitUntilInstanceRunning,
+  waitUntilInstanceStopped,
+  waitUntilSnapshotCompleted,
+  waitUntilVolumeAvailable,
+  waitUntilVolumeInUse,
+  type Instance,
+  type Snapshot,
+  type Tag,
+  type Volume,
+} from '@aws-sdk/client-ec2';
+import { BadInputError, EnvironmentError, errorMessage } from '../../src/errors.js';
+import { registerSecret } from '../../src/io/redact.js';
+import { defaultRetryPolicy, sleep, withRetry, type RetryPolicy } from '../../src/kube/retry.js';
+import { parseProviderId } from '../../src/providers/provider-id.js';
+import {
+  PROVIDER_API_VERSION,
+  TAG_KEYS,
+  TOOL_TAG_VALUE,
+  type NodeInfo,
+  type NodeMappingEntry,
+  type NodeTarget,
+  type ProviderContext,
+  type ProviderModule,
+  type RestoreDisksOptions,
+  type RestoreDisksResult,
+  type SnapshotFilter,
+  type SnapshotProvider,
+  type SnapshotRecord,
+  type SnapshotTags,
+  type WaitOptions,
+} from '../../src/providers/types.js';
+
+/** Extra tags this provider adds so `snapshots list` can rebuild a full record from the snapshot alone. */
+export const AWS_TAGS = { machine: 'cni-rewind/machine', device: 'cni-rewind/device', boot: 'cni-rewind/boot', replacedBy: 'cni-rewind/replaced-by-run', restoredBy: 'cni-rewind/restored-by-run' } as const;
+
+export interface AwsProviderConfig {
+  /** Regions searched by `snapshots list|delete` besides AWS_REGION and the regions of resolved nodes. */
+  regions?: string[];
+  /** How the root volume is restored: CreateReplaceRootVolumeTask (default), a stop/detach/attach swap, or not at all. */
+  rootRestore?: 'replace-root-task' | 'swap' | 'skip';
+  /** Seconds between waiter polls (SDK waiters default 15). */
+  pollSeconds?: number;
+  /** Total time budget for retrying one throttled call (ms). */
+  retryBudgetMs?: number;
+}
+
+const THROTTLE_CODES = new Set(['RequestLimitExceeded', 'Throttling', 'ThrottlingException', 'RequestThrottled', 'TooManyRequestsException', 'SnapshotCreationPerVolumeRateExceeded', 'ServiceUnavailable', 'Unavailable', 'InternalError']);
+const PERMISSION_CODES = new Set(['UnauthorizedOperation', 'AuthFailure', 'InvalidClientTokenId', 'SignatureDoesNotMatch', 'OptInRequired', 'ExpiredToken', 'InvalidToken']);
+
+/** Throttling and transient server errors are retried; everything else fails at once. */
+export function isRetryableAwsError(err: unknown): { retry: boolean; afterMs?: number } {
+  const e = err as { name?: string; Code?: string; code?: string; $metadata?: { httpStatusCode?: number }; $retryable?: { throttling?: boolean } };
+  const code = e?.name ?? e?.Code;
+  if (code && THROTTLE_CODES.has(code)) return { retry: true };
+  if (e?.$retryable?.throttling) return { retry: true };
+  const status = e?.$metadata?.httpStatusCode;
+  if (status === 429 || status === 503) return { retry: true };
+  if (e?.code === 'ECONNRESET' || e?.code === 'EPIPE') return { retry: true };
+  return { retry: false };
+}
+
+/** Turn SDK errors into cni-rewind errors with one clear line (credentials, permissions, unreachable endpoint). */
+export function describeAwsError(op: string, err: unknown): Error {
+  const e = err as { name?: string; message?: string; code?: string; $metadata?: { httpStatusCode?: number } };
+  const name = e?.name ?? 'Error';
+  if (name === 'CredentialsProviderError' || /Could not load credentials/i.test(e?.message ?? '')) {
+    return new EnvironmentError(`AWS ${op}: no AWS credentials found`, { hint: 'set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or run where an instance role is available', cause: err });
+  }
+  if (PERMISSION_CODES.has(name)) return new EnvironmentError(`AWS ${op}: permission denied (${name}): ${e.message}`, { hint: 'see examples/iam-policy-aws.json for the permissions cni-rewind needs', cause: err });
+  const net = e?.code ?? (err as any)?.cause?.code;
+  if (net === 'ECONNREFUSED' || net === 'ENOTFOUND' || net === 'EHOSTUNREACH' || net === 'ETIMEDOUT') {
+    return new EnvironmentError(`AWS ${op}: cannot reach the EC2 endpoint (${net})`, { hint: 'check AWS_REGION / AWS_ENDPOINT_URL_EC2 and the network', cause: err });
+  }
+  const status = e?.$metadata?.httpStatusCode;
+  return new EnvironmentError(`AWS ${op} failed: ${name}${status ? ` (HTTP ${status})` : ''}: ${e?.message ?? String(err)}`, { cause: err });
+}
+
+const tagsOf = (tags: Tag[] | undefined): Record<string, string> => Object.fromEntries((tags ?? []).map((t) => [t.Key ?? '', t.Value ?? '']));
+const toTags = (m: Record<string, string>): Tag[] => Object.entries(m).map(([Key, Value]) => ({ Key, Value }));
+
+export class AwsProvider implements SnapshotProvider {
+  readonly name = 'aws';
+  private readonly clients = new Map<string, EC2Client>();
+  private readonly regionsSeen = new Set<string>();
+  private readonly retry: RetryPolicy;
+  /** Throttled calls retried (for progress and the fan-out benchmark). */
+  throttled = 0;
+
+  constructor(
+    private readonly ctx: ProviderContext,
+    private readonly config: AwsProviderConfig = {},
+  ) {
+    this.retry = { ...defaultRetryPolicy, initialDelayMs: 500, maxDelayMs: 20_000, maxElapsedMs: config.retryBudgetMs ?? 5 * 60_000 };
+    registerSecret(process.env.AWS_SECRET_ACCESS_KEY);
+    registerSecret(process.env.AWS_SESSION_TOKEN);
+  }
+
+  private client(region: string): EC2Client {
+    let c = this.clients.get(region);
+    if (!c) {
+      // maxAttempts 1: retries are ours (withRetry), so throttling is counted and bounded the same way everywhere.
+      c = new EC2Client({ region, maxAttempts: 1 });
+      this.clients.set(region, c);
+    }
+    return c;
+  }
+
+  /** One EC2 call with throttling retries and errors mapped to one clear line. */
+  private async call<T>(region: string, op: string, fn: (c: EC2Client) => Promise<T>): Promise<T> {
+    try {
+      return await withRetry(() => fn(this.client(region)), isRetryableAwsError, this.retry, (err, attempt, delay) => {
+        this.throttled++;
+        this.ctx.reporter.debug('CNR_AWS_RETRY', `AWS ${op} throttled or unavailable (${(err as Error)?.name}), retry ${attempt + 1} in ${delay} ms`);
+      });
+    } catch (err) {
+      throw describeAwsError(op, err);
+    }
+  }
+
+  private pollDelays(): { minDelay: number; maxDelay: number } {
+    const s = Math.max(1, this.config.pollSeconds ?? 15);
+    return { minDelay: s, maxDelay: Math.max(s, 120) };
+  }
+
+  async resolve(node: NodeInfo, mapping?: NodeMappingEntry): Promise<NodeTarget | undefined> {
+    const id = parseProviderId(node.providerID);
+    let instanceId = typeof mapping?.instanceId === 'string' ? mapping.instanceId : undefined;
+    let zone = typeof mapping?.zone === 'string' ? mapping.zone : undefined;
+    let region = typeof mapping?.region === 'string' ? mapping.region : undefined;
+    if (id.provider === 'aws') {
+      instanceId ??= id.instanceId;
+      zone ??= id.zone || undefined;
+      region ??= id.region || undefined;
+    }
+    if (!instanceId) return undefined;
+    region ??= zone ? zone.replace(/[a-z]$/, '') : process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
+    if (!region) throw new BadInputError(`node ${node.name}: no AWS region (providerID has no zone; set region in the mapping file or AWS_REGION)`);
+    this.regionsSeen.add(region);
+    return { node: node.name, provider: 'aws', machine: instanceId, location: { region, ...(zone ? { zone } : {}) } };
+  }
+
+  private async describeInstance(region: string, instanceId: string): Promise<Instance> {
+    const out = await this.call(region, 'DescribeInstances', (c) => c.send(new DescribeInstancesCommand({ InstanceIds: [instanceId] })));
+    const inst = out.Reservations?.flatMap((r) => r.Instances ?? [])[0];
+    if (!inst) throw new EnvironmentError(`AWS instance ${instanceId} not found in ${region}`);
+    return inst;
+  }
+
+  private async describeVolumes(region: string, ids: string[]): Promise<Map<string, Volume>> {
+    if (!ids.length) return new Map();
+    const out = await this.call(region, 'DescribeVolumes', (c) => c.send(new DescribeVolumesCommand({ VolumeIds: ids })));
+    return new Map((out.Volumes ?? []).map((v) => [v.VolumeId!, v]));
+  }
+
+  async snapshot(target: NodeTarget, tags: SnapshotTags, opts: { description?: string } = {}): Promise<SnapshotRecord[]> {
+    const region = target.location.region!;
+    const inst = await this.describeInstance(region, target.machine);
+    const devices = new Map<string, { device: string; deleteOnTermination?: boolean }>();
+    for (const m of inst.BlockDeviceMappings ?? []) if (m.Ebs?.VolumeId) devices.set(m.Ebs.VolumeId, { device: m.DeviceName ?? '', deleteOnTermination: m.Ebs.DeleteOnTermination });
+    if (!devices.size) throw new EnvironmentError(`AWS instance ${target.machine} (node ${target.node}) has no EBS volumes to snapshot`);
+    const volumes = await this.describeVolumes(region, [...devices.keys()]);
+    const baseTags = {
+      [TAG_KEYS.tool]: TOOL_TAG_VALUE,
+      [TAG_KEYS.bundle]: tags.bundleId,
+      [TAG_KEYS.cluster]: tags.clusterId,
+      [TAG_KEYS.node]: tags.node,
+      [AWS_TAGS.machine]: target.machine,
+      Name: `cni-rewind ${tags.node}`,
+    };
+    const created = new Date().toISOString();
+    const out = await this.call(region, 'CreateSnapshots', (c) =>
+      c.send(
+        new CreateSnapshotsCommand({
+          InstanceSpecification: { InstanceId: target.machine, ExcludeBootVolume: false },
+          Description: opts.description ?? `cni-rewind backup ${tags.bundleId} node ${tags.node}`,
+          CopyTagsFromSource: 'volume',
+          TagSpecifications: [{ ResourceType: 'snapshot', Tags: toTags(baseTags) }],
+        }),
+      ),
+    );
+    const records: SnapshotRecord[] = [];
+    for (const s of out.Snapshots ?? []) {
+      const dev = devices.get(s.VolumeId ?? '');
+      const vol = volumes.get(s.VolumeId ?? '');
+      const boot = !!dev && dev.device === inst.RootDeviceName;
+      records.push({
+        provider: 'aws',
+        node: target.node,
+        machine: target.machine,
+        disk: s.VolumeId ?? '',
+        device: dev?.device ?? '',
+        boot,
+        snapshotId: s.SnapshotId!,
+        sizeGiB: s.VolumeSize ?? vol?.Size,
+        state: s.State === 'completed' ? 'completed' : s.State === 'error' ? 'failed' : 'pending',
+        created,
+        location: { region, zone: vol?.AvailabilityZone ?? target.location.zone ?? '' },
+        details: {
+          volumeType: vol?.VolumeType,
+          iops: vol?.Iops,
+          throughput: vol?.Throughput,
+          encrypted: vol?.Encrypted,
+          kmsKeyId: vol?.KmsKeyId,
+          deleteOnTermination: dev?.deleteOnTermination,
+        },
+      });
+    }
+    // Device and boot tags per snapshot: `snapshots list` can then rebuild a restorable record without the bundle.
+    await Promise.all(
+      records.map((r) =>
+        this.call(region, 'CreateTags', (c) => c.send(new CreateTagsCommand({ Resources: [r.snapshotId], Tags: toTags({ [AWS_TAGS.device]: r.device, [AWS_TAGS.boot]: String(!!r.boot) }) }))),
+      ),
+    );
+    return records;
+  }
+
+  async waitUsable(records: SnapshotRecord[], opts: WaitOptions): Promise<SnapshotRecord[]> {
+    const byRegion = groupBy(records, (r) => r.location?.region ?? '');
+    const deadline = Date.now() + opts.timeoutMs;
+    const results: SnapshotRecord[] = [];
+    for (const [region, recs] of byRegion) {
+      const ids = recs.map((r) => r.snapshotId);
+      const remainingS = Math.max(1, Math.floor((deadline - Date.now()) / 1000));
+      let waitErr: unknown;
+      try {
+        // The SDK waiter: first check immediate, then polls DescribeSnapshots; fails on `error`, throws on timeout.
+        await waitUntilSnapshotCompleted({ client: this.client(region), maxWaitTime: remainingS, ...this.pollDelays() }, { SnapshotIds: ids });
+      } catch (err) {
+        waitErr = err;
+      }
+      const states = await this.describeSnapshots(region, ids);
+      const regionResults: SnapshotRecord[] = [];
+      for (const r of recs) {
+        const s = states.get(r.snapshotId);
+        const state = s?.State === 'completed' ? 'completed' : s?.State === 'error' ? 'failed' : s ? 'pending' : 'failed';
+        const rec: SnapshotRecord = { ...r, state, sizeGiB: r.sizeGiB ?? s?.VolumeSize };
+        opts.onProgress?.(rec, s?.Progress);
+        regionResults.push(rec);
+      }
+      results.push(...regionResults);
+      const bad = regionResults.filter((r) => r.state !== 'completed');
+      if (bad.length) {
+        const failed = bad.filter((r) => r.state === 'failed');
+        const what = failed.length
+          ? `snapshot(s) ${failed.map((r) => `${r.snapshotId} (${r.device})`).join(', ')} failed${states.get(failed[0]!.snapshotId)?.StateMessage ? `: ${states.get(failed[0]!.snapshotId)!.StateMessage}` : ''}`
+          : `snapshot(s) ${bad.map((r) => r.snapshotId).join(', ')} still pending after ${Math.round(opts.timeoutMs / 1000)} s`;
+        throw Object.assign(new EnvironmentError(`AWS ${what}`, { cause: waitErr }), { records: results });
+      }
+      // A waiter error with every snapshot completed (it gave up as the last one finished): the states above win.
+    }
+    return results;
+  }
+
+  private async describeSnapshots(region: string, ids: string[]): Promise<Map<string, Snapshot>> {
+    const out = new Map<string, Snapshot>();
+    for (let i = 0; i < ids.length; i += 200) {
+      const chunk = ids.slice(i, i + 200);
+      const r = await this.call(region, 'DescribeSnapshots', (c) => c.send(new DescribeSnapshotsCommand({ SnapshotIds: chunk }))).catch((err) => {
+        // One deleted id makes the whole call fail with InvalidSnapshot.NotFound: fall back to one at a time.
+        if (/InvalidSnapshot\.NotFound/.test(String((err as any)?.cause?.name ?? err))) return undefined;
+        throw err;
+      });
+      if (r) for (const s of r.Snapshots ?? []) out.set(s.SnapshotId!, s);
+      else
+        for (const id of chunk) {
+          const one = await this.call(region, 'DescribeSnapshots', (c) => c.send(new DescribeSnapshotsCommand({ SnapshotIds: [id] }))).catch(() => undefined);
+          for (const s of one?.Snapshots ?? []) out.set(s.SnapshotId!, s);
+        }
+    }
+    return out;
+  }
+
+  async restoreDisks(target: NodeTarget, records: SnapshotRecord[], opts: RestoreDisksOptions): Promise<RestoreDisksResult> {
+    const region = target.location.region!;
+    const chosen = records.filter((r) => r.machine === target.machine && (!opts.devices || opts.devices.includes(r.device)));
+    const result: RestoreDisksResult = { node: target.node, restored: [], notes: [] };
+    if (!chosen.length) {
+      result.notes.push('no snapshot records for this machine');
+      return result;
+    }
+    const inst = await this.describeInstance(region, target.machine);
+    const zone = inst.Placement?.AvailabilityZone ?? target.location.zone;
+    if (!zone) throw new EnvironmentError(`AWS instance ${target.machine}: no availability zone`);
+    const attached = new Map((inst.BlockDeviceMappings ?? []).map((m) => [m.DeviceName ?? '', m]));
+    const rootMode = this.config.rootRestore ?? 'replace-root-task';
+    const root = chosen.find((r) => r.boot || r.device === inst.RootDeviceName);
+    const swaps = chosen.filter((r) => r !== root || rootMode === 'swap');
+    if (root && rootMode === 'skip') result.notes.push(`root volume ${root.device} not restored (rootRestore: skip)`);
+    const runTags = { [TAG_KEYS.tool]: TOOL_TAG_VALUE, [TAG_KEYS.node]: target.node, [AWS_TAGS.restoredBy]: opts.runId };
+
+    if (swaps.length) {
+      // Create the new volumes first (the instance keeps running meanwhile), then stop, swap, start.
+      const created: { rec: SnapshotRecord; volumeId: string }[] = [];
+      for (const rec of swaps) {
+        const d = (rec.details ?? {}) as { volumeType?: string; iops?: number; throughput?: number; encrypted?: boolean; kmsKeyId?: string };
+        const v = await this.call(region, 'CreateVolume', (c) =>
+          c.send(
+            new CreateVolumeCommand({
+              AvailabilityZone: zone,
+              SnapshotId: rec.snapshotId,
+              VolumeType: d.volumeType as any,
+              Iops: d.volumeType === 'io1' || d.volumeType === 'io2' || d.volumeType === 'gp3' ? d.iops : undefined,
+              Throughput: d.volumeType === 'gp3' ? d.throughput : undefined,
+              ...(d.kmsKeyId ? { Encrypted: true, KmsKeyId: d.kmsKeyId } : {}),
+              ClientToken: `${opts.runId}-${rec.snapshotId}`.slice(0, 64),
+              TagSpecifications: [{ ResourceType: 'volume', Tags: toTags({ ...runTags, Name: `cni-rewind restore ${target.node} ${rec.device}` }) }],
+            }),
+          ),
+        );
+        created.push({ rec, volumeId: v.VolumeId! });
+      }
+      await waitUntilVolumeAvailable({ client: this.client(region), maxWaitTime: 900, ...this.pollDelays() }, { VolumeIds: created.map((c) => c.volumeId) });
+      const state = inst.State?.Name;
+      if (state !== 'stopped') {
+        await this.call(region, 'StopInstances', (c) => c.send(new StopInstancesCommand({ InstanceIds: [target.machine] })));
+        await waitUntilInstanceStopped({ client: this.client(region), maxWaitTime: 900, ...this.pollDelays() }, { InstanceIds: [target.machine] });
+      }
+      for (const { rec, volumeId } of created) {
+        const old = attached.get(rec.device)?.Ebs?.VolumeId;
+        if (old) {
+          await this.call(region, 'DetachVolume', (c) => c.send(new DetachVolumeCommand({ VolumeId: old, InstanceId: target.machine, Device: rec.device })));
+          await waitUntilVolumeAvailable({ client: this.client(region), maxWaitTime: 900, ...this.pollDelays() }, { VolumeIds: [old] });
+        } else result.notes.push(`${rec.device} was not attached any more; attaching the restored volume there`);
+        await this.call(region, 'AttachVolume', (c) => c.send(new AttachVolumeCommand({ VolumeId: volumeId, InstanceId: target.machine, Device: rec.device })));
+        await waitUntilVolumeInUse({ client: this.client(region), maxWaitTime: 900, ...this.pollDelays() }, { VolumeIds: [volumeId] });
+        // AttachVolume leaves DeleteOnTermination false: put the original setting back.
+        const dot = attached.get(rec.device)?.Ebs?.DeleteOnTermination ?? (rec.details as any)?.deleteOnTermination;
+        if (dot) {
+          await this.call(region, 'ModifyInstanceAttribute', (c) =>
+            c.send(new ModifyInstanceAttributeCommand({ InstanceId: target.machine, BlockDeviceMappings: [{ DeviceName: rec.device, Ebs: { DeleteOnTermination: true } }] })),
+          );
+        }
+        if (old) await this.disposeReplaced(region, old, opts, result);
+        result.restored.push({ device: rec.device, snapshotId: rec.snapshotId, newDisk: volumeId, replacedDisk: old });
+      }
+      await this.call(region, 'StartInstances', (c) => c.send(new StartInstancesCommand({ InstanceIds: [target.machine] })));
+      await waitUntilInstanceRunning({ client: this.client(region), maxWaitTime: 900, ...this.pollDelays() }, { InstanceIds: [target.machine] });
+    }
+
+    if (root && rootMode === 'replace-root-task') {
+      // The instance must be running; the task swaps the root volume in place and restarts the guest OS.
+      const oldRoot = attached.get(root.device)?.Ebs?.VolumeId;
+      const task = await this.call(region, 'CreateReplaceRootVolumeTask', (c) =>
+        c.send(
+          new CreateReplaceRootVolumeTaskCommand({
+            InstanceId: target.machine,
+            SnapshotId: root.snapshotId,
+            DeleteReplacedRootVolume: !!opts.deleteReplaced,
+            ClientToken: `${opts.runId}-${target.machine}`.slice(0, 64),
+            TagSpecifications: [{ ResourceType: 'replace-root-volume-task', Tags: toTags(runTags) }],
+          }),
+        ),
+      );
+      const taskId = task.ReplaceRootVolumeTask?.ReplaceRootVolumeTaskId;
+      if (!taskId) throw new EnvironmentError(`AWS CreateReplaceRootVolumeTask for ${target.machine} returned no task id`);
+      const final = await this.pollReplaceRootTask(region, taskId);
+      if (final !== 'succeeded') throw new EnvironmentError(`AWS replace-root-volume task ${taskId} for ${target.machine} ended ${final}`);
+      const after = await this.describeInstance(region, target.machine);
+      const newRoot = after.BlockDeviceMappings?.find((m) => m.DeviceName === after.RootDeviceName)?.Ebs?.VolumeId;
+      if (newRoot && oldRoot && newRoot !== oldRoot) {
+        await this.call(region, 'CreateTags', (c) => c.send(new CreateTagsCommand({ Resources: [newRoot], Tags: toTags(runTags) })));
+        if (!opts.deleteReplaced) await this.call(region, 'CreateTags', (c) => c.send(new CreateTagsCommand({ Resources: [oldRoot], Tags: toTags({ [AWS_TAGS.replacedBy]: opts.runId }) }))).catch(() => undefined);
+      }
+      result.restored.push({ device: root.device, snapshotId: root.snapshotId, newDisk: newRoot, replacedDisk: oldRoot });
+      result.notes.push(`root volume replaced by task ${taskId}`);
+    }
+    return result;
+  }
+
+  /** Poll DescribeReplaceRootVolumeTasks (there is no SDK waiter) until a final state. */
+  private async pollReplaceRootTask(region: string, taskId: string, timeoutMs = 30 * 60_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    const delay = Math.max(1, this.config.pollSeconds ?? 15) * 1000;
+    for (;;) {
+      const out = await this.call(region, 'DescribeReplaceRootVolumeTasks', (c) => c.send(new DescribeReplaceRootVolumeTasksCommand({ ReplaceRootVolumeTaskIds: [taskId] })));
+      const state = out.ReplaceRootVolumeTasks?.[0]?.TaskState;
+      if (state === 'succeeded' || state === 'failed' || state === 'failed-detached') return state;
+      if (Date.now() > deadline) return `still ${state ?? 'unknown'} after ${Math.round(timeoutMs / 60000)} min`;
+      await sleep(delay);
+    }
+  }
+
+  private async disposeReplaced(region: string, volumeId: string, opts: RestoreDisksOptions, result: RestoreDisksResult): Promise<void> {
+    if (opts.deleteReplaced) {
+      await this.call(region, 'DeleteVolume', (c) => c.send(new DeleteVolumeCommand({ VolumeId: volumeId })));
+      result.notes.push(`deleted replaced volume ${volumeId}`);
+    } else {
+      await this.call(region, 'CreateTags', (c) => c.send(new CreateTagsCommand({ Resources: [volumeId], Tags: toTags({ [TAG_KEYS.tool]: TOOL_TAG_VALUE, [AWS_TAGS.replacedBy]: opts.runId }) })));
+      result.notes.push(`kept replaced volume ${volumeId} (tagged ${AWS_TAGS.replacedBy}=${opts.runId})`);
+    }
+  }
+
+  async reboot(target: NodeTarget): Promise<void> {
+    await this.call(target.location.region!, 'RebootInstances', (c) => c.send(new RebootInstancesCommand({ InstanceIds: [target.machine] })));
+  }
+
+  private listRegions(): string[] {
+    const r = new Set<string>([...(this.config.regions ?? []), ...this.regionsSeen]);
+    const env = process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
+    if (env) r.add(env);
+    if (!r.size) throw new BadInputError('AWS: no region to search', { hint: 'set AWS_REGION or providers.aws.regions in the config file' });
+    return [...r];
+  }
+
+  async list(filter: SnapshotFilter): Promise<SnapshotRecord[]> {
+    const out: SnapshotRecord[] = [];
+    for (const region of this.listRegions()) {
+      const Filters = [{ Name: `tag:${TAG_KEYS.tool}`, Values: [TOOL_TAG_VALUE] }];
+      if (filter.bundleId) Filters.push({ Name: `tag:${TAG_KEYS.bundle}`, Values: [filter.bundleId] });
+      if (filter.clusterId) Filters.push({ Name: `tag:${TAG_KEYS.cluster}`, Values: [filter.clusterId] });
+      let NextToken: string | undefined;
+      do {
+        const page = await this.call(region, 'DescribeSnapshots', (c) => c.send(new DescribeSnapshotsCommand({ OwnerIds: ['self'], Filters, NextToken, MaxResults: 1000 })));
+        for (const s of page.Snapshots ?? []) {
+          if (filter.createdBefore && s.StartTime && s.StartTime >= filter.createdBefore) continue;
+          const t = tagsOf(s.Tags);
+          out.push({
+            provider: 'aws',
+            node: t[TAG_KEYS.node] ?? '',
+            machine: t[AWS_TAGS.machine] ?? '',
+            disk: s.VolumeId ?? '',
+            device: t[AWS_TAGS.device] ?? '',
+            boot: t[AWS_TAGS.boot] === 'true',
+            snapshotId: s.SnapshotId!,
+            sizeGiB: s.VolumeSize,
+            state: s.State === 'completed' ? 'completed' : s.State === 'error' ? 'failed' : 'pending',
+            created: (s.StartTime ?? new Date(0)).toISOString(),
+            location: { region },
+            details: { bundleId: t[TAG_KEYS.bundle], clusterId: t[TAG_KEYS.cluster] },
+          });
+        }
+        NextToken = page.NextToken;
+      } while (NextToken);
+    }
+    return out;
+  }
+
+  async delete(records: SnapshotRecord[]): Promise<void> {
+    const failures: string[] = [];
+    let next = 0;
+    const worker = async () => {
+      for (let i = next++; i < records.length; i = next++) {
+        const r = records[i]!;
+        try {
+          await this.call(r.location?.region ?? this.listRegions()[0]!, 'DeleteSnapshot', (c) => c.send(new DeleteSnapshotCommand({ SnapshotId: r.snapshotId })));
+        } catch (err) {
+          // Already gone is what we wanted.
+          if (/InvalidSnapshot\.NotFound/.test(String((err as any)?.cause?.name ?? '') + errorMessage(err))) continue;
+          failures.push(`${r.snapshotId}: ${errorMessage(err)}`);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(8, records.length) }, worker));
+    if (failures.length) throw new EnvironmentError(`AWS: ${failures.length} snapshot(s) could not be deleted: ${failures.slice(0, 5).join('; ')}`);
+  }
+
+  async close(): Promise<void> {
+    for (const c of this.clients.values()) c.destroy();
+    this.clients.clear();
+  }
+}
+
+function groupBy<T>(items: T[], key: (t: T) => string): Map<string, T[]> {
+  const m = new Map<string, T[]>();
+  for (const i of items) {
+    const k = key(i);
+    m.set(k, [...(m.get(k) ?? []), i]);
+  }
+  return m;
+}
+
+const awsProviderModule: ProviderModule = {
+  apiVersion: PROVIDER_API_VERSION,
+  name: 'aws',
+  create: (ctx) => new AwsProvider(ctx, ctx.config as AwsProviderConfig),
+};
+export default awsProviderModule;

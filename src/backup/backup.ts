@@ -1,0 +1,225 @@
+/**
+ * backup = export of every Calico resource + snapshots of the selected nodes' disks, into one bundle.
+ *
+ * A backup is complete only when every snapshot is usable (the provider's waitUsable) within the snapshot
+ * timeout. A snapshot that fails or times out fails the backup: the bundle is still committed, marked
+ * `complete: false`, with every snapshot made recorded (so `verify`/`inspect` show it and nothing is
+ * orphaned), and with `cleanupOnFailure` those snapshots are deleted (recorded as `deleted`).
+ * Nodes no provider can resolve make the backup refuse to start unless `allowUnprotectedNodes`.
+ */
+import path from 'node:path';
+import { BundleWriter, isArchivePath } from '../bundle/writer.js';
+import type { BundleManifest } from '../bundle/types.js';
+import type { CniRewindConfig } from '../config/config.js';
+import type { NodeMapping } from '../config/mapping.js';
+import { BadInputError, errorMessage, RefusedError } from '../errors.js';
+import type { Reporter } from '../io/host.js';
+import { DEFAULT_BACKUP_DIR, defaultBundleName, exportCalico } from '../export/export.js';
+import { K } from '../kube/builtin.js';
+import type { KubeClient } from '../kube/client.js';
+import { pool } from '../kube/manifests.js';
+import { ProviderSet } from '../providers/registry.js';
+import { nodeInfo, resolveNodes, type UnresolvedNode } from '../providers/resolve.js';
+import type { NodeInfo, NodeTarget, SnapshotRecord } from '../providers/types.js';
+
+export interface BackupOptions {
+  /** `auto` (default: per node from providerID / mapping) or one provider name for every node. */
+  provider?: string;
+  /** Third-party provider modules (paths or package names). */
+  providerModules?: string[];
+  nodes?: string[];
+  selector?: string;
+  out?: string;
+  snapshotTimeoutMs: number;
+  concurrency: number;
+  cleanupOnFailure?: boolean;
+  allowUnprotectedNodes?: boolean;
+  excludeSecrets?: boolean;
+  /** Ask providers for application-consistent snapshots where they can (GCP guestFlush). */
+  consistent?: boolean;
+  config: CniRewindConfig;
+  mapping: NodeMapping;
+}
+
+export interface NodeBackupResult {
+  node: string;
+  provider: string;
+  machine: string;
+  ok: boolean;
+  snapshots: number;
+  error?: string;
+  seconds: number;
+}
+
+export interface BackupResult {
+  path: string;
+  bundleId: string;
+  complete: boolean;
+  nodes: NodeBackupResult[];
+  unprotected: UnresolvedNode[];
+  snapshots: SnapshotRecord[];
+  cleanedUp: boolean;
+  manifest: BundleManifest;
+}
+
+/** The nodes a backup covers: all, `--nodes a,b` (every name must exist) or `--selector`. */
+export async function selectNodes(client: KubeClient, opts: { nodes?: string[]; selector?: string }): Promise<NodeInfo[]> {
+  if (opts.nodes?.length && opts.selector) throw new BadInputError('give either --nodes or --selector, not both');
+  const all = await client.listAll(K.node, opts.selector ? { labelSelector: opts.selector } : {});
+  if (opts.nodes?.length) {
+    const byName = new Map(all.map((n) => [n.metadata.name, n]));
+    const missing = opts.nodes.filter((n) => !byName.has(n));
+    if (missing.length) throw new BadInputError(`node(s) not found in the cluster: ${missing.join(', ')}`);
+    return opts.nodes.map((n) => nodeInfo(byName.get(n)!));
+  }
+  if (opts.selector && !all.length) throw new BadInputError(`no node matches --selector ${opts.selector}`);
+  return all.map(nodeInfo).sort((a, b) => a.name.localeCompare(b.name));
+}
+
+export function providerSetFor(config: CniRewindConfig, reporter: Reporter): ProviderSet {
+  return new ProviderSet((name) => ({ reporter, config: config.providers[name] ?? {} }));
+}
+
+export async function backup(client: KubeClient, opts: BackupOptions, reporter: Reporter): Promise<BackupResult> {
+  if (!(opts.concurrency >= 1)) throw new BadInputError('--concurrency must be at least 1');
+  const providers = providerSetFor(opts.config, reporter);
+  try {
+    for (const m of opts.providerModules ?? []) {
+      const name = await providers.addModule(m);
+      reporter.info('CNR_PROVIDER_MODULE', `loaded provider module ${m} (provider ${name})`);
+    }
+    const nodes = await selectNodes(client, opts);
+    const provider = opts.provider && opts.provider !== 'auto' && !providers.has(opts.provider) ? undefined : opts.provider;
+    if (opts.provider && opts.provider !== 'auto' && !provider) {
+      throw new BadInputError(`unknown provider '${opts.provider}'`, { hint: `built-in providers: ${providers.names().join(', ')}; a third-party one is given with --provider-module` });
+    }
+    const { targets, unresolved } = await resolveNodes(nodes, providers, { mapping: opts.mapping, provider, concurrency: opts.concurrency });
+    for (const u of unresolved) reporter.warn('CNR_BACKUP_UNPROTECTED', `node ${u.node} has no provider: ${u.reason}`, u);
+    if (unresolved.length && !opts.allowUnprotectedNodes) {
+      throw new RefusedError(
+        `${unresolved.length} node(s) cannot be snapshotted: ${unresolved.map((u) => `${u.node} (${u.reason})`).join('; ')}`,
+        { hint: 'map them in a node mapping file (--mapping, see examples/node-mapping.yaml), or pass --allow-unprotected-nodes to back up without their disks' },
+      );
+    }
+
+    const out = opts.out ?? path.join(DEFAULT_BACKUP_DIR, defaultBundleName(client.connection.clusterName));
+    const writer = await BundleWriter.open(out, { secretsExcluded: opts.excludeSecrets });
+    if (!opts.out) writer.manifest.id = path.basename(out);
+    else if (isArchivePath(out)) writer.manifest.id = path.basename(out).replace(/\.(tar\.gz|tgz)$/i, '');
+    const m = writer.manifest;
+    try {
+      await exportCalico(client, writer, { excludeSecrets: opts.excludeSecrets }, reporter);
+    } catch (err) {
+      await writer.abort();
+      throw err;
+    }
+    // Nothing irreversible has happened yet; from here on snapshots exist and must be recorded, whatever happens.
+    const bundleId = m.id;
+    const clusterId = m.cluster.uid;
+    reporter.info('CNR_BACKUP_SNAPSHOTS', `snapshotting ${targets.length} node(s) (concurrency ${opts.concurrency}, timeout ${Math.round(opts.snapshotTimeoutMs / 1000)} s)`, { bundleId, clusterId });
+
+    const records: SnapshotRecord[] = [];
+    const results: NodeBackupResult[] = [];
+    const deadline = Date.now() + opts.snapshotTimeoutMs;
+    const interrupted = { signal: undefined as NodeJS.Signals | undefined };
+    const onSignal = (sig: NodeJS.Signals) => {
+      // Finish recording what exists rather than dying with snapshots nobody knows about.
+      interrupted.signal = sig;
+      reporter.warn('CNR_BACKUP_INTERRUPTED', `${sig}: finishing the snapshots in flight and recording them; no new node is started`);
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    try {
+      await pool(targets, opts.concurrency, async (t) => {
+        if (interrupted.signal) {
+          results.push({ node: t.node, provider: t.provider, machine: t.machine, ok: false, snapshots: 0, error: `not started (${interrupted.signal})`, seconds: 0 });
+          return;
+        }
+        results.push(await snapshotNode(t, await providers.get(t.provider), { bundleId, clusterId, deadline, consistent: opts.consistent }, records, reporter));
+      });
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+
+    const failed = results.filter((r) => !r.ok);
+    let cleanedUp = false;
+    if (failed.length && opts.cleanupOnFailure && records.length) {
+      reporter.info('CNR_BACKUP_CLEANUP', `--cleanup-on-failure: deleting the ${records.length} snapshot(s) this backup made`);
+      for (const [name, recs] of groupByProvider(records)) {
+        try {
+          await (await providers.get(name)).delete(recs);
+          for (const r of recs) r.state = 'deleted';
+        } catch (err) {
+          reporter.error('CNR_BACKUP_CLEANUP_FAILED', `could not delete ${name} snapshots: ${errorMessage(err)}`);
+        }
+      }
+      cleanedUp = records.every((r) => r.state === 'deleted');
+    }
+    records.sort((a, b) => a.node.localeCompare(b.node) || a.device.localeCompare(b.device));
+    m.snapshots = records;
+    // Unprotected nodes were accepted explicitly (--allow-unprotected-nodes) and are listed in the notes.
+    m.complete = failed.length === 0;
+    for (const f of failed) m.notes.push(`backup incomplete: node ${f.node}: ${f.error}`);
+    for (const u of unresolved) m.notes.push(`node ${u.node} has no disk snapshot (${u.reason}; accepted with --allow-unprotected-nodes)`);
+    if (cleanedUp) m.notes.push('the snapshots of this failed backup were deleted (--cleanup-on-failure)');
+    const final = await writer.commit();
+    reporter.info('CNR_BACKUP_DONE', `${m.complete ? 'backup complete' : 'backup INCOMPLETE'}: ${final} (${records.length} snapshot(s) of ${targets.length} node(s))`, { path: final, complete: m.complete });
+    results.sort((a, b) => a.node.localeCompare(b.node));
+    return { path: final, bundleId, complete: m.complete, nodes: results, unprotected: unresolved, snapshots: records, cleanedUp, manifest: m };
+  } finally {
+    await providers.closeAll();
+  }
+}
+
+async function snapshotNode(
+  t: NodeTarget,
+  provider: Awaited<ReturnType<ProviderSet['get']>>,
+  run: { bundleId: string; clusterId: string; deadline: number; consistent?: boolean },
+  records: SnapshotRecord[],
+  reporter: Reporter,
+): Promise<NodeBackupResult> {
+  const started = Date.now();
+  const label = `${t.node} (${t.provider} ${t.machine})`;
+  const progress = (status: string, current: number, total?: number, done?: boolean) => reporter.progress({ id: `snapshot:${t.node}`, label, current, total, status, done });
+  progress('starting snapshots', 0);
+  let mine: SnapshotRecord[] = [];
+  try {
+    mine = await provider.snapshot(t, { bundleId: run.bundleId, clusterId: run.clusterId, node: t.node }, { consistent: run.consistent });
+    records.push(...mine);
+    reporter.info('CNR_SNAPSHOT_STARTED', `${t.node}: ${mine.length} snapshot(s) started: ${mine.map((r) => `${r.device || r.disk}=${r.snapshotId}`).join(', ')}`, { node: t.node, snapshots: mine.map((r) => r.snapshotId) });
+    progress('waiting until usable', 0, mine.length);
+    let usable = 0;
+    const waited = await provider.waitUsable(mine, {
+      timeoutMs: Math.max(1000, run.deadline - Date.now()),
+      onProgress: (r, p) => {
+        if (r.state === 'completed') usable++;
+        progress(p ? `${r.device || r.disk} ${p}` : `${usable}/${mine.length} usable`, usable, mine.length);
+      },
+    });
+    replaceRecords(records, waited);
+    progress(`${waited.length} snapshot(s) usable`, waited.length, waited.length, true);
+    return { node: t.node, provider: t.provider, machine: t.machine, ok: true, snapshots: waited.length, seconds: (Date.now() - started) / 1000 };
+  } catch (err) {
+    const updated = (err as { records?: SnapshotRecord[] }).records;
+    if (updated) replaceRecords(records, updated);
+    const msg = errorMessage(err);
+    progress(`failed: ${msg}`, 0, mine.length, true);
+    reporter.error('CNR_SNAPSHOT_FAILED', `${t.node}: ${msg}`, { node: t.node });
+    return { node: t.node, provider: t.provider, machine: t.machine, ok: false, snapshots: mine.length, error: msg, seconds: (Date.now() - started) / 1000 };
+  }
+}
+
+function replaceRecords(all: SnapshotRecord[], updated: SnapshotRecord[]): void {
+  for (const u of updated) {
+    const i = all.findIndex((r) => r.provider === u.provider && r.snapshotId === u.snapshotId);
+    if (i >= 0) all[i] = u;
+    else all.push(u);
+  }
+}
+
+export function groupByProvider(records: SnapshotRecord[]): Map<string, SnapshotRecord[]> {
+  const m = new Map<string, SnapshotRecord[]>();
+  for (const r of records) m.set(r.provider, [...(m.get(r.provider) ?? []), r]);
+  return m;
+}
