@@ -1,0 +1,34 @@
+/**
+ * Hypervisor snapshots (libvirt, Proxmox VE, vSphere) have a name and a free-text description but no tags,
+ * so cni-rewind writes its tags into the description in one fixed, parseable form:
+ *   cni-rewind bundle=<bundle id> cluster=<cluster uid> node=<node name>[ <free text>]
+ * and `list` finds its snapshots by parsing it back. Shared by the three hypervisor providers.
+ */
+import { createHash } from 'node:crypto';
+import type { SnapshotFilter, SnapshotTags } from '../../src/providers/types.js';
+import { TOOL_TAG_VALUE } from '../../src/providers/types.js';
+
+export function describeTags(tags: SnapshotTags, text?: string): string {
+  const clean = (v: string) => v.replace(/\s+/g, '_');
+  return `${TOOL_TAG_VALUE} bundle=${clean(tags.bundleId)} cluster=${clean(tags.clusterId)} node=${clean(tags.node)}${text ? ` ${text.replace(/\s+/g, ' ')}` : ''}`;
+}
+
+export function parseTags(description: string | undefined): SnapshotTags | undefined {
+  const m = /^cni-rewind bundle=(\S+) cluster=(\S+) node=(\S+)/.exec(description?.trim() ?? '');
+  return m ? { bundleId: m[1]!, clusterId: m[2]!, node: m[3]! } : undefined;
+}
+
+export function matchesFilter(tags: SnapshotTags, created: Date | undefined, filter: SnapshotFilter): boolean {
+  if (filter.bundleId && tags.bundleId !== filter.bundleId) return false;
+  if (filter.clusterId && tags.clusterId !== filter.clusterId) return false;
+  if (filter.createdBefore && (!created || created >= filter.createdBefore)) return false;
+  return true;
+}
+
+/** A snapshot name every hypervisor accepts (Proxmox is the strictest: [a-z][a-z0-9_-]{1,39}). */
+export function snapshotName(bundleId: string, maxLen = 40): string {
+  const base = `cnr-${bundleId.toLowerCase().replace(/[^a-z0-9_-]+/g, '-')}`;
+  if (base.length <= maxLen) return base;
+  // Too long: keep a readable prefix and make it unique with a hash of the whole id.
+  return `${base.slice(0, maxLen - 9)}-${createHash('sha256').update(bundleId).digest('hex').slice(0, 8)}`;
+}
