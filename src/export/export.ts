@@ -127,7 +127,8 @@ async function exportType(
       next = pages.next();
       await Promise.all(r.value.map((o) => writer.writeObject(pathOf(o), forBundle(o))));
       count += r.value.length;
-      reporter.progress({ id: key, label: `export ${key}`, current: count });
+      // Intermediate progress only for kinds that span pages (large IPAM tables); every kind gets a final line.
+      if (count >= pageSize) reporter.progress({ id: key, label: `export ${key}`, current: count });
     }
   } catch (err) {
     if (err instanceof KubeApiError && (err.statusCode === 404 || err.statusCode === 405)) {

@@ -1,0 +1,45 @@
+import { openBundle } from '../../bundle/reader.js';
+import { diffBundle, hasDifferences, type Ref } from '../../diff/diff.js';
+import { ExitCode } from '../../errors.js';
+import { handler, reportError, type Command } from '../context.js';
+
+interface DiffArgs {
+  bundle: string;
+  kinds?: string[];
+}
+
+const show = (r: Ref) => `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}`;
+
+export const diffCommand: Command<DiffArgs> = {
+  command: 'diff <bundle>',
+  describe: 'Compare the live cluster with a bundle; exit 0 no differences, 1 differences, 2 trouble (like diff(1))',
+  builder: (y) =>
+    y
+      .positional('bundle', { type: 'string', demandOption: true, describe: 'bundle directory or .tar.gz' })
+      .option('kinds', { type: 'string', array: true, describe: 'only these kinds (IPPool, ippools or ippools.crd.projectcalico.org; crds for the CRDs); comma-separated or repeated' })
+      .coerce('kinds', (v: string[] | undefined) => v?.flatMap((x) => String(x).split(',')).map((x) => x.trim()).filter(Boolean)) as any,
+  handler: handler<DiffArgs>(async (ctx, args) => {
+    try {
+      const b = await openBundle(args.bundle);
+      try {
+        const r = await diffBundle(await ctx.client(), b, { kinds: args.kinds }, ctx.reporter);
+        ctx.print(r, () => {
+          if (!hasDifferences(r)) return `no differences (${r.same} objects compared)`;
+          const lines: string[] = [];
+          for (const x of r.onlyInBundle) lines.push(`only in bundle:  ${show(x)}`);
+          for (const x of r.onlyInCluster) lines.push(`only in cluster: ${show(x)}`);
+          for (const c of r.changed) lines.push(`changed:         ${show(c.ref)}`);
+          for (const c of r.changed) lines.push('', c.diff.trimEnd());
+          return lines.join('\n');
+        });
+        return hasDifferences(r) ? ExitCode.Differences : ExitCode.Ok;
+      } finally {
+        await b.close();
+      }
+    } catch (err) {
+      // Like diff(1): any trouble is exit 2, whatever kind of error it was (the message stays the same).
+      reportError(err, args.verbose, ctx.style);
+      return ExitCode.BadInput;
+    }
+  }),
+};

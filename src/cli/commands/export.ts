@@ -1,0 +1,37 @@
+import { exportBundle } from '../../export/export.js';
+import { handler, type Command } from '../context.js';
+import { renderTable } from '../output.js';
+
+interface ExportArgs {
+  out?: string;
+  'exclude-secrets': boolean;
+}
+
+export const exportCommand: Command<ExportArgs> = {
+  command: 'export',
+  describe: 'Export every Calico resource (CRDs, custom resources, config, node annotations) to a checksummed bundle',
+  builder: (y) =>
+    y
+      .option('out', { type: 'string', describe: 'bundle directory, or a .tar.gz file (default ./cni-rewind-backups/<cluster>-<UTC time>/)' })
+      .option('exclude-secrets', { type: 'boolean', default: false, describe: 'leave Secrets out of the bundle' }) as any,
+  handler: handler<ExportArgs>(async (ctx, args) => {
+    const client = await ctx.client();
+    const { path, manifest } = await exportBundle(client, { out: args.out, excludeSecrets: args['exclude-secrets'] }, ctx.reporter);
+    const objects = manifest.resources.reduce((s, r) => s + r.count, 0);
+    ctx.print({ path, id: manifest.id, cluster: manifest.cluster, calico: manifest.calico, counts: manifest.counts, notes: manifest.notes }, () =>
+      [
+        `Bundle ${path}`,
+        `${objects} Calico objects of ${manifest.resources.length} kinds, ${Object.keys(manifest.files).length} files`,
+        ...manifest.notes.map((n) => `note: ${n}`),
+        '',
+        renderTable(
+          manifest.resources.filter((r) => r.count > 0),
+          [
+            { header: 'resource', value: (r) => r.key },
+            { header: 'count', value: (r) => r.count },
+          ],
+        ),
+      ].join('\n'),
+    );
+  }),
+};

@@ -1,0 +1,65 @@
+import { openBundle } from '../../bundle/reader.js';
+import type { BundleManifest } from '../../bundle/types.js';
+import { handler, type Command } from '../context.js';
+import { renderTable } from '../output.js';
+
+interface InspectArgs {
+  bundle: string;
+  files: boolean;
+}
+
+/** The manifest as `inspect -o json` prints it: everything but the per-file checksums unless --files. */
+export function inspectData(m: BundleManifest, withFiles: boolean): Record<string, unknown> {
+  const { files, ...rest } = m;
+  return withFiles ? { ...rest, files } : { ...rest, fileCount: Object.keys(files).length };
+}
+
+export const inspectCommand: Command<InspectArgs> = {
+  command: 'inspect <bundle>',
+  describe: 'Summarize a bundle: cluster, versions, counts per kind, snapshot records',
+  builder: (y) =>
+    y
+      .positional('bundle', { type: 'string', demandOption: true, describe: 'bundle directory or .tar.gz' })
+      .option('files', { type: 'boolean', default: false, describe: 'include every file with its checksum in -o json|yaml' }) as any,
+  handler: handler<InspectArgs>(async (ctx, args) => {
+    const b = await openBundle(args.bundle);
+    try {
+      const m = b.manifest;
+      ctx.print(inspectData(m, args.files), () => {
+        const lines = [
+          `Bundle      ${m.id}  (format ${m.formatVersion}, ${m.tool.name} ${m.tool.version})`,
+          `Created     ${m.createdAt}`,
+          `Cluster     ${m.cluster.name}  uid ${m.cluster.uid}  ${m.cluster.kubernetesVersion}  ${m.cluster.server}`,
+          `Calico      ${m.calico.version ?? 'unknown version'} (${m.calico.installType} install)${m.calico.operatorImage ? `  operator ${m.calico.operatorImage}` : ''}`,
+          `Secrets     ${m.secretsExcluded ? 'excluded' : m.encryption ? `included (${m.encryption.algorithm})` : 'included'}`,
+          `Complete    ${m.complete ? 'yes' : 'no'}`,
+          ...m.notes.map((n) => `Note        ${n}`),
+          '',
+          renderTable(
+            Object.entries(m.counts).sort(([a], [b]) => a.localeCompare(b)),
+            [
+              { header: 'resource', value: ([k]) => k },
+              { header: 'count', value: ([, n]) => n },
+            ],
+          ),
+        ];
+        if (m.snapshots.length) {
+          lines.push(
+            '',
+            renderTable(m.snapshots, [
+              { header: 'node', value: (s) => s.node },
+              { header: 'provider', value: (s) => s.provider },
+              { header: 'device', value: (s) => s.device },
+              { header: 'disk', value: (s) => s.disk },
+              { header: 'snapshot', value: (s) => s.snapshotId },
+              { header: 'state', value: (s) => s.state },
+            ]),
+          );
+        }
+        return lines.join('\n');
+      });
+    } finally {
+      await b.close();
+    }
+  }),
+};
