@@ -1,18 +1,14 @@
 import type { Command } from '../context.js';
 import { diffCommand } from './diff.js';
-import { doctorCommand } from './doctor.js';
 import { exportCommand } from './export.js';
 import { inspectCommand } from './inspect.js';
 import { listCommand } from './list.js';
 import { verifyCommand } from './verify.js';
 import { backupCommand } from './backup.js';
 import { snapshotsCommand } from './snapshots.js';
-import { restoreCommand } from './restore.js';
 import { statusCommand } from './status.js';
 import { versionCommand } from './version.js';
 
 /** Every CLI command, in the order `--help` lists them. Add new commands here. */
 export const commands: Command<any>[] = [versionCommand, statusCommand, backupCommand, snapshotsCommand];
 commands.push(exportCommand, inspectCommand, verifyCommand, listCommand, diffCommand);
-commands.push(doctorCommand);
-commands.push(restoreCommand);
