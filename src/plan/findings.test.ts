@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { loadRelease } from '../calico/release.js';
+import { checkAgainstSchema } from '../calico/schema.js';
+import type { KubeObject } from '../kube/types.js';
+import { changedCrds, computeFindings, deletePath, transformInstallation } from './findings.js';
+
+/** The Installation as the 3.28 operator leaves it: name and allowedUses written into its pool. */
+export const installation328 = (pools = [{ name: 'default-ipv4-ippool', cidr: '192.168.0.0/16', blockSize: 26, encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', nodeSelector: 'all()', allowedUses: ['Workload', 'Tunnel'] }]): KubeObject => ({
+  apiVersion: 'operator.tigera.io/v1',
+  kind: 'Installation',
+  metadata: { name: 'default' },
+  spec: { calicoNetwork: { ipPools: pools, linuxPolicySetupTimeoutSeconds: 10 }, variant: 'Calico' },
+});
+
+describe('plan findings 3.28.1 -> 3.27.4 with the real CRDs', async () => {
+  const from = await loadRelease('3.28.1');
+  const to = await loadRelease('3.27.4');
+  const live = (objects: Record<string, KubeObject[]>) => ({ crds: from.crds, objects: new Map(Object.entries(objects)) });
+
+  it('only CRDs whose schema changed are compared; IPPool is identical', () => {
+    const names = changedCrds(from.crds, to.crds).map((c) => c.live.metadata.name);
+    expect(names).toContain('installations.operator.tigera.io');
+    expect(names).toContain('felixconfigurations.crd.projectcalico.org');
+    expect(names).not.toContain('ippools.crd.projectcalico.org');
+  });
+
+  it('reports the Installation fields 3.27 lacks as a transform, and the transform makes it valid for 3.27', () => {
+    const inst = installation328();
+    const r = computeFindings(live({ 'installations.operator.tigera.io': [inst] }), to, { version: 'v3.28.1' }, new Set());
+    const f = r.findings.find((x) => x.id === 'installation-fields-unknown-to-target')!;
+    expect(f.action).toBe('transform');
+    expect(f.details.join(' ')).toMatch(/ipPools\[0\]\.name/);
+    expect(f.details.join(' ')).toMatch(/ipPools\[0\]\.allowedUses/);
+    expect(f.details.join(' ')).toMatch(/linuxPolicySetupTimeoutSeconds/);
+    const out = transformInstallation(inst, r.installation);
+    const crd = to.crds.find((c) => c.metadata.name === 'installations.operator.tigera.io')!;
+    expect(checkAgainstSchema(out, crd)).toEqual([]);
+    expect(out.spec.calicoNetwork.ipPools[0]).toMatchObject({ cidr: '192.168.0.0/16', blockSize: 26 });
+    expect(inst.spec.calicoNetwork.ipPools[0].name).toBe('default-ipv4-ippool'); // input untouched
+  });
+
+  it('requires a flag for a second IPv4 pool in the Installation, and for FelixConfiguration fields 3.27 prunes', () => {
+    const inst = installation328([
+      { name: 'a', cidr: '10.0.0.0/16' } as any,
+      { name: 'b', cidr: '10.1.0.0/16' } as any,
+      { name: 'c', cidr: 'fd00::/48' } as any,
+    ]);
+    const felix: KubeObject = { apiVersion: 'crd.projectcalico.org/v1', kind: 'FelixConfiguration', metadata: { name: 'default' }, spec: { debugPort: 6060, logSeverityScreen: 'Info' } };
+    const objs = { 'installations.operator.tigera.io': [inst], 'felixconfigurations.crd.projectcalico.org': [felix] };
+    const r = computeFindings(live(objs), to, { version: 'v3.28.1' }, new Set());
+    expect(r.findings.find((x) => x.id === 'installation-too-many-pools')).toMatchObject({ action: 'requires-flag', satisfied: false, severity: 'error' });
+    expect(r.findings.find((x) => x.id === 'felixconfiguration-fields-pruned')).toMatchObject({ action: 'requires-flag', flag: 'allow-field-loss', satisfied: false, objects: ['FelixConfiguration/default'] });
+    const ok = computeFindings(live(objs), to, { version: 'v3.28.1' }, new Set(['trim-installation-pools', 'allow-field-loss']));
+    expect(ok.findings.filter((x) => x.action === 'requires-flag').every((x) => x.satisfied)).toBe(true);
+    expect(transformInstallation(inst, ok.installation).spec.calicoNetwork.ipPools.map((p: any) => p.cidr)).toEqual(['10.0.0.0/16', 'fd00::/48']);
+  });
+
+  it('keeps CRDs the target lacks (3.30.7 -> 3.28.1)', async () => {
+    const r30 = await loadRelease('3.30.7');
+    const tier: KubeObject = { apiVersion: 'crd.projectcalico.org/v1', kind: 'Tier', metadata: { name: 'security' }, spec: { order: 100 } };
+    const r = computeFindings({ crds: r30.crds, objects: new Map([['tiers.crd.projectcalico.org', [tier]]]) }, from, { version: 'v3.30.7' }, new Set());
+    const f = r.findings.find((x) => x.id === 'crd-not-in-target' && x.title.includes('tiers'))!;
+    expect(f).toMatchObject({ action: 'keep', severity: 'warning', objects: ['Tier/security'] });
+    // the shared policy.networking.k8s.io CRDs are never listed as Calico's to manage
+    expect(r.findings.some((x) => x.title.includes('policy.networking.k8s.io'))).toBe(false);
+  });
+
+  it('deletePath handles indices and wildcards', () => {
+    const o: any = { a: { b: [{ c: 1, d: 2 }, { c: 3 }] } };
+    deletePath(o, 'a.b[0].c');
+    expect(o).toEqual({ a: { b: [{ d: 2 }, { c: 3 }] } });
+    deletePath(o, 'a.b[].c');
+    expect(o).toEqual({ a: { b: [{ d: 2 }, {}] } });
+  });
+});

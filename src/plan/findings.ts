@@ -1,0 +1,223 @@
+/**
+ * Schema-aware findings: what the target release's CRDs and operator would do to the objects in the cluster now.
+ * Pure functions over (live CRDs, live objects, target release) so they can be tested with the real manifests.
+ */
+import { checkAgainstSchema, schemaFor } from '../calico/schema.js';
+import { CALICO_CRD_GROUP, compareVersions, OPERATOR_GROUP } from '../calico/knowledge.js';
+import type { Release } from '../calico/release.js';
+import type { KubeObject } from '../kube/types.js';
+import { INSTALLATION_POOL_RULES, PLAN_FLAGS, RUNTIME_KINDS } from './rules.js';
+import type { InstallationTransform, PlanFinding } from './types.js';
+
+export interface LiveCalico {
+  /** Calico CRDs installed now (crd.projectcalico.org and operator.tigera.io). */
+  crds: KubeObject[];
+  /** Live objects by CRD name. */
+  objects: Map<string, KubeObject[]>;
+}
+
+export const objRef = (o: KubeObject) => [o.kind, o.metadata.namespace, o.metadata.name].filter(Boolean).join('/');
+
+/** Groups whose CRDs a plan manages (the shared policy.networking.k8s.io CRDs are never touched). */
+export const MANAGED_GROUPS = [CALICO_CRD_GROUP, OPERATOR_GROUP];
+
+export function isManagedCrd(crd: KubeObject): boolean {
+  return MANAGED_GROUPS.includes(crd.spec?.group);
+}
+
+export function servedVersion(crd: KubeObject): string | undefined {
+  const vs: any[] = crd.spec?.versions ?? [];
+  return (vs.find((v) => v.storage) ?? vs.find((v) => v.served) ?? vs[0])?.name;
+}
+
+const schemaText = (crd: KubeObject, version: string) => JSON.stringify(schemaFor({ apiVersion: `${crd.spec.group}/${version}` }, crd) ?? null);
+
+/** CRDs whose schema for the served version differs between live and target (only their objects need checking). */
+export function changedCrds(live: KubeObject[], target: KubeObject[]): { live: KubeObject; target: KubeObject }[] {
+  const byName = new Map(target.map((c) => [c.metadata.name, c]));
+  const out: { live: KubeObject; target: KubeObject }[] = [];
+  for (const l of live) {
+    const t = byName.get(l.metadata.name);
+    const v = servedVersion(l);
+    if (!t || !v) continue;
+    if (schemaText(l, v) !== schemaText(t, v)) out.push({ live: l, target: t });
+  }
+  return out;
+}
+
+export interface FindingsResult {
+  findings: PlanFinding[];
+  installation: InstallationTransform;
+}
+
+export function computeFindings(live: LiveCalico, target: Release, current: { version?: string }, flags: Set<string>): FindingsResult {
+  const findings: PlanFinding[] = [];
+  const installation: InstallationTransform = { removeFields: [], trimPoolsPerFamily: false };
+  const targetByName = new Map(target.crds.map((c) => [c.metadata.name, c]));
+
+  // 1. Fields the target CRDs prune and values they reject, per kind, against the live objects.
+  for (const { live: lc, target: tc } of changedCrds(live.crds, target.crds)) {
+    const kind: string = lc.spec.names.kind;
+    if (RUNTIME_KINDS.has(kind)) continue;
+    const pruned = new Map<string, Set<string>>(); // path (indices folded) -> objects
+    const rejected: string[] = [];
+    const rejectedObjs = new Set<string>();
+    for (const obj of live.objects.get(lc.metadata.name) ?? []) {
+      for (const f of checkAgainstSchema(withoutStatus(obj), tc)) {
+        if (f.kind === 'pruned') {
+          const p = f.path;
+          if (!pruned.has(p)) pruned.set(p, new Set());
+          pruned.get(p)!.add(objRef(obj));
+        } else {
+          rejected.push(`${objRef(obj)}: ${f.path}: ${f.detail}`);
+          rejectedObjs.add(objRef(obj));
+        }
+      }
+    }
+    if (pruned.size > 0) {
+      const objects = [...new Set([...pruned.values()].flatMap((s) => [...s]))];
+      const details = [...pruned.keys()].map((p) => `${p} (unknown to ${target.version})`);
+      if (kind === 'Installation') {
+        installation.removeFields.push(...pruned.keys());
+        findings.push({
+          id: 'installation-fields-unknown-to-target',
+          severity: 'warning',
+          title: `Installation fields that ${target.version}'s CRD does not have`,
+          objects,
+          details,
+          action: 'transform',
+          plan: `remove these fields from the Installation while the operator is paused, so the ${target.operatorImage ?? 'target'} operator and the API server accept it`,
+        });
+      } else {
+        const ok = flags.has(PLAN_FLAGS.dropFields);
+        findings.push({
+          id: `${kind.toLowerCase()}-fields-pruned`,
+          severity: ok ? 'warning' : 'error',
+          title: `${kind} fields that ${target.version}'s CRD prunes on the next write`,
+          objects,
+          details,
+          action: 'requires-flag',
+          flag: PLAN_FLAGS.dropFields,
+          satisfied: ok,
+          plan: ok
+            ? 'the fields are kept in the bundle and dropped by the cluster on the next write (allowed by --allow-field-loss)'
+            : `refused unless --${PLAN_FLAGS.dropFields}: these values would be lost on the next write (they stay in the bundle)`,
+        });
+      }
+    }
+    if (rejected.length > 0) {
+      findings.push({
+        id: `${kind.toLowerCase()}-values-rejected`,
+        severity: 'error',
+        title: `${kind} values that ${target.version}'s CRD rejects`,
+        objects: [...rejectedObjs],
+        details: rejected,
+        action: 'refuse',
+        plan: 'refused: change these values to ones the target accepts first (writes of these objects would fail after the change)',
+      });
+    }
+  }
+
+  // 2. CRDs the target lacks: kept, never deleted while they hold data.
+  for (const lc of live.crds) {
+    if (targetByName.has(lc.metadata.name) || !isManagedCrd(lc)) continue;
+    const n = (live.objects.get(lc.metadata.name) ?? []).length;
+    findings.push({
+      id: 'crd-not-in-target',
+      severity: n > 0 ? 'warning' : 'info',
+      title: `CRD ${lc.metadata.name} is not part of ${target.version}`,
+      objects: (live.objects.get(lc.metadata.name) ?? []).slice(0, 20).map(objRef),
+      details: [`${n} object(s) stored`],
+      action: 'keep',
+      plan: n > 0 ? 'kept with its objects (a CRD that holds data is never deleted); the target version ignores them' : 'kept (harmless; delete it by hand if you no longer want it)',
+    });
+  }
+
+  // 3. Installation constraints of the target operator.
+  const inst = [...(live.objects.get(`installations.${OPERATOR_GROUP}`) ?? [])].find((o) => o.metadata.name === 'default');
+  const pools: any[] = inst?.spec?.calicoNetwork?.ipPools ?? [];
+  for (const rule of INSTALLATION_POOL_RULES) {
+    if (compareVersions(target.version, rule.until) >= 0) continue;
+    const fam = (p: any) => (String(p.cidr ?? '').includes(':') ? 'IPv6' : 'IPv4');
+    const counts = new Map<string, number>();
+    for (const p of pools) counts.set(fam(p), (counts.get(fam(p)) ?? 0) + 1);
+    const over = [...counts].filter(([, n]) => n > rule.maxPoolsPerFamily);
+    if (over.length === 0) continue;
+    const ok = flags.has(PLAN_FLAGS.trimPools);
+    installation.trimPoolsPerFamily = ok;
+    findings.push({
+      id: 'installation-too-many-pools',
+      severity: ok ? 'warning' : 'error',
+      title: `the ${target.version} operator accepts ${rule.maxPoolsPerFamily} pool per IP family in the Installation`,
+      objects: ['Installation/default'],
+      details: over.map(([f, n]) => `${n} ${f} pools: ${pools.filter((p) => fam(p) === f).map((p) => p.cidr).join(', ')}`),
+      action: 'requires-flag',
+      flag: PLAN_FLAGS.trimPools,
+      satisfied: ok,
+      plan: ok
+        ? 'keep the first pool per family in the Installation; the other IPPool objects stay in the cluster (the older operator does not manage pools)'
+        : `refused unless --${PLAN_FLAGS.trimPools} (keep the first pool per family in the Installation; the IPPool objects themselves stay)`,
+    });
+  }
+
+  if (current.version && compareVersions(target.version, current.version) < 0 && pools.length > 0) {
+    findings.push({
+      id: 'operator-pool-management-changes',
+      severity: 'info',
+      title: 'IP pool management changes with the operator version',
+      objects: pools.map((p) => `IPPool/${p.name ?? p.cidr}`),
+      details: [`${current.version} operators reconcile the Installation's pools; ${target.version} does not write IPPools`],
+      action: 'none',
+      plan: 'nothing to do: the IPPool objects stay as they are',
+    });
+  }
+  return { findings, installation };
+}
+
+function withoutStatus(o: KubeObject): KubeObject {
+  const { status: _s, ...rest } = o;
+  return rest as KubeObject;
+}
+
+/** Apply the Installation transform to a copy of the live Installation. */
+export function transformInstallation(inst: KubeObject, t: InstallationTransform): KubeObject {
+  const out = structuredClone(inst);
+  for (const p of t.removeFields) deletePath(out, p);
+  if (t.trimPoolsPerFamily) {
+    const pools: any[] = out.spec?.calicoNetwork?.ipPools ?? [];
+    const seen = new Set<string>();
+    out.spec.calicoNetwork.ipPools = pools.filter((p) => {
+      const f = String(p.cidr ?? '').includes(':') ? '6' : '4';
+      if (seen.has(f)) return false;
+      seen.add(f);
+      return true;
+    });
+  }
+  return out;
+}
+
+/** Delete `a.b[0].c` (and, for `a.b[].c` style paths, in every element). */
+export function deletePath(obj: any, p: string): void {
+  const parts = p.split('.').flatMap((seg) => {
+    const m = /^([^[\]]+)((?:\[\d*\])*)$/.exec(seg);
+    if (!m) return [seg];
+    const idx = [...m[2]!.matchAll(/\[(\d*)\]/g)].map((x) => (x[1] === '' ? '*' : Number(x[1])));
+    return [m[1]!, ...idx];
+  });
+  const walk = (node: any, i: number): void => {
+    if (node === null || typeof node !== 'object') return;
+    const key = parts[i]!;
+    const last = i === parts.length - 1;
+    if (key === '*') {
+      if (Array.isArray(node)) for (const el of node) walk(el, i + 1);
+      return;
+    }
+    if (last) {
+      if (Array.isArray(node) && typeof key === 'number') node.splice(key, 1);
+      else delete node[key as any];
+      return;
+    }
+    walk(node[key as any], i + 1);
+  };
+  walk(obj, 0);
+}

@@ -1,0 +1,145 @@
+/**
+ * `plan --to VERSION`: detect the install, load the target release, compute schema-aware findings, run the
+ * preflight and lay out the steps. Nothing in the cluster changes.
+ */
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { detectCalico } from '../calico/detect.js';
+import { compareVersions } from '../calico/knowledge.js';
+import { loadRelease, type Release } from '../calico/release.js';
+import { BadInputError, RefusedError } from '../errors.js';
+import type { Reporter } from '../io/host.js';
+import type { KubeClient } from '../kube/client.js';
+import { K } from '../kube/builtin.js';
+import { crdResourceType } from '../kube/discovery.js';
+import { computeFindings, isManagedCrd, type LiveCalico } from './findings.js';
+import { checkBundle, checkCluster, clusterUid, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
+import { parseDuration, PLAN_FLAGS } from './rules.js';
+import { PLAN_API_VERSION, PLAN_KIND, type Plan, type PlanStep, type Strategy } from './types.js';
+
+export interface PlanOptions {
+  to: string;
+  manifests?: string;
+  strategy?: Strategy;
+  bundle?: string;
+  rebootNodes?: boolean;
+  diskSnapshots?: boolean;
+  maxBackupAge?: string;
+  /** Flags that allow `requires-flag` findings (e.g. `allow-field-loss`). */
+  flags?: string[];
+  now?: Date;
+}
+
+export async function loadLiveCalico(client: KubeClient): Promise<LiveCalico> {
+  const crds = (await client.listAll(K.crd)).filter(isManagedCrd);
+  const objects = new Map<string, any[]>();
+  for (const crd of crds) {
+    const r = crdResourceType(crd);
+    objects.set(crd.metadata.name, await client.listAll(r));
+  }
+  return { crds, objects };
+}
+
+export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter: Reporter): Promise<Plan> {
+  const strategy = opts.strategy ?? 'in-place';
+  const maxBackupAge = opts.maxBackupAge ?? '24h';
+  const maxAgeMs = parseDuration(maxBackupAge);
+  if (maxAgeMs === undefined) throw new BadInputError(`--max-backup-age ${maxBackupAge} is not a duration (e.g. 24h, 90m, 2d)`);
+  const flags = new Set(opts.flags ?? []);
+  for (const f of flags) if (!(Object.values(PLAN_FLAGS) as string[]).includes(f)) throw new BadInputError(`unknown plan flag ${f}`);
+
+  const install = await detectCalico(client);
+  if (install.installType === 'none') throw new BadInputError('no Calico install found in this cluster: there is nothing to upgrade or downgrade');
+  reporter.info('CNR_PLAN_CURRENT', `current: Calico ${install.version ?? 'unknown version'} (${install.installType} install)`);
+  const target: Release = await loadRelease(opts.to, { manifests: opts.manifests, need: install.installType === 'operator' ? 'operator' : 'manifest' });
+  reporter.info('CNR_PLAN_TARGET', `target: Calico ${target.version} from ${target.origin}`);
+  if (opts.rebootNodes) {
+    throw new BadInputError('--reboot-nodes is not available in this build: the rolling node step (drain + provider reboot) is not wired yet', {
+      hint: 'plan without it, then reboot nodes one at a time (cordon, drain, reboot, uncordon)',
+    });
+  }
+  const direction = !install.version ? 'upgrade' : compareVersions(target.version, install.version) < 0 ? 'downgrade' : compareVersions(target.version, install.version) > 0 ? 'upgrade' : 'same';
+  if (direction === 'same') throw new BadInputError(`the cluster already runs Calico ${target.version}`);
+
+  const uid = await clusterUid(client);
+  const bundlePath = opts.bundle ?? (await newestBundleFor(uid));
+  if (!bundlePath) {
+    throw new RefusedError('no bundle of this cluster found: a plan relies on a verified backup', { hint: 'run `cni-rewind backup` (or `cni-rewind export` with --no-disk-snapshots) first, or pass --bundle PATH' });
+  }
+  const bundle = await openPlanBundle(bundlePath);
+  try {
+    const cluster = await checkCluster(client, !!opts.rebootNodes);
+    const preflight = [
+      ...(await checkBundle(bundle, { uid, maxAgeMs, maxBackupAge, diskSnapshots: opts.diskSnapshots !== false, nodes: cluster.nodes, now: opts.now })),
+      ...cluster.checks,
+    ];
+    const live = await loadLiveCalico(client);
+    const { findings, installation } = computeFindings(live, target, install, flags);
+    const now = opts.now ?? new Date();
+    const plan: Plan = {
+      apiVersion: PLAN_API_VERSION,
+      kind: PLAN_KIND,
+      id: `plan-${now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-${randomBytes(2).toString('hex')}`,
+      createdAt: now.toISOString(),
+      cluster: { uid, name: client.connection.clusterName, server: client.connection.server },
+      current: { installType: install.installType, version: install.version, operatorImage: install.operatorImage },
+      target: {
+        version: target.version,
+        operatorImage: target.operatorImage,
+        manifests: path.isAbsolute(target.origin) || /^https?:/.test(target.origin) ? (opts.manifests && /^https?:/.test(opts.manifests) ? opts.manifests : target.origin) : path.resolve(target.origin),
+        files: Object.fromEntries(Object.entries(target.files).map(([k, f]) => [k, { sha256: f.sha256 }])),
+      },
+      direction,
+      strategy,
+      options: { rebootNodes: !!opts.rebootNodes, diskSnapshots: opts.diskSnapshots !== false, maxBackupAge, flags: [...flags] },
+      bundle: { path: path.resolve(bundlePath), id: bundle.manifest.id, manifestSha256: manifestSha256(bundle), createdAt: bundle.manifest.createdAt },
+      preflight,
+      findings,
+      transforms: { installation },
+      steps: stepsFor(install.installType === 'operator' ? 'operator' : 'manifest', strategy, target),
+    };
+    return plan;
+  } finally {
+    await bundle.close();
+  }
+}
+
+/** True when the plan can be applied: no blocking preflight failure, no refusing finding. */
+export function planBlockers(plan: Plan): string[] {
+  return [
+    ...plan.preflight.filter((c) => c.blocking && !c.ok).map((c) => `preflight ${c.name}: ${c.detail}`),
+    ...plan.findings.filter((f) => f.action === 'refuse' || (f.action === 'requires-flag' && !f.satisfied)).map((f) => `${f.title}: ${f.plan}`),
+  ];
+}
+
+const STEP_TEXT: Record<string, { title: string; description: string }> = {
+  preflight: { title: 'preflight', description: 'check again: the bundle verifies, is of this cluster and recent; the cluster runs the version the plan was made for; nodes Ready' },
+  'pause-operator': { title: 'pause the tigera operator', description: 'remember the operator Deployment\'s replicas (in the journal) and scale it to 0, so no operator writes while versions are mixed' },
+  'apply-crds': { title: 'apply the target CRDs', description: 'server-side apply with conflicts forced, then wait until Established; no CRD is deleted (CRDs the target lacks stay with their data)' },
+  'apply-operator': { title: 'apply the target operator manifest', description: 'server-side apply of tigera-operator.yaml without its CRDs; the operator Deployment stays at 0 replicas until resumed' },
+  'apply-calico-manifest': { title: 'apply the target calico.yaml', description: 'server-side apply of calico.yaml (CRDs already applied)' },
+  'transform-installation': { title: 'make the Installation valid for the target', description: 'remove the fields the target CRD lacks (and extra pools, when allowed) and write it with strict field validation' },
+  'remove-old': { title: 'remove the old version', description: 'delete the operator custom resources, the operator Deployment and RBAC, and every Calico CRD (with all their objects): the users\' delete step, safe because the bundle verified' },
+  'install-target': { title: 'install the target version', description: 'apply the target CRDs and operator manifest (operator kept at 0 replicas)' },
+  'restore-data': { title: 'restore all Calico data from the bundle', description: 'IP pools, IPAM, policies, BGP/Felix, Installation (fields the target lacks dropped), under the datastore lock' },
+  'resume-operator': { title: 'resume the tigera operator', description: 'scale the operator Deployment back to the replica count remembered in the journal' },
+  'wait-rollout': { title: 'wait for the rollout', description: 'operator Deployment available with the target image; TigeraStatus calico Available when the operator reports it; calico-node DaemonSet rolled out; pods in the Calico namespaces Ready' },
+  'verify-data': { title: 'verify the Calico data against the bundle', description: 'every IPPool, IPAM object, policy and BGP/Felix object of the bundle is present and unchanged; the Installation differs only by the planned transform' },
+};
+
+function step(id: string): PlanStep {
+  const t = STEP_TEXT[id]!;
+  return { id, title: t.title, description: t.description };
+}
+
+export function stepsFor(install: 'operator' | 'manifest', strategy: Strategy, target: Release): PlanStep[] {
+  if (install === 'manifest') {
+    if (!target.calicoManifest) throw new BadInputError(`the cluster has a manifest install and the ${target.version} manifests have no calico.yaml`);
+    if (strategy === 'reinstall') throw new BadInputError('--strategy reinstall is implemented for operator installs only; use in-place for a calico.yaml install');
+    return ['preflight', 'apply-crds', 'apply-calico-manifest', 'wait-rollout', 'verify-data'].map(step);
+  }
+  if (strategy === 'reinstall') {
+    return ['preflight', 'pause-operator', 'remove-old', 'install-target', 'restore-data', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data'].map(step);
+  }
+  return ['preflight', 'pause-operator', 'apply-crds', 'apply-operator', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data'].map(step);
+}

@@ -1,0 +1,132 @@
+/**
+ * Preflight: the checks a plan makes before it is written and `apply` makes again before touching anything.
+ * The bundle the plan relies on must belong to this cluster, pass verify, be recent and (unless disk snapshots
+ * are waived) hold completed snapshots of every node; the cluster must be healthy; PDBs that would block a drain
+ * are listed.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { openBundle, readBundleManifest, type Bundle } from '../bundle/reader.js';
+import type { BundleManifest } from '../bundle/types.js';
+import { verifyBundle } from '../bundle/verify.js';
+import { BadInputError, RefusedError } from '../errors.js';
+import type { KubeClient } from '../kube/client.js';
+import { K } from '../kube/builtin.js';
+import type { PreflightCheck } from './types.js';
+
+export const DEFAULT_BACKUP_DIR = 'cni-rewind-backups';
+
+export async function clusterUid(client: KubeClient): Promise<string> {
+  const ns = await client.get(K.namespace, undefined, 'kube-system');
+  return ns.metadata.uid!;
+}
+
+/** The newest bundle of this cluster in `dir` (default ./cni-rewind-backups), or undefined. */
+export async function newestBundleFor(uid: string, dir = DEFAULT_BACKUP_DIR): Promise<string | undefined> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return undefined;
+  }
+  let best: { p: string; at: string } | undefined;
+  for (const n of names) {
+    if (n.startsWith('.') || n.endsWith('.journal')) continue;
+    const p = path.join(dir, n);
+    const m = await readBundleManifest(p).catch(() => undefined);
+    if (!m || m.cluster.uid !== uid) continue;
+    if (!best || m.createdAt > best.at) best = { p, at: m.createdAt };
+  }
+  return best?.p;
+}
+
+export function manifestSha256(bundle: Bundle): string {
+  return createHash('sha256').update(readFileSync(path.join(bundle.root, 'manifest.json'))).digest('hex');
+}
+
+export interface BundleCheckOptions {
+  uid: string;
+  maxAgeMs: number;
+  maxBackupAge: string;
+  diskSnapshots: boolean;
+  nodes: string[];
+  /** When the plan recorded a bundle: its manifest checksum must still match. */
+  expectSha256?: string;
+  now?: Date;
+}
+
+/** Checks on the bundle; returns the checks (the caller decides what a failure means). */
+export async function checkBundle(bundle: Bundle, opts: BundleCheckOptions): Promise<PreflightCheck[]> {
+  const m: BundleManifest = bundle.manifest;
+  const checks: PreflightCheck[] = [];
+  const v = await verifyBundle(bundle);
+  checks.push({
+    name: 'bundle-verifies',
+    ok: v.ok,
+    blocking: true,
+    detail: v.ok ? `bundle ${m.id}: every file matches its checksum` : `bundle ${m.id} fails verify: ${v.problems.slice(0, 3).map((p) => `${p.file}: ${p.problem}`).join('; ')}`,
+  });
+  if (opts.expectSha256) {
+    const sha = manifestSha256(bundle);
+    checks.push({ name: 'bundle-is-the-planned-one', ok: sha === opts.expectSha256, blocking: true, detail: sha === opts.expectSha256 ? 'manifest checksum matches the plan' : 'the bundle\'s manifest.json changed since the plan was made' });
+  }
+  const same = m.cluster.uid === opts.uid;
+  checks.push({ name: 'bundle-of-this-cluster', ok: same, blocking: true, detail: same ? `cluster uid ${m.cluster.uid}` : `bundle is of cluster ${m.cluster.name} (uid ${m.cluster.uid}), this cluster's uid is ${opts.uid}` });
+  const ageMs = (opts.now ?? new Date()).getTime() - Date.parse(m.createdAt);
+  const recent = ageMs <= opts.maxAgeMs;
+  checks.push({ name: 'bundle-recent', ok: recent, blocking: true, detail: `made ${Math.round(ageMs / 60_000)} min ago (limit --max-backup-age ${opts.maxBackupAge})` });
+  if (opts.diskSnapshots) {
+    const done = new Set(m.snapshots.filter((s) => s.state === 'completed').map((s) => s.node));
+    const missing = opts.nodes.filter((n) => !done.has(n));
+    const ok = m.complete && missing.length === 0 && opts.nodes.length > 0;
+    checks.push({
+      name: 'disk-snapshots',
+      ok,
+      blocking: true,
+      detail: ok ? `completed snapshots for all ${opts.nodes.length} nodes` : `no completed disk snapshot for ${missing.length ? missing.slice(0, 5).join(', ') + (missing.length > 5 ? ', ...' : '') : 'the bundle (incomplete)'}; take them with \`cni-rewind backup\` or pass --no-disk-snapshots`,
+    });
+  } else {
+    checks.push({ name: 'disk-snapshots', ok: true, blocking: false, detail: 'waived (--no-disk-snapshots): only resources can be restored' });
+  }
+  return checks;
+}
+
+/** Cluster health: nodes Ready, and PDBs that would block a drain. */
+export async function checkCluster(client: KubeClient, rebootNodes: boolean): Promise<{ checks: PreflightCheck[]; nodes: string[] }> {
+  const nodes = await client.listAll(K.node);
+  const notReady = nodes.filter((n) => !n.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')).map((n) => n.metadata.name);
+  const checks: PreflightCheck[] = [
+    { name: 'nodes-ready', ok: notReady.length === 0, blocking: true, detail: notReady.length ? `not Ready: ${notReady.join(', ')}` : `${nodes.length} nodes Ready` },
+  ];
+  const pdbs = await client.listAll(K.pdb);
+  const blocking = pdbs.filter((p) => (p.status?.disruptionsAllowed ?? 0) === 0 && (p.status?.expectedPods ?? 0) > 0);
+  checks.push({
+    name: 'pdbs-blocking-drain',
+    ok: blocking.length === 0,
+    blocking: rebootNodes,
+    detail: blocking.length ? `PDBs allowing no disruption (a drain would wait on them): ${blocking.map((p) => `${p.metadata.namespace}/${p.metadata.name}`).join(', ')}` : 'no PDB blocks a drain',
+  });
+  return { checks, nodes: nodes.map((n) => n.metadata.name) };
+}
+
+export function failedBlocking(checks: PreflightCheck[]): PreflightCheck[] {
+  return checks.filter((c) => c.blocking && !c.ok);
+}
+
+/** Throw the documented refusal (exit 5) when a blocking check failed. */
+export function refuseOnFailure(checks: PreflightCheck[], what: string): void {
+  const bad = failedBlocking(checks);
+  if (bad.length === 0) return;
+  throw new RefusedError(`${what} refused by preflight: ${bad.map((c) => `${c.name}: ${c.detail}`).join('; ')}`);
+}
+
+export async function openPlanBundle(p: string): Promise<Bundle> {
+  try {
+    return await openBundle(p);
+  } catch (err) {
+    if (err instanceof BadInputError) throw new RefusedError(`the plan's bundle cannot be used: ${err.message}`);
+    throw err;
+  }
+}

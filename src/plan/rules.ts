@@ -1,0 +1,33 @@
+/**
+ * Calico facts the planner relies on, as data (see shared/fixtures/calico/DIFFERENCES.md). Kept beside the
+ * planner because nothing else uses them; move them to calico/knowledge.ts if another module needs them.
+ */
+
+/** Operator constraints on `Installation.spec.calicoNetwork.ipPools`, by the first Calico version they no longer apply to. */
+export const INSTALLATION_POOL_RULES = [
+  {
+    /** Operator v1.32 (Calico 3.27) accepts at most one pool per IP family in the Installation. */
+    until: 'v3.28.0',
+    maxPoolsPerFamily: 1,
+  },
+] as const;
+
+/** Calico kinds whose live objects are runtime state, not data the plan must preserve. */
+export const RUNTIME_KINDS = new Set(['TigeraStatus', 'CalicoNodeStatus', 'ClusterInformation']);
+
+/** Namespaces where the target's pods run (checked Ready by the rollout wait). */
+export const CALICO_POD_NAMESPACES = { operator: ['tigera-operator', 'calico-system'], manifest: ['kube-system'] } as const;
+
+/** Flags that allow a plan finding of action `requires-flag`. */
+export const PLAN_FLAGS = {
+  dropFields: 'allow-field-loss',
+  trimPools: 'trim-installation-pools',
+} as const;
+
+/** Parse `24h`, `90m`, `2d`, `3600s` into milliseconds. */
+export function parseDuration(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)\s*(s|m|h|d)$/.exec(text.trim());
+  if (!m) return undefined;
+  const mult = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd'];
+  return Number(m[1]) * mult;
+}

@@ -1,0 +1,76 @@
+/**
+ * The Plan: what `plan` writes and `apply` executes. A YAML/JSON file that records everything apply needs to
+ * redo the same thing later: the cluster it was made for, the target release (and its files' checksums), the
+ * bundle it relies on, the findings and the steps.
+ */
+import type { InstallType } from '../calico/detect.js';
+
+export const PLAN_API_VERSION = 'cni-rewind.io/v1';
+export const PLAN_KIND = 'Plan';
+
+export type Strategy = 'in-place' | 'reinstall';
+
+/** What the plan does about a finding. */
+export type FindingAction = 'transform' | 'refuse' | 'requires-flag' | 'keep' | 'none';
+
+export interface PlanFinding {
+  id: string;
+  severity: 'error' | 'warning' | 'info';
+  title: string;
+  /** `Kind/name` or `Kind/namespace/name` of the objects concerned. */
+  objects: string[];
+  /** Field paths or values concerned, in words. */
+  details: string[];
+  action: FindingAction;
+  /** What the plan does, in one sentence. */
+  plan: string;
+  /** For `requires-flag`: the flag that allows the plan to go ahead; `satisfied` once given. */
+  flag?: string;
+  satisfied?: boolean;
+}
+
+export interface PreflightCheck {
+  name: string;
+  ok: boolean;
+  detail: string;
+  /** A failed blocking check refuses the plan (exit 5); a non-blocking one is a warning. */
+  blocking: boolean;
+}
+
+export interface PlanStep {
+  id: string;
+  title: string;
+  /** What the step does, for people reading the plan. */
+  description: string;
+}
+
+export interface InstallationTransform {
+  /** Field paths removed from Installation `default` because the target CRD does not know them. */
+  removeFields: string[];
+  /** Keep only the first pool per IP family in `calicoNetwork.ipPools` (the IPPool objects stay). */
+  trimPoolsPerFamily: boolean;
+}
+
+export interface Plan {
+  apiVersion: typeof PLAN_API_VERSION;
+  kind: typeof PLAN_KIND;
+  id: string;
+  createdAt: string;
+  cluster: { uid: string; name: string; server: string };
+  current: { installType: InstallType; version?: string; operatorImage?: string };
+  target: {
+    version: string;
+    operatorImage?: string;
+    /** The folder or URL the manifests came from (apply reads them again and checks the checksums). */
+    manifests: string;
+    files: Record<string, { sha256: string }>;
+  };
+  direction: 'upgrade' | 'downgrade' | 'same';
+  strategy: Strategy;
+  options: { rebootNodes: boolean; diskSnapshots: boolean; maxBackupAge: string; flags: string[] };
+  bundle: { path: string; id: string; manifestSha256: string; createdAt: string };
+  preflight: PreflightCheck[];
+  findings: PlanFinding[];
+  transforms: { installation: InstallationTransform };
+  steps: PlanStep[];
+}
