@@ -72,6 +72,71 @@ export function compareVersions(a: string, b: string): number {
   return 0;
 }
 
+// ---------- doctor: operator IP-pool behaviour, IPAM conventions, CRD schema markers (engineer E) ----------
+
+/**
+ * How the tigera operator of a Calico minor treats IP pools (DIFFERENCES.md, "Operator-managed IP pools").
+ * `managesPools`: treats Installation.spec.calicoNetwork.ipPools as desired state (adopts, rewrites, deletes).
+ * `stopAllocations`: the supported way to stop allocations from a pool it manages (its pool type has no `disabled`).
+ * `onePoolPerFamily`: the operator refuses more than one Installation pool per IP family.
+ */
+export interface OperatorPoolBehaviour {
+  /** Calico minor this row starts at, `v3.N`; a version uses the last row not newer than it. */
+  since: string;
+  managesPools: boolean;
+  stopAllocations?: { field: string; value: unknown; text: string };
+  onePoolPerFamily: boolean;
+}
+export const OPERATOR_POOL_BEHAVIOUR: OperatorPoolBehaviour[] = [
+  { since: 'v3.0', managesPools: false, onePoolPerFamily: true },
+  { since: 'v3.28', managesPools: true, stopAllocations: { field: 'nodeSelector', value: '!all()', text: 'nodeSelector: "!all()"' }, onePoolPerFamily: false },
+  { since: 'v3.29', managesPools: true, stopAllocations: { field: 'disableNewAllocations', value: true, text: 'disableNewAllocations: true' }, onePoolPerFamily: false },
+];
+
+export function operatorPoolBehaviour(calicoVersion: string): OperatorPoolBehaviour {
+  let row = OPERATOR_POOL_BEHAVIOUR[0]!;
+  for (const r of OPERATOR_POOL_BEHAVIOUR) if (compareVersions(calicoVersion, `${r.since}.0`) >= 0) row = r;
+  return row;
+}
+
+/** Operator IPPool encapsulation <- crd.projectcalico.org IPPool ipipMode/vxlanMode (operator FromProjectCalicoV1). */
+export const POOL_ENCAPSULATION: { ipipMode?: string; vxlanMode?: string; encapsulation: string }[] = [
+  { ipipMode: 'Always', encapsulation: 'IPIP' },
+  { ipipMode: 'CrossSubnet', encapsulation: 'IPIPCrossSubnet' },
+  { vxlanMode: 'Always', encapsulation: 'VXLAN' },
+  { vxlanMode: 'CrossSubnet', encapsulation: 'VXLANCrossSubnet' },
+];
+
+/** IPAM: CNI handle ids are `k8s-pod-network.<containerID>`; tunnel addresses use `<kind>-tunnel-addr-<node>`. */
+export const IPAM_POD_HANDLE_PREFIX = 'k8s-pod-network.';
+export const IPAM_TUNNEL_HANDLE = /^(?:ipip|vxlan|vxlan-v6|wireguard|wireguard-v6)-tunnel-addr-(.+)$/;
+/** IPAMBlock.spec.affinity is `host:<node>` for node-affine blocks. */
+export const IPAM_HOST_AFFINITY_PREFIX = 'host:';
+/** Pod annotations Calico's CNI plugin writes. */
+export const POD_ANNOTATION_CONTAINER_ID = 'cni.projectcalico.org/containerID';
+export const POD_ANNOTATION_PREFIX = 'cni.projectcalico.org/';
+
+/**
+ * A field that first appears in a Calico minor's CRD schemas: finding one in the installed CRDs means the CRDs are
+ * at least that version (used to spot CRDs newer than the running operator: a half-done downgrade).
+ * `path` walks openAPIV3Schema `properties` (and `items` for `[]`).
+ */
+export const CRD_SCHEMA_MARKERS: { since: string; kind: string; path: string }[] = [
+  { since: 'v3.28', kind: 'Installation', path: 'spec.calicoNetwork.ipPools[].name' },
+  { since: 'v3.28', kind: 'FelixConfiguration', path: 'spec.debugHost' },
+  { since: 'v3.29', kind: 'Installation', path: 'spec.calicoNetwork.ipPools[].disableNewAllocations' },
+  { since: 'v3.30', kind: 'IPPool', path: 'spec.assignmentMode' },
+  { since: 'v3.30', kind: 'BlockAffinity', path: 'spec.type' },
+];
+
+/** Workloads of a Calico install whose readiness doctor checks, by name (calico-system for operator installs, kube-system for manifests). */
+export const CALICO_WORKLOADS: { kind: 'DaemonSet' | 'Deployment'; name: string; namespaces: string[] }[] = [
+  { kind: 'Deployment', name: OPERATOR_DEPLOYMENT, namespaces: [OPERATOR_NAMESPACE] },
+  { kind: 'DaemonSet', name: 'calico-node', namespaces: ['calico-system', 'kube-system'] },
+  { kind: 'Deployment', name: 'calico-typha', namespaces: ['calico-system', 'kube-system'] },
+  { kind: 'Deployment', name: 'calico-kube-controllers', namespaces: ['calico-system', 'kube-system'] },
+];
+
 /** What `export` captures outside the Calico CRDs (issue 3; see DIFFERENCES.md "Calico state outside the Calico CRDs"). */
 export const EXPORT_CONFIG = {
   /** ConfigMaps and Secrets of these namespaces are exported whole. */

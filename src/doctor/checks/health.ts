@@ -1,0 +1,55 @@
+/** TigeraStatus conditions and readiness of the Calico workloads. */
+import { KEYS, objectsOf, ref } from '../state.js';
+import type { Check, Finding } from '../types.js';
+
+const tigeraStatus: Check = {
+  name: 'TigeraStatus',
+  run(state) {
+    const out: Finding[] = [];
+    for (const ts of objectsOf(state, KEYS.tigeraStatuses)) {
+      const conds: { type: string; status: string; reason?: string; message?: string }[] = ts.status?.conditions ?? [];
+      const degraded = conds.find((c) => c.type === 'Degraded' && c.status === 'True');
+      const unavailable = conds.find((c) => c.type === 'Available' && c.status === 'False');
+      const bad = degraded ?? unavailable;
+      if (!bad) continue;
+      const detail = [bad.reason, bad.message].filter(Boolean).join(': ');
+      out.push({
+        id: degraded ? 'tigerastatus-degraded' : 'tigerastatus-unavailable',
+        severity: degraded ? 'error' : 'warning',
+        title: `TigeraStatus ${ts.metadata.name} is ${degraded ? 'Degraded' : 'not Available'}${detail ? `: ${detail}` : ''}`,
+        objects: [ref(ts)],
+        why: degraded
+          ? `The operator cannot reconcile ${ts.metadata.name} and stops changing it until the cause is fixed; the message above is the operator's own.`
+          : `The ${ts.metadata.name} component is not available yet (still rolling out, or its pods are not Ready).`,
+        fix:
+          `Read the operator's reason: kubectl get tigerastatus ${ts.metadata.name} -o yaml; kubectl logs -n tigera-operator deploy/tigera-operator. ` +
+          'Fix the configuration it names (often the Installation or an IP pool), then wait for Available=True.',
+      });
+    }
+    return out;
+  },
+};
+
+const workloadsReady: Check = {
+  name: 'Calico workloads ready',
+  run(state) {
+    const when = state.source.type === 'bundle' ? ' at export time' : '';
+    return state.workloads
+      .filter((w) => w.desired > 0 && w.ready < w.desired)
+      .map((w) => ({
+        id: 'workload-not-ready',
+        severity: 'error' as const,
+        title: `${w.kind} ${w.namespace}/${w.name}: ${w.ready} of ${w.desired} ready${when}`,
+        objects: [`${w.kind}/${w.namespace}/${w.name}`],
+        why:
+          w.name === 'calico-node'
+            ? 'Nodes without a Ready calico-node get no new pod networking and their routes and policies are not updated.'
+            : w.name === 'tigera-operator'
+              ? 'Without the operator nothing reconciles the Installation; changes to it have no effect yet.'
+              : `${w.name} is part of Calico's control plane (${w.name === 'calico-typha' ? 'fans datastore updates out to calico-node' : 'IPAM garbage collection, node and policy controllers'}); while it is down that work stops.`,
+        fix: `Find out why: kubectl -n ${w.namespace} describe ${w.kind.toLowerCase()} ${w.name}; kubectl -n ${w.namespace} get pods -o wide; kubectl -n ${w.namespace} logs <pod>. Image pulls, crash loops after a version change and pending scheduling are the usual causes.`,
+      }));
+  },
+};
+
+export const healthChecks: Check[] = [tigeraStatus, workloadsReady];

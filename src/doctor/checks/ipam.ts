@@ -1,0 +1,241 @@
+/**
+ * IPAM consistency, read from the crd.projectcalico.org objects as Calico stores them:
+ * - IPAMBlock.spec: `cidr`, `affinity` ("host:<node>"), `allocations[ordinal]` = index into `attributes` (null = free),
+ *   `attributes[i]` = { handle_id, secondary: { namespace, pod, node, type } }.
+ * - IPAMHandle.spec: `handleID` ("k8s-pod-network.<containerID>" for pods, "<kind>-tunnel-addr-<node>" for tunnels),
+ *   `block`: { <block cidr>: <count> }.
+ * - BlockAffinity.spec: `node`, `cidr`, `state`, `deleted` (a string).
+ */
+import {
+  IPAM_HOST_AFFINITY_PREFIX,
+  IPAM_POD_HANDLE_PREFIX,
+  IPAM_TUNNEL_HANDLE,
+  POD_ANNOTATION_CONTAINER_ID,
+} from '../../calico/knowledge.js';
+import type { KubeObject } from '../../kube/types.js';
+import { addressAt, canonicalIp, cidrContains, parseCidr, parseIp, type Cidr } from '../ip.js';
+import { KEYS, objectsOf, podRef, ref, type CalicoState, type PodInfo } from '../state.js';
+import type { Check, Finding } from '../types.js';
+
+export interface Allocation {
+  ip: string;
+  block: KubeObject;
+  handleId?: string;
+  namespace?: string;
+  pod?: string;
+  node?: string;
+}
+
+/** Every allocated address in every block, with the handle and owner its attributes name. */
+export function allocations(state: CalicoState): Allocation[] {
+  const out: Allocation[] = [];
+  for (const block of objectsOf(state, KEYS.ipamBlocks)) {
+    const cidr = parseCidr(block.spec?.cidr);
+    if (!cidr) continue;
+    const attrs: any[] = block.spec?.attributes ?? [];
+    (block.spec?.allocations ?? []).forEach((a: number | null, ordinal: number) => {
+      if (a === null || a === undefined) return;
+      const at = attrs[a] ?? {};
+      out.push({
+        ip: addressAt(cidr, ordinal),
+        block,
+        handleId: at.handle_id,
+        namespace: at.secondary?.namespace,
+        pod: at.secondary?.pod,
+        node: at.secondary?.node,
+      });
+    });
+  }
+  return out;
+}
+
+/** Pods that hold a Calico-managed address now: scheduled, not finished, not on the host network, with an IP. */
+export function networkedPods(state: CalicoState): PodInfo[] {
+  return (state.pods ?? []).filter((p) => !p.hostNetwork && p.podIPs.length > 0 && p.phase !== 'Succeeded' && p.phase !== 'Failed');
+}
+
+const ipamPresent = (state: CalicoState) => state.objects[KEYS.ipPools] !== undefined;
+
+const orphanAffinities: Check = {
+  name: 'IPAM blocks affine to missing nodes',
+  run(state) {
+    if (!ipamPresent(state) || !state.nodes) return [];
+    const nodes = new Set(state.nodes.map((n) => n.name));
+    const byNode = new Map<string, string[]>();
+    const add = (node: string, obj: string) => (byNode.get(node) ?? byNode.set(node, []).get(node)!).push(obj);
+    for (const b of objectsOf(state, KEYS.ipamBlocks)) {
+      const aff: string | undefined = b.spec?.affinity;
+      if (aff?.startsWith(IPAM_HOST_AFFINITY_PREFIX)) {
+        const node = aff.slice(IPAM_HOST_AFFINITY_PREFIX.length);
+        if (!nodes.has(node)) add(node, ref(b));
+      }
+    }
+    for (const a of objectsOf(state, KEYS.blockAffinities)) {
+      const node: string | undefined = a.spec?.node;
+      if (node && a.spec?.deleted !== 'true' && !nodes.has(node)) add(node, ref(a));
+    }
+    for (const h of objectsOf(state, KEYS.ipamHandles)) {
+      const node = IPAM_TUNNEL_HANDLE.exec(h.spec?.handleID ?? '')?.[1];
+      if (node && !nodes.has(node)) add(node, ref(h));
+    }
+    return [...byNode].map(([node, objects]) => ({
+      id: 'ipam-block-affinity-missing-node',
+      severity: 'warning' as const,
+      title: `IPAM blocks, affinities or tunnel addresses belong to node ${node}, which no longer exists`,
+      objects,
+      why:
+        `Calico gives each node blocks of addresses (affinity host:${node}). The node is gone but its blocks are still ` +
+        `claimed, so their addresses cannot go to other nodes; normally calico-kube-controllers releases them when a node is ` +
+        `deleted, so this also means kube-controllers is not running or not keeping up.`,
+      fix:
+        `Make sure calico-kube-controllers is running (it garbage-collects a deleted node's IPAM). Otherwise release them by hand:\n` +
+        `  calicoctl ipam check --show-problem-ips -o ipam-report.json\n` +
+        `  calicoctl ipam release --from-report=ipam-report.json\n` +
+        `(calicoctl datastore migrate lock first on a busy cluster, unlock after).`,
+    }));
+  },
+};
+
+const handlesWithoutPods: Check = {
+  name: 'IPAM handles for pods that no longer exist',
+  run(state) {
+    if (!ipamPresent(state) || !state.pods) return [];
+    const pods = new Set(state.pods.map((p) => `${p.namespace}/${p.name}`));
+    const containerIds = new Set(state.pods.map((p) => p.calicoAnnotations[POD_ANNOTATION_CONTAINER_ID]).filter(Boolean));
+    const allocsByHandle = new Map<string, Allocation[]>();
+    for (const a of allocations(state)) if (a.handleId) (allocsByHandle.get(a.handleId) ?? allocsByHandle.set(a.handleId, []).get(a.handleId)!).push(a);
+    const leaked: string[] = [];
+    for (const h of objectsOf(state, KEYS.ipamHandles)) {
+      const id: string = h.spec?.handleID ?? '';
+      if (!id.startsWith(IPAM_POD_HANDLE_PREFIX)) continue;
+      if (containerIds.has(id.slice(IPAM_POD_HANDLE_PREFIX.length))) continue;
+      const owners = (allocsByHandle.get(id) ?? []).filter((a) => a.pod);
+      if (owners.some((a) => pods.has(`${a.namespace}/${a.pod}`))) continue;
+      const ips = (allocsByHandle.get(id) ?? []).map((a) => a.ip);
+      const who = owners[0] ? ` (pod ${owners[0].namespace}/${owners[0].pod})` : '';
+      leaked.push(`${ref(h)}${who}${ips.length ? ` holds ${ips.join(', ')}` : ' holds no address'}`);
+    }
+    // Addresses whose attributes name a pod that is gone, under a handle object that is missing too.
+    const handleIds = new Set(objectsOf(state, KEYS.ipamHandles).map((h) => h.spec?.handleID));
+    for (const a of allocations(state)) {
+      if (!a.pod || !a.handleId || handleIds.has(a.handleId) || pods.has(`${a.namespace}/${a.pod}`)) continue;
+      leaked.push(`IP/${a.ip} in ${ref(a.block)} (pod ${a.namespace}/${a.pod}, handle ${a.handleId} missing)`);
+    }
+    if (leaked.length === 0) return [];
+    return [
+      {
+        id: 'ipam-handle-without-pod',
+        severity: 'warning',
+        title: `${leaked.length} IPAM allocation(s) belong to pods that no longer exist`,
+        objects: leaked,
+        why:
+          'Each pod address is recorded in an IPAMHandle (k8s-pod-network.<containerID>) and in its block. When the pod is gone ' +
+          'and the address is still recorded, it is leaked: IPAM will never hand it out again, and a block full of leaks makes ' +
+          'nodes borrow addresses from other blocks.',
+        fix:
+          'calico-kube-controllers releases leaked addresses on its own (after a grace period); if it is not running, release them:\n' +
+          '  calicoctl ipam check --show-problem-ips -o ipam-report.json\n' +
+          '  calicoctl ipam release --from-report=ipam-report.json',
+      },
+    ];
+  },
+};
+
+const duplicateAddresses: Check = {
+  name: 'addresses allocated twice',
+  run(state) {
+    if (!ipamPresent(state)) return [];
+    const out: Finding[] = [];
+    const byIp = new Map<string, Allocation[]>();
+    for (const a of allocations(state)) (byIp.get(a.ip) ?? byIp.set(a.ip, []).get(a.ip)!).push(a);
+    for (const [ip, allocs] of byIp) {
+      if (allocs.length < 2) continue;
+      out.push({
+        id: 'ipam-duplicate-address',
+        severity: 'error',
+        title: `Address ${ip} is allocated in ${allocs.length} IPAM blocks`,
+        objects: [`IP/${ip}`, ...allocs.map((a) => `${ref(a.block)}${a.pod ? ` (pod ${a.namespace}/${a.pod})` : ''}`)],
+        why: 'Overlapping IPAM blocks let two workloads receive the same address; traffic for it reaches only one of them. This happens when IPAM objects from different times are mixed (a partial restore, re-created pools).',
+        fix: 'Find the block that does not match its pool\'s blockSize or was restored from an older state, move its workloads (delete their pods), then delete the stale IPAMBlock and BlockAffinity objects. `calicoctl ipam check` reports the same problem.',
+      });
+    }
+    const podsByIp = new Map<string, PodInfo[]>();
+    for (const p of networkedPods(state)) for (const ip of p.podIPs) {
+      const c = canonicalIp(ip) ?? ip;
+      (podsByIp.get(c) ?? podsByIp.set(c, []).get(c)!).push(p);
+    }
+    for (const [ip, pods] of podsByIp) {
+      if (pods.length < 2) continue;
+      out.push({
+        id: 'pod-duplicate-ip',
+        severity: 'error',
+        title: `${pods.length} running pods share the address ${ip}`,
+        objects: [`IP/${ip}`, ...pods.map(podRef)],
+        why: 'Two pods with the same IP: connections to it reach only one of them. This is what a lost IPAM state causes (for example after the Calico CRDs were deleted and re-created): IPAM hands out addresses running pods still hold.',
+        fix: 'Delete the newer pod(s) so they get a fresh address (kubectl delete pod -n <ns> <name>), then run `cni-rewind doctor` again; if IPAM objects were lost, restore them from a backup first: cni-rewind restore <bundle> --resources.',
+      });
+    }
+    return out;
+  },
+};
+
+const podAddressesVsPools: Check = {
+  name: 'pod addresses vs pools and IPAM',
+  run(state) {
+    if (!ipamPresent(state) || !state.pods) return [];
+    const pools = objectsOf(state, KEYS.ipPools)
+      .map((p) => ({ pool: p, cidr: parseCidr(p.spec?.cidr) }))
+      .filter((x): x is { pool: KubeObject; cidr: Cidr } => !!x.cidr);
+    const allocated = new Set(allocations(state).map((a) => a.ip));
+    const outside: string[] = [];
+    const disabled = new Map<string, string[]>();
+    const untracked: string[] = [];
+    for (const p of networkedPods(state)) {
+      for (const text of p.podIPs) {
+        const ip = parseIp(text);
+        if (!ip) continue;
+        const inPool = pools.find((x) => cidrContains(x.cidr, ip));
+        if (!inPool) {
+          outside.push(`${podRef(p)} (${text})`);
+          continue;
+        }
+        if (inPool.pool.spec?.disabled === true) (disabled.get(inPool.pool.metadata.name) ?? disabled.set(inPool.pool.metadata.name, []).get(inPool.pool.metadata.name)!).push(`${podRef(p)} (${text})`);
+        if (!allocated.has(canonicalIp(text)!)) untracked.push(`${podRef(p)} (${text})`);
+      }
+    }
+    const out: Finding[] = [];
+    if (untracked.length > 0) {
+      out.push({
+        id: 'pod-ip-not-allocated',
+        severity: 'error',
+        title: `${untracked.length} pod address(es) lie in an IP pool but IPAM has no allocation for them`,
+        objects: untracked,
+        why: 'IPAM does not know these addresses are in use, so it will give them to new pods: duplicate IPs. This is the state the Calico IPAM objects are in after the CRDs were deleted and re-created (the destructive downgrade).',
+        fix: 'Restore the IPAM objects (IPAMBlock, IPAMHandle, BlockAffinity) from a backup taken before the loss: cni-rewind restore <bundle> --resources. Without a backup, recreate the affected pods (kubectl rollout restart) so every address goes through IPAM.',
+      });
+    }
+    if (outside.length > 0) {
+      out.push({
+        id: 'pod-ip-outside-pools',
+        severity: 'warning',
+        title: `${outside.length} pod address(es) lie in no Calico IP pool`,
+        objects: outside,
+        why: 'These pods got their address from a pool that no longer exists (deleted or re-created with another CIDR) or from another IPAM. Calico routes and policies for them may be missing, and their addresses can collide with a future pool.',
+        fix: 'Re-create the pool they came from (cni-rewind restore <bundle> --resources --kinds IPPool) or recreate the pods so they get addresses from a current pool (kubectl rollout restart).',
+      });
+    }
+    for (const [pool, pods] of disabled) {
+      out.push({
+        id: 'pod-ip-in-disabled-pool',
+        severity: 'warning',
+        title: `${pods.length} pod(s) still use addresses from disabled IP pool ${pool}`,
+        objects: [`IPPool/${pool}`, ...pods],
+        why: 'A disabled pool hands out no new addresses but keeps the ones in use. While pods remain in it, the pool cannot be deleted without cutting them off; a migration to another pool is unfinished.',
+        fix: 'Recreate these pods (kubectl rollout restart deployment/<name> -n <ns>, or delete the pods) so they get addresses from an enabled pool; then the pool can be deleted.',
+      });
+    }
+    return out;
+  },
+};
+
+export const ipamChecks: Check[] = [orphanAffinities, handlesWithoutPods, duplicateAddresses, podAddressesVsPools];

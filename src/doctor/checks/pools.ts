@@ -1,0 +1,176 @@
+/**
+ * IP pools and the tigera operator (DIFFERENCES.md, "Operator-managed IP pools"; Calico issue #9100).
+ * From operator v1.34 (Calico 3.28) Installation.spec.calicoNetwork.ipPools is desired state: the operator adopts
+ * every pool that carries the managed-by label or that converts to an object equal to an Installation entry,
+ * rewrites adopted pools to match their entry (its pool type has no `disabled`, so a disabled pool comes back
+ * enabled) and deletes labelled pools that are no longer listed.
+ */
+import {
+  OPERATOR_MANAGED_LABEL,
+  OPERATOR_MANAGED_VALUE,
+  operatorPoolBehaviour,
+  POOL_ENCAPSULATION,
+} from '../../calico/knowledge.js';
+import type { KubeObject } from '../../kube/types.js';
+import { parseCidr } from '../ip.js';
+import { installation, KEYS, objectsOf, ref, type CalicoState } from '../state.js';
+import type { Check, CheckContext, Finding, GoverningVersion } from '../types.js';
+
+export function isOperatorLabelled(pool: KubeObject): boolean {
+  return pool.metadata.labels?.[OPERATOR_MANAGED_LABEL] === OPERATOR_MANAGED_VALUE;
+}
+
+export function installationPools(inst: KubeObject | undefined): any[] | undefined {
+  const p = inst?.spec?.calicoNetwork?.ipPools;
+  return Array.isArray(p) ? p : undefined;
+}
+
+/** The operator's view of a crd.projectcalico.org IPPool (its FromProjectCalicoV1 conversion); `disabled` has no place in it. */
+export function operatorViewOfPool(pool: KubeObject): Record<string, unknown> {
+  const s = pool.spec ?? {};
+  const enc = POOL_ENCAPSULATION.find((e) => (e.ipipMode && e.ipipMode === s.ipipMode) || (e.vxlanMode && e.vxlanMode === s.vxlanMode));
+  return {
+    name: pool.metadata.name,
+    cidr: s.cidr,
+    encapsulation: enc?.encapsulation ?? 'None',
+    natOutgoing: s.natOutgoing ? 'Enabled' : 'Disabled',
+    nodeSelector: s.nodeSelector,
+    blockSize: s.blockSize,
+    disableBGPExport: s.disableBGPExport ?? false,
+    allowedUses: s.allowedUses,
+  };
+}
+
+function sameValue(a: unknown, b: unknown): boolean {
+  if (Array.isArray(a) && Array.isArray(b)) return JSON.stringify([...a].sort()) === JSON.stringify([...b].sort());
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * Does the pool equal this Installation entry as the operator compares them? The operator fills the entry's
+ * defaults before comparing; fields the entry leaves out are treated as defaulted to what the pool has.
+ */
+export function entryMatchesPool(entry: Record<string, unknown>, pool: KubeObject): boolean {
+  const view = operatorViewOfPool(pool);
+  if (entry.cidr !== view.cidr) return false;
+  return Object.entries(entry).every(([k, v]) => v === undefined || !(k in view) || view[k] === undefined || sameValue(v, view[k]));
+}
+
+/** Why the operator treats a pool as its own, or undefined when it leaves it alone. */
+export function adoptionReason(pool: KubeObject, entries: any[] | undefined): string | undefined {
+  if (isOperatorLabelled(pool)) return `it carries the label ${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE}`;
+  const i = (entries ?? []).findIndex((e) => entryMatchesPool(e, pool));
+  if (i >= 0) return `it equals entry ${i} of Installation default's spec.calicoNetwork.ipPools once converted to the operator's pool type`;
+  return undefined;
+}
+
+function governingText(g: GoverningVersion): string {
+  return g.source === 'target' ? `the target Calico ${g.version}` : `the installed Calico ${g.version}`;
+}
+
+const disabledAdoptedPools: Check = {
+  name: 'operator-adopted disabled pools',
+  run(state, ctx) {
+    const g = ctx.governing;
+    const inst = installation(state);
+    if (!g || !inst) return [];
+    const behaviour = operatorPoolBehaviour(g.version);
+    if (!behaviour.managesPools || !behaviour.stopAllocations) return [];
+    const entries = installationPools(inst) ?? [];
+    const out: Finding[] = [];
+    for (const pool of objectsOf(state, KEYS.ipPools)) {
+      if (pool.spec?.disabled !== true) continue;
+      const reason = adoptionReason(pool, entries);
+      if (!reason) continue;
+      const idx = entries.findIndex((e) => e.cidr === pool.spec?.cidr);
+      if (idx < 0) continue; // labelled but not listed: the operator deletes it (reported by the next check)
+      const stop = behaviour.stopAllocations;
+      const patch = JSON.stringify([{ op: 'add', path: `/spec/calicoNetwork/ipPools/${idx}/${stop.field}`, value: stop.value }]);
+      out.push({
+        id: 'pool-disabled-will-be-reenabled',
+        severity: 'error',
+        title: `IP pool ${pool.metadata.name} is disabled, but the tigera operator of ${governingText(g)} manages it and will re-enable it`,
+        objects: [ref(pool), ref(inst)],
+        why:
+          `The operator adopts ${pool.metadata.name} because ${reason}. From Calico 3.28 the operator treats ` +
+          `Installation.spec.calicoNetwork.ipPools as desired state and its pool type has no "disabled" field, so it rewrites ` +
+          `the pool to disabled: false (at once and every 5 minutes); edits are reverted and a deleted pool is re-created ` +
+          `while the entry is listed (Calico issue #9100). New pods will get addresses from ${pool.spec?.cidr} again.`,
+        fix:
+          `Stop allocations through the Installation instead of the pool: on entry ${idx} (cidr ${pool.spec?.cidr}) set ${stop.text}:\n` +
+          `  kubectl patch installation default --type=json -p '${patch}'\n` +
+          `To remove the pool entirely, first move its pods to another pool, then delete entry ${idx} from ` +
+          `spec.calicoNetwork.ipPools (the operator deletes the pool through the Calico API server).`,
+      });
+    }
+    return out;
+  },
+};
+
+const managedPoolsNotListed: Check = {
+  name: 'operator-managed pools missing from the Installation',
+  run(state, ctx) {
+    const g = ctx.governing;
+    const inst = installation(state);
+    const entries = installationPools(inst);
+    if (!g || !inst || !entries || !operatorPoolBehaviour(g.version).managesPools) return [];
+    const listed = new Set(entries.map((e) => e.cidr));
+    const doomed = objectsOf(state, KEYS.ipPools).filter((p) => isOperatorLabelled(p) && !listed.has(p.spec?.cidr));
+    if (doomed.length === 0) return [];
+    const names = doomed.map((p) => p.metadata.name);
+    const emptied = entries.length === 0;
+    return [
+      {
+        id: emptied ? 'installation-ippools-empty' : 'pool-managed-not-listed',
+        severity: 'error',
+        title: emptied
+          ? `Installation default has ipPools: [] while ${doomed.length} pool(s) are operator-managed: the operator of ${governingText(g)} will delete ${names.join(', ')}`
+          : `IP pool(s) ${names.join(', ')} carry ${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE} but are not listed in Installation default: the operator of ${governingText(g)} will delete them`,
+        objects: [...doomed.map(ref), ref(inst)],
+        why:
+          `The operator deletes every pool it manages (labelled ${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE}) whose CIDR is not in ` +
+          `spec.calicoNetwork.ipPools. Pods keep their addresses, but the pool's settings (encapsulation, NAT) go and IPAM ` +
+          `can no longer allocate from ${doomed.map((p) => p.spec?.cidr).join(', ')}.`,
+        fix:
+          `Either list the pool(s) in the Installation again (an entry with the same cidr, blockSize, encapsulation, natOutgoing and ` +
+          `nodeSelector), or release them from the operator by removing the label:\n` +
+          names.map((n) => `  kubectl label ippools.crd.projectcalico.org ${n} ${OPERATOR_MANAGED_LABEL}-`).join('\n'),
+      },
+    ];
+  },
+};
+
+const onePoolPerFamily: Check = {
+  name: 'one Installation pool per IP family',
+  run(state, ctx) {
+    const g = ctx.governing;
+    const inst = installation(state);
+    const entries = installationPools(inst);
+    if (!g || !inst || !entries || !operatorPoolBehaviour(g.version).onePoolPerFamily) return [];
+    const out: Finding[] = [];
+    for (const family of [4, 6] as const) {
+      const fam = entries.filter((e) => parseCidr(e.cidr)?.family === family);
+      if (fam.length <= 1) continue;
+      out.push({
+        id: 'installation-pools-per-family',
+        severity: 'error',
+        title: `Installation default lists ${fam.length} IPv${family} pools; the operator of ${governingText(g)} accepts one per IP family`,
+        objects: [ref(inst)],
+        why: `The Calico ${g.version} operator rejects an Installation with more than one IPv${family} pool (${fam.map((e) => e.cidr).join(', ')}) and stops reconciling (TigeraStatus Degraded).`,
+        fix:
+          `Keep one IPv${family} entry in spec.calicoNetwork.ipPools; keep the other pools as plain IPPool objects (kubectl/calicoctl), ` +
+          `which this operator version never touches. After an upgrade to 3.28 or later they can be listed again.`,
+      });
+    }
+    return out;
+  },
+};
+
+export const poolChecks: Check[] = [disabledAdoptedPools, managedPoolsNotListed, onePoolPerFamily];
+
+/** Exported for tests and for plan: is this pool the operator's (by label or by equality)? */
+export function operatorAdopts(state: CalicoState, pool: KubeObject): boolean {
+  return adoptionReason(pool, installationPools(installation(state))) !== undefined;
+}
+
+export type { CheckContext };
