@@ -1,5 +1,6 @@
 import type { Command } from '../context.js';
 import { diffCommand } from './diff.js';
+import { doctorCommand } from './doctor.js';
 import { exportCommand } from './export.js';
 import { inspectCommand } from './inspect.js';
 import { listCommand } from './list.js';
@@ -12,3 +13,4 @@ import { versionCommand } from './version.js';
 /** Every CLI command, in the order `--help` lists them. Add new commands here. */
 export const commands: Command<any>[] = [versionCommand, statusCommand, backupCommand, snapshotsCommand];
 commands.push(exportCommand, inspectCommand, verifyCommand, listCommand, diffCommand);
+commands.push(doctorCommand);
