@@ -1,0 +1,299 @@
+/**
+ * The steps of a plan, as idempotent actions the executor runs. Each step can run again after an interruption
+ * without harm; the one value that must not be re-read after it was changed (the operator's replica count before
+ * the pause) is kept in the journal.
+ */
+import type { Bundle } from '../bundle/reader.js';
+import { verifyBundle } from '../bundle/verify.js';
+import { detectCalico } from '../calico/detect.js';
+import { OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE } from '../calico/knowledge.js';
+import type { Release } from '../calico/release.js';
+import { pruneUnknownFields } from '../calico/schema.js';
+import { EnvironmentError, RefusedError } from '../errors.js';
+import type { Reporter } from '../io/host.js';
+import { KubeApiError, type KubeClient } from '../kube/client.js';
+import { K } from '../kube/builtin.js';
+import { crdResourceType } from '../kube/discovery.js';
+import { pool, waitCrdsEstablished } from '../kube/manifests.js';
+import { ResourceResolver } from '../kube/resolver.js';
+import type { KubeObject } from '../kube/types.js';
+import { bundleDataPresent, liveDataNotInBundle } from '../plan/compare.js';
+import { isManagedCrd, transformInstallation } from '../plan/findings.js';
+import { checkBundle, checkCluster, refuseOnFailure } from '../plan/preflight.js';
+import { CALICO_POD_NAMESPACES, parseDuration } from '../plan/rules.js';
+import type { Plan } from '../plan/types.js';
+import type { ExecStep, StepRuntime } from './executor.js';
+import { restoreResources } from './restore-adapter.js';
+
+export interface StepDeps {
+  client: KubeClient;
+  plan: Plan;
+  target: Release;
+  bundle: Bundle;
+  reporter: Reporter;
+  /** Rollout wait budget (default 300 s). */
+  rolloutTimeoutMs?: number;
+}
+
+const FIELD_MANAGER = 'cni-rewind';
+const INSTALLATION_CRD = 'installations.operator.tigera.io';
+
+export function buildSteps(deps: StepDeps): ExecStep[] {
+  const impl: Record<string, (rt: StepRuntime) => Promise<string | void>> = {
+    preflight: () => preflight(deps),
+    'pause-operator': (rt) => pauseOperator(deps, rt),
+    'apply-crds': () => applyCrds(deps),
+    'apply-operator': () => applyOperator(deps),
+    'apply-calico-manifest': () => applyCalicoManifest(deps),
+    'transform-installation': () => transformInstallationStep(deps),
+    'remove-old': () => removeOld(deps),
+    'install-target': async () => `${await applyCrds(deps)}; ${await applyOperator(deps)}`,
+    'restore-data': () => restoreData(deps),
+    'resume-operator': (rt) => resumeOperator(deps, rt),
+    'wait-rollout': () => waitRollout(deps),
+    'verify-data': () => verifyData(deps),
+  };
+  return deps.plan.steps.map((s) => {
+    const run = impl[s.id];
+    if (!run) throw new RefusedError(`the plan has a step this cni-rewind does not know: ${s.id}`);
+    return { id: s.id, title: s.title, run };
+  });
+}
+
+async function preflight({ client, plan, bundle }: StepDeps): Promise<string> {
+  const uid = (await client.get(K.namespace, undefined, 'kube-system')).metadata.uid!;
+  if (uid !== plan.cluster.uid) throw new RefusedError(`this plan was made for cluster ${plan.cluster.name} (uid ${plan.cluster.uid}), not this one (uid ${uid})`);
+  const cluster = await checkCluster(client, plan.options.rebootNodes);
+  const checks = [
+    ...(await checkBundle(bundle, {
+      uid,
+      maxAgeMs: parseDuration(plan.options.maxBackupAge)!,
+      maxBackupAge: plan.options.maxBackupAge,
+      diskSnapshots: plan.options.diskSnapshots,
+      nodes: cluster.nodes,
+      expectSha256: plan.bundle.manifestSha256,
+    })),
+    ...cluster.checks,
+  ];
+  refuseOnFailure(checks, 'apply');
+  const now = await detectCalico(client);
+  if (now.version !== plan.current.version && now.version !== plan.target.version) {
+    throw new RefusedError(`the cluster runs Calico ${now.version ?? 'unknown'}, the plan was made for ${plan.current.version}: make a new plan`);
+  }
+  return `${checks.filter((c) => c.ok).length}/${checks.length} checks passed`;
+}
+
+async function pauseOperator({ client }: StepDeps, rt: StepRuntime): Promise<string> {
+  const dep = await client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
+  let prior = rt.recall<number>('operatorReplicas');
+  if (prior === undefined) {
+    // Remember before scaling: after a crash the Deployment says 0, which is not what to go back to.
+    prior = dep?.spec?.replicas ?? 1;
+    rt.remember('operatorReplicas', prior);
+  }
+  if (!dep) return 'no operator Deployment (nothing to pause)';
+  await client.mergePatch(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT, { spec: { replicas: 0 } });
+  await client.waitFor('the operator pods to stop', async () => {
+    const d = await client.get(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
+    return (d.status?.replicas ?? 0) === 0 ? true : undefined;
+  }, { timeoutMs: 180_000, intervalMs: 500 });
+  return `operator scaled from ${prior} to 0 replicas`;
+}
+
+async function resumeOperator({ client }: StepDeps, rt: StepRuntime): Promise<string> {
+  const prior = rt.recall<number>('operatorReplicas') ?? 1;
+  if (!(await client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT))) throw new EnvironmentError('the operator Deployment is missing after the target manifest was applied');
+  await client.mergePatch(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT, { spec: { replicas: prior } });
+  return `operator scaled back to ${prior} replicas`;
+}
+
+/**
+ * Write an object so that it ends up exactly as given: create it, or replace the live one (PUT with its
+ * resourceVersion). Not server-side apply: with another field manager owning the newer version's fields, an apply
+ * would merge the two versions (e.g. a 3.27 CRD keeping 3.28 schema properties).
+ */
+async function putExact(client: KubeClient, type: Parameters<KubeClient['create']>[0], obj: KubeObject): Promise<'created' | 'replaced'> {
+  for (let attempt = 0; ; attempt++) {
+    const live = await client.getOrUndefined(type, obj.metadata.namespace, obj.metadata.name);
+    try {
+      if (!live) {
+        await client.create(type, obj);
+        return 'created';
+      }
+      const md = { ...obj.metadata, resourceVersion: live.metadata.resourceVersion };
+      // Keep what other tools put on the object's metadata; the spec is the release's.
+      md.labels = { ...live.metadata.labels, ...obj.metadata.labels };
+      md.annotations = { ...live.metadata.annotations, ...obj.metadata.annotations };
+      await client.replace(type, { ...obj, metadata: md });
+      return 'replaced';
+    } catch (err) {
+      if (err instanceof KubeApiError && (err.conflict || err.statusCode === 409) && attempt < 5) continue;
+      throw err;
+    }
+  }
+}
+
+async function applyCrds({ client, target, reporter }: StepDeps): Promise<string> {
+  const crds = target.calicoManifest && !target.operatorImage ? target.calicoManifest.filter((o) => o.kind === 'CustomResourceDefinition') : target.crds;
+  let created = 0;
+  let done = 0;
+  await pool(crds, 4, async (crd) => {
+    if ((await putExact(client, K.crd, crd)) === 'created') created++;
+    reporter.progress({ id: 'apply-crds', label: 'CRDs', current: ++done, total: crds.length });
+  });
+  await waitCrdsEstablished(client, crds.map((c) => c.metadata.name), 120_000);
+  return `${crds.length} CRDs of ${target.version} in place (${created} new); none deleted`;
+}
+
+async function putObjects(client: KubeClient, objs: KubeObject[]): Promise<number> {
+  const resolver = new ResourceResolver(client);
+  for (const obj of objs) {
+    const type = await resolver.forObject(obj);
+    if (!type) throw new EnvironmentError(`the cluster does not serve ${obj.apiVersion} ${obj.kind} (${obj.metadata.name})`);
+    if (obj.kind === 'Namespace') {
+      if (!(await client.getOrUndefined(type, undefined, obj.metadata.name))) await client.create(type, obj);
+      continue;
+    }
+    await putExact(client, type, obj);
+  }
+  return objs.length;
+}
+
+async function applyOperator({ client, target }: StepDeps): Promise<string> {
+  const objs = target.operatorObjects.map((o) => {
+    if (o.kind !== 'Deployment' || o.metadata.name !== OPERATOR_DEPLOYMENT) return o;
+    // Keep the operator paused: resume-operator brings the remembered replica count back.
+    return { ...o, spec: { ...o.spec, replicas: 0 } };
+  });
+  const n = await putObjects(client, objs);
+  return `${n} objects of tigera-operator.yaml applied (operator ${target.operatorImage}, kept at 0 replicas)`;
+}
+
+async function applyCalicoManifest({ client, target }: StepDeps): Promise<string> {
+  const objs = (target.calicoManifest ?? []).filter((o) => o.kind !== 'CustomResourceDefinition');
+  const n = await putObjects(client, objs);
+  return `${n} objects of calico.yaml applied`;
+}
+
+async function transformInstallationStep({ client, plan }: StepDeps): Promise<string> {
+  const crd = await client.getOrUndefined(K.crd, undefined, INSTALLATION_CRD);
+  if (!crd) return 'no Installation CRD';
+  const type = crdResourceType(crd);
+  const live = await client.getOrUndefined(type, undefined, 'default');
+  if (!live) return 'no Installation "default"';
+  const desired = pruneUnknownFields(transformInstallation(live, plan.transforms.installation), crd);
+  delete desired.status;
+  delete desired.metadata.managedFields;
+  // Strict validation proves the result is valid for the target CRD (it fails instead of pruning silently).
+  await client.replace(type, desired, { fieldValidation: 'Strict' });
+  const removed = plan.transforms.installation.removeFields;
+  return removed.length || plan.transforms.installation.trimPoolsPerFamily
+    ? `Installation rewritten without ${removed.join(', ') || 'nothing'}${plan.transforms.installation.trimPoolsPerFamily ? ' and with one pool per family' : ''}`
+    : 'Installation already valid for the target';
+}
+
+async function removeOld({ client, bundle, target, reporter }: StepDeps): Promise<string> {
+  // The delete step of the users' procedure, made safe: the bundle verifies and holds everything we delete.
+  const v = await verifyBundle(bundle);
+  if (!v.ok) throw new RefusedError(`the bundle fails verify, nothing deleted: ${v.problems.slice(0, 3).map((p) => `${p.file}: ${p.problem}`).join('; ')}`);
+  const extra = await liveDataNotInBundle(client, bundle);
+  if (extra.length > 0) {
+    throw new RefusedError(`the cluster holds Calico data the bundle would not bring back (${extra.length}: ${extra.slice(0, 5).map((d) => `${d.object} ${d.problem}`).join(', ')}); nothing deleted`, {
+      hint: 'take a new backup and make a new plan',
+    });
+  }
+  const crds = (await client.listAll(K.crd)).filter(isManagedCrd);
+  // Operator custom resources first (their finalizers belong to the operator, which is paused and about to go).
+  for (const crd of crds.filter((c) => c.spec.group === 'operator.tigera.io')) {
+    const type = crdResourceType(crd);
+    for (const o of await client.listAll(type)) {
+      if (o.metadata.finalizers?.length) {
+        reporter.warn('CNR_APPLY_FINALIZERS', `removing finalizers ${o.metadata.finalizers.join(', ')} from ${o.kind} ${o.metadata.name}: its operator is paused and being replaced`);
+        await client.mergePatch(type, o.metadata.namespace, o.metadata.name, { metadata: { finalizers: null } });
+      }
+      await client.delete(type, o.metadata.namespace, o.metadata.name);
+    }
+  }
+  const resolver = new ResourceResolver(client);
+  let operatorObjects = 0;
+  for (const o of target.operatorObjects) {
+    if (o.kind === 'Namespace') continue; // kept: it holds configuration the operator reads
+    const type = await resolver.forObject(o);
+    if (type && (await client.delete(type, o.metadata.namespace, o.metadata.name, { propagationPolicy: 'Background' }))) operatorObjects++;
+  }
+  await pool(crds, 8, async (c) => {
+    await client.delete(K.crd, undefined, c.metadata.name);
+  });
+  await client.waitFor('the old Calico CRDs to be deleted', async () => ((await client.listAll(K.crd)).some(isManagedCrd) ? undefined : true), { timeoutMs: 300_000, intervalMs: 1000 });
+  return `deleted ${crds.length} CRDs (with their objects) and ${operatorObjects} operator objects; the bundle holds all of it`;
+}
+
+async function restoreData({ client, bundle, reporter }: StepDeps): Promise<string> {
+  const r = await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true }, reporter);
+  const failed = Array.isArray(r?.failed) ? r.failed.length : Number(r?.failed ?? 0);
+  if (failed > 0) throw new EnvironmentError(`restore left ${failed} object(s) failed`);
+  return `restored from bundle ${bundle.manifest.id}${r?.summary ? `: ${typeof r.summary === 'string' ? r.summary : JSON.stringify(r.summary)}` : ''}`;
+}
+
+/**
+ * What the wait checks: the operator Deployment has the target image, observed its generation and has all
+ * replicas updated and available; TigeraStatus `calico` (when the operator has written one) is Available; the
+ * calico-node DaemonSet (when present) finished its rollout; every pod in the Calico namespaces is Ready.
+ * On the test cluster kwok runs the pods (Ready without running anything), so the operator never writes a
+ * TigeraStatus or a calico-node DaemonSet there and those checks pass vacuously.
+ */
+async function waitRollout({ client, plan, rolloutTimeoutMs }: StepDeps): Promise<string> {
+  const timeoutMs = rolloutTimeoutMs ?? 300_000;
+  const checked: string[] = [];
+  if (plan.current.installType === 'operator') {
+    await client.waitFor('the operator Deployment to roll out', async () => {
+      const d = await client.get(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
+      const want = d.spec?.replicas ?? 1;
+      const image = d.spec?.template?.spec?.containers?.[0]?.image;
+      const s = d.status ?? {};
+      return image === plan.target.operatorImage && (s.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) && (s.updatedReplicas ?? 0) >= want && (s.availableReplicas ?? 0) >= want && (s.replicas ?? 0) === want ? true : undefined;
+    }, { timeoutMs, intervalMs: 1000 });
+    checked.push(`operator ${plan.target.operatorImage} available`);
+    const ts = await client.getOrUndefined({ group: 'operator.tigera.io', version: 'v1', plural: 'tigerastatuses', kind: 'TigeraStatus', namespaced: false }, undefined, 'calico').catch(() => undefined);
+    if (ts) {
+      await client.waitFor('TigeraStatus calico to be Available', async () => {
+        const t = await client.get({ group: 'operator.tigera.io', version: 'v1', plural: 'tigerastatuses', kind: 'TigeraStatus', namespaced: false }, undefined, 'calico');
+        return t.status?.conditions?.some((c: any) => c.type === 'Available' && c.status === 'True') ? true : undefined;
+      }, { timeoutMs, intervalMs: 2000 });
+      checked.push('TigeraStatus calico Available');
+    } else checked.push('no TigeraStatus yet');
+  }
+  const namespaces = CALICO_POD_NAMESPACES[plan.current.installType === 'operator' ? 'operator' : 'manifest'];
+  const dsNs = plan.current.installType === 'operator' ? 'calico-system' : 'kube-system';
+  const ds = await client.getOrUndefined(K.daemonSet, dsNs, 'calico-node');
+  if (ds) {
+    await client.waitFor('the calico-node DaemonSet to roll out', async () => {
+      const d = await client.get(K.daemonSet, dsNs, 'calico-node');
+      const s = d.status ?? {};
+      return (s.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) && s.updatedNumberScheduled === s.desiredNumberScheduled && s.numberAvailable === s.desiredNumberScheduled ? true : undefined;
+    }, { timeoutMs, intervalMs: 2000 });
+    checked.push('calico-node rolled out');
+  }
+  let pods = 0;
+  await client.waitFor('the Calico pods to be Ready', async () => {
+    pods = 0;
+    for (const ns of namespaces) {
+      for (const p of await client.listAll(K.pod, { namespace: ns })) {
+        if (p.metadata.deletionTimestamp || p.status?.phase === 'Succeeded') continue;
+        if (!p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')) return undefined;
+        pods++;
+      }
+    }
+    return true;
+  }, { timeoutMs, intervalMs: 1000 });
+  checked.push(`${pods} pods Ready in ${namespaces.join(', ')}`);
+  return checked.join('; ');
+}
+
+async function verifyData({ client, bundle, plan }: StepDeps): Promise<string> {
+  const r = await bundleDataPresent(client, bundle, plan.transforms.installation);
+  if (r.differences.length > 0) {
+    throw new EnvironmentError(`Calico data differs from the bundle after the change: ${r.differences.slice(0, 5).map((d) => `${d.object} ${d.problem}${d.detail ? ` (${d.detail})` : ''}`).join('; ')}${r.differences.length > 5 ? ` and ${r.differences.length - 5} more` : ''}`);
+  }
+  return `${r.checked} Calico objects of the bundle present and unchanged (Installation: planned transform only)`;
+}

@@ -1,0 +1,93 @@
+/**
+ * Compare Calico data in the cluster with a bundle: what `apply` checks at the end (nothing lost or changed
+ * apart from the planned transforms) and before the reinstall strategy deletes anything (nothing in the cluster
+ * that the bundle would not bring back). A small local comparison of `spec` (and `data`) per object; the
+ * full `diff` command (engine A's diffBundle) renders differences for people.
+ */
+import type { Bundle } from '../bundle/reader.js';
+import { pruneUnknownFields } from '../calico/schema.js';
+import { CALICO_CRD_GROUP, OPERATOR_GROUP } from '../calico/knowledge.js';
+import type { KubeClient } from '../kube/client.js';
+import { K } from '../kube/builtin.js';
+import { crdResourceType } from '../kube/discovery.js';
+import type { KubeObject } from '../kube/types.js';
+import { isManagedCrd, objRef, transformInstallation } from './findings.js';
+import { RUNTIME_KINDS } from './rules.js';
+import type { InstallationTransform } from './types.js';
+
+export interface DataDifference {
+  object: string;
+  problem: 'missing' | 'changed' | 'not-in-bundle';
+  detail?: string;
+}
+
+/** Key-sorted JSON so that equal content compares equal whatever the key order. */
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (v && typeof v === 'object') {
+    return `{${Object.keys(v as object).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((v as any)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v ?? null);
+}
+
+const content = (o: KubeObject) => canonicalJson({ spec: o.spec ?? null, data: o.data ?? null });
+const key = (o: KubeObject) => `${o.apiVersion.split('/')[0]}/${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+const isData = (o: KubeObject) => !RUNTIME_KINDS.has(o.kind) && [CALICO_CRD_GROUP, OPERATOR_GROUP].includes(o.apiVersion.split('/')[0]!);
+
+function firstDifference(a: unknown, b: unknown, p = ''): string {
+  if (canonicalJson(a) === canonicalJson(b)) return '';
+  if (a && b && typeof a === 'object' && typeof b === 'object' && !Array.isArray(a) && !Array.isArray(b)) {
+    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) {
+      const d = firstDifference((a as any)[k], (b as any)[k], p ? `${p}.${k}` : k);
+      if (d) return d;
+    }
+  }
+  return `${p || '(root)'}: bundle ${JSON.stringify(a)?.slice(0, 120)} / cluster ${JSON.stringify(b)?.slice(0, 120)}`;
+}
+
+async function liveCalicoObjects(client: KubeClient): Promise<{ objects: Map<string, KubeObject>; crds: Map<string, KubeObject> }> {
+  const crds = (await client.listAll(K.crd)).filter(isManagedCrd);
+  const objects = new Map<string, KubeObject>();
+  for (const crd of crds) for (const o of await client.listAll(crdResourceType(crd))) if (isData(o)) objects.set(key(o), o);
+  return { objects, crds: new Map(crds.map((c) => [`${c.spec.group}/${c.spec.names.kind}`, c])) };
+}
+
+/**
+ * Every Calico data object of the bundle must be in the cluster with the same content, after what the cluster's
+ * CRDs would prune and the planned Installation transform.
+ */
+export async function bundleDataPresent(client: KubeClient, bundle: Bundle, transform: InstallationTransform): Promise<{ checked: number; differences: DataDifference[] }> {
+  const live = await liveCalicoObjects(client);
+  const differences: DataDifference[] = [];
+  let checked = 0;
+  for await (const { object } of bundle.objects({ groups: [CALICO_CRD_GROUP, OPERATOR_GROUP] })) {
+    if (!isData(object)) continue;
+    checked++;
+    const l = live.objects.get(key(object));
+    if (!l) {
+      differences.push({ object: objRef(object), problem: 'missing' });
+      continue;
+    }
+    const crd = live.crds.get(`${object.apiVersion.split('/')[0]}/${object.kind}`);
+    let expected = crd ? pruneUnknownFields(object, crd) : object;
+    if (object.kind === 'Installation' && object.metadata.name === 'default') expected = transformInstallation(expected, transform);
+    if (content(expected) !== content(l)) {
+      differences.push({ object: objRef(object), problem: 'changed', detail: firstDifference({ spec: expected.spec, data: expected.data }, { spec: l.spec, data: l.data }) });
+    }
+  }
+  return { checked, differences };
+}
+
+/** Calico data in the cluster that the bundle does not hold or holds differently (it would be lost by a delete-and-restore). */
+export async function liveDataNotInBundle(client: KubeClient, bundle: Bundle): Promise<DataDifference[]> {
+  const live = await liveCalicoObjects(client);
+  const inBundle = new Map<string, KubeObject>();
+  for await (const { object } of bundle.objects({ groups: [CALICO_CRD_GROUP, OPERATOR_GROUP] })) if (isData(object)) inBundle.set(key(object), object);
+  const out: DataDifference[] = [];
+  for (const [k, o] of live.objects) {
+    const b = inBundle.get(k);
+    if (!b) out.push({ object: objRef(o), problem: 'not-in-bundle' });
+    else if (content(b) !== content(o)) out.push({ object: objRef(o), problem: 'changed', detail: firstDifference({ spec: b.spec, data: b.data }, { spec: o.spec, data: o.data }) });
+  }
+  return out;
+}
