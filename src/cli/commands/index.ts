@@ -7,6 +7,7 @@ import { listCommand } from './list.js';
 import { verifyCommand } from './verify.js';
 import { backupCommand } from './backup.js';
 import { snapshotsCommand } from './snapshots.js';
+import { restoreCommand } from './restore.js';
 import { statusCommand } from './status.js';
 import { versionCommand } from './version.js';
 
@@ -14,3 +15,4 @@ import { versionCommand } from './version.js';
 export const commands: Command<any>[] = [versionCommand, statusCommand, backupCommand, snapshotsCommand];
 commands.push(exportCommand, inspectCommand, verifyCommand, listCommand, diffCommand);
 commands.push(doctorCommand);
+commands.push(restoreCommand);

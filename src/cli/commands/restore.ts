@@ -1,0 +1,146 @@
+import { openBundle } from '../../bundle/reader.js';
+import { BadInputError, ExitCode } from '../../errors.js';
+import { restoreResources, type RestoreAction, type RestorePlan, type RestoreResult } from '../../restore/restore.js';
+import { handler, type CliContext, type Command } from '../context.js';
+import { renderTable, type Styler } from '../output.js';
+
+interface RestoreArgs {
+  bundle: string;
+  resources: boolean;
+  disks: boolean;
+  'dry-run': boolean;
+  existing: 'skip' | 'update' | 'replace';
+  prune: boolean;
+  'drop-unknown-fields': boolean;
+  'allow-other-cluster': boolean;
+  kinds?: string[];
+}
+
+/**
+ * `restore BUNDLE --resources`. Exit codes: 0 everything restored (dry run: everything would be), 1 dry run
+ * found objects a real run would not restore, 2 bad input, 3 partial (some objects failed, were not written,
+ * or drifted), 4 cluster unreachable, 5 refused (other cluster without --allow-other-cluster; not confirmed:
+ * without --yes the preview is shown and a terminal answer is required, so with no TTY and no --yes nothing
+ * is written).
+ */
+export const restoreCommand: Command<RestoreArgs> = {
+  command: 'restore <bundle>',
+  describe: 'Restore Calico resources from a bundle: ordered, previewed, schema-aware, with the operator paused',
+  builder: (y) =>
+    y
+      .positional('bundle', { type: 'string', demandOption: true, describe: 'bundle directory or .tar.gz' })
+      .option('resources', { type: 'boolean', default: false, describe: 'restore the Calico resources (CRDs, IP pools, IPAM, policies, ...)' })
+      .option('disks', { type: 'boolean', default: false, describe: 'restore node disks from the bundle\'s snapshots (not available in this build)' })
+      .option('dry-run', { type: 'boolean', default: false, describe: 'show per object what would happen (create / update with diff / unchanged / skip / prune); write nothing' })
+      .option('existing', { choices: ['skip', 'update', 'replace'] as const, default: 'update' as const, describe: 'objects that exist and differ: leave them, update them in place, or delete and re-create them' })
+      .option('prune', { type: 'boolean', default: false, describe: 'also delete objects of the bundle\'s Calico kinds that the bundle does not have' })
+      .option('drop-unknown-fields', { type: 'boolean', default: false, describe: 'write objects without the fields the installed CRDs do not know (otherwise such objects are not written)' })
+      .option('allow-other-cluster', { type: 'boolean', default: false, describe: 'restore a bundle exported from a different cluster' })
+      .option('kinds', { type: 'string', array: true, describe: 'only these kinds (e.g. IPPool GlobalNetworkPolicy)' })
+      .epilogue(
+        'Exit codes: 0 restored (dry run: all restorable) · 1 dry run: some objects would not be restored · 2 bad input · 3 partial · 4 environment · 5 refused (other cluster, not confirmed; no TTY needs --yes)',
+      ) as any,
+  handler: handler<RestoreArgs>(async (ctx, args) => {
+    if (args.disks) throw new BadInputError('restore --disks is not available in this build', { hint: 'restore the resources with --resources' });
+    if (!args.resources) throw new BadInputError('say what to restore: --resources', { hint: 'cni-rewind restore BUNDLE --resources [--dry-run]' });
+    const client = await ctx.client();
+    const bundle = await openBundle(args.bundle);
+    try {
+      const result = await restoreResources(
+        client,
+        bundle,
+        {
+          dryRun: args['dry-run'],
+          existing: args.existing,
+          prune: args.prune,
+          dropUnknownFields: args['drop-unknown-fields'],
+          allowOtherCluster: args['allow-other-cluster'],
+          kinds: args.kinds,
+          confirm: args.yes ? undefined : (plan) => confirmPlan(ctx, plan),
+        },
+        ctx.reporter,
+      );
+      ctx.print(result, () => renderResult(result, ctx.style, args.verbose));
+      if (result.dryRun) return result.ok ? ExitCode.Ok : ExitCode.Differences;
+      return result.ok ? ExitCode.Ok : ExitCode.Partial;
+    } finally {
+      await bundle.close();
+    }
+  }),
+};
+
+async function confirmPlan(ctx: CliContext, plan: RestorePlan): Promise<boolean> {
+  // The preview goes to stderr so stdout keeps only the result (for -o json).
+  process.stderr.write(renderPlan(plan, ctx.style, ctx.args.verbose) + '\n');
+  return ctx.reporter.confirm(`Restore these objects into the cluster?`);
+}
+
+const SHOWN_WITHOUT_VERBOSE = (a: RestoreAction) => a.action !== 'unchanged';
+
+function actionLabel(a: RestoreAction, s: Styler): string {
+  switch (a.action) {
+    case 'create':
+    case 'unchanged':
+      return a.action === 'create' ? s.green('create') : s.dim('unchanged');
+    case 'update':
+    case 'replace':
+      return s.yellow(a.action);
+    case 'prune':
+    case 'blocked':
+    case 'refused':
+    case 'unsupported':
+      return s.red(a.action);
+    default:
+      return a.action;
+  }
+}
+
+function renderPlan(plan: RestorePlan, s: Styler, verbose: boolean): string {
+  const lines: string[] = [];
+  lines.push(`Bundle ${plan.bundle.id} (cluster ${plan.bundle.cluster?.name}, Calico ${plan.bundle.calicoVersion ?? '?'})${plan.cluster.sameCluster ? '' : s.yellow('  from another cluster')}`);
+  if (plan.crdsToCreate.length) lines.push(`CRDs to create from the bundle: ${plan.crdsToCreate.join(', ')}`);
+  const shown = plan.actions.filter((a) => verbose || SHOWN_WITHOUT_VERBOSE(a));
+  if (shown.length) {
+    lines.push(
+      renderTable(shown, [
+        { header: 'action', value: (a) => actionLabel(a, s) },
+        { header: 'object', value: (a) => a.id },
+        { header: 'phase', value: (a) => a.phase },
+        { header: 'detail', value: (a) => [a.reason, a.serverDryRunError && `API server: ${a.serverDryRunError}`, ...(a.notes ?? [])].filter(Boolean).join('; ') },
+      ]),
+    );
+  }
+  for (const a of plan.actions) {
+    if (a.diff && (a.action === 'update' || a.action === 'replace' || verbose)) lines.push('', a.diff);
+    if (a.fix) lines.push(`  fix for ${a.id}: ${a.fix}`);
+  }
+  const counts = Object.entries(plan.counts).map(([k, v]) => `${v} ${k}`).join(', ');
+  lines.push('', `${plan.dryRun ? 'Would do' : 'Plan'}: ${counts || 'nothing'} (existing objects: ${plan.existing})`);
+  return lines.join('\n');
+}
+
+function renderResult(r: RestoreResult, s: Styler, verbose: boolean): string {
+  if (r.dryRun) return renderPlan(r, s, verbose) + (r.ok ? '' : `\n${s.red(`${r.failures.length} object(s) would not be restored`)}`) + '\nDry run: nothing was written.';
+  const lines: string[] = [];
+  const wrote = r.actions.filter((a) => a.outcome === 'done');
+  lines.push(`Restored from ${r.bundle.id}: ${wrote.length} object(s) written, ${r.counts.unchanged ?? 0} unchanged, ${r.counts.skip ?? 0} skipped${r.crdsToCreate.length ? `, ${r.crdsToCreate.length} CRD(s) created` : ''}`);
+  if (r.guards.paused.length) lines.push(`Put back after the restore: ${r.guards.paused.join('; ')}`);
+  for (const p of r.guards.releaseProblems) lines.push(s.red(p));
+  const notes = r.actions.filter((a) => a.notes?.length);
+  for (const a of notes) for (const n of a.notes!) lines.push(`note: ${a.id}: ${n}`);
+  if (r.failures.length) {
+    lines.push('', s.red(`${r.failures.length} object(s) not restored:`));
+    lines.push(renderTable(r.failures, [
+      { header: 'object', value: (f) => f.id },
+      { header: 'action', value: (f) => f.action },
+      { header: 'reason', value: (f) => f.reason },
+    ]));
+    for (const a of r.actions) if (a.fix && r.failures.some((f) => f.id === a.id)) lines.push(`  fix for ${a.id}: ${a.fix}`);
+  }
+  if (r.drifted.length) {
+    lines.push('', s.yellow(`${r.drifted.length} object(s) changed after they were written:`));
+    for (const d of r.drifted) lines.push(`  ${d.id}: ${d.paths.join(', ')}`);
+  }
+  if (r.ok) lines.push(s.green('Everything in the bundle is restored.'));
+  return lines.join('\n');
+}

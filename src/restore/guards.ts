@@ -1,0 +1,96 @@
+/**
+ * Keeping Calico from fighting a restore, and always putting things back:
+ * - the tigera-operator Deployment is scaled to 0 (it would re-create, rewrite or delete pools and
+ *   Installation-derived objects while we write them) and returned to its prior replica count;
+ * - ClusterInformation default .spec.datastoreReady=false is held while IPAM is written (what
+ *   `calicoctl datastore migrate lock` does) and returned to its prior value.
+ * The prior values are also recorded in an annotation on the object, so a restore interrupted hard
+ * (SIGKILL, lost connection) can be finished by the next run, which reads them back.
+ */
+import { OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE } from '../calico/knowledge.js';
+import { errorMessage } from '../errors.js';
+import type { Reporter } from '../io/host.js';
+import { K } from '../kube/builtin.js';
+import type { KubeClient } from '../kube/client.js';
+import type { ResourceType } from '../kube/types.js';
+import { CLUSTER_INFORMATION } from './order.js';
+
+export const PRIOR_REPLICAS_ANNOTATION = 'cni-rewind.io/restore-prior-replicas';
+export const PRIOR_DATASTORE_READY_ANNOTATION = 'cni-rewind.io/restore-prior-datastore-ready';
+
+export interface Release {
+  /** What was changed, in words (for the result). */
+  what: string;
+  release(): Promise<void>;
+}
+
+/** Scale the operator to 0. Returns undefined when there is no operator Deployment (manifest install, or deleted). */
+export async function pauseOperator(client: KubeClient, reporter: Reporter): Promise<Release | undefined> {
+  const dep = await client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
+  if (!dep) return undefined;
+  const recorded = dep.metadata.annotations?.[PRIOR_REPLICAS_ANNOTATION];
+  // A previous run that died while the operator was paused left the real prior count in the annotation.
+  const prior = recorded !== undefined && Number.isInteger(Number(recorded)) ? Number(recorded) : ((dep.spec?.replicas as number | undefined) ?? 1);
+  await client.mergePatch(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT, {
+    metadata: { annotations: { [PRIOR_REPLICAS_ANNOTATION]: String(prior) } },
+    spec: { replicas: 0 },
+  });
+  reporter.info('CNR_RESTORE_OPERATOR_PAUSED', `paused the tigera operator (replicas ${prior} -> 0) so it does not rewrite what is being restored`, { prior });
+  return {
+    what: `tigera-operator replicas ${prior}`,
+    async release() {
+      await client.mergePatch(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT, {
+        metadata: { annotations: { [PRIOR_REPLICAS_ANNOTATION]: null } },
+        spec: { replicas: prior },
+      });
+      reporter.info('CNR_RESTORE_OPERATOR_RESUMED', `tigera operator back to ${prior} replica(s)`, { replicas: prior });
+    },
+  };
+}
+
+/**
+ * Set datastoreReady=false on ClusterInformation default. `priorOverride` is the value from before the restore
+ * began (the restore may have re-created the object from the bundle since). Undefined when there is no
+ * ClusterInformation to lock.
+ */
+export async function lockDatastore(client: KubeClient, type: ResourceType, reporter: Reporter, priorOverride?: boolean): Promise<Release | undefined> {
+  const ci = await client.getOrUndefined(type, undefined, CLUSTER_INFORMATION.name);
+  if (!ci) {
+    reporter.warn('CNR_RESTORE_NO_DATASTORE_LOCK', 'ClusterInformation default does not exist: IPAM is written without the datastore lock');
+    return undefined;
+  }
+  const recorded = ci.metadata.annotations?.[PRIOR_DATASTORE_READY_ANNOTATION];
+  const current = ci.spec?.datastoreReady as boolean | undefined;
+  const prior: boolean | undefined = recorded === 'true' ? true : recorded === 'false' ? false : recorded === 'unset' ? undefined : priorOverride ?? current;
+  const hadPrior = recorded !== undefined || priorOverride !== undefined || current !== undefined;
+  await client.mergePatch(type, undefined, CLUSTER_INFORMATION.name, {
+    metadata: { annotations: { [PRIOR_DATASTORE_READY_ANNOTATION]: prior === undefined ? 'unset' : String(prior) } },
+    spec: { datastoreReady: false },
+  });
+  reporter.info('CNR_RESTORE_DATASTORE_LOCKED', 'ClusterInformation default: datastoreReady=false while IPAM is written', { prior });
+  return {
+    what: `ClusterInformation datastoreReady ${prior === undefined ? 'unset' : prior}`,
+    async release() {
+      await client.mergePatch(type, undefined, CLUSTER_INFORMATION.name, {
+        metadata: { annotations: { [PRIOR_DATASTORE_READY_ANNOTATION]: null } },
+        spec: { datastoreReady: hadPrior && prior !== undefined ? prior : null },
+      });
+      reporter.info('CNR_RESTORE_DATASTORE_RELEASED', `ClusterInformation default: datastoreReady back to ${prior ?? 'unset'}`, { datastoreReady: prior });
+    },
+  };
+}
+
+/** Release in reverse order; a failing release is reported (with what to do by hand) and does not stop the others. */
+export async function releaseAll(releases: Release[], reporter: Reporter): Promise<string[]> {
+  const problems: string[] = [];
+  for (const r of [...releases].reverse()) {
+    try {
+      await r.release();
+    } catch (err) {
+      const msg = `could not put back ${r.what}: ${errorMessage(err)}`;
+      problems.push(msg);
+      reporter.error('CNR_RESTORE_RELEASE_FAILED', `${msg} (set it by hand)`);
+    }
+  }
+  return problems;
+}

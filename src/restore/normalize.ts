@@ -1,0 +1,78 @@
+/**
+ * Turning a bundle object into what restore writes, and comparing it with what the cluster holds.
+ * Server-owned fields and runtime status are removed by the shared stripServerFields (src/kube/normalize.ts).
+ */
+import yaml from 'js-yaml';
+import { createTwoFilesPatch } from 'diff';
+import type { KubeObject } from '../kube/types.js';
+import { stripServerFields as stripShared } from '../kube/normalize.js';
+/** Annotations that describe a previous write, not desired state. */
+const VOLATILE_ANNOTATIONS = ['kubectl.kubernetes.io/last-applied-configuration'];
+
+export function stripServerFields(obj: KubeObject): KubeObject {
+  const copy = stripShared(obj);
+  for (const a of VOLATILE_ANNOTATIONS) delete copy.metadata.annotations?.[a];
+  if (copy.metadata.annotations && Object.keys(copy.metadata.annotations).length === 0) delete copy.metadata.annotations;
+  if (copy.metadata.labels && Object.keys(copy.metadata.labels).length === 0) delete copy.metadata.labels;
+  return copy;
+}
+
+/**
+ * The part of an object restore is responsible for: everything but server fields and status, with
+ * ownerReferences compared by owner identity (kind/name), since owner UIDs change on a re-create.
+ */
+export function comparable(obj: KubeObject): KubeObject {
+  const c = stripServerFields(obj);
+  if (c.metadata.ownerReferences) c.metadata.ownerReferences = c.metadata.ownerReferences.map((o) => ({ ...o, uid: '' }));
+  if (c.metadata.finalizers?.length === 0) delete c.metadata.finalizers;
+  return c;
+}
+
+/** Stable JSON (sorted keys) so comparisons do not depend on key order. */
+export function canonical(v: unknown): string {
+  return JSON.stringify(sortKeys(v));
+}
+
+function sortKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortKeys);
+  if (v && typeof v === 'object') {
+    return Object.fromEntries(
+      Object.keys(v as object)
+        .sort()
+        .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]),
+    );
+  }
+  return v;
+}
+
+export function sameContent(a: KubeObject, b: KubeObject): boolean {
+  return canonical(comparable(a)) === canonical(comparable(b));
+}
+
+/** A unified diff live -> desired of the parts restore writes. */
+export function objectDiff(live: KubeObject, desired: KubeObject, label: string): string {
+  const dump = (o: KubeObject) => yaml.dump(sortKeys(comparable(o)), { noRefs: true, lineWidth: 200 });
+  return createTwoFilesPatch(`${label} (cluster)`, `${label} (bundle)`, dump(live), dump(desired), undefined, undefined, { context: 2 })
+    .split('\n')
+    .filter((l) => !l.startsWith('====='))
+    .join('\n')
+    .trimEnd();
+}
+
+/**
+ * Paths where `actual` does not hold what `wanted` says (fields the server added, like defaults, are fine):
+ * the drift check after writing.
+ */
+export function missingFrom(wanted: unknown, actual: unknown, path = ''): string[] {
+  if (wanted && typeof wanted === 'object' && !Array.isArray(wanted)) {
+    if (!actual || typeof actual !== 'object' || Array.isArray(actual)) return [path || '.'];
+    const out: string[] = [];
+    for (const [k, v] of Object.entries(wanted)) out.push(...missingFrom(v, (actual as Record<string, unknown>)[k], path ? `${path}.${k}` : k));
+    return out;
+  }
+  if (Array.isArray(wanted)) {
+    if (!Array.isArray(actual) || actual.length !== wanted.length) return [path];
+    return wanted.flatMap((w, i) => missingFrom(w, actual[i], `${path}[${i}]`));
+  }
+  return canonical(wanted) === canonical(actual) ? [] : [path];
+}

@@ -1,0 +1,71 @@
+/**
+ * Operator-managed IP pools (Calico issue #9100, DIFFERENCES.md "Operator-managed IP pools"): from operator
+ * v1.34 (Calico 3.28) a pool listed in Installation.spec.calicoNetwork.ipPools, or labelled
+ * app.kubernetes.io/managed-by=tigera-operator, is reconciled from the Installation entry. Writing such an
+ * IPPool alone is reverted minutes later, so restore relies on the Installation entry (restored first) and says
+ * so, and refuses a pool state the installed operator's pool API cannot express (e.g. disabled: true).
+ */
+import { OPERATOR_MANAGED_LABEL, OPERATOR_MANAGED_VALUE, calicoMinorForOperator, calicoVersionForOperator, imageTag, operatorPoolBehaviour } from '../calico/knowledge.js';
+import type { KubeObject } from '../kube/types.js';
+
+export interface PoolVerdict {
+  /** The operator reconciles this pool. */
+  managed: boolean;
+  /** Name (or CIDR) of the Installation entry the pool comes from. */
+  entry?: string;
+  /** Why it would not stick, and the fix; the pool is then not written. */
+  refusal?: { reason: string; fix: string };
+  note?: string;
+}
+
+/** Calico version the operator image stands for (`v1.34.3` -> `v3.28.1`, unknown patch -> `v3.28.0`). */
+export function calicoVersionOfOperatorImage(image: string | undefined): string | undefined {
+  const tag = imageTag(image);
+  if (!tag) return undefined;
+  return calicoVersionForOperator(tag) ?? (calicoMinorForOperator(tag) ? `${calicoMinorForOperator(tag)}.0` : undefined);
+}
+
+function installationEntries(installation: KubeObject | undefined): any[] {
+  const pools = installation?.spec?.calicoNetwork?.ipPools;
+  return Array.isArray(pools) ? pools : [];
+}
+
+/**
+ * How a bundle IPPool must be restored given the Installation being restored and the operator that will run.
+ * `operatorImage` undefined = no operator installed: nothing reconciles pools, they are written like any object.
+ */
+export function judgePool(pool: KubeObject, installation: KubeObject | undefined, operatorImage: string | undefined): PoolVerdict {
+  const version = calicoVersionOfOperatorImage(operatorImage);
+  if (!operatorImage || !version) return { managed: false };
+  const behaviour = operatorPoolBehaviour(version);
+  if (!behaviour.managesPools) return { managed: false };
+  const entry = installationEntries(installation).find((e) => (e?.name && e.name === pool.metadata.name) || (e?.cidr && e.cidr === pool.spec?.cidr));
+  const labelled = pool.metadata.labels?.[OPERATOR_MANAGED_LABEL] === OPERATOR_MANAGED_VALUE;
+  if (!entry && !labelled) return { managed: false };
+  const entryName: string | undefined = entry ? (entry.name ?? entry.cidr) : undefined;
+  const op = imageTag(operatorImage);
+  if (pool.spec?.disabled === true) {
+    const stop = behaviour.stopAllocations;
+    return {
+      managed: true,
+      entry: entryName,
+      refusal: {
+        reason: `pool ${pool.metadata.name} is disabled, but tigera operator ${op} manages it${entryName ? ` (Installation entry ${entryName})` : ' (managed-by label)'} and its pool API has no "disabled" field: the operator would re-enable it within minutes (Calico issue #9100)`,
+        fix: stop
+          ? `to stop allocations the supported way, set ${stop.text} on the pool's entry in Installation.spec.calicoNetwork.ipPools; or remove the entry and the ${OPERATOR_MANAGED_LABEL} label so the pool is yours, then restore again`
+          : `remove the pool's entry from Installation.spec.calicoNetwork.ipPools and its ${OPERATOR_MANAGED_LABEL} label so the operator leaves it alone, then restore again`,
+      },
+    };
+  }
+  if (!entry) {
+    return {
+      managed: true,
+      note: `pool ${pool.metadata.name} carries the ${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE} label but no Installation entry: operator ${op} deletes labelled pools it does not list`,
+    };
+  }
+  return {
+    managed: true,
+    entry: entryName,
+    note: `pool ${pool.metadata.name} is restored through Installation entry ${entryName} (operator ${op} reconciles it from there); the IPPool is written too so IPAM is consistent before the operator resumes`,
+  };
+}

@@ -1,0 +1,555 @@
+/**
+ * `restore --resources`: put a bundle's Calico objects back into a cluster, in dependency order, previewed,
+ * schema-aware, without the operator or Calico's IPAM controllers fighting the writes, and verified after.
+ *
+ * Two stages: `planRestore` reads everything and decides one RestoreAction per object (writes nothing);
+ * `executeRestore` carries a plan out. `restoreResources` is both, with the confirmation in between.
+ */
+import { CALICO_CRD_GROUP, CALICO_GROUPS, OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE, SHARED_POLICY_GROUP } from '../calico/knowledge.js';
+import { checkAgainstSchema, pruneUnknownFields, type SchemaFinding } from '../calico/schema.js';
+import type { BundleManifest, BundleObject } from '../bundle/types.js';
+import { BadInputError, RefusedError, errorMessage } from '../errors.js';
+import type { Reporter } from '../io/host.js';
+import { K } from '../kube/builtin.js';
+import { KubeApiError, type KubeClient } from '../kube/client.js';
+import { crdResourceType, listCrds } from '../kube/discovery.js';
+import { pool, waitCrdsEstablished } from '../kube/manifests.js';
+import { ResourceResolver } from '../kube/resolver.js';
+import { groupOf, type KubeObject, type ResourceType } from '../kube/types.js';
+import { lockDatastore, pauseOperator, releaseAll, type Release } from './guards.js';
+import { canonical, comparable, missingFrom, objectDiff, sameContent, stripServerFields } from './normalize.js';
+import { CLUSTER_INFORMATION, INSTALLATION_KIND, INSTALLATION_NAME, NEVER_RESTORED_KINDS, RESTORED_CONFIG_KINDS, RESTORE_PHASES, OTHER_PHASE, RUNTIME_FIELDS, phaseOf } from './order.js';
+import { judgePool } from './pools.js';
+
+/** What restore needs from a bundle (structurally the agreed `Bundle` of src/bundle/reader.ts). */
+export interface RestoreSource {
+  manifest: BundleManifest;
+  objects(filter?: { groups?: string[]; kinds?: string[] }): AsyncIterable<BundleObject>;
+  crds(): Promise<KubeObject[]>;
+  configObjects(): AsyncIterable<BundleObject>;
+}
+
+export type ExistingPolicy = 'skip' | 'update' | 'replace';
+
+export interface RestoreOptions {
+  dryRun?: boolean;
+  /** What to do with objects that exist in the cluster and differ (default update). */
+  existing?: ExistingPolicy;
+  /** Delete in-scope objects the bundle does not have. */
+  prune?: boolean;
+  /** Write objects without the fields the installed CRD would prune (otherwise such objects are not written). */
+  dropUnknownFields?: boolean;
+  allowOtherCluster?: boolean;
+  /** Only these kinds (kind, plural or `<plural>.<group>`, case-insensitive). */
+  kinds?: string[];
+  /** Asked with the plan before anything is written; false = refused (exit 5). Not asked on a dry run. */
+  confirm?: (plan: RestorePlan) => Promise<boolean>;
+  concurrency?: number;
+}
+
+export type RestoreActionKind = 'create' | 'update' | 'replace' | 'unchanged' | 'skip' | 'prune' | 'blocked' | 'refused' | 'unsupported';
+/** Actions that write (or delete). */
+const WRITES: ReadonlySet<RestoreActionKind> = new Set(['create', 'update', 'replace', 'prune']);
+/** Actions that mean "this object will not be as in the bundle": a partial restore. */
+const NOT_RESTORED: ReadonlySet<RestoreActionKind> = new Set(['blocked', 'refused', 'unsupported']);
+
+export interface ObjectRef {
+  apiVersion: string;
+  kind: string;
+  namespace?: string;
+  name: string;
+}
+
+export interface RestoreAction {
+  ref: ObjectRef;
+  /** `Kind namespace/name` */
+  id: string;
+  phase: string;
+  action: RestoreActionKind;
+  /** Why: for skip/blocked/refused/unsupported. */
+  reason?: string;
+  fix?: string;
+  /** Fields the installed CRD would prune or reject. */
+  findings?: SchemaFinding[];
+  /** live -> bundle, for update/replace. */
+  diff?: string;
+  notes?: string[];
+  /** Set by a dry run when the API server's own dry run (fieldValidation=Strict) refuses the write. */
+  serverDryRunError?: string;
+  outcome?: 'done' | 'failed';
+  error?: string;
+  /** Paths that differ from what was written when re-read (someone else changed them). */
+  drift?: string[];
+}
+
+export interface RestorePlan {
+  bundle: { id: string; cluster: BundleManifest['cluster']; calicoVersion?: string };
+  cluster: { uid: string; sameCluster: boolean };
+  dryRun: boolean;
+  existing: ExistingPolicy;
+  /** CRDs missing from the cluster that the bundle has: created first and waited on until Established. */
+  crdsToCreate: string[];
+  actions: RestoreAction[];
+  counts: Partial<Record<RestoreActionKind, number>>;
+}
+
+export interface RestoreResult extends RestorePlan {
+  /** Every object that is not as in the bundle afterwards, with the reason. */
+  failures: { id: string; action: RestoreActionKind; reason: string }[];
+  drifted: { id: string; paths: string[] }[];
+  /** Operator / datastore state changed for the restore and put back, or problems putting it back. */
+  guards: { paused: string[]; releaseProblems: string[] };
+  /** Everything restored as planned and nothing drifted. */
+  ok: boolean;
+}
+
+interface Planned {
+  action: RestoreAction;
+  /** What is written (server fields stripped, maybe pruned to the installed schema). */
+  desired?: KubeObject;
+  live?: KubeObject;
+  type?: ResourceType;
+  rank: number;
+}
+
+const idOf = (o: { kind: string; metadata?: { namespace?: string; name: string }; namespace?: string; name?: string }): string => {
+  const ns = o.metadata?.namespace ?? o.namespace;
+  const name = o.metadata?.name ?? o.name;
+  return `${o.kind} ${ns ? `${ns}/` : ''}${name}`;
+};
+const refOf = (o: KubeObject): ObjectRef => ({ apiVersion: o.apiVersion, kind: o.kind, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}), name: o.metadata.name });
+const crdKey = (group: string, kind: string) => `${group}\0${kind}`;
+
+function matchesKinds(obj: KubeObject, kinds: string[] | undefined): boolean {
+  if (!kinds?.length) return true;
+  return kinds.some((k) => k.toLowerCase() === obj.kind.toLowerCase() || k.toLowerCase() === `${obj.kind.toLowerCase()}s`);
+}
+
+/** The cluster's identity: the kube-system namespace UID (what export records as manifest.cluster.uid). */
+export async function clusterUid(client: KubeClient): Promise<string> {
+  return (await client.get(K.namespace, undefined, 'kube-system')).metadata.uid ?? '';
+}
+
+// ---------- planning ----------
+
+export async function planRestore(client: KubeClient, bundle: RestoreSource, opts: RestoreOptions, reporter: Reporter): Promise<{ plan: RestorePlan; planned: Planned[]; bundleCrds: Map<string, KubeObject> }> {
+  const existing = opts.existing ?? 'update';
+  if (!['skip', 'update', 'replace'].includes(existing)) throw new BadInputError(`--existing must be skip, update or replace (got "${existing}")`);
+  const m = bundle.manifest;
+
+  const uid = await clusterUid(client);
+  const sameCluster = !!m.cluster?.uid && m.cluster.uid === uid;
+  if (!sameCluster && !opts.allowOtherCluster) {
+    throw new RefusedError(`bundle ${m.id} was exported from cluster ${m.cluster?.name ?? '?'} (${m.cluster?.uid || 'no uid'}), not from this cluster (${uid})`, {
+      hint: 'restoring another cluster\'s IP pools and IPAM here can hand out addresses that are in use elsewhere; add --allow-other-cluster if this is really what you want',
+    });
+  }
+  if (!sameCluster) reporter.warn('CNR_RESTORE_OTHER_CLUSTER', `restoring bundle of cluster ${m.cluster?.name} (${m.cluster?.uid}) into cluster ${uid} (--allow-other-cluster)`);
+
+  // Read everything first: a corrupt bundle file fails here, before anything is written.
+  reporter.info('CNR_RESTORE_READ', `reading bundle ${m.id}`);
+  const objects: KubeObject[] = [];
+  for await (const bo of bundle.objects(opts.kinds?.length ? { kinds: opts.kinds } : undefined)) {
+    if (!NEVER_RESTORED_KINDS.has(bo.object.kind)) objects.push(bo.object);
+  }
+  for await (const bo of bundle.configObjects()) {
+    if (RESTORED_CONFIG_KINDS.has(bo.object.kind) && matchesKinds(bo.object, opts.kinds)) objects.push(bo.object);
+  }
+  const bundleCrdList = await bundle.crds();
+  const bundleCrds = new Map(bundleCrdList.map((c) => [crdKey(c.spec.group, c.spec.names.kind), c]));
+
+  // Namespaces the namespaced objects need (the bundle records objects, not their namespaces).
+  const haveNs = new Set(objects.filter((o) => o.kind === 'Namespace').map((o) => o.metadata.name));
+  for (const ns of new Set(objects.map((o) => o.metadata.namespace).filter((x): x is string => !!x))) {
+    if (!haveNs.has(ns)) objects.push({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+  }
+
+  const liveCrds = new Map((await listCrds(client)).map((c) => [crdKey(c.spec.group, c.spec.names.kind), c]));
+  const neededGroups = new Set(objects.map((o) => groupOf(o.apiVersion)));
+  const crdsToCreate = bundleCrdList.filter((c) => neededGroups.has(c.spec.group) && !liveCrds.has(crdKey(c.spec.group, c.spec.names.kind)));
+
+  const resolver = new ResourceResolver(client);
+  const operator = await client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
+  const operatorImage: string | undefined = (operator?.spec?.template?.spec?.containers ?? []).find((c: any) => c.name === 'tigera-operator')?.image ?? operator?.spec?.template?.spec?.containers?.[0]?.image;
+  const installation = objects.find((o) => o.kind === INSTALLATION_KIND && groupOf(o.apiVersion) === 'operator.tigera.io' && o.metadata.name === INSTALLATION_NAME);
+
+  const planned: Planned[] = [];
+  await pool(objects, opts.concurrency ?? 8, async (obj) => {
+    planned.push(await planOne(client, resolver, obj, { existing, liveCrds, bundleCrds, dropUnknownFields: !!opts.dropUnknownFields, installation, operatorImage }));
+  });
+
+  if (opts.prune) planned.push(...(await planPrune(client, resolver, bundle.manifest, objects, opts.kinds)));
+  planned.sort((a, b) => a.rank - b.rank || a.action.id.localeCompare(b.action.id));
+
+  const actions = planned.map((p) => p.action);
+  const plan: RestorePlan = {
+    bundle: { id: m.id, cluster: m.cluster, calicoVersion: m.calico?.version },
+    cluster: { uid, sameCluster },
+    dryRun: !!opts.dryRun,
+    existing,
+    crdsToCreate: crdsToCreate.map((c) => c.metadata.name).sort(),
+    actions,
+    counts: countActions(actions),
+  };
+  return { plan, planned, bundleCrds };
+}
+
+function countActions(actions: RestoreAction[]): Partial<Record<RestoreActionKind, number>> {
+  const counts: Partial<Record<RestoreActionKind, number>> = {};
+  for (const a of actions) counts[a.action] = (counts[a.action] ?? 0) + 1;
+  return counts;
+}
+
+async function planOne(
+  client: KubeClient,
+  resolver: ResourceResolver,
+  obj: KubeObject,
+  ctx: { existing: ExistingPolicy; liveCrds: Map<string, KubeObject>; bundleCrds: Map<string, KubeObject>; dropUnknownFields: boolean; installation?: KubeObject; operatorImage?: string },
+): Promise<Planned> {
+  const { phase, rank } = phaseOf(obj);
+  const action: RestoreAction = { ref: refOf(obj), id: idOf(obj), phase: phase.id, action: 'create' };
+  const group = groupOf(obj.apiVersion);
+  const liveCrd = ctx.liveCrds.get(crdKey(group, obj.kind));
+  const crd = liveCrd ?? ctx.bundleCrds.get(crdKey(group, obj.kind));
+  let type = await resolver.forObject(obj);
+  if (!type && crd && !liveCrd) {
+    const t = crdResourceType(crd);
+    if (`${t.group}/${t.version}` === obj.apiVersion || crd.spec.versions?.some((v: any) => `${group}/${v.name}` === obj.apiVersion && v.served)) type = { ...t, version: obj.apiVersion.split('/')[1]! };
+  }
+  if (!type) {
+    return { action: { ...action, action: 'unsupported', reason: `the cluster does not serve ${obj.apiVersion} ${obj.kind} and the bundle has no CRD for it` }, rank };
+  }
+
+  let desired = stripServerFields(obj);
+  const notes: string[] = [];
+  if (crd) {
+    const findings = checkAgainstSchema(desired, crd);
+    if (findings.length) {
+      action.findings = findings;
+      const rejected = findings.filter((f) => f.kind === 'rejected');
+      const pruned = findings.filter((f) => f.kind === 'pruned');
+      const where = liveCrd ? 'the CRD installed in the cluster' : 'the CRD from the bundle';
+      if (rejected.length) {
+        action.action = 'blocked';
+        action.reason = `${where} rejects ${rejected.map((f) => `${f.path} (${f.detail})`).join('; ')}`;
+        action.fix = 'install CRDs that accept these values (e.g. plan/apply to the bundle\'s Calico version), then restore again';
+      } else if (!ctx.dropUnknownFields) {
+        action.action = 'blocked';
+        action.reason = `${where} does not know ${pruned.map((f) => f.path).join(', ')}: writing it would lose them`;
+        action.fix = 'restore with --drop-unknown-fields to write the object without these fields, or install the bundle\'s CRD version first';
+      } else {
+        desired = pruneUnknownFields(desired, crd);
+        notes.push(`written without ${pruned.map((f) => f.path).join(', ')} (unknown to the installed CRD; --drop-unknown-fields)`);
+      }
+    }
+  }
+
+  if (obj.kind === 'IPPool' && group === CALICO_CRD_GROUP) {
+    const verdict = judgePool(desired, ctx.installation, ctx.operatorImage);
+    if (verdict.refusal && action.action !== 'blocked') {
+      action.action = 'refused';
+      action.reason = verdict.refusal.reason;
+      action.fix = verdict.refusal.fix;
+    }
+    if (verdict.note) notes.push(verdict.note);
+  }
+  if (notes.length) action.notes = notes;
+
+  let live: KubeObject | undefined;
+  if (liveCrd || !crd) live = await client.getOrUndefined(type, obj.metadata.namespace, obj.metadata.name).catch((err) => {
+    if (err instanceof KubeApiError && err.statusCode === 404) return undefined;
+    throw err;
+  });
+  if (live) desired = keepRuntimeFields(desired, live);
+  if (action.action === 'create') {
+    if (!live) action.action = 'create';
+    else if (sameContent(live, desired) || (obj.kind === 'Namespace' && group === '')) action.action = 'unchanged';
+    else if (ctx.existing === 'skip') {
+      action.action = 'skip';
+      action.reason = 'exists and differs; --existing skip';
+      action.diff = objectDiff(live, desired, action.id);
+    } else {
+      action.action = ctx.existing;
+      action.diff = objectDiff(live, desired, action.id);
+    }
+  }
+  return { action, desired, live, type, rank };
+}
+
+/** The live values of RUNTIME_FIELDS replace the bundle's. */
+function keepRuntimeFields(desired: KubeObject, live: KubeObject): KubeObject {
+  const out = structuredClone(desired);
+  for (const f of RUNTIME_FIELDS) {
+    if (f.kind !== desired.kind) continue;
+    const get = (o: any) => f.path.reduce((x, k) => (x && typeof x === 'object' ? x[k] : undefined), o);
+    const parent = f.path.slice(0, -1).reduce((x: any, k) => (x[k] ??= {}), out as any);
+    const last = f.path[f.path.length - 1]!;
+    const v = get(live);
+    if (v === undefined) delete parent[last];
+    else parent[last] = v;
+  }
+  return out;
+}
+
+/** Live objects of the bundle's Calico kinds that the bundle does not have. */
+async function planPrune(client: KubeClient, resolver: ResourceResolver, manifest: BundleManifest, objects: KubeObject[], kinds?: string[]): Promise<Planned[]> {
+  const inBundle = new Set(objects.map((o) => `${groupOf(o.apiVersion)}\0${idOf(o)}`));
+  const out: Planned[] = [];
+  for (const r of manifest.resources) {
+    if (![...CALICO_GROUPS, SHARED_POLICY_GROUP].includes(r.group) || NEVER_RESTORED_KINDS.has(r.kind)) continue;
+    if (kinds?.length && !kinds.some((k) => [r.kind, r.plural, r.key].map((x) => x.toLowerCase()).includes(k.toLowerCase()))) continue;
+    const type = await resolver.resolve(`${r.group}/${r.version}`, r.kind);
+    if (!type) continue;
+    for (const live of await client.listAll(type)) {
+      if (inBundle.has(`${r.group}\0${idOf(live)}`)) continue;
+      const { phase, rank } = phaseOf(live);
+      out.push({
+        action: { ref: refOf(live), id: idOf(live), phase: phase.id, action: 'prune', reason: 'not in the bundle; --prune' },
+        live,
+        type,
+        // Deleted after everything is written, last-written kinds first.
+        rank: 100_000 - rank,
+      });
+    }
+  }
+  return out;
+}
+
+// ---------- executing ----------
+
+/** Dry run: ask the API server whether each write would be accepted (strict field validation), writing nothing. */
+async function serverDryRun(client: KubeClient, planned: Planned[], concurrency: number): Promise<void> {
+  const writes = planned.filter((p) => p.type && p.desired && ['create', 'update', 'replace'].includes(p.action.action) && p.action.phase !== 'config');
+  await pool(writes, concurrency, async (p) => {
+    // Objects whose CRD does not exist yet cannot be checked by the server; the schema check covered them.
+    if (!p.live && p.action.action !== 'create') return;
+    try {
+      const body = bodyFor(p, undefined);
+      if (p.action.action === 'create') await client.create(p.type!, body, { dryRun: true, fieldValidation: 'Strict' });
+      else await client.replace(p.type!, { ...body, metadata: { ...body.metadata, resourceVersion: p.live!.metadata.resourceVersion } }, { dryRun: true, fieldValidation: 'Strict' });
+    } catch (err) {
+      if (err instanceof KubeApiError && err.statusCode === 404) return; // CRD not installed yet
+      if (err instanceof KubeApiError && err.statusCode >= 400 && err.statusCode < 500) p.action.serverDryRunError = err.message;
+      else throw err;
+    }
+  });
+}
+
+/**
+ * The body to write: desired with ownerReferences re-linked to the owners' current UIDs (an owner that is
+ * missing is dropped and listed in `dropped`). `ownerUids` undefined (dry run): references left as they are.
+ */
+function bodyFor(p: Planned, ownerUids: Map<string, string | undefined> | undefined, dropped?: string[]): KubeObject {
+  const body = structuredClone(p.desired!);
+  const refs = body.metadata.ownerReferences;
+  if (refs?.length && ownerUids) {
+    const kept = [];
+    for (const r of refs) {
+      const uid = ownerUids.get(`${r.apiVersion}\0${r.kind}\0${r.name}`);
+      if (uid) kept.push({ ...r, uid });
+      else dropped?.push(`${r.kind} ${r.name}`);
+    }
+    if (kept.length) body.metadata.ownerReferences = kept;
+    else delete body.metadata.ownerReferences;
+  }
+  return body;
+}
+
+async function ownerUidsFor(client: KubeClient, resolver: ResourceResolver, p: Planned, cache: Map<string, string | undefined>): Promise<Map<string, string | undefined>> {
+  const out = new Map<string, string | undefined>();
+  for (const r of p.desired?.metadata.ownerReferences ?? []) {
+    const key = `${r.apiVersion}\0${r.kind}\0${r.name}`;
+    const cacheKey = `${key}\0${p.desired!.metadata.namespace ?? ''}`;
+    if (!cache.has(cacheKey)) {
+      const t = await resolver.resolve(r.apiVersion, r.kind);
+      const owner = t ? await client.getOrUndefined(t, t.namespaced ? p.desired!.metadata.namespace : undefined, r.name) : undefined;
+      cache.set(cacheKey, owner?.metadata.uid);
+    }
+    out.set(key, cache.get(cacheKey));
+  }
+  return out;
+}
+
+async function writeOne(client: KubeClient, resolver: ResourceResolver, p: Planned, ownerCache: Map<string, string | undefined>, reporter: Reporter): Promise<KubeObject> {
+  const type = (await resolver.forObject(p.desired!)) ?? p.type!;
+  const owners = await ownerUidsFor(client, resolver, p, ownerCache);
+  const dropped: string[] = [];
+  const body = bodyFor(p, owners, dropped);
+  if (dropped.length) {
+    const note = `ownerReferences to ${dropped.join(', ')} dropped: the owner does not exist in the cluster`;
+    (p.action.notes ??= []).push(note);
+    reporter.warn('CNR_RESTORE_OWNER_DROPPED', `${p.action.id}: ${note}`);
+  }
+  const strict = { fieldValidation: 'Strict' as const };
+  switch (p.action.action) {
+    case 'create':
+      try {
+        return await client.create(type, body, strict);
+      } catch (err) {
+        if (!(err instanceof KubeApiError && err.conflict)) throw err;
+        // Created meanwhile (by a controller): make it what the bundle says.
+        const live = await client.get(type, body.metadata.namespace, body.metadata.name);
+        return await client.replace(type, withLiveMeta(body, live), strict);
+      }
+    case 'update': {
+      const live = await client.get(type, body.metadata.namespace, body.metadata.name);
+      return await client.replace(type, withLiveMeta(body, live), strict);
+    }
+    case 'replace': {
+      await client.delete(type, body.metadata.namespace, body.metadata.name);
+      await client.waitFor(`${p.action.id} to be deleted`, async () => ((await client.getOrUndefined(type, body.metadata.namespace, body.metadata.name)) ? undefined : true), { timeoutMs: 60_000, intervalMs: 200 });
+      return await client.create(type, body, strict);
+    }
+    default:
+      throw new Error(`not a write: ${p.action.action}`);
+  }
+}
+
+/** An update keeps what the server and other controllers own in metadata (finalizers, owners we do not know of). */
+function withLiveMeta(body: KubeObject, live: KubeObject): KubeObject {
+  return {
+    ...body,
+    metadata: {
+      ...body.metadata,
+      resourceVersion: live.metadata.resourceVersion,
+      ...(body.metadata.finalizers === undefined && live.metadata.finalizers ? { finalizers: live.metadata.finalizers } : {}),
+    },
+    // Status is not restored; keep the live one so a PUT to a CRD without a status subresource does not wipe it.
+    ...(live.status !== undefined ? { status: live.status } : {}),
+  };
+}
+
+export async function executeRestore(client: KubeClient, plan: RestorePlan, planned: Planned[], bundleCrds: Map<string, KubeObject>, opts: RestoreOptions, reporter: Reporter): Promise<RestoreResult> {
+  const concurrency = opts.concurrency ?? 8;
+  const resolver = new ResourceResolver(client);
+  const writes = planned.filter((p) => WRITES.has(p.action.action));
+  const releases: Release[] = [];
+  const paused: string[] = [];
+  let releaseProblems: string[] = [];
+  const ciType: ResourceType = { group: CALICO_CRD_GROUP, version: 'v1', plural: 'clusterinformations', kind: CLUSTER_INFORMATION.kind, namespaced: false };
+  const ciBefore = plan.crdsToCreate.includes(`clusterinformations.${CALICO_CRD_GROUP}`) ? undefined : await client.getOrUndefined(ciType, undefined, CLUSTER_INFORMATION.name).catch(() => undefined);
+
+  if (writes.length || plan.crdsToCreate.length) {
+    try {
+      // 1. CRDs missing from the cluster, from the bundle, until Established.
+      if (plan.crdsToCreate.length) {
+        const crds = [...bundleCrds.values()].filter((c) => plan.crdsToCreate.includes(c.metadata.name));
+        reporter.info('CNR_RESTORE_CRDS', `creating ${crds.length} CRD(s) from the bundle: ${plan.crdsToCreate.join(', ')}`);
+        await pool(crds, 4, async (c) => {
+          const body = stripServerFields(c);
+          await client.create(K.crd, body);
+        });
+        await waitCrdsEstablished(client, plan.crdsToCreate);
+        resolver.forget();
+      }
+      // 2. Keep the operator from rewriting what we write.
+      const op = await pauseOperator(client, reporter);
+      if (op) {
+        releases.push(op);
+        paused.push(op.what);
+      }
+      // 3. Phase by phase; within a phase kind by kind (rank), objects of one kind in parallel.
+      const ownerCache = new Map<string, string | undefined>();
+      let done = 0;
+      const total = writes.filter((p) => p.action.action !== 'prune').length;
+      const phases = [...RESTORE_PHASES, OTHER_PHASE];
+      for (const phase of phases) {
+        const inPhase = writes.filter((p) => p.action.phase === phase.id && p.action.action !== 'prune');
+        if (!inPhase.length) continue;
+        if (phase.datastoreLock) {
+          const lock = await lockDatastore(client, ciType, reporter, ciBefore ? (ciBefore.spec?.datastoreReady as boolean | undefined) : undefined);
+          if (lock) {
+            releases.push(lock);
+            paused.push(lock.what);
+          }
+        }
+        reporter.info('CNR_RESTORE_PHASE', `restoring ${phase.title} (${inPhase.length} object(s))`, { phase: phase.id, count: inPhase.length });
+        const ranks = [...new Set(inPhase.map((p) => p.rank))].sort((a, b) => a - b);
+        for (const rank of ranks) {
+          await pool(inPhase.filter((p) => p.rank === rank), concurrency, async (p) => {
+            try {
+              const written = await writeOne(client, resolver, p, ownerCache, reporter);
+              p.action.outcome = 'done';
+              if (written?.metadata?.uid) ownerCache.set(`${p.desired!.apiVersion}\0${p.desired!.kind}\0${p.desired!.metadata.name}\0${p.desired!.metadata.namespace ?? ''}`, written.metadata.uid);
+              reporter.info('CNR_RESTORE_OBJECT', `${pastTense(p.action.action)} ${p.action.id}`, { id: p.action.id, action: p.action.action });
+            } catch (err) {
+              p.action.outcome = 'failed';
+              p.action.error = errorMessage(err);
+              reporter.error('CNR_RESTORE_OBJECT_FAILED', `${p.action.id}: ${p.action.action} failed: ${p.action.error}`, { id: p.action.id, action: p.action.action });
+            }
+            reporter.progress({ id: 'restore', label: 'restoring objects', current: ++done, total });
+          });
+        }
+      }
+      if (total) reporter.progress({ id: 'restore', label: 'restoring objects', current: done, total, done: true });
+      // 4. Prune last, most dependent kinds first.
+      for (const p of writes.filter((x) => x.action.action === 'prune')) {
+        try {
+          await client.delete(p.type!, p.live!.metadata.namespace, p.live!.metadata.name);
+          p.action.outcome = 'done';
+          reporter.info('CNR_RESTORE_OBJECT', `pruned ${p.action.id}`, { id: p.action.id, action: 'prune' });
+        } catch (err) {
+          p.action.outcome = 'failed';
+          p.action.error = errorMessage(err);
+          reporter.error('CNR_RESTORE_OBJECT_FAILED', `${p.action.id}: prune failed: ${p.action.error}`);
+        }
+      }
+    } finally {
+      releaseProblems = await releaseAll(releases, reporter);
+    }
+  }
+
+  // 5. Re-read what was written: someone else (a controller, a person) may have changed it meanwhile.
+  const drifted: { id: string; paths: string[] }[] = [];
+  await pool(writes.filter((p) => p.action.outcome === 'done' && p.action.action !== 'prune'), concurrency, async (p) => {
+    const type = (await resolver.forObject(p.desired!)) ?? p.type!;
+    const live = await client.getOrUndefined(type, p.desired!.metadata.namespace, p.desired!.metadata.name);
+    const wanted = comparable(p.desired!);
+    if (p.desired!.kind === CLUSTER_INFORMATION.kind) delete wanted.spec?.datastoreReady; // set by the lock release
+    const paths = live ? missingFrom(wanted, comparable(live)) : ['(object is gone)'];
+    if (paths.length) {
+      p.action.drift = paths;
+      drifted.push({ id: p.action.id, paths });
+      reporter.warn('CNR_RESTORE_DRIFT', `${p.action.id} changed after it was written: ${paths.join(', ')}`);
+    }
+  });
+
+  const failures = plan.actions
+    .filter((a) => a.outcome === 'failed' || NOT_RESTORED.has(a.action))
+    .map((a) => ({ id: a.id, action: a.action, reason: a.error ?? a.reason ?? 'failed' }));
+  return {
+    ...plan,
+    counts: countActions(plan.actions),
+    failures,
+    drifted,
+    guards: { paused, releaseProblems },
+    ok: failures.length === 0 && drifted.length === 0 && releaseProblems.length === 0,
+  };
+}
+
+function pastTense(a: RestoreActionKind): string {
+  return ({ create: 'created', update: 'updated', replace: 'replaced', prune: 'pruned' } as Record<string, string>)[a] ?? a;
+}
+
+/**
+ * Plan, ask (unless dry run), execute. A dry run returns the plan with `ok` telling whether a real run
+ * would restore everything; it writes nothing (server-side dry runs only).
+ */
+export async function restoreResources(client: KubeClient, bundle: RestoreSource, opts: RestoreOptions, reporter: Reporter): Promise<RestoreResult> {
+  const { plan, planned, bundleCrds } = await planRestore(client, bundle, opts, reporter);
+  if (opts.dryRun) {
+    await serverDryRun(client, planned, opts.concurrency ?? 8);
+    const failures = plan.actions
+      .filter((a) => NOT_RESTORED.has(a.action) || a.serverDryRunError)
+      .map((a) => ({ id: a.id, action: a.action, reason: a.serverDryRunError ? `the API server would refuse it: ${a.serverDryRunError}` : a.reason ?? '' }));
+    return { ...plan, failures, drifted: [], guards: { paused: [], releaseProblems: [] }, ok: failures.length === 0 };
+  }
+  const writes = plan.actions.filter((a) => WRITES.has(a.action)).length + plan.crdsToCreate.length;
+  if (writes && opts.confirm && !(await opts.confirm(plan))) {
+    throw new RefusedError('restore not confirmed; nothing was written', { hint: 'answer y on a terminal, or pass --yes (see the preview with --dry-run)' });
+  }
+  return executeRestore(client, plan, planned, bundleCrds, opts, reporter);
+}
+
+/** For tests and renderers: the canonical form used to compare objects. */
+export { canonical };
