@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest';
+import type { KubeObject } from '../kube/types.js';
+import { comparable, missingFrom, objectDiff, sameContent } from './normalize.js';
+import { phaseOf } from './order.js';
+import { calicoVersionOfOperatorImage, judgePool } from './pools.js';
+
+const calico = (kind: string, name = 'x', spec: unknown = {}): KubeObject => ({ apiVersion: 'crd.projectcalico.org/v1', kind, metadata: { name }, spec });
+
+describe('restore order', () => {
+  it('follows the issue: config, operator, ClusterInformation, pools, IPAM, BGP/Felix, sets, policies, the rest', () => {
+    const objs: KubeObject[] = [
+      calico('GlobalNetworkPolicy'),
+      calico('IPAMHandle'),
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'tigera-operator' } },
+      calico('FelixConfiguration'),
+      calico('Tier'),
+      calico('IPPool'),
+      calico('SomethingNew'),
+      calico('IPAMBlock'),
+      calico('ClusterInformation'),
+      { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default' } },
+      calico('GlobalNetworkSet'),
+      calico('BlockAffinity'),
+      calico('IPAMConfig'),
+      calico('IPReservation'),
+    ];
+    const sorted = [...objs].sort((a, b) => phaseOf(a).rank - phaseOf(b).rank).map((o) => o.kind);
+    expect(sorted).toEqual([
+      'ConfigMap',
+      'Installation',
+      'ClusterInformation',
+      'IPPool',
+      'IPReservation',
+      'IPAMConfig',
+      'BlockAffinity',
+      'IPAMBlock',
+      'IPAMHandle',
+      'FelixConfiguration',
+      'GlobalNetworkSet',
+      'Tier',
+      'GlobalNetworkPolicy',
+      'SomethingNew',
+    ]);
+    expect(phaseOf(calico('IPAMBlock')).phase.datastoreLock).toBe(true);
+    expect(phaseOf(calico('IPPool')).phase.datastoreLock).toBeFalsy();
+  });
+});
+
+describe('comparing bundle and cluster objects', () => {
+  const bundle: KubeObject = { ...calico('IPPool', 'p', { cidr: '10.0.0.0/16', disabled: true }), metadata: { name: 'p', uid: 'old', resourceVersion: '5', ownerReferences: [{ apiVersion: 'v1', kind: 'Namespace', name: 'n', uid: 'old-owner' }] } };
+  const live: KubeObject = { ...calico('IPPool', 'p', { disabled: true, cidr: '10.0.0.0/16' }), metadata: { name: 'p', uid: 'new', resourceVersion: '99', creationTimestamp: 't', managedFields: [{}], ownerReferences: [{ apiVersion: 'v1', kind: 'Namespace', name: 'n', uid: 'new-owner' }] } };
+
+  it('ignores server fields, key order and owner UIDs', () => {
+    expect(sameContent(bundle, live)).toBe(true);
+    expect(comparable(live).metadata).toEqual({ name: 'p', ownerReferences: [{ apiVersion: 'v1', kind: 'Namespace', name: 'n', uid: '' }] });
+  });
+
+  it('shows a change as a diff from the cluster to the bundle', () => {
+    const edited = structuredClone(live);
+    edited.spec.disabled = false;
+    expect(sameContent(bundle, edited)).toBe(false);
+    const d = objectDiff(edited, bundle, 'IPPool p');
+    expect(d).toMatch(/-\s+disabled: false\n\+\s+disabled: true/);
+  });
+
+  it('drift: fields the server added are fine, changed or missing ones are reported', () => {
+    expect(missingFrom({ spec: { a: 1 } }, { spec: { a: 1, defaulted: true } })).toEqual([]);
+    expect(missingFrom({ spec: { a: 1, l: [1, 2] } }, { spec: { a: 2, l: [1] } })).toEqual(['spec.a', 'spec.l']);
+  });
+});
+
+describe('operator-managed IP pools', () => {
+  const installation: KubeObject = { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default' }, spec: { calicoNetwork: { ipPools: [{ name: 'default-ipv4-ippool', cidr: '192.168.0.0/16' }] } } };
+  const op = (tag: string) => `quay.io/tigera/operator:${tag}`;
+
+  it('maps operator images to Calico versions', () => {
+    expect(calicoVersionOfOperatorImage(op('v1.34.3'))).toBe('v3.28.1');
+    expect(calicoVersionOfOperatorImage(op('v1.36.99'))).toBe('v3.29.0');
+    expect(calicoVersionOfOperatorImage('quay.io/tigera/operator')).toBeUndefined();
+  });
+
+  it('restores a pool listed in the Installation through its entry under v1.34, and says so', () => {
+    const v = judgePool(calico('IPPool', 'default-ipv4-ippool', { cidr: '192.168.0.0/16' }), installation, op('v1.34.3'));
+    expect(v).toMatchObject({ managed: true, entry: 'default-ipv4-ippool' });
+    expect(v.refusal).toBeUndefined();
+    expect(v.note).toMatch(/through Installation entry default-ipv4-ippool/);
+  });
+
+  it('refuses a disabled managed pool under v1.34 (no disabled field), with the nodeSelector fix; v1.36 suggests disableNewAllocations', () => {
+    const pool = calico('IPPool', 'other', { cidr: '192.168.0.0/16', disabled: true });
+    const v134 = judgePool(pool, installation, op('v1.34.3'));
+    expect(v134.refusal?.reason).toMatch(/has no "disabled" field/);
+    expect(v134.refusal?.fix).toMatch(/nodeSelector: "!all\(\)"/);
+    expect(judgePool(pool, installation, op('v1.36.16')).refusal?.fix).toMatch(/disableNewAllocations: true/);
+  });
+
+  it('leaves pools alone when the operator does not manage them (v1.32, no operator, not listed or labelled)', () => {
+    const pool = calico('IPPool', 'default-ipv4-ippool', { cidr: '192.168.0.0/16', disabled: true });
+    expect(judgePool(pool, installation, op('v1.32.10'))).toEqual({ managed: false });
+    expect(judgePool(pool, installation, undefined)).toEqual({ managed: false });
+    expect(judgePool(calico('IPPool', 'mine', { cidr: '10.9.0.0/16', disabled: true }), installation, op('v1.34.3'))).toEqual({ managed: false });
+    const labelled = calico('IPPool', 'mine', { cidr: '10.9.0.0/16', disabled: true });
+    labelled.metadata.labels = { 'app.kubernetes.io/managed-by': 'tigera-operator' };
+    expect(judgePool(labelled, installation, op('v1.34.3')).refusal).toBeDefined();
+  });
+});
