@@ -1,0 +1,244 @@
+/**
+ * doctor against the real control plane: a healthy population (operator 3.28.1, pool + IPAM matching the pods kwok
+ * runs), the problems the issue names (labelled pool not listed, handle of a deleted pod, block of a deleted node),
+ * the #9100 incident, the same checks offline on a bundle, --target, and bad input.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeClient } from '../../src/kube/client.js';
+import { K } from '../../src/kube/builtin.js';
+import type { KubeObject } from '../../src/kube/types.js';
+import { createFakeNodes, waitNodeReady } from '../../src/local-cluster/nodes.js';
+import { applyFixture, calicoType, deleteNodes, operatorType, resetCalico, runCli, testClient } from './helpers.js';
+
+const NS = 'doctor-e2e';
+const ipPool = calicoType('ippools', 'IPPool');
+const ipamBlock = calicoType('ipamblocks', 'IPAMBlock');
+const ipamHandle = calicoType('ipamhandles', 'IPAMHandle');
+const blockAffinity = calicoType('blockaffinities', 'BlockAffinity');
+const clusterInfo = calicoType('clusterinformations', 'ClusterInformation');
+const installationType = operatorType('installations', 'Installation');
+const MANAGED = { 'app.kubernetes.io/managed-by': 'tigera-operator' };
+
+/** An Installation entry as operator v1.34 leaves it (defaults written back). */
+const entry = (name: string, cidr: string) => ({
+  name, cidr, blockSize: 26, encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', nodeSelector: 'all()', disableBGPExport: false, allowedUses: ['Workload', 'Tunnel'],
+});
+/** The crd.projectcalico.org IPPool the operator writes for such an entry. */
+const poolFor = (name: string, cidr: string, extra: Record<string, unknown> = {}): KubeObject => ({
+  apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name, labels: MANAGED },
+  spec: { cidr, blockSize: 26, ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true, nodeSelector: 'all()', allowedUses: ['Workload', 'Tunnel'], ...extra },
+});
+
+interface Alloc { ip: string; node: string; handle: string; pod?: string }
+
+/** IPAM objects as calico-ipam would have written them for these allocations: /26 blocks, handles, affinities. */
+async function writeIpam(client: KubeClient, allocs: Alloc[]): Promise<void> {
+  const blocks = new Map<string, { node: string; items: Alloc[] }>();
+  for (const a of allocs) {
+    const o = a.ip.split('.').map(Number);
+    const base = `${o[0]}.${o[1]}.${o[2]}.${o[3]! & ~63}/26`;
+    (blocks.get(base) ?? blocks.set(base, { node: a.node, items: [] }).get(base)!).items.push(a);
+  }
+  for (const [cidr, b] of blocks) {
+    const allocations: (number | null)[] = Array(64).fill(null);
+    const attributes = b.items.map((a, i) => {
+      allocations[Number(a.ip.split('.')[3]) & 63] = i;
+      return { handle_id: a.handle, secondary: a.pod ? { namespace: NS, pod: a.pod, node: a.node } : { node: a.node, type: 'vxlanTunnelAddress' } };
+    });
+    const name = cidr.replace(/[./]/g, '-');
+    const unallocated = allocations.map((v, i) => (v === null ? i : -1)).filter((i) => i >= 0);
+    await client.apply(ipamBlock, { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPAMBlock', metadata: { name }, spec: { cidr, affinity: `host:${b.node}`, allocations, attributes, unallocated, strictAffinity: false, deleted: false } });
+    await client.apply(blockAffinity, { apiVersion: 'crd.projectcalico.org/v1', kind: 'BlockAffinity', metadata: { name: `${b.node}-${name}` }, spec: { node: b.node, cidr, state: 'confirmed', deleted: 'false' } });
+    for (const a of b.items) {
+      await client.apply(ipamHandle, { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPAMHandle', metadata: { name: a.handle.toLowerCase() }, spec: { handleID: a.handle, block: { [cidr]: 1 } } });
+    }
+  }
+}
+
+async function setInstallation(client: KubeClient, ipPools: unknown[]): Promise<void> {
+  await client.apply(installationType, { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default' }, spec: { calicoNetwork: { ipPools } } });
+}
+
+async function runningPods(client: KubeClient, selector: string, n: number): Promise<KubeObject[]> {
+  return client.waitFor(`${n} running pods (${selector})`, async () => {
+    const pods = (await client.listAll(K.pod, { namespace: NS, labelSelector: selector })).filter((p) => p.status?.phase === 'Running' && p.status?.podIP && !p.metadata.deletionTimestamp);
+    return pods.length === n ? pods : undefined;
+  }, { timeoutMs: 120_000 });
+}
+
+async function doctor(args: string[] = [], env?: Record<string, string>) {
+  const r = await runCli(['doctor', '-o', 'json', ...args], { env });
+  let report: any;
+  try {
+    report = JSON.parse(r.stdout);
+  } catch {
+    throw new Error(`doctor printed no JSON (exit ${r.code}): ${r.stdout}\n${r.stderr}`);
+  }
+  return { ...r, report, ids: (report.findings as any[]).map((f) => f.id).sort() };
+}
+
+describe('doctor on a real cluster', () => {
+  let client: KubeClient;
+  const allocs: Alloc[] = [];
+
+  beforeAll(async () => {
+    client = await testClient();
+    await resetCalico(client);
+    await client.delete(K.namespace, undefined, NS);
+    await client.waitFor(`namespace ${NS} gone`, async () => ((await client.getOrUndefined(K.namespace, undefined, NS)) ? undefined : true), { timeoutMs: 120_000 });
+    await deleteNodes(client, 'doc-');
+    await createFakeNodes(client, [{ name: 'doc-1' }, { name: 'doc-2' }]);
+
+    // Calico 3.28.1 as the operator installs it: CRDs + operator (kwok runs its pod), calico-node, ClusterInformation.
+    await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
+    await client.apply(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'calico-system' } });
+    await client.apply(K.daemonSet, {
+      apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'calico-node', namespace: 'calico-system' },
+      spec: {
+        selector: { matchLabels: { 'k8s-app': 'calico-node' } },
+        template: {
+          metadata: { labels: { 'k8s-app': 'calico-node' } },
+          spec: { hostNetwork: true, nodeSelector: { type: 'kwok' }, tolerations: [{ operator: 'Exists' }], containers: [{ name: 'calico-node', image: 'docker.io/calico/node:v3.28.1' }] },
+        },
+      },
+    });
+    await client.apply(clusterInfo, { apiVersion: 'crd.projectcalico.org/v1', kind: 'ClusterInformation', metadata: { name: 'default' }, spec: { calicoVersion: 'v3.28.1', datastoreReady: true, clusterType: 'k8s,bgp,operator' } });
+    await client.waitFor('tigera-operator and calico-node ready', async () => {
+      const d = await client.get(K.deployment, 'tigera-operator', 'tigera-operator');
+      const ds = await client.get(K.daemonSet, 'calico-system', 'calico-node');
+      const nodes = (await client.listAll(K.node)).filter((n) => n.metadata.labels?.type === 'kwok').length;
+      return d.status?.readyReplicas === 1 && ds.status?.numberReady === nodes && nodes > 0 ? true : undefined;
+    }, { timeoutMs: 120_000 });
+
+    // Workloads: kwok gives pod IPs from 10.244.0.0/16; the pool and IPAM say the same.
+    await client.apply(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+    await client.apply(K.deployment, {
+      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: NS },
+      spec: {
+        replicas: 4, selector: { matchLabels: { app: 'web' } },
+        template: { metadata: { labels: { app: 'web' } }, spec: { nodeSelector: { type: 'kwok' }, tolerations: [{ operator: 'Exists' }], containers: [{ name: 'web', image: 'nginx' }] } },
+      },
+    });
+    const pods = await runningPods(client, 'app=web', 4);
+    for (const p of pods) allocs.push({ ip: p.status!.podIP, node: p.spec!.nodeName, pod: p.metadata.name, handle: `k8s-pod-network.${p.metadata.uid!.replace(/-/g, '')}` });
+    await setInstallation(client, [entry('kwok-ipv4-ippool', '10.244.0.0/16')]);
+    await client.apply(ipPool, poolFor('kwok-ipv4-ippool', '10.244.0.0/16'));
+    await writeIpam(client, allocs);
+  });
+
+  afterAll(async () => {
+    await client.delete(K.namespace, undefined, NS);
+    await deleteNodes(client, 'doc-');
+    client.close();
+  });
+
+  it('a healthy population: exit 0 and no findings', async () => {
+    const r = await doctor();
+    expect(r.report.findings, r.stdout).toEqual([]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.report.calico).toMatchObject({ installType: 'operator', version: 'v3.28.1' });
+    expect(r.report.notes).toEqual([]);
+    const table = await runCli(['doctor']);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toContain('No problems found.');
+  });
+
+  it('reports a labelled pool missing from the Installation, a handle whose pod is gone and a block of a deleted node', async () => {
+    // A pool the operator labelled earlier, no longer listed in the Installation.
+    await client.apply(ipPool, poolFor('legacy-pool', '10.77.0.0/16'));
+    // A pod that got an address, then went away: its IPAM handle and allocation stay behind.
+    await client.apply(K.pod, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'ghost', namespace: NS, labels: { app: 'ghost' } }, spec: { nodeSelector: { type: 'kwok' }, tolerations: [{ operator: 'Exists' }], containers: [{ name: 'c', image: 'busybox' }] } });
+    const [ghost] = await runningPods(client, 'app=ghost', 1);
+    const ghostHandle = `k8s-pod-network.${ghost!.metadata.uid!.replace(/-/g, '')}`;
+    await writeIpam(client, [...allocs, { ip: ghost!.status!.podIP, node: ghost!.spec!.nodeName, pod: 'ghost', handle: ghostHandle }]);
+    await client.delete(K.pod, NS, 'ghost', { gracePeriodSeconds: 0 });
+    await client.waitFor('pod ghost deleted', async () => ((await client.getOrUndefined(K.pod, NS, 'ghost')) ? undefined : true), { timeoutMs: 60_000 });
+    // A node that had a block, then was deleted.
+    await createFakeNodes(client, [{ name: 'doc-gone', ipIndex: 9 }]);
+    await waitNodeReady(client, 'doc-gone');
+    await writeIpam(client, [{ ip: '10.99.0.0', node: 'doc-gone', handle: 'vxlan-tunnel-addr-doc-gone' }]);
+    await client.delete(K.node, undefined, 'doc-gone');
+    await client.waitFor('node doc-gone deleted', async () => ((await client.getOrUndefined(K.node, undefined, 'doc-gone')) ? undefined : true), { timeoutMs: 60_000 });
+
+    const r = await doctor();
+    expect(r.ids, r.stdout).toEqual(['ipam-block-affinity-missing-node', 'ipam-handle-without-pod', 'pool-managed-not-listed']);
+    expect(r.code).toBe(2);
+    const by = Object.fromEntries(r.report.findings.map((f: any) => [f.id, f]));
+    expect(by['pool-managed-not-listed'].objects).toEqual(['IPPool/legacy-pool', 'Installation/default']);
+    expect(by['ipam-handle-without-pod'].objects).toEqual([`IPAMHandle/${ghostHandle} (pod ${NS}/ghost) holds ${ghost!.status!.podIP}`]);
+    expect(by['ipam-block-affinity-missing-node'].title).toContain('node doc-gone');
+    expect(by['ipam-block-affinity-missing-node'].objects).toEqual(['IPAMBlock/10-99-0-0-26', 'BlockAffinity/doc-gone-10-99-0-0-26', 'IPAMHandle/vxlan-tunnel-addr-doc-gone']);
+
+    // Clean up these three problems; the population is healthy again.
+    await client.delete(ipPool, undefined, 'legacy-pool');
+    await client.delete(ipamHandle, undefined, ghostHandle);
+    await writeIpam(client, allocs);
+    await client.delete(ipamBlock, undefined, '10-99-0-0-26');
+    await client.delete(blockAffinity, undefined, 'doc-gone-10-99-0-0-26');
+    await client.delete(ipamHandle, undefined, 'vxlan-tunnel-addr-doc-gone');
+    const again = await doctor();
+    expect(again.report.findings, again.stdout).toEqual([]);
+    expect(again.code).toBe(0);
+  });
+
+  it('the #9100 incident: the disabled default-ipv4-ippool equal to the Installation entry, with the 3.28 fix', async () => {
+    await setInstallation(client, [entry('kwok-ipv4-ippool', '10.244.0.0/16'), entry('default-ipv4-ippool', '192.168.0.0/16')]);
+    const p = poolFor('default-ipv4-ippool', '192.168.0.0/16', { disabled: true });
+    delete p.metadata.labels; // not labelled yet: adopted because it equals the entry
+    await client.apply(ipPool, p);
+    const r = await doctor();
+    expect(r.ids, r.stdout).toEqual(['pool-disabled-will-be-reenabled']);
+    expect(r.code).toBe(2);
+    const f = r.report.findings[0];
+    expect(f.objects).toEqual(['IPPool/default-ipv4-ippool', 'Installation/default']);
+    expect(f.why).toMatch(/equals entry 1 of Installation default/);
+    expect(f.why).toMatch(/disabled: false/);
+    expect(f.fix).toContain('nodeSelector: "!all()"');
+    expect(f.fix).toContain(`kubectl patch installation default --type=json -p '[{"op":"add","path":"/spec/calicoNetwork/ipPools/1/nodeSelector","value":"!all()"}]'`);
+    const table = await runCli(['doctor']);
+    expect(table.code).toBe(2);
+    expect(table.stdout).toMatch(/Errors \(1\)/);
+    expect(table.stdout).toContain('[pool-disabled-will-be-reenabled]');
+    expect(table.stdout).toContain('fix: Stop allocations through the Installation');
+  });
+
+  it('--target 3.27.4 on the same state: 3.27 schema prunes the 3.28 fields and allows one pool per family', async () => {
+    const r = await doctor(['--target', '3.27.4']);
+    expect(r.code).toBe(2);
+    expect(r.ids).toContain('installation-pools-per-family');
+    expect(r.ids).not.toContain('pool-disabled-will-be-reenabled'); // the 3.27 operator never writes pools
+    const prune = r.report.findings.find((f: any) => f.id === 'target-schema-prune' && f.objects[0] === 'Installation/default');
+    expect(prune?.title).toContain('spec.calicoNetwork.ipPools[0].name');
+    expect(r.report.calico.target).toBe('v3.27.4');
+  });
+
+  it('doctor BUNDLE runs the same checks offline (no cluster reachable)', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'cnr-doctor-'));
+    const out = path.join(dir, 'bundle');
+    const ex = await runCli(['export', '--out', out, '-o', 'json']);
+    expect(ex.code, ex.stderr).toBe(0);
+    writeFileSync(path.join(dir, 'kc'), `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: x}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n`);
+    const r = await doctor([out, '--kubeconfig', path.join(dir, 'kc')]);
+    expect(r.ids, r.stdout + r.stderr).toEqual(['pool-disabled-will-be-reenabled']);
+    expect(r.code).toBe(2);
+    expect(r.report.source).toMatchObject({ type: 'bundle', path: out });
+    expect(r.report.notes.join(' ')).toMatch(/bundles keep no pods/);
+  });
+
+  it('bad input: one clear line and exit 2, distinguishable from findings', async () => {
+    const r = await runCli(['doctor', '/nonexistent/bundle']);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^cni-rewind: \/nonexistent\/bundle: no such bundle/);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    const t = await runCli(['doctor', '--target', '3.x']);
+    expect(t.code).toBe(2);
+    expect(t.stderr).toMatch(/"3.x" is not a Calico version/);
+    const m = await runCli(['doctor', '--manifests', '/tmp']);
+    expect(m.code).toBe(2);
+    expect(m.stderr).toMatch(/--manifests needs --target/);
+  });
+});
