@@ -18,6 +18,8 @@ export interface TlsOptions {
 
 export interface HttpResponse {
   status: number;
+  /** The reason phrase: Proxmox VE puts its error text there. */
+  statusMessage: string;
   headers: http.IncomingHttpHeaders;
   body: string;
 }
@@ -59,7 +61,7 @@ export class HttpClient {
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, statusMessage: res.statusMessage ?? '', headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
           res.on('error', reject);
         },
       );
