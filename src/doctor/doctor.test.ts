@@ -226,3 +226,20 @@ describe('--target: schema of the target release', () => {
     expect(fs.find((x) => x.id === 'target-kind-missing')?.objects).toEqual(['Tier/security']);
   });
 });
+
+describe('refinements', () => {
+  it('a disabled pool whose entry already stops allocations the supported way is not reported', () => {
+    const st = makeState({
+      workloads: [operatorWorkload('v1.38.13')],
+      objects: [installationWith([entry('p', '192.168.0.0/16', { disableNewAllocations: true })]), pool('p', '192.168.0.0/16', { disabled: true, allowedUses: ['Workload', 'Tunnel'] })],
+    });
+    expect(runChecks(st)).toEqual([]);
+  });
+
+  it('Calico running without its CRDs (the destructive downgrade) is an error', () => {
+    const st = makeState({ workloads: [operatorWorkload('v1.32.10'), calicoNode('v3.27.4')], withIpam: false });
+    const fs = runChecks(st);
+    expect(ids(fs)).toEqual(['calico-crds-missing']);
+    expect(fs[0]!.fix).toContain('cni-rewind restore <bundle> --resources');
+  });
+});

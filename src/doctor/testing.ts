@@ -43,6 +43,11 @@ export const podAt = (ns: string, name: string, node: string, ip: string, extra:
 export const operatorWorkload = (tag: string): WorkloadInfo => ({ kind: 'Deployment', namespace: 'tigera-operator', name: 'tigera-operator', image: `quay.io/tigera/operator:${tag}`, desired: 1, ready: 1 });
 export const calicoNode = (tag: string, ready = 2, desired = 2): WorkloadInfo => ({ kind: 'DaemonSet', namespace: 'calico-system', name: 'calico-node', image: `docker.io/calico/node:${tag}`, desired, ready });
 
+const IPPOOL_CRD_STUB: KubeObject = {
+  apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'ippools.crd.projectcalico.org' },
+  spec: { group: 'crd.projectcalico.org', names: { kind: 'IPPool', plural: 'ippools' }, scope: 'Cluster', versions: [{ name: 'v1', served: true, storage: true }] },
+};
+
 export function makeState(parts: { objects?: KubeObject[]; crds?: KubeObject[]; nodes?: string[]; pods?: PodInfo[]; workloads?: WorkloadInfo[]; withIpam?: boolean } = {}): CalicoState {
   const objects: Record<string, KubeObject[]> = {};
   const keyOf: Record<string, string> = {
@@ -55,7 +60,8 @@ export function makeState(parts: { objects?: KubeObject[]; crds?: KubeObject[]; 
   return {
     source: { type: 'cluster', server: 'https://127.0.0.1:1' },
     objects,
-    crds: parts.crds ?? [],
+    // A state with IPAM has the IPPool CRD (a stub: the checks only look at group and kind).
+    crds: [...(parts.crds ?? []), ...(parts.withIpam !== false ? [IPPOOL_CRD_STUB] : [])],
     nodes: (parts.nodes ?? ['n1', 'n2']).map((name) => ({ name, ready: true })),
     pods: parts.pods ?? [],
     workloads,

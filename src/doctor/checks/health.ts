@@ -1,5 +1,6 @@
 /** TigeraStatus conditions and readiness of the Calico workloads. */
 import { KEYS, objectsOf, ref } from '../state.js';
+import { CALICO_CRD_GROUP } from '../../calico/knowledge.js';
 import type { Check, Finding } from '../types.js';
 
 const tigeraStatus: Check = {
@@ -52,4 +53,31 @@ const workloadsReady: Check = {
   },
 };
 
-export const healthChecks: Check[] = [tigeraStatus, workloadsReady];
+/** The aftermath of `kubectl delete -f tigera-operator.yaml` (3.27/3.28): Calico still runs, its CRDs and their objects are gone. */
+const crdsMissing: Check = {
+  name: 'Calico CRDs present',
+  run(state) {
+    const running = state.workloads.filter((w) => w.name === 'calico-node' || w.name === 'tigera-operator');
+    if (running.length === 0) return [];
+    const hasPools = state.crds.some((c) => c.spec?.group === CALICO_CRD_GROUP && c.spec?.names?.kind === 'IPPool');
+    if (hasPools) return [];
+    return [
+      {
+        id: 'calico-crds-missing',
+        severity: 'error',
+        title: `Calico runs (${running.map((w) => `${w.namespace}/${w.name}`).join(', ')}) but the crd.projectcalico.org IPPool CRD is missing`,
+        objects: running.map((w) => `${w.kind}/${w.namespace}/${w.name}`),
+        why:
+          'Deleting a CRD deletes every object stored in it: IP pools, IPAM blocks/handles/affinities, policies, FelixConfiguration, BGP ' +
+          'configuration. On 3.27/3.28, `kubectl delete -f tigera-operator.yaml` does exactly that. When Calico comes back, IPAM no longer ' +
+          'knows which addresses running pods hold and hands them out again (duplicate IPs); policies are gone.',
+        fix:
+          'Before any new pod is created, restore the Calico resources from the last bundle: cni-rewind restore <bundle> --resources ' +
+          '(CRDs first, then pools and IPAM, then the rest). Without a bundle, re-apply the release manifests server-side and recreate every ' +
+          'pod so addresses go through IPAM again.',
+      },
+    ];
+  },
+};
+
+export const healthChecks: Check[] = [crdsMissing, tigeraStatus, workloadsReady];

@@ -85,6 +85,8 @@ const disabledAdoptedPools: Check = {
       const idx = entries.findIndex((e) => e.cidr === pool.spec?.cidr);
       if (idx < 0) continue; // labelled but not listed: the operator deletes it (reported by the next check)
       const stop = behaviour.stopAllocations;
+      // Allocations already stopped the supported way (e.g. disableNewAllocations on 3.29+): the operator keeps it so.
+      if (JSON.stringify(entries[idx][stop.field]) === JSON.stringify(stop.value)) continue;
       const patch = JSON.stringify([{ op: 'add', path: `/spec/calicoNetwork/ipPools/${idx}/${stop.field}`, value: stop.value }]);
       out.push({
         id: 'pool-disabled-will-be-reenabled',

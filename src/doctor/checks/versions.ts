@@ -109,7 +109,9 @@ const crdsNewerThanOperator: Check = {
         id: 'crds-newer-than-operator',
         severity: 'error',
         title: `Calico CRDs are from ${crdMinor.since} or later, but ${who} is older`,
-        objects: state.crds.filter((c) => CRD_SCHEMA_MARKERS.some((m) => m.kind === c.spec?.names?.kind)).map((c) => `CustomResourceDefinition/${c.metadata.name}`),
+        objects: state.crds
+          .filter((c) => CRD_SCHEMA_MARKERS.some((m) => m.kind === c.spec?.names?.kind && Number(m.since.split('.')[1]) > runMinor && schemaHasPath(c, m.path)))
+          .map((c) => `CustomResourceDefinition/${c.metadata.name}`),
         why:
           `The CRD schemas carry ${crdMinor.evidence}, a field Calico ${crdMinor.since} introduced. An older operator neither knows nor ` +
           'maintains these fields; objects written under the newer schema keep values the running version cannot read, and a later ' +
