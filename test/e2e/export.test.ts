@@ -237,6 +237,48 @@ describe('export, inspect, verify, list, diff on a populated Calico 3.28.1 clust
     fs.rmSync(cwd, { recursive: true, force: true });
   });
 
+  it('exports a kind a future Calico adds and the shared AdminNetworkPolicy kinds, but not other kinds of that group', async () => {
+    const crd = (group: string, kind: string, plural: string, scope = 'Cluster') => ({
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: `${plural}.${group}` },
+      spec: {
+        group,
+        names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
+        scope,
+        versions: [{ name: 'v1alpha1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+      },
+    });
+    const future = crd('crd.projectcalico.org', 'FutureThing', 'futurethings');
+    const anp = crd('policy.networking.k8s.io', 'AdminNetworkPolicy', 'adminnetworkpolicies');
+    const other = crd('policy.networking.k8s.io', 'ClusterNetworkPolicy', 'clusternetworkpolicies');
+    const { applyManifests } = await import('../../src/kube/manifests.js');
+    await applyManifests(client, [future, anp, other] as any, { fieldManager: 'e2e' });
+    await applyManifests(client, [
+      { apiVersion: 'crd.projectcalico.org/v1alpha1', kind: 'FutureThing', metadata: { name: 'ft-1' }, spec: { x: 1 } },
+      { apiVersion: 'policy.networking.k8s.io/v1alpha1', kind: 'AdminNetworkPolicy', metadata: { name: 'anp-1' }, spec: { priority: 10 } },
+      { apiVersion: 'policy.networking.k8s.io/v1alpha1', kind: 'ClusterNetworkPolicy', metadata: { name: 'cnp-1' }, spec: {} },
+    ] as any, { fieldManager: 'e2e' });
+    const out = path.join(work, 'future');
+    fs.rmSync(out, { recursive: true, force: true });
+    try {
+      const r = await runCli(['export', '--out', out]);
+      expect(r.code, r.stderr).toBe(0);
+      const m = JSON.parse((await runCli(['inspect', out, '-o', 'json'])).stdout);
+      expect(m.counts['futurethings.crd.projectcalico.org']).toBe(1);
+      expect(m.counts['adminnetworkpolicies.policy.networking.k8s.io']).toBe(1);
+      expect(m.counts['clusternetworkpolicies.policy.networking.k8s.io']).toBeUndefined();
+      expect(fs.existsSync(path.join(out, 'resources/crd.projectcalico.org/FutureThing/_cluster/ft-1.yaml'))).toBe(true);
+      expect(fs.existsSync(path.join(out, 'crds/adminnetworkpolicies.policy.networking.k8s.io.yaml'))).toBe(true);
+      expect(fs.existsSync(path.join(out, 'crds/clusternetworkpolicies.policy.networking.k8s.io.yaml'))).toBe(false);
+      expect((await runCli(['verify', out])).code).toBe(0);
+      expect((await runCli(['diff', out])).code).toBe(0);
+    } finally {
+      for (const c of [future, anp, other]) await client.delete(K.crd, undefined, c.metadata.name);
+      fs.rmSync(out, { recursive: true, force: true });
+    }
+  });
+
   it('an interrupted export never leaves something verify accepts', async () => {
     // Enough objects that the export is still writing when it is killed.
     await populateCalico(client, { prefix: 'bulk', nodes: ['bulk-node-1'], extraHandles: 4000, customResources: false });
