@@ -107,6 +107,8 @@ interface Planned {
   action: RestoreAction;
   /** What is written (server fields stripped, maybe pruned to the installed schema). */
   desired?: KubeObject;
+  /** What was actually sent (owner references re-linked or dropped): the drift check compares against it. */
+  written?: KubeObject;
   live?: KubeObject;
   type?: ResourceType;
   rank: number;
@@ -119,6 +121,7 @@ const idOf = (o: { kind: string; metadata?: { namespace?: string; name: string }
 };
 const refOf = (o: KubeObject): ObjectRef => ({ apiVersion: o.apiVersion, kind: o.kind, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}), name: o.metadata.name });
 const crdKey = (group: string, kind: string) => `${group}\0${kind}`;
+const ownerKey = (apiVersion: string, kind: string, name: string, namespace: string | undefined) => `${apiVersion}\0${kind}\0${namespace ?? ''}\0${name}`;
 
 function matchesKinds(obj: KubeObject, kinds: string[] | undefined): boolean {
   if (!kinds?.length) return true;
@@ -173,10 +176,12 @@ export async function planRestore(client: KubeClient, bundle: RestoreSource, opt
   const operatorImage: string | undefined = (operator?.spec?.template?.spec?.containers ?? []).find((c: any) => c.name === 'tigera-operator')?.image ?? operator?.spec?.template?.spec?.containers?.[0]?.image;
   const installation = objects.find((o) => o.kind === INSTALLATION_KIND && groupOf(o.apiVersion) === 'operator.tigera.io' && o.metadata.name === INSTALLATION_NAME);
 
+  const inBundle = new Set(objects.map((o) => ownerKey(o.apiVersion, o.kind, o.metadata.name, o.metadata.namespace)));
   const planned: Planned[] = [];
   await pool(objects, opts.concurrency ?? 8, async (obj) => {
-    planned.push(await planOne(client, resolver, obj, { existing, liveCrds, bundleCrds, dropUnknownFields: !!opts.dropUnknownFields, installation, operatorImage }));
+    planned.push(await planOne(client, resolver, obj, { existing, liveCrds, bundleCrds, dropUnknownFields: !!opts.dropUnknownFields, installation, operatorImage, inBundle }));
   });
+  for (const p of planned) for (const n of p.action.notes ?? []) if (n.startsWith('ownerReferences')) reporter.warn('CNR_RESTORE_OWNER_DROPPED', `${p.action.id}: ${n}`);
 
   if (opts.prune) planned.push(...(await planPrune(client, resolver, bundle.manifest, objects, opts.kinds)));
   planned.sort((a, b) => a.rank - b.rank || a.action.id.localeCompare(b.action.id));
@@ -204,7 +209,7 @@ async function planOne(
   client: KubeClient,
   resolver: ResourceResolver,
   obj: KubeObject,
-  ctx: { existing: ExistingPolicy; liveCrds: Map<string, KubeObject>; bundleCrds: Map<string, KubeObject>; dropUnknownFields: boolean; installation?: KubeObject; operatorImage?: string },
+  ctx: { existing: ExistingPolicy; liveCrds: Map<string, KubeObject>; bundleCrds: Map<string, KubeObject>; dropUnknownFields: boolean; installation?: KubeObject; operatorImage?: string; inBundle: Set<string> },
 ): Promise<Planned> {
   const { phase, rank } = phaseOf(obj);
   const action: RestoreAction = { ref: refOf(obj), id: idOf(obj), phase: phase.id, action: 'create' };
@@ -252,6 +257,24 @@ async function planOne(
       action.fix = verdict.refusal.fix;
     }
     if (verdict.note) notes.push(verdict.note);
+  }
+  // Owners neither in the cluster nor in the bundle will not exist: drop those references now, so the
+  // preview says so and an object restored before is not seen as changed on every run.
+  const refs = desired.metadata.ownerReferences;
+  if (refs?.length) {
+    const kept = [];
+    for (const r of refs) {
+      const ns = desired.metadata.namespace;
+      if (ctx.inBundle.has(ownerKey(r.apiVersion, r.kind, r.name, ns)) || ctx.inBundle.has(ownerKey(r.apiVersion, r.kind, r.name, undefined))) kept.push(r);
+      else {
+        const t = await resolver.resolve(r.apiVersion, r.kind);
+        const owner = t ? await client.getOrUndefined(t, t.namespaced ? ns : undefined, r.name) : undefined;
+        if (owner) kept.push(r);
+        else notes.push(`ownerReferences to ${r.kind} ${r.name} dropped: the owner is neither in the cluster nor in the bundle`);
+      }
+    }
+    if (kept.length) desired.metadata.ownerReferences = kept;
+    else delete desired.metadata.ownerReferences;
   }
   if (notes.length) action.notes = notes;
 
@@ -380,6 +403,7 @@ async function writeOne(client: KubeClient, resolver: ResourceResolver, p: Plann
     (p.action.notes ??= []).push(note);
     reporter.warn('CNR_RESTORE_OWNER_DROPPED', `${p.action.id}: ${note}`);
   }
+  p.written = body;
   const strict = { fieldValidation: 'Strict' as const };
   switch (p.action.action) {
     case 'create':
@@ -504,7 +528,7 @@ export async function executeRestore(client: KubeClient, plan: RestorePlan, plan
   await pool(writes.filter((p) => p.action.outcome === 'done' && p.action.action !== 'prune'), concurrency, async (p) => {
     const type = (await resolver.forObject(p.desired!)) ?? p.type!;
     const live = await client.getOrUndefined(type, p.desired!.metadata.namespace, p.desired!.metadata.name);
-    const wanted = comparable(p.desired!);
+    const wanted = comparable(p.written ?? p.desired!);
     if (p.desired!.kind === CLUSTER_INFORMATION.kind) delete wanted.spec?.datastoreReady; // set by the lock release
     const paths = live ? missingFrom(wanted, comparable(live)) : ['(object is gone)'];
     if (paths.length) {

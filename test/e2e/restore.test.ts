@@ -322,6 +322,65 @@ describe('restore --resources on a real cluster', () => {
     expect(JSON.parse(ok.stdout).cluster.sameCluster).toBe(false);
   });
 
+  it('re-links ownerReferences to the new owner UID or drops them with a warning; --existing skip|replace; --prune only when asked', async () => {
+    const inst = await client.get(T.installation, undefined, 'default');
+    await client.apply(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'rst-owner' } }, { fieldManager: 'rst-e2e' });
+    const ownerNs = await client.get(K.namespace, undefined, 'rst-owner');
+    const owned = (name: string, ref: { apiVersion: string; kind: string; name: string; uid: string }): KubeObject => ({
+      ...c('GlobalNetworkSet', name, { nets: ['192.0.2.0/24'] }),
+      metadata: { name, ownerReferences: [ref] },
+    });
+    await client.create(T.gns, owned('owned-by-installation', { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', name: 'default', uid: inst.metadata.uid! }));
+    await client.create(T.gns, owned('owned-by-namespace', { apiVersion: 'v1', kind: 'Namespace', name: 'rst-owner', uid: ownerNs.metadata.uid! }));
+    const bundle = await exportTo(work, 'owners');
+
+    // Owners go away; the garbage collector (real kube-controller-manager) deletes what they owned.
+    await client.delete(T.installation, undefined, 'default');
+    await client.delete(K.namespace, undefined, 'rst-owner');
+    await client.waitFor('the owned sets to be garbage-collected', async () =>
+      (await client.getOrUndefined(T.gns, undefined, 'owned-by-installation')) || (await client.getOrUndefined(T.gns, undefined, 'owned-by-namespace')) ? undefined : true,
+    { timeoutMs: 120_000 });
+
+    const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/GlobalNetworkSet owned-by-namespace: ownerReferences to Namespace rst-owner dropped: the owner is neither in the cluster nor in the bundle/);
+    const newInst = await client.get(T.installation, undefined, 'default');
+    expect(newInst.metadata.uid).not.toBe(inst.metadata.uid);
+    const byInst = await client.get(T.gns, undefined, 'owned-by-installation');
+    expect(byInst.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'Installation', name: 'default', uid: newInst.metadata.uid })]);
+    expect((await client.get(T.gns, undefined, 'owned-by-namespace')).metadata.ownerReferences).toBeUndefined();
+    // The garbage collector leaves the re-linked set alone (it would delete one pointing at the old UID).
+    await new Promise((res) => setTimeout(res, 5000));
+    expect(await client.getOrUndefined(T.gns, undefined, 'owned-by-installation')).toBeDefined();
+
+    // --existing skip leaves a changed object as it is, and says so; replace re-creates it.
+    await client.mergePatch(T.gns, undefined, 'blocked-ranges', { spec: { nets: ['198.51.100.0/25'] } });
+    const uidBefore = (await client.get(T.gns, undefined, 'blocked-ranges')).metadata.uid;
+    const skip = await runCli(['restore', bundle, '--resources', '--yes', '--existing', 'skip', '--kinds', 'GlobalNetworkSet', '-o', 'json']);
+    expect(skip.code, skip.stderr).toBe(0);
+    expect(JSON.parse(skip.stdout).actions.find((a: any) => a.id === 'GlobalNetworkSet blocked-ranges')).toMatchObject({ action: 'skip', reason: expect.stringContaining('--existing skip') });
+    expect((await client.get(T.gns, undefined, 'blocked-ranges')).spec.nets).toEqual(['198.51.100.0/25']);
+    const replace = await runCli(['restore', bundle, '--resources', '--yes', '--existing', 'replace', '--kinds', 'GlobalNetworkSet', '-o', 'json']);
+    expect(replace.code, replace.stderr).toBe(0);
+    const replaced = await client.get(T.gns, undefined, 'blocked-ranges');
+    expect(replaced.spec.nets).toEqual(['198.51.100.0/24']);
+    expect(replaced.metadata.uid).not.toBe(uidBefore);
+
+    // --prune: never by default; listed in the preview; deletes only in-scope objects the bundle lacks.
+    await client.create(T.gnp, c('GlobalNetworkPolicy', 'default.rst-extra', { selector: 'all()', types: ['Ingress'] }));
+    const noPrune = await runCli(['restore', bundle, '--resources', '--dry-run', '-o', 'json']);
+    expect(JSON.parse(noPrune.stdout).actions.filter((a: any) => a.action === 'prune')).toEqual([]);
+    const dryPrune = await runCli(['restore', bundle, '--resources', '--dry-run', '--prune', '-o', 'json']);
+    expect(dryPrune.code, dryPrune.stderr).toBe(0);
+    expect(JSON.parse(dryPrune.stdout).actions.filter((a: any) => a.action !== 'unchanged').map((a: any) => `${a.action} ${a.id}`)).toEqual(['prune GlobalNetworkPolicy default.rst-extra']);
+    expect(await client.getOrUndefined(T.gnp, undefined, 'default.rst-extra')).toBeDefined();
+    const pruned = await runCli(['restore', bundle, '--resources', '--yes', '--prune']);
+    expect(pruned.code, pruned.stderr).toBe(0);
+    expect(await client.getOrUndefined(T.gnp, undefined, 'default.rst-extra')).toBeUndefined();
+    await client.delete(T.gns, undefined, 'owned-by-installation');
+    await client.delete(T.gns, undefined, 'owned-by-namespace');
+  });
+
   it('a 3.28.1 bundle onto 3.27.4 CRDs: reports the Installation fields 3.27 does not know; --drop-unknown-fields succeeds', async () => {
     const bundle = await exportTo(work, 'v3281');
     // Downgrade the CRDs the incident way (delete), then install 3.27.4's operator manifests.
