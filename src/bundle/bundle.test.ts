@@ -177,3 +177,18 @@ describe('bad input gives one clear BadInputError', () => {
     for (const l of leftovers) expect(fs.existsSync(path.join(os.tmpdir(), l, 'manifest.json')) && fs.existsSync(path.join(os.tmpdir(), l, 'hard'))).toBe(false);
   });
 });
+
+describe('directory bundles with links', () => {
+  it('verify reports a symlinked object file and readObject refuses it', async () => {
+    const out = await writeSample(path.join(dir, 'bl'));
+    const rel = 'resources/crd.projectcalico.org/IPPool/_cluster/a.yaml';
+    const f = path.join(out, rel);
+    fs.renameSync(f, path.join(dir, 'elsewhere.yaml'));
+    fs.symlinkSync(path.join(dir, 'elsewhere.yaml'), f);
+    const b = await openBundle(out);
+    const r = await verifyBundle(b);
+    expect(r.problems).toContainEqual({ file: rel, problem: expect.stringMatching(/symbolic link/) });
+    await expect(b.readObject(rel)).rejects.toThrow(/not a regular file/);
+    await b.close();
+  });
+});

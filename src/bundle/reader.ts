@@ -170,8 +170,11 @@ class BundleImpl implements Bundle {
     if (!entry) throw new BadInputError(`${this.source}: ${rel} is not listed in the manifest`);
     let data: Buffer;
     try {
+      // Only regular files: a link inside a bundle directory could point anywhere.
+      if (!(await fs.lstat(path.join(this.root, rel))).isFile()) throw new BadInputError(`${this.source}: ${rel} is not a regular file`);
       data = await fs.readFile(path.join(this.root, rel));
-    } catch {
+    } catch (err) {
+      if (err instanceof BadInputError) throw err;
       throw new BadInputError(`${this.source}: ${rel} is missing`, { hint: `run: cni-rewind verify ${this.source}` });
     }
     if (sha256(data) !== entry.sha256) throw new BadInputError(`${this.source}: ${rel} does not match its checksum (edited or corrupted)`, { hint: `run: cni-rewind verify ${this.source}` });
