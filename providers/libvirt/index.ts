@@ -31,7 +31,7 @@ import type {
 } from '../../src/providers/types.js';
 import { PROVIDER_API_VERSION } from '../../src/providers/types.js';
 import type { Reporter } from '../../src/io/host.js';
-import { describeTags, matchesFilter, parseTags, snapshotName } from './tags.js';
+import { describeTags, diskSnapshotId, hypervisorSnapshot, matchesFilter, parseTags, snapshotName } from './tags.js';
 import { Virsh, VirshError, parseDaemonVersion, parseDomainDisks, parseSnapshotXml, type DomainDisk } from './virsh.js';
 
 export type LibvirtMode = 'internal' | 'external';
@@ -163,11 +163,11 @@ export class LibvirtProvider implements SnapshotProvider {
       disk: d.source!,
       device: d.target,
       boot: i === 0,
-      snapshotId: name,
+      snapshotId: diskSnapshotId(domain, name, d.target),
       state: 'completed',
       created,
       location: { uri: uri! },
-      details: { mode, domainState: state, format: d.format, ...(mode === 'external' ? { overlayDir: this.cfg.externalDir ?? path.dirname(d.source!) } : {}) },
+      details: { snapshot: name, mode, domainState: state, format: d.format, ...(mode === 'external' ? { overlayDir: this.cfg.externalDir ?? path.dirname(d.source!) } : {}) },
     }));
   }
 
@@ -176,10 +176,10 @@ export class LibvirtProvider implements SnapshotProvider {
     const checked = new Set<string>();
     for (const r of records) {
       const uri = r.location?.uri ?? this.defaultUri;
-      const key = `${uri} ${r.machine} ${r.snapshotId}`;
+      const key = `${uri} ${r.machine} ${hypervisorSnapshot(r)}`;
       if (checked.has(key)) continue;
       checked.add(key);
-      await this.virsh(uri).run(['snapshot-info', r.machine, r.snapshotId]);
+      await this.virsh(uri).run(['snapshot-info', r.machine, hypervisorSnapshot(r)]);
     }
     return records.map((r) => ({ ...r, state: 'completed' }));
   }
@@ -188,7 +188,7 @@ export class LibvirtProvider implements SnapshotProvider {
     const domain = target.machine;
     const mine = records.filter((r) => r.machine === domain && (!opts.devices || opts.devices.includes(r.device)));
     if (mine.length === 0) throw new BadInputError(`libvirt: no snapshot records for domain ${domain}${opts.devices ? ` and devices ${opts.devices.join(',')}` : ''}`);
-    const names = [...new Set(mine.map((r) => r.snapshotId))];
+    const names = [...new Set(mine.map((r) => hypervisorSnapshot(r)))];
     if (names.length > 1) throw new BadInputError(`libvirt: records for domain ${domain} name several snapshots (${names.join(', ')}); restore one bundle at a time`);
     const name = names[0]!;
     const uri = mine[0]!.location?.uri ?? target.location.uri ?? this.defaultUri;
@@ -218,7 +218,7 @@ export class LibvirtProvider implements SnapshotProvider {
     const current = (await virsh.run(['snapshot-current', domain, '--name']).catch(() => '')).trim();
     if (current && current !== name) notes.push(`current snapshot of ${domain} is ${current}, expected ${name}`);
     notes.push(`domain ${domain} is ${state} after the revert`);
-    return { node: target.node, restored: mine.map((r) => ({ device: r.device, snapshotId: name })), notes };
+    return { node: target.node, restored: mine.map((r) => ({ device: r.device, snapshotId: r.snapshotId })), notes };
   }
 
   async reboot(target: NodeTarget): Promise<void> {
@@ -247,11 +247,11 @@ export class LibvirtProvider implements SnapshotProvider {
               machine: domain,
               disk: device,
               device,
-              snapshotId: name,
+              snapshotId: diskSnapshotId(domain, name, device),
               state: 'completed',
               created: (info.creationTime ?? new Date(0)).toISOString(),
               location: { uri },
-              details: { mode: info.kind, bundleId: tags.bundleId, clusterId: tags.clusterId },
+              details: { snapshot: name, mode: info.kind, bundleId: tags.bundleId, clusterId: tags.clusterId },
             });
           }
         }
@@ -264,12 +264,13 @@ export class LibvirtProvider implements SnapshotProvider {
     const seen = new Set<string>();
     for (const r of records) {
       const uri = r.location?.uri ?? this.defaultUri;
-      const key = `${uri}\n${r.machine}\n${r.snapshotId}`;
+      const name = hypervisorSnapshot(r);
+      const key = `${uri}\n${r.machine}\n${name}`;
       if (seen.has(key)) continue;
       seen.add(key);
       try {
-        await this.virsh(uri).run(['snapshot-delete', r.machine, r.snapshotId]);
-        this.reporter.debug('CNR_LIBVIRT_DELETE', `libvirt: deleted snapshot ${r.snapshotId} of ${r.machine}`);
+        await this.virsh(uri).run(['snapshot-delete', r.machine, name]);
+        this.reporter.debug('CNR_LIBVIRT_DELETE', `libvirt: deleted snapshot ${name} of ${r.machine}`);
       } catch (err) {
         // Already gone (snapshot or whole domain): not an error for delete.
         if (err instanceof VirshError && /snapshot not found|no domain snapshot with matching name|domain not found|no domain with matching name|failed to get domain|failed to get snapshot/i.test(err.virshMessage)) continue;

@@ -32,3 +32,21 @@ export function snapshotName(bundleId: string, maxLen = 40): string {
   // Too long: keep a readable prefix and make it unique with a hash of the whole id.
   return `${base.slice(0, maxLen - 9)}-${createHash('sha256').update(bundleId).digest('hex').slice(0, 8)}`;
 }
+
+/**
+ * A hypervisor snapshot covers every disk of a VM, but a SnapshotRecord is one disk snapshot and the engine
+ * tells records apart by `snapshotId` alone (src/backup/backup.ts replaceRecords). So the record id is
+ * `<machine>/<snapshot name or ref>/<device>`, unique per disk; the hypervisor's own snapshot name is also in
+ * `details.snapshot`.
+ */
+export function diskSnapshotId(machine: string, snapshot: string, device: string): string {
+  return `${machine}/${snapshot}/${device}`;
+}
+
+/** The hypervisor snapshot name/ref of a record (details.snapshot, else the middle part of the id). */
+export function hypervisorSnapshot(record: { snapshotId: string; details?: Record<string, unknown> }): string {
+  const d = record.details?.snapshot;
+  if (typeof d === 'string' && d) return d;
+  const parts = record.snapshotId.split('/');
+  return parts.length >= 3 ? parts.slice(1, -1).join('/') : record.snapshotId;
+}

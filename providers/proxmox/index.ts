@@ -32,7 +32,7 @@ import type {
   WaitOptions,
 } from '../../src/providers/types.js';
 import { PROVIDER_API_VERSION } from '../../src/providers/types.js';
-import { describeTags, matchesFilter, parseTags, snapshotName } from '../libvirt/tags.js';
+import { describeTags, diskSnapshotId, hypervisorSnapshot, matchesFilter, parseTags, snapshotName } from '../libvirt/tags.js';
 import { ProxmoxApi, ProxmoxTaskError } from './api.js';
 
 const truthy = (v: unknown) => v === true || (typeof v === 'string' && /^(1|true|yes)$/i.test(v));
@@ -155,12 +155,12 @@ export class ProxmoxProvider implements SnapshotProvider {
       disk: d.volume,
       device: d.device,
       boot: i === 0,
-      snapshotId: name,
+      snapshotId: diskSnapshotId(target.machine, name, d.device),
       sizeGiB: gib(d.size),
       state: 'pending',
       created,
       location: { ...target.location },
-      details: { upid, vmStatus: status, vmstate: this.cfg.vmstate },
+      details: { snapshot: name, upid, vmStatus: status, vmstate: this.cfg.vmstate },
     }));
   }
 
@@ -184,7 +184,7 @@ export class ProxmoxProvider implements SnapshotProvider {
 
   async restoreDisks(target: NodeTarget, records: SnapshotRecord[], opts: RestoreDisksOptions): Promise<RestoreDisksResult> {
     const mine = records.filter((r) => r.machine === target.machine);
-    const names = [...new Set(mine.map((r) => r.snapshotId))];
+    const names = [...new Set(mine.map((r) => hypervisorSnapshot(r)))];
     if (names.length !== 1) throw new BadInputError(`proxmox: expected the records of one snapshot for VM ${target.machine}, found ${names.length}`);
     const name = names[0]!;
     if (!(await this.snapshots(target.location)).some((s) => s.name === name)) {
@@ -197,7 +197,7 @@ export class ProxmoxProvider implements SnapshotProvider {
     const upid = await this.api.post<string>(`${this.vmPath(target)}/snapshot/${encodeURIComponent(name)}/rollback`, { start: wasRunning ? 1 : 0 });
     await this.api.waitTask(upid, `rollback of VM ${target.machine}`, { timeoutMs: 30 * 60_000 });
     notes.push(`rollback task ${upid} ended OK`);
-    return { node: target.node, restored: mine.map((r) => ({ device: r.device, snapshotId: name })), notes };
+    return { node: target.node, restored: mine.map((r) => ({ device: r.device, snapshotId: r.snapshotId })), notes };
   }
 
   async reboot(target: NodeTarget): Promise<void> {
@@ -219,11 +219,11 @@ export class ProxmoxProvider implements SnapshotProvider {
           machine: String(vm.vmid),
           disk: 'all',
           device: 'vm',
-          snapshotId: s.name,
+          snapshotId: diskSnapshotId(String(vm.vmid), s.name, 'vm'),
           state: 'completed',
           created: (created ?? new Date(0)).toISOString(),
           location,
-          details: { vmName: vm.name, bundleId: tags.bundleId, clusterId: tags.clusterId },
+          details: { snapshot: s.name, vmName: vm.name, bundleId: tags.bundleId, clusterId: tags.clusterId },
         });
       }
     }
@@ -234,7 +234,8 @@ export class ProxmoxProvider implements SnapshotProvider {
     const seen = new Set<string>();
     for (const r of records) {
       const loc = r.location ?? {};
-      const key = `${loc.node}/${loc.vmid}/${r.snapshotId}`;
+      const name = hypervisorSnapshot(r);
+      const key = `${loc.node}/${loc.vmid}/${name}`;
       if (seen.has(key)) continue;
       seen.add(key);
       // A snapshot (or VM) already gone is not an error: check first, since PVE reports it only inside the task.
@@ -245,15 +246,15 @@ export class ProxmoxProvider implements SnapshotProvider {
         if ((err as { status?: number }).status === 500 && /does not exist|not exist/i.test((err as Error).message)) continue;
         throw err;
       }
-      if (!existing.some((s) => s.name === r.snapshotId)) continue;
-      const upid = await this.api.delete<string>(`${this.vmPath(r)}/snapshot/${encodeURIComponent(r.snapshotId)}`);
+      if (!existing.some((s) => s.name === name)) continue;
+      const upid = await this.api.delete<string>(`${this.vmPath(r)}/snapshot/${encodeURIComponent(name)}`);
       try {
-        await this.api.waitTask(upid, `deletion of snapshot ${r.snapshotId} of VM ${r.machine}`, { timeoutMs: 30 * 60_000 });
+        await this.api.waitTask(upid, `deletion of snapshot ${name} of VM ${r.machine}`, { timeoutMs: 30 * 60_000 });
       } catch (err) {
         if (err instanceof ProxmoxTaskError && /does not exist/i.test(err.exitStatus)) continue;
         throw err;
       }
-      this.reporter.debug('CNR_PROXMOX_DELETE', `proxmox: deleted snapshot ${r.snapshotId} of VM ${r.machine}`);
+      this.reporter.debug('CNR_PROXMOX_DELETE', `proxmox: deleted snapshot ${name} of VM ${r.machine}`);
     }
   }
 

@@ -30,7 +30,7 @@ import type {
   WaitOptions,
 } from '../../src/providers/types.js';
 import { PROVIDER_API_VERSION } from '../../src/providers/types.js';
-import { describeTags, matchesFilter, parseTags, snapshotName } from '../libvirt/tags.js';
+import { describeTags, diskSnapshotId, matchesFilter, parseTags, snapshotName } from '../libvirt/tags.js';
 import { SoapFault, VimClient, moref, type MoRef } from './soap.js';
 import { child, childrenNamed, textOf, type XmlNode } from './xml.js';
 
@@ -180,13 +180,13 @@ export class VsphereProvider implements SnapshotProvider {
       disk: d.file,
       device: d.label,
       boot: i === 0,
-      // Until the task ends the snapshot has no reference; waitUsable replaces this with it.
-      snapshotId: name,
+      // Until the task ends the snapshot has no reference; waitUsable adds it as details.snapshotRef.
+      snapshotId: diskSnapshotId(target.machine, name, d.label),
       sizeGiB: (d as VmDisk).capacityGiB,
       state: 'pending',
       created,
       location: { ...target.location },
-      details: { task: task.value, name, powerState, memory: this.cfg.memory, quiesce },
+      details: { task: task.value, snapshot: name, powerState, memory: this.cfg.memory, quiesce },
     }));
   }
 
@@ -207,7 +207,7 @@ export class VsphereProvider implements SnapshotProvider {
         results.set(task, snap.value);
       }
       const { task: _t, ...details } = r.details ?? {};
-      out.push({ ...r, snapshotId: results.get(task)!, state: 'completed', details });
+      out.push({ ...r, state: 'completed', details: { ...details, snapshotRef: results.get(task)! } });
     }
     return out;
   }
@@ -215,10 +215,12 @@ export class VsphereProvider implements SnapshotProvider {
   async restoreDisks(target: NodeTarget, records: SnapshotRecord[], opts: RestoreDisksOptions): Promise<RestoreDisksResult> {
     await this.session();
     const mine = records.filter((r) => r.machine === target.machine);
-    const ids = [...new Set(mine.map((r) => r.snapshotId))];
-    if (ids.length !== 1) throw new BadInputError(`vsphere: expected the records of one snapshot for ${target.machine}, found ${ids.length}`);
-    const snap: MoRef = { type: 'VirtualMachineSnapshot', value: ids[0]! };
+    const names = [...new Set(mine.map((r) => String(r.details?.snapshot ?? '')))];
+    if (names.length !== 1 || !names[0]) throw new BadInputError(`vsphere: expected the records of one snapshot for ${target.machine}, found ${names.length}`);
     const vm = this.vmRef(target);
+    const ref = (mine[0]!.details?.snapshotRef as string | undefined) ?? (await this.snapshotsOf(vm)).find((s) => s.name === names[0])?.ref.value;
+    if (!ref) throw new EnvironmentError(`vsphere: ${target.machine} has no snapshot named ${names[0]}`);
+    const snap: MoRef = { type: 'VirtualMachineSnapshot', value: ref };
     const notes: string[] = [];
     if (opts.devices) notes.push('vSphere reverts all disks of a VM together');
     this.reporter.info('CNR_VSPHERE_REVERT', `vsphere: reverting ${target.machine} to snapshot ${snap.value}`);
@@ -240,7 +242,7 @@ export class VsphereProvider implements SnapshotProvider {
       await this.vim.waitTask(on, `power on of ${target.machine}`, { timeoutMs: 10 * 60_000 });
       notes.push('powered on again (it was on when the snapshot was taken)');
     }
-    return { node: target.node, restored: mine.map((r) => ({ device: r.device, snapshotId: snap.value })), notes };
+    return { node: target.node, restored: mine.map((r) => ({ device: r.device, snapshotId: r.snapshotId })), notes };
   }
 
   async reboot(target: NodeTarget): Promise<void> {
@@ -254,6 +256,11 @@ export class VsphereProvider implements SnapshotProvider {
       const t = await this.vim.startTask('ResetVM_Task', [['_this', vm]]);
       await this.vim.waitTask(t, `reset of ${target.machine}`, { timeoutMs: 10 * 60_000 });
     }
+  }
+
+  private async snapshotsOf(vm: MoRef): Promise<SnapshotTreeEntry[]> {
+    const tree = (await this.vmProps(vm, ['snapshot'])).get('snapshot');
+    return tree ? walkTree(childrenNamed(tree, 'rootSnapshotList')) : [];
   }
 
   async list(filter: SnapshotFilter): Promise<SnapshotRecord[]> {
@@ -271,11 +278,11 @@ export class VsphereProvider implements SnapshotProvider {
           machine: props.get('name')?.text.trim() ?? obj.value,
           disk: 'all',
           device: 'vm',
-          snapshotId: s.ref.value,
+          snapshotId: diskSnapshotId(props.get('name')?.text.trim() ?? obj.value, s.name, 'vm'),
           state: 'completed',
           created: (s.created ?? new Date(0)).toISOString(),
           location: { vm: obj.value, host: this.cfg.url.host },
-          details: { name: s.name, bundleId: tags.bundleId, clusterId: tags.clusterId },
+          details: { snapshot: s.name, snapshotRef: s.ref.value, bundleId: tags.bundleId, clusterId: tags.clusterId },
         });
       }
     }
@@ -284,7 +291,16 @@ export class VsphereProvider implements SnapshotProvider {
 
   async delete(records: SnapshotRecord[]): Promise<void> {
     await this.session();
-    for (const id of new Set(records.map((r) => r.snapshotId))) {
+    const refs = new Set<string>();
+    for (const r of records) {
+      const known = r.details?.snapshotRef as string | undefined;
+      if (known) refs.add(known);
+      else if (r.location?.vm && typeof r.details?.snapshot === 'string') {
+        const hit = (await this.snapshotsOf({ type: 'VirtualMachine', value: r.location.vm }).catch(() => [])).find((s) => s.name === r.details!.snapshot);
+        if (hit) refs.add(hit.ref.value);
+      }
+    }
+    for (const id of refs) {
       let task: MoRef;
       try {
         task = await this.vim.startTask('RemoveSnapshot_Task', [['_this', { type: 'VirtualMachineSnapshot', value: id }], ['removeChildren', false], ['consolidate', true]]);
