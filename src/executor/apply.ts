@@ -16,7 +16,7 @@ import { runSteps, type StepOutcome } from './executor.js';
 import { Journal, journalPathFor } from './journal.js';
 import { ApplyLock, type LockHolder } from './lock.js';
 import { buildSteps } from './plan-steps.js';
-import { restoreResources } from './restore-adapter.js';
+import { restoreResources } from '../restore/restore.js';
 
 export interface ApplyOptions {
   resume?: boolean;

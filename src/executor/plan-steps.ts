@@ -23,7 +23,7 @@ import { checkBundle, checkCluster, refuseOnFailure } from '../plan/preflight.js
 import { CALICO_POD_NAMESPACES, parseDuration } from '../plan/rules.js';
 import type { Plan } from '../plan/types.js';
 import type { ExecStep, StepRuntime } from './executor.js';
-import { restoreResources } from './restore-adapter.js';
+import { restoreResources } from '../restore/restore.js';
 
 export interface StepDeps {
   client: KubeClient;
@@ -230,9 +230,11 @@ async function removeOld({ client, bundle, target, reporter }: StepDeps): Promis
 
 async function restoreData({ client, bundle, reporter }: StepDeps): Promise<string> {
   const r = await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true }, reporter);
-  const failed = Array.isArray(r?.failed) ? r.failed.length : Number(r?.failed ?? 0);
-  if (failed > 0) throw new EnvironmentError(`restore left ${failed} object(s) failed`);
-  return `restored from bundle ${bundle.manifest.id}${r?.summary ? `: ${typeof r.summary === 'string' ? r.summary : JSON.stringify(r.summary)}` : ''}`;
+  if (r.failures.length > 0) {
+    throw new EnvironmentError(`restore left ${r.failures.length} object(s) not as in the bundle: ${r.failures.slice(0, 5).map((f) => `${f.id}: ${f.reason}`).join('; ')}`);
+  }
+  for (const d of r.drifted) reporter.warn('CNR_APPLY_RESTORE_DRIFT', `${d.id} differs from the bundle after the restore at ${d.paths.join(', ')}`);
+  return `restored from bundle ${bundle.manifest.id} (${r.actions.filter((a) => a.action !== 'unchanged' && a.action !== 'skip').length} objects written)`;
 }
 
 /**

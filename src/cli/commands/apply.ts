@@ -1,0 +1,85 @@
+import type { Argv } from 'yargs';
+import { ExitCode, RefusedError } from '../../errors.js';
+import { applyPlan, type ApplyResult } from '../../executor/apply.js';
+import { readPlan } from '../../plan/file.js';
+import { handler, type Command } from '../context.js';
+import { renderTable } from '../output.js';
+import { renderPlan } from './plan.js';
+
+interface ApplyArgs {
+  plan: string;
+  resume: boolean;
+  'break-lock': boolean;
+  'auto-rollback': boolean;
+}
+
+/** TEST-ONLY hook: the apply process SIGKILLs itself right after step N is journaled (proves resume at every boundary). */
+const TEST_KILL_ENV = 'CNI_REWIND_TEST_KILL_AFTER_STEP';
+
+export const applyCommand: Command<ApplyArgs> = {
+  command: 'apply <plan>',
+  describe: 'Execute a plan: journaled, resumable steps under a cluster lock; stops with the restore commands if a step fails',
+  builder: (y: Argv<any>) =>
+    y
+      .positional('plan', { type: 'string', describe: 'plan file written by `cni-rewind plan --out`' })
+      .option('resume', { type: 'boolean', default: false, describe: 'continue an interrupted run from its journal (steps already done are not repeated)' })
+      .option('break-lock', { type: 'boolean', default: false, describe: 'take the cluster lock even if another run holds it (only when that run is gone for good)' })
+      .option('auto-rollback', { type: 'boolean', default: false, describe: 'when a step fails, restore the Calico resources from the plan\'s bundle' }) as any,
+  handler: handler<ApplyArgs>(async (ctx, args) => {
+    const plan = await readPlan(args.plan);
+    const kill = process.env[TEST_KILL_ENV] ? Number(process.env[TEST_KILL_ENV]) : undefined;
+    const result = await applyPlan(
+      await ctx.client(),
+      plan,
+      {
+        resume: args.resume,
+        breakLock: args['break-lock'],
+        autoRollback: args['auto-rollback'],
+        killAfterStep: Number.isFinite(kill) ? kill : undefined,
+        confirm: async (p) => {
+          if (args.yes) return true;
+          process.stderr.write(renderPlan(p, ctx.style) + '\n\n');
+          return ctx.reporter.confirm(`Apply plan ${p.id} to cluster ${p.cluster.name}${args.resume ? ' (resume)' : ''}?`);
+        },
+        onStarted: (journal, lock) => {
+          // Ctrl-C: record it, give the lock back, stop. The step in flight is re-run by --resume.
+          const stop = (sig: NodeJS.Signals) => {
+            journal.append({ event: 'interrupted', signal: sig });
+            void lock.release().finally(() => {
+              process.stderr.write(`cni-rewind: interrupted; continue with: cni-rewind apply ${args.plan} --resume\n`);
+              process.exit(130);
+            });
+          };
+          process.once('SIGINT', stop);
+          process.once('SIGTERM', stop);
+        },
+      },
+      ctx.reporter,
+    );
+    if (result.cancelled) throw new RefusedError('not confirmed: nothing was changed', { hint: 'rerun with --yes to apply without asking' });
+    ctx.print(result, () => renderResult(result));
+    if (result.ok) return ExitCode.Ok;
+    return ExitCode.Partial;
+  }),
+};
+
+function renderResult(r: ApplyResult): string {
+  const lines = [
+    renderTable(r.steps, [
+      { header: 'step', value: (s) => s.id },
+      { header: 'status', value: (s) => s.status },
+      { header: 'seconds', value: (s) => (s.ms !== undefined ? (s.ms / 1000).toFixed(1) : '') },
+      { header: 'result', value: (s) => s.error ?? s.summary ?? '' },
+    ]),
+    '',
+    `journal ${r.journal}`,
+  ];
+  if (r.ok) {
+    lines.push(`plan ${r.planId} applied${r.resumed ? ' (resumed)' : ''}`);
+    return lines.join('\n');
+  }
+  lines.push(`plan ${r.planId} stopped at step ${r.failed?.step}: ${r.failed?.error}`);
+  if (r.rollback) lines.push(r.rollback.ok ? 'Calico resources were restored from the bundle (--auto-rollback)' : `the automatic resource restore failed: ${r.rollback.error}`);
+  lines.push('', 'To continue after fixing the cause:', `  cni-rewind apply PLAN --resume`, '', 'To go back to the backup:', ...r.restoreCommands.map((c) => `  ${c}`));
+  return lines.join('\n');
+}

@@ -1,0 +1,88 @@
+import type { Argv } from 'yargs';
+import { ExitCode } from '../../errors.js';
+import { writePlan } from '../../plan/file.js';
+import { buildPlan, planBlockers } from '../../plan/plan.js';
+import { PLAN_FLAGS } from '../../plan/rules.js';
+import type { Plan, Strategy } from '../../plan/types.js';
+import { handler, type Command } from '../context.js';
+import type { Styler } from '../output.js';
+
+interface PlanArgs {
+  to: string;
+  manifests?: string;
+  strategy: Strategy;
+  bundle?: string;
+  out?: string;
+  'reboot-nodes': boolean;
+  'max-backup-age': string;
+  'disk-snapshots': boolean;
+  'allow-field-loss': boolean;
+  'trim-installation-pools': boolean;
+}
+
+export const planCommand: Command<PlanArgs> = {
+  command: 'plan',
+  describe: 'Plan an upgrade or downgrade of Calico: schema-aware findings, preflight and the steps `apply` will run (changes nothing)',
+  builder: (y: Argv<any>) =>
+    y
+      .option('to', { type: 'string', demandOption: true, describe: 'target Calico version (X.Y.Z)' })
+      .option('manifests', { type: 'string', describe: 'folder (or URL) with the target release manifests (default: the manifests shipped for known versions, else raw.githubusercontent.com/projectcalico/calico/vX.Y.Z/manifests/)' })
+      .option('strategy', { choices: ['in-place', 'reinstall'] as const, default: 'in-place' as const, describe: 'in-place: replace CRDs and operator, never delete data; reinstall: delete and create (the users\' procedure), then restore everything from the bundle' })
+      .option('bundle', { type: 'string', describe: 'the backup the plan relies on (default: the newest bundle of this cluster in ./cni-rewind-backups)' })
+      .option('out', { type: 'string', describe: 'write the plan to this file (.yaml, or .json)' })
+      .option('reboot-nodes', { type: 'boolean', default: false, describe: 'add a rolling node step (cordon, drain, reboot through the provider, uncordon)' })
+      .option('max-backup-age', { type: 'string', default: '24h', describe: 'refuse a bundle older than this' })
+      .option('disk-snapshots', { type: 'boolean', default: true, describe: 'require completed disk snapshots of every node in the bundle (--no-disk-snapshots to waive)' })
+      .option(PLAN_FLAGS.dropFields, { type: 'boolean', default: false, describe: 'allow fields the target CRDs prune from Calico objects (they stay in the bundle)' })
+      .option(PLAN_FLAGS.trimPools, { type: 'boolean', default: false, describe: 'keep only the first pool per IP family in the Installation when the target operator allows one (the IPPool objects stay)' }) as any,
+  handler: handler<PlanArgs>(async (ctx, args) => {
+    const flags = [PLAN_FLAGS.dropFields, PLAN_FLAGS.trimPools].filter((f) => (args as any)[f]);
+    const plan = await buildPlan(
+      await ctx.client(),
+      {
+        to: args.to,
+        manifests: args.manifests,
+        strategy: args.strategy,
+        bundle: args.bundle,
+        rebootNodes: args['reboot-nodes'],
+        diskSnapshots: args['disk-snapshots'],
+        maxBackupAge: args['max-backup-age'],
+        flags,
+      },
+      ctx.reporter,
+    );
+    if (args.out) await writePlan(args.out, plan);
+    const blockers = planBlockers(plan);
+    ctx.print(plan, () => renderPlan(plan, ctx.style) + (args.out ? `\n\nPlan written to ${args.out}.${blockers.length ? '' : ` Apply it with: cni-rewind apply ${args.out}`}` : ''));
+    if (blockers.length) {
+      process.stderr.write(`cni-rewind: apply would refuse this plan:\n${blockers.map((b) => `  - ${b}`).join('\n')}\n`);
+      return ExitCode.Refused;
+    }
+    return ExitCode.Ok;
+  }),
+};
+
+export function renderPlan(plan: Plan, s: Styler): string {
+  const lines = [
+    s.bold(`Plan ${plan.id}`),
+    `  Calico ${plan.current.version ?? '?'} (${plan.current.installType} install) -> ${plan.target.version}: ${plan.direction}, strategy ${plan.strategy}`,
+    `  target manifests ${plan.target.manifests}${plan.target.operatorImage ? ` (operator ${plan.target.operatorImage})` : ''}`,
+    `  bundle ${plan.bundle.path} (id ${plan.bundle.id}, made ${plan.bundle.createdAt})`,
+    '',
+    s.bold('Preflight'),
+    ...plan.preflight.map((c) => `  ${c.ok ? s.green('ok  ') : c.blocking ? s.red('FAIL') : s.yellow('warn')}  ${c.name}: ${c.detail}`),
+    '',
+    s.bold(`Findings (${plan.findings.length})`),
+  ];
+  if (!plan.findings.length) lines.push('  none: the target schemas accept every live object as it is');
+  for (const f of plan.findings) {
+    const sev = f.severity === 'error' ? s.red('error') : f.severity === 'warning' ? s.yellow('warning') : 'info';
+    lines.push(`  [${sev}] ${f.title}`);
+    if (f.objects.length) lines.push(`      objects: ${f.objects.slice(0, 10).join(', ')}${f.objects.length > 10 ? ` (+${f.objects.length - 10})` : ''}`);
+    for (const d of f.details.slice(0, 12)) lines.push(`      - ${d}`);
+    lines.push(`      plan (${f.action}${f.flag ? `, --${f.flag}${f.satisfied ? ' given' : ' required'}` : ''}): ${f.plan}`);
+  }
+  lines.push('', s.bold('Steps'));
+  plan.steps.forEach((st, i) => lines.push(`  ${i + 1}. ${st.title}: ${s.dim(st.description)}`));
+  return lines.join('\n');
+}

@@ -1,0 +1,74 @@
+/** Helpers for the plan/apply/wrap e2e tests: put Calico 3.28.1 back exactly, and a comparable snapshot of Calico state. */
+import type { KubeClient } from '../../src/kube/client.js';
+import { K } from '../../src/kube/builtin.js';
+import { crdResourceType } from '../../src/kube/discovery.js';
+import { waitCrdsEstablished } from '../../src/kube/manifests.js';
+import { ResourceResolver } from '../../src/kube/resolver.js';
+import type { KubeObject } from '../../src/kube/types.js';
+import { canonicalJson } from '../../src/plan/compare.js';
+import { fixtureObjects } from './helpers.js';
+
+/** The Installation as the 3.28 operator leaves it: `name` and `allowedUses` written into its pool. */
+export const INSTALLATION_328: KubeObject = {
+  apiVersion: 'operator.tigera.io/v1',
+  kind: 'Installation',
+  metadata: { name: 'default' },
+  spec: {
+    calicoNetwork: {
+      ipPools: [{ name: 'default-ipv4-ippool', blockSize: 26, cidr: '192.168.0.0/16', encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', nodeSelector: 'all()', allowedUses: ['Workload', 'Tunnel'] }],
+    },
+  },
+};
+
+/**
+ * Install (or put back, after a downgrade) Calico 3.28.1's operator manifests exactly: objects are created or
+ * replaced whole, so no 3.27 schema field survives; then the Installation as 3.28 leaves it, operator at 1 replica.
+ */
+export async function installCalico328(client: KubeClient): Promise<void> {
+  const objs = fixtureObjects('3.28.1', 'tigera-operator.yaml');
+  const resolver = new ResourceResolver(client);
+  const put = async (type: any, o: KubeObject) => {
+    const live = await client.getOrUndefined(type, o.metadata.namespace, o.metadata.name);
+    if (!live) await client.create(type, o);
+    else if (o.kind !== 'Namespace') await client.replace(type, { ...o, metadata: { ...o.metadata, resourceVersion: live.metadata.resourceVersion } });
+  };
+  const crds = objs.filter((o) => o.kind === 'CustomResourceDefinition');
+  for (const c of crds) await put(K.crd, c);
+  await waitCrdsEstablished(client, crds.map((c) => c.metadata.name));
+  for (const o of objs.filter((x) => x.kind !== 'CustomResourceDefinition')) await put(await resolver.forObject(o), o);
+  const instType = crdResourceType(crds.find((c) => c.metadata.name === 'installations.operator.tigera.io')!);
+  const live = await client.getOrUndefined(instType, undefined, 'default');
+  if (live) await client.replace(instType, { ...INSTALLATION_328, metadata: { ...INSTALLATION_328.metadata, resourceVersion: live.metadata.resourceVersion } });
+  else await client.create(instType, INSTALLATION_328);
+  const apiType = crdResourceType(crds.find((c) => c.metadata.name === 'apiservers.operator.tigera.io')!);
+  if (!(await client.getOrUndefined(apiType, undefined, 'default'))) await client.create(apiType, { apiVersion: 'operator.tigera.io/v1', kind: 'APIServer', metadata: { name: 'default' }, spec: {} });
+  await client.waitFor('tigera-operator 3.28.1 available', async () => {
+    const d = await client.get(K.deployment, 'tigera-operator', 'tigera-operator');
+    return d.status?.availableReplicas === 1 && d.status?.updatedReplicas === 1 && (d.status?.replicas ?? 0) === 1 && (d.status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) ? true : undefined;
+  }, { timeoutMs: 120_000 });
+}
+
+export interface CalicoSnapshot {
+  /** CRD name -> canonical schemas of its versions. */
+  crds: Record<string, string>;
+  /** `Kind/namespace/name` -> canonical {spec, labels} of every Calico object except runtime state. */
+  data: Record<string, string>;
+  operator: { image?: string; replicas?: number };
+}
+
+const RUNTIME = new Set(['TigeraStatus', 'ClusterInformation', 'CalicoNodeStatus']);
+
+export async function calicoSnapshot(client: KubeClient): Promise<CalicoSnapshot> {
+  const crds = (await client.listAll(K.crd)).filter((c) => ['crd.projectcalico.org', 'operator.tigera.io'].includes(c.spec.group));
+  const snap: CalicoSnapshot = { crds: {}, data: {}, operator: {} };
+  for (const c of crds) {
+    snap.crds[c.metadata.name] = canonicalJson(c.spec.versions.map((v: any) => ({ name: v.name, schema: v.schema })));
+    if (RUNTIME.has(c.spec.names.kind)) continue;
+    for (const o of await client.listAll(crdResourceType(c))) {
+      snap.data[`${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`] = canonicalJson({ spec: o.spec ?? null, labels: o.metadata.labels ?? null });
+    }
+  }
+  const d = await client.getOrUndefined(K.deployment, 'tigera-operator', 'tigera-operator');
+  snap.operator = { image: d?.spec?.template?.spec?.containers?.[0]?.image, replicas: d?.spec?.replicas };
+  return snap;
+}
