@@ -8,6 +8,8 @@ import { verifyCommand } from './verify.js';
 import { backupCommand } from './backup.js';
 import { snapshotsCommand } from './snapshots.js';
 import { restoreCommand } from './restore.js';
+import { applyCommand } from './apply.js';
+import { planCommand } from './plan.js';
 import { statusCommand } from './status.js';
 import { versionCommand } from './version.js';
 
@@ -16,3 +18,4 @@ export const commands: Command<any>[] = [versionCommand, statusCommand, backupCo
 commands.push(exportCommand, inspectCommand, verifyCommand, listCommand, diffCommand);
 commands.push(doctorCommand);
 commands.push(restoreCommand);
+commands.push(planCommand, applyCommand);
