@@ -19,3 +19,5 @@ commands.push(exportCommand, inspectCommand, verifyCommand, listCommand, diffCom
 commands.push(doctorCommand);
 commands.push(restoreCommand);
 commands.push(planCommand, applyCommand);
+import { demoCommand } from './demo.js';
+commands.push(demoCommand);
