@@ -320,6 +320,13 @@ describe('restore --resources on a real cluster', () => {
     const ok = await runCli(['restore', bundle, '--resources', '--dry-run', '--allow-other-cluster', '-o', 'json']);
     expect(ok.code, ok.stderr).toBe(0);
     expect(JSON.parse(ok.stdout).cluster.sameCluster).toBe(false);
+    // Bad input: one clear line, exit 2, no stack trace.
+    for (const args of [['restore', path.join(work, 'no-such-bundle'), '--resources'], ['restore', bundle], ['restore', bundle, '--resources', '--disks']]) {
+      const bad = await runCli(args);
+      expect(bad.code, `${args.join(' ')}: ${bad.stderr}`).toBe(2);
+      expect(bad.stderr).toMatch(/^cni-rewind: /);
+      expect(bad.stderr).not.toMatch(/\n\s+at /);
+    }
   });
 
   it('re-links ownerReferences to the new owner UID or drops them with a warning; --existing skip|replace; --prune only when asked', async () => {

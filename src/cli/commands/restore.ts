@@ -2,9 +2,10 @@ import { openBundle } from '../../bundle/reader.js';
 import { BadInputError, ExitCode } from '../../errors.js';
 import { restoreResources, type RestoreAction, type RestorePlan, type RestoreResult } from '../../restore/restore.js';
 import { handler, type CliContext, type Command } from '../context.js';
+import { restoreDisksOptions, runRestoreDisks, type RestoreDisksArgs } from './restore-disks.js';
 import { renderTable, type Styler } from '../output.js';
 
-interface RestoreArgs {
+interface RestoreArgs extends RestoreDisksArgs {
   bundle: string;
   resources: boolean;
   disks: boolean;
@@ -27,10 +28,10 @@ export const restoreCommand: Command<RestoreArgs> = {
   command: 'restore <bundle>',
   describe: 'Restore Calico resources from a bundle: ordered, previewed, schema-aware, with the operator paused',
   builder: (y) =>
-    y
+    restoreDisksOptions(y)
       .positional('bundle', { type: 'string', demandOption: true, describe: 'bundle directory or .tar.gz' })
       .option('resources', { type: 'boolean', default: false, describe: 'restore the Calico resources (CRDs, IP pools, IPAM, policies, ...)' })
-      .option('disks', { type: 'boolean', default: false, describe: 'restore node disks from the bundle\'s snapshots (not available in this build)' })
+      .option('disks', { type: 'boolean', default: false, describe: 'restore node disks from the bundle\'s snapshots, node by node (cordon, drain, restore, start, uncordon)' })
       .option('dry-run', { type: 'boolean', default: false, describe: 'show per object what would happen (create / update with diff / unchanged / skip / prune); write nothing' })
       .option('existing', { choices: ['skip', 'update', 'replace'] as const, default: 'update' as const, describe: 'objects that exist and differ: leave them, update them in place, or delete and re-create them' })
       .option('prune', { type: 'boolean', default: false, describe: 'also delete objects of the bundle\'s Calico kinds that the bundle does not have' })
@@ -41,8 +42,9 @@ export const restoreCommand: Command<RestoreArgs> = {
         'Exit codes: 0 restored (dry run: all restorable) · 1 dry run: some objects would not be restored · 2 bad input · 3 partial · 4 environment · 5 refused (other cluster, not confirmed; no TTY needs --yes)',
       ) as any,
   handler: handler<RestoreArgs>(async (ctx, args) => {
-    if (args.disks) throw new BadInputError('restore --disks is not available in this build', { hint: 'restore the resources with --resources' });
-    if (!args.resources) throw new BadInputError('say what to restore: --resources', { hint: 'cni-rewind restore BUNDLE --resources [--dry-run]' });
+    if (args.disks && args.resources) throw new BadInputError('restore --resources and --disks one at a time', { hint: 'disks first (it restarts the nodes), then --resources if the Calico objects still differ' });
+    if (args.disks) return runRestoreDisks(ctx, args);
+    if (!args.resources) throw new BadInputError('say what to restore: --resources or --disks', { hint: 'cni-rewind restore BUNDLE --resources [--dry-run]' });
     const client = await ctx.client();
     const bundle = await openBundle(args.bundle);
     try {
