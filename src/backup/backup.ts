@@ -212,7 +212,8 @@ async function snapshotNode(
 
 function replaceRecords(all: SnapshotRecord[], updated: SnapshotRecord[]): void {
   for (const u of updated) {
-    const i = all.findIndex((r) => r.provider === u.provider && r.snapshotId === u.snapshotId);
+    // A snapshot id is unique only per disk for some providers (qemu-img names, libvirt snapshot names).
+    const i = all.findIndex((r) => r.provider === u.provider && r.node === u.node && r.disk === u.disk && r.snapshotId === u.snapshotId);
     if (i >= 0) all[i] = u;
     else all.push(u);
   }
