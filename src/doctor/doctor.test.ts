@@ -243,3 +243,17 @@ describe('refinements', () => {
     expect(fs[0]!.fix).toContain('cni-rewind restore <bundle> --resources');
   });
 });
+
+describe('entry CIDR owned by a pool the operator does not manage', () => {
+  it('warns with the differing fields, and stays quiet once the pool equals the entry', () => {
+    const st = makeState({
+      workloads: [operatorWorkload('v1.34.3')],
+      objects: [installationWith([entry('default-ipv4-ippool', '192.168.0.0/16')]), pool('default-ipv4-ippool', '192.168.0.0/16', { natOutgoing: false, allowedUses: ['Workload', 'Tunnel'] })],
+    });
+    const fs = runChecks(st);
+    expect(ids(fs)).toEqual(['pool-cidr-not-owned']);
+    expect(fs[0]!.fix).toContain('natOutgoing: "Disabled"');
+    st.objects['ippools.crd.projectcalico.org']![0]!.spec.natOutgoing = true;
+    expect(runChecks(st)).toEqual([]);
+  });
+});

@@ -228,6 +228,41 @@ describe('doctor on a real cluster', () => {
     expect(r.report.notes.join(' ')).toMatch(/bundles keep no pods/);
   });
 
+  it('a half-done downgrade (3.28.1 CRDs, operator v1.32.10) with a Degraded TigeraStatus and kube-controllers not Ready', async () => {
+    await setInstallation(client, [entry('kwok-ipv4-ippool', '10.244.0.0/16')]);
+    await client.delete(ipPool, undefined, 'default-ipv4-ippool');
+    await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', { spec: { template: { spec: { containers: [{ name: 'tigera-operator', image: 'quay.io/tigera/operator:v1.32.10' }] } } } });
+    await client.waitFor('operator v1.32.10 rolled out', async () => {
+      const d = await client.get(K.deployment, 'tigera-operator', 'tigera-operator');
+      const st = d.status ?? {};
+      return st.observedGeneration === d.metadata.generation && st.updatedReplicas === 1 && st.readyReplicas === 1 && st.replicas === 1 ? true : undefined;
+    }, { timeoutMs: 120_000 });
+    const tsType = operatorType('tigerastatuses', 'TigeraStatus');
+    await client.apply(tsType, { apiVersion: 'operator.tigera.io/v1', kind: 'TigeraStatus', metadata: { name: 'calico' }, spec: {} });
+    await client.apply(tsType, {
+      apiVersion: 'operator.tigera.io/v1', kind: 'TigeraStatus', metadata: { name: 'calico' },
+      status: { conditions: [{ type: 'Degraded', status: 'True', reason: 'ResourceReadError', message: 'Error querying installation', lastTransitionTime: new Date().toISOString() }] },
+    }, { subresource: 'status' });
+    await client.apply(K.deployment, {
+      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'calico-kube-controllers', namespace: 'calico-system' },
+      spec: {
+        replicas: 1, selector: { matchLabels: { 'k8s-app': 'calico-kube-controllers' } },
+        // No node matches: the pod stays Pending, as when the image cannot run after a version change.
+        template: { metadata: { labels: { 'k8s-app': 'calico-kube-controllers' } }, spec: { nodeSelector: { 'doctor-e2e/none': 'x' }, containers: [{ name: 'calico-kube-controllers', image: 'docker.io/calico/kube-controllers:v3.28.1' }] } },
+      },
+    });
+    const r = await doctor();
+    expect(r.ids, r.stdout).toEqual(['crds-newer-than-operator', 'tigerastatus-degraded', 'version-skew', 'workload-not-ready']);
+    expect(r.code).toBe(2);
+    const by = Object.fromEntries(r.report.findings.map((f: any) => [f.id, f]));
+    expect(by['crds-newer-than-operator'].title).toMatch(/CRDs are from v3.28 or later, but the running operator quay.io\/tigera\/operator:v1.32.10 \(Calico v3.27.4\)/);
+    expect(by['crds-newer-than-operator'].objects).toContain('CustomResourceDefinition/installations.operator.tigera.io');
+    expect(by['version-skew']).toMatchObject({ severity: 'error' });
+    expect(by['version-skew'].title).toContain('ClusterInformation default calicoVersion = v3.28.1');
+    expect(by['tigerastatus-degraded'].title).toBe('TigeraStatus calico is Degraded: ResourceReadError: Error querying installation');
+    expect(by['workload-not-ready'].title).toBe('Deployment calico-system/calico-kube-controllers: 0 of 1 ready');
+  });
+
   it('bad input: one clear line and exit 2, distinguishable from findings', async () => {
     const r = await runCli(['doctor', '/nonexistent/bundle']);
     expect(r.code).toBe(2);

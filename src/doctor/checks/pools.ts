@@ -168,7 +168,39 @@ const onePoolPerFamily: Check = {
   },
 };
 
-export const poolChecks: Check[] = [disabledAdoptedPools, managedPoolsNotListed, onePoolPerFamily];
+const entryCidrNotOwned: Check = {
+  name: 'Installation entries whose CIDR belongs to a pool the operator does not own',
+  run(state, ctx) {
+    const g = ctx.governing;
+    const inst = installation(state);
+    const entries = installationPools(inst);
+    if (!g || !inst || !entries || !operatorPoolBehaviour(g.version).managesPools) return [];
+    const out: Finding[] = [];
+    entries.forEach((e, i) => {
+      const pool = objectsOf(state, KEYS.ipPools).find((p) => p.spec?.cidr === e.cidr);
+      if (!pool || adoptionReason(pool, entries)) return;
+      const view = operatorViewOfPool(pool);
+      const differs = Object.keys(e).filter((k) => k in view && view[k] !== undefined && e[k] !== undefined && !sameValue(e[k], view[k]));
+      out.push({
+        id: 'pool-cidr-not-owned',
+        severity: 'warning',
+        title: `Installation entry ${i} (${e.cidr}) matches the CIDR of IP pool ${pool.metadata.name}, which the operator of ${governingText(g)} does not own`,
+        objects: [ref(pool), ref(inst)],
+        why:
+          `The pool has no ${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE} label and differs from the entry (${differs.join(', ') || 'name'}), ` +
+          'so the operator refuses to touch it: TigeraStatus ippools goes Degraded ("Cannot update an IP pool not owned by the operator") and ' +
+          'the entry is never applied.',
+        fix:
+          `Make the entry describe the pool as it is (${differs.map((k) => `${k}: ${JSON.stringify(view[k])}`).join(', ') || `name: ${pool.metadata.name}`}), ` +
+          `or let the operator take the pool over and rewrite it to the entry: kubectl label ippools.crd.projectcalico.org ${pool.metadata.name} ${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE} ` +
+          '(check first that the entry is what you want: a disabled pool comes back enabled).',
+      });
+    });
+    return out;
+  },
+};
+
+export const poolChecks: Check[] = [disabledAdoptedPools, managedPoolsNotListed, entryCidrNotOwned, onePoolPerFamily];
 
 /** Exported for tests and for plan: is this pool the operator's (by label or by equality)? */
 export function operatorAdopts(state: CalicoState, pool: KubeObject): boolean {
