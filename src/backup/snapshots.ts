@@ -36,20 +36,38 @@ export async function providersToQuery(
   return named;
 }
 
-export async function listSnapshots(providers: ProviderSet, names: string[], filter: SnapshotFilter, reporter: Reporter): Promise<ListedSnapshot[]> {
+/**
+ * Ask each provider for its snapshots. With `tolerant` (providers picked automatically from the nodes), one
+ * provider failing (no credentials, unreachable) is reported and the others are still listed.
+ */
+export async function listSnapshots(
+  providers: ProviderSet,
+  names: string[],
+  filter: SnapshotFilter,
+  reporter: Reporter,
+  opts: { tolerant?: boolean } = {},
+): Promise<{ snapshots: ListedSnapshot[]; failures: string[] }> {
   const out: ListedSnapshot[] = [];
+  const failures: string[] = [];
   for (const name of names) {
-    const p = await providers.get(name);
-    const recs = await p.list(filter).catch((err) => {
-      throw err instanceof EnvironmentError ? err : new EnvironmentError(`provider ${name}: listing snapshots failed: ${errorMessage(err)}`, { cause: err });
-    });
+    let recs: SnapshotRecord[];
+    try {
+      recs = await (await providers.get(name)).list(filter);
+    } catch (err) {
+      const e = err instanceof EnvironmentError ? err : new EnvironmentError(`provider ${name}: listing snapshots failed: ${errorMessage(err)}`, { cause: err });
+      if (!opts.tolerant) throw e;
+      failures.push(`${name}: ${e.message}`);
+      reporter.warn('CNR_SNAPSHOTS_PROVIDER_FAILED', `provider ${name}: ${e.message}`);
+      continue;
+    }
     reporter.debug('CNR_SNAPSHOTS_LISTED', `${name}: ${recs.length} snapshot(s)`);
     for (const r of recs) {
       const d = (r.details ?? {}) as { bundleId?: string; clusterId?: string };
       out.push({ ...r, bundleId: d.bundleId, clusterId: d.clusterId });
     }
   }
-  return out.sort((a, b) => a.created.localeCompare(b.created) || a.node.localeCompare(b.node) || a.device.localeCompare(b.device));
+  out.sort((a, b) => a.created.localeCompare(b.created) || a.node.localeCompare(b.node) || a.device.localeCompare(b.device));
+  return { snapshots: out, failures };
 }
 
 export async function deleteSnapshots(providers: ProviderSet, records: SnapshotRecord[], reporter: Reporter): Promise<{ deleted: number; failures: string[] }> {

@@ -37,8 +37,8 @@ async function find(ctx: CliContext, args: SnapshotsArgs) {
   if (args['older-than']) filter.createdBefore = new Date(Date.now() - parseDuration(args['older-than'], '--older-than'));
   const names = await providersToQuery(client, providers, { provider: args.provider, mapping });
   if (!names.length) throw new BadInputError('no provider to ask: no node of this cluster has one', { hint: 'name one with --provider aws|gcp|...' });
-  const found = await listSnapshots(providers, names, filter, ctx.reporter);
-  return { providers, found, names };
+  const { snapshots: found, failures } = await listSnapshots(providers, names, filter, ctx.reporter, { tolerant: !explicit });
+  return { providers, found, names, failures };
 }
 
 function table(rows: ListedSnapshot[]): string {
@@ -60,12 +60,14 @@ const listCommand: Command<SnapshotsArgs> = {
   describe: 'List the disk snapshots cni-rewind made (found by their tags, no bundle needed)',
   builder: (y: Argv<GlobalArgs>) => common(y) as any,
   handler: handler<SnapshotsArgs>(async (ctx, args) => {
-    const { providers, found } = await find(ctx, args);
+    const { providers, found, failures } = await find(ctx, args);
     try {
       ctx.print(found, () => table(found));
     } finally {
       await providers.closeAll();
     }
+    // Some providers could not be asked: the list may be missing snapshots.
+    return failures.length ? ExitCode.Partial : ExitCode.Ok;
   }),
 };
 
@@ -75,8 +77,9 @@ const deleteCommand: Command<SnapshotsArgs> = {
   builder: (y: Argv<GlobalArgs>) => common(y).option('dry-run', { type: 'boolean', default: false, describe: 'only list what would be deleted' }) as any,
   handler: handler<SnapshotsArgs>(async (ctx, args) => {
     if (!args.bundle && !args['older-than']) throw new BadInputError('say which snapshots to delete: --bundle ID or --older-than DURATION');
-    const { providers, found } = await find(ctx, args);
+    const { providers, found, failures: listFailures } = await find(ctx, args);
     try {
+      if (listFailures.length) throw new PartialFailureError(`not deleting: ${listFailures.length} provider(s) could not be asked (${listFailures.join('; ')})`, { hint: 'fix their access, or name the providers to use with --provider' });
       if (args['dry-run'] || !found.length) {
         ctx.print({ dryRun: !!args['dry-run'], wouldDelete: found, deleted: 0 }, () => (found.length ? `would delete:\n${table(found)}` : 'no snapshots found: nothing to delete'));
         return ExitCode.Ok;

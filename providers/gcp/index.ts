@@ -1,0 +1,448 @@
+/**
+ * GCP Compute Engine snapshot provider (@google-cloud/compute 6.15, REST transport).
+ *
+ * Snapshot: every attached persistent disk of the instance (one createSnapshot per disk: GCE has no multi-disk
+ * crash-consistent call; `guestFlush` asks the guest for application consistency), labelled so the snapshots
+ * can be found without the bundle; the zone operations are waited on in a loop until DONE (wait() returns
+ * after ~2 min at most, or earlier), then the snapshot is polled until READY.
+ * Restore: stop, create disks from the snapshots, detach the old ones, attach the new ones on the same device
+ * names (the boot disk as boot), start. Replaced disks are kept unless deleteReplaced.
+ *
+ * Credentials: Application Default Credentials. Config (providers.gcp): project, zone defaults, guestFlush,
+ * pollSeconds, and for tests only `endpoint` (http://127.0.0.1:PORT) + `auth: none`.
+ *
+ * GCE label keys/values must be lowercase [a-z0-9_-] (<= 63 chars): the shared tag keys are mapped
+ * (`cni-rewind/bundle-id` -> `cni-rewind-bundle-id`) and values lowercased; the exact bundle id is also in
+ * the snapshot description.
+ */
+import { randomBytes } from 'node:crypto';
+import { DisksClient, GlobalOperationsClient, InstancesClient, SnapshotsClient, ZoneOperationsClient } from '@google-cloud/compute';
+import { BadInputError, EnvironmentError, errorMessage } from '../../src/errors.js';
+import { defaultRetryPolicy, sleep, withRetry, type RetryPolicy } from '../../src/kube/retry.js';
+import { parseProviderId } from '../../src/providers/provider-id.js';
+import {
+  PROVIDER_API_VERSION,
+  TAG_KEYS,
+  TOOL_TAG_VALUE,
+  type NodeInfo,
+  type NodeMappingEntry,
+  type NodeTarget,
+  type ProviderContext,
+  type ProviderModule,
+  type RestoreDisksOptions,
+  type RestoreDisksResult,
+  type SnapshotFilter,
+  type SnapshotProvider,
+  type SnapshotRecord,
+  type SnapshotTags,
+  type WaitOptions,
+} from '../../src/providers/types.js';
+
+/** Shared tag keys mapped to GCE label syntax, plus the keys this provider adds. */
+export const GCP_LABELS = {
+  tool: 'cni-rewind',
+  bundle: 'cni-rewind-bundle-id',
+  cluster: 'cni-rewind-cluster-id',
+  node: 'cni-rewind-node',
+  machine: 'cni-rewind-machine',
+  device: 'cni-rewind-device',
+  boot: 'cni-rewind-boot',
+  restoredBy: 'cni-rewind-restored-by-run',
+} as const;
+
+/** A value as a GCE label value: lowercase, [a-z0-9_-], at most 63 characters. */
+export function labelValue(v: string): string {
+  return v.toLowerCase().replace(/[^a-z0-9_-]/g, '_').slice(0, 63);
+}
+
+/** A GCE resource name: [a-z]([-a-z0-9]*[a-z0-9])?, at most 63 characters. */
+export function resourceName(...parts: string[]): string {
+  const s = parts.join('-').toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/-+/g, '-');
+  const suffix = randomBytes(3).toString('hex');
+  const head = s.replace(/^[^a-z]+/, '').slice(0, 63 - suffix.length - 1).replace(/-+$/, '');
+  return `${head || 'cnr'}-${suffix}`;
+}
+
+export interface GcpProviderConfig {
+  project?: string;
+  guestFlush?: boolean;
+  pollSeconds?: number;
+  retryBudgetMs?: number;
+  /** Test/private endpoints only: `http://127.0.0.1:PORT` (REST). */
+  endpoint?: string;
+  /** `none`: send no credentials (only for a local fake). Default: Application Default Credentials. */
+  auth?: 'adc' | 'none';
+}
+
+const lastPath = (u: string | null | undefined) => String(u ?? '').split('/').pop() ?? '';
+
+/** gax errors carry `code` (HTTP status over REST); throttling and unavailability are retried. */
+export function isRetryableGcpError(err: unknown): { retry: boolean } {
+  const code = Number((err as { code?: unknown })?.code);
+  return { retry: code === 429 || code === 503 || code === 8 /* RESOURCE_EXHAUSTED */ || code === 14 /* UNAVAILABLE */ };
+}
+
+function isNotFound(err: unknown): boolean {
+  const e = (err as { cause?: unknown })?.cause ?? err;
+  const code = Number((e as { code?: unknown })?.code);
+  return code === 404 || code === 5;
+}
+
+export function describeGcpError(op: string, err: unknown): Error {
+  if (err instanceof EnvironmentError || err instanceof BadInputError) return err;
+  const e = err as { code?: unknown; message?: string };
+  const code = Number(e?.code);
+  const msg = errorMessage(err).split('\n')[0];
+  if (/Could not load the default credentials|Unable to detect a Project Id|invalid_grant|Could not refresh access token/i.test(msg)) {
+    return new EnvironmentError(`GCP ${op}: no usable Application Default Credentials (${msg})`, { hint: 'run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS', cause: err });
+  }
+  if (code === 401 || code === 403 || code === 7 || code === 16) return new EnvironmentError(`GCP ${op}: permission denied: ${msg}`, { hint: 'see examples/gcp-roles.md for the permissions cni-rewind needs', cause: err });
+  if (/ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ETIMEDOUT/.test(msg)) return new EnvironmentError(`GCP ${op}: cannot reach the Compute API (${msg})`, { cause: err });
+  return new EnvironmentError(`GCP ${op} failed${Number.isFinite(code) ? ` (${code})` : ''}: ${msg}`, { cause: err });
+}
+
+interface Clients {
+  instances: InstancesClient;
+  disks: DisksClient;
+  snapshots: SnapshotsClient;
+  zoneOps: ZoneOperationsClient;
+  globalOps: GlobalOperationsClient;
+}
+
+export class GcpProvider implements SnapshotProvider {
+  readonly name = 'gcp';
+  private clientsPromise?: Promise<Clients>;
+  private readonly projectsSeen = new Set<string>();
+  private readonly retry: RetryPolicy;
+  throttled = 0;
+
+  constructor(
+    private readonly ctx: ProviderContext,
+    private readonly config: GcpProviderConfig = {},
+  ) {
+    this.retry = { ...defaultRetryPolicy, initialDelayMs: 500, maxDelayMs: 20_000, maxElapsedMs: config.retryBudgetMs ?? 5 * 60_000 };
+  }
+
+  private clients(): Promise<Clients> {
+    this.clientsPromise ??= (async () => {
+      const opts: Record<string, any> = {} as any;
+      if (this.config.endpoint) {
+        // The client always sets a port (default 443) and speaks TLS unless told `protocol: 'http'`.
+        const u = new URL(this.config.endpoint);
+        opts.apiEndpoint = u.hostname;
+        opts.port = Number(u.port || (u.protocol === 'http:' ? 80 : 443));
+        opts.protocol = u.protocol.replace(':', '');
+      }
+      if (this.config.auth === 'none') {
+        const { PassThroughClient } = await import('google-auth-library');
+        opts.authClient = new PassThroughClient();
+      }
+      const c: Clients = {
+        instances: new InstancesClient(opts as any),
+        disks: new DisksClient(opts as any),
+        snapshots: new SnapshotsClient(opts as any),
+        zoneOps: new ZoneOperationsClient(opts as any),
+        globalOps: new GlobalOperationsClient(opts as any),
+      };
+      // Auth errors surface here once instead of as an unhandled rejection later (which crashes Node 20).
+      try {
+        await Promise.all(Object.values(c).map((x: { initialize(): Promise<unknown> }) => x.initialize()));
+      } catch (err) {
+        throw describeGcpError('client initialization', err);
+      }
+      return c;
+    })();
+    this.clientsPromise.catch(() => (this.clientsPromise = undefined));
+    return this.clientsPromise;
+  }
+
+  private async call<T>(op: string, fn: (c: Clients) => Promise<T>): Promise<T> {
+    const c = await this.clients();
+    try {
+      return await withRetry(() => fn(c), isRetryableGcpError, this.retry, (err, attempt, delay) => {
+        this.throttled++;
+        this.ctx.reporter.debug('CNR_GCP_RETRY', `GCP ${op} throttled or unavailable (${(err as any)?.code}), retry ${attempt + 1} in ${delay} ms`);
+      });
+    } catch (err) {
+      throw describeGcpError(op, err);
+    }
+  }
+
+  /** v6 methods resolve to [operation]; the Operation itself is in `latestResponse` (`.promise()` does not exist). */
+  private opName(res: unknown): string {
+    const first = Array.isArray(res) ? res[0] : res;
+    const op = (first as any)?.latestResponse ?? first;
+    const name = op?.name;
+    if (!name) throw new EnvironmentError('GCP: the API returned no operation');
+    return String(name);
+  }
+
+  /** Loop on operations.wait until DONE (wait returns early, at most after ~2 min), then fail on op.error. */
+  async waitOperation(what: string, project: string, zone: string | undefined, name: string, timeoutMs = 30 * 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const [op] = zone
+        ? await this.call(`wait ${what}`, (c) => c.zoneOps.wait({ project, zone, operation: name }))
+        : await this.call(`wait ${what}`, (c) => c.globalOps.wait({ project, operation: name }));
+      if (String(op.status) === 'DONE') {
+        const errs = op.error?.errors ?? [];
+        if (errs.length) throw new EnvironmentError(`GCP ${what} failed: ${errs.map((e) => `${e.code}: ${e.message}`).join('; ')}`);
+        return;
+      }
+      if (Date.now() > deadline) throw new EnvironmentError(`GCP ${what}: operation ${name} not done after ${Math.round(timeoutMs / 1000)} s`);
+      await sleep(250);
+    }
+  }
+
+  private defaultProject(): string | undefined {
+    return this.config.project ?? process.env.GOOGLE_CLOUD_PROJECT ?? process.env.CLOUDSDK_CORE_PROJECT;
+  }
+
+  async resolve(node: NodeInfo, mapping?: NodeMappingEntry): Promise<NodeTarget | undefined> {
+    const id = parseProviderId(node.providerID);
+    const m = (k: string) => (typeof mapping?.[k] === 'string' ? (mapping[k] as string) : undefined);
+    const project = m('project') ?? (id.provider === 'gcp' ? id.project : undefined) ?? this.defaultProject();
+    const zone = m('zone') ?? (id.provider === 'gcp' ? id.zone : undefined);
+    const instance = m('instance') ?? (id.provider === 'gcp' ? id.instance : undefined);
+    if (!instance) return undefined;
+    if (!project || !zone) throw new BadInputError(`node ${node.name}: GCP project and zone unknown (set them in the mapping file)`);
+    this.projectsSeen.add(project);
+    return { node: node.name, provider: 'gcp', machine: instance, location: { project, zone } };
+  }
+
+  private async getInstance(t: NodeTarget) {
+    const [inst] = await this.call('instances.get', (c) => c.instances.get({ project: t.location.project!, zone: t.location.zone!, instance: t.machine }));
+    return inst;
+  }
+
+  async snapshot(target: NodeTarget, tags: SnapshotTags, opts: { description?: string; consistent?: boolean } = {}): Promise<SnapshotRecord[]> {
+    const { project, zone } = target.location as { project: string; zone: string };
+    const inst = await this.getInstance(target);
+    const attached = (inst.disks ?? []).filter((d) => d.source && String(d.type ?? 'PERSISTENT') === 'PERSISTENT');
+    if (!attached.length) throw new EnvironmentError(`GCP instance ${target.machine} (node ${target.node}) has no persistent disks to snapshot`);
+    const guestFlush = !!(opts.consistent ?? this.config.guestFlush);
+    const created = new Date().toISOString();
+    return Promise.all(
+      attached.map(async (d) => {
+        const disk = lastPath(d.source);
+        const [diskInfo] = await this.call('disks.get', (c) => c.disks.get({ project, zone, disk }));
+        const name = resourceName('cnr', target.node, d.deviceName ?? disk);
+        const labels = {
+          [GCP_LABELS.tool]: labelValue(TOOL_TAG_VALUE),
+          [GCP_LABELS.bundle]: labelValue(tags.bundleId),
+          [GCP_LABELS.cluster]: labelValue(tags.clusterId),
+          [GCP_LABELS.node]: labelValue(tags.node),
+          [GCP_LABELS.machine]: labelValue(target.machine),
+          [GCP_LABELS.device]: labelValue(d.deviceName ?? ''),
+          [GCP_LABELS.boot]: String(!!d.boot),
+        };
+        const res = await this.call('disks.createSnapshot', (c) =>
+          c.disks.createSnapshot({
+            project,
+            zone,
+            disk,
+            guestFlush,
+            snapshotResource: { name, labels, description: opts.description ?? `cni-rewind backup ${tags.bundleId} node ${tags.node} device ${d.deviceName}` },
+          }),
+        );
+        const rec: SnapshotRecord = {
+          provider: 'gcp',
+          node: target.node,
+          machine: target.machine,
+          disk,
+          device: d.deviceName ?? '',
+          boot: !!d.boot,
+          snapshotId: name,
+          sizeGiB: Number(diskInfo.sizeGb ?? d.diskSizeGb ?? 0) || undefined,
+          state: 'pending',
+          created,
+          location: { project, zone },
+          details: { operation: this.opName(res), diskType: diskInfo.type ? lastPath(diskInfo.type) : undefined, autoDelete: d.autoDelete, guestFlush },
+        };
+        return rec;
+      }),
+    );
+  }
+
+  async waitUsable(records: SnapshotRecord[], opts: WaitOptions): Promise<SnapshotRecord[]> {
+    const deadline = Date.now() + opts.timeoutMs;
+    const delay = Math.max(0.2, this.config.pollSeconds ?? 5) * 1000;
+    const out = await Promise.all(
+      records.map(async (r) => {
+        const project = r.location!.project!;
+        const opName = (r.details as { operation?: string } | undefined)?.operation;
+        try {
+          if (opName) await this.waitOperation(`snapshot of ${r.disk}`, project, r.location!.zone, opName, Math.max(1000, deadline - Date.now()));
+        } catch (err) {
+          const rec = { ...r, state: 'failed' as const };
+          opts.onProgress?.(rec, errorMessage(err));
+          return rec;
+        }
+        for (;;) {
+          let status: string;
+          try {
+            const [s] = await this.call('snapshots.get', (c) => c.snapshots.get({ project, snapshot: r.snapshotId }));
+            status = String(s.status);
+          } catch (err) {
+            if (!isNotFound(err)) throw err;
+            status = 'FAILED';
+          }
+          if (status === 'READY' || status === 'FAILED') {
+            const rec: SnapshotRecord = { ...r, state: status === 'READY' ? 'completed' : 'failed' };
+            opts.onProgress?.(rec, status);
+            return rec;
+          }
+          opts.onProgress?.(r, status);
+          if (Date.now() > deadline) return { ...r, state: 'pending' as const };
+          await sleep(delay);
+        }
+      }),
+    );
+    const bad = out.filter((r) => r.state !== 'completed');
+    if (bad.length) {
+      const failed = bad.filter((r) => r.state === 'failed');
+      const what = failed.length
+        ? `snapshot(s) ${failed.map((r) => `${r.snapshotId} (${r.device})`).join(', ')} failed`
+        : `snapshot(s) ${bad.map((r) => r.snapshotId).join(', ')} not READY after ${Math.round(opts.timeoutMs / 1000)} s`;
+      throw Object.assign(new EnvironmentError(`GCP ${what}`), { records: out });
+    }
+    return out;
+  }
+
+  async restoreDisks(target: NodeTarget, records: SnapshotRecord[], opts: RestoreDisksOptions): Promise<RestoreDisksResult> {
+    const { project, zone } = target.location as { project: string; zone: string };
+    const chosen = records.filter((r) => r.machine === target.machine && (!opts.devices || opts.devices.includes(r.device)));
+    const result: RestoreDisksResult = { node: target.node, restored: [], notes: [] };
+    if (!chosen.length) {
+      result.notes.push('no snapshot records for this machine');
+      return result;
+    }
+    const inst = await this.getInstance(target);
+    const byDevice = new Map((inst.disks ?? []).map((d) => [d.deviceName ?? '', d]));
+    const labels = { [GCP_LABELS.tool]: labelValue(TOOL_TAG_VALUE), [GCP_LABELS.node]: labelValue(target.node), [GCP_LABELS.restoredBy]: labelValue(opts.runId) };
+    // New disks first, while the instance still runs.
+    const created = await Promise.all(
+      chosen.map(async (r) => {
+        const name = resourceName(r.disk.slice(0, 40), 'r');
+        const type = (r.details as { diskType?: string } | undefined)?.diskType;
+        const res = await this.call('disks.insert', (c) =>
+          c.disks.insert({
+            project,
+            zone,
+            requestId: undefined,
+            diskResource: { name, sourceSnapshot: `projects/${project}/global/snapshots/${r.snapshotId}`, ...(type ? { type: `zones/${zone}/diskTypes/${type}` } : {}), labels },
+          }),
+        );
+        await this.waitOperation(`create disk ${name}`, project, zone, this.opName(res));
+        return { r, name };
+      }),
+    );
+    if (String(inst.status) !== 'TERMINATED') {
+      const res = await this.call('instances.stop', (c) => c.instances.stop({ project, zone, instance: target.machine }));
+      await this.waitOperation(`stop ${target.machine}`, project, zone, this.opName(res));
+    }
+    for (const { r, name } of created) {
+      const old = byDevice.get(r.device);
+      if (old) {
+        const res = await this.call('instances.detachDisk', (c) => c.instances.detachDisk({ project, zone, instance: target.machine, deviceName: r.device }));
+        await this.waitOperation(`detach ${r.device}`, project, zone, this.opName(res));
+      }
+      const res = await this.call('instances.attachDisk', (c) =>
+        c.instances.attachDisk({
+          project,
+          zone,
+          instance: target.machine,
+          attachedDiskResource: { source: `projects/${project}/zones/${zone}/disks/${name}`, deviceName: r.device, boot: !!(old?.boot ?? r.boot), autoDelete: old?.autoDelete ?? !!(r.details as any)?.autoDelete },
+        }),
+      );
+      await this.waitOperation(`attach ${name} as ${r.device}`, project, zone, this.opName(res));
+      const replaced = old ? lastPath(old.source) : undefined;
+      if (replaced && opts.deleteReplaced) {
+        const del = await this.call('disks.delete', (c) => c.disks.delete({ project, zone, disk: replaced }));
+        await this.waitOperation(`delete ${replaced}`, project, zone, this.opName(del));
+        result.notes.push(`deleted replaced disk ${replaced}`);
+      } else if (replaced) result.notes.push(`kept replaced disk ${replaced}`);
+      result.restored.push({ device: r.device, snapshotId: r.snapshotId, newDisk: name, replacedDisk: replaced });
+    }
+    const res = await this.call('instances.start', (c) => c.instances.start({ project, zone, instance: target.machine }));
+    await this.waitOperation(`start ${target.machine}`, project, zone, this.opName(res));
+    return result;
+  }
+
+  async reboot(target: NodeTarget): Promise<void> {
+    const { project, zone } = target.location as { project: string; zone: string };
+    const res = await this.call('instances.reset', (c) => c.instances.reset({ project, zone, instance: target.machine }));
+    await this.waitOperation(`reset ${target.machine}`, project, zone, this.opName(res));
+  }
+
+  private projects(): string[] {
+    const p = new Set(this.projectsSeen);
+    const d = this.defaultProject();
+    if (d) p.add(d);
+    if (!p.size) throw new BadInputError('GCP: no project to search', { hint: 'set providers.gcp.project in the config file or GOOGLE_CLOUD_PROJECT' });
+    return [...p];
+  }
+
+  async list(filter: SnapshotFilter): Promise<SnapshotRecord[]> {
+    const out: SnapshotRecord[] = [];
+    const want: Record<string, string> = { [GCP_LABELS.tool]: labelValue(TOOL_TAG_VALUE) };
+    if (filter.bundleId) want[GCP_LABELS.bundle] = labelValue(filter.bundleId);
+    if (filter.clusterId) want[GCP_LABELS.cluster] = labelValue(filter.clusterId);
+    const expr = Object.entries(want).map(([k, v]) => `(labels.${k} = "${v}")`).join(' AND ');
+    for (const project of this.projects()) {
+      const [items] = await this.call('snapshots.list', (c) => c.snapshots.list({ project, filter: expr }));
+      for (const s of items ?? []) {
+        const l = (s.labels ?? {}) as Record<string, string>;
+        // Filter here too: the filter syntax is server-side best effort, the labels are the truth.
+        if (Object.entries(want).some(([k, v]) => l[k] !== v)) continue;
+        const created = s.creationTimestamp ? new Date(s.creationTimestamp) : new Date(0);
+        if (filter.createdBefore && created >= filter.createdBefore) continue;
+        const status = String(s.status);
+        out.push({
+          provider: 'gcp',
+          node: l[GCP_LABELS.node] ?? '',
+          machine: l[GCP_LABELS.machine] ?? '',
+          disk: lastPath(s.sourceDisk),
+          device: l[GCP_LABELS.device] ?? '',
+          boot: l[GCP_LABELS.boot] === 'true',
+          snapshotId: s.name!,
+          sizeGiB: Number(s.diskSizeGb ?? 0) || undefined,
+          state: status === 'READY' ? 'completed' : status === 'FAILED' ? 'failed' : 'pending',
+          created: created.toISOString(),
+          location: { project },
+          details: { bundleId: l[GCP_LABELS.bundle], clusterId: l[GCP_LABELS.cluster] },
+        });
+      }
+    }
+    return out;
+  }
+
+  async delete(records: SnapshotRecord[]): Promise<void> {
+    const failures: string[] = [];
+    await Promise.all(
+      records.map(async (r) => {
+        const project = r.location?.project ?? this.projects()[0]!;
+        try {
+          const res = await this.call('snapshots.delete', (c) => c.snapshots.delete({ project, snapshot: r.snapshotId }));
+          await this.waitOperation(`delete snapshot ${r.snapshotId}`, project, undefined, this.opName(res));
+        } catch (err) {
+          if (isNotFound(err)) return;
+          failures.push(`${r.snapshotId}: ${errorMessage(err)}`);
+        }
+      }),
+    );
+    if (failures.length) throw new EnvironmentError(`GCP: ${failures.length} snapshot(s) could not be deleted: ${failures.slice(0, 5).join('; ')}`);
+  }
+
+  async close(): Promise<void> {
+    const c = await this.clientsPromise?.catch(() => undefined);
+    if (c) await Promise.all(Object.values(c).map((x: { close(): Promise<void> }) => x.close().catch(() => undefined)));
+  }
+}
+
+const gcpProviderModule: ProviderModule = {
+  apiVersion: PROVIDER_API_VERSION,
+  name: 'gcp',
+  create: (ctx) => new GcpProvider(ctx, ctx.config as GcpProviderConfig),
+};
+export default gcpProviderModule;
