@@ -104,6 +104,11 @@ async function walkArchive(file: string, limits: ExtractLimits, onFile: EntryHan
       queue.then(() => (failure ? undefined : resolve()), fail);
     });
     input.pipe(parser as unknown as NodeJS.WritableStream);
+  }).catch(async (err) => {
+    // Let a file write already in flight finish, so the caller can remove everything that was extracted.
+    // Bounded: a body still waiting for data from the aborted stream never finishes.
+    await Promise.race([queue.catch(() => undefined), new Promise((r) => setTimeout(r, 500).unref())]);
+    throw err;
   });
   await queue;
   if (failure) throw failure;
@@ -166,7 +171,8 @@ export async function extractArchive(file: string, limits: ExtractLimits = DEFAU
     );
     return dest;
   } catch (err) {
-    await fs.rm(dest, { recursive: true, force: true });
+    // A write of an entry queued before the failure may still be finishing: retry instead of failing with ENOTEMPTY.
+    await fs.rm(dest, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
     throw err;
   }
 }
