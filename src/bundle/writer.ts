@@ -50,7 +50,10 @@ export class BundleWriter {
     const target = path.resolve(outPath);
     if (await exists(target)) throw new BadInputError(`${outPath} already exists`, { hint: 'choose a new --out path; a bundle is never overwritten' });
     const parent = path.dirname(target);
-    await fs.mkdir(parent, { recursive: true, mode: 0o700 });
+    await fs.mkdir(parent, { recursive: true, mode: 0o700 }).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOTDIR' || e.code === 'EEXIST') throw new BadInputError(`cannot write a bundle at ${outPath}: ${path.dirname(outPath)} is not a directory`);
+      throw e;
+    });
     const base = path.basename(target).replace(/\.(tar\.gz|tgz)$/i, '');
     const workDir = path.join(parent, `.${base}.partial-${randomBytes(4).toString('hex')}`);
     await fs.mkdir(workDir, { mode: 0o700 });
