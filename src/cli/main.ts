@@ -30,7 +30,8 @@ export function buildParser(argv: string[]) {
     .fail((msg, err) => {
       // One clear line for usage errors, never a stack trace.
       if (err) throw err;
-      process.stderr.write(`cni-rewind: ${msg}\n  see: cni-rewind --help\n`);
+      // yargs spreads some messages over several lines ("Invalid values:\n  Argument: ..."): keep it to one.
+      process.stderr.write(`cni-rewind: ${String(msg).replace(/:?\s*\n\s*/g, ': ')}\n  see: cni-rewind --help\n`);
       process.exit(ExitCode.BadInput);
     });
   for (const c of commands) parser = parser.command(c as any);
