@@ -72,6 +72,11 @@ export function reportError(err: unknown, verbose: boolean, s: Styler): number {
     const code = e.statusCode === 401 || e.statusCode === 403 ? 'permission denied' : `HTTP ${e.statusCode}`;
     e = new EnvironmentError(`Kubernetes API ${code}: ${e.message}`, { cause: e });
   }
+  if (!(e instanceof CniRewindError) && isLocalResourceError(e)) {
+    // A full disk, a read-only or forbidden path: the machine's problem, not the input's and not a bug.
+    const x = e as NodeJS.ErrnoException;
+    e = new EnvironmentError(`${x.message.replace(/^E[A-Z]+: /, '')}`, { cause: e, hint: x.code === 'ENOSPC' || x.code === 'EDQUOT' ? 'free some space, or choose another --out' : undefined });
+  }
   if (e instanceof CniRewindError) {
     process.stderr.write(`${s.red('cni-rewind:')} ${redact(e.message)}\n`);
     if (e.hint) process.stderr.write(`  ${redact(e.hint)}\n`);
@@ -87,3 +92,8 @@ export function reportError(err: unknown, verbose: boolean, s: Styler): number {
 
 export type Command<A = {}> = CommandModule<GlobalArgs, A & GlobalArgs>;
 export type Builder<A> = (y: Argv<GlobalArgs>) => Argv<A & GlobalArgs>;
+
+const LOCAL_RESOURCE_CODES = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'EACCES', 'EPERM', 'EIO', 'EMFILE', 'ENFILE']);
+function isLocalResourceError(e: unknown): boolean {
+  return e instanceof Error && typeof (e as NodeJS.ErrnoException).code === 'string' && LOCAL_RESOURCE_CODES.has((e as NodeJS.ErrnoException).code!) && typeof (e as NodeJS.ErrnoException).syscall === 'string';
+}
