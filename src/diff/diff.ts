@@ -8,6 +8,7 @@ import { createTwoFilesPatch } from 'diff';
 import { matchesKind, type Bundle } from '../bundle/reader.js';
 import { crdPathFor, parseResourcePath, resourcePathFor } from '../bundle/paths.js';
 import { dumpYaml } from '../bundle/writer.js';
+import { BadInputError } from '../errors.js';
 import { isCalicoCrd } from '../export/export.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
@@ -53,6 +54,10 @@ function sortKeys(v: unknown): unknown {
 export async function diffBundle(client: KubeClient, bundle: Bundle, opts: DiffOptions = {}, reporter?: Reporter): Promise<DiffResult> {
   const result: DiffResult = { onlyInBundle: [], onlyInCluster: [], changed: [], same: 0, compared: [] };
   const kinds = opts.kinds?.length ? opts.kinds : undefined;
+  // A mistyped --kinds word must not turn into "no differences".
+  const crdWords = ['crds', 'crd', 'customresourcedefinitions', resourceKey(K.crd)];
+  const unknownKinds = (kinds ?? []).filter((k) => !crdWords.includes(k.toLowerCase()) && !bundle.manifest.resources.some((r) => matchesKind(r, [k])));
+  if (unknownKinds.length) throw new BadInputError(`--kinds ${unknownKinds.join(', ')}: no such kind in bundle ${bundle.manifest.id}`, { hint: 'see the kinds it holds with: cni-rewind inspect BUNDLE' });
   const compare = async (live: KubeObject, bundlePath: string) => {
     const saved = await bundle.readObject(bundlePath);
     const a = normalizedYaml(saved);

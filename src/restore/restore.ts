@@ -7,6 +7,7 @@
  */
 import { CALICO_CRD_GROUP, CALICO_GROUPS, OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE, SHARED_POLICY_GROUP } from '../calico/knowledge.js';
 import { checkAgainstSchema, pruneUnknownFields, type SchemaFinding } from '../calico/schema.js';
+import { matchesKind } from '../bundle/reader.js';
 import type { BundleManifest, BundleObject } from '../bundle/types.js';
 import { BadInputError, RefusedError, errorMessage } from '../errors.js';
 import type { Reporter } from '../io/host.js';
@@ -139,6 +140,10 @@ export async function planRestore(client: KubeClient, bundle: RestoreSource, opt
   const existing = opts.existing ?? 'update';
   if (!['skip', 'update', 'replace'].includes(existing)) throw new BadInputError(`--existing must be skip, update or replace (got "${existing}")`);
   const m = bundle.manifest;
+  // A mistyped --kinds word must not turn into a restore of nothing that reports success.
+  const configKind = (k: string) => [...RESTORED_CONFIG_KINDS].some((c) => [c.toLowerCase(), `${c.toLowerCase()}s`].includes(k.toLowerCase()));
+  const unknownKinds = (opts.kinds ?? []).filter((k) => !configKind(k) && !m.resources.some((r) => matchesKind(r, [k])));
+  if (unknownKinds.length) throw new BadInputError(`--kinds ${unknownKinds.join(', ')}: no such kind in bundle ${m.id}`, { hint: 'see the kinds it holds with: cni-rewind inspect BUNDLE' });
 
   const uid = await clusterUid(client);
   const sameCluster = !!m.cluster?.uid && m.cluster.uid === uid;
@@ -177,9 +182,10 @@ export async function planRestore(client: KubeClient, bundle: RestoreSource, opt
   const installation = objects.find((o) => o.kind === INSTALLATION_KIND && groupOf(o.apiVersion) === 'operator.tigera.io' && o.metadata.name === INSTALLATION_NAME);
 
   const inBundle = new Set(objects.map((o) => ownerKey(o.apiVersion, o.kind, o.metadata.name, o.metadata.namespace)));
+  const liveIndex = new LiveIndex(client);
   const planned: Planned[] = [];
   await pool(objects, opts.concurrency ?? 8, async (obj) => {
-    planned.push(await planOne(client, resolver, obj, { existing, liveCrds, bundleCrds, dropUnknownFields: !!opts.dropUnknownFields, installation, operatorImage, inBundle }));
+    planned.push(await planOne(client, resolver, obj, { existing, liveCrds, bundleCrds, dropUnknownFields: !!opts.dropUnknownFields, installation, operatorImage, inBundle, liveIndex }));
   });
   for (const p of planned) for (const n of p.action.notes ?? []) if (n.startsWith('ownerReferences')) reporter.warn('CNR_RESTORE_OWNER_DROPPED', `${p.action.id}: ${n}`);
 
@@ -209,7 +215,7 @@ async function planOne(
   client: KubeClient,
   resolver: ResourceResolver,
   obj: KubeObject,
-  ctx: { existing: ExistingPolicy; liveCrds: Map<string, KubeObject>; bundleCrds: Map<string, KubeObject>; dropUnknownFields: boolean; installation?: KubeObject; operatorImage?: string; inBundle: Set<string> },
+  ctx: { existing: ExistingPolicy; liveCrds: Map<string, KubeObject>; bundleCrds: Map<string, KubeObject>; dropUnknownFields: boolean; installation?: KubeObject; operatorImage?: string; inBundle: Set<string>; liveIndex: LiveIndex },
 ): Promise<Planned> {
   const { phase, rank } = phaseOf(obj);
   const action: RestoreAction = { ref: refOf(obj), id: idOf(obj), phase: phase.id, action: 'create' };
@@ -279,10 +285,7 @@ async function planOne(
   if (notes.length) action.notes = notes;
 
   let live: KubeObject | undefined;
-  if (liveCrd || !crd) live = await client.getOrUndefined(type, obj.metadata.namespace, obj.metadata.name).catch((err) => {
-    if (err instanceof KubeApiError && err.statusCode === 404) return undefined;
-    throw err;
-  });
+  if (liveCrd || !crd) live = await ctx.liveIndex.get(type, obj.metadata.namespace, obj.metadata.name);
   if (live) desired = keepRuntimeFields(desired, live);
   if (action.action === 'create') {
     if (!live) action.action = 'create';
@@ -312,6 +315,33 @@ function keepRuntimeFields(desired: KubeObject, live: KubeObject): KubeObject {
     else parent[last] = v;
   }
   return out;
+}
+
+/**
+ * Live objects for planning: custom resources are listed once per type (paged) instead of one GET per object,
+ * which matters for thousands of IPAM blocks and handles; core objects (a few ConfigMaps, Secrets, Namespaces)
+ * are fetched one by one rather than listing every Secret of the cluster.
+ */
+class LiveIndex {
+  private readonly lists = new Map<string, Promise<Map<string, KubeObject>>>();
+  constructor(private readonly client: KubeClient) {}
+
+  async get(type: ResourceType, namespace: string | undefined, name: string): Promise<KubeObject | undefined> {
+    if (!type.group) return this.client.getOrUndefined(type, namespace, name);
+    const key = `${type.group}/${type.version}/${type.plural}`;
+    let list = this.lists.get(key);
+    if (!list) {
+      list = this.client.listAll(type).then(
+        (items) => new Map(items.map((o) => [`${o.metadata.namespace ?? ''}/${o.metadata.name}`, o])),
+        (err) => {
+          if (err instanceof KubeApiError && err.notFound) return new Map<string, KubeObject>();
+          throw err;
+        },
+      );
+      this.lists.set(key, list);
+    }
+    return (await list).get(`${type.namespaced ? namespace ?? '' : ''}/${name}`);
+  }
 }
 
 /** Live objects of the bundle's Calico kinds that the bundle does not have. */
@@ -453,7 +483,17 @@ export async function executeRestore(client: KubeClient, plan: RestorePlan, plan
   const ciType: ResourceType = { group: CALICO_CRD_GROUP, version: 'v1', plural: 'clusterinformations', kind: CLUSTER_INFORMATION.kind, namespaced: false };
   const ciBefore = plan.crdsToCreate.includes(`clusterinformations.${CALICO_CRD_GROUP}`) ? undefined : await client.getOrUndefined(ciType, undefined, CLUSTER_INFORMATION.name).catch(() => undefined);
 
+  // Ctrl-C or SIGTERM while writing: finish the writes in flight, write nothing more, put the operator and the
+  // datastore lock back (the default signal action would exit without doing that), and report what was left.
+  let interrupted: string | undefined;
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (interrupted) return;
+    interrupted = sig;
+    reporter.warn('CNR_RESTORE_INTERRUPTED', `${sig}: stopping after the writes in flight, then putting the operator and the datastore lock back`);
+  };
   if (writes.length || plan.crdsToCreate.length) {
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
     try {
       // 1. CRDs missing from the cluster, from the bundle, until Established.
       if (plan.crdsToCreate.length) {
@@ -491,6 +531,11 @@ export async function executeRestore(client: KubeClient, plan: RestorePlan, plan
         const ranks = [...new Set(inPhase.map((p) => p.rank))].sort((a, b) => a - b);
         for (const rank of ranks) {
           await pool(inPhase.filter((p) => p.rank === rank), concurrency, async (p) => {
+            if (interrupted) {
+              p.action.outcome = 'failed';
+              p.action.error = `not written: restore interrupted (${interrupted})`;
+              return;
+            }
             try {
               const written = await writeOne(client, resolver, p, ownerCache, reporter);
               p.action.outcome = 'done';
@@ -508,6 +553,11 @@ export async function executeRestore(client: KubeClient, plan: RestorePlan, plan
       if (total) reporter.progress({ id: 'restore', label: 'restoring objects', current: done, total, done: true });
       // 4. Prune last, most dependent kinds first.
       for (const p of writes.filter((x) => x.action.action === 'prune')) {
+        if (interrupted) {
+          p.action.outcome = 'failed';
+          p.action.error = `not pruned: restore interrupted (${interrupted})`;
+          continue;
+        }
         try {
           await client.delete(p.type!, p.live!.metadata.namespace, p.live!.metadata.name);
           p.action.outcome = 'done';
@@ -520,6 +570,8 @@ export async function executeRestore(client: KubeClient, plan: RestorePlan, plan
       }
     } finally {
       releaseProblems = await releaseAll(releases, reporter);
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
     }
   }
 
