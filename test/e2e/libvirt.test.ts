@@ -84,7 +84,8 @@ describe('libvirt provider on a real libvirtd', () => {
     }
     expect(recs.find((s: any) => s.node === `${PREFIX}2`).details.domainState).toBe('running');
     // The snapshots are real: libvirt lists them and qemu-img sees them inside each qcow2 file.
-    const name = recs[0].snapshotId;
+    const name = recs[0].details.snapshot;
+    expect(recs.map((s: any) => s.snapshotId).sort()).toEqual([`${PREFIX}1/${name}/vda`, `${PREFIX}1/${name}/vdb`, `cnr-vm-two/${name}/vda`]);
     expect(virsh('snapshot-list', `${PREFIX}1`, '--name')).toBe(name);
     expect(virsh('snapshot-list', 'cnr-vm-two', '--name')).toBe(name);
     for (const f of domains[`${PREFIX}1`]!.files) expect(execFileSync('qemu-img', ['snapshot', '-U', '-l', f], { encoding: 'utf8' })).toContain(name);
@@ -147,7 +148,7 @@ describe('libvirt provider on a real libvirtd', () => {
     const recs = await p.snapshot(target, { bundleId: 'ext-test', clusterId: 'c', node: 'cnr-vm-ext' });
     expect(recs[0]).toMatchObject({ device: 'vda', details: { mode: 'external' } });
     // The domain now writes to an overlay next to the base image.
-    expect(virsh('domblklist', 'cnr-vm-ext')).toContain(`cnr-vm-ext.${recs[0]!.snapshotId}.vda.qcow2`);
+    expect(virsh('domblklist', 'cnr-vm-ext')).toContain(`cnr-vm-ext.${recs[0]!.details!.snapshot}.vda.qcow2`);
     const [major, minor] = libvirtd.version.split('.').map(Number) as [number, number];
     const canRevert = major > 9 || (major === 9 && minor >= 7);
     if (!canRevert) {
