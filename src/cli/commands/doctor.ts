@@ -45,7 +45,7 @@ function renderReport(ctx: CliContext, r: DoctorReport): string {
   const s = ctx.style;
   const where = r.source.type === 'bundle' ? `bundle ${r.source.path}${r.source.createdAt ? ` (exported ${r.source.createdAt})` : ''}` : `cluster ${r.source.server}`;
   const lines = [
-    `Checked ${where}: Calico ${r.calico.version ?? 'version unknown'} (${r.calico.installType} install)${r.calico.target ? `, target ${r.calico.target}` : ''}`,
+    `Checked ${where}: ${r.calico.installType === 'none' ? 'Calico not installed' : `Calico ${r.calico.version ?? 'version unknown'} (${r.calico.installType} install)`}${r.calico.target ? `, target ${r.calico.target}` : ''}`,
   ];
   for (const sev of ['error', 'warning', 'info'] as const) {
     const fs = r.findings.filter((f) => f.severity === sev);
