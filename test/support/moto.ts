@@ -74,3 +74,82 @@ export async function startMoto(opts: { timeoutMs?: number } = {}): Promise<Moto
     },
   };
 }
+
+export interface ThrottlingProxy {
+  url: string;
+  /** Requests answered with RequestLimitExceeded so far. */
+  throttled: number;
+  forwarded: number;
+  close(): Promise<void>;
+}
+
+/**
+ * A stand-in for EC2's API throttling, which moto never does: an HTTP proxy in front of moto that answers every
+ * `every`-th request with the error EC2 returns when throttled (HTTP 503, Code RequestLimitExceeded, EC2 query
+ * error XML) and forwards the rest unchanged.
+ */
+export async function startThrottlingProxy(target: string, opts: { every: number }): Promise<ThrottlingProxy> {
+  const http = await import('node:http');
+  let n = 0;
+  const state = { throttled: 0, forwarded: 0 };
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', async () => {
+      if (++n % opts.every === 0) {
+        state.throttled++;
+        const xml = '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message></Error></Errors><RequestID>00000000-0000-0000-0000-000000000000</RequestID></Response>';
+        res.writeHead(503, { 'content-type': 'text/xml;charset=UTF-8', 'content-length': Buffer.byteLength(xml) });
+        res.end(xml);
+        return;
+      }
+      state.forwarded++;
+      try {
+        const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k))) as Record<string, string>;
+        const r = await fetch(target + (req.url ?? '/'), { method: req.method, headers, body: chunks.length ? Buffer.concat(chunks) : undefined });
+        const body = Buffer.from(await r.arrayBuffer());
+        res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'text/xml', 'content-length': body.length });
+        res.end(body);
+      } catch (err) {
+        res.writeHead(502);
+        res.end(String(err));
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    get throttled() {
+      return state.throttled;
+    },
+    get forwarded() {
+      return state.forwarded;
+    },
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+/** Launch `count` instances in us-east-1a, each with a root and one data volume; returns their ids. */
+export async function runMotoInstances(ec2: import('@aws-sdk/client-ec2').EC2Client, count: number): Promise<string[]> {
+  const { DescribeImagesCommand, RunInstancesCommand } = await import('@aws-sdk/client-ec2');
+  const img = (await ec2.send(new DescribeImagesCommand({}))).Images?.find((i) => i.RootDeviceName === '/dev/sda1');
+  const ids: string[] = [];
+  while (ids.length < count) {
+    const n = Math.min(100, count - ids.length);
+    const r = await ec2.send(
+      new RunInstancesCommand({
+        ImageId: img!.ImageId!,
+        MinCount: n,
+        MaxCount: n,
+        Placement: { AvailabilityZone: 'us-east-1a' },
+        BlockDeviceMappings: [
+          { DeviceName: '/dev/sda1', Ebs: { VolumeSize: 8, DeleteOnTermination: true } },
+          { DeviceName: '/dev/sdf', Ebs: { VolumeSize: 10 } },
+        ],
+      }),
+    );
+    ids.push(...r.Instances!.map((i) => i.InstanceId!));
+  }
+  return ids;
+}
