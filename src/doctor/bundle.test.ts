@@ -25,6 +25,7 @@ describe('loadBundleState', () => {
       { key: 'installations.operator.tigera.io', group: 'operator.tigera.io', version: 'v1', kind: 'Installation', plural: 'installations', namespaced: false, count: 1 },
       { key: 'ippools.crd.projectcalico.org', group: 'crd.projectcalico.org', version: 'v1', kind: 'IPPool', plural: 'ippools', namespaced: false, count: 1 },
       { key: 'ipamblocks.crd.projectcalico.org', group: 'crd.projectcalico.org', version: 'v1', kind: 'IPAMBlock', plural: 'ipamblocks', namespaced: false, count: 1 },
+      { key: 'ipamhandles.crd.projectcalico.org', group: 'crd.projectcalico.org', version: 'v1', kind: 'IPAMHandle', plural: 'ipamhandles', namespaced: false, count: 0 },
     ];
     for (const kind of ['Installation', 'IPPool', 'IPAMBlock']) {
       const crd = fixtureCrd('3.28.1', kind);
@@ -42,7 +43,8 @@ describe('loadBundleState', () => {
     const bundle = await openBundle(out); // no key: doctor must not need it
     try {
       const state = await loadBundleState(bundle);
-      expect(Object.keys(state.objects).sort()).toEqual(['installations.operator.tigera.io', 'ipamblocks.crd.projectcalico.org', 'ippools.crd.projectcalico.org']);
+      expect(Object.keys(state.objects).sort()).toEqual(['installations.operator.tigera.io', 'ipamblocks.crd.projectcalico.org', 'ipamhandles.crd.projectcalico.org', 'ippools.crd.projectcalico.org']);
+      expect(state.objects['ipamhandles.crd.projectcalico.org']).toEqual([]); // exported with no objects: present, empty
       expect(state.workloads.map((x) => x.name)).toEqual(['tigera-operator']);
       expect(state.nodes).toEqual([{ name: 'n1', ready: undefined }]);
       expect(state.pods).toBeUndefined();

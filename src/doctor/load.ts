@@ -61,6 +61,9 @@ export async function loadBundleState(bundle: Bundle): Promise<CalicoState> {
   for (const r of bundle.manifest.resources ?? []) plurals.set(`${r.group}/${r.kind}`, r.plural);
   for (const c of crds) plurals.set(`${c.spec.group}/${c.spec.names.kind}`, c.spec.names.plural);
   const objects: Record<string, KubeObject[]> = {};
+  // A kind exported with no objects is present and empty (as in the live cluster): its checks still run.
+  for (const r of bundle.manifest.resources ?? []) if ((CALICO_GROUPS as readonly string[]).includes(r.group)) objects[r.key] ??= [];
+  for (const c of crds) objects[resourceKey({ plural: c.spec.names.plural, group: c.spec.group })] ??= [];
   for await (const { object } of bundle.objects({ groups: [...CALICO_GROUPS] })) {
     const group = groupOf(object.apiVersion);
     const plural = plurals.get(`${group}/${object.kind}`) ?? `${object.kind.toLowerCase()}s`;
