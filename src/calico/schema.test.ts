@@ -110,6 +110,17 @@ describe('checkAgainstSchema with the real Calico CRDs', () => {
   });
 });
 
+describe('3.30.7 objects against 3.28.1 CRDs', () => {
+  it('finds IPPool assignmentMode and BlockAffinity type (new in 3.30)', () => {
+    const crd330 = (name: string) => load('3.30.7', 'operator-crds.yaml').find((o) => o.metadata.name === name)!;
+    const pool: KubeObject = { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name: 'p' }, spec: { cidr: '10.0.0.0/16', assignmentMode: 'Automatic' } };
+    expect(checkAgainstSchema(pool, crd330('ippools.crd.projectcalico.org'))).toEqual([]);
+    expect(checkAgainstSchema(pool, crd('3.28.1', 'ippools.crd.projectcalico.org'))).toEqual([{ path: 'spec.assignmentMode', kind: 'pruned', detail: 'field not in the CRD schema' }]);
+    const ba: KubeObject = { apiVersion: 'crd.projectcalico.org/v1', kind: 'BlockAffinity', metadata: { name: 'b' }, spec: { cidr: '10.0.0.0/26', node: 'n', state: 'confirmed', deleted: 'false', type: 'host' } };
+    expect(checkAgainstSchema(ba, crd('3.28.1', 'blockaffinities.crd.projectcalico.org')).map((f) => f.path)).toEqual(['spec.type']);
+  });
+});
+
 describe('pruneUnknownFields', () => {
   it('removes exactly what 3.27 would prune and leaves the input untouched', () => {
     const inst = installation328();
