@@ -1,0 +1,22 @@
+import { describe, expect, it } from 'vitest';
+import { ExitCode } from '../../src/errors.js';
+import { describeAwsError, isRetryableAwsError } from './index.js';
+
+describe('AWS error handling', () => {
+  it('retries throttling and unavailability, not client errors', () => {
+    expect(isRetryableAwsError({ name: 'RequestLimitExceeded' }).retry).toBe(true);
+    expect(isRetryableAwsError({ name: 'Whatever', $metadata: { httpStatusCode: 503 } }).retry).toBe(true);
+    expect(isRetryableAwsError({ name: 'Whatever', $metadata: { httpStatusCode: 429 } }).retry).toBe(true);
+    expect(isRetryableAwsError({ name: 'InvalidInstanceID.NotFound', $metadata: { httpStatusCode: 400 } }).retry).toBe(false);
+    expect(isRetryableAwsError({ name: 'UnauthorizedOperation', $metadata: { httpStatusCode: 403 } }).retry).toBe(false);
+  });
+
+  it('maps credentials and permission errors to environment errors (exit 4) with a hint', () => {
+    const a = describeAwsError('CreateSnapshots', Object.assign(new Error('Could not load credentials from any providers'), { name: 'CredentialsProviderError' })) as any;
+    expect(a.exitCode).toBe(ExitCode.Environment);
+    expect(a.message).toBe('AWS CreateSnapshots: no AWS credentials found');
+    const b = describeAwsError('CreateSnapshots', Object.assign(new Error('You are not authorized'), { name: 'UnauthorizedOperation' })) as any;
+    expect(b.message).toMatch(/permission denied/);
+    expect(b.hint).toMatch(/iam-policy-aws.json/);
+  });
+});
