@@ -11,6 +11,7 @@ import { restoreCommand } from './restore.js';
 import { applyCommand } from './apply.js';
 import { planCommand } from './plan.js';
 import { statusCommand } from './status.js';
+import { wrapCommand } from './wrap.js';
 import { versionCommand } from './version.js';
 
 /** Every CLI command, in the order `--help` lists them. Add new commands here. */
@@ -18,6 +19,6 @@ export const commands: Command<any>[] = [versionCommand, statusCommand, backupCo
 commands.push(exportCommand, inspectCommand, verifyCommand, listCommand, diffCommand);
 commands.push(doctorCommand);
 commands.push(restoreCommand);
-commands.push(planCommand, applyCommand);
+commands.push(planCommand, applyCommand, wrapCommand);
 import { demoCommand } from './demo.js';
 commands.push(demoCommand);
