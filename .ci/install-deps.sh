@@ -18,3 +18,11 @@ if ! python3 -c 'import moto, flask' 2>/dev/null || [ "$(python3 -c 'import impo
   echo "== installing moto server (pinned in test/requirements.txt)"
   python3 -m pip install -q -r test/requirements.txt
 fi
+# libvirt without systemd (test/support/libvirtd.ts): the account libvirt-daemon-system would create.
+if [ "$(id -u)" = 0 ] && ! getent passwd libvirt-qemu >/dev/null; then
+  getent group libvirt-qemu >/dev/null || groupadd -r libvirt-qemu
+  useradd -r -g libvirt-qemu -d /var/lib/libvirt -s /usr/sbin/nologin libvirt-qemu
+  getent group libvirt >/dev/null || groupadd -r libvirt
+fi
+# vcsim for the vSphere tests, built once from Go modules into ~/.cache (quick when cached).
+bash "$(dirname "$0")/../test/vcsim/build.sh" >/dev/null

@@ -80,7 +80,7 @@ export class ProxmoxApi {
     } catch {
       /* not JSON: the reason phrase below says what happened */
     }
-    if (res.status === 401) throw new ProxmoxApiError(`Proxmox VE at ${this.host} rejected the API token (HTTP 401 ${res.statusMessage})`, 401, 'Check PROXMOX_VE_API_TOKEN: USER@REALM!TOKENID=SECRET of an existing, unexpired token.');
+    if (res.status === 401) throw new ProxmoxApiError(`Proxmox VE at ${this.host} rejected the API token (HTTP 401 ${res.statusMessage})`, 401, 'Check that PROXMOX_VE_API_TOKEN names an existing, unexpired token (format USER@REALM!TOKENID=SECRET).');
     if (res.status === 403) throw new ProxmoxApiError(`Proxmox VE at ${this.host}: permission denied for ${method} ${path} (${res.statusMessage})`, 403, 'The token needs VM.Audit, VM.Snapshot (and VM.Snapshot.Rollback, VM.PowerMgmt) on the VMs; privilege-separated tokens need their own ACLs.');
     if (res.status >= 400) {
       const fields = body.errors ? ` (${Object.entries(body.errors).map(([k, v]) => `${k}: ${v}`).join('; ')})` : '';

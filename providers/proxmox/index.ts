@@ -66,7 +66,7 @@ export function parseConfig(raw: Record<string, unknown>, env: NodeJS.ProcessEnv
       throw new BadInputError(`proxmox: cannot read the token file ${tokenFile}: ${(err as Error).message}`);
     }
   }
-  if (!token) throw new BadInputError('proxmox: no API token', { hint: 'Set PROXMOX_VE_API_TOKEN=USER@REALM!TOKENID=SECRET, or providers.proxmox.tokenFile.' });
+  if (!token) throw new BadInputError('proxmox: no API token', { hint: 'Set PROXMOX_VE_API_TOKEN (format USER@REALM!TOKENID=SECRET), or providers.proxmox.tokenFile.' });
   const poll = raw.pollIntervalMs === undefined ? 1_000 : Number(raw.pollIntervalMs);
   if (!Number.isFinite(poll) || poll < 0) throw new BadInputError('proxmox: pollIntervalMs must be a number of milliseconds');
   return { url, token, caFile: str(raw.caFile) ?? str(env.PROXMOX_VE_CA_FILE), insecure: truthy(raw.insecure ?? env.PROXMOX_VE_INSECURE), vmstate: truthy(raw.vmstate), pollIntervalMs: poll };
