@@ -482,6 +482,15 @@ export async function executeRestore(client: KubeClient, plan: RestorePlan, plan
   let releaseProblems: string[] = [];
   const ciType: ResourceType = { group: CALICO_CRD_GROUP, version: 'v1', plural: 'clusterinformations', kind: CLUSTER_INFORMATION.kind, namespaced: false };
   const ciBefore = plan.crdsToCreate.includes(`clusterinformations.${CALICO_CRD_GROUP}`) ? undefined : await client.getOrUndefined(ciType, undefined, CLUSTER_INFORMATION.name).catch(() => undefined);
+  // A ClusterInformation this run creates is created already locked when IPAM will be written, so Calico never
+  // sees datastoreReady=true with IPAM half-restored; the lock is released to the bundle's value.
+  const ipamWrites = writes.some((p) => RESTORE_PHASES.find((ph) => ph.id === p.action.phase)?.datastoreLock && p.action.action !== 'prune');
+  const ciCreate = writes.find((p) => p.action.action === 'create' && p.desired?.kind === CLUSTER_INFORMATION.kind && p.desired.metadata.name === CLUSTER_INFORMATION.name);
+  let lockPrior: boolean | undefined = ciBefore ? (ciBefore.spec?.datastoreReady as boolean | undefined) : undefined;
+  if (ipamWrites && ciCreate?.desired) {
+    lockPrior = ciCreate.desired.spec?.datastoreReady as boolean | undefined;
+    ciCreate.desired = { ...ciCreate.desired, spec: { ...ciCreate.desired.spec, datastoreReady: false } };
+  }
 
   // Ctrl-C or SIGTERM while writing: finish the writes in flight, write nothing more, put the operator and the
   // datastore lock back (the default signal action would exit without doing that), and report what was left.
@@ -521,7 +530,7 @@ export async function executeRestore(client: KubeClient, plan: RestorePlan, plan
         const inPhase = writes.filter((p) => p.action.phase === phase.id && p.action.action !== 'prune');
         if (!inPhase.length) continue;
         if (phase.datastoreLock) {
-          const lock = await lockDatastore(client, ciType, reporter, ciBefore ? (ciBefore.spec?.datastoreReady as boolean | undefined) : undefined);
+          const lock = await lockDatastore(client, ciType, reporter, lockPrior);
           if (lock) {
             releases.push(lock);
             paused.push(lock.what);
