@@ -153,3 +153,102 @@ export async function runMotoInstances(ec2: import('@aws-sdk/client-ec2').EC2Cli
   }
   return ids;
 }
+
+export interface ReplaceRootStandIn {
+  url: string;
+  tasks: { id: string; instanceId: string; snapshotId: string; deleteReplaced: boolean; state: string; describes: number }[];
+  /** The next task created ends `failed` instead of swapping the root volume. */
+  failNext: boolean;
+  close(): Promise<void>;
+}
+
+/**
+ * A STAND-IN for EC2's replace-root-volume tasks, which moto does not implement (it answers HTTP 500): an HTTP
+ * proxy in front of moto that answers CreateReplaceRootVolumeTask and DescribeReplaceRootVolumeTasks in the EC2
+ * query-protocol XML the SDK parses, walks each task pending -> in-progress -> succeeded over successive
+ * describes, and performs the swap on moto itself (CreateVolume from the snapshot, detach the old root, attach the
+ * new one on the root device), as EC2 would. Every other call is forwarded to moto unchanged.
+ */
+export async function startReplaceRootStandIn(motoUrl: string): Promise<ReplaceRootStandIn> {
+  const http = await import('node:http');
+  const { randomBytes } = await import('node:crypto');
+  const sdk = await import('@aws-sdk/client-ec2');
+  const ec2 = new sdk.EC2Client({ region: 'us-east-1', endpoint: motoUrl, credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' }, maxAttempts: 1 });
+  const tasks: ReplaceRootStandIn['tasks'] = [];
+  const state = { failNext: false };
+  const ns = 'http://ec2.amazonaws.com/doc/2016-11-15/';
+  const taskXml = (t: ReplaceRootStandIn['tasks'][number]) =>
+    `<replaceRootVolumeTaskId>${t.id}</replaceRootVolumeTaskId><instanceId>${t.instanceId}</instanceId><taskState>${t.state}</taskState><startTime>${new Date().toISOString()}</startTime><snapshotId>${t.snapshotId}</snapshotId><deleteReplacedRootVolume>${t.deleteReplaced}</deleteReplacedRootVolume>`;
+
+  async function swapRoot(t: ReplaceRootStandIn['tasks'][number]) {
+    const inst = (await ec2.send(new sdk.DescribeInstancesCommand({ InstanceIds: [t.instanceId] }))).Reservations![0]!.Instances![0]!;
+    const rootDev = inst.RootDeviceName!;
+    const old = inst.BlockDeviceMappings!.find((m) => m.DeviceName === rootDev)!.Ebs!.VolumeId!;
+    const v = await ec2.send(new sdk.CreateVolumeCommand({ AvailabilityZone: inst.Placement!.AvailabilityZone!, SnapshotId: t.snapshotId }));
+    await ec2.send(new sdk.DetachVolumeCommand({ VolumeId: old, InstanceId: t.instanceId }));
+    await ec2.send(new sdk.AttachVolumeCommand({ VolumeId: v.VolumeId!, InstanceId: t.instanceId, Device: rootDev }));
+    if (t.deleteReplaced) await ec2.send(new sdk.DeleteVolumeCommand({ VolumeId: old }));
+  }
+
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', async () => {
+      const body = Buffer.concat(chunks);
+      const form = new URLSearchParams(body.toString('utf8'));
+      const action = form.get('Action');
+      const reply = (xml: string) => {
+        res.writeHead(200, { 'content-type': 'text/xml;charset=UTF-8', 'content-length': Buffer.byteLength(xml) });
+        res.end(xml);
+      };
+      try {
+        if (action === 'CreateReplaceRootVolumeTask') {
+          const t = { id: `replacevol-${randomBytes(8).toString('hex')}`, instanceId: form.get('InstanceId')!, snapshotId: form.get('SnapshotId')!, deleteReplaced: form.get('DeleteReplacedRootVolume') === 'true', state: 'pending', describes: 0, fail: state.failNext };
+          state.failNext = false;
+          tasks.push(t);
+          return reply(`<?xml version="1.0" encoding="UTF-8"?>\n<CreateReplaceRootVolumeTaskResponse xmlns="${ns}"><requestId>${randomBytes(8).toString('hex')}</requestId><replaceRootVolumeTask>${taskXml(t)}</replaceRootVolumeTask></CreateReplaceRootVolumeTaskResponse>`);
+        }
+        if (action === 'DescribeReplaceRootVolumeTasks') {
+          const ids = [...form.entries()].filter(([k]) => k.startsWith('ReplaceRootVolumeTaskId.')).map(([, v]) => v);
+          const chosen = tasks.filter((t) => !ids.length || ids.includes(t.id));
+          for (const t of chosen) {
+            t.describes++;
+            if (t.state === 'pending' && t.describes >= 1) t.state = 'in-progress';
+            else if (t.state === 'in-progress' && t.describes >= 3) {
+              if ((t as any).fail) t.state = 'failed';
+              else {
+                await swapRoot(t);
+                t.state = 'succeeded';
+              }
+            }
+          }
+          return reply(`<?xml version="1.0" encoding="UTF-8"?>\n<DescribeReplaceRootVolumeTasksResponse xmlns="${ns}"><requestId>${randomBytes(8).toString('hex')}</requestId><replaceRootVolumeTaskSet>${chosen.map((t) => `<item>${taskXml(t)}</item>`).join('')}</replaceRootVolumeTaskSet></DescribeReplaceRootVolumeTasksResponse>`);
+        }
+        const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k))) as Record<string, string>;
+        const r = await fetch(motoUrl + (req.url ?? '/'), { method: req.method, headers, body: body.length ? body : undefined });
+        const out = Buffer.from(await r.arrayBuffer());
+        res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'text/xml', 'content-length': out.length });
+        res.end(out);
+      } catch (err) {
+        res.writeHead(500);
+        res.end(String(err));
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    tasks,
+    get failNext() {
+      return state.failNext;
+    },
+    set failNext(v: boolean) {
+      state.failNext = v;
+    },
+    close: async () => {
+      ec2.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
