@@ -20,7 +20,8 @@ import type { KubeObject } from '../kube/types.js';
 import { bundleDataPresent, liveDataNotInBundle } from '../plan/compare.js';
 import { isManagedCrd, transformInstallation } from '../plan/findings.js';
 import { checkBundle, checkCluster, refuseOnFailure } from '../plan/preflight.js';
-import { CALICO_POD_NAMESPACES, parseDuration } from '../plan/rules.js';
+import { parseDuration } from '../config/config.js';
+import { CALICO_POD_NAMESPACES } from '../plan/rules.js';
 import type { Plan } from '../plan/types.js';
 import type { ExecStep, StepRuntime } from './executor.js';
 import { restoreResources } from '../restore/restore.js';
@@ -67,7 +68,7 @@ async function preflight({ client, plan, bundle }: StepDeps): Promise<string> {
   const checks = [
     ...(await checkBundle(bundle, {
       uid,
-      maxAgeMs: parseDuration(plan.options.maxBackupAge)!,
+      maxAgeMs: parseDuration(plan.options.maxBackupAge, 'maxBackupAge'),
       maxBackupAge: plan.options.maxBackupAge,
       diskSnapshots: plan.options.diskSnapshots,
       nodes: cluster.nodes,

@@ -14,7 +14,8 @@ import { K } from '../kube/builtin.js';
 import { crdResourceType } from '../kube/discovery.js';
 import { computeFindings, isManagedCrd, type LiveCalico } from './findings.js';
 import { checkBundle, checkCluster, clusterUid, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
-import { parseDuration, PLAN_FLAGS } from './rules.js';
+import { parseDuration } from '../config/config.js';
+import { PLAN_FLAGS } from './rules.js';
 import { PLAN_API_VERSION, PLAN_KIND, type Plan, type PlanStep, type Strategy } from './types.js';
 
 export interface PlanOptions {
@@ -43,8 +44,7 @@ export async function loadLiveCalico(client: KubeClient): Promise<LiveCalico> {
 export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter: Reporter): Promise<Plan> {
   const strategy = opts.strategy ?? 'in-place';
   const maxBackupAge = opts.maxBackupAge ?? '24h';
-  const maxAgeMs = parseDuration(maxBackupAge);
-  if (maxAgeMs === undefined) throw new BadInputError(`--max-backup-age ${maxBackupAge} is not a duration (e.g. 24h, 90m, 2d)`);
+  const maxAgeMs = parseDuration(maxBackupAge, '--max-backup-age');
   const flags = new Set(opts.flags ?? []);
   for (const f of flags) if (!(Object.values(PLAN_FLAGS) as string[]).includes(f)) throw new BadInputError(`unknown plan flag ${f}`);
 

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { openBundle, readBundleManifest, type Bundle } from '../bundle/reader.js';
 import type { BundleManifest } from '../bundle/types.js';
 import { verifyBundle } from '../bundle/verify.js';
+import { loadLiveState, runChecks } from '../doctor/doctor.js';
 import { BadInputError, RefusedError } from '../errors.js';
 import type { KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
@@ -108,6 +109,18 @@ export async function checkCluster(client: KubeClient, rebootNodes: boolean): Pr
     blocking: rebootNodes,
     detail: blocking.length ? `PDBs allowing no disruption (a drain would wait on them): ${blocking.map((p) => `${p.metadata.namespace}/${p.metadata.name}`).join(', ')}` : 'no PDB blocks a drain',
   });
+  // Doctor's checks, listed but not blocking: the cluster a downgrade rescues is often the one doctor flags (#9100).
+  try {
+    const errors = runChecks(await loadLiveState(client)).filter((f) => f.severity === 'error');
+    checks.push({
+      name: 'doctor',
+      ok: errors.length === 0,
+      blocking: false,
+      detail: errors.length ? `doctor reports ${errors.length} error(s): ${errors.slice(0, 5).map((f) => `${f.title}${f.objects.length ? ` (${f.objects.slice(0, 3).join(', ')})` : ''}`).join('; ')}; see cni-rewind doctor` : 'doctor finds no errors',
+    });
+  } catch (err) {
+    checks.push({ name: 'doctor', ok: false, blocking: false, detail: `doctor could not run: ${(err as Error).message}` });
+  }
   return { checks, nodes: nodes.map((n) => n.metadata.name) };
 }
 

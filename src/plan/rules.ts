@@ -23,11 +23,3 @@ export const PLAN_FLAGS = {
   dropFields: 'allow-field-loss',
   trimPools: 'trim-installation-pools',
 } as const;
-
-/** Parse `24h`, `90m`, `2d`, `3600s` into milliseconds. */
-export function parseDuration(text: string): number | undefined {
-  const m = /^(\d+(?:\.\d+)?)\s*(s|m|h|d)$/.exec(text.trim());
-  if (!m) return undefined;
-  const mult = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd'];
-  return Number(m[1]) * mult;
-}

@@ -25,7 +25,19 @@ export const INSTALLATION_328: KubeObject = {
  * replaced whole, so no 3.27 schema field survives; then the Installation as 3.28 leaves it, operator at 1 replica.
  */
 export async function installCalico328(client: KubeClient): Promise<void> {
-  const objs = fixtureObjects('3.28.1', 'tigera-operator.yaml');
+  await installCalicoExactly(client, '3.28.1', INSTALLATION_328, 'quay.io/tigera/operator:v1.34.3');
+}
+
+/** The Installation of 3.27.4's custom-resources.yaml (what a 3.27 cluster has: no pool name, no allowedUses). */
+export const INSTALLATION_327: KubeObject = {
+  apiVersion: 'operator.tigera.io/v1',
+  kind: 'Installation',
+  metadata: { name: 'default' },
+  spec: { calicoNetwork: { ipPools: [{ blockSize: 26, cidr: '192.168.0.0/16', encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', nodeSelector: 'all()' }] } },
+};
+
+export async function installCalicoExactly(client: KubeClient, version: string, installation: KubeObject, operatorImage: string): Promise<void> {
+  const objs = fixtureObjects(version, 'tigera-operator.yaml');
   const resolver = new ResourceResolver(client);
   const put = async (type: any, o: KubeObject) => {
     const live = await client.getOrUndefined(type, o.metadata.namespace, o.metadata.name);
@@ -38,13 +50,13 @@ export async function installCalico328(client: KubeClient): Promise<void> {
   for (const o of objs.filter((x) => x.kind !== 'CustomResourceDefinition')) await put(await resolver.forObject(o), o);
   const instType = crdResourceType(crds.find((c) => c.metadata.name === 'installations.operator.tigera.io')!);
   const live = await client.getOrUndefined(instType, undefined, 'default');
-  if (live) await client.replace(instType, { ...INSTALLATION_328, metadata: { ...INSTALLATION_328.metadata, resourceVersion: live.metadata.resourceVersion } });
-  else await client.create(instType, INSTALLATION_328);
+  if (live) await client.replace(instType, { ...installation, metadata: { ...installation.metadata, resourceVersion: live.metadata.resourceVersion } });
+  else await client.create(instType, installation);
   const apiType = crdResourceType(crds.find((c) => c.metadata.name === 'apiservers.operator.tigera.io')!);
   if (!(await client.getOrUndefined(apiType, undefined, 'default'))) await client.create(apiType, { apiVersion: 'operator.tigera.io/v1', kind: 'APIServer', metadata: { name: 'default' }, spec: {} });
-  await client.waitFor('tigera-operator 3.28.1 available', async () => {
+  await client.waitFor(`tigera-operator ${version} available`, async () => {
     const d = await client.get(K.deployment, 'tigera-operator', 'tigera-operator');
-    return d.status?.availableReplicas === 1 && d.status?.updatedReplicas === 1 && (d.status?.replicas ?? 0) === 1 && (d.status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) ? true : undefined;
+    return d.spec.template.spec.containers[0].image === operatorImage && d.status?.availableReplicas === 1 && d.status?.updatedReplicas === 1 && (d.status?.replicas ?? 0) === 1 && (d.status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) ? true : undefined;
   }, { timeoutMs: 120_000 });
 }
 

@@ -1,0 +1,56 @@
+/** The other direction: a populated Calico 3.27.4 operator install upgraded in place to 3.28.1 with plan + apply. */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/executor/lock.js';
+import type { KubeClient } from '../../src/kube/client.js';
+import { K } from '../../src/kube/builtin.js';
+import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { calicoFixturesDir } from '../../src/local-cluster/paths.js';
+import { canonicalJson } from '../../src/plan/compare.js';
+import { deleteNodes, fixtureObjects, resetCalico, runCli, testClient } from './helpers.js';
+import { calicoSnapshot, installCalicoExactly, INSTALLATION_327 } from './plan-support.js';
+import { populateCalico } from './population.js';
+
+describe('plan and apply: upgrade 3.27.4 -> 3.28.1 in place', () => {
+  let client: KubeClient;
+  let dir: string;
+
+  beforeAll(async () => {
+    client = await testClient();
+    dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-upgrade-e2e-'));
+    await resetCalico(client);
+    await client.delete(K.lease, LOCK_NAMESPACE, LOCK_NAME);
+    await deleteNodes(client, 'fup-');
+    await createFakeNodes(client, [{ name: 'fup-1' }]);
+    await installCalicoExactly(client, '3.27.4', INSTALLATION_327, 'quay.io/tigera/operator:v1.32.10');
+    await populateCalico(client, { prefix: 'fup', nodes: ['fup-1'], customResources: '3.27.4' });
+  });
+  afterAll(async () => {
+    await deleteNodes(client, 'fup-');
+    client.close();
+  });
+
+  it('finds nothing to transform, applies 3.28.1 CRDs and operator v1.34.3, and keeps every Calico object as it was', async () => {
+    const before = await calicoSnapshot(client);
+    const bundle = path.join(dir, 'bundle');
+    expect((await runCli(['export', '--out', bundle])).code).toBe(0);
+    const plan = path.join(dir, 'plan.yaml');
+    const p = await runCli(['plan', '--to', '3.28.1', '--manifests', calicoFixturesDir(), '--bundle', bundle, '--no-disk-snapshots', '--out', plan, '-o', 'json']);
+    expect(p.code, p.stderr).toBe(0);
+    const out = JSON.parse(p.stdout);
+    expect(out).toMatchObject({ direction: 'upgrade', current: { version: 'v3.27.4' }, target: { version: 'v3.28.1' } });
+    expect(out.findings.filter((f: any) => f.action !== 'none' && f.action !== 'keep')).toEqual([]);
+    expect(out.transforms.installation).toEqual({ removeFields: [], trimPoolsPerFamily: false });
+
+    const r = await runCli(['apply', plan, '--yes', '-o', 'json']);
+    expect(r.code, r.stderr + r.stdout).toBe(0);
+    const after = await calicoSnapshot(client);
+    expect(after.operator).toEqual({ image: 'quay.io/tigera/operator:v1.34.3', replicas: 1 });
+    for (const crd of fixtureObjects('3.28.1', 'tigera-operator.yaml').filter((o) => o.kind === 'CustomResourceDefinition')) {
+      expect(after.crds[crd.metadata.name], crd.metadata.name).toBe(canonicalJson(crd.spec.versions.map((v: any) => ({ name: v.name, schema: v.schema }))));
+    }
+    expect(after.data).toEqual(before.data);
+  });
+});
