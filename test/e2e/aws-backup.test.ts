@@ -191,6 +191,26 @@ describe('backup with the AWS EC2 provider (moto server)', () => {
     expect(await volumesOf(instances[0]!.id)).toEqual(instances[0]!.volumes);
   });
 
+  it('through the CLI: restore BUNDLE --disks --dry-run prints the plan; --yes restores the node (exit 0, uncordoned)', async () => {
+    const node = instances[2]!;
+    const dry = await cli(['restore', bundlePath, '--disks', '--nodes', node.node, '--dry-run']);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain(`node ${node.node} (aws ${node.id})`);
+    expect(dry.stdout).toMatch(/cordon[\s\S]*drain[\s\S]*\/dev\/sdf <- snap-[\s\S]*uncordon/);
+    expect(await volumesOf(node.id)).toEqual(node.volumes);
+    const noYes = await cli(['restore', bundlePath, '--disks', '--nodes', node.node]);
+    expect(noYes.code).toBe(5); // no TTY, no --yes: nothing is touched
+    expect(await volumesOf(node.id)).toEqual(node.volumes);
+    const cfg = path.join(dir, 'cni-rewind-skip-root.yaml');
+    (await import('node:fs')).writeFileSync(cfg, 'providers:\n  aws:\n    rootRestore: skip\n    pollSeconds: 1\n');
+    const r = await cli(['restore', bundlePath, '--disks', '--nodes', node.node, '--config', cfg, '--yes', '-o', 'json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).outcomes).toEqual([expect.objectContaining({ node: node.node, state: 'done', cordoned: false })]);
+    const after = await volumesOf(node.id);
+    expect(after['/dev/sdf']).not.toBe(node.volumes['/dev/sdf']);
+    expect((await client.get(K.node, undefined, node.node)).spec?.unschedulable).toBeFalsy();
+  });
+
   it('refuses (exit 5) when a node has no provider, unless --allow-unprotected-nodes', async () => {
     await createFakeNodes(client, [{ name: `${PREFIX}bare`, labels: { 'cnr-test': 'aws' } }]);
     try {
@@ -231,6 +251,12 @@ describe('backup with the AWS EC2 provider (moto server)', () => {
       expect(manifest.snapshots.every((s: any) => s.state === 'deleted')).toBe(true);
       const left = await cli(['snapshots', 'list', '--bundle', manifest.id, '-o', 'json']);
       expect(JSON.parse(left.stdout)).toEqual([]);
+      // verify and inspect say so.
+      const v = await cli(['verify', out]);
+      expect(v.code).toBe(2);
+      expect(v.stdout + v.stderr).toMatch(/marked incomplete/);
+      const ins = await cli(['inspect', out]);
+      expect(ins.stdout).toMatch(/Complete\s+no/);
     } finally {
       await client.delete(K.node, undefined, `${PREFIX}doomed`);
     }
