@@ -36,7 +36,7 @@ describe('AWS root volume restore by replace-root-volume task (moto + a stand-in
     return Object.fromEntries(i.BlockDeviceMappings!.map((m) => [m.DeviceName!, m.Ebs!.VolumeId!]));
   };
 
-  async function restore(node: string) {
+  async function restore(nodes: string[]) {
     const saved = { ...process.env };
     Object.assign(process.env, env());
     const host = new RecordingIoHost();
@@ -44,7 +44,7 @@ describe('AWS root volume restore by replace-root-volume task (moto + a stand-in
     const providers = providerSetFor({ providers: { aws: { pollSeconds: 1 } }, backup: {} }, reporter);
     try {
       const manifest = await readBundleManifest(bundlePath);
-      const run = await restoreNodeDisks(client, manifest, providers, { nodes: [node], concurrency: 1, drainTimeoutMs: 60_000, readyTimeoutMs: 60_000, mapping: emptyMapping() }, reporter);
+      const run = await restoreNodeDisks(client, manifest, providers, { nodes, concurrency: 1, drainTimeoutMs: 60_000, readyTimeoutMs: 60_000, mapping: emptyMapping() }, reporter);
       return { run, manifest };
     } finally {
       await providers.closeAll();
@@ -76,7 +76,7 @@ describe('AWS root volume restore by replace-root-volume task (moto + a stand-in
   it('replaces the root volume from its snapshot (task polled to succeeded) and the data volume by swap', async () => {
     const node = `${PREFIX}0`;
     const before = await devices(ids[0]!);
-    const { run, manifest } = await restore(node);
+    const { run, manifest } = await restore([node]);
     expect(run.outcomes).toEqual([expect.objectContaining({ node, state: 'done', cordoned: false })]);
     expect(standIn.tasks).toHaveLength(1);
     const task = standIn.tasks[0]!;
@@ -94,17 +94,23 @@ describe('AWS root volume restore by replace-root-volume task (moto + a stand-in
     expect((await ec2.send(new DescribeVolumesCommand({ VolumeIds: [before['/dev/sda1']!] }))).Volumes).toHaveLength(1);
   });
 
-  it('a failed task stops the rollout, says where, and leaves the node cordoned', async () => {
-    const node = `${PREFIX}1`;
+  it('a failed task stops the rollout: the failing node is left cordoned and said so, the next node is not started', async () => {
+    const [first, second] = [`${PREFIX}0`, `${PREFIX}1`];
+    const secondBefore = await devices(ids[1]!);
     standIn.failNext = true;
     try {
-      const { run } = await restore(node);
+      const { run } = await restore([first, second]);
       expect(run.ok).toBe(false);
-      expect(run.outcomes).toEqual([expect.objectContaining({ node, state: 'failed', failedAt: 'restore-disks', cordoned: true })]);
+      expect(run.outcomes).toEqual([
+        expect.objectContaining({ node: first, state: 'failed', failedAt: 'restore-disks', cordoned: true }),
+        expect.objectContaining({ node: second, state: 'pending', cordoned: false }),
+      ]);
       expect(run.outcomes[0]!.error).toMatch(/replace-root-volume task replacevol-[0-9a-f]+ for i-[0-9a-f]+ ended failed/);
-      expect((await client.get(K.node, undefined, node)).spec?.unschedulable).toBe(true);
+      expect((await client.get(K.node, undefined, first)).spec?.unschedulable).toBe(true);
+      expect((await client.get(K.node, undefined, second)).spec?.unschedulable).toBeFalsy();
+      expect(await devices(ids[1]!)).toEqual(secondBefore);
     } finally {
-      await client.mergePatch(K.node, undefined, node, { spec: { unschedulable: null } });
+      await client.mergePatch(K.node, undefined, first, { spec: { unschedulable: null } });
     }
   });
 });
