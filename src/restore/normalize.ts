@@ -2,6 +2,7 @@
  * Turning a bundle object into what restore writes, and comparing it with what the cluster holds.
  * Server-owned fields and runtime status are removed by the shared stripServerFields (src/kube/normalize.ts).
  */
+import { createHmac, randomBytes } from 'node:crypto';
 import yaml from 'js-yaml';
 import { createTwoFilesPatch } from 'diff';
 import type { KubeObject } from '../kube/types.js';
@@ -51,7 +52,7 @@ export function sameContent(a: KubeObject, b: KubeObject): boolean {
 
 /** A unified diff live -> desired of the parts restore writes. */
 export function objectDiff(live: KubeObject, desired: KubeObject, label: string): string {
-  const dump = (o: KubeObject) => yaml.dump(sortKeys(comparable(o)), { noRefs: true, lineWidth: 200 });
+  const dump = (o: KubeObject) => yaml.dump(sortKeys(maskSecretValues(comparable(o))), { noRefs: true, lineWidth: 200 });
   return createTwoFilesPatch(`${label} (cluster)`, `${label} (bundle)`, dump(live), dump(desired), undefined, undefined, { context: 2 })
     .split('\n')
     .filter((l) => !l.startsWith('====='))
@@ -75,4 +76,21 @@ export function missingFrom(wanted: unknown, actual: unknown, path = ''): string
     return wanted.flatMap((w, i) => missingFrom(w, actual[i], `${path}[${i}]`));
   }
   return canonical(wanted) === canonical(actual) ? [] : [path];
+}
+
+/** Per-process key: fingerprints of Secret values compare within one run but reveal nothing about the values. */
+const FINGERPRINT_KEY = randomBytes(32);
+
+/**
+ * A diff is printed and returned in -o json: Secret values in it become fingerprints, so a changed value still
+ * shows as a changed line without the value itself ever being output.
+ */
+function maskSecretValues(o: KubeObject): KubeObject {
+  if (o.kind !== 'Secret' || o.apiVersion !== 'v1') return o;
+  const out: any = { ...o };
+  for (const field of ['data', 'stringData']) {
+    const m = out[field] as Record<string, unknown> | undefined;
+    if (m && typeof m === 'object') out[field] = Object.fromEntries(Object.entries(m).map(([k, v]) => [k, `<secret value, fingerprint ${createHmac('sha256', FINGERPRINT_KEY).update(String(v)).digest('hex').slice(0, 12)}>`]));
+  }
+  return out as KubeObject;
 }

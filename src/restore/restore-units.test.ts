@@ -63,6 +63,13 @@ describe('comparing bundle and cluster objects', () => {
     expect(d).toMatch(/-\s+disabled: false\n\+\s+disabled: true/);
   });
 
+  it('never shows Secret values in a diff, only that they changed', () => {
+    const secret = (v: string): KubeObject => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', namespace: 'calico-system' }, data: { key: Buffer.from(v).toString('base64') } });
+    const d = objectDiff(secret('old-secret-value'), secret('new-secret-value'), 'Secret calico-system/s');
+    expect(d).toMatch(/-\s+key: <secret value, fingerprint [0-9a-f]{12}>\n\+\s+key: <secret value, fingerprint [0-9a-f]{12}>/);
+    for (const v of ['old-secret-value', 'new-secret-value']) expect(d).not.toContain(Buffer.from(v).toString('base64'));
+  });
+
   it('drift: fields the server added are fine, changed or missing ones are reported', () => {
     expect(missingFrom({ spec: { a: 1 } }, { spec: { a: 1, defaulted: true } })).toEqual([]);
     expect(missingFrom({ spec: { a: 1, l: [1, 2] } }, { spec: { a: 2, l: [1] } })).toEqual(['spec.a', 'spec.l']);
