@@ -14,6 +14,7 @@ import { readBundleManifest } from '../../src/bundle/reader.js';
 import { loadNodeMapping } from '../../src/config/mapping.js';
 import { RecordingIoHost, Reporter } from '../../src/io/host.js';
 import type { KubeClient } from '../../src/kube/client.js';
+import { K } from '../../src/kube/builtin.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
 import libvirtModule from '../../providers/libvirt/index.js';
 import { defineTestDomain, qemuIo, removeTestDomain, startLibvirtd, SYSTEM_URI, type LibvirtdHandle } from '../support/libvirtd.js';
@@ -102,28 +103,31 @@ describe('libvirt provider on a real libvirtd', () => {
     expect(list.every((s: any) => s.bundleId === bundleId)).toBe(true);
   });
 
-  it('restore --disks of a shut-off domain: data written after the snapshot is gone, older data is back', async () => {
+  it('restore BUNDLE --disks (CLI) of a shut-off domain: data written after the snapshot is gone, older data is back', async () => {
     const [vda, vdb] = domains[`${PREFIX}1`]!.files;
     await qemuIo(vda!, 'write', 0xbb);
     await qemuIo(vdb!, 'write', 0xcc, 2 * 1024 * 1024);
     expect(await qemuIo(vda!, 'read', 0xbb)).toBe(true);
-    const { run, host } = await restoreDisks(`${PREFIX}1`);
-    expect(run.outcomes, JSON.stringify(host.messages.filter((m) => m.level === 'error'))).toEqual([expect.objectContaining({ node: `${PREFIX}1`, state: 'done' })]);
+    const r = await runCli(['restore', bundlePath, '--disks', '--nodes', `${PREFIX}1`, '--provider', 'libvirt', '--mapping', mappingFile, '--yes', '-o', 'json']);
+    expect(r.code, r.stderr).toBe(0);
+    // The node was cordoned for the restore and is schedulable again.
+    expect((await client.get(K.node, undefined, `${PREFIX}1`)).spec?.unschedulable).toBeFalsy();
     expect(await qemuIo(vda!, 'read', 0xaa)).toBe(true);
     expect(await qemuIo(vda!, 'read', 0xbb)).toBe(false);
     expect(await qemuIo(vdb!, 'read', 0xaa)).toBe(true);
     expect(await qemuIo(vdb!, 'read', 0xcc, 2 * 1024 * 1024)).toBe(false);
     expect(virsh('domstate', `${PREFIX}1`)).toBe('shut off');
-    // The node went through cordon/drain before its disks were touched, and is schedulable again.
-    expect(host.codes().indexOf('CNR_DRAIN_START')).toBeLessThan(host.codes().indexOf('CNR_LIBVIRT_REVERT'));
   });
 
-  it('restore --disks of a live snapshot: the domain is running again and the later data is gone', async () => {
+  it('restore --disks (engine, in-process) of a live snapshot: the domain is running again and the later data is gone', async () => {
     virsh('destroy', 'cnr-vm-two');
     const vda = domains[`${PREFIX}2`]!.files[0]!;
     await qemuIo(vda, 'write', 0xbb);
-    const { run } = await restoreDisks(`${PREFIX}2`);
+    const { run, host } = await restoreDisks(`${PREFIX}2`);
     expect(run.outcomes).toEqual([expect.objectContaining({ node: `${PREFIX}2`, state: 'done' })]);
+    // Cordon/drain came before the disks were touched.
+    expect(host.codes().indexOf('CNR_DRAIN_START')).toBeGreaterThanOrEqual(0);
+    expect(host.codes().indexOf('CNR_DRAIN_START')).toBeLessThan(host.codes().indexOf('CNR_LIBVIRT_REVERT'));
     expect(virsh('domstate', 'cnr-vm-two')).toBe('running');
     expect(await qemuIo(vda, 'read', 0xaa)).toBe(true);
     expect(await qemuIo(vda, 'read', 0xbb)).toBe(false);

@@ -8,11 +8,6 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { providerSetFor } from '../../src/backup/backup.js';
-import { restoreNodeDisks } from '../../src/backup/restore-disks.js';
-import { readBundleManifest } from '../../src/bundle/reader.js';
-import { loadNodeMapping } from '../../src/config/mapping.js';
-import { RecordingIoHost, Reporter } from '../../src/io/host.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
 import { packageRoot } from '../../src/local-cluster/paths.js';
@@ -77,20 +72,12 @@ describe('third-party provider module loaded by path (examples/third-party-provi
     expect(JSON.parse(r.stdout).map((s: any) => s.node).sort()).toEqual([`${PREFIX}1`, `${PREFIX}2`, `${PREFIX}2`]);
   });
 
-  it('restore --disks through the module: data written after the snapshot is gone', async () => {
+  it('restore BUNDLE --disks through the module (CLI): data written after the snapshot is gone', async () => {
     const [a, b] = [`${PREFIX}2-a.qcow2`, `${PREFIX}2-b.qcow2`].map((f) => path.join(imagesDir, f));
     await qemuIo(a!, 'write', 0xbb);
     await qemuIo(b!, 'write', 0xbb);
-    const host = new RecordingIoHost();
-    const reporter = new Reporter(host);
-    const providers = providerSetFor({ providers: { 'qcow2-files': { imagesDir } }, backup: {} }, reporter);
-    try {
-      expect(await providers.addModule(path.join(packageRoot(), MODULE))).toBe('qcow2-files');
-      const run = await restoreNodeDisks(client, await readBundleManifest(bundlePath), providers, { nodes: [`${PREFIX}2`], concurrency: 1, drainTimeoutMs: 60_000, readyTimeoutMs: 60_000, mapping: await loadNodeMapping(mappingFile) }, reporter);
-      expect(run.outcomes, JSON.stringify(host.messages.filter((m) => m.level === 'error'))).toEqual([expect.objectContaining({ node: `${PREFIX}2`, state: 'done' })]);
-    } finally {
-      await providers.closeAll();
-    }
+    const r = await cli(['restore', bundlePath, '--disks', '--nodes', `${PREFIX}2`, '--provider-module', MODULE, '--config', configFile, '--mapping', mappingFile, '--yes', '-o', 'json']);
+    expect(r.code, r.stderr).toBe(0);
     for (const f of [a!, b!]) {
       expect(await qemuIo(f, 'read', 0xaa)).toBe(true);
       expect(await qemuIo(f, 'read', 0xbb)).toBe(false);

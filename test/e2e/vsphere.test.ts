@@ -8,10 +8,6 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { providerSetFor } from '../../src/backup/backup.js';
-import { restoreNodeDisks } from '../../src/backup/restore-disks.js';
-import { readBundleManifest } from '../../src/bundle/reader.js';
-import { loadNodeMapping } from '../../src/config/mapping.js';
 import { RecordingIoHost, Reporter } from '../../src/io/host.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
@@ -96,23 +92,11 @@ describe('vSphere provider on vcsim', () => {
     expect(list.map((s: any) => s.node).sort()).toEqual([`${PREFIX}1`, `${PREFIX}2`]);
   });
 
-  it('restore --disks reverts the VM (revert task succeeds) and powers it on again', async () => {
-    const host = new RecordingIoHost();
-    const reporter = new Reporter(host);
-    const saved = { ...process.env };
-    Object.assign(process.env, env);
-    const providers = providerSetFor({ providers: { vsphere: {} }, backup: {} }, reporter);
-    try {
-      const manifest = await readBundleManifest(bundlePath);
-      const run = await restoreNodeDisks(client, manifest, providers, { nodes: [`${PREFIX}1`], concurrency: 1, drainTimeoutMs: 60_000, readyTimeoutMs: 60_000, mapping: await loadNodeMapping(mappingFile) }, reporter);
-      expect(run.outcomes, JSON.stringify(host.messages.filter((m) => m.level === 'error'))).toEqual([expect.objectContaining({ node: `${PREFIX}1`, state: 'done' })]);
-      const notes: string[] = (run.outcomes[0] as any).result.notes;
-      expect(notes.some((n) => /^revert task task-\d+ succeeded$/.test(n))).toBe(true);
-      expect(await powerState(VMS[0]!)).toBe('poweredOn');
-    } finally {
-      await providers.closeAll();
-      process.env = saved;
-    }
+  it('restore BUNDLE --disks reverts the VM (revert task succeeds) and powers it on again', async () => {
+    const r = await runCli(['restore', bundlePath, '--disks', '--nodes', `${PREFIX}1`, '--mapping', mappingFile, '--yes', '-o', 'json'], { env });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/revert task task-\d+ succeeded/);
+    expect(await powerState(VMS[0]!)).toBe('poweredOn');
   });
 
   it('snapshots delete --bundle removes the snapshots from vcsim', async () => {
