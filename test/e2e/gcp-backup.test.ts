@@ -143,6 +143,38 @@ describe('backup with the GCP Compute provider (against a local FAKE of the Comp
     expect(fake.instances.get(`${ZONE}/${nodes[1]}`)!.disks.map((d) => d.source.split('/').pop())).toEqual([`${nodes[1]}-persistent-disk-0`, `${nodes[1]}-data-1`]);
   });
 
+  it('restore --disks refuses (exit 5) before touching anything when a PodDisruptionBudget allows no disruption', async () => {
+    const node = nodes[1]!;
+    const ns = 'cnr-gcp-pdb';
+    await client.delete(K.namespace, undefined, ns);
+    await client.waitFor('namespace gone', async () => ((await client.getOrUndefined(K.namespace, undefined, ns)) ? undefined : true), { timeoutMs: 120_000 });
+    await client.create(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    try {
+      await client.create(K.deployment, {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'db', namespace: ns },
+        spec: { replicas: 1, selector: { matchLabels: { app: 'db' } }, template: { metadata: { labels: { app: 'db' } }, spec: { nodeSelector: { 'kubernetes.io/hostname': node }, containers: [{ name: 'c', image: 'registry.invalid/pause:1' }] } } },
+      });
+      await client.create(K.pdb, { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'db', namespace: ns }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'db' } } } });
+      await client.waitFor('PDB db computed with 0 disruptions allowed', async () => {
+        const p = await client.get(K.pdb, ns, 'db');
+        return p.status?.currentHealthy === 1 && p.status?.disruptionsAllowed === 0 ? true : undefined;
+      }, { timeoutMs: 120_000 });
+      const requestsBefore = fake.requests.length;
+      const r = await cli(['restore', bundlePath, '--disks', '--nodes', node, '--yes']);
+      expect(r.code, r.stderr).toBe(5);
+      expect(r.stderr).toMatch(new RegExp(`PodDisruptionBudget ${ns}/db allows 0 disruption`));
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      // Nothing was touched: the node is not cordoned, no instance call was made.
+      expect((await client.get(K.node, undefined, node)).spec?.unschedulable).toBeFalsy();
+      expect(fake.requests.slice(requestsBefore).filter((q) => q.method === 'POST')).toEqual([]);
+      expect(fake.instances.get(`${ZONE}/${node}`)!.status).toBe('RUNNING');
+    } finally {
+      await client.delete(K.namespace, undefined, ns);
+    }
+  });
+
   it('snapshots delete --bundle removes them', async () => {
     const r = await cli(['snapshots', 'delete', '--bundle', bundleId, '--yes', '-o', 'json']);
     expect(r.code, r.stderr).toBe(0);
