@@ -18,6 +18,9 @@ const PATTERNS: RegExp[] = [
 export function redact(text: string): string {
   let out = text;
   for (const v of registered) if (out.includes(v)) out = out.split(v).join('***');
-  for (const re of PATTERNS) out = out.replace(re, (_m, a: string, b?: string) => (b && b.startsWith('-----END') ? `${a}***${b}` : `${a}***`));
+  for (const re of PATTERNS) {
+    // With one capture group, the callback's third argument is the match offset (a number), not a group.
+    out = out.replace(re, (_m, a: string, b?: unknown) => (typeof b === 'string' && b.startsWith('-----END') ? `${a}***${b}` : `${a}***`));
+  }
   return out;
 }
