@@ -111,7 +111,9 @@ describe('faults: API server restarts and a full disk', () => {
     expect(r.stderr, 'the client retried while the API server was down').toMatch(/retrying .* in \d+ ms/);
     const v = await runCli(['verify', out, '-o', 'json']);
     expect(v.code, v.stdout + v.stderr).toBe(0);
-    const m = JSON.parse((await runCli(['inspect', out, '-o', 'json'])).stdout);
+    const ins = await runCli(['inspect', out, '-o', 'json']);
+    expect(ins.code, ins.stderr).toBe(0);
+    const m = JSON.parse(ins.stdout);
     for (const [k, n] of Object.entries(liveCounts)) expect(m.counts[k] ?? 0, k).toBe(n);
     expect(m.counts['ipamhandles.crd.projectcalico.org']).toBeGreaterThanOrEqual(3000);
     const d = await runCli(['diff', out]);
