@@ -50,6 +50,7 @@ export function buildSteps(deps: StepDeps): ExecStep[] {
     'remove-old': () => removeOld(deps),
     'install-target': async () => `${await applyCrds(deps)}; ${await applyOperator(deps)}`,
     'restore-data': () => restoreData(deps),
+    'restore-drift': () => restoreDrift(deps),
     'resume-operator': (rt) => resumeOperator(deps, rt),
     'wait-rollout': () => waitRollout(deps),
     'verify-data': () => verifyData(deps),
@@ -293,10 +294,25 @@ async function waitRollout({ client, plan, rolloutTimeoutMs }: StepDeps): Promis
   return checked.join('; ');
 }
 
+/** Put back, from the bundle, the kinds of the objects the plan found changed since the backup. */
+async function restoreDrift({ client, bundle, plan, reporter }: StepDeps): Promise<string> {
+  const kinds = [...new Set((plan.drift ?? []).map((ref) => ref.split('/')[0]!).filter((k) => k !== 'Installation'))];
+  if (!kinds.length) return 'nothing changed since the backup';
+  const r = await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true, kinds }, reporter);
+  if (r.failures.length > 0) {
+    throw new EnvironmentError(`could not restore ${r.failures.length} object(s) changed since the backup: ${r.failures.slice(0, 5).map((f) => `${f.id}: ${f.reason}`).join('; ')}`);
+  }
+  const written = r.actions.filter((a) => a.action !== 'unchanged' && a.action !== 'skip').length;
+  return `${written} object(s) of kind ${kinds.join(', ')} put back as in bundle ${bundle.manifest.id}`;
+}
+
 async function verifyData({ client, bundle, plan }: StepDeps): Promise<string> {
-  const r = await bundleDataPresent(client, bundle, plan.transforms.installation);
+  const found = await bundleDataPresent(client, bundle, plan.transforms.installation);
+  // Objects that had already changed when the plan was made are the user's (kept unless --restore-drift).
+  const kept = plan.steps.some((s) => s.id === 'restore-drift') ? new Set<string>() : new Set(plan.drift ?? []);
+  const r = { checked: found.checked, differences: found.differences.filter((d) => !(d.problem === 'changed' && kept.has(d.object))) };
   if (r.differences.length > 0) {
     throw new EnvironmentError(`Calico data differs from the bundle after the change: ${r.differences.slice(0, 5).map((d) => `${d.object} ${d.problem}${d.detail ? ` (${d.detail})` : ''}`).join('; ')}${r.differences.length > 5 ? ` and ${r.differences.length - 5} more` : ''}`);
   }
-  return `${r.checked} Calico objects of the bundle present and unchanged (Installation: planned transform only)`;
+  return `${r.checked} Calico objects of the bundle present and unchanged (Installation: planned transform only${kept.size ? `; ${kept.size} changed before the plan, kept` : ''})`;
 }

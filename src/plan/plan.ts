@@ -13,6 +13,7 @@ import type { KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
 import { crdResourceType } from '../kube/discovery.js';
 import { computeFindings, isManagedCrd, type LiveCalico } from './findings.js';
+import { liveDataNotInBundle } from './compare.js';
 import { checkBundle, checkCluster, clusterUid, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
 import { parseDuration } from '../config/config.js';
 import { PLAN_FLAGS } from './rules.js';
@@ -75,6 +76,23 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
     ];
     const live = await loadLiveCalico(client);
     const { findings, installation } = computeFindings(live, target, install, flags);
+    // Objects changed since the backup (by people or by an operator, as in #9100): the plan names them and either
+    // keeps them as they are or, with --restore-drift, puts them back from the bundle while the operator is paused.
+    const drifted = (await liveDataNotInBundle(client, bundle)).filter((d) => d.problem === 'changed' && !d.object.startsWith('Installation/'));
+    const restoreDrift = flags.has(PLAN_FLAGS.restoreDrift);
+    if (drifted.length) {
+      findings.push({
+        id: 'changed-since-backup',
+        severity: 'warning',
+        title: `${drifted.length} Calico object(s) changed since the backup ${bundle.manifest.id}`,
+        objects: drifted.map((d) => d.object),
+        details: drifted.map((d) => `${d.object}: ${d.detail ?? 'changed'}`),
+        action: restoreDrift ? 'transform' : 'keep',
+        plan: restoreDrift
+          ? 'put back as the bundle has them while the operator is paused (step "restore objects changed since the backup")'
+          : 'kept as they are now; the final verification skips them (pass --restore-drift to put them back as in the bundle)',
+      });
+    }
     const now = opts.now ?? new Date();
     const plan: Plan = {
       apiVersion: PLAN_API_VERSION,
@@ -96,7 +114,8 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
       preflight,
       findings,
       transforms: { installation },
-      steps: stepsFor(install.installType === 'operator' ? 'operator' : 'manifest', strategy, target),
+      drift: drifted.map((d) => d.object),
+      steps: stepsFor(install.installType === 'operator' ? 'operator' : 'manifest', strategy, target, restoreDrift && drifted.length > 0),
     };
     return plan;
   } finally {
@@ -122,6 +141,7 @@ const STEP_TEXT: Record<string, { title: string; description: string }> = {
   'remove-old': { title: 'remove the old version', description: 'delete the operator custom resources, the operator Deployment and RBAC, and every Calico CRD (with all their objects): the users\' delete step, safe because the bundle verified' },
   'install-target': { title: 'install the target version', description: 'apply the target CRDs and operator manifest (operator kept at 0 replicas)' },
   'restore-data': { title: 'restore all Calico data from the bundle', description: 'IP pools, IPAM, policies, BGP/Felix, Installation (fields the target lacks dropped), under the datastore lock' },
+  'restore-drift': { title: 'restore objects changed since the backup', description: 'write the objects the plan found changed since the backup as the bundle has them (the Installation excepted), under the datastore lock, before the operator resumes' },
   'resume-operator': { title: 'resume the tigera operator', description: 'scale the operator Deployment back to the replica count remembered in the journal' },
   'wait-rollout': { title: 'wait for the rollout', description: 'operator Deployment available with the target image; TigeraStatus calico Available when the operator reports it; calico-node DaemonSet rolled out; pods in the Calico namespaces Ready' },
   'verify-data': { title: 'verify the Calico data against the bundle', description: 'every IPPool, IPAM object, policy and BGP/Felix object of the bundle is present and unchanged; the Installation differs only by the planned transform' },
@@ -132,7 +152,7 @@ function step(id: string): PlanStep {
   return { id, title: t.title, description: t.description };
 }
 
-export function stepsFor(install: 'operator' | 'manifest', strategy: Strategy, target: Release): PlanStep[] {
+export function stepsFor(install: 'operator' | 'manifest', strategy: Strategy, target: Release, restoreDrift = false): PlanStep[] {
   if (install === 'manifest') {
     if (!target.calicoManifest) throw new BadInputError(`the cluster has a manifest install and the ${target.version} manifests have no calico.yaml`);
     if (strategy === 'reinstall') throw new BadInputError('--strategy reinstall is implemented for operator installs only; use in-place for a calico.yaml install');
@@ -141,5 +161,7 @@ export function stepsFor(install: 'operator' | 'manifest', strategy: Strategy, t
   if (strategy === 'reinstall') {
     return ['preflight', 'pause-operator', 'remove-old', 'install-target', 'restore-data', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data'].map(step);
   }
-  return ['preflight', 'pause-operator', 'apply-crds', 'apply-operator', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data'].map(step);
+  const ids = ['preflight', 'pause-operator', 'apply-crds', 'apply-operator', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data'];
+  if (restoreDrift) ids.splice(ids.indexOf('resume-operator'), 0, 'restore-drift');
+  return ids.map(step);
 }

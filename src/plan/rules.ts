@@ -22,4 +22,6 @@ export const CALICO_POD_NAMESPACES = { operator: ['tigera-operator', 'calico-sys
 export const PLAN_FLAGS = {
   dropFields: 'allow-field-loss',
   trimPools: 'trim-installation-pools',
+  /** Put Calico objects that changed since the backup back as the bundle has them (e.g. a pool the 3.28 operator re-enabled). */
+  restoreDrift: 'restore-drift',
 } as const;

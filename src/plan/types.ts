@@ -72,5 +72,7 @@ export interface Plan {
   preflight: PreflightCheck[];
   findings: PlanFinding[];
   transforms: { installation: InstallationTransform };
+  /** Calico objects whose content differed from the bundle when the plan was made (`Kind/name`). */
+  drift?: string[];
   steps: PlanStep[];
 }

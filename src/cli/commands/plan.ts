@@ -34,9 +34,10 @@ export const planCommand: Command<PlanArgs> = {
       .option('max-backup-age', { type: 'string', default: '24h', describe: 'refuse a bundle older than this' })
       .option('disk-snapshots', { type: 'boolean', default: true, describe: 'require completed disk snapshots of every node in the bundle (--no-disk-snapshots to waive)' })
       .option(PLAN_FLAGS.dropFields, { type: 'boolean', default: false, describe: 'allow fields the target CRDs prune from Calico objects (they stay in the bundle)' })
+      .option(PLAN_FLAGS.restoreDrift, { type: 'boolean', default: false, describe: 'put Calico objects that changed since the backup back as the bundle has them (default: keep them and say so)' })
       .option(PLAN_FLAGS.trimPools, { type: 'boolean', default: false, describe: 'keep only the first pool per IP family in the Installation when the target operator allows one (the IPPool objects stay)' }) as any,
   handler: handler<PlanArgs>(async (ctx, args) => {
-    const flags = [PLAN_FLAGS.dropFields, PLAN_FLAGS.trimPools].filter((f) => (args as any)[f]);
+    const flags = Object.values(PLAN_FLAGS).filter((f) => (args as any)[f]);
     const plan = await buildPlan(
       await ctx.client(),
       {
