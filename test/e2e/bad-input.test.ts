@@ -172,7 +172,7 @@ const cases: Case[] = [
   { name: 'manifest file entry with a bad sha256 (inspect)', code: 2, message: /invalid entry for/, args: (sb) => ['inspect', bundleCopy(sb, (_, m) => (m.files[someObject(m)].sha256 = 'xyz'))] },
   { name: 'negative count (inspect)', code: 2, message: /missing or invalid "counts"/, args: (sb) => ['inspect', bundleCopy(sb, (_, m) => (m.counts[Object.keys(m.counts)[0]!] = -1))] },
   { name: 'manifest without cluster identity (restore)', code: 2, message: /missing or invalid "cluster"/, args: (sb) => ['restore', bundleCopy(sb, (_, m) => delete m.cluster), '--resources', '--dry-run'] },
-  { name: 'createdAt is not a date (plan)', code: 2, message: /missing or invalid "createdAt"/, args: (sb) => ['plan', '--to', '3.28.1', '--bundle', bundleCopy(sb, (_, m) => (m.createdAt = 'yesterday'))] },
+  { name: 'createdAt is not a date (plan refuses the bundle)', code: 5, message: /the plan's bundle cannot be used: .*missing or invalid "createdAt"/, args: (sb) => ['plan', '--to', '3.27.4', '--bundle', bundleCopy(sb, (_, m) => (m.createdAt = 'yesterday'))] },
   { name: 'files is an array (verify)', code: 2, message: /missing or invalid "files"/, args: (sb) => ['verify', bundleCopy(sb, (_, m) => (m.files = []))] },
   { name: 'object file is not YAML, checksum fixed (diff)', code: 2, message: /is not valid YAML/, args: (sb) => ['diff', bundleCopy(sb, (d, m) => rewriteListed(d, m, someObject(m), 'spec: [unclosed\n  : : :'))] },
   { name: 'object file is YAML but not a Kubernetes object (restore)', code: 2, message: /is not a Kubernetes object/, args: (sb) => ['restore', bundleCopy(sb, (d, m) => rewriteListed(d, m, someObject(m), '- just\n- a list\n')), '--resources', '--dry-run'] },
@@ -225,8 +225,8 @@ const cases: Case[] = [
   { name: 'apply: plan is a directory', code: 2, message: /no such plan file|not a plan/, args: (sb) => ['apply', sb.in, '--yes'] },
   { name: 'plan: --to is not a version', code: 2, message: /version|X\.Y\.Z/i, args: () => ['plan', '--to', 'latest'] },
   { name: 'plan: --manifests folder does not exist', code: 2, message: /manifests|not found|no such/i, args: (sb) => ['plan', '--to', '3.29.9', '--manifests', path.join(sb.in, 'nope'), '--bundle', path.join(sb.in, 'nob')] },
-  { name: 'plan: --bundle does not exist', code: 2, message: /no such bundle/, args: (sb) => ['plan', '--to', '3.28.1', '--bundle', path.join(sb.in, 'nope')] },
-  { name: 'plan: --max-backup-age is not a duration', code: 2, message: /is not a duration/, args: () => ['plan', '--to', '3.28.1', '--bundle', base, '--max-backup-age', 'banana'] },
+  { name: 'plan: --bundle does not exist (refused)', code: 5, message: /the plan's bundle cannot be used: .*no such bundle/, args: (sb) => ['plan', '--to', '3.27.4', '--bundle', path.join(sb.in, 'nope')] },
+  { name: 'plan: --max-backup-age is not a duration', code: 2, message: /is not a duration/, args: () => ['plan', '--to', '3.27.4', '--bundle', base, '--max-backup-age', 'banana'] },
   { name: 'plan: --strategy not a choice', code: 2, message: /Invalid values|strategy/, args: () => ['plan', '--to', '3.28.1', '--strategy', 'yolo'] },
 
   // ---- config, mapping, providers (backup) ----
