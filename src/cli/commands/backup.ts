@@ -2,7 +2,8 @@ import type { Argv } from 'yargs';
 import { backup } from '../../backup/backup.js';
 import { emptyConfig, loadConfig, parseDuration, type CniRewindConfig } from '../../config/config.js';
 import { emptyMapping, loadNodeMapping, type NodeMapping } from '../../config/mapping.js';
-import { ExitCode } from '../../errors.js';
+import { BadInputError, ExitCode } from '../../errors.js';
+import { loadEncryptionKey } from '../../bundle/key.js';
 import { handler, type Command, type GlobalArgs } from '../context.js';
 import { renderTable } from '../output.js';
 
@@ -42,6 +43,8 @@ interface BackupArgs extends ProviderArgs {
   'cleanup-on-failure': boolean;
   'allow-unprotected-nodes': boolean;
   'exclude-secrets': boolean;
+  encrypt?: boolean;
+  'encryption-key-file'?: string;
   'guest-flush': boolean;
 }
 
@@ -58,9 +61,13 @@ export const backupCommand: Command<BackupArgs> = {
       .option('cleanup-on-failure', { type: 'boolean', default: false, describe: 'delete the snapshots already made when the backup fails' })
       .option('allow-unprotected-nodes', { type: 'boolean', default: false, describe: 'back up even when some nodes have no provider (their disks are not snapshotted; the bundle is marked incomplete)' })
       .option('exclude-secrets', { type: 'boolean', default: false, describe: 'do not put Secrets into the bundle' })
-      .option('guest-flush', { type: 'boolean', default: false, describe: 'ask providers for application-consistent snapshots where supported (GCP guestFlush)' }) as any,
+      .option('guest-flush', { type: 'boolean', default: false, describe: 'ask providers for application-consistent snapshots where supported (GCP guestFlush)' })
+      .option('encrypt', { type: 'boolean', default: false, describe: 'encrypt Secret material at rest (AES-256-GCM) with the key from --encryption-key-file or $CNI_REWIND_ENCRYPTION_KEY' })
+      .option('encryption-key-file', { type: 'string', describe: 'file holding the 32-byte key (raw, 64 hex characters or base64)' }) as any,
   handler: handler<BackupArgs>(async (ctx, args) => {
     const { config, mapping } = await loadProviderSettings(args);
+    const encryptionKey = args.encrypt ? await loadEncryptionKey(args['encryption-key-file']) : undefined;
+    if (args.encrypt && !encryptionKey) throw new BadInputError('--encrypt needs a key', { hint: 'pass --encryption-key-file FILE or set CNI_REWIND_ENCRYPTION_KEY (openssl rand -hex 32)' });
     const timeout = args['snapshot-timeout'] ?? config.backup.snapshotTimeout ?? '30m';
     const result = await backup(
       await ctx.client(),
@@ -75,6 +82,7 @@ export const backupCommand: Command<BackupArgs> = {
         cleanupOnFailure: args['cleanup-on-failure'],
         allowUnprotectedNodes: args['allow-unprotected-nodes'],
         excludeSecrets: args['exclude-secrets'],
+        encryptionKey,
         consistent: args['guest-flush'],
         config,
         mapping,

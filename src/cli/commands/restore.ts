@@ -1,4 +1,4 @@
-import { openBundle } from '../../bundle/reader.js';
+import { openBundleWithKey } from '../../bundle/key.js';
 import { BadInputError, ExitCode } from '../../errors.js';
 import { restoreResources, type RestoreAction, type RestorePlan, type RestoreResult } from '../../restore/restore.js';
 import { handler, type CliContext, type Command } from '../context.js';
@@ -15,6 +15,7 @@ interface RestoreArgs extends RestoreDisksArgs {
   'drop-unknown-fields': boolean;
   'allow-other-cluster': boolean;
   kinds?: string[];
+  'encryption-key-file'?: string;
 }
 
 /**
@@ -38,6 +39,7 @@ export const restoreCommand: Command<RestoreArgs> = {
       .option('drop-unknown-fields', { type: 'boolean', default: false, describe: 'write objects without the fields the installed CRDs do not know (otherwise such objects are not written)' })
       .option('allow-other-cluster', { type: 'boolean', default: false, describe: 'restore a bundle exported from a different cluster' })
       .option('kinds', { type: 'string', array: true, describe: 'only these kinds (e.g. IPPool GlobalNetworkPolicy)' })
+      .option('encryption-key-file', { type: 'string', describe: 'key for a bundle written with --encrypt (or set CNI_REWIND_ENCRYPTION_KEY)' })
       .epilogue(
         'Exit codes: 0 restored (dry run: all restorable) · 1 dry run: some objects would not be restored · 2 bad input · 3 partial · 4 environment · 5 refused (other cluster, not confirmed; no TTY needs --yes)',
       ) as any,
@@ -46,7 +48,7 @@ export const restoreCommand: Command<RestoreArgs> = {
     if (args.disks) return runRestoreDisks(ctx, args);
     if (!args.resources) throw new BadInputError('say what to restore: --resources or --disks', { hint: 'cni-rewind restore BUNDLE --resources [--dry-run]' });
     const client = await ctx.client();
-    const bundle = await openBundle(args.bundle);
+    const bundle = await openBundleWithKey(args.bundle, args['encryption-key-file']);
     try {
       const result = await restoreResources(
         client,
