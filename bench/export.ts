@@ -20,30 +20,14 @@ import { crdResourceType, listCrds } from '../src/kube/discovery.js';
 import { applyManifests, parseManifests, pool } from '../src/kube/manifests.js';
 import type { ResourceType } from '../src/kube/types.js';
 import { calicoFixturesDir, packageRoot } from '../src/local-cluster/paths.js';
+import { arg, findKubectl, kubeconfigPath, replaceBenchmarkSection } from './lib.js';
 
 const HANDLE: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'ipamhandles', kind: 'IPAMHandle', namespaced: false };
 const BENCH_LABEL = 'cni-rewind-bench';
 const GROUPS = ['crd.projectcalico.org', 'operator.tigera.io', 'policy.networking.k8s.io'];
 
-function arg(name: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-}
 
-function findKubectl(): string {
-  const base = path.join(os.homedir(), '.cache', 'cni-rewind-e2e');
-  for (const d of fs.existsSync(base) ? fs.readdirSync(base) : []) {
-    const p = path.join(base, d, 'bin', 'kubectl');
-    if (fs.existsSync(p)) return p;
-  }
-  throw new Error(`no kubectl under ${base}/*/bin (run test/e2e-cluster/build.sh)`);
-}
 
-function kubeconfigPath(): string {
-  if (process.env.KUBECONFIG) return process.env.KUBECONFIG;
-  const name = process.env.CNI_REWIND_CLUSTER_NAME ?? 'default';
-  return path.join(os.homedir(), '.local/state/cni-rewind/local-cluster', name, 'kubeconfig');
-}
 
 /** Run a command under GNU time; returns wall seconds and peak RSS in MiB. */
 function timed(cmd: string, args: string[], opts: { stdoutFile?: string; env?: NodeJS.ProcessEnv } = {}): { seconds: number; rssMiB: number } {
@@ -141,18 +125,7 @@ async function main(): Promise<void> {
       'kubectl holds each whole list (and its YAML rendering) in memory before printing it.',
     '',
   ].join('\n');
-  const doc = path.join(packageRoot(), 'docs/BENCHMARKS.md');
-  const current = fs.existsSync(doc) ? fs.readFileSync(doc, 'utf8') : '# Benchmarks\n\nFigures measured by the scripts in `bench/` (never by timed tests).\n\n';
-  const start = current.indexOf('## Export\n');
-  let next: string;
-  if (start < 0) next = current.trimEnd() + '\n\n' + section;
-  else {
-    const after = current.indexOf('\n## ', start + 1);
-    next = current.slice(0, start) + section + (after < 0 ? '' : current.slice(after + 1));
-  }
-  const tmp = `${doc}.tmp-${process.pid}`;
-  fs.writeFileSync(tmp, next);
-  fs.renameSync(tmp, doc);
+  replaceBenchmarkSection('Export', section);
   process.stdout.write(section + '\n');
   if (!process.argv.includes('--keep')) {
     process.stderr.write('deleting the benchmark handles\n');

@@ -26,30 +26,14 @@ import { stripServerFields } from '../src/kube/normalize.js';
 import { applyManifests, parseManifests, pool, waitCrdsEstablished } from '../src/kube/manifests.js';
 import type { KubeObject, ResourceType } from '../src/kube/types.js';
 import { calicoFixturesDir, packageRoot } from '../src/local-cluster/paths.js';
+import { arg, findKubectl, kubeconfigPath, replaceBenchmarkSection } from './lib.js';
 import { restoreResources } from '../src/restore/restore.js';
 
 const HANDLE: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'ipamhandles', kind: 'IPAMHandle', namespaced: false };
 const HANDLE_CRD = 'ipamhandles.crd.projectcalico.org';
 
-function arg(name: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-}
 
-function findKubectl(): string {
-  const base = path.join(os.homedir(), '.cache', 'cni-rewind-e2e');
-  for (const d of fs.existsSync(base) ? fs.readdirSync(base) : []) {
-    const p = path.join(base, d, 'bin', 'kubectl');
-    if (fs.existsSync(p)) return p;
-  }
-  throw new Error(`no kubectl under ${base}/*/bin (run test/e2e-cluster/build.sh)`);
-}
 
-function kubeconfigPath(): string {
-  if (process.env.KUBECONFIG) return process.env.KUBECONFIG;
-  const name = process.env.CNI_REWIND_CLUSTER_NAME ?? 'default';
-  return path.join(os.homedir(), '.local/state/cni-rewind/local-cluster', name, 'kubeconfig');
-}
 
 async function countHandles(client: KubeClient): Promise<number> {
   let n = 0;
@@ -76,20 +60,6 @@ async function makeHandles(client: KubeClient, n: number): Promise<void> {
   });
 }
 
-function replaceSection(title: string, section: string): void {
-  const doc = path.join(packageRoot(), 'docs/BENCHMARKS.md');
-  const current = fs.existsSync(doc) ? fs.readFileSync(doc, 'utf8') : '# Benchmarks\n\nFigures measured by the scripts in `bench/` (never by timed tests).\n\n';
-  const start = current.indexOf(`## ${title}\n`);
-  let next: string;
-  if (start < 0) next = current.trimEnd() + '\n\n' + section;
-  else {
-    const after = current.indexOf('\n## ', start + 1);
-    next = current.slice(0, start) + section + (after < 0 ? '' : current.slice(after + 1));
-  }
-  const tmp = `${doc}.tmp-${process.pid}`;
-  fs.writeFileSync(tmp, next);
-  fs.renameSync(tmp, doc);
-}
 
 interface Row {
   n: number;
@@ -178,7 +148,7 @@ async function main(): Promise<void> {
     "Note on fairness: cni-rewind's time includes re-creating the CRD from the bundle and waiting until it is Established, and reading and checksumming the bundle; kubectl's time starts with the CRD already put back. At small N this fixed cost dominates (compare the 1,000 and 2,000 rows when they are close).",
     '',
   ].join('\n');
-  replaceSection('Restore', section);
+  replaceBenchmarkSection('Restore', section);
   process.stdout.write(section + '\n');
 }
 

@@ -18,19 +18,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { packageRoot } from '../src/local-cluster/paths.js';
+import { arg, kubeconfigPath, replaceBenchmarkSection } from './lib.js';
 
 const SDK = /@aws-sdk\/|@smithy\/|@google-cloud\/|google-gax|googleapis|\/providers\/(aws|gcp|libvirt|proxmox|vsphere)\//;
 
-function arg(name: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-}
 
-function kubeconfigPath(): string {
-  if (process.env.KUBECONFIG) return process.env.KUBECONFIG;
-  const name = process.env.CNI_REWIND_CLUSTER_NAME ?? 'default';
-  return path.join(os.homedir(), '.local/state/cni-rewind/local-cluster', name, 'kubeconfig');
-}
 
 /** An --import module that registers a resolve hook appending every resolved URL to $CNR_MODULE_LOG. */
 function writeHook(dir: string): string {
@@ -67,20 +59,6 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
-function replaceSection(title: string, section: string): void {
-  const doc = path.join(packageRoot(), 'docs/BENCHMARKS.md');
-  const current = fs.existsSync(doc) ? fs.readFileSync(doc, 'utf8') : '# Benchmarks\n\nFigures measured by the scripts in `bench/` (never by timed tests).\n\n';
-  const start = current.indexOf(`## ${title}\n`);
-  let next: string;
-  if (start < 0) next = current.trimEnd() + '\n\n' + section;
-  else {
-    const after = current.indexOf('\n## ', start + 1);
-    next = current.slice(0, start) + section + (after < 0 ? '' : current.slice(after + 1));
-  }
-  const tmp = `${doc}.tmp-${process.pid}`;
-  fs.writeFileSync(tmp, next);
-  fs.renameSync(tmp, doc);
-}
 
 async function main(): Promise<void> {
   const runs = Number(arg('runs') ?? 9);
@@ -125,7 +103,7 @@ async function main(): Promise<void> {
       'Where the time goes: every command module is imported at start (about 1,000 ES modules: yargs, js-yaml, tar, diff, ajv and the engine), whatever the command; the cloud SDKs are not among them.',
       '',
     ].join('\n');
-    replaceSection('Start-up', section);
+    replaceBenchmarkSection('Start-up', section);
     process.stdout.write(section + '\n');
     if (bad.length) throw new Error(`cloud SDK modules were loaded by: ${bad.map((b) => b.cmd).join(', ')}`);
   } finally {

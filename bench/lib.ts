@@ -1,0 +1,44 @@
+/** Helpers shared by the benchmark scripts (they are scripts, not tests: figures go into docs/BENCHMARKS.md). */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { packageRoot } from '../src/local-cluster/paths.js';
+
+/** `--name value` from the command line. */
+export function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : undefined;
+}
+
+/** The kubectl built with the test control plane (same version as the API server). */
+export function findKubectl(): string {
+  const base = path.join(os.homedir(), '.cache', 'cni-rewind-e2e');
+  for (const d of fs.existsSync(base) ? fs.readdirSync(base) : []) {
+    const p = path.join(base, d, 'bin', 'kubectl');
+    if (fs.existsSync(p)) return p;
+  }
+  throw new Error(`no kubectl under ${base}/*/bin (run test/e2e-cluster/build.sh)`);
+}
+
+/** $KUBECONFIG, else the local cluster instance's (CNI_REWIND_CLUSTER_NAME, default e2e, as `npm run cluster`). */
+export function kubeconfigPath(): string {
+  if (process.env.KUBECONFIG) return process.env.KUBECONFIG;
+  const name = process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e';
+  return path.join(os.homedir(), '.local/state/cni-rewind/local-cluster', name, 'kubeconfig');
+}
+
+/** Replace (or append) the `## <title>` section of docs/BENCHMARKS.md, atomically. */
+export function replaceBenchmarkSection(title: string, section: string): void {
+  const doc = path.join(packageRoot(), 'docs/BENCHMARKS.md');
+  const current = fs.existsSync(doc) ? fs.readFileSync(doc, 'utf8') : '# Benchmarks\n\nFigures measured by the scripts in `bench/` (never by timed tests).\n\n';
+  const start = current.indexOf(`## ${title}\n`);
+  let next: string;
+  if (start < 0) next = current.trimEnd() + '\n\n' + section;
+  else {
+    const after = current.indexOf('\n## ', start + 1);
+    next = current.slice(0, start) + section + (after < 0 ? '' : current.slice(after + 1));
+  }
+  const tmp = `${doc}.tmp-${process.pid}`;
+  fs.writeFileSync(tmp, next);
+  fs.renameSync(tmp, doc);
+}
