@@ -134,9 +134,9 @@ export function planBlockers(plan: Plan): string[] {
 const STEP_TEXT: Record<string, { title: string; description: string }> = {
   preflight: { title: 'preflight', description: 'check again: the bundle verifies, is of this cluster and recent; the cluster runs the version the plan was made for; nodes Ready' },
   'pause-operator': { title: 'pause the tigera operator', description: 'remember the operator Deployment\'s replicas (in the journal) and scale it to 0, so no operator writes while versions are mixed' },
-  'apply-crds': { title: 'apply the target CRDs', description: 'server-side apply with conflicts forced, then wait until Established; no CRD is deleted (CRDs the target lacks stay with their data)' },
-  'apply-operator': { title: 'apply the target operator manifest', description: 'server-side apply of tigera-operator.yaml without its CRDs; the operator Deployment stays at 0 replicas until resumed' },
-  'apply-calico-manifest': { title: 'apply the target calico.yaml', description: 'server-side apply of calico.yaml (CRDs already applied)' },
+  'apply-crds': { title: 'apply the target CRDs', description: 'replace each CRD with the target\'s exactly (create or update, so no field of the old schema survives), then wait until Established; no CRD is deleted (CRDs the target lacks stay with their data)' },
+  'apply-operator': { title: 'apply the target operator manifest', description: 'create or replace the objects of tigera-operator.yaml without its CRDs exactly as released; the operator Deployment stays at 0 replicas until resumed' },
+  'apply-calico-manifest': { title: 'apply the target calico.yaml', description: 'create or replace the objects of calico.yaml exactly as released (CRDs already in place)' },
   'transform-installation': { title: 'make the Installation valid for the target', description: 'remove the fields the target CRD lacks (and extra pools, when allowed) and write it with strict field validation' },
   'remove-old': { title: 'remove the old version', description: 'delete the operator custom resources, the operator Deployment and RBAC, and every Calico CRD (with all their objects): the users\' delete step, safe because the bundle verified' },
   'install-target': { title: 'install the target version', description: 'apply the target CRDs and operator manifest (operator kept at 0 replicas)' },
