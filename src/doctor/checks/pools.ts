@@ -64,6 +64,15 @@ export function adoptionReason(pool: KubeObject, entries: any[] | undefined): st
   return undefined;
 }
 
+/** The governing operator version, Installation `default` and its pool entries, when the operator behaviour `needs` applies. */
+function installationScope(state: CalicoState, ctx: CheckContext, needs: 'managesPools' | 'onePoolPerFamily') {
+  const g = ctx.governing;
+  const inst = installation(state);
+  const entries = installationPools(inst);
+  if (!g || !inst || !entries || !operatorPoolBehaviour(g.version)[needs]) return undefined;
+  return { g, inst, entries };
+}
+
 function governingText(g: GoverningVersion): string {
   return g.source === 'target' ? `the target Calico ${g.version}` : `the installed Calico ${g.version}`;
 }
@@ -112,10 +121,9 @@ const disabledAdoptedPools: Check = {
 const managedPoolsNotListed: Check = {
   name: 'operator-managed pools missing from the Installation',
   run(state, ctx) {
-    const g = ctx.governing;
-    const inst = installation(state);
-    const entries = installationPools(inst);
-    if (!g || !inst || !entries || !operatorPoolBehaviour(g.version).managesPools) return [];
+    const scope = installationScope(state, ctx, 'managesPools');
+    if (!scope) return [];
+    const { g, inst, entries } = scope;
     const listed = new Set(entries.map((e) => e.cidr));
     const doomed = objectsOf(state, KEYS.ipPools).filter((p) => isOperatorLabelled(p) && !listed.has(p.spec?.cidr));
     if (doomed.length === 0) return [];
@@ -145,10 +153,9 @@ const managedPoolsNotListed: Check = {
 const onePoolPerFamily: Check = {
   name: 'one Installation pool per IP family',
   run(state, ctx) {
-    const g = ctx.governing;
-    const inst = installation(state);
-    const entries = installationPools(inst);
-    if (!g || !inst || !entries || !operatorPoolBehaviour(g.version).onePoolPerFamily) return [];
+    const scope = installationScope(state, ctx, 'onePoolPerFamily');
+    if (!scope) return [];
+    const { g, inst, entries } = scope;
     const out: Finding[] = [];
     for (const family of [4, 6] as const) {
       const fam = entries.filter((e) => parseCidr(e.cidr)?.family === family);
@@ -171,10 +178,9 @@ const onePoolPerFamily: Check = {
 const entryCidrNotOwned: Check = {
   name: 'Installation entries whose CIDR belongs to a pool the operator does not own',
   run(state, ctx) {
-    const g = ctx.governing;
-    const inst = installation(state);
-    const entries = installationPools(inst);
-    if (!g || !inst || !entries || !operatorPoolBehaviour(g.version).managesPools) return [];
+    const scope = installationScope(state, ctx, 'managesPools');
+    if (!scope) return [];
+    const { g, inst, entries } = scope;
     const out: Finding[] = [];
     entries.forEach((e, i) => {
       const pool = objectsOf(state, KEYS.ipPools).find((p) => p.spec?.cidr === e.cidr);
