@@ -23,6 +23,13 @@ export function buildParser(argv: string[]) {
     .help()
     .alias('help', 'h')
     .strict()
+    .middleware(((argv: Record<string, unknown>, y: unknown) => {
+      // yargs turns a repeated single-value option into an array, which the commands do not expect: say so instead.
+      // `--nodes` may be repeated as well as comma-separated (the commands split and join it).
+      const arrays = new Set<string>([...((y as any).getOptions?.().array ?? []), 'nodes']);
+      const dup = Object.keys(argv).find((k) => k.length > 1 && !/[A-Z]/.test(k) && Array.isArray(argv[k]) && !arrays.has(k));
+      if (dup) usageError(`--${dup} was given more than once; give it once`);
+    }) as any, true)
     .demandCommand(1, 'name a command; see --help')
     .recommendCommands()
     .wrap(Math.min(120, process.stdout.columns ?? 100))
@@ -31,10 +38,13 @@ export function buildParser(argv: string[]) {
       // One clear line for usage errors, never a stack trace.
       if (err) throw err;
       // yargs spreads some messages over several lines ("Invalid values:\n  Argument: ..."): keep it to one.
-      process.stderr.write(`cni-rewind: ${String(msg).replace(/:?\s*\n\s*/g, ': ')}\n  see: cni-rewind --help\n`);
-      process.exit(ExitCode.BadInput);
+      usageError(String(msg).replace(/:?\s*\n\s*/g, ': '));
     });
   for (const c of commands) parser = parser.command(c as any);
+  function usageError(line: string): never {
+    process.stderr.write(`cni-rewind: ${line}\n  see: cni-rewind --help\n`);
+    process.exit(ExitCode.BadInput);
+  }
   return parser as Argv<GlobalArgs>;
 }
 

@@ -39,7 +39,8 @@ export interface ApplyResult {
   cancelled?: boolean;
   journal: string;
   steps: StepOutcome[];
-  failed?: { step: string; error: string };
+  /** `refused`: the step stopped on a safety check (exit 5), not on a failure (exit 3). */
+  failed?: { step: string; error: string; refused?: boolean };
   /** The lock holder this run took over (stale or broken). */
   tookOverLock?: LockHolder;
   /** Exact commands to get back to the bundle's state. */
@@ -109,7 +110,7 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
       const r = await runSteps(steps, journal, { reporter, killAfterStep: opts.killAfterStep });
       const result: ApplyResult = { ...base, ok: r.ok, steps: r.steps, tookOverLock: lock.tookOver };
       if (!r.ok && r.failed) {
-        result.failed = { step: r.failed.step, error: r.failed.error };
+        result.failed = { step: r.failed.step, error: r.failed.error, ...(r.failed.cause instanceof RefusedError ? { refused: true } : {}) };
         if (opts.autoRollback) {
           reporter.warn('CNR_APPLY_ROLLBACK', `step ${r.failed.step} failed; restoring Calico resources from bundle ${plan.bundle.id} (--auto-rollback)`);
           try {

@@ -25,6 +25,7 @@ import { CALICO_POD_NAMESPACES } from '../plan/rules.js';
 import type { Plan } from '../plan/types.js';
 import type { ExecStep, StepRuntime } from './executor.js';
 import { restoreResources } from '../restore/restore.js';
+import { rebootNodes } from '../drain/rolling-reboot.js';
 
 export interface StepDeps {
   client: KubeClient;
@@ -54,6 +55,10 @@ export function buildSteps(deps: StepDeps): ExecStep[] {
     'resume-operator': (rt) => resumeOperator(deps, rt),
     'wait-rollout': () => waitRollout(deps),
     'verify-data': () => verifyData(deps),
+    'reboot-nodes': (rt) => {
+      if (!deps.plan.rolling?.nodes) throw new RefusedError('the plan has a reboot-nodes step but no node list (plan.rolling): make a new plan with --reboot-nodes');
+      return rebootNodes(deps.client, deps.plan.rolling, rt);
+    },
   };
   return deps.plan.steps.map((s) => {
     const run = impl[s.id];

@@ -17,6 +17,7 @@ import { liveDataNotInBundle } from './compare.js';
 import { checkBundle, checkCluster, clusterUid, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
 import { parseDuration } from '../config/config.js';
 import { PLAN_FLAGS } from './rules.js';
+import { planRollingNodes, type RollingSettings } from '../drain/rolling-reboot.js';
 import { PLAN_API_VERSION, PLAN_KIND, type Plan, type PlanStep, type Strategy } from './types.js';
 
 export interface PlanOptions {
@@ -25,6 +26,8 @@ export interface PlanOptions {
   strategy?: Strategy;
   bundle?: string;
   rebootNodes?: boolean;
+  /** How `--reboot-nodes` reaches each node's machine (the same settings as `backup`) and its timeouts. */
+  rolling?: RollingSettings;
   diskSnapshots?: boolean;
   maxBackupAge?: string;
   /** Flags that allow `requires-flag` findings (e.g. `allow-field-loss`). */
@@ -48,17 +51,17 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
   const maxAgeMs = parseDuration(maxBackupAge, '--max-backup-age');
   const flags = new Set(opts.flags ?? []);
   for (const f of flags) if (!(Object.values(PLAN_FLAGS) as string[]).includes(f)) throw new BadInputError(`unknown plan flag ${f}`);
+  if (opts.rebootNodes) {
+    // Bad durations are bad input: say so before looking at the cluster.
+    parseDuration(opts.rolling?.drainTimeout ?? '10m', '--drain-timeout');
+    parseDuration(opts.rolling?.readyTimeout ?? '15m', '--ready-timeout');
+  }
 
   const install = await detectCalico(client);
   if (install.installType === 'none') throw new BadInputError('no Calico install found in this cluster: there is nothing to upgrade or downgrade');
   reporter.info('CNR_PLAN_CURRENT', `current: Calico ${install.version ?? 'unknown version'} (${install.installType} install)`);
   const target: Release = await loadRelease(opts.to, { manifests: opts.manifests, need: install.installType === 'operator' ? 'operator' : 'manifest' });
   reporter.info('CNR_PLAN_TARGET', `target: Calico ${target.version} from ${target.origin}`);
-  if (opts.rebootNodes) {
-    throw new BadInputError('--reboot-nodes is not available in this build: the rolling node step (drain + provider reboot) is not wired yet', {
-      hint: 'plan without it, then reboot nodes one at a time (cordon, drain, reboot, uncordon)',
-    });
-  }
   const direction = !install.version ? 'upgrade' : compareVersions(target.version, install.version) < 0 ? 'downgrade' : compareVersions(target.version, install.version) > 0 ? 'upgrade' : 'same';
   if (direction === 'same') throw new BadInputError(`the cluster already runs Calico ${target.version}`);
 
@@ -70,9 +73,11 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
   const bundle = await openPlanBundle(bundlePath);
   try {
     const cluster = await checkCluster(client, !!opts.rebootNodes);
+    const rolling = opts.rebootNodes ? await planRollingNodes(client, opts.rolling ?? {}, reporter) : undefined;
     const preflight = [
       ...(await checkBundle(bundle, { uid, maxAgeMs, maxBackupAge, diskSnapshots: opts.diskSnapshots !== false, nodes: cluster.nodes, now: opts.now })),
       ...cluster.checks,
+      ...(rolling?.checks ?? []),
     ];
     const live = await loadLiveCalico(client);
     const { findings, installation } = computeFindings(live, target, install, flags);
@@ -115,7 +120,8 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
       findings,
       transforms: { installation },
       drift: drifted.map((d) => d.object),
-      steps: stepsFor(install.installType === 'operator' ? 'operator' : 'manifest', strategy, target, restoreDrift && drifted.length > 0),
+      ...(rolling ? { rolling: rolling.rolling } : {}),
+      steps: stepsFor(install.installType === 'operator' ? 'operator' : 'manifest', strategy, target, { restoreDrift: restoreDrift && drifted.length > 0, rebootNodes: !!rolling }),
     };
     return plan;
   } finally {
@@ -145,6 +151,7 @@ const STEP_TEXT: Record<string, { title: string; description: string }> = {
   'resume-operator': { title: 'resume the tigera operator', description: 'scale the operator Deployment back to the replica count remembered in the journal' },
   'wait-rollout': { title: 'wait for the rollout', description: 'operator Deployment available with the target image; TigeraStatus calico Available when the operator reports it; calico-node DaemonSet rolled out; pods in the Calico namespaces Ready' },
   'verify-data': { title: 'verify the Calico data against the bundle', description: 'every IPPool, IPAM object, policy and BGP/Felix object of the bundle is present and unchanged; the Installation differs only by the planned transform' },
+  'reboot-nodes': { title: 'reboot the nodes one at a time', description: 'per node: cordon, drain through the Eviction API (PodDisruptionBudgets respected), reboot through its provider, wait for a new boot id and Ready with its DaemonSet pods Ready, uncordon; each node\'s progress is journaled' },
 };
 
 function step(id: string): PlanStep {
@@ -152,16 +159,18 @@ function step(id: string): PlanStep {
   return { id, title: t.title, description: t.description };
 }
 
-export function stepsFor(install: 'operator' | 'manifest', strategy: Strategy, target: Release, restoreDrift = false): PlanStep[] {
+export function stepsFor(install: 'operator' | 'manifest', strategy: Strategy, target: Release, opts: { restoreDrift?: boolean; rebootNodes?: boolean } = {}): PlanStep[] {
+  // Nodes are rebooted last: only once the new version runs and the data is proven intact, as in the users' procedure.
+  const withNodes = (ids: string[]) => (opts.rebootNodes ? [...ids, 'reboot-nodes'] : ids).map(step);
   if (install === 'manifest') {
     if (!target.calicoManifest) throw new BadInputError(`the cluster has a manifest install and the ${target.version} manifests have no calico.yaml`);
     if (strategy === 'reinstall') throw new BadInputError('--strategy reinstall is implemented for operator installs only; use in-place for a calico.yaml install');
-    return ['preflight', 'apply-crds', 'apply-calico-manifest', 'wait-rollout', 'verify-data'].map(step);
+    return withNodes(['preflight', 'apply-crds', 'apply-calico-manifest', 'wait-rollout', 'verify-data']);
   }
   if (strategy === 'reinstall') {
-    return ['preflight', 'pause-operator', 'remove-old', 'install-target', 'restore-data', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data'].map(step);
+    return withNodes(['preflight', 'pause-operator', 'remove-old', 'install-target', 'restore-data', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data']);
   }
   const ids = ['preflight', 'pause-operator', 'apply-crds', 'apply-operator', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data'];
-  if (restoreDrift) ids.splice(ids.indexOf('resume-operator'), 0, 'restore-drift');
-  return ids.map(step);
+  if (opts.restoreDrift) ids.splice(ids.indexOf('resume-operator'), 0, 'restore-drift');
+  return withNodes(ids);
 }

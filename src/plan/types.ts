@@ -51,6 +51,22 @@ export interface InstallationTransform {
   trimPoolsPerFamily: boolean;
 }
 
+/**
+ * The rolling node step (`--reboot-nodes`): how apply finds each node's provider again (the same settings as
+ * `backup`; files by absolute path, never their contents, so no credential lands in the plan) and the nodes in
+ * the order they are rebooted, with the machine each resolved to when the plan was made (apply refuses a node
+ * that now resolves to another machine).
+ */
+export interface RollingNodes {
+  provider: string;
+  providerModules: string[];
+  config?: string;
+  mapping?: string;
+  drainTimeout: string;
+  readyTimeout: string;
+  nodes: { node: string; provider: string; machine: string }[];
+}
+
 export interface Plan {
   apiVersion: typeof PLAN_API_VERSION;
   kind: typeof PLAN_KIND;
@@ -74,5 +90,7 @@ export interface Plan {
   transforms: { installation: InstallationTransform };
   /** Calico objects whose content differed from the bundle when the plan was made (`Kind/name`). */
   drift?: string[];
+  /** Present when the plan reboots nodes (`--reboot-nodes`). */
+  rolling?: RollingNodes;
   steps: PlanStep[];
 }

@@ -248,6 +248,8 @@ const cases: Case[] = [
   // ---- wrong flags and values ----
   { name: 'unknown command', code: 2, message: /Unknown argument|Did you mean|unknown/i, args: () => ['exprot'] },
   { name: 'unknown flag', code: 2, message: /Unknown argument/i, args: () => ['inspect', base, '--frobnicate'] },
+  { name: 'a single-value flag given twice', code: 2, message: /--drain-timeout was given more than once/, args: () => ['plan', '--to', '3.27.4', '--bundle', base, '--reboot-nodes', '--drain-timeout', '1m', '--drain-timeout', '2m'] },
+  { name: 'plan --reboot-nodes --drain-timeout is not a duration', code: 2, message: /--drain-timeout.*not a duration|is not a duration/, args: () => ['plan', '--to', '3.27.4', '--bundle', base, '--reboot-nodes', '--no-disk-snapshots', '--drain-timeout', 'soon'] },
   { name: '-o with an unknown format', code: 2, message: /Invalid values/, args: () => ['inspect', base, '-o', 'xml'] },
   { name: 'inspect without a bundle', code: 2, message: /Not enough non-option arguments|bundle/i, args: () => ['inspect'] },
   { name: 'restore with neither --resources nor --disks', code: 2, message: /--resources|--disks/, args: () => ['restore', base] },

@@ -69,7 +69,10 @@ export interface CliResult {
 }
 
 /** Run the built CLI as a user would (a child process), with the test cluster's kubeconfig. */
-export function runCli(args: string[], opts: { env?: Record<string, string>; cwd?: string; timeoutMs?: number; input?: string } = {}): Promise<CliResult> {
+export function runCli(
+  args: string[],
+  opts: { env?: Record<string, string>; cwd?: string; timeoutMs?: number; input?: string; onSpawn?: (child: import('node:child_process').ChildProcess) => void } = {},
+): Promise<CliResult> {
   const main = path.join(packageRoot(), 'dist', 'src', 'cli', 'main.js');
   return new Promise((resolve) => {
     const child = execFile(
@@ -82,5 +85,6 @@ export function runCli(args: string[], opts: { env?: Record<string, string>; cwd
       },
     );
     if (opts.input !== undefined) child.stdin?.end(opts.input);
+    opts.onSpawn?.(child);
   });
 }

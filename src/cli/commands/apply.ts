@@ -59,7 +59,8 @@ export const applyCommand: Command<ApplyArgs> = {
     if (result.cancelled) throw new RefusedError('not confirmed: nothing was changed', { hint: 'rerun with --yes to apply without asking' });
     ctx.print(result, () => renderResult(result));
     if (result.ok) return ExitCode.Ok;
-    return ExitCode.Partial;
+    // A step that stopped on a safety check (the preflight run again, a node now on another machine) is a refusal.
+    return result.failed?.refused ? ExitCode.Refused : ExitCode.Partial;
   }),
 };
 

@@ -6,8 +6,11 @@ import { PLAN_FLAGS } from '../../plan/rules.js';
 import type { Plan, Strategy } from '../../plan/types.js';
 import { handler, type Command } from '../context.js';
 import type { Styler } from '../output.js';
+import { providerOptions, type ProviderArgs } from './backup.js';
 
-interface PlanArgs {
+interface PlanArgs extends ProviderArgs {
+  'drain-timeout': string;
+  'ready-timeout': string;
   to: string;
   manifests?: string;
   strategy: Strategy;
@@ -24,13 +27,15 @@ export const planCommand: Command<PlanArgs> = {
   command: 'plan',
   describe: 'Plan an upgrade or downgrade of Calico: schema-aware findings, preflight and the steps `apply` will run (changes nothing)',
   builder: (y: Argv<any>) =>
-    y
+    providerOptions(y)
       .option('to', { type: 'string', demandOption: true, describe: 'target Calico version (X.Y.Z)' })
       .option('manifests', { type: 'string', describe: 'folder (or URL) with the target release manifests (default: the manifests shipped for known versions, else raw.githubusercontent.com/projectcalico/calico/vX.Y.Z/manifests/)' })
       .option('strategy', { choices: ['in-place', 'reinstall'] as const, default: 'in-place' as const, describe: 'in-place: replace CRDs and operator, never delete data; reinstall: delete and create (the users\' procedure), then restore everything from the bundle' })
       .option('bundle', { type: 'string', describe: 'the backup the plan relies on (default: the newest bundle of this cluster in ./cni-rewind-backups)' })
       .option('out', { type: 'string', describe: 'write the plan to this file (.yaml, or .json)' })
-      .option('reboot-nodes', { type: 'boolean', default: false, describe: 'add a rolling node step (cordon, drain, reboot through the provider, uncordon)' })
+      .option('reboot-nodes', { type: 'boolean', default: false, describe: 'add a rolling node step: one node at a time, cordon, drain (PDB-aware), reboot through its provider (--provider/--provider-module/--config/--mapping as for backup), wait Ready, uncordon' })
+      .option('drain-timeout', { type: 'string', default: '10m', describe: '--reboot-nodes: how long a drain may wait for PodDisruptionBudgets' })
+      .option('ready-timeout', { type: 'string', default: '15m', describe: '--reboot-nodes: how long a node may take to come back Ready after its reboot' })
       .option('max-backup-age', { type: 'string', default: '24h', describe: 'refuse a bundle older than this' })
       .option('disk-snapshots', { type: 'boolean', default: true, describe: 'require completed disk snapshots of every node in the bundle (--no-disk-snapshots to waive)' })
       .option(PLAN_FLAGS.dropFields, { type: 'boolean', default: false, describe: 'allow fields the target CRDs prune from Calico objects (they stay in the bundle)' })
@@ -38,6 +43,9 @@ export const planCommand: Command<PlanArgs> = {
       .option(PLAN_FLAGS.trimPools, { type: 'boolean', default: false, describe: 'keep only the first pool per IP family in the Installation when the target operator allows one (the IPPool objects stay)' }) as any,
   handler: handler<PlanArgs>(async (ctx, args) => {
     const flags = Object.values(PLAN_FLAGS).filter((f) => (args as any)[f]);
+    if (!args['reboot-nodes'] && (args.provider !== 'auto' || args.providerModule?.length || args.config || args.mapping)) {
+      ctx.reporter.warn('CNR_PLAN_PROVIDER_UNUSED', 'provider options only matter with --reboot-nodes; ignored');
+    }
     const plan = await buildPlan(
       await ctx.client(),
       {
@@ -46,6 +54,14 @@ export const planCommand: Command<PlanArgs> = {
         strategy: args.strategy,
         bundle: args.bundle,
         rebootNodes: args['reboot-nodes'],
+        rolling: {
+          provider: args.provider,
+          providerModules: args.providerModule,
+          config: args.config,
+          mapping: args.mapping,
+          drainTimeout: args['drain-timeout'],
+          readyTimeout: args['ready-timeout'],
+        },
         diskSnapshots: args['disk-snapshots'],
         maxBackupAge: args['max-backup-age'],
         flags,
@@ -82,6 +98,11 @@ export function renderPlan(plan: Plan, s: Styler): string {
     if (f.objects.length) lines.push(`      objects: ${f.objects.slice(0, 10).join(', ')}${f.objects.length > 10 ? ` (+${f.objects.length - 10})` : ''}`);
     for (const d of f.details.slice(0, 12)) lines.push(`      - ${d}`);
     lines.push(`      plan (${f.action}${f.flag ? `, --${f.flag}${f.satisfied ? ' given' : ' required'}` : ''}): ${f.plan}`);
+  }
+  if (plan.rolling) {
+    lines.push('', s.bold(`Nodes to reboot, one at a time (${plan.rolling.nodes.length})`));
+    plan.rolling.nodes.forEach((n, i) => lines.push(`  ${i + 1}. ${n.node}: ${n.provider} ${n.machine}`));
+    lines.push(`  drain timeout ${plan.rolling.drainTimeout}, ready timeout ${plan.rolling.readyTimeout}`);
   }
   lines.push('', s.bold('Steps'));
   plan.steps.forEach((st, i) => lines.push(`  ${i + 1}. ${st.title}: ${s.dim(st.description)}`));

@@ -1,0 +1,236 @@
+/**
+ * The rolling node step of a plan (`plan --reboot-nodes`): one node at a time, cordon, drain through the
+ * Eviction API (PodDisruptionBudgets respected), reboot through the node's provider, wait until the node has
+ * really rebooted and is Ready with its DaemonSet pods Ready, uncordon.
+ *
+ * At plan time every node is resolved to its machine through the same provider settings as `backup`
+ * (--provider, --provider-module, --config, --mapping); the plan records the settings (file paths, never
+ * their contents) and the node -> machine list. At apply time each node is resolved again and refused if it
+ * now runs on another machine.
+ *
+ * Resumable per node: the node's phase is remembered in the journal before each action. "Really rebooted" is
+ * the kubelet's `status.nodeInfo.bootID` changing (a node that was merely Ready all along has not rebooted);
+ * the bootID before the reboot is remembered too, so a resumed run that finds it already changed does not
+ * reboot the machine a second time.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { providerSetFor } from '../backup/backup.js';
+import { emptyConfig, loadConfig, parseDuration } from '../config/config.js';
+import { emptyMapping, loadNodeMapping, type NodeMapping } from '../config/mapping.js';
+import { cordon, describePreflight, drainNode, drainPreflight, isNodeReady, podsToEvict, uncordon } from './drain.js';
+import { BadInputError, EnvironmentError, errorMessage, RefusedError } from '../errors.js';
+import type { Reporter } from '../io/host.js';
+import { K } from '../kube/builtin.js';
+import type { KubeClient } from '../kube/client.js';
+import type { KubeObject } from '../kube/types.js';
+import type { PreflightCheck, RollingNodes } from '../plan/types.js';
+import type { ProviderSet } from '../providers/registry.js';
+import { chooseProvider, nodeInfo, resolveNodes } from '../providers/resolve.js';
+import type { StepRuntime } from '../executor/executor.js';
+
+export interface RollingSettings {
+  provider?: string;
+  providerModules?: string[];
+  config?: string;
+  mapping?: string;
+  drainTimeout?: string;
+  readyTimeout?: string;
+}
+
+const CONTROL_PLANE_LABELS = ['node-role.kubernetes.io/control-plane', 'node-role.kubernetes.io/master'];
+
+/** Workers first, control-plane nodes last (losing one control-plane node at a time is the least risk), then by name. */
+export function rollingOrder(nodes: KubeObject[]): KubeObject[] {
+  const isCp = (n: KubeObject) => CONTROL_PLANE_LABELS.some((l) => Object.hasOwn(n.metadata.labels ?? {}, l));
+  return [...nodes].sort((a, b) => Number(isCp(a)) - Number(isCp(b)) || a.metadata.name.localeCompare(b.metadata.name));
+}
+
+/** A module given as a file path is recorded absolute (apply may run from another folder); a package name as is. */
+function moduleSpec(spec: string): string {
+  return (spec.startsWith('.') || spec.includes(path.sep)) && existsSync(spec) ? path.resolve(spec) : spec;
+}
+
+/** The provider set and mapping the settings describe (the same sources as `backup`). Close the set when done. */
+async function openProviders(s: Pick<RollingSettings, 'providerModules' | 'config' | 'mapping'>, reporter: Reporter): Promise<{ providers: ProviderSet; mapping: NodeMapping }> {
+  const config = s.config ? await loadConfig(s.config) : emptyConfig();
+  const mappingFile = s.mapping ?? config.mapping;
+  const mapping = mappingFile ? await loadNodeMapping(mappingFile) : emptyMapping();
+  const providers = providerSetFor(config, reporter);
+  try {
+    for (const m of s.providerModules ?? []) await providers.addModule(m);
+  } catch (err) {
+    await providers.closeAll();
+    throw err;
+  }
+  return { providers, mapping };
+}
+
+/**
+ * Plan time: resolve every node to its machine and check a drain of each can finish. Returns what the plan
+ * records and two blocking preflight checks (`node-providers`, `drain-preflight`).
+ */
+export async function planRollingNodes(client: KubeClient, s: RollingSettings, reporter: Reporter): Promise<{ rolling: RollingNodes; checks: PreflightCheck[] }> {
+  const drainTimeout = s.drainTimeout ?? '10m';
+  const readyTimeout = s.readyTimeout ?? '15m';
+  parseDuration(drainTimeout, '--drain-timeout');
+  parseDuration(readyTimeout, '--ready-timeout');
+  const settings = {
+    provider: s.provider ?? 'auto',
+    providerModules: (s.providerModules ?? []).map(moduleSpec),
+    config: s.config ? path.resolve(s.config) : undefined,
+    mapping: s.mapping ? path.resolve(s.mapping) : undefined,
+  };
+  const { providers, mapping } = await openProviders(settings, reporter);
+  try {
+    if (settings.provider !== 'auto' && !providers.has(settings.provider)) {
+      throw new BadInputError(`unknown provider '${settings.provider}'`, { hint: `built-in providers: ${providers.names().join(', ')}; a third-party one is given with --provider-module` });
+    }
+    const nodes = rollingOrder(await client.listAll(K.node));
+    const { targets, unresolved } = await resolveNodes(nodes.map(nodeInfo), providers, { mapping, provider: settings.provider });
+    const byNode = new Map(targets.map((t) => [t.node, t]));
+    const ordered = nodes.map((n) => byNode.get(n.metadata.name)).filter((t) => !!t);
+    const drain = await drainPreflight(client, nodes.map((n) => n.metadata.name));
+    const problems = describePreflight(drain);
+    const checks: PreflightCheck[] = [
+      {
+        name: 'node-providers',
+        ok: unresolved.length === 0,
+        blocking: true,
+        detail: unresolved.length
+          ? `cannot reboot ${unresolved.length} node(s) through a provider: ${unresolved.map((u) => `${u.node} (${u.reason})`).join('; ')}`
+          : `${ordered.length} node(s) resolved: ${ordered.map((t) => `${t.node} -> ${t.provider} ${t.machine}`).join(', ')}`,
+      },
+      {
+        name: 'drain-preflight',
+        ok: drain.ok,
+        blocking: true,
+        detail: drain.ok ? `every node can be drained (${Object.values(drain.evict).flat().length} pod(s) to evict in all)` : problems.join('; '),
+      },
+    ];
+    return {
+      rolling: { ...settings, drainTimeout, readyTimeout, nodes: ordered.map((t) => ({ node: t.node, provider: t.provider, machine: t.machine })) },
+      checks,
+    };
+  } finally {
+    await providers.closeAll();
+  }
+}
+
+/** What the journal keeps per node. */
+interface NodeProgress {
+  phase: 'draining' | 'rebooting' | 'rebooted' | 'done';
+  /** The node's bootID before the reboot ('' when the kubelet reports none). */
+  bootID: string;
+}
+
+const progressKey = (node: string) => `reboot-nodes/${node}`;
+const bootIdOf = (n: KubeObject | undefined): string => n?.status?.nodeInfo?.bootID ?? '';
+
+/** Apply time: the step itself. Returns the one-line summary the executor journals. */
+export async function rebootNodes(client: KubeClient, rolling: RollingNodes, rt: StepRuntime): Promise<string> {
+  const { reporter } = rt;
+  const drainTimeoutMs = parseDuration(rolling.drainTimeout, 'drainTimeout');
+  const readyTimeoutMs = parseDuration(rolling.readyTimeout, 'readyTimeout');
+  const { providers, mapping } = await openProviders(rolling, reporter);
+  const total = rolling.nodes.length;
+  let rebootedNow = 0;
+  try {
+    for (const [i, planned] of rolling.nodes.entries()) {
+      const { node } = planned;
+      const show = (status: string, done = false) => reporter.progress({ id: 'reboot-nodes', label: `reboot nodes (${node})`, current: i + (done ? 1 : 0), total, status, done: done && i + 1 === total });
+      let st = rt.recall<NodeProgress>(progressKey(node));
+      if (st?.phase === 'done') {
+        reporter.info('CNR_REBOOT_NODE_SKIP', `${node}: rebooted by an earlier run (journal)`, { node });
+        show('done earlier', true);
+        continue;
+      }
+      const live = await client.getOrUndefined(K.node, undefined, node);
+      if (!live) throw new RefusedError(`node ${node} is not in the cluster any more`, { hint: 'make a new plan' });
+      // One node at a time means never taking a second node out while another is down.
+      const down: string[] = [];
+      for (const other of rolling.nodes) {
+        if (other.node === node) continue;
+        const o = await client.getOrUndefined(K.node, undefined, other.node);
+        if (o && !isNodeReady(o)) down.push(other.node);
+      }
+      if (down.length) throw new EnvironmentError(`not rebooting ${node}: node(s) ${down.join(', ')} are not Ready, and only one node may be out at a time`, { hint: 'bring them back, then continue with `cni-rewind apply PLAN --resume`' });
+
+      const provider = await providers.get(planned.provider);
+      const info = nodeInfo(live);
+      const target = await provider.resolve(info, chooseProvider(info, mapping, planned.provider).entry);
+      if (!target) throw new RefusedError(`node ${node}: provider ${planned.provider} cannot find its machine ${planned.machine} any more`);
+      if (target.machine !== planned.machine) throw new RefusedError(`node ${node} now runs on ${target.machine}, the plan was made when it ran on ${planned.machine}`, { hint: 'make a new plan' });
+
+      const remember = (next: NodeProgress) => {
+        rt.remember(progressKey(node), next);
+        st = next;
+      };
+      try {
+        if (!st) remember({ phase: 'draining', bootID: bootIdOf(live) });
+        if (st!.phase === 'draining') {
+          show('cordon + drain');
+          await cordon(client, node);
+          await drainNode(client, node, { timeoutMs: drainTimeoutMs }, reporter);
+          // Pods that tolerate every taint (the tigera-operator does) may be scheduled straight back onto the
+          // cordoned node; evicting them again would only repeat that. Name them: the reboot restarts them.
+          const back = await podsToEvict(client, node);
+          if (back.length) reporter.warn('CNR_REBOOT_PODS_CAME_BACK', `${node}: ${back.length} pod(s) tolerating the cordon were scheduled back onto it and restart with the reboot: ${back.map((p) => `${p.metadata.namespace}/${p.metadata.name}`).join(', ')}`, { node });
+          remember({ ...st!, phase: 'rebooting' });
+        }
+        if (st!.phase === 'rebooting') {
+          const nowBoot = bootIdOf(await client.getOrUndefined(K.node, undefined, node));
+          if (st!.bootID && nowBoot && nowBoot !== st!.bootID) {
+            // A run killed right after asking for the reboot: the machine did reboot, do not reboot it again.
+            reporter.info('CNR_REBOOT_NODE_ALREADY', `${node}: already rebooted by the interrupted run (boot id changed), not rebooting again`, { node });
+          } else {
+            show(`reboot ${planned.provider} ${planned.machine}`);
+            reporter.info('CNR_REBOOT_NODE', `${node}: rebooting ${planned.provider} machine ${planned.machine}`, { node, provider: planned.provider, machine: planned.machine });
+            await provider.reboot(target);
+            rebootedNow++;
+          }
+          remember({ ...st!, phase: 'rebooted' });
+        }
+        show('wait until rebooted and Ready');
+        await waitRebooted(client, node, st!.bootID, readyTimeoutMs, reporter);
+        await waitDaemonPodsReady(client, node, readyTimeoutMs);
+        await uncordon(client, node);
+        remember({ ...st!, phase: 'done' });
+        reporter.info('CNR_REBOOT_NODE_DONE', `${node}: rebooted, Ready and uncordoned (${i + 1}/${total})`, { node });
+        show('done', true);
+      } catch (err) {
+        reporter.progress({ id: 'reboot-nodes', label: `reboot nodes (${node})`, current: i, total, status: 'failed', done: true });
+        // The executor journals and shows this message only (not a hint), so it carries the way out itself.
+        throw new EnvironmentError(
+          `node ${node} (${st?.phase ?? 'before cordon'}): ${errorMessage(err)}; the node is left cordoned (\`kubectl uncordon ${node}\` gives it back without a reboot), the nodes after it were not touched`,
+          { cause: err },
+        );
+      }
+    }
+  } finally {
+    await providers.closeAll();
+  }
+  return `${total} node(s) rebooted one at a time (${rebootedNow} reboot(s) in this run): ${rolling.nodes.map((n) => n.node).join(', ')}`;
+}
+
+/**
+ * Wait until the node runs a new boot (its bootID differs from the one before the reboot) and is Ready.
+ * A kubelet that reports no bootID gives no way to tell; then Ready is all we can wait for, and we say so.
+ */
+async function waitRebooted(client: KubeClient, node: string, bootBefore: string, timeoutMs: number, reporter: Reporter): Promise<void> {
+  if (!bootBefore) reporter.warn('CNR_REBOOT_NO_BOOT_ID', `${node}: the kubelet reports no bootID, so the reboot cannot be confirmed; waiting for Ready only`, { node });
+  await client.waitFor(`node ${node} to come back Ready after its reboot`, async () => {
+    const n = await client.getOrUndefined(K.node, undefined, node);
+    if (!n || !isNodeReady(n)) return undefined;
+    return !bootBefore || (bootIdOf(n) && bootIdOf(n) !== bootBefore) ? true : undefined;
+  }, { timeoutMs, intervalMs: 1000 });
+}
+
+/** The node's DaemonSet pods (calico-node, kube-proxy, ...) Ready again: the node is back in the network. */
+async function waitDaemonPodsReady(client: KubeClient, node: string, timeoutMs: number): Promise<void> {
+  await client.waitFor(`the DaemonSet pods on node ${node} to be Ready`, async () => {
+    const pods = await client.listAll(K.pod, { fieldSelector: `spec.nodeName=${node}` });
+    const ds = pods.filter((p) => p.metadata.ownerReferences?.some((o) => o.kind === 'DaemonSet') && !p.metadata.deletionTimestamp && p.status?.phase !== 'Succeeded');
+    return ds.every((p) => p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')) ? true : undefined;
+  }, { timeoutMs, intervalMs: 1000 });
+}
