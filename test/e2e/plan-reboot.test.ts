@@ -243,7 +243,13 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     await workloadAvailable();
     const { plan, bundle, out } = await backupAndPlan('killed');
     const rebootsBefore = reboots.length;
-    // Kill the apply the moment the second machine's RebootInstances reaches EC2 (before cni-rewind hears back).
+    const journal = journalPathFor(bundle, out.id);
+    // First killed at the step boundary before the node step (the boundaries before it: plan-apply.test.ts).
+    const first = await runCli(['apply', plan, '--yes'], { env: { ...env(), CNI_REWIND_TEST_KILL_AFTER_STEP: String(out.steps.length - 1) } });
+    expect(first.code, first.stderr).not.toBe(0);
+    expect(Journal.read(journal).finished.size).toBe(out.steps.length - 1);
+    expect(reboots.length).toBe(rebootsBefore);
+    // Then, resumed, killed the moment the second machine's RebootInstances reaches EC2 (before cni-rewind hears back).
     let child: import('node:child_process').ChildProcess | undefined;
     const killer = setInterval(() => {
       if (reboots.length - rebootsBefore >= 2 && child?.pid) {
@@ -251,11 +257,10 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
         clearInterval(killer);
       }
     }, 20);
-    const killed = await runCli(['apply', plan, '--yes'], { env: env(), onSpawn: (c) => (child = c) });
+    const killed = await runCli(['apply', plan, '--yes', '--resume'], { env: env(), onSpawn: (c) => (child = c) });
     clearInterval(killer);
     expect(killed.code, killed.stderr).not.toBe(0);
     expect(reboots.length - rebootsBefore).toBe(2);
-    const journal = journalPathFor(bundle, out.id);
     const st = Journal.read(journal);
     expect(st.done).toBe(false);
     expect(st.unfinished).toEqual(['reboot-nodes']);
@@ -275,7 +280,7 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     expect(all, 'each machine rebooted exactly once across both runs').toEqual(nodes.map((n) => n.node));
     for (const n of nodes) expect((await client.get(K.node, undefined, n.node)).spec?.unschedulable ?? false).toBe(false);
     const starts = Journal.read(journal).records.filter((x) => x.event === 'step-start').map((x: any) => x.step);
-    expect(starts).toEqual([...out.steps.map((s: any) => s.id)].concat('reboot-nodes')); // every step once; the interrupted one twice
+    expect(starts).toEqual([...out.steps.map((s: any) => s.id)].concat('reboot-nodes')); // every step once; the interrupted node step twice
     await workloadAvailable();
   });
 
