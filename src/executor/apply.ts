@@ -43,6 +43,8 @@ export interface ApplyResult {
   failed?: { step: string; error: string; refused?: boolean };
   /** The lock holder this run took over (stale or broken). */
   tookOverLock?: LockHolder;
+  /** With `--reboot-nodes`: where each node stands (from the journal), in the order they are rebooted. */
+  nodes?: { node: string; provider: string; machine: string; phase: 'pending' | 'draining' | 'rebooting' | 'rebooted' | 'done' }[];
   /** Exact commands to get back to the bundle's state. */
   restoreCommands: string[];
   rollback?: { ran: boolean; ok: boolean; error?: string };
@@ -109,6 +111,9 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
       const steps = buildSteps({ client, plan, target, bundle, reporter, rolloutTimeoutMs: opts.rolloutTimeoutMs });
       const r = await runSteps(steps, journal, { reporter, killAfterStep: opts.killAfterStep });
       const result: ApplyResult = { ...base, ok: r.ok, steps: r.steps, tookOverLock: lock.tookOver };
+      if (plan.rolling) {
+        result.nodes = plan.rolling.nodes.map((n) => ({ ...n, phase: (journal.current.remembered[`reboot-nodes/${n.node}`] as { phase?: 'done' } | undefined)?.phase ?? 'pending' }));
+      }
       if (!r.ok && r.failed) {
         result.failed = { step: r.failed.step, error: r.failed.error, ...(r.failed.cause instanceof RefusedError ? { refused: true } : {}) };
         if (opts.autoRollback) {

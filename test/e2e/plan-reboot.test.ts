@@ -206,6 +206,7 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     expect(r.code, r.stderr + r.stdout).toBe(0);
     const res = JSON.parse(r.stdout);
     expect(res.steps.map((s: any) => s.status)).toEqual(out.steps.map(() => 'done'));
+    expect(res.nodes).toEqual(nodes.map((n) => ({ node: n.node, provider: 'aws', machine: n.instance, phase: 'done' })));
     const last = res.steps.find((s: any) => s.id === 'reboot-nodes');
     console.log(`reboot-nodes: ${(last.ms / 1000).toFixed(1)} s for ${nodes.length} nodes; steps: ${res.steps.map((s: any) => `${s.id} ${(s.ms / 1000).toFixed(1)}s`).join(', ')}`);
 
@@ -321,6 +322,7 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     expect(r.code, r.stderr + r.stdout).toBe(3);
     const res = JSON.parse(r.stdout);
     expect(res.failed.step).toBe('reboot-nodes');
+    expect(res.nodes.find((n: any) => n.phase === 'draining')?.node).toBeDefined();
     // Which node it stops on depends on where the scheduler put the two replicas: the first after frb-1 holding one.
     const webNodes = new Set((await client.listAll(K.pod, { namespace: APP_NS })).map((p) => p.spec.nodeName));
     const blocked = nodes.slice(1).find((n) => webNodes.has(n.node))!;

@@ -72,9 +72,14 @@ function renderResult(r: ApplyResult): string {
       { header: 'seconds', value: (s) => (s.ms !== undefined ? (s.ms / 1000).toFixed(1) : '') },
       { header: 'result', value: (s) => s.error ?? s.summary ?? '' },
     ]),
-    '',
-    `journal ${r.journal}`,
   ];
+  if (r.nodes) lines.push('', renderTable(r.nodes, [
+    { header: 'node', value: (n) => n.node },
+    { header: 'provider', value: (n) => n.provider },
+    { header: 'machine', value: (n) => n.machine },
+    { header: 'reboot', value: (n) => n.phase },
+  ]));
+  lines.push('', `journal ${r.journal}`);
   if (r.ok) {
     lines.push(`plan ${r.planId} applied${r.resumed ? ' (resumed)' : ''}`);
     return lines.join('\n');
