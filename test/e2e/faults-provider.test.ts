@@ -2,12 +2,12 @@
  * Fault tests for provider errors during `cni-rewind backup` (issue 10): three kwok nodes whose providerIDs name
  * instances in a real moto server, reached through a fault proxy (test/support/moto.ts startFaultProxy: a stand-in
  * for EC2 errors moto never returns) that answers chosen calls with EC2's XML errors:
- *   - a permanent `UnauthorizedOperation` (HTTP 403) on CreateSnapshots for one node's instance, while another
- *     node's first CreateSnapshots calls get a transient `ServiceUnavailable` (HTTP 503): exit 3, the failed node
- *     and its error in the table and in -o json, the bundle committed and marked incomplete (verify rejects it,
- *     inspect says so), the snapshots made listed (output and manifest) and really present in moto; with
- *     --cleanup-on-failure they are deleted in moto;
- *   - the same error on CreateTags, after EC2 made the node's snapshots: those snapshots are recorded too (not
+ *   - a permanent error on CreateSnapshots for one node's instance (`UnauthorizedOperation`, HTTP 403, and
+ *     `InvalidInstanceID.NotFound`, HTTP 400), while another node's first CreateSnapshots calls get a transient
+ *     `ServiceUnavailable` (HTTP 503): exit 3, the failed node and its error in the table and in -o json, the
+ *     bundle committed and marked incomplete (verify rejects it, inspect says so), the snapshots made listed
+ *     (output and manifest) and really present in moto; with --cleanup-on-failure they are deleted in moto;
+ *   - a permanent UnauthorizedOperation on CreateTags, after EC2 made the node's snapshots: those snapshots are recorded too (not
  *     orphaned) and deleted by --cleanup-on-failure.
  * Throttling on many calls (503 RequestLimitExceeded) across a large backup is aws-fanout.test.ts.
  */
@@ -24,6 +24,18 @@ import { deleteNodes, runCli, testClient } from './helpers.js';
 const PREFIX = 'cnr-fpv-';
 const SELECTOR = 'cnr-test=fpv';
 const DENIED = 'You are not authorized to perform this operation. (stand-in for an IAM deny)';
+interface PermanentError {
+  status: number;
+  code: string;
+  message: string;
+  /** The node's error as cni-rewind reports it. */
+  reported: RegExp;
+}
+/** Permanent EC2 errors: a permission denied (403) and a client error (400): neither may be retried. */
+const PERMANENT: PermanentError[] = [
+  { status: 403, code: 'UnauthorizedOperation', message: DENIED, reported: /^AWS CreateSnapshots: permission denied \(UnauthorizedOperation\): You are not authorized/ },
+  { status: 400, code: 'InvalidInstanceID.NotFound', message: "The instance ID 'i-0' does not exist", reported: /^AWS CreateSnapshots failed: InvalidInstanceID\.NotFound \(HTTP 400\): The instance ID 'i-0' does not exist/ },
+];
 const noStack = (s: string) => expect(s).not.toMatch(/\n\s+at .+[(:]\d+|unexpected error/);
 
 describe('faults: provider errors during backup (moto behind a fault proxy)', () => {
@@ -69,8 +81,8 @@ describe('faults: provider errors during backup (moto behind a fault proxy)', ()
   });
 
   /** A permanent 403 on CreateSnapshots for node 2's instance; node 3's first two CreateSnapshots get a transient 503. */
-  const snapshotRules = (): FaultRule[] => [
-    { action: 'CreateSnapshots', match: (f) => f.get('InstanceSpecification.InstanceId') === nodes[1]!.id, status: 403, code: 'UnauthorizedOperation', message: DENIED },
+  const snapshotRules = (permanent: PermanentError = PERMANENT[0]!): FaultRule[] => [
+    { action: 'CreateSnapshots', match: (f) => f.get('InstanceSpecification.InstanceId') === nodes[1]!.id, status: permanent.status, code: permanent.code, message: permanent.message },
     { action: 'CreateSnapshots', match: (f) => f.get('InstanceSpecification.InstanceId') === nodes[2]!.id, times: 2, status: 503, code: 'ServiceUnavailable', message: 'The service is unavailable. Please try again shortly.' },
   ];
 
@@ -85,12 +97,12 @@ describe('faults: provider errors during backup (moto behind a fault proxy)', ()
     expect(manifest.snapshots.some((s: any) => s.node === nodes[1]!.node)).toBe(false);
   }
 
-  it('permanent UnauthorizedOperation on one node (transient 503 on another): exit 3, failure reported, bundle incomplete, the snapshots made recorded and present in moto', async () => {
-    const p = await proxy(snapshotRules());
-    const out = path.join(dir, 'b-denied');
+  it.each(PERMANENT.map((e) => [e.code, e.status, e] as const))('permanent %s (HTTP %i) on one node (transient 503 on another): exit 3, failure reported, bundle incomplete, the snapshots made recorded and present in moto', async (code, _status, permanent) => {
+    const p = await proxy(snapshotRules(permanent));
+    const out = path.join(dir, `b-${code}`);
     const t0 = Date.now();
     const r = await backup(p, ['--out', out, '-o', 'json']);
-    console.log(`backup with a permanent error on 1 of 3 nodes: exit ${r.code} in ${((Date.now() - t0) / 1000).toFixed(1)} s; proxy answered ${p.hits[0]} permanent, ${p.hits[1]} transient errors`);
+    console.log(`backup with a permanent ${code} on 1 of 3 nodes: exit ${r.code} in ${((Date.now() - t0) / 1000).toFixed(1)} s; proxy answered ${p.hits[0]} permanent, ${p.hits[1]} transient errors`);
     expect(r.code, r.stderr).toBe(3);
     noStack(r.stdout + r.stderr);
     // The permanent error was not retried; the transient one was, and that node succeeded.
@@ -100,10 +112,10 @@ describe('faults: provider errors during backup (moto behind a fault proxy)', ()
     expect(res.cleanedUp).toBe(false);
     const failed = res.nodes.find((n: any) => n.node === nodes[1]!.node);
     expect(failed).toMatchObject({ ok: false, machine: nodes[1]!.id, snapshots: 0 });
-    expect(failed.error).toMatch(/^AWS CreateSnapshots: permission denied \(UnauthorizedOperation\): You are not authorized/);
+    expect(failed.error).toMatch(permanent.reported);
     for (const n of [nodes[0]!, nodes[2]!]) expect(res.nodes.find((x: any) => x.node === n.node), n.node).toMatchObject({ ok: true, snapshots: 2 });
     // The error line on stderr names the node and the error.
-    expect(r.stderr).toContain(`error: ${nodes[1]!.node}: AWS CreateSnapshots: permission denied (UnauthorizedOperation)`);
+    expect(r.stderr).toContain(`error: ${nodes[1]!.node}: ${failed.error}`);
 
     // The bundle is committed, marked incomplete, with the snapshots that were made.
     const manifest = manifestOf(out);
