@@ -237,11 +237,18 @@ export class AwsProvider implements SnapshotProvider {
       });
     }
     // Device and boot tags per snapshot: `snapshots list` can then rebuild a restorable record without the bundle.
-    await Promise.all(
-      records.map((r) =>
-        this.call(region, 'CreateTags', (c) => c.send(new CreateTagsCommand({ Resources: [r.snapshotId], Tags: toTags({ [AWS_TAGS.device]: r.device, [AWS_TAGS.boot]: String(!!r.boot) }) }))),
-      ),
-    );
+    try {
+      await Promise.all(
+        records.map((r) =>
+          this.call(region, 'CreateTags', (c) => c.send(new CreateTagsCommand({ Resources: [r.snapshotId], Tags: toTags({ [AWS_TAGS.device]: r.device, [AWS_TAGS.boot]: String(!!r.boot) }) }))),
+        ),
+      );
+    } catch (err) {
+      // EC2 already made these snapshots: the error carries their records (as waitUsable's does) so the backup
+      // records them in the bundle and --cleanup-on-failure can delete them. Without this they were orphaned
+      // (found by faults-provider.test.ts: a permanent CreateTags error left them in EC2, unlisted).
+      throw Object.assign(err as Error, { records });
+    }
     return records;
   }
 

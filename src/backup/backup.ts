@@ -206,9 +206,11 @@ async function snapshotNode(
     const updated = (err as { records?: SnapshotRecord[] }).records;
     if (updated) replaceRecords(records, updated);
     const msg = errorMessage(err);
-    progress(`failed: ${msg}`, 0, mine.length, true);
+    progress(`failed: ${msg}`, 0, updated ? updated.length : mine.length, true);
     reporter.error('CNR_SNAPSHOT_FAILED', `${t.node}: ${msg}`, { node: t.node });
-    return { node: t.node, provider: t.provider, machine: t.machine, ok: false, snapshots: mine.length, error: msg, seconds: (Date.now() - started) / 1000 };
+    // `updated` also carries snapshots a provider made before snapshot() itself failed (mine is empty then).
+    const made = updated ? updated.length : mine.length;
+    return { node: t.node, provider: t.provider, machine: t.machine, ok: false, snapshots: made, error: msg, seconds: (Date.now() - started) / 1000 };
   }
 }
 

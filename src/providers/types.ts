@@ -95,7 +95,10 @@ export interface SnapshotProvider {
   readonly name: string;
   /** The machine behind a node, or undefined when this provider cannot resolve it. */
   resolve(node: NodeInfo, mapping?: NodeMappingEntry): Promise<NodeTarget | undefined>;
-  /** Start snapshots of every disk of the machine. Returns records, typically `pending`. */
+  /**
+   * Start snapshots of every disk of the machine. Returns records, typically `pending`. When it fails after some
+   * snapshots were made, the error carries them as `records` (like waitUsable's) so the backup records them.
+   */
   snapshot(target: NodeTarget, tags: SnapshotTags, opts?: { description?: string; consistent?: boolean }): Promise<SnapshotRecord[]>;
   /** Wait until every record is usable (`completed`); throws when one fails or the timeout passes. */
   waitUsable(records: SnapshotRecord[], opts: WaitOptions): Promise<SnapshotRecord[]>;

@@ -88,6 +88,31 @@ export interface ThrottlingProxy {
  * `every`-th request with the error EC2 returns when throttled (HTTP 503, Code RequestLimitExceeded, EC2 query
  * error XML) and forwards the rest unchanged.
  */
+type IncomingMessage = import('node:http').IncomingMessage;
+type ServerResponse = import('node:http').ServerResponse;
+
+/** Pass one request on to moto unchanged and copy its answer back. */
+async function forward(target: string, req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
+  try {
+    const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k))) as Record<string, string>;
+    const r = await fetch(target + (req.url ?? '/'), { method: req.method, headers, body: body.length ? body : undefined });
+    const out = Buffer.from(await r.arrayBuffer());
+    res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'text/xml', 'content-length': out.length });
+    res.end(out);
+  } catch (err) {
+    res.writeHead(502);
+    res.end(String(err));
+  }
+}
+
+/** An error answer in EC2's query-protocol XML (what the SDK parses into an error named after `code`). */
+function ec2Error(res: ServerResponse, status: number, code: string, message: string): void {
+  const esc = (x: string) => x.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  const xml = `<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>${esc(code)}</Code><Message>${esc(message)}</Message></Error></Errors><RequestID>00000000-0000-0000-0000-000000000000</RequestID></Response>`;
+  res.writeHead(status, { 'content-type': 'text/xml;charset=UTF-8', 'content-length': Buffer.byteLength(xml) });
+  res.end(xml);
+}
+
 export async function startThrottlingProxy(target: string, opts: { every: number }): Promise<ThrottlingProxy> {
   const http = await import('node:http');
   let n = 0;
@@ -98,22 +123,11 @@ export async function startThrottlingProxy(target: string, opts: { every: number
     req.on('end', async () => {
       if (++n % opts.every === 0) {
         state.throttled++;
-        const xml = '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message></Error></Errors><RequestID>00000000-0000-0000-0000-000000000000</RequestID></Response>';
-        res.writeHead(503, { 'content-type': 'text/xml;charset=UTF-8', 'content-length': Buffer.byteLength(xml) });
-        res.end(xml);
+        ec2Error(res, 503, 'RequestLimitExceeded', 'Request limit exceeded.');
         return;
       }
       state.forwarded++;
-      try {
-        const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k))) as Record<string, string>;
-        const r = await fetch(target + (req.url ?? '/'), { method: req.method, headers, body: chunks.length ? Buffer.concat(chunks) : undefined });
-        const body = Buffer.from(await r.arrayBuffer());
-        res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'text/xml', 'content-length': body.length });
-        res.end(body);
-      } catch (err) {
-        res.writeHead(502);
-        res.end(String(err));
-      }
+      await forward(target, req, res, Buffer.concat(chunks));
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -128,6 +142,67 @@ export async function startThrottlingProxy(target: string, opts: { every: number
     },
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
+}
+
+export interface FaultRule {
+  /** The EC2 query action this rule answers (e.g. `CreateSnapshots`). */
+  action: string;
+  /** Which requests of that action (the form parameters; may ask moto); all when absent. */
+  match?: (form: URLSearchParams) => boolean | Promise<boolean>;
+  /** How many matching requests get the error; the rest are forwarded (default: all of them). */
+  times?: number;
+  status: number;
+  code: string;
+  message: string;
+}
+
+export interface FaultProxy {
+  url: string;
+  /** Per rule (same order): how many requests it answered with its error. */
+  hits: number[];
+  /** Actions forwarded to moto, in order. */
+  forwarded: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * A STAND-IN for EC2 errors moto never returns: an HTTP proxy in front of moto that answers the requests a rule
+ * matches with that rule's error (HTTP status + EC2 query error XML: a permanent `UnauthorizedOperation` 403 for
+ * one instance, a transient `ServiceUnavailable` 503 for the first N calls, ...) and forwards the rest unchanged.
+ */
+export async function startFaultProxy(target: string, rules: FaultRule[]): Promise<FaultProxy> {
+  const http = await import('node:http');
+  const hits = rules.map(() => 0);
+  const forwarded: string[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', async () => {
+      const body = Buffer.concat(chunks);
+      const form = new URLSearchParams(body.toString('utf8'));
+      const action = form.get('Action') ?? '';
+      for (const [i, rule] of rules.entries()) {
+        if (rule.action !== action || hits[i]! >= (rule.times ?? Infinity)) continue;
+        let matched: boolean;
+        try {
+          matched = rule.match ? await rule.match(form) : true;
+        } catch (err) {
+          res.writeHead(500);
+          res.end(`fault proxy: rule ${i} match failed: ${String(err)}`);
+          return;
+        }
+        if (!matched || hits[i]! >= (rule.times ?? Infinity)) continue;
+        hits[i]!++;
+        ec2Error(res, rule.status, rule.code, rule.message);
+        return;
+      }
+      forwarded.push(action);
+      await forward(target, req, res, body);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as { port: number }).port;
+  return { url: `http://127.0.0.1:${port}`, hits, forwarded, close: () => new Promise<void>((r) => server.close(() => r())) };
 }
 
 /** Launch `count` instances in us-east-1a, each with a root and one data volume; returns their ids. */

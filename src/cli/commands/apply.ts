@@ -57,14 +57,17 @@ export const applyCommand: Command<ApplyArgs> = {
       ctx.reporter,
     );
     if (result.cancelled) throw new RefusedError('not confirmed: nothing was changed', { hint: 'rerun with --yes to apply without asking' });
-    ctx.print(result, () => renderResult(result));
+    ctx.print(result, () => renderResult(result, args.plan));
     if (result.ok) return ExitCode.Ok;
     // A step that stopped on a safety check (the preflight run again, a node now on another machine) is a refusal.
     return result.failed?.refused ? ExitCode.Refused : ExitCode.Partial;
   }),
 };
 
-function renderResult(r: ApplyResult): string {
+/** The plan path as a shell word (quoted only when it needs to be). */
+const shellWord = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+
+function renderResult(r: ApplyResult, planPath: string): string {
   const lines = [
     renderTable(r.steps, [
       { header: 'step', value: (s) => s.id },
@@ -86,6 +89,14 @@ function renderResult(r: ApplyResult): string {
   }
   lines.push(`plan ${r.planId} stopped at step ${r.failed?.step}: ${r.failed?.error}`);
   if (r.rollback) lines.push(r.rollback.ok ? 'Calico resources were restored from the bundle (--auto-rollback)' : `the automatic resource restore failed: ${r.rollback.error}`);
-  lines.push('', 'To continue after fixing the cause:', `  cni-rewind apply PLAN --resume`, '', 'To go back to the backup:', ...r.restoreCommands.map((c) => `  ${c}`));
+  lines.push(
+    '',
+    'To continue after fixing the cause:',
+    // The real plan path, as the Ctrl-C message prints it: a literal `PLAN` could not be pasted as it is.
+    `  cni-rewind apply ${shellWord(planPath)} --resume`,
+    '',
+    'To go back to the backup:',
+    ...r.restoreCommands.map((c) => `  ${c}`),
+  );
   return lines.join('\n');
 }

@@ -1,0 +1,256 @@
+/**
+ * Fault tests for `apply PLAN` (issue 10): kube-apiserver SIGKILLed in the middle of a step that writes (the
+ * in-place downgrade Calico 3.28.1 -> 3.27.4 with the real release manifests and a population, as in
+ * plan-apply.test.ts) and restarted:
+ *   - within the retry budget: apply completes (exit 0) and the end state equals the fault-free run;
+ *   - down longer than the budget (CNI_REWIND_KUBE_RETRY_MS): apply stops with exit 3 (a step failed, see
+ *     docs/strategies.md), naming the step and the call, the journal records the failure, the printed --resume
+ *     command is the real one; the lock it could not give back is stale and `apply PLAN --resume` after the restart
+ *     takes it over and ends in the same state as the fault-free run.
+ * The kill is triggered by the journal next to the bundle: as soon as the step-start record of the chosen step is
+ * fsync'd, the API server is killed (the step is then in flight: its first call is under way or about to be).
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkAgainstSchema } from '../../src/calico/schema.js';
+import { Journal, journalPathFor } from '../../src/executor/journal.js';
+import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/executor/lock.js';
+import type { KubeClient } from '../../src/kube/client.js';
+import { K } from '../../src/kube/builtin.js';
+import { crdResourceType } from '../../src/kube/discovery.js';
+import type { KubeObject } from '../../src/kube/types.js';
+import { LocalCluster } from '../../src/local-cluster/cluster.js';
+import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { calicoFixturesDir, packageRoot } from '../../src/local-cluster/paths.js';
+import { canonicalJson } from '../../src/plan/compare.js';
+import { deleteNodes, fixtureObjects, kubeconfig, resetCalico, runCli, testClient } from './helpers.js';
+import { calicoSnapshot, installCalico328, type CalicoSnapshot } from './plan-support.js';
+import { populateCalico, type Population } from './population.js';
+
+const fixtures = calicoFixturesDir();
+const STEPS = ['preflight', 'pause-operator', 'apply-crds', 'apply-operator', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data'];
+const noStack = (s: string) => expect(s).not.toMatch(/\n\s+at .+[(:]\d+|unexpected error/);
+
+/** Start the built CLI as a child process we can watch. */
+function startCli(args: string[], env: Record<string, string> = {}) {
+  let stdout = '';
+  let stderr = '';
+  const child = spawn(process.execPath, [path.join(packageRoot(), 'dist/src/cli/main.js'), ...args], {
+    env: { ...process.env, KUBECONFIG: kubeconfig(), NO_COLOR: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.on('data', (b) => (stdout += b));
+  child.stderr.on('data', (b) => (stderr += b));
+  let exited = false;
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((res) =>
+    child.on('exit', (code) => {
+      exited = true;
+      res({ code, stdout, stderr });
+    }),
+  );
+  return { child, done, exited: () => exited };
+}
+
+async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const stepRecords = (journal: string, event: string, step: string) => Journal.read(journal).records.filter((r: any) => r.event === event && r.step === step) as any[];
+
+describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3.27.4)', () => {
+  let client: KubeClient;
+  let dir: string;
+  let population: Population;
+  let faultFree: CalicoSnapshot | undefined;
+  const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });
+
+  async function ensureApiserver(): Promise<void> {
+    const ok = await client.serverVersion().then(() => true, () => false);
+    if (!ok) await cluster.startApiserver();
+  }
+
+  async function exportAndPlan(name: string): Promise<{ bundle: string; plan: string; out: any; journal: string }> {
+    const bundle = path.join(dir, `bundle-${name}`);
+    const e = await runCli(['export', '--out', bundle]);
+    expect(e.code, e.stderr).toBe(0);
+    const plan = path.join(dir, `plan-${name}.yaml`);
+    const p = await runCli(['plan', '--to', '3.27.4', '--manifests', fixtures, '--bundle', bundle, '--no-disk-snapshots', '--out', plan, '-o', 'json']);
+    expect(p.code, p.stderr).toBe(0);
+    const out = JSON.parse(p.stdout);
+    expect(out.steps.map((s: any) => s.id)).toEqual(STEPS);
+    return { bundle, plan, out, journal: journalPathFor(bundle, out.id) };
+  }
+
+  /** What the fault-free downgrade ends with, checked independently of the tool (as plan-apply.test.ts does). */
+  async function expectDowngraded(before: CalicoSnapshot): Promise<CalicoSnapshot> {
+    const want = fixtureObjects('3.27.4', 'tigera-operator.yaml').filter((o) => o.kind === 'CustomResourceDefinition');
+    for (const crd of want) {
+      const live = await client.get(K.crd, undefined, crd.metadata.name);
+      expect(canonicalJson(live.spec.versions.map((v: any) => v.schema)), crd.metadata.name).toBe(canonicalJson(crd.spec.versions.map((v: any) => v.schema)));
+    }
+    const dep = await client.get(K.deployment, 'tigera-operator', 'tigera-operator');
+    expect(dep.spec.template.spec.containers[0].image).toBe('quay.io/tigera/operator:v1.32.10');
+    expect(dep.spec.replicas).toBe(1);
+    const after = await calicoSnapshot(client);
+    for (const o of population.objects.filter((x) => x.apiVersion.startsWith('crd.projectcalico.org'))) {
+      const k = `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+      expect(after.data[k], k).toBeDefined();
+      expect(after.data[k], k).toBe(before.data[k]);
+    }
+    expect(Object.keys(after.data).sort()).toEqual(Object.keys(before.data).sort());
+    const instCrd = want.find((c) => c.metadata.name === 'installations.operator.tigera.io')!;
+    const inst = await client.get(crdResourceType(instCrd), undefined, 'default');
+    const { status: _s, ...noStatus } = inst;
+    expect(checkAgainstSchema(noStatus as KubeObject, instCrd)).toEqual([]);
+    await client.replace(crdResourceType(instCrd), inst, { dryRun: true, fieldValidation: 'Strict' });
+    // The lock was given back.
+    expect((await client.get(K.lease, LOCK_NAMESPACE, LOCK_NAME)).spec.holderIdentity).toBeUndefined();
+    return after;
+  }
+
+  beforeAll(async () => {
+    expect(await cluster.isUp(), `cluster ${cluster.name} must be running (global setup)`).toBe(true);
+    client = await testClient();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-faults-apply-'));
+    await resetCalico(client);
+    await client.delete(K.lease, LOCK_NAMESPACE, LOCK_NAME);
+    await deleteNodes(client, 'fap-');
+    await createFakeNodes(client, [{ name: 'fap-1' }, { name: 'fap-2' }]);
+    await installCalico328(client);
+    population = await populateCalico(client, { prefix: 'fap', nodes: ['fap-1', 'fap-2'] });
+    await installCalico328(client);
+  });
+  afterAll(async () => {
+    await ensureApiserver().catch(() => undefined);
+    await deleteNodes(client, 'fap-').catch(() => undefined);
+    client?.close();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reference: the fault-free apply', async () => {
+    const before = await calicoSnapshot(client);
+    const { plan } = await exportAndPlan('reference');
+    const t0 = Date.now();
+    const r = await runCli(['apply', plan, '--yes', '-o', 'json']);
+    expect(r.code, r.stderr + r.stdout).toBe(0);
+    console.log(`fault-free apply: ${((Date.now() - t0) / 1000).toFixed(1)} s; ${JSON.parse(r.stdout).steps.map((s: any) => `${s.id} ${(s.ms / 1000).toFixed(1)}s`).join(', ')}`);
+    faultFree = await expectDowngraded(before);
+  });
+
+  it('API server killed as apply-crds starts and restarted ~3 s later: apply retries, completes (exit 0), end state equals the fault-free run', async () => {
+    expect(faultFree, 'needs the fault-free reference run').toBeDefined();
+    await installCalico328(client);
+    const before = await calicoSnapshot(client);
+    const { plan, journal } = await exportAndPlan('restart');
+    const t0 = Date.now();
+    const run = startCli(['apply', plan, '--yes', '-v', '-o', 'json'], { CNI_REWIND_KUBE_RETRY_MS: '180000' });
+    let downAt = 0;
+    let upAt = 0;
+    try {
+      await until('apply-crds to start (journal)', () => run.exited() || stepRecords(journal, 'step-start', 'apply-crds').length > 0, 240_000);
+      expect(run.exited(), 'apply ended before apply-crds started').toBe(false);
+      await cluster.stopApiserver();
+      downAt = Date.now();
+      // The step was still in flight when the API server went away.
+      expect(stepRecords(journal, 'step-end', 'apply-crds')).toEqual([]);
+      await new Promise((r) => setTimeout(r, 3000));
+    } finally {
+      await cluster.startApiserver();
+      upAt = Date.now();
+    }
+    const r = await run.done;
+    console.log(`apply under restart: API server down ${((upAt - downAt) / 1000).toFixed(1)} s (3 s + restart until /readyz); apply took ${((Date.now() - t0) / 1000).toFixed(1)} s; exit ${r.code}; ${(r.stderr.match(/retrying/g) ?? []).length} retries logged`);
+    expect(r.code, r.stderr.slice(-3000)).toBe(0);
+    expect(r.stderr, 'the client retried while the API server was down').toMatch(/retrying .* in \d+ ms/);
+    const res = JSON.parse(r.stdout);
+    console.log(`  steps: ${res.steps.map((s: any) => `${s.id} ${(s.ms / 1000).toFixed(1)}s`).join(', ')}`);
+    expect(res.ok).toBe(true);
+    expect(res.steps.map((s: any) => s.status)).toEqual(STEPS.map(() => 'done'));
+    // The journal: every step started and ended once; apply-crds ended after the API server came back.
+    const j = Journal.read(journal);
+    expect(j.done).toBe(true);
+    expect(j.records.filter((x) => x.event === 'step-start').map((x: any) => x.step)).toEqual(STEPS);
+    expect(Date.parse(stepRecords(journal, 'step-end', 'apply-crds')[0].time)).toBeGreaterThan(downAt);
+    const after = await expectDowngraded(before);
+    expect(after).toEqual(faultFree);
+  });
+
+  it('API server down longer than the retry budget during apply-crds: exit 3 naming the step and call; --resume after the restart takes over its own stale lock and ends like the fault-free run', async () => {
+    expect(faultFree, 'needs the fault-free reference run').toBeDefined();
+    await installCalico328(client);
+    const before = await calicoSnapshot(client);
+    const { plan, journal, out } = await exportAndPlan('outage');
+    const t0 = Date.now();
+    const run = startCli(['apply', plan, '--yes'], { CNI_REWIND_KUBE_RETRY_MS: '3000' });
+    let r: Awaited<typeof run.done>;
+    let downAt = 0;
+    let upAt = 0;
+    let exitAt = 0;
+    try {
+      await until('apply-crds to start (journal)', () => run.exited() || stepRecords(journal, 'step-start', 'apply-crds').length > 0, 240_000);
+      expect(run.exited(), 'apply ended before apply-crds started').toBe(false);
+      await cluster.stopApiserver();
+      downAt = Date.now();
+      r = await run.done;
+      exitAt = Date.now();
+    } finally {
+      await cluster.startApiserver();
+      upAt = Date.now();
+    }
+    console.log(`apply over budget (3 s per call): exit ${r.code} ${((exitAt - t0) / 1000).toFixed(1)} s after start, ${((exitAt - downAt) / 1000).toFixed(1)} s after the kill; API server down ${((upAt - downAt) / 1000).toFixed(1)} s in all (incl. restart)`);
+    expect(r.code, r.stdout + r.stderr).toBe(3);
+    noStack(r.stdout + r.stderr);
+    // One error line on stderr naming the step and the call that could not be made.
+    const errors = r.stderr.split('\n').filter((l) => /^(error: |cni-rewind: )/.test(l));
+    expect(errors, r.stderr).toHaveLength(1);
+    console.log(`the error line: ${errors[0]}`);
+    expect(errors[0]).toMatch(/^error: \[3\/8\] .* failed: cannot reach the Kubernetes API server \(\w+\) on (GET|PUT|POST) \/\S+/);
+    // stdout: the state, the step and the exact command to continue.
+    expect(r.stdout).toMatch(/apply-crds\s+failed\s/);
+    expect(r.stdout).toMatch(/preflight\s+done/);
+    expect(r.stdout).toMatch(/apply-operator\s+not-run/);
+    expect(r.stdout).toContain(`plan ${out.id} stopped at step apply-crds: cannot reach the Kubernetes API server`);
+    expect(r.stdout).toContain(`cni-rewind apply ${plan} --resume`);
+    expect(r.stdout).toContain(`journal ${journal}`);
+    // The journal: two steps finished, apply-crds started and failed, nothing after it.
+    const j = Journal.read(journal);
+    expect([...j.finished]).toEqual(['preflight', 'pause-operator']);
+    expect(j.unfinished).toEqual(['apply-crds']);
+    expect(j.lastFailure?.step).toBe('apply-crds');
+    expect(j.done).toBe(false);
+    // The operator stays paused (0 replicas) and the count to go back to is in the journal.
+    expect((await client.get(K.deployment, 'tigera-operator', 'tigera-operator')).spec.replicas).toBe(0);
+    expect(j.remembered.operatorReplicas).toBe(1);
+    // The lock could not be given back while the API server was down: it still names the dead process.
+    const lease = await client.get(K.lease, LOCK_NAMESPACE, LOCK_NAME);
+    expect(lease.spec.holderIdentity).toMatch(new RegExp(`/${run.child.pid}/${out.id}$`));
+
+    // Without --resume the started plan is refused; --resume takes over its own stale lock.
+    const other = await runCli(['apply', plan, '--yes']);
+    expect(other.code, 'without --resume the started plan is refused').toBe(5);
+    const t1 = Date.now();
+    const resumed = await runCli(['apply', plan, '--yes', '--resume', '-o', 'json']);
+    console.log(`apply --resume after the outage: ${((Date.now() - t1) / 1000).toFixed(1)} s; exit ${resumed.code}`);
+    expect(resumed.code, resumed.stderr.slice(-3000)).toBe(0);
+    expect(resumed.stderr).toMatch(new RegExp(`took over the apply lock from .*/${run.child.pid}/${out.id} \\(stale\\)`));
+    expect(resumed.stderr).toMatch(/\(again: it was interrupted\)/);
+    const res = JSON.parse(resumed.stdout);
+    console.log(`  steps: ${res.steps.map((s: any) => `${s.id} ${s.ms === undefined ? s.status : `${(s.ms / 1000).toFixed(1)}s`}`).join(', ')}`);
+    expect(res.resumed).toBe(true);
+    expect(res.steps.map((s: any) => s.status)).toEqual(['skipped', 'skipped', 'done', 'done', 'done', 'done', 'done', 'done']);
+    expect(res.tookOverLock).toMatchObject({ pid: run.child.pid, planId: out.id, stale: true });
+    // Each step started once, except apply-crds: once in the failed run, once in the resume.
+    const starts = Journal.read(journal).records.filter((x) => x.event === 'step-start').map((x: any) => x.step);
+    expect(starts).toEqual(['preflight', 'pause-operator', 'apply-crds', ...STEPS.slice(2)]);
+    expect(Journal.read(journal).done).toBe(true);
+    const after = await expectDowngraded(before);
+    expect(after).toEqual(faultFree);
+  });
+});
