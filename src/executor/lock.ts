@@ -46,8 +46,9 @@ function parseHolder(lease: KubeObject | undefined, now = Date.now()): LockHolde
   const renewedMs = renewed ? Date.parse(renewed) : 0;
   const duration = (lease!.spec.leaseDurationSeconds ?? LEASE_SECONDS) * 1000;
   let stale = now - renewedMs > duration;
-  // On this host we can tell for sure whether the holder still runs.
-  if (!stale && host === os.hostname() && pid && !processAlive(Number(pid))) stale = true;
+  // On this host we can tell for sure whether the holder still runs, both ways: a holder that missed renewals
+  // during an API server outage but is still working must not be taken over by a --resume started meanwhile.
+  if (host === os.hostname() && pid) stale = !processAlive(Number(pid));
   const acquired = lease!.spec.acquireTime;
   return {
     identity: id,
