@@ -27,7 +27,7 @@ export function buildParser(argv: string[]) {
       // yargs turns a repeated single-value option into an array, which the commands do not expect: say so instead.
       // `--nodes` may be repeated as well as comma-separated (the commands split and join it).
       const arrays = new Set<string>([...((y as any).getOptions?.().array ?? []), 'nodes']);
-      const dup = Object.keys(argv).find((k) => k.length > 1 && !/[A-Z]/.test(k) && Array.isArray(argv[k]) && !arrays.has(k));
+      const dup = Object.keys(argv).find((k) => /^[a-z][a-z0-9-]+$/.test(k) && Array.isArray(argv[k]) && !arrays.has(k));
       if (dup) usageError(`--${dup} was given more than once; give it once`);
     }) as any, true)
     .demandCommand(1, 'name a command; see --help')
