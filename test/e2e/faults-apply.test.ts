@@ -10,49 +10,25 @@
  * The kill is triggered by the journal next to the bundle: as soon as the step-start record of the chosen step is
  * fsync'd, the API server is killed (the step is then in flight: its first call is under way or about to be).
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkAgainstSchema } from '../../src/calico/schema.js';
 import { Journal, journalPathFor } from '../../src/executor/journal.js';
 import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/executor/lock.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
-import { crdResourceType } from '../../src/kube/discovery.js';
-import type { KubeObject } from '../../src/kube/types.js';
 import { LocalCluster } from '../../src/local-cluster/cluster.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
-import { calicoFixturesDir, packageRoot } from '../../src/local-cluster/paths.js';
-import { canonicalJson } from '../../src/plan/compare.js';
-import { deleteNodes, fixtureObjects, kubeconfig, resetCalico, runCli, testClient } from './helpers.js';
-import { calicoSnapshot, installCalico328, type CalicoSnapshot } from './plan-support.js';
+import { calicoFixturesDir } from '../../src/local-cluster/paths.js';
+import { deleteNodes, resetCalico, runCli, startCli, testClient } from './helpers.js';
+import { calicoSnapshot, expectDowngradedTo327, installCalico328, type CalicoSnapshot } from './plan-support.js';
 import { populateCalico, type Population } from './population.js';
 
 const fixtures = calicoFixturesDir();
 const STEPS = ['preflight', 'pause-operator', 'apply-crds', 'apply-operator', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data'];
 const noStack = (s: string) => expect(s).not.toMatch(/\n\s+at .+[(:]\d+|unexpected error/);
 
-/** Start the built CLI as a child process we can watch. */
-function startCli(args: string[], env: Record<string, string> = {}) {
-  let stdout = '';
-  let stderr = '';
-  const child = spawn(process.execPath, [path.join(packageRoot(), 'dist/src/cli/main.js'), ...args], {
-    env: { ...process.env, KUBECONFIG: kubeconfig(), NO_COLOR: '1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout.on('data', (b) => (stdout += b));
-  child.stderr.on('data', (b) => (stderr += b));
-  let exited = false;
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((res) =>
-    child.on('exit', (code) => {
-      exited = true;
-      res({ code, stdout, stderr });
-    }),
-  );
-  return { child, done, exited: () => exited };
-}
 
 async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -88,32 +64,6 @@ describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3
     return { bundle, plan, out, journal: journalPathFor(bundle, out.id) };
   }
 
-  /** What the fault-free downgrade ends with, checked independently of the tool (as plan-apply.test.ts does). */
-  async function expectDowngraded(before: CalicoSnapshot): Promise<CalicoSnapshot> {
-    const want = fixtureObjects('3.27.4', 'tigera-operator.yaml').filter((o) => o.kind === 'CustomResourceDefinition');
-    for (const crd of want) {
-      const live = await client.get(K.crd, undefined, crd.metadata.name);
-      expect(canonicalJson(live.spec.versions.map((v: any) => v.schema)), crd.metadata.name).toBe(canonicalJson(crd.spec.versions.map((v: any) => v.schema)));
-    }
-    const dep = await client.get(K.deployment, 'tigera-operator', 'tigera-operator');
-    expect(dep.spec.template.spec.containers[0].image).toBe('quay.io/tigera/operator:v1.32.10');
-    expect(dep.spec.replicas).toBe(1);
-    const after = await calicoSnapshot(client);
-    for (const o of population.objects.filter((x) => x.apiVersion.startsWith('crd.projectcalico.org'))) {
-      const k = `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
-      expect(after.data[k], k).toBeDefined();
-      expect(after.data[k], k).toBe(before.data[k]);
-    }
-    expect(Object.keys(after.data).sort()).toEqual(Object.keys(before.data).sort());
-    const instCrd = want.find((c) => c.metadata.name === 'installations.operator.tigera.io')!;
-    const inst = await client.get(crdResourceType(instCrd), undefined, 'default');
-    const { status: _s, ...noStatus } = inst;
-    expect(checkAgainstSchema(noStatus as KubeObject, instCrd)).toEqual([]);
-    await client.replace(crdResourceType(instCrd), inst, { dryRun: true, fieldValidation: 'Strict' });
-    // The lock was given back.
-    expect((await client.get(K.lease, LOCK_NAMESPACE, LOCK_NAME)).spec.holderIdentity).toBeUndefined();
-    return after;
-  }
 
   beforeAll(async () => {
     expect(await cluster.isUp(), `cluster ${cluster.name} must be running (global setup)`).toBe(true);
@@ -141,7 +91,7 @@ describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3
     const r = await runCli(['apply', plan, '--yes', '-o', 'json']);
     expect(r.code, r.stderr + r.stdout).toBe(0);
     console.log(`fault-free apply: ${((Date.now() - t0) / 1000).toFixed(1)} s; ${JSON.parse(r.stdout).steps.map((s: any) => `${s.id} ${(s.ms / 1000).toFixed(1)}s`).join(', ')}`);
-    faultFree = await expectDowngraded(before);
+    faultFree = await expectDowngradedTo327(client, population, before);
   });
 
   it('API server killed as apply-crds starts and restarted ~3 s later: apply retries, completes (exit 0), end state equals the fault-free run', async () => {
@@ -178,7 +128,7 @@ describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3
     expect(j.done).toBe(true);
     expect(j.records.filter((x) => x.event === 'step-start').map((x: any) => x.step)).toEqual(STEPS);
     expect(Date.parse(stepRecords(journal, 'step-end', 'apply-crds')[0].time)).toBeGreaterThan(downAt);
-    const after = await expectDowngraded(before);
+    const after = await expectDowngradedTo327(client, population, before);
     expect(after).toEqual(faultFree);
   });
 
@@ -250,7 +200,7 @@ describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3
     const starts = Journal.read(journal).records.filter((x) => x.event === 'step-start').map((x: any) => x.step);
     expect(starts).toEqual(['preflight', 'pause-operator', 'apply-crds', ...STEPS.slice(2)]);
     expect(Journal.read(journal).done).toBe(true);
-    const after = await expectDowngraded(before);
+    const after = await expectDowngradedTo327(client, population, before);
     expect(after).toEqual(faultFree);
   });
 });

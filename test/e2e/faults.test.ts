@@ -7,7 +7,7 @@
  * This test process holds its own LocalCluster handle for the running instance (same name and port base as the
  * global setup) to stop and start only its API server. The slow fault cases are grouped here.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,8 +17,7 @@ import { K } from '../../src/kube/builtin.js';
 import { crdResourceType } from '../../src/kube/discovery.js';
 import { resourceKey } from '../../src/kube/types.js';
 import { LocalCluster } from '../../src/local-cluster/cluster.js';
-import { packageRoot } from '../../src/local-cluster/paths.js';
-import { applyFixture, calicoType, kubeconfig, runCli, testClient } from './helpers.js';
+import { applyFixture, calicoType, runCli, startCli, testClient } from './helpers.js';
 import { populateCalico } from './population.js';
 
 const CALICO_GROUPS = ['crd.projectcalico.org', 'operator.tigera.io', 'policy.networking.k8s.io'];
@@ -33,19 +32,6 @@ function errorLines(stderr: string): string[] {
   return lines.slice(at);
 }
 
-/** Start the built CLI as a child process we can watch and interrupt. */
-function startCli(args: string[], env: Record<string, string> = {}) {
-  let stdout = '';
-  let stderr = '';
-  const child = spawn(process.execPath, [path.join(packageRoot(), 'dist/src/cli/main.js'), ...args], {
-    env: { ...process.env, KUBECONFIG: kubeconfig(), NO_COLOR: '1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout.on('data', (b) => (stdout += b));
-  child.stderr.on('data', (b) => (stderr += b));
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((res) => child.on('exit', (code) => res({ code, stdout, stderr })));
-  return { child, done };
-}
 
 async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

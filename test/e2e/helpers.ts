@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { inject } from 'vitest';
@@ -87,4 +87,24 @@ export function runCli(
     if (opts.input !== undefined) child.stdin?.end(opts.input);
     opts.onSpawn?.(child);
   });
+}
+
+/** Start the built CLI as a child process the test can watch and interrupt (runCli waits for it instead). */
+export function startCli(args: string[], env: Record<string, string> = {}) {
+  let stdout = '';
+  let stderr = '';
+  const child = spawn(process.execPath, [path.join(packageRoot(), 'dist', 'src', 'cli', 'main.js'), ...args], {
+    env: { ...process.env, KUBECONFIG: kubeconfig(), NO_COLOR: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.on('data', (b) => (stdout += b));
+  child.stderr.on('data', (b) => (stderr += b));
+  let exited = false;
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((res) =>
+    child.on('exit', (code) => {
+      exited = true;
+      res({ code, stdout, stderr });
+    }),
+  );
+  return { child, done, exited: () => exited };
 }

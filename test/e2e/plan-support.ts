@@ -6,7 +6,11 @@ import { waitCrdsEstablished } from '../../src/kube/manifests.js';
 import { ResourceResolver } from '../../src/kube/resolver.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { canonicalJson } from '../../src/plan/compare.js';
+import { expect } from 'vitest';
+import { checkAgainstSchema } from '../../src/calico/schema.js';
+import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/executor/lock.js';
 import { fixtureObjects } from './helpers.js';
+import type { Population } from './population.js';
 
 /** The Installation as the 3.28 operator leaves it: `name` and `allowedUses` written into its pool. */
 export const INSTALLATION_328: KubeObject = {
@@ -83,4 +87,35 @@ export async function calicoSnapshot(client: KubeClient): Promise<CalicoSnapshot
   const d = await client.getOrUndefined(K.deployment, 'tigera-operator', 'tigera-operator');
   snap.operator = { image: d?.spec?.template?.spec?.containers?.[0]?.image, replicas: d?.spec?.replicas };
   return snap;
+}
+
+/**
+ * What the fault-free 3.28.1 -> 3.27.4 downgrade ends with, checked independently of the tool: exactly the 3.27.4
+ * CRD schemas, operator v1.32.10 at 1 replica, every population object unchanged, an Installation valid for 3.27
+ * under strict validation, the apply lock given back.
+ */
+export async function expectDowngradedTo327(client: KubeClient, population: Population, before: CalicoSnapshot): Promise<CalicoSnapshot> {
+  const want = fixtureObjects('3.27.4', 'tigera-operator.yaml').filter((o) => o.kind === 'CustomResourceDefinition');
+  for (const crd of want) {
+    const live = await client.get(K.crd, undefined, crd.metadata.name);
+    expect(canonicalJson(live.spec.versions.map((v: any) => v.schema)), crd.metadata.name).toBe(canonicalJson(crd.spec.versions.map((v: any) => v.schema)));
+  }
+  const dep = await client.get(K.deployment, 'tigera-operator', 'tigera-operator');
+  expect(dep.spec.template.spec.containers[0].image).toBe('quay.io/tigera/operator:v1.32.10');
+  expect(dep.spec.replicas).toBe(1);
+  const after = await calicoSnapshot(client);
+  for (const o of population.objects.filter((x) => x.apiVersion.startsWith('crd.projectcalico.org'))) {
+    const k = `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+    expect(after.data[k], k).toBeDefined();
+    expect(after.data[k], k).toBe(before.data[k]);
+  }
+  expect(Object.keys(after.data).sort()).toEqual(Object.keys(before.data).sort());
+  const instCrd = want.find((c) => c.metadata.name === 'installations.operator.tigera.io')!;
+  const inst = await client.get(crdResourceType(instCrd), undefined, 'default');
+  const { status: _s, ...noStatus } = inst;
+  expect(checkAgainstSchema(noStatus as KubeObject, instCrd)).toEqual([]);
+  await client.replace(crdResourceType(instCrd), inst, { dryRun: true, fieldValidation: 'Strict' });
+  // The lock was given back.
+  expect((await client.get(K.lease, LOCK_NAMESPACE, LOCK_NAME)).spec.holderIdentity).toBeUndefined();
+  return after;
 }

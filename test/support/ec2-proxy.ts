@@ -5,6 +5,7 @@
  * real world would (a rebooted machine's kubelet reporting a new boot id), without changing what moto answers.
  */
 import http from 'node:http';
+import { forward } from './moto.js';
 
 export interface Ec2Call {
   action: string;
@@ -35,16 +36,7 @@ export async function startRecordingEc2Proxy(target: string, onCall?: (call: Ec2
       } catch {
         /* a hook's failure is the test's business, not the proxy's */
       }
-      try {
-        const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k))) as Record<string, string>;
-        const r = await fetch(target + (req.url ?? '/'), { method: req.method, headers, body: body.length ? body : undefined });
-        const out = Buffer.from(await r.arrayBuffer());
-        res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'text/xml', 'content-length': out.length });
-        res.end(out);
-      } catch (err) {
-        res.writeHead(502);
-        res.end(String(err));
-      }
+      await forward(target, req, res, body);
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));

@@ -83,16 +83,11 @@ export interface ThrottlingProxy {
   close(): Promise<void>;
 }
 
-/**
- * A stand-in for EC2's API throttling, which moto never does: an HTTP proxy in front of moto that answers every
- * `every`-th request with the error EC2 returns when throttled (HTTP 503, Code RequestLimitExceeded, EC2 query
- * error XML) and forwards the rest unchanged.
- */
 type IncomingMessage = import('node:http').IncomingMessage;
 type ServerResponse = import('node:http').ServerResponse;
 
 /** Pass one request on to moto unchanged and copy its answer back. */
-async function forward(target: string, req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
+export async function forward(target: string, req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
   try {
     const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k))) as Record<string, string>;
     const r = await fetch(target + (req.url ?? '/'), { method: req.method, headers, body: body.length ? body : undefined });
@@ -113,6 +108,11 @@ function ec2Error(res: ServerResponse, status: number, code: string, message: st
   res.end(xml);
 }
 
+/**
+ * A stand-in for EC2's API throttling, which moto never does: an HTTP proxy in front of moto that answers every
+ * `every`-th request with the error EC2 returns when throttled (HTTP 503, Code RequestLimitExceeded, EC2 query
+ * error XML) and forwards the rest unchanged.
+ */
 export async function startThrottlingProxy(target: string, opts: { every: number }): Promise<ThrottlingProxy> {
   const http = await import('node:http');
   let n = 0;
@@ -299,11 +299,7 @@ export async function startReplaceRootStandIn(motoUrl: string): Promise<ReplaceR
           }
           return reply(`<?xml version="1.0" encoding="UTF-8"?>\n<DescribeReplaceRootVolumeTasksResponse xmlns="${ns}"><requestId>${randomBytes(8).toString('hex')}</requestId><replaceRootVolumeTaskSet>${chosen.map((t) => `<item>${taskXml(t)}</item>`).join('')}</replaceRootVolumeTaskSet></DescribeReplaceRootVolumeTasksResponse>`);
         }
-        const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k))) as Record<string, string>;
-        const r = await fetch(motoUrl + (req.url ?? '/'), { method: req.method, headers, body: body.length ? body : undefined });
-        const out = Buffer.from(await r.arrayBuffer());
-        res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'text/xml', 'content-length': out.length });
-        res.end(out);
+        await forward(motoUrl, req, res, body);
       } catch (err) {
         res.writeHead(500);
         res.end(String(err));
