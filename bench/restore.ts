@@ -88,6 +88,8 @@ const PHASES: [keyof RestoreTimings, string][] = [
   ['driftCheck', 'drift check'],
 ];
 
+/** Where a long run is (stderr), so a run stopped early says which step it was in. */
+const step = (n: number, what: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] n=${n}: ${what}\n`);
 const fmt = (x: number) => x.toLocaleString('en-US');
 const sec = (ms: number | undefined) => `${((ms ?? 0) / 1000).toFixed(1)} s`;
 
@@ -110,10 +112,12 @@ async function main(): Promise<void> {
   try {
     for (const n of sizes) {
       // Start from exactly n handles (the previous size's handles are kept and topped up).
+      step(n, 'creating handles');
       await makeHandles(setup, n);
       const have = await countHandles(setup);
       if (have !== n) throw new Error(`expected ${n} handles before the export, found ${have} (remove other IPAMHandles first)`);
       const out = path.join(work, `b-${n}`);
+      step(n, 'exporting');
       await exportBundle(setup, { out, excludeSecrets: true }, new Reporter(new RecordingIoHost()));
       // The same objects for kubectl, as a user would feed them: one file, server fields stripped.
       const file = path.join(work, `handles-${n}.yaml`);
@@ -123,7 +127,9 @@ async function main(): Promise<void> {
       fs.closeSync(fd);
 
       // A. cni-rewind restore engine (fresh client, so its stats count only this restore).
+      step(n, 'deleting the CRD (and its handles)');
       await loseHandles(setup, handleCrd, false, n);
+      step(n, 'cni-rewind restore');
       const client = await KubeClient.connect({ kubeconfig });
       const t0 = process.hrtime.bigint();
       const res = await restoreResources(client, bundle, { kinds: ['IPAMHandle'], concurrency }, new Reporter(new RecordingIoHost(true)));
@@ -136,7 +142,9 @@ async function main(): Promise<void> {
       if (afterA !== n) throw new Error(`cni-rewind restore left ${afterA} handles, expected ${n}`);
 
       // B. kubectl apply --server-side -f, from the same state (CRD deleted, then the empty CRD back).
+      step(n, 'deleting the CRD again, putting the empty CRD back');
       await loseHandles(setup, handleCrd, true, n);
+      step(n, 'kubectl apply --server-side');
       const log = path.join(work, `kubectl-${n}.log`);
       const t1 = process.hrtime.bigint();
       const k = spawnSync(kubectl, ['--kubeconfig', kubeconfig, 'apply', '--server-side', '--field-manager', 'cni-rewind-bench', '-f', file, '-v=6'], { stdio: ['ignore', 'ignore', fs.openSync(log, 'w')] });
@@ -196,6 +204,25 @@ function writeSection(r: { rows: Row[]; sizes: number[]; concurrency: number; st
     `| IPAM handles | ${PHASES.map(([, l]) => l).join(' | ')} | total |`,
     `|---:|${PHASES.map(() => '---:').join('|')}|---:|`,
     ...rows.map((x) => `| ${fmt(x.n)} | ${PHASES.map(([k]) => sec(x.timings[k])).join(' | ')} | ${sec(x.timings.total)} |`),
+    '',
+    ...(rows.length > 1
+      ? [
+          'How each cost grows with N (time at the larger size / time at the smaller; linear growth would equal the N factor):',
+          '',
+          ...rows.slice(1).map((x, i) => {
+            const a = rows[i]!;
+            const f = (p: number, q: number) => `x${(q > 0 ? p / q : 0).toFixed(1)}`;
+            const phases = PHASES.filter(([k]) => (a.timings[k] ?? 0) >= 100).map(([k, l]) => `${l} ${f(x.timings[k] ?? 0, a.timings[k] ?? 0)}`);
+            return `- ${fmt(a.n)} -> ${fmt(x.n)} (N x${(x.n / a.n).toFixed(1)}): cni-rewind ${f(x.cni, a.cni)}, kubectl ${f(x.kubectl, a.kubectl)}; cni-rewind phases over 0.1 s: ${phases.join(', ') || 'none'}`;
+          }),
+          '',
+        ]
+      : []),
+    'Phases: *read bundle* reads, checksums and parses every bundle file; *read cluster* is the plan\'s cluster reads (identity, CRDs, discovery, operator, one paged list per custom resource type that exists); ' +
+      '*schema check* checks each object against its CRD\'s schema; *plan* compares and orders; *create CRD + Established* re-creates the lost CRD from the bundle and waits until it serves; ' +
+      '*operator pause / datastore lock* scales the operator to 0 and back and sets ClusterInformation datastoreReady=false and back (where the cluster has them); ' +
+      '*write* is one POST per object (strict field validation), 16 at a time; *drift check* reads the written objects back, one paged list of 500 per request. ' +
+      'Fairness: kubectl\'s time starts with the empty CRD already put back and does no read-back; cni-rewind\'s includes re-creating the CRD, checking the bundle and the read-back.',
     '',
   ].join('\n');
   replaceBenchmarkSection('Restore', section);
