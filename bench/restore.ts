@@ -224,6 +224,7 @@ function writeSection(r: { rows: Row[]; sizes: number[]; concurrency: number; st
       '*write* is one POST per object (strict field validation), 16 at a time; *drift check* reads the written objects back, one paged list of 500 per request. ' +
       'Fairness: kubectl\'s time starts with the empty CRD already put back and does no read-back; cni-rewind\'s includes re-creating the CRD, checking the bundle and the read-back.',
     '',
+    '',
   ].join('\n');
   replaceBenchmarkSection('Restore', section);
   process.stdout.write(section + '\n');
