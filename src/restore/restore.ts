@@ -19,10 +19,11 @@ import { pool, waitCrdsEstablished } from '../kube/manifests.js';
 import { ResourceResolver } from '../kube/resolver.js';
 import { groupOf, type KubeObject, type ResourceType } from '../kube/types.js';
 import { lockDatastore, pauseOperator, releaseAll, type Release } from './guards.js';
-import { canonical, comparable, missingFrom, objectDiff, sameContent, stripServerFields } from './normalize.js';
+import { canonical, objectDiff, sameContent, stripServerFields } from './normalize.js';
 import { CLUSTER_INFORMATION, INSTALLATION_KIND, INSTALLATION_NAME, NEVER_RESTORED_KINDS, RESTORED_CONFIG_KINDS, RESTORE_PHASES, OTHER_PHASE, RUNTIME_FIELDS, phaseOf } from './order.js';
 import { judgePool } from './pools.js';
 import { PhaseTimer, type RestoreTimings } from './timings.js';
+import { findDrift } from './drift.js';
 
 /** What restore needs from a bundle (structurally the agreed `Bundle` of src/bundle/reader.ts). */
 export interface RestoreSource {
@@ -642,63 +643,6 @@ export async function executeRestore(
     ok: failures.length === 0 && drifted.length === 0 && releaseProblems.length === 0,
     timings: timer.result(),
   };
-}
-
-/** From this many objects of one custom resource type on, they are read back with one paged list, not a GET each. */
-const LIST_READBACK_MIN = 50;
-
-/**
- * The drift check: each written object re-read after all writes and compared with what was sent (fields the
- * server added, like defaults, are fine). Custom resources written by the hundred (IPAM blocks, handles) are
- * read back with one paged list per type, 500 per request, instead of one GET each, which halved the requests
- * of a large restore; a few objects, and core objects (not worth listing every Secret of a cluster), one GET
- * each. A list whose continue token expires (410) falls back to GETs for what it had not reached.
- */
-async function findDrift(client: KubeClient, resolver: ResourceResolver, done: Planned[], concurrency: number, reporter: Reporter): Promise<{ id: string; paths: string[] }[]> {
-  const drifted: { id: string; paths: string[] }[] = [];
-  const compare = (p: Planned, live: KubeObject | undefined) => {
-    const wanted = comparable(p.written ?? p.desired!);
-    if (p.desired!.kind === CLUSTER_INFORMATION.kind) delete wanted.spec?.datastoreReady; // set by the lock release
-    const paths = live ? missingFrom(wanted, comparable(live)) : ['(object is gone)'];
-    if (paths.length) {
-      p.action.drift = paths;
-      drifted.push({ id: p.action.id, paths });
-      reporter.warn('CNR_RESTORE_DRIFT', `${p.action.id} changed after it was written: ${paths.join(', ')}`);
-    }
-  };
-  const key = (namespace: string | undefined, name: string) => `${namespace ?? ''}/${name}`;
-  const byType = new Map<string, { type: ResourceType; left: Map<string, Planned> }>();
-  for (const p of done) {
-    const type = (await resolver.forObject(p.desired!)) ?? p.type!;
-    const tk = `${type.group}/${type.version}/${type.plural}`;
-    let t = byType.get(tk);
-    if (!t) byType.set(tk, (t = { type, left: new Map() }));
-    t.left.set(key(type.namespaced ? p.desired!.metadata.namespace : undefined, p.desired!.metadata.name), p);
-  }
-  const one = async (type: ResourceType, p: Planned) => compare(p, await client.getOrUndefined(type, p.desired!.metadata.namespace, p.desired!.metadata.name));
-  const singles: [ResourceType, Planned][] = [];
-  for (const { type, left } of byType.values()) {
-    if (!type.group || left.size < LIST_READBACK_MIN) {
-      for (const p of left.values()) singles.push([type, p]);
-      continue;
-    }
-    try {
-      for await (const page of client.listPages(type, { limit: 500 })) {
-        for (const live of page.items) {
-          const p = left.get(key(live.metadata.namespace, live.metadata.name));
-          if (!p) continue;
-          left.delete(key(live.metadata.namespace, live.metadata.name));
-          compare(p, { ...live, apiVersion: live.apiVersion ?? p.desired!.apiVersion, kind: live.kind ?? p.desired!.kind });
-        }
-      }
-      for (const p of left.values()) compare(p, undefined);
-    } catch (err) {
-      if (!(err instanceof KubeApiError && err.statusCode === 410)) throw err;
-      for (const p of left.values()) singles.push([type, p]);
-    }
-  }
-  await pool(singles, concurrency, ([type, p]) => one(type, p));
-  return drifted;
 }
 
 function pastTense(a: RestoreActionKind): string {
