@@ -6,10 +6,12 @@
  *   B. by `kubectl apply --server-side -f <the same objects>` (one multi-document file), with its 429 answers
  *      counted from its -v=6 request log;
  * in the same run, from the same state. Both must end with exactly N handles, or the run fails.
- * Writes the "Restore" section of docs/BENCHMARKS.md.
+ * cni-rewind's restore result carries its per-phase timings (RestoreResult.timings), printed as a breakdown.
+ * Writes the "Restore" section of docs/BENCHMARKS.md after each size, so a run stopped at a larger size still
+ * leaves the figures of the sizes it finished (the section says which sizes were asked for and which ran).
  *
  *   npx tsc -p . && node dist/src/local-cluster/cli.js up
- *   node dist/bench/restore.js [--sizes 1000,5000,20000] [--keep]
+ *   node dist/bench/restore.js [--sizes 1000,10000,100000] [--concurrency 16] [--keep]
  * Uses $KUBECONFIG, or the kubeconfig of the local cluster instance ($CNI_REWIND_CLUSTER_NAME).
  */
 import { spawnSync } from 'node:child_process';
@@ -27,7 +29,8 @@ import { applyManifests, parseManifests, pool, waitCrdsEstablished } from '../sr
 import type { KubeObject, ResourceType } from '../src/kube/types.js';
 import { calicoFixturesDir, packageRoot } from '../src/local-cluster/paths.js';
 import { arg, findKubectl, kubeconfigPath, replaceBenchmarkSection } from './lib.js';
-import { restoreResources } from '../src/restore/restore.js';
+import { DEFAULT_RESTORE_CONCURRENCY, restoreResources } from '../src/restore/restore.js';
+import type { RestoreTimings } from '../src/restore/timings.js';
 
 const HANDLE: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'ipamhandles', kind: 'IPAMHandle', namespaced: false };
 const HANDLE_CRD = 'ipamhandles.crd.projectcalico.org';
@@ -42,9 +45,10 @@ async function countHandles(client: KubeClient): Promise<number> {
 }
 
 /** Lose every IPAM handle as in the incident (delete the CRD), then put the empty CRD back for kubectl. */
-async function loseHandles(client: KubeClient, crd: KubeObject, recreate: boolean): Promise<void> {
+async function loseHandles(client: KubeClient, crd: KubeObject, recreate: boolean, n: number): Promise<void> {
   await client.delete(K.crd, undefined, HANDLE_CRD);
-  await client.waitFor('ipamhandles CRD gone', async () => ((await client.getOrUndefined(K.crd, undefined, HANDLE_CRD)) ? undefined : true), { timeoutMs: 300_000 });
+  // The API server deletes a CRD's objects one by one before the CRD goes: allow for that with large N.
+  await client.waitFor('ipamhandles CRD gone', async () => ((await client.getOrUndefined(K.crd, undefined, HANDLE_CRD)) ? undefined : true), { timeoutMs: 300_000 + 20 * n, intervalMs: 1000 });
   if (recreate) {
     await client.create(K.crd, crd);
     await waitCrdsEstablished(client, [HANDLE_CRD]);
@@ -66,27 +70,54 @@ interface Row {
   cni: number;
   cniThrottled: number;
   cniRequests: number;
+  cniRetries: number;
+  timings: RestoreTimings;
   kubectl: number;
   kubectl429: number;
+  kubectlRequests: number;
 }
 
+const PHASES: [keyof RestoreTimings, string][] = [
+  ['readBundle', 'read bundle'],
+  ['readCluster', 'read cluster'],
+  ['schemaCheck', 'schema check'],
+  ['plan', 'plan'],
+  ['createCrds', 'create CRD + Established'],
+  ['guards', 'operator pause / datastore lock'],
+  ['write', 'write'],
+  ['driftCheck', 'drift check'],
+];
+
+/** Where a long run is (stderr), so a run stopped early says which step it was in. */
+const step = (n: number, what: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] n=${n}: ${what}\n`);
+const fmt = (x: number) => x.toLocaleString('en-US');
+const sec = (ms: number | undefined) => `${((ms ?? 0) / 1000).toFixed(1)} s`;
+
 async function main(): Promise<void> {
-  const sizes = (arg('sizes') ?? '1000,5000,20000').split(',').map(Number);
+  const sizes = (arg('sizes') ?? '1000,10000,100000').split(',').map(Number).sort((a, b) => a - b);
+  if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--sizes: whole numbers, comma-separated (got ${arg('sizes')})`);
+  const concurrency = Number(arg('concurrency') ?? DEFAULT_RESTORE_CONCURRENCY);
   const kubeconfig = kubeconfigPath();
   const kubectl = findKubectl();
   const setup = await KubeClient.connect({ kubeconfig });
+  const serverVersion = (await setup.serverVersion()).gitVersion;
+  const kubectlVersion = (spawnSync(kubectl, ['version', '--client'], { encoding: 'utf8' }).stdout.match(/Client Version: (\S+)/) ?? [])[1] ?? '?';
   const crdObjs = parseManifests(fs.readFileSync(path.join(calicoFixturesDir(), '3.28.1', 'manifests', 'tigera-operator.yaml'), 'utf8'), 'tigera-operator.yaml').filter((o) => o.kind === 'CustomResourceDefinition');
   await applyManifests(setup, crdObjs, { fieldManager: 'cni-rewind-bench' });
   const handleCrd = crdObjs.find((c) => c.metadata.name === HANDLE_CRD)!;
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-bench-restore-'));
+  const loadStart = os.loadavg()[0]!;
+  const started = new Date();
   const rows: Row[] = [];
   try {
-    for (const n of sizes.sort((a, b) => a - b)) {
+    for (const n of sizes) {
       // Start from exactly n handles (the previous size's handles are kept and topped up).
+      step(n, 'creating handles');
       await makeHandles(setup, n);
       const have = await countHandles(setup);
       if (have !== n) throw new Error(`expected ${n} handles before the export, found ${have} (remove other IPAMHandles first)`);
       const out = path.join(work, `b-${n}`);
+      step(n, 'exporting');
       await exportBundle(setup, { out, excludeSecrets: true }, new Reporter(new RecordingIoHost()));
       // The same objects for kubectl, as a user would feed them: one file, server fields stripped.
       const file = path.join(work, `handles-${n}.yaml`);
@@ -96,10 +127,12 @@ async function main(): Promise<void> {
       fs.closeSync(fd);
 
       // A. cni-rewind restore engine (fresh client, so its stats count only this restore).
-      await loseHandles(setup, handleCrd, false);
+      step(n, 'deleting the CRD (and its handles)');
+      await loseHandles(setup, handleCrd, false, n);
+      step(n, 'cni-rewind restore');
       const client = await KubeClient.connect({ kubeconfig });
       const t0 = process.hrtime.bigint();
-      const res = await restoreResources(client, bundle, { kinds: ['IPAMHandle'] }, new Reporter(new RecordingIoHost(true)));
+      const res = await restoreResources(client, bundle, { kinds: ['IPAMHandle'], concurrency }, new Reporter(new RecordingIoHost(true)));
       const cni = Number(process.hrtime.bigint() - t0) / 1e9;
       const cniStats = { ...client.stats };
       client.close();
@@ -109,43 +142,88 @@ async function main(): Promise<void> {
       if (afterA !== n) throw new Error(`cni-rewind restore left ${afterA} handles, expected ${n}`);
 
       // B. kubectl apply --server-side -f, from the same state (CRD deleted, then the empty CRD back).
-      await loseHandles(setup, handleCrd, true);
+      step(n, 'deleting the CRD again, putting the empty CRD back');
+      await loseHandles(setup, handleCrd, true, n);
+      step(n, 'kubectl apply --server-side');
       const log = path.join(work, `kubectl-${n}.log`);
       const t1 = process.hrtime.bigint();
       const k = spawnSync(kubectl, ['--kubeconfig', kubeconfig, 'apply', '--server-side', '--field-manager', 'cni-rewind-bench', '-f', file, '-v=6'], { stdio: ['ignore', 'ignore', fs.openSync(log, 'w')] });
       const kt = Number(process.hrtime.bigint() - t1) / 1e9;
-      if (k.status !== 0) throw new Error(`kubectl apply failed (${k.status}): ${fs.readFileSync(log, 'utf8').slice(-500)}`);
-      const k429 = (fs.readFileSync(log, 'utf8').match(/ 429 Too Many Requests/g) ?? []).length;
+      const logText = fs.readFileSync(log, 'utf8');
+      if (k.status !== 0) throw new Error(`kubectl apply failed (${k.status}): ${logText.slice(-500)}`);
+      // -v=6 logs one line per response, with its status ("200 OK", "201 Created", "429 Too Many Requests").
+      const k429 = (logText.match(/\b429 Too Many Requests/g) ?? []).length;
+      const kRequests = (logText.match(/\b[1-5]\d\d [A-Z][A-Za-z ]+"? (in )?\d+ ?milliseconds|\bstatus="[1-5]\d\d /g) ?? []).length;
       const afterB = await countHandles(setup);
       if (afterB !== n) throw new Error(`kubectl apply left ${afterB} handles, expected ${n}`);
-      rows.push({ n, cni, cniThrottled: cniStats.throttled, cniRequests: cniStats.requests, kubectl: kt, kubectl429: k429 });
-      process.stderr.write(`n=${n}: cni-rewind ${cni.toFixed(1)} s (${cniStats.requests} requests, ${cniStats.throttled} x 429), kubectl ${kt.toFixed(1)} s (${k429} x 429)\n`);
+      rows.push({ n, cni, cniThrottled: cniStats.throttled, cniRequests: cniStats.requests, cniRetries: cniStats.retries, timings: res.timings, kubectl: kt, kubectl429: k429, kubectlRequests: kRequests });
+      process.stderr.write(
+        `n=${n}: cni-rewind ${cni.toFixed(1)} s (${cniStats.requests} requests, ${cniStats.throttled} x 429; ${PHASES.map(([key, label]) => `${label} ${sec(res.timings[key])}`).join(', ')}), ` +
+          `kubectl ${kt.toFixed(1)} s (${kRequests} requests, ${k429} x 429)\n`,
+      );
+      if (process.argv.includes('--keep')) fs.copyFileSync(log, path.join(work, `kubectl-${n}.kept.log`));
       fs.rmSync(out, { recursive: true, force: true });
       fs.rmSync(file, { force: true });
+      // Written after each size: a run stopped at a larger size keeps what it measured.
+      writeSection({ rows, sizes, concurrency, started, loadStart, serverVersion, kubectlVersion });
     }
   } finally {
     if (!process.argv.includes('--keep')) fs.rmSync(work, { recursive: true, force: true });
+    else process.stderr.write(`kept ${work}\n`);
     setup.close();
   }
+}
 
-  const when = new Date().toISOString().slice(0, 10);
-  const grow = rows.length > 1 ? rows.map((r) => `${r.n.toLocaleString('en-US')}: ${((r.cni / r.n) * 1000).toFixed(2)} ms/object`).join(', ') : '';
+function writeSection(r: { rows: Row[]; sizes: number[]; concurrency: number; started: Date; loadStart: number; serverVersion: string; kubectlVersion: string }): void {
+  const { rows } = r;
+  const ran = rows.map((x) => x.n);
+  const notRun = r.sizes.filter((n) => !ran.includes(n));
+  const load = os.loadavg()[0]!;
+  const perObj = (s: number, n: number) => `${((s / n) * 1000).toFixed(2)}`;
   const section = [
     '## Restore',
     '',
-    `Measured by \`bench/restore.ts\` on ${when}: local control plane (kube-apiserver on 127.0.0.1, ${os.cpus().length} CPU cores shared with other work, load average ${os.loadavg()[0]!.toFixed(1)} at the end of the run), Node ${process.version}. ` +
-      'N IPAM handles are lost as in the incident (their CRD deleted), then brought back by cni-rewind\'s restore engine (`restore --resources --kinds IPAMHandle`: re-creates the CRD from the bundle, plans every object against one paged list, writes with 8 concurrent server-side applies, re-reads for drift) ' +
-      'and by `kubectl apply --server-side -f` of the same objects in one file (with the empty CRD put back first), in the same run. Both end with exactly N handles or the script fails. ' +
-      '429s: cni-rewind\'s from `KubeClient.stats.throttled`, kubectl\'s from its `-v=6` request log.',
+    `Measured by \`bench/restore.ts\` on ${r.started.toISOString().slice(0, 16).replace('T', ' ')} UTC (\`--sizes ${r.sizes.join(',')}\`, write concurrency ${r.concurrency}): ` +
+      `local control plane (kube-apiserver ${r.serverVersion} and etcd on 127.0.0.1), kubectl ${r.kubectlVersion}, Node ${process.version}, ` +
+      `${os.cpus().length} CPU cores shared with other engineers' work (1-minute load average ${r.loadStart.toFixed(1)} at the start, ${load.toFixed(1)} when this was written). ` +
+      (notRun.length ? `Sizes asked for but not (yet) run when this was written: ${notRun.map(fmt).join(', ')}. ` : '') +
+      'N IPAM handles are lost as in the incident (their CRD deleted, which deletes them), then brought back by cni-rewind\'s restore engine ' +
+      '(`restore --resources --kinds IPAMHandle`, in-process: re-creates the CRD from the bundle, reads and checks every bundle file, plans, creates each object with strict field validation, re-reads for drift) ' +
+      'and by `kubectl apply --server-side -f` of the same objects in one file (with the empty CRD put back first), one after the other in the same run. Both must end with exactly N handles or the script fails. ' +
+      'HTTP 429s: cni-rewind\'s from `KubeClient.stats.throttled`, kubectl\'s from its `-v=6` response log; requests counted the same way.',
     '',
-    '| IPAM handles | cni-rewind restore | kubectl apply --server-side | kubectl / cni-rewind | HTTP 429 cni-rewind (requests) | HTTP 429 kubectl |',
-    '|---:|---:|---:|---:|---:|---:|',
-    ...rows.map((r) => `| ${r.n.toLocaleString('en-US')} | ${r.cni.toFixed(1)} s | ${r.kubectl.toFixed(1)} s | ${(r.kubectl / r.cni).toFixed(2)}x | ${r.cniThrottled} (${r.cniRequests.toLocaleString('en-US')}) | ${r.kubectl429} |`),
+    '| IPAM handles | cni-rewind restore | kubectl apply --server-side | kubectl / cni-rewind | ms/object cni-rewind | ms/object kubectl | HTTP 429 cni-rewind | HTTP 429 kubectl | requests cni-rewind | requests kubectl |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows.map(
+      (x) =>
+        `| ${fmt(x.n)} | ${x.cni.toFixed(1)} s | ${x.kubectl.toFixed(1)} s | ${(x.kubectl / x.cni).toFixed(2)}x | ${perObj(x.cni, x.n)} | ${perObj(x.kubectl, x.n)} | ${x.cniThrottled} | ${x.kubectl429} | ${fmt(x.cniRequests)} | ${fmt(x.kubectlRequests)} |`,
+    ),
     '',
-    grow ? `Cost per object as N grows (cni-rewind): ${grow}. Where the time goes: one create per object (server-side apply), done 8 at a time; kubectl sends its applies one after another. ` +
-      'cni-rewind also does work kubectl does not: it reads and checksums every bundle file, checks each object against the installed CRD schema, pauses the operator and locks the datastore, and re-reads every written object to report drift.' : '',
+    'Where cni-rewind\'s time goes (`RestoreResult.timings`, shown by `restore -v` and in `-o json`; wall time per phase):',
     '',
-    "Note on fairness: cni-rewind's time includes re-creating the CRD from the bundle and waiting until it is Established, and reading and checksumming the bundle; kubectl's time starts with the CRD already put back. At small N this fixed cost dominates (compare the 1,000 and 2,000 rows when they are close).",
+    `| IPAM handles | ${PHASES.map(([, l]) => l).join(' | ')} | total |`,
+    `|---:|${PHASES.map(() => '---:').join('|')}|---:|`,
+    ...rows.map((x) => `| ${fmt(x.n)} | ${PHASES.map(([k]) => sec(x.timings[k])).join(' | ')} | ${sec(x.timings.total)} |`),
+    '',
+    ...(rows.length > 1
+      ? [
+          'How each cost grows with N (time at the larger size / time at the smaller; linear growth would equal the N factor):',
+          '',
+          ...rows.slice(1).map((x, i) => {
+            const a = rows[i]!;
+            const f = (p: number, q: number) => `x${(q > 0 ? p / q : 0).toFixed(1)}`;
+            const phases = PHASES.filter(([k]) => (a.timings[k] ?? 0) >= 100).map(([k, l]) => `${l} ${f(x.timings[k] ?? 0, a.timings[k] ?? 0)}`);
+            return `- ${fmt(a.n)} -> ${fmt(x.n)} (N x${(x.n / a.n).toFixed(1)}): cni-rewind ${f(x.cni, a.cni)}, kubectl ${f(x.kubectl, a.kubectl)}; cni-rewind phases over 0.1 s: ${phases.join(', ') || 'none'}`;
+          }),
+          '',
+        ]
+      : []),
+    'Phases: *read bundle* reads, checksums and parses every bundle file; *read cluster* is the plan\'s cluster reads (identity, CRDs, discovery, operator, one paged list per custom resource type that exists); ' +
+      '*schema check* checks each object against its CRD\'s schema; *plan* compares and orders; *create CRD + Established* re-creates the lost CRD from the bundle and waits until it serves; ' +
+      '*operator pause / datastore lock* scales the operator to 0 and back and sets ClusterInformation datastoreReady=false and back (where the cluster has them); ' +
+      '*write* is one POST per object (strict field validation), 16 at a time; *drift check* reads the written objects back, one paged list of 500 per request. ' +
+      'Fairness: kubectl\'s time starts with the empty CRD already put back and does no read-back; cni-rewind\'s includes re-creating the CRD, checking the bundle and the read-back.',
+    '',
     '',
   ].join('\n');
   replaceBenchmarkSection('Restore', section);

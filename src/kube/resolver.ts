@@ -8,15 +8,33 @@ import type { KubeObject, ResourceType } from './types.js';
  */
 export class ResourceResolver {
   private readonly cache = new Map<string, ResourceType[] | null>();
-  constructor(private readonly client: KubeClient) {}
+  private readonly inflight = new Map<string, Promise<ResourceType[] | null>>();
+  /** `cacheMissing`: remember group-versions that are not served too (for callers that create no CRDs meanwhile). */
+  constructor(
+    private readonly client: KubeClient,
+    private readonly opts: { cacheMissing?: boolean } = {},
+  ) {}
 
   forget(apiVersion?: string): void {
     if (apiVersion) this.cache.delete(apiVersion);
     else this.cache.clear();
+    this.inflight.clear();
   }
 
   async typesOf(apiVersion: string): Promise<ResourceType[] | null> {
     if (this.cache.has(apiVersion)) return this.cache.get(apiVersion)!;
+    // Many objects of one kind are planned and written concurrently: one discovery request serves them all.
+    let p = this.inflight.get(apiVersion);
+    if (!p) {
+      const q: Promise<ResourceType[] | null> = this.discover(apiVersion).finally(() => {
+        if (this.inflight.get(apiVersion) === q) this.inflight.delete(apiVersion);
+      });
+      this.inflight.set(apiVersion, (p = q));
+    }
+    return p;
+  }
+
+  private async discover(apiVersion: string): Promise<ResourceType[] | null> {
     const [group, version] = apiVersion.includes('/') ? apiVersion.split('/') as [string, string] : ['', apiVersion];
     const path = group ? `/apis/${group}/${version}` : `/api/${version}`;
     try {
@@ -28,7 +46,8 @@ export class ResourceResolver {
       return types;
     } catch (err) {
       if (err instanceof KubeApiError && err.notFound) {
-        // Not cached: a CRD being created right now may make it appear.
+        // Not cached unless asked: a CRD being created right now may make it appear.
+        if (this.opts.cacheMissing) this.cache.set(apiVersion, null);
         return null;
       }
       throw err;

@@ -5,6 +5,7 @@
  * Two stages: `planRestore` reads everything and decides one RestoreAction per object (writes nothing);
  * `executeRestore` carries a plan out. `restoreResources` is both, with the confirmation in between.
  */
+import { performance } from 'node:perf_hooks';
 import { CALICO_CRD_GROUP, CALICO_GROUPS, OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE, SHARED_POLICY_GROUP } from '../calico/knowledge.js';
 import { checkAgainstSchema, pruneUnknownFields, type SchemaFinding } from '../calico/schema.js';
 import { matchesKind } from '../bundle/reader.js';
@@ -18,9 +19,11 @@ import { pool, waitCrdsEstablished } from '../kube/manifests.js';
 import { ResourceResolver } from '../kube/resolver.js';
 import { groupOf, type KubeObject, type ResourceType } from '../kube/types.js';
 import { lockDatastore, pauseOperator, releaseAll, type Release } from './guards.js';
-import { canonical, comparable, missingFrom, objectDiff, sameContent, stripServerFields } from './normalize.js';
+import { canonical, objectDiff, sameContent, stripServerFields } from './normalize.js';
 import { CLUSTER_INFORMATION, INSTALLATION_KIND, INSTALLATION_NAME, NEVER_RESTORED_KINDS, RESTORED_CONFIG_KINDS, RESTORE_PHASES, OTHER_PHASE, RUNTIME_FIELDS, phaseOf } from './order.js';
 import { judgePool } from './pools.js';
+import { PhaseTimer, type RestoreTimings } from './timings.js';
+import { findDrift } from './drift.js';
 
 /** What restore needs from a bundle (structurally the agreed `Bundle` of src/bundle/reader.ts). */
 export interface RestoreSource {
@@ -45,8 +48,15 @@ export interface RestoreOptions {
   kinds?: string[];
   /** Asked with the plan before anything is written; false = refused (exit 5). Not asked on a dry run. */
   confirm?: (plan: RestorePlan) => Promise<boolean>;
+  /** Requests in flight at once while planning, writing and re-reading (default DEFAULT_RESTORE_CONCURRENCY). */
   concurrency?: number;
 }
+
+/**
+ * Writes in flight at once. 16 keeps a 2-core local API server busy without a single 429 (bench/restore.ts counts
+ * them); KubeClient's agent opens at most 16 sockets, so more would only queue client-side.
+ */
+export const DEFAULT_RESTORE_CONCURRENCY = 16;
 
 export type RestoreActionKind = 'create' | 'update' | 'replace' | 'unchanged' | 'skip' | 'prune' | 'blocked' | 'refused' | 'unsupported';
 /** Actions that write (or delete). */
@@ -102,6 +112,8 @@ export interface RestoreResult extends RestorePlan {
   guards: { paused: string[]; releaseProblems: string[] };
   /** Everything restored as planned and nothing drifted. */
   ok: boolean;
+  /** Milliseconds per phase (see timings.ts), and `total`. */
+  timings: RestoreTimings;
 }
 
 interface Planned {
@@ -136,7 +148,15 @@ export async function clusterUid(client: KubeClient): Promise<string> {
 
 // ---------- planning ----------
 
-export async function planRestore(client: KubeClient, bundle: RestoreSource, opts: RestoreOptions, reporter: Reporter): Promise<{ plan: RestorePlan; planned: Planned[]; bundleCrds: Map<string, KubeObject> }> {
+export async function planRestore(
+  client: KubeClient,
+  bundle: RestoreSource,
+  opts: RestoreOptions,
+  reporter: Reporter,
+  timer = new PhaseTimer(),
+): Promise<{ plan: RestorePlan; planned: Planned[]; bundleCrds: Map<string, KubeObject> }> {
+  const planStart = performance.now();
+  const before = { readBundle: timer.spent('readBundle'), readCluster: timer.spent('readCluster'), schemaCheck: timer.spent('schemaCheck') };
   const existing = opts.existing ?? 'update';
   if (!['skip', 'update', 'replace'].includes(existing)) throw new BadInputError(`--existing must be skip, update or replace (got "${existing}")`);
   const m = bundle.manifest;
@@ -145,7 +165,7 @@ export async function planRestore(client: KubeClient, bundle: RestoreSource, opt
   const unknownKinds = (opts.kinds ?? []).filter((k) => !configKind(k) && !m.resources.some((r) => matchesKind(r, [k])));
   if (unknownKinds.length) throw new BadInputError(`--kinds ${unknownKinds.join(', ')}: no such kind in bundle ${m.id}`, { hint: 'see the kinds it holds with: cni-rewind inspect BUNDLE' });
 
-  const uid = await clusterUid(client);
+  const uid = await timer.time('readCluster', () => clusterUid(client));
   const sameCluster = !!m.cluster?.uid && m.cluster.uid === uid;
   if (!sameCluster && !opts.allowOtherCluster) {
     throw new RefusedError(`bundle ${m.id} was exported from cluster ${m.cluster?.name ?? '?'} (${m.cluster?.uid || 'no uid'}), not from this cluster (${uid})`, {
@@ -157,13 +177,15 @@ export async function planRestore(client: KubeClient, bundle: RestoreSource, opt
   // Read everything first: a corrupt bundle file fails here, before anything is written.
   reporter.info('CNR_RESTORE_READ', `reading bundle ${m.id}`);
   const objects: KubeObject[] = [];
-  for await (const bo of bundle.objects(opts.kinds?.length ? { kinds: opts.kinds } : undefined)) {
-    if (!NEVER_RESTORED_KINDS.has(bo.object.kind)) objects.push(bo.object);
-  }
-  for await (const bo of bundle.configObjects()) {
-    if (RESTORED_CONFIG_KINDS.has(bo.object.kind) && matchesKinds(bo.object, opts.kinds)) objects.push(bo.object);
-  }
-  const bundleCrdList = await bundle.crds();
+  const bundleCrdList = await timer.time('readBundle', async () => {
+    for await (const bo of bundle.objects(opts.kinds?.length ? { kinds: opts.kinds } : undefined)) {
+      if (!NEVER_RESTORED_KINDS.has(bo.object.kind)) objects.push(bo.object);
+    }
+    for await (const bo of bundle.configObjects()) {
+      if (RESTORED_CONFIG_KINDS.has(bo.object.kind) && matchesKinds(bo.object, opts.kinds)) objects.push(bo.object);
+    }
+    return bundle.crds();
+  });
   const bundleCrds = new Map(bundleCrdList.map((c) => [crdKey(c.spec.group, c.spec.names.kind), c]));
 
   // Namespaces the namespaced objects need (the bundle records objects, not their namespaces).
@@ -172,24 +194,25 @@ export async function planRestore(client: KubeClient, bundle: RestoreSource, opt
     if (!haveNs.has(ns)) objects.push({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
   }
 
-  const liveCrds = new Map((await listCrds(client)).map((c) => [crdKey(c.spec.group, c.spec.names.kind), c]));
+  const liveCrds = new Map((await timer.time('readCluster', () => listCrds(client))).map((c) => [crdKey(c.spec.group, c.spec.names.kind), c]));
   const neededGroups = new Set(objects.map((o) => groupOf(o.apiVersion)));
   const crdsToCreate = bundleCrdList.filter((c) => neededGroups.has(c.spec.group) && !liveCrds.has(crdKey(c.spec.group, c.spec.names.kind)));
 
-  const resolver = new ResourceResolver(client);
-  const operator = await client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
+  // Planning creates no CRD, so a group-version found missing stays missing: ask discovery once, not per object.
+  const resolver = new ResourceResolver(client, { cacheMissing: true });
+  const operator = await timer.time('readCluster', () => client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT));
   const operatorImage: string | undefined = (operator?.spec?.template?.spec?.containers ?? []).find((c: any) => c.name === 'tigera-operator')?.image ?? operator?.spec?.template?.spec?.containers?.[0]?.image;
   const installation = objects.find((o) => o.kind === INSTALLATION_KIND && groupOf(o.apiVersion) === 'operator.tigera.io' && o.metadata.name === INSTALLATION_NAME);
 
   const inBundle = new Set(objects.map((o) => ownerKey(o.apiVersion, o.kind, o.metadata.name, o.metadata.namespace)));
-  const liveIndex = new LiveIndex(client);
+  const liveIndex = new LiveIndex(client, timer);
   const planned: Planned[] = [];
-  await pool(objects, opts.concurrency ?? 8, async (obj) => {
-    planned.push(await planOne(client, resolver, obj, { existing, liveCrds, bundleCrds, dropUnknownFields: !!opts.dropUnknownFields, installation, operatorImage, inBundle, liveIndex }));
+  await pool(objects, opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY, async (obj) => {
+    planned.push(await planOne(client, resolver, obj, { existing, liveCrds, bundleCrds, dropUnknownFields: !!opts.dropUnknownFields, installation, operatorImage, inBundle, liveIndex, timer }));
   });
   for (const p of planned) for (const n of p.action.notes ?? []) if (n.startsWith('ownerReferences')) reporter.warn('CNR_RESTORE_OWNER_DROPPED', `${p.action.id}: ${n}`);
 
-  if (opts.prune) planned.push(...(await planPrune(client, resolver, bundle.manifest, objects, opts.kinds)));
+  if (opts.prune) planned.push(...(await timer.time('readCluster', () => planPrune(client, resolver, bundle.manifest, objects, opts.kinds))));
   planned.sort((a, b) => a.rank - b.rank || a.action.id.localeCompare(b.action.id));
 
   const actions = planned.map((p) => p.action);
@@ -202,6 +225,9 @@ export async function planRestore(client: KubeClient, bundle: RestoreSource, opt
     actions,
     counts: countActions(actions),
   };
+  // What planning spent that is not reading the bundle or the cluster or checking schemas: comparing, diffing, ordering.
+  const spent = (k: keyof typeof before) => timer.spent(k) - before[k];
+  timer.add('plan', Math.max(0, performance.now() - planStart - spent('readBundle') - spent('readCluster') - spent('schemaCheck')));
   return { plan, planned, bundleCrds };
 }
 
@@ -215,7 +241,7 @@ async function planOne(
   client: KubeClient,
   resolver: ResourceResolver,
   obj: KubeObject,
-  ctx: { existing: ExistingPolicy; liveCrds: Map<string, KubeObject>; bundleCrds: Map<string, KubeObject>; dropUnknownFields: boolean; installation?: KubeObject; operatorImage?: string; inBundle: Set<string>; liveIndex: LiveIndex },
+  ctx: { existing: ExistingPolicy; liveCrds: Map<string, KubeObject>; bundleCrds: Map<string, KubeObject>; dropUnknownFields: boolean; installation?: KubeObject; operatorImage?: string; inBundle: Set<string>; liveIndex: LiveIndex; timer: PhaseTimer },
 ): Promise<Planned> {
   const { phase, rank } = phaseOf(obj);
   const action: RestoreAction = { ref: refOf(obj), id: idOf(obj), phase: phase.id, action: 'create' };
@@ -234,7 +260,7 @@ async function planOne(
   let desired = stripServerFields(obj);
   const notes: string[] = [];
   if (crd) {
-    const findings = checkAgainstSchema(desired, crd);
+    const findings = ctx.timer.sync('schemaCheck', () => checkAgainstSchema(desired, crd));
     if (findings.length) {
       action.findings = findings;
       const rejected = findings.filter((f) => f.kind === 'rejected');
@@ -249,7 +275,7 @@ async function planOne(
         action.reason = `${where} does not know ${pruned.map((f) => f.path).join(', ')}: writing it would lose them`;
         action.fix = 'restore with --drop-unknown-fields to write the object without these fields, or install the bundle\'s CRD version first';
       } else {
-        desired = pruneUnknownFields(desired, crd);
+        desired = ctx.timer.sync('schemaCheck', () => pruneUnknownFields(desired, crd));
         notes.push(`written without ${pruned.map((f) => f.path).join(', ')} (unknown to the installed CRD; --drop-unknown-fields)`);
       }
     }
@@ -324,14 +350,17 @@ function keepRuntimeFields(desired: KubeObject, live: KubeObject): KubeObject {
  */
 class LiveIndex {
   private readonly lists = new Map<string, Promise<Map<string, KubeObject>>>();
-  constructor(private readonly client: KubeClient) {}
+  constructor(
+    private readonly client: KubeClient,
+    private readonly timer: PhaseTimer,
+  ) {}
 
   async get(type: ResourceType, namespace: string | undefined, name: string): Promise<KubeObject | undefined> {
-    if (!type.group) return this.client.getOrUndefined(type, namespace, name);
+    if (!type.group) return this.timer.time('readCluster', () => this.client.getOrUndefined(type, namespace, name));
     const key = `${type.group}/${type.version}/${type.plural}`;
     let list = this.lists.get(key);
     if (!list) {
-      list = this.client.listAll(type).then(
+      list = this.timer.time('readCluster', () => this.client.listAll(type)).then(
         (items) => new Map(items.map((o) => [`${o.metadata.namespace ?? ''}/${o.metadata.name}`, o])),
         (err) => {
           if (err instanceof KubeApiError && err.notFound) return new Map<string, KubeObject>();
@@ -393,9 +422,11 @@ async function serverDryRun(client: KubeClient, planned: Planned[], concurrency:
  * missing is dropped and listed in `dropped`). `ownerUids` undefined (dry run): references left as they are.
  */
 function bodyFor(p: Planned, ownerUids: Map<string, string | undefined> | undefined, dropped?: string[]): KubeObject {
+  // Nothing to re-link: send desired itself (it is never changed after planning), not a copy of every object.
+  if (!p.desired!.metadata.ownerReferences?.length || !ownerUids) return p.desired!;
   const body = structuredClone(p.desired!);
   const refs = body.metadata.ownerReferences;
-  if (refs?.length && ownerUids) {
+  if (refs?.length) {
     const kept = [];
     for (const r of refs) {
       const uid = ownerUids.get(`${r.apiVersion}\0${r.kind}\0${r.name}`);
@@ -473,15 +504,23 @@ function withLiveMeta(body: KubeObject, live: KubeObject): KubeObject {
   };
 }
 
-export async function executeRestore(client: KubeClient, plan: RestorePlan, planned: Planned[], bundleCrds: Map<string, KubeObject>, opts: RestoreOptions, reporter: Reporter): Promise<RestoreResult> {
-  const concurrency = opts.concurrency ?? 8;
+export async function executeRestore(
+  client: KubeClient,
+  plan: RestorePlan,
+  planned: Planned[],
+  bundleCrds: Map<string, KubeObject>,
+  opts: RestoreOptions,
+  reporter: Reporter,
+  timer = new PhaseTimer(),
+): Promise<RestoreResult> {
+  const concurrency = opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY;
   const resolver = new ResourceResolver(client);
   const writes = planned.filter((p) => WRITES.has(p.action.action));
   const releases: Release[] = [];
   const paused: string[] = [];
   let releaseProblems: string[] = [];
   const ciType: ResourceType = { group: CALICO_CRD_GROUP, version: 'v1', plural: 'clusterinformations', kind: CLUSTER_INFORMATION.kind, namespaced: false };
-  const ciBefore = plan.crdsToCreate.includes(`clusterinformations.${CALICO_CRD_GROUP}`) ? undefined : await client.getOrUndefined(ciType, undefined, CLUSTER_INFORMATION.name).catch(() => undefined);
+  const ciBefore = plan.crdsToCreate.includes(`clusterinformations.${CALICO_CRD_GROUP}`) ? undefined : await timer.time('guards', () => client.getOrUndefined(ciType, undefined, CLUSTER_INFORMATION.name).catch(() => undefined));
   // A ClusterInformation this run creates is created already locked when IPAM will be written, so Calico never
   // sees datastoreReady=true with IPAM half-restored; the lock is released to the bundle's value.
   const ipamWrites = writes.some((p) => RESTORE_PHASES.find((ph) => ph.id === p.action.phase)?.datastoreLock && p.action.action !== 'prune');
@@ -508,15 +547,17 @@ export async function executeRestore(client: KubeClient, plan: RestorePlan, plan
       if (plan.crdsToCreate.length) {
         const crds = [...bundleCrds.values()].filter((c) => plan.crdsToCreate.includes(c.metadata.name));
         reporter.info('CNR_RESTORE_CRDS', `creating ${crds.length} CRD(s) from the bundle: ${plan.crdsToCreate.join(', ')}`);
-        await pool(crds, 4, async (c) => {
-          const body = stripServerFields(c);
-          await client.create(K.crd, body);
+        await timer.time('createCrds', async () => {
+          await pool(crds, 4, async (c) => {
+            const body = stripServerFields(c);
+            await client.create(K.crd, body);
+          });
+          await waitCrdsEstablished(client, plan.crdsToCreate);
         });
-        await waitCrdsEstablished(client, plan.crdsToCreate);
         resolver.forget();
       }
       // 2. Keep the operator from rewriting what we write.
-      const op = await pauseOperator(client, reporter);
+      const op = await timer.time('guards', () => pauseOperator(client, reporter));
       if (op) {
         releases.push(op);
         paused.push(op.what);
@@ -530,7 +571,7 @@ export async function executeRestore(client: KubeClient, plan: RestorePlan, plan
         const inPhase = writes.filter((p) => p.action.phase === phase.id && p.action.action !== 'prune');
         if (!inPhase.length) continue;
         if (phase.datastoreLock) {
-          const lock = await lockDatastore(client, ciType, reporter, lockPrior);
+          const lock = await timer.time('guards', () => lockDatastore(client, ciType, reporter, lockPrior));
           if (lock) {
             releases.push(lock);
             paused.push(lock.what);
@@ -539,7 +580,7 @@ export async function executeRestore(client: KubeClient, plan: RestorePlan, plan
         reporter.info('CNR_RESTORE_PHASE', `restoring ${phase.title} (${inPhase.length} object(s))`, { phase: phase.id, count: inPhase.length });
         const ranks = [...new Set(inPhase.map((p) => p.rank))].sort((a, b) => a - b);
         for (const rank of ranks) {
-          await pool(inPhase.filter((p) => p.rank === rank), concurrency, async (p) => {
+          await timer.time('write', () => pool(inPhase.filter((p) => p.rank === rank), concurrency, async (p) => {
             if (interrupted) {
               p.action.outcome = 'failed';
               p.action.error = `not written: restore interrupted (${interrupted})`;
@@ -556,11 +597,12 @@ export async function executeRestore(client: KubeClient, plan: RestorePlan, plan
               reporter.error('CNR_RESTORE_OBJECT_FAILED', `${p.action.id}: ${p.action.action} failed: ${p.action.error}`, { id: p.action.id, action: p.action.action });
             }
             reporter.progress({ id: 'restore', label: 'restoring objects', current: ++done, total });
-          });
+          }));
         }
       }
       if (total) reporter.progress({ id: 'restore', label: 'restoring objects', current: done, total, done: true });
       // 4. Prune last, most dependent kinds first.
+      const pruneStart = performance.now();
       for (const p of writes.filter((x) => x.action.action === 'prune')) {
         if (interrupted) {
           p.action.outcome = 'failed';
@@ -577,27 +619,17 @@ export async function executeRestore(client: KubeClient, plan: RestorePlan, plan
           reporter.error('CNR_RESTORE_OBJECT_FAILED', `${p.action.id}: prune failed: ${p.action.error}`);
         }
       }
+      if (writes.some((x) => x.action.action === 'prune')) timer.add('prune', performance.now() - pruneStart);
     } finally {
-      releaseProblems = await releaseAll(releases, reporter);
+      releaseProblems = await timer.time('guards', () => releaseAll(releases, reporter));
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
     }
   }
 
   // 5. Re-read what was written: someone else (a controller, a person) may have changed it meanwhile.
-  const drifted: { id: string; paths: string[] }[] = [];
-  await pool(writes.filter((p) => p.action.outcome === 'done' && p.action.action !== 'prune'), concurrency, async (p) => {
-    const type = (await resolver.forObject(p.desired!)) ?? p.type!;
-    const live = await client.getOrUndefined(type, p.desired!.metadata.namespace, p.desired!.metadata.name);
-    const wanted = comparable(p.written ?? p.desired!);
-    if (p.desired!.kind === CLUSTER_INFORMATION.kind) delete wanted.spec?.datastoreReady; // set by the lock release
-    const paths = live ? missingFrom(wanted, comparable(live)) : ['(object is gone)'];
-    if (paths.length) {
-      p.action.drift = paths;
-      drifted.push({ id: p.action.id, paths });
-      reporter.warn('CNR_RESTORE_DRIFT', `${p.action.id} changed after it was written: ${paths.join(', ')}`);
-    }
-  });
+  const readBack = writes.filter((p) => p.action.outcome === 'done' && p.action.action !== 'prune');
+  const drifted = await timer.time('driftCheck', () => findDrift(client, resolver, readBack, concurrency, reporter));
 
   const failures = plan.actions
     .filter((a) => a.outcome === 'failed' || NOT_RESTORED.has(a.action))
@@ -609,6 +641,7 @@ export async function executeRestore(client: KubeClient, plan: RestorePlan, plan
     drifted,
     guards: { paused, releaseProblems },
     ok: failures.length === 0 && drifted.length === 0 && releaseProblems.length === 0,
+    timings: timer.result(),
   };
 }
 
@@ -621,19 +654,20 @@ function pastTense(a: RestoreActionKind): string {
  * would restore everything; it writes nothing (server-side dry runs only).
  */
 export async function restoreResources(client: KubeClient, bundle: RestoreSource, opts: RestoreOptions, reporter: Reporter): Promise<RestoreResult> {
-  const { plan, planned, bundleCrds } = await planRestore(client, bundle, opts, reporter);
+  const timer = new PhaseTimer();
+  const { plan, planned, bundleCrds } = await planRestore(client, bundle, opts, reporter, timer);
   if (opts.dryRun) {
-    await serverDryRun(client, planned, opts.concurrency ?? 8);
+    await timer.time('serverDryRun', () => serverDryRun(client, planned, opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY));
     const failures = plan.actions
       .filter((a) => NOT_RESTORED.has(a.action) || a.serverDryRunError)
       .map((a) => ({ id: a.id, action: a.action, reason: a.serverDryRunError ? `the API server would refuse it: ${a.serverDryRunError}` : a.reason ?? '' }));
-    return { ...plan, failures, drifted: [], guards: { paused: [], releaseProblems: [] }, ok: failures.length === 0 };
+    return { ...plan, failures, drifted: [], guards: { paused: [], releaseProblems: [] }, ok: failures.length === 0, timings: timer.result() };
   }
   const writes = plan.actions.filter((a) => WRITES.has(a.action)).length + plan.crdsToCreate.length;
-  if (writes && opts.confirm && !(await opts.confirm(plan))) {
+  if (writes && opts.confirm && !(await timer.time('confirm', () => opts.confirm!(plan)))) {
     throw new RefusedError('restore not confirmed; nothing was written', { hint: 'answer y on a terminal, or pass --yes (see the preview with --dry-run)' });
   }
-  return executeRestore(client, plan, planned, bundleCrds, opts, reporter);
+  return executeRestore(client, plan, planned, bundleCrds, opts, reporter, timer);
 }
 
 /** For tests and renderers: the canonical form used to compare objects. */

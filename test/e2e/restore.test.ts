@@ -169,6 +169,9 @@ describe('restore --resources on a real cluster', () => {
     const order = result.actions.filter((a: any) => a.outcome === 'done').map((a: any) => a.phase);
     expect(order.indexOf('ip-pools')).toBeLessThan(order.indexOf('ipam'));
     expect(order.indexOf('ipam')).toBeLessThan(order.indexOf('policies'));
+    // Where the time went, per phase, for -o json users (and bench/restore.ts).
+    for (const phase of ['readBundle', 'readCluster', 'createCrds', 'guards', 'write', 'driftCheck', 'total']) expect(result.timings[phase], phase).toBeGreaterThanOrEqual(0);
+    expect(result.timings.total).toBeGreaterThanOrEqual(result.timings.write);
 
     expect(await specs(client)).toEqual(before);
     expect(await operatorReplicas(client)).toBe(replicas);

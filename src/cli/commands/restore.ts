@@ -1,6 +1,7 @@
 import { openBundleWithKey } from '../../bundle/key.js';
 import { BadInputError, ExitCode } from '../../errors.js';
-import { restoreResources, type RestoreAction, type RestorePlan, type RestoreResult } from '../../restore/restore.js';
+import { DEFAULT_RESTORE_CONCURRENCY, restoreResources, type RestoreAction, type RestorePlan, type RestoreResult } from '../../restore/restore.js';
+import type { RestoreTimings } from '../../restore/timings.js';
 import { handler, type CliContext, type Command } from '../context.js';
 import { restoreDisksOptions, runRestoreDisks, type RestoreDisksArgs } from './restore-disks.js';
 import { renderTable, type Styler } from '../output.js';
@@ -16,6 +17,7 @@ interface RestoreArgs extends RestoreDisksArgs {
   'allow-other-cluster': boolean;
   kinds?: string[];
   'encryption-key-file'?: string;
+  'write-concurrency': number;
 }
 
 /**
@@ -40,6 +42,7 @@ export const restoreCommand: Command<RestoreArgs> = {
       .option('allow-other-cluster', { type: 'boolean', default: false, describe: 'restore a bundle exported from a different cluster' })
       .option('kinds', { type: 'string', array: true, describe: 'only these kinds (e.g. IPPool GlobalNetworkPolicy)' })
       .option('encryption-key-file', { type: 'string', describe: 'key for a bundle written with --encrypt (or set CNI_REWIND_ENCRYPTION_KEY)' })
+      .option('write-concurrency', { type: 'number', default: DEFAULT_RESTORE_CONCURRENCY, describe: '--resources: API requests in flight at once while planning, writing and re-reading (HTTP 429 answers are retried with backoff)' })
       .epilogue(
         'Exit codes: 0 restored (dry run: all restorable) · 1 dry run: some objects would not be restored · 2 bad input · 3 partial · 4 environment · 5 refused (other cluster, not confirmed; no TTY needs --yes)',
       ) as any,
@@ -47,6 +50,8 @@ export const restoreCommand: Command<RestoreArgs> = {
     if (args.disks && args.resources) throw new BadInputError('restore --resources and --disks one at a time', { hint: 'disks first (it restarts the nodes), then --resources if the Calico objects still differ' });
     if (args.disks) return runRestoreDisks(ctx, args);
     if (!args.resources) throw new BadInputError('say what to restore: --resources or --disks', { hint: 'cni-rewind restore BUNDLE --resources [--dry-run]' });
+    const concurrency = args['write-concurrency'];
+    if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256) throw new BadInputError(`--write-concurrency must be a whole number from 1 to 256 (got ${concurrency})`);
     const client = await ctx.client();
     const bundle = await openBundleWithKey(args.bundle, args['encryption-key-file']);
     try {
@@ -60,11 +65,12 @@ export const restoreCommand: Command<RestoreArgs> = {
           dropUnknownFields: args['drop-unknown-fields'],
           allowOtherCluster: args['allow-other-cluster'],
           kinds: args.kinds,
+          concurrency,
           confirm: args.yes ? undefined : (plan) => confirmPlan(ctx, plan),
         },
         ctx.reporter,
       );
-      ctx.print(result, () => renderResult(result, ctx.style, args.verbose));
+      ctx.print(result, () => renderResult(result, ctx.style, args.verbose) + (args.verbose ? `\n${renderTimings(result.timings)}` : ''));
       if (result.dryRun) return result.ok ? ExitCode.Ok : ExitCode.Differences;
       return result.ok ? ExitCode.Ok : ExitCode.Partial;
     } finally {
@@ -147,4 +153,25 @@ function renderResult(r: RestoreResult, s: Styler, verbose: boolean): string {
   }
   if (r.ok) lines.push(s.green('Everything in the bundle is restored.'));
   return lines.join('\n');
+}
+
+const PHASE_LABELS: [keyof RestoreTimings, string][] = [
+  ['readBundle', 'read bundle'],
+  ['readCluster', 'read cluster'],
+  ['schemaCheck', 'schema check'],
+  ['plan', 'plan'],
+  ['serverDryRun', 'server dry run'],
+  ['confirm', 'confirmation'],
+  ['createCrds', 'create CRDs'],
+  ['guards', 'operator pause / datastore lock'],
+  ['write', 'write'],
+  ['prune', 'prune'],
+  ['driftCheck', 'drift check'],
+];
+
+/** `-v`: where the time went, phase by phase. */
+export function renderTimings(t: RestoreTimings): string {
+  const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+  const parts = PHASE_LABELS.filter(([k]) => t[k] !== undefined).map(([k, label]) => `${label} ${s(t[k]!)}`);
+  return `Time: ${s(t.total ?? 0)} in all (${parts.join(', ')})`;
 }
