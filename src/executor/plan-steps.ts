@@ -135,8 +135,10 @@ async function putExact(client: KubeClient, type: Parameters<KubeClient['create'
   }
 }
 
-async function applyCrds({ client, target, reporter }: StepDeps): Promise<string> {
-  const crds = target.calicoManifest && !target.operatorImage ? target.calicoManifest.filter((o) => o.kind === 'CustomResourceDefinition') : target.crds;
+async function applyCrds({ client, plan, target, reporter }: StepDeps): Promise<string> {
+  // A manifest install gets calico.yaml's CRDs even when the release folder also holds tigera-operator.yaml
+  // (whose operator.tigera.io CRDs a calico.yaml install never had).
+  const crds = plan.current.installType === 'manifest' && target.calicoManifest ? target.calicoManifest.filter((o) => o.kind === 'CustomResourceDefinition') : target.crds;
   let created = 0;
   let done = 0;
   await pool(crds, 4, async (crd) => {
