@@ -51,6 +51,8 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
 
   const install = await detectCalico(client);
   if (install.installType === 'none') throw new BadInputError('no Calico install found in this cluster: there is nothing to upgrade or downgrade');
+  // Refused before anything else is looked at (bundle, manifests): the answer does not depend on them.
+  if (install.installType === 'manifest' && opts.strategy === 'reinstall') throw manifestReinstallRefusal();
   reporter.info('CNR_PLAN_CURRENT', `current: Calico ${install.version ?? 'unknown version'} (${install.installType} install)`);
   const target: Release = await loadRelease(opts.to, { manifests: opts.manifests, need: install.installType === 'operator' ? 'operator' : 'manifest' });
   reporter.info('CNR_PLAN_TARGET', `target: Calico ${target.version} from ${target.origin}`);
@@ -155,8 +157,8 @@ function step(id: string): PlanStep {
 export function stepsFor(install: 'operator' | 'manifest', strategy: Strategy, target: Release, restoreDrift = false): PlanStep[] {
   if (install === 'manifest') {
     if (!target.calicoManifest) throw new BadInputError(`the cluster has a manifest install and the ${target.version} manifests have no calico.yaml`);
-    if (strategy === 'reinstall') throw new BadInputError('--strategy reinstall is implemented for operator installs only; use in-place for a calico.yaml install');
-    return ['preflight', 'apply-crds', 'apply-calico-manifest', 'wait-rollout', 'verify-data'].map(step);
+    if (strategy === 'reinstall') throw manifestReinstallRefusal();
+    return ['preflight', 'apply-crds', 'apply-calico-manifest', 'wait-rollout', 'verify-data'].map((id) => ({ ...step(id), ...MANIFEST_STEP_TEXT[id] }));
   }
   if (strategy === 'reinstall') {
     return ['preflight', 'pause-operator', 'remove-old', 'install-target', 'restore-data', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data'].map(step);
@@ -165,3 +167,15 @@ export function stepsFor(install: 'operator' | 'manifest', strategy: Strategy, t
   if (restoreDrift) ids.splice(ids.indexOf('resume-operator'), 0, 'restore-drift');
   return ids.map(step);
 }
+
+/** Reinstall deletes every Calico CRD; for calico.yaml installs that path is not built (in-place is). */
+function manifestReinstallRefusal(): BadInputError {
+  return new BadInputError('--strategy reinstall is implemented for operator installs only; use in-place (the default) for a calico.yaml install');
+}
+
+/** What differs for a calico.yaml install (no operator, no Installation; the workloads live in kube-system). */
+const MANIFEST_STEP_TEXT: Record<string, { description: string }> = {
+  'apply-crds': { description: 'replace each crd.projectcalico.org CRD of calico.yaml with the target\'s exactly (create or update), then wait until Established; no CRD is deleted, no operator CRD is added' },
+  'wait-rollout': { description: 'the calico-node DaemonSet and the calico-kube-controllers Deployment in kube-system carry the target calico.yaml\'s images and finished their rollout (every pod updated and available); their pods Ready' },
+  'verify-data': { description: 'every IPPool, IPAM object, policy and BGP/Felix object of the bundle is present and unchanged (fields the target CRDs prune excepted, as the findings say)' },
+};
