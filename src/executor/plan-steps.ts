@@ -22,6 +22,7 @@ import { isManagedCrd, transformInstallation } from '../plan/findings.js';
 import { checkBundle, checkCluster, refuseOnFailure } from '../plan/preflight.js';
 import { parseDuration } from '../config/config.js';
 import { CALICO_POD_NAMESPACES, MANIFEST_POD_SELECTOR } from '../plan/rules.js';
+import { applyManifestEdits, type ManifestTransform } from '../plan/manifest-custom.js';
 import type { Plan } from '../plan/types.js';
 import type { ExecStep, StepRuntime } from './executor.js';
 import { restoreResources } from '../restore/restore.js';
@@ -173,10 +174,13 @@ async function applyOperator({ client, target }: StepDeps): Promise<string> {
   return `${n} objects of tigera-operator.yaml applied (operator ${target.operatorImage}, kept at 0 replicas)`;
 }
 
-async function applyCalicoManifest({ client, target }: StepDeps): Promise<string> {
-  const objs = (target.calicoManifest ?? []).filter((o) => o.kind !== 'CustomResourceDefinition');
+async function applyCalicoManifest({ client, plan, target }: StepDeps): Promise<string> {
+  // The user's edits of calico.yaml (env, calico-config, registry) found by the plan are written into the target's.
+  const edits = plan.transforms.manifest;
+  const objs = applyManifestEdits((target.calicoManifest ?? []).filter((o) => o.kind !== 'CustomResourceDefinition'), edits);
   const n = await putObjects(client, objs);
-  return `${n} objects of calico.yaml applied`;
+  const carried = edits ? edits.calicoNodeEnv.set.length + edits.calicoNodeEnv.remove.length + Object.keys(edits.calicoConfig).length + Object.keys(edits.repositories).length + (edits.containerFields?.length ?? 0) : 0;
+  return `${n} objects of calico.yaml applied${carried ? ` with ${carried} edit(s) of the ${edits!.from} calico.yaml carried over` : ''}`;
 }
 
 async function transformInstallationStep({ client, plan }: StepDeps): Promise<string> {
@@ -275,7 +279,7 @@ async function waitRollout({ client, plan, target, rolloutTimeoutMs }: StepDeps)
   if (plan.current.installType === 'manifest') {
     // calico.yaml's workloads are ours to check: they must carry the target's images (a rollout status alone
     // also says "complete" for a DaemonSet nobody changed) and finish rolling out, kube-controllers included.
-    for (const w of manifestWorkloads(target)) {
+    for (const w of manifestWorkloads(target, plan.transforms.manifest)) {
       await waitWorkloadRollout(client, w, timeoutMs);
       checked.push(`${w.kind} ${w.name} ${w.images.join(', ')} rolled out`);
     }
@@ -314,8 +318,8 @@ interface ManifestWorkload {
 }
 
 /** The DaemonSets and Deployments of the target calico.yaml (calico-node, calico-kube-controllers, ...). */
-function manifestWorkloads(target: Release): ManifestWorkload[] {
-  return (target.calicoManifest ?? [])
+function manifestWorkloads(target: Release, edits: ManifestTransform | undefined): ManifestWorkload[] {
+  return applyManifestEdits(target.calicoManifest ?? [], edits)
     .filter((o) => o.kind === 'DaemonSet' || o.kind === 'Deployment')
     .map((o) => ({ kind: o.kind as ManifestWorkload['kind'], namespace: o.metadata.namespace ?? 'kube-system', name: o.metadata.name, images: podImages(o) }));
 }

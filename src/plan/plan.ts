@@ -14,6 +14,7 @@ import { K } from '../kube/builtin.js';
 import { crdResourceType } from '../kube/discovery.js';
 import { computeFindings, isManagedCrd, type LiveCalico } from './findings.js';
 import { liveDataNotInBundle } from './compare.js';
+import { planManifestEdits } from './manifest-custom.js';
 import { checkBundle, checkCluster, clusterUid, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
 import { parseDuration } from '../config/config.js';
 import { PLAN_FLAGS } from './rules.js';
@@ -95,6 +96,9 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
           : 'kept as they are now; the final verification skips them (pass --restore-drift to put them back as in the bundle)',
       });
     }
+    // calico.yaml installs: the user's edits of calico.yaml are carried into the target's (see manifest-custom.ts).
+    const edits = install.installType === 'manifest' ? await planManifestEdits(client, install.version, opts.manifests) : undefined;
+    if (edits?.finding) findings.push(edits.finding);
     const now = opts.now ?? new Date();
     const plan: Plan = {
       apiVersion: PLAN_API_VERSION,
@@ -115,7 +119,7 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
       bundle: { path: path.resolve(bundlePath), id: bundle.manifest.id, manifestSha256: manifestSha256(bundle), createdAt: bundle.manifest.createdAt },
       preflight,
       findings,
-      transforms: { installation },
+      transforms: { installation, ...(edits?.transform ? { manifest: edits.transform } : {}) },
       drift: drifted.map((d) => d.object),
       steps: stepsFor(install.installType === 'operator' ? 'operator' : 'manifest', strategy, target, restoreDrift && drifted.length > 0),
     };
