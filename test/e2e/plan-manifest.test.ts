@@ -36,6 +36,46 @@ const images = (o: KubeObject | undefined): string[] => {
   return [...(s.initContainers ?? []), ...(s.containers ?? [])].map((c: any) => c.image);
 };
 const calicoYaml = (version: string) => fixtureObjects(version, 'calico.yaml');
+const REGISTRY = 'registry.example.internal:5000/calico/';
+
+/**
+ * calico.yaml as the cluster's admins edited it before applying it, as Calico's docs describe: VXLAN instead of
+ * BGP (calico_backend, pool env, bird checks out of the probes), a pod CIDR, the node address interface, the MTU,
+ * images from a mirror. A plan must carry these into the target's calico.yaml.
+ */
+function withUserEdits(objs: KubeObject[]): KubeObject[] {
+  return objs.map((o) => {
+    if (o.kind !== 'DaemonSet' && o.kind !== 'Deployment' && !(o.kind === 'ConfigMap' && o.metadata.name === 'calico-config')) return o;
+    const c = structuredClone(o);
+    if (c.kind === 'ConfigMap') {
+      c.data = { ...c.data, calico_backend: 'vxlan', veth_mtu: '1450' };
+      return c;
+    }
+    for (const k of [...(c.spec.template.spec.initContainers ?? []), ...c.spec.template.spec.containers]) k.image = k.image.replace('docker.io/calico/', REGISTRY);
+    if (c.kind === 'DaemonSet') {
+      const node = c.spec.template.spec.containers.find((x: any) => x.name === 'calico-node');
+      const set = (name: string, value: string) => {
+        const e = node.env.find((x: any) => x.name === name);
+        if (e) e.value = value;
+        else node.env.push({ name, value });
+      };
+      set('CALICO_IPV4POOL_IPIP', 'Never');
+      set('CALICO_IPV4POOL_VXLAN', 'Always');
+      set('CALICO_IPV4POOL_CIDR', '10.244.0.0/16');
+      set('IP_AUTODETECTION_METHOD', 'interface=ens.*');
+      node.livenessProbe.exec.command = ['/bin/calico-node', '-felix-live'];
+      node.readinessProbe.exec.command = ['/bin/calico-node', '-felix-ready'];
+    }
+    return c;
+  });
+}
+/** What the cluster runs after installing (or planning to) `version`: its calico.yaml with the admins' edits. */
+const installedYaml = (version: string) => withUserEdits(calicoYaml(version));
+/** calico-node's env (name=value; valueFrom by reference) and probe commands. */
+const nodeSettings = (ds: KubeObject | undefined) => {
+  const node = (ds?.spec?.template?.spec?.containers ?? []).find((c: any) => c.name === 'calico-node');
+  return { env: (node?.env ?? []).map((e: any) => `${e.name}=${e.value ?? (e.valueFrom?.configMapKeyRef ? `cm:${e.valueFrom.configMapKeyRef.key}` : 'ref')}`), probes: [node?.livenessProbe?.exec?.command, node?.readinessProbe?.exec?.command] };
+};
 const crdSchemas = (c: KubeObject) => canonicalJson(c.spec.versions.map((v: any) => ({ name: v.name, schema: v.schema })));
 
 /** What a manifest install is made of, beyond the Calico CRDs and data: the workloads' images and the calico-config ConfigMap. */
@@ -44,12 +84,12 @@ async function manifestSnapshot(client: KubeClient) {
   const kc = await client.getOrUndefined(K.deployment, 'kube-system', 'calico-kube-controllers');
   const cm = await client.getOrUndefined(K.configMap, 'kube-system', 'calico-config');
   const { operator: _op, ...calico } = await calicoSnapshot(client);
-  return { ...calico, node: images(ds), kubeControllers: images(kc), config: canonicalJson(cm?.data ?? null) };
+  return { ...calico, node: images(ds), nodeSettings: nodeSettings(ds), kubeControllers: images(kc), config: canonicalJson(cm?.data ?? null) };
 }
 
 /** Wait until calico-node and calico-kube-controllers run `version`'s images everywhere (kwok makes the pods Ready). */
 async function waitManifestRollout(client: KubeClient, version: string): Promise<void> {
-  const want = calicoYaml(version).filter((o) => o.kind === 'DaemonSet' || o.kind === 'Deployment');
+  const want = installedYaml(version).filter((o) => o.kind === 'DaemonSet' || o.kind === 'Deployment');
   await client.waitFor(`calico.yaml ${version} workloads rolled out`, async () => {
     for (const w of want) {
       const live = await client.getOrUndefined(w.kind === 'DaemonSet' ? K.daemonSet : K.deployment, 'kube-system', w.metadata.name);
@@ -61,9 +101,9 @@ async function waitManifestRollout(client: KubeClient, version: string): Promise
   }, { timeoutMs: 180_000, intervalMs: 1000 });
 }
 
-/** `kubectl create/replace -f calico.yaml` of a release, exactly (CRDs first), then wait for its rollout. */
+/** `kubectl create/replace -f calico.yaml` of a release with the admins' edits, exactly (CRDs first), then wait for its rollout. */
 async function installCalicoManifest(client: KubeClient, version: string): Promise<void> {
-  const objs = calicoYaml(version);
+  const objs = installedYaml(version);
   const resolver = new ResourceResolver(client);
   const put = async (type: any, o: KubeObject) => {
     const live = await client.getOrUndefined(type, o.metadata.namespace, o.metadata.name);
@@ -115,9 +155,9 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
     return res;
   }
 
-  /** The cluster runs exactly `version`'s calico.yaml: its CRD definitions, workload images (rolled out) and calico-config. */
+  /** The cluster runs exactly `version`'s calico.yaml with the admins' edits: its CRD definitions, workload images (rolled out), calico-node settings and calico-config. */
   async function expectExactly(version: string): Promise<void> {
-    const want = calicoYaml(version);
+    const want = installedYaml(version);
     const snap = await manifestSnapshot(client);
     for (const crd of want.filter((o) => o.kind === 'CustomResourceDefinition' && o.spec.group === 'crd.projectcalico.org')) {
       expect(snap.crds[crd.metadata.name], crd.metadata.name).toBe(crdSchemas(crd));
@@ -125,12 +165,15 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
     // No operator.tigera.io CRD appeared: a calico.yaml install has none (the fixtures folder also holds tigera-operator.yaml).
     expect(Object.keys(snap.crds).filter((n) => n.endsWith('.operator.tigera.io'))).toEqual([]);
     expect(snap.node).toEqual(images(want.find((o) => o.kind === 'DaemonSet')));
-    expect(snap.node).toContain(`docker.io/calico/node:v${version}`);
-    expect(snap.kubeControllers).toEqual([`docker.io/calico/kube-controllers:v${version}`]);
+    expect(snap.node).toContain(`${REGISTRY}node:v${version}`);
+    expect(snap.kubeControllers).toEqual([`${REGISTRY}kube-controllers:v${version}`]);
+    expect(snap.nodeSettings).toEqual(nodeSettings(want.find((o) => o.kind === 'DaemonSet')));
+    expect(snap.nodeSettings.env).toEqual(expect.arrayContaining(['IP_AUTODETECTION_METHOD=interface=ens.*', 'CALICO_IPV4POOL_VXLAN=Always', 'CALICO_IPV4POOL_CIDR=10.244.0.0/16']));
     expect(snap.config).toBe(canonicalJson(want.find((o) => o.kind === 'ConfigMap')!.data));
+    expect(JSON.parse(snap.config)).toMatchObject({ calico_backend: 'vxlan', veth_mtu: '1450' });
     await waitManifestRollout(client, version); // already done: apply's wait-rollout waited for it
     const pods = await client.listAll(K.pod, { namespace: 'kube-system', labelSelector: 'k8s-app=calico-node' });
-    expect(pods.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.spec.containers[0].image).sort()).toEqual(NODES.map(() => `docker.io/calico/node:v${version}`));
+    expect(pods.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.spec.containers[0].image).sort()).toEqual(NODES.map(() => `${REGISTRY}node:v${version}`));
   }
 
   /** Every population object is present with the content it had at install time (except those named). */
@@ -168,7 +211,7 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
   it('status and doctor detect a manifest install of v3.28.1', async () => {
     const s = await runCli(['status', '-o', 'json']);
     expect(s.code, s.stderr).toBe(0);
-    expect(JSON.parse(s.stdout).calico).toMatchObject({ installType: 'manifest', version: 'v3.28.1', versionSource: 'calico-node-image', calicoNodeImage: 'docker.io/calico/node:v3.28.1', calicoNodeNamespace: 'kube-system' });
+    expect(JSON.parse(s.stdout).calico).toMatchObject({ installType: 'manifest', version: 'v3.28.1', versionSource: 'calico-node-image', calicoNodeImage: `${REGISTRY}node:v3.28.1`, calicoNodeNamespace: 'kube-system' });
     const d = await runCli(['doctor', '-o', 'json']);
     expect([0, 1], d.stderr).toContain(d.code);
     const report = JSON.parse(d.stdout);
@@ -197,6 +240,18 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
     expect(f, JSON.stringify(out.findings)).toMatchObject({ action: 'requires-flag', flag: 'allow-field-loss', satisfied: false, objects: [`FelixConfiguration/${FELIX_NODE}`] });
     expect(f.details.join('\n')).toMatch(/spec\.debugPort/);
     expect(out.findings.filter((x: any) => x.action === 'refuse' || x.id.startsWith('installation'))).toEqual([]);
+    // The admins' edits of the 3.28.1 calico.yaml, found against the release and carried into 3.27.4's.
+    const edits = out.findings.find((x: any) => x.id === 'calico-manifest-edits');
+    expect(edits, JSON.stringify(out.findings)).toMatchObject({ action: 'transform', objects: expect.arrayContaining(['DaemonSet/kube-system/calico-node', 'ConfigMap/kube-system/calico-config', 'Deployment/kube-system/calico-kube-controllers']) });
+    expect(edits.details).toEqual(expect.arrayContaining([
+      'calico-node env IP_AUTODETECTION_METHOD=interface=ens.* (v3.28.1 calico.yaml: not set)',
+      'calico-node env CALICO_IPV4POOL_VXLAN=Always (v3.28.1 calico.yaml: Never)',
+      'calico-config calico_backend=vxlan (v3.28.1 calico.yaml: bird)',
+      'calico-config veth_mtu=1450 (v3.28.1 calico.yaml: 0)',
+      'image registry.example.internal:5000/calico/node instead of docker.io/calico/node',
+    ]));
+    expect(edits.details).toHaveLength(11);
+    expect(out.transforms.manifest.from).toBe('v3.28.1');
     expect(refused.stderr).toMatch(/FelixConfiguration fields that v3\.27\.4's CRD prunes/);
 
     const human = await runCli([...args, '--allow-field-loss']);
@@ -222,7 +277,8 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
   it('apply --yes downgrades to exactly 3.27.4 (CRDs, images, rollout) and keeps every pool, IPAM object and policy unchanged; diff shows only the planned changes', async () => {
     const { plan, bundle, out } = await exportAndPlan('down', '3.27.4', ['--allow-field-loss']);
     const res = await applyPlan('3.28.1 -> 3.27.4', plan);
-    expect(res.steps.find((s: any) => s.id === 'wait-rollout').summary).toMatch(/DaemonSet calico-node .*calico\/node:v3.27.4.* rolled out; Deployment calico-kube-controllers docker.io\/calico\/kube-controllers:v3.27.4 rolled out/);
+    expect(res.steps.find((s: any) => s.id === 'apply-calico-manifest').summary).toMatch(/13 objects of calico\.yaml applied with 11 edit\(s\) of the v3\.28\.1 calico\.yaml carried over/);
+    expect(res.steps.find((s: any) => s.id === 'wait-rollout').summary).toMatch(/DaemonSet calico-node .*registry\.example\.internal:5000\/calico\/node:v3\.27\.4 rolled out; Deployment calico-kube-controllers registry\.example\.internal:5000\/calico\/kube-controllers:v3\.27\.4 rolled out/);
     await expectExactly('3.27.4');
 
     // The version is the DaemonSet's now, although ClusterInformation still names 3.28.1 until calico-node restarts.
@@ -278,7 +334,7 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
       expect(st.done).toBe(false);
       if (k === 2) {
         // Killed between the CRDs and calico.yaml: the 3.27.4 CRDs are in, calico-node still runs 3.28.1.
-        expect(images(await client.get(K.daemonSet, 'kube-system', 'calico-node'))).toContain('docker.io/calico/node:v3.28.1');
+        expect(images(await client.get(K.daemonSet, 'kube-system', 'calico-node'))).toContain(`${REGISTRY}node:v3.28.1`);
       }
     }
     const last = await runCli(['apply', plan, '--yes', '--resume', '-o', 'json']);
@@ -293,12 +349,14 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
     expect(await manifestSnapshot(client)).toEqual(downgraded);
   });
 
-  it('upgrade 3.27.4 -> 3.28.1: nothing to transform, exactly 3.28.1 afterwards, data unchanged', async () => {
+  it('upgrade 3.27.4 -> 3.28.1: only the admins\' calico.yaml edits to carry, exactly 3.28.1 (with them) afterwards, data unchanged', async () => {
     const before = await manifestSnapshot(client);
     const { plan, out } = await exportAndPlan('up-3.28.1', '3.28.1');
     expect(out).toMatchObject({ direction: 'upgrade', current: { installType: 'manifest', version: 'v3.27.4' }, target: { version: 'v3.28.1' } });
     expect(out.steps.map((s: any) => s.id)).toEqual(MANIFEST_STEPS);
-    expect(out.findings.filter((f: any) => f.action !== 'none' && f.action !== 'keep')).toEqual([]);
+    // Only the admins' edits, now found against the 3.27.4 calico.yaml, to carry over.
+    expect(out.findings.filter((f: any) => f.action !== 'none' && f.action !== 'keep').map((f: any) => [f.id, f.details.length])).toEqual([['calico-manifest-edits', 11]]);
+    expect(out.transforms.manifest.from).toBe('v3.27.4');
     await applyPlan('3.27.4 -> 3.28.1', plan);
     await expectExactly('3.28.1');
     await calicoNodeStarted(client, 'v3.28.1');
@@ -314,7 +372,7 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
     const before = await manifestSnapshot(client);
     const { plan, out } = await exportAndPlan('up-3.30.7', '3.30.7');
     expect(out).toMatchObject({ direction: 'upgrade', current: { version: 'v3.28.1' }, target: { version: 'v3.30.7' } });
-    expect(out.findings.filter((f: any) => f.action !== 'none' && f.action !== 'keep')).toEqual([]);
+    expect(out.findings.filter((f: any) => f.action !== 'none' && f.action !== 'keep').map((f: any) => [f.id, f.details.length])).toEqual([['calico-manifest-edits', 11]]);
     await applyPlan('3.28.1 -> 3.30.7', plan);
     await expectExactly('3.30.7');
     for (const crd of calicoYaml('3.30.7').filter((o) => o.kind === 'CustomResourceDefinition' && o.spec.group === 'policy.networking.k8s.io')) {
