@@ -175,7 +175,8 @@ async function applyOperator({ client, target }: StepDeps): Promise<string> {
 }
 
 async function applyCalicoManifest({ client, plan, target }: StepDeps): Promise<string> {
-  // The user's edits of calico.yaml (env, calico-config, registry) found by the plan are written into the target's.
+  // The admins' edits of calico.yaml found by the plan (env, calico-config, registry, probe commands) are written
+  // into the target's: replacing the objects as released would undo them (see plan/manifest-custom.ts).
   const edits = plan.transforms.manifest;
   const objs = applyManifestEdits((target.calicoManifest ?? []).filter((o) => o.kind !== 'CustomResourceDefinition'), edits);
   const n = await putObjects(client, objs);

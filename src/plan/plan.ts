@@ -180,6 +180,7 @@ function manifestReinstallRefusal(): BadInputError {
 /** What differs for a calico.yaml install (no operator, no Installation; the workloads live in kube-system). */
 const MANIFEST_STEP_TEXT: Record<string, { description: string }> = {
   'apply-crds': { description: 'replace each crd.projectcalico.org CRD of calico.yaml with the target\'s exactly (create or update), then wait until Established; no CRD is deleted, no operator CRD is added' },
+  'apply-calico-manifest': { description: 'create or replace the other objects of calico.yaml as released, with the edits of the current calico.yaml the plan found (finding calico-manifest-edits) written in' },
   'wait-rollout': { description: 'the calico-node DaemonSet and the calico-kube-controllers Deployment in kube-system carry the target calico.yaml\'s images and finished their rollout (every pod updated and available); their pods Ready' },
   'verify-data': { description: 'every IPPool, IPAM object, policy and BGP/Felix object of the bundle is present and unchanged (fields the target CRDs prune excepted, as the findings say)' },
 };
