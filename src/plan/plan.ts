@@ -53,7 +53,9 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
   const install = await detectCalico(client);
   if (install.installType === 'none') throw new BadInputError('no Calico install found in this cluster: there is nothing to upgrade or downgrade');
   // Refused before anything else is looked at (bundle, manifests): the answer does not depend on them.
-  if (install.installType === 'manifest' && opts.strategy === 'reinstall') throw manifestReinstallRefusal();
+  if (install.installType === 'manifest' && opts.strategy === 'reinstall') {
+    throw new BadInputError('--strategy reinstall is implemented for operator installs only; use in-place for a calico.yaml install');
+  }
   reporter.info('CNR_PLAN_CURRENT', `current: Calico ${install.version ?? 'unknown version'} (${install.installType} install)`);
   const target: Release = await loadRelease(opts.to, { manifests: opts.manifests, need: install.installType === 'operator' ? 'operator' : 'manifest' });
   reporter.info('CNR_PLAN_TARGET', `target: Calico ${target.version} from ${target.origin}`);
@@ -123,6 +125,8 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
       drift: drifted.map((d) => d.object),
       steps: stepsFor(install.installType === 'operator' ? 'operator' : 'manifest', strategy, target, restoreDrift && drifted.length > 0),
     };
+    // A calico.yaml install's steps say what they do there (no operator; the workloads are in kube-system).
+    if (install.installType === 'manifest') plan.steps = plan.steps.map((s) => ({ ...s, ...MANIFEST_STEP_TEXT[s.id] }));
     return plan;
   } finally {
     await bundle.close();
@@ -161,8 +165,8 @@ function step(id: string): PlanStep {
 export function stepsFor(install: 'operator' | 'manifest', strategy: Strategy, target: Release, restoreDrift = false): PlanStep[] {
   if (install === 'manifest') {
     if (!target.calicoManifest) throw new BadInputError(`the cluster has a manifest install and the ${target.version} manifests have no calico.yaml`);
-    if (strategy === 'reinstall') throw manifestReinstallRefusal();
-    return ['preflight', 'apply-crds', 'apply-calico-manifest', 'wait-rollout', 'verify-data'].map((id) => ({ ...step(id), ...MANIFEST_STEP_TEXT[id] }));
+    if (strategy === 'reinstall') throw new BadInputError('--strategy reinstall is implemented for operator installs only; use in-place for a calico.yaml install');
+    return ['preflight', 'apply-crds', 'apply-calico-manifest', 'wait-rollout', 'verify-data'].map(step);
   }
   if (strategy === 'reinstall') {
     return ['preflight', 'pause-operator', 'remove-old', 'install-target', 'restore-data', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data'].map(step);
@@ -170,11 +174,6 @@ export function stepsFor(install: 'operator' | 'manifest', strategy: Strategy, t
   const ids = ['preflight', 'pause-operator', 'apply-crds', 'apply-operator', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data'];
   if (restoreDrift) ids.splice(ids.indexOf('resume-operator'), 0, 'restore-drift');
   return ids.map(step);
-}
-
-/** Reinstall deletes every Calico CRD; for calico.yaml installs that path is not built (in-place is). */
-function manifestReinstallRefusal(): BadInputError {
-  return new BadInputError('--strategy reinstall is implemented for operator installs only; use in-place (the default) for a calico.yaml install');
 }
 
 /** What differs for a calico.yaml install (no operator, no Installation; the workloads live in kube-system). */
