@@ -10,6 +10,8 @@ const calicoYaml = (v: string) => parseManifests(readFileSync(path.join(calicoFi
 const get = (objs: KubeObject[], kind: string, name: string) => structuredClone(objs.find((o) => o.kind === kind && o.metadata.name === name)!);
 const nodeEnv = (ds: KubeObject) => ds.spec.template.spec.containers.find((c: any) => c.name === 'calico-node').env as any[];
 const images = (o: KubeObject) => [...(o.spec.template.spec.initContainers ?? []), ...o.spec.template.spec.containers].map((c: any) => c.image);
+/** Where the release pulls its images from (`<registry>/`), read from the manifest itself. */
+const REL = images(get(calicoYaml('3.28.1'), 'Deployment', 'calico-kube-controllers'))[0]!.replace(/calico\/kube-controllers:.*$/, '');
 
 /** The live objects as the API server returns an unedited 3.28.1 install (fieldRef.apiVersion defaulted). */
 function live328() {
@@ -38,7 +40,7 @@ describe('calico.yaml edits carried from the current release to the target', () 
     const node = l.ds.spec.template.spec.containers.find((c: any) => c.name === 'calico-node');
     node.livenessProbe.exec.command = ['/bin/calico-node', '-felix-live'];
     node.readinessProbe.exec.command = ['/bin/calico-node', '-felix-ready'];
-    for (const c of [...l.ds.spec.template.spec.initContainers, ...l.ds.spec.template.spec.containers, ...l.kc.spec.template.spec.containers]) c.image = c.image.replace('docker.io/', 'registry.local:5000/');
+    for (const c of [...l.ds.spec.template.spec.initContainers, ...l.ds.spec.template.spec.containers, ...l.kc.spec.template.spec.containers]) c.image = c.image.replace(REL, 'registry.local:5000/');
     const r = findManifestEdits({ ds: l.ds, config: l.config, workloads: [l.ds, l.kc] }, { version: 'v3.28.1', objects: calicoYaml('3.28.1') });
     expect(r.finding).toMatchObject({ id: 'calico-manifest-edits', action: 'transform', objects: ['DaemonSet/kube-system/calico-node', 'ConfigMap/kube-system/calico-config', 'Deployment/kube-system/calico-kube-controllers'] });
     expect(r.finding!.details).toContain('calico-node env IP_AUTODETECTION_METHOD=interface=eth1 (v3.28.1 calico.yaml: not set)');
@@ -46,9 +48,9 @@ describe('calico.yaml edits carried from the current release to the target', () 
     expect(r.finding!.details).toContain('calico-config veth_mtu=1440 (v3.28.1 calico.yaml: 0)');
     expect(r.transform.calicoNodeEnv.remove).toEqual(['FELIX_WIREGUARDMTU']);
     expect(r.transform.repositories).toEqual({
-      'docker.io/calico/cni': 'registry.local:5000/calico/cni',
-      'docker.io/calico/node': 'registry.local:5000/calico/node',
-      'docker.io/calico/kube-controllers': 'registry.local:5000/calico/kube-controllers',
+      [`${REL}calico/cni`]: 'registry.local:5000/calico/cni',
+      [`${REL}calico/node`]: 'registry.local:5000/calico/node',
+      [`${REL}calico/kube-controllers`]: 'registry.local:5000/calico/kube-controllers',
     });
 
     const target = applyManifestEdits(calicoYaml('3.27.4'), r.transform);

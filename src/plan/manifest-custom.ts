@@ -26,7 +26,7 @@ export interface ManifestTransform {
   calicoNodeEnv: { set: { name: string; value?: string; valueFrom?: unknown }[]; remove: string[] };
   /** calico-config ConfigMap data keys written with the live value. */
   calicoConfig: Record<string, string>;
-  /** Image repositories that differ from the release's (same tag): `docker.io/calico/node` -> `registry.local/calico/node`. */
+  /** Image repositories that differ from the release's (same tag): the release's `<registry>/calico/node` -> `registry.local/calico/node`. */
   repositories: Record<string, string>;
   /** Container fields the API server never defaults, edited (e.g. the bird checks removed from the probes for VXLAN). */
   containerFields?: { workload: string; container: string; field: ContainerField; value: unknown }[];

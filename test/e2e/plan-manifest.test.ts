@@ -37,6 +37,8 @@ const images = (o: KubeObject | undefined): string[] => {
 };
 const calicoYaml = (version: string) => fixtureObjects(version, 'calico.yaml');
 const REGISTRY = 'registry.example.internal:5000/calico/';
+/** Where the releases pull their images from (`<registry>/calico/`), read from the manifest itself. */
+const RELEASE_REPO = images(calicoYaml('3.28.1').find((o) => o.kind === 'Deployment'))[0]!.replace(/kube-controllers:.*$/, '');
 
 /**
  * calico.yaml as the cluster's admins edited it before applying it, as Calico's docs describe: VXLAN instead of
@@ -51,7 +53,7 @@ function withUserEdits(objs: KubeObject[]): KubeObject[] {
       c.data = { ...c.data, calico_backend: 'vxlan', veth_mtu: '1450' };
       return c;
     }
-    for (const k of [...(c.spec.template.spec.initContainers ?? []), ...c.spec.template.spec.containers]) k.image = k.image.replace('docker.io/calico/', REGISTRY);
+    for (const k of [...(c.spec.template.spec.initContainers ?? []), ...c.spec.template.spec.containers]) k.image = k.image.replace(RELEASE_REPO, REGISTRY);
     if (c.kind === 'DaemonSet') {
       const node = c.spec.template.spec.containers.find((x: any) => x.name === 'calico-node');
       const set = (name: string, value: string) => {
@@ -248,7 +250,7 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
       'calico-node env CALICO_IPV4POOL_VXLAN=Always (v3.28.1 calico.yaml: Never)',
       'calico-config calico_backend=vxlan (v3.28.1 calico.yaml: bird)',
       'calico-config veth_mtu=1450 (v3.28.1 calico.yaml: 0)',
-      'image registry.example.internal:5000/calico/node instead of docker.io/calico/node',
+      `image ${REGISTRY}node instead of ${RELEASE_REPO}node`,
     ]));
     expect(edits.details).toHaveLength(11);
     expect(out.transforms.manifest.from).toBe('v3.28.1');
