@@ -55,7 +55,14 @@ export async function detectCalico(client: KubeClient): Promise<CalicoInstall> {
   const ciVersion = clusterInfo?.spec?.calicoVersion as string | undefined;
   const opTag = imageTag(operatorImage);
   const nodeTag = imageTag(calicoNodeImage);
-  if (ciVersion && /^v?\d+\.\d+/.test(ciVersion)) {
+  const nodeVersion = nodeTag && /^v?\d+\.\d+\.\d+$/.test(nodeTag) ? (nodeTag.startsWith('v') ? nodeTag : `v${nodeTag}`) : undefined;
+  if (installType === 'manifest' && nodeKube && nodeVersion) {
+    // A manifest install is what its calico-node DaemonSet says: ClusterInformation's calicoVersion is written by
+    // calico-node when it starts, so it lags a rollout (and names the old release right after calico.yaml of
+    // another version was applied). Plans and their resume check must see the applied version.
+    version = nodeVersion;
+    versionSource = 'calico-node-image';
+  } else if (ciVersion && /^v?\d+\.\d+/.test(ciVersion)) {
     version = ciVersion.startsWith('v') ? ciVersion : `v${ciVersion}`;
     versionSource = 'clusterinformation';
   } else if (opTag && calicoVersionForOperator(opTag)) {

@@ -41,7 +41,7 @@ export interface Release {
   version: string;
   /** `quay.io/tigera/operator:v1.32.10`, when the release has operator manifests. */
   operatorImage?: string;
-  /** Every CRD of the operator install (tigera-operator.yaml, or operator-crds.yaml from 3.30); calico.yaml's CRDs for a manifest-only release. */
+  /** Every CRD of the operator install (tigera-operator.yaml, or operator-crds.yaml from 3.30); calico.yaml's CRDs for a manifest-only release (and with `need: 'manifest'`, which reads calico.yaml only). */
   crds: KubeObject[];
   /** tigera-operator.yaml minus its CRDs (namespace, RBAC, the operator Deployment). */
   operatorObjects: KubeObject[];
@@ -74,6 +74,9 @@ export async function loadRelease(version: string, opts: LoadReleaseOptions = {}
   for (const [key, name] of Object.entries(RELEASE_FILES) as [keyof typeof RELEASE_FILES, string][]) {
     // operator-crds.yaml only exists from 3.30; fetch it below only when tigera-operator.yaml has no CRDs.
     if (key === 'operatorCrds') continue;
+    // A manifest install needs calico.yaml alone: when the folder also holds tigera-operator.yaml (the fixtures
+    // do), its operator.tigera.io CRDs and operator image are no part of the target, nor of the plan's checksums.
+    if (key === 'operator' && opts.need === 'manifest') continue;
     const got = await fetcher.read(name);
     if (got) texts[key] = got;
   }

@@ -66,7 +66,8 @@ export async function checkPlanForApply(plan: Plan): Promise<{ bundle: Bundle; t
     if (bundle.manifest.id !== plan.bundle.id || manifestSha256(bundle) !== plan.bundle.manifestSha256) {
       throw new RefusedError(`${plan.bundle.path} is not the bundle the plan was made with (id or manifest checksum differs)`);
     }
-    const target = await loadRelease(plan.target.version, { manifests: plan.target.manifests });
+    // The same view of the release as the plan had: a manifest install's CRDs are calico.yaml's.
+    const target = await loadRelease(plan.target.version, { manifests: plan.target.manifests, need: plan.current.installType === 'manifest' ? 'manifest' : 'operator' });
     for (const [name, f] of Object.entries(plan.target.files)) {
       if (target.files[name]?.sha256 !== f.sha256) throw new RefusedError(`the target manifest ${name} in ${plan.target.manifests} changed since the plan was made`);
     }

@@ -21,7 +21,8 @@ import { bundleDataPresent, liveDataNotInBundle } from '../plan/compare.js';
 import { isManagedCrd, transformInstallation } from '../plan/findings.js';
 import { checkBundle, checkCluster, refuseOnFailure } from '../plan/preflight.js';
 import { parseDuration } from '../config/config.js';
-import { CALICO_POD_NAMESPACES } from '../plan/rules.js';
+import { CALICO_POD_NAMESPACES, MANIFEST_POD_SELECTOR } from '../plan/rules.js';
+import { applyManifestEdits, type ManifestTransform } from '../plan/manifest-custom.js';
 import type { Plan } from '../plan/types.js';
 import type { ExecStep, StepRuntime } from './executor.js';
 import { restoreResources } from '../restore/restore.js';
@@ -140,8 +141,10 @@ async function putExact(client: KubeClient, type: Parameters<KubeClient['create'
   }
 }
 
-async function applyCrds({ client, target, reporter }: StepDeps): Promise<string> {
-  const crds = target.calicoManifest && !target.operatorImage ? target.calicoManifest.filter((o) => o.kind === 'CustomResourceDefinition') : target.crds;
+async function applyCrds({ client, plan, target, reporter }: StepDeps): Promise<string> {
+  // A manifest install gets calico.yaml's CRDs even when the release folder also holds tigera-operator.yaml
+  // (whose operator.tigera.io CRDs a calico.yaml install never had).
+  const crds = plan.current.installType === 'manifest' && target.calicoManifest ? target.calicoManifest.filter((o) => o.kind === 'CustomResourceDefinition') : target.crds;
   let created = 0;
   let done = 0;
   await pool(crds, 4, async (crd) => {
@@ -176,10 +179,14 @@ async function applyOperator({ client, target }: StepDeps): Promise<string> {
   return `${n} objects of tigera-operator.yaml applied (operator ${target.operatorImage}, kept at 0 replicas)`;
 }
 
-async function applyCalicoManifest({ client, target }: StepDeps): Promise<string> {
-  const objs = (target.calicoManifest ?? []).filter((o) => o.kind !== 'CustomResourceDefinition');
+async function applyCalicoManifest({ client, plan, target }: StepDeps): Promise<string> {
+  // The admins' edits of calico.yaml found by the plan (env, calico-config, registry, probe commands) are written
+  // into the target's: replacing the objects as released would undo them (see plan/manifest-custom.ts).
+  const edits = plan.transforms.manifest;
+  const objs = applyManifestEdits((target.calicoManifest ?? []).filter((o) => o.kind !== 'CustomResourceDefinition'), edits);
   const n = await putObjects(client, objs);
-  return `${n} objects of calico.yaml applied`;
+  const carried = edits ? edits.calicoNodeEnv.set.length + edits.calicoNodeEnv.remove.length + Object.keys(edits.calicoConfig).length + Object.keys(edits.repositories).length + (edits.containerFields?.length ?? 0) : 0;
+  return `${n} objects of calico.yaml applied${carried ? ` with ${carried} edit(s) of the ${edits!.from} calico.yaml carried over` : ''}`;
 }
 
 async function transformInstallationStep({ client, plan }: StepDeps): Promise<string> {
@@ -251,7 +258,7 @@ async function restoreData({ client, bundle, reporter }: StepDeps): Promise<stri
  * On the test cluster kwok runs the pods (Ready without running anything), so the operator never writes a
  * TigeraStatus or a calico-node DaemonSet there and those checks pass vacuously.
  */
-async function waitRollout({ client, plan, rolloutTimeoutMs }: StepDeps): Promise<string> {
+async function waitRollout({ client, plan, target, rolloutTimeoutMs }: StepDeps): Promise<string> {
   const timeoutMs = rolloutTimeoutMs ?? 300_000;
   const checked: string[] = [];
   if (plan.current.installType === 'operator') {
@@ -275,7 +282,14 @@ async function waitRollout({ client, plan, rolloutTimeoutMs }: StepDeps): Promis
   const namespaces = CALICO_POD_NAMESPACES[plan.current.installType === 'operator' ? 'operator' : 'manifest'];
   const dsNs = plan.current.installType === 'operator' ? 'calico-system' : 'kube-system';
   const ds = await client.getOrUndefined(K.daemonSet, dsNs, 'calico-node');
-  if (ds) {
+  if (plan.current.installType === 'manifest') {
+    // calico.yaml's workloads are ours to check: they must carry the target's images (a rollout status alone
+    // also says "complete" for a DaemonSet nobody changed) and finish rolling out, kube-controllers included.
+    for (const w of manifestWorkloads(target, plan.transforms.manifest)) {
+      await waitWorkloadRollout(client, w, timeoutMs);
+      checked.push(`${w.kind} ${w.name} ${w.images.join(', ')} rolled out`);
+    }
+  } else if (ds) {
     await client.waitFor('the calico-node DaemonSet to roll out', async () => {
       const d = await client.get(K.daemonSet, dsNs, 'calico-node');
       const s = d.status ?? {};
@@ -284,10 +298,12 @@ async function waitRollout({ client, plan, rolloutTimeoutMs }: StepDeps): Promis
     checked.push('calico-node rolled out');
   }
   let pods = 0;
+  // kube-system holds more than Calico: for a manifest install only Calico's pods (by their k8s-app label) count.
+  const labelSelector = plan.current.installType === 'manifest' ? MANIFEST_POD_SELECTOR : undefined;
   await client.waitFor('the Calico pods to be Ready', async () => {
     pods = 0;
     for (const ns of namespaces) {
-      for (const p of await client.listAll(K.pod, { namespace: ns })) {
+      for (const p of await client.listAll(K.pod, { namespace: ns, labelSelector })) {
         if (p.metadata.deletionTimestamp || p.status?.phase === 'Succeeded') continue;
         if (!p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')) return undefined;
         pods++;
@@ -297,6 +313,45 @@ async function waitRollout({ client, plan, rolloutTimeoutMs }: StepDeps): Promis
   }, { timeoutMs, intervalMs: 1000 });
   checked.push(`${pods} pods Ready in ${namespaces.join(', ')}`);
   return checked.join('; ');
+}
+
+interface ManifestWorkload {
+  kind: 'DaemonSet' | 'Deployment';
+  namespace: string;
+  name: string;
+  /** Every container image of the release's pod template, in order. */
+  images: string[];
+}
+
+/** The DaemonSets and Deployments of the target calico.yaml (calico-node, calico-kube-controllers, ...). */
+function manifestWorkloads(target: Release, edits: ManifestTransform | undefined): ManifestWorkload[] {
+  return applyManifestEdits(target.calicoManifest ?? [], edits)
+    .filter((o) => o.kind === 'DaemonSet' || o.kind === 'Deployment')
+    .map((o) => ({ kind: o.kind as ManifestWorkload['kind'], namespace: o.metadata.namespace ?? 'kube-system', name: o.metadata.name, images: podImages(o) }));
+}
+
+function podImages(o: KubeObject | undefined): string[] {
+  const spec = o?.spec?.template?.spec ?? {};
+  return [...(spec.initContainers ?? []), ...(spec.containers ?? [])].map((c: any) => c.image);
+}
+
+/** Wait until a DaemonSet/Deployment runs the given images everywhere: generation observed, every pod updated and available, no old pod left. */
+async function waitWorkloadRollout(client: KubeClient, w: ManifestWorkload, timeoutMs: number): Promise<void> {
+  const type = w.kind === 'DaemonSet' ? K.daemonSet : K.deployment;
+  await client.waitFor(`${w.kind} ${w.namespace}/${w.name} to roll out ${w.images[w.images.length - 1]}`, async () => {
+    const live = await client.getOrUndefined(type, w.namespace, w.name);
+    if (!live) throw new EnvironmentError(`${w.kind} ${w.namespace}/${w.name} of calico.yaml is missing after the manifest was applied`);
+    const images = podImages(live);
+    if (images.join(' ') !== w.images.join(' ')) throw new EnvironmentError(`${w.kind} ${w.namespace}/${w.name} runs ${images.join(', ')}, not the target's ${w.images.join(', ')}: something else changed it`);
+    const s = live.status ?? {};
+    if ((s.observedGeneration ?? 0) < (live.metadata.generation ?? 0)) return undefined;
+    if (w.kind === 'DaemonSet') {
+      const want = s.desiredNumberScheduled ?? 0;
+      return (s.updatedNumberScheduled ?? 0) === want && (s.numberAvailable ?? 0) === want && (s.currentNumberScheduled ?? 0) === want ? true : undefined;
+    }
+    const want = live.spec?.replicas ?? 1;
+    return (s.updatedReplicas ?? 0) >= want && (s.availableReplicas ?? 0) >= want && (s.replicas ?? 0) === want ? true : undefined;
+  }, { timeoutMs, intervalMs: 1000 });
 }
 
 /** Put back, from the bundle, the kinds of the objects the plan found changed since the backup. */

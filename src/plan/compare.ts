@@ -58,6 +58,7 @@ async function liveCalicoObjects(client: KubeClient): Promise<{ objects: Map<str
  */
 export async function bundleDataPresent(client: KubeClient, bundle: Bundle, transform: InstallationTransform): Promise<{ checked: number; differences: DataDifference[] }> {
   const live = await liveCalicoObjects(client);
+  const bundleCrds = new Map((await bundle.crds()).map((c) => [`${c.spec?.group}/${c.spec?.names?.kind}`, c]));
   const differences: DataDifference[] = [];
   let checked = 0;
   for await (const { object } of bundle.objects({ groups: [CALICO_CRD_GROUP, OPERATOR_GROUP] })) {
@@ -71,8 +72,13 @@ export async function bundleDataPresent(client: KubeClient, bundle: Bundle, tran
     const crd = live.crds.get(`${object.apiVersion.split('/')[0]}/${object.kind}`);
     let expected = crd ? pruneUnknownFields(object, crd) : object;
     if (object.kind === 'Installation' && object.metadata.name === 'default') expected = transformInstallation(expected, transform);
-    if (content(expected) !== content(l)) {
-      differences.push({ object: objRef(object), problem: 'changed', detail: firstDifference({ spec: expected.spec, data: expected.data }, { spec: l.spec, data: l.data }) });
+    // Fields the bundle's own CRD lacks were invisible when the backup was taken, so they cannot differ from it:
+    // an upgrade's CRDs show them again (a value pruned on read under the older schema is still stored, e.g.
+    // FelixConfiguration debugPort after 3.28 -> 3.27 -> 3.28 on a manifest install) or default them.
+    const bundleCrd = bundleCrds.get(`${object.apiVersion.split('/')[0]}/${object.kind}`);
+    const seen = bundleCrd ? pruneUnknownFields(l, bundleCrd) : l;
+    if (content(expected) !== content(seen)) {
+      differences.push({ object: objRef(object), problem: 'changed', detail: firstDifference({ spec: expected.spec, data: expected.data }, { spec: seen.spec, data: seen.data }) });
     }
   }
   return { checked, differences };

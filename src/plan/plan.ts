@@ -14,6 +14,7 @@ import { K } from '../kube/builtin.js';
 import { crdResourceType } from '../kube/discovery.js';
 import { computeFindings, isManagedCrd, type LiveCalico } from './findings.js';
 import { liveDataNotInBundle } from './compare.js';
+import { planManifestEdits } from './manifest-custom.js';
 import { checkBundle, checkCluster, clusterUid, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
 import { parseDuration } from '../config/config.js';
 import { PLAN_FLAGS } from './rules.js';
@@ -59,6 +60,10 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
 
   const install = await detectCalico(client);
   if (install.installType === 'none') throw new BadInputError('no Calico install found in this cluster: there is nothing to upgrade or downgrade');
+  // Refused before anything else is looked at (bundle, manifests): the answer does not depend on them.
+  if (install.installType === 'manifest' && opts.strategy === 'reinstall') {
+    throw new BadInputError('--strategy reinstall is implemented for operator installs only; use in-place for a calico.yaml install');
+  }
   reporter.info('CNR_PLAN_CURRENT', `current: Calico ${install.version ?? 'unknown version'} (${install.installType} install)`);
   const target: Release = await loadRelease(opts.to, { manifests: opts.manifests, need: install.installType === 'operator' ? 'operator' : 'manifest' });
   reporter.info('CNR_PLAN_TARGET', `target: Calico ${target.version} from ${target.origin}`);
@@ -98,6 +103,9 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
           : 'kept as they are now; the final verification skips them (pass --restore-drift to put them back as in the bundle)',
       });
     }
+    // calico.yaml installs: the user's edits of calico.yaml are carried into the target's (see manifest-custom.ts).
+    const edits = install.installType === 'manifest' ? await planManifestEdits(client, install.version, opts.manifests) : undefined;
+    if (edits?.finding) findings.push(edits.finding);
     const now = opts.now ?? new Date();
     const plan: Plan = {
       apiVersion: PLAN_API_VERSION,
@@ -118,11 +126,13 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
       bundle: { path: path.resolve(bundlePath), id: bundle.manifest.id, manifestSha256: manifestSha256(bundle), createdAt: bundle.manifest.createdAt },
       preflight,
       findings,
-      transforms: { installation },
+      transforms: { installation, ...(edits?.transform ? { manifest: edits.transform } : {}) },
       drift: drifted.map((d) => d.object),
       ...(rolling ? { rolling: rolling.rolling } : {}),
       steps: stepsFor(install.installType === 'operator' ? 'operator' : 'manifest', strategy, target, { restoreDrift: restoreDrift && drifted.length > 0, rebootNodes: !!rolling }),
     };
+    // A calico.yaml install's steps say what they do there (no operator; the workloads are in kube-system).
+    if (install.installType === 'manifest') plan.steps = plan.steps.map((s) => ({ ...s, ...MANIFEST_STEP_TEXT[s.id] }));
     return plan;
   } finally {
     await bundle.close();
@@ -174,3 +184,11 @@ export function stepsFor(install: 'operator' | 'manifest', strategy: Strategy, t
   if (opts.restoreDrift) ids.splice(ids.indexOf('resume-operator'), 0, 'restore-drift');
   return withNodes(ids);
 }
+
+/** What differs for a calico.yaml install (no operator, no Installation; the workloads live in kube-system). */
+const MANIFEST_STEP_TEXT: Record<string, { description: string }> = {
+  'apply-crds': { description: 'replace each crd.projectcalico.org CRD of calico.yaml with the target\'s exactly (create or update), then wait until Established; no CRD is deleted, no operator CRD is added' },
+  'apply-calico-manifest': { description: 'create or replace the other objects of calico.yaml as released, with the edits of the current calico.yaml the plan found (finding calico-manifest-edits) written in' },
+  'wait-rollout': { description: 'the calico-node DaemonSet and the calico-kube-controllers Deployment in kube-system carry the target calico.yaml\'s images and finished their rollout (every pod updated and available); their pods Ready' },
+  'verify-data': { description: 'every IPPool, IPAM object, policy and BGP/Felix object of the bundle is present and unchanged (fields the target CRDs prune excepted, as the findings say)' },
+};

@@ -17,6 +17,8 @@ export const RUNTIME_KINDS = new Set(['TigeraStatus', 'CalicoNodeStatus', 'Clust
 
 /** Namespaces where the target's pods run (checked Ready by the rollout wait). */
 export const CALICO_POD_NAMESPACES = { operator: ['tigera-operator', 'calico-system'], manifest: ['kube-system'] } as const;
+/** A manifest install's pods in kube-system (calico.yaml and calico-typha.yaml label them k8s-app); the namespace holds other pods too. */
+export const MANIFEST_POD_SELECTOR = 'k8s-app in (calico-node,calico-kube-controllers,calico-typha)';
 
 /** Flags that allow a plan finding of action `requires-flag`. */
 export const PLAN_FLAGS = {

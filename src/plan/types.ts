@@ -4,6 +4,7 @@
  * bundle it relies on, the findings and the steps.
  */
 import type { InstallType } from '../calico/detect.js';
+import type { ManifestTransform } from './manifest-custom.js';
 
 export const PLAN_API_VERSION = 'cni-rewind.io/v1';
 export const PLAN_KIND = 'Plan';
@@ -87,7 +88,8 @@ export interface Plan {
   bundle: { path: string; id: string; manifestSha256: string; createdAt: string };
   preflight: PreflightCheck[];
   findings: PlanFinding[];
-  transforms: { installation: InstallationTransform };
+  /** `manifest`: edits of a calico.yaml install carried into the target's calico.yaml (absent for operator installs). */
+  transforms: { installation: InstallationTransform; manifest?: ManifestTransform };
   /** Calico objects whose content differed from the bundle when the plan was made (`Kind/name`). */
   drift?: string[];
   /** Present when the plan reboots nodes (`--reboot-nodes`). */
