@@ -55,12 +55,23 @@ export class CliContext {
 export function handler<A>(fn: (ctx: CliContext, args: A & GlobalArgs) => Promise<number | void>): (args: A & GlobalArgs) => Promise<void> {
   return async (args) => {
     const ctx = new CliContext(args);
+    // If the event loop runs dry while the command still waits on something (a promise nothing will ever settle),
+    // Node would exit with code 0 as if it had succeeded. Never let that pass for success.
+    let settled = false;
+    const stalled = () => {
+      if (settled) return;
+      process.stderr.write('cni-rewind: internal error: the command stopped before it finished (it waited on something that can never happen)\n  rerun with -v and report it\n');
+      process.exitCode = 1;
+    };
+    process.once('beforeExit', stalled);
     try {
       const code = await fn(ctx, args);
       process.exitCode = code ?? ExitCode.Ok;
     } catch (err) {
       process.exitCode = reportError(err, args.verbose, ctx.style);
     } finally {
+      settled = true;
+      process.off('beforeExit', stalled);
       await ctx.close();
     }
   };
