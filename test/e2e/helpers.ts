@@ -47,6 +47,9 @@ export async function resetCalico(client: KubeClient): Promise<void> {
   await client.delete(K.configMap, 'kube-system', 'calico-config');
   await client.delete(K.daemonSet, 'kube-system', 'calico-node');
   await client.delete(K.deployment, 'kube-system', 'calico-kube-controllers');
+  // calico.yaml's other kube-system objects: its PDB would otherwise linger and count in later drain preflights.
+  await client.delete(K.pdb, 'kube-system', 'calico-kube-controllers');
+  for (const sa of ['calico-kube-controllers', 'calico-node', 'calico-cni-plugin']) await client.delete(K.serviceAccount, 'kube-system', sa);
   await client.waitFor('Calico CRDs to be deleted', async () => ((await client.listAll(K.crd)).some((c) => CALICO_GROUPS.includes(c.spec.group)) ? undefined : true), { timeoutMs: 120_000 });
   await client.waitFor('Calico namespaces to be deleted', async () => {
     for (const ns of CALICO_NAMESPACES) if (await client.getOrUndefined(K.namespace, undefined, ns)) return undefined;
