@@ -4,8 +4,7 @@
  * exactly which calls cni-rewind made (e.g. RebootInstances, in which order) and to react to them the way the
  * real world would (a rebooted machine's kubelet reporting a new boot id), without changing what moto answers.
  */
-import http from 'node:http';
-import { forward } from './moto.js';
+import { ec2Server, forward } from './moto.js';
 
 export interface Ec2Call {
   action: string;
@@ -23,28 +22,20 @@ export interface RecordingEc2Proxy {
 
 export async function startRecordingEc2Proxy(target: string, onCall?: (call: Ec2Call) => void): Promise<RecordingEc2Proxy> {
   const calls: Ec2Call[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', async () => {
-      const body = Buffer.concat(chunks);
-      const form = new URLSearchParams(body.toString('utf8'));
-      const call: Ec2Call = { action: form.get('Action') ?? '', params: Object.fromEntries(form.entries()), time: Date.now() };
-      calls.push(call);
-      try {
-        onCall?.(call);
-      } catch {
-        /* a hook's failure is the test's business, not the proxy's */
-      }
-      await forward(target, req, res, body);
-    });
+  const server = await ec2Server(async (req, res, body, form) => {
+    const call: Ec2Call = { action: form.get('Action') ?? '', params: Object.fromEntries(form.entries()), time: Date.now() };
+    calls.push(call);
+    try {
+      onCall?.(call);
+    } catch {
+      /* a hook's failure is the test's business, not the proxy's */
+    }
+    await forward(target, req, res, body);
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const port = (server.address() as { port: number }).port;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: server.url,
     calls,
     actions: (action) => calls.filter((c) => c.action === action),
-    close: () => new Promise<void>((r) => server.close(() => r())),
+    close: server.close,
   };
 }

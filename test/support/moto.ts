@@ -109,38 +109,50 @@ function ec2Error(res: ServerResponse, status: number, code: string, message: st
 }
 
 /**
+ * An HTTP server on 127.0.0.1 (a free port) that hands each EC2 query-protocol request, with its body and parsed
+ * form, to `handle`: the shape every stand-in and proxy in front of moto shares.
+ */
+export async function ec2Server(handle: (req: IncomingMessage, res: ServerResponse, body: Buffer, form: URLSearchParams) => Promise<void> | void): Promise<{ url: string; close(): Promise<void> }> {
+  const http = await import('node:http');
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', async () => {
+      const body = Buffer.concat(chunks);
+      await handle(req, res, body, new URLSearchParams(body.toString('utf8')));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as { port: number }).port;
+  return { url: `http://127.0.0.1:${port}`, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+/**
  * A stand-in for EC2's API throttling, which moto never does: an HTTP proxy in front of moto that answers every
  * `every`-th request with the error EC2 returns when throttled (HTTP 503, Code RequestLimitExceeded, EC2 query
  * error XML) and forwards the rest unchanged.
  */
 export async function startThrottlingProxy(target: string, opts: { every: number }): Promise<ThrottlingProxy> {
-  const http = await import('node:http');
   let n = 0;
   const state = { throttled: 0, forwarded: 0 };
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', async () => {
-      if (++n % opts.every === 0) {
-        state.throttled++;
-        ec2Error(res, 503, 'RequestLimitExceeded', 'Request limit exceeded.');
-        return;
-      }
-      state.forwarded++;
-      await forward(target, req, res, Buffer.concat(chunks));
-    });
+  const server = await ec2Server(async (req, res, body) => {
+    if (++n % opts.every === 0) {
+      state.throttled++;
+      ec2Error(res, 503, 'RequestLimitExceeded', 'Request limit exceeded.');
+      return;
+    }
+    state.forwarded++;
+    await forward(target, req, res, body);
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const port = (server.address() as { port: number }).port;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: server.url,
     get throttled() {
       return state.throttled;
     },
     get forwarded() {
       return state.forwarded;
     },
-    close: () => new Promise<void>((r) => server.close(() => r())),
+    close: server.close,
   };
 }
 
@@ -171,38 +183,29 @@ export interface FaultProxy {
  * one instance, a transient `ServiceUnavailable` 503 for the first N calls, ...) and forwards the rest unchanged.
  */
 export async function startFaultProxy(target: string, rules: FaultRule[]): Promise<FaultProxy> {
-  const http = await import('node:http');
   const hits = rules.map(() => 0);
   const forwarded: string[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', async () => {
-      const body = Buffer.concat(chunks);
-      const form = new URLSearchParams(body.toString('utf8'));
-      const action = form.get('Action') ?? '';
-      for (const [i, rule] of rules.entries()) {
-        if (rule.action !== action || hits[i]! >= (rule.times ?? Infinity)) continue;
-        let matched: boolean;
-        try {
-          matched = rule.match ? await rule.match(form) : true;
-        } catch (err) {
-          res.writeHead(500);
-          res.end(`fault proxy: rule ${i} match failed: ${String(err)}`);
-          return;
-        }
-        if (!matched || hits[i]! >= (rule.times ?? Infinity)) continue;
-        hits[i]!++;
-        ec2Error(res, rule.status, rule.code, rule.message);
+  const server = await ec2Server(async (req, res, body, form) => {
+    const action = form.get('Action') ?? '';
+    for (const [i, rule] of rules.entries()) {
+      if (rule.action !== action || hits[i]! >= (rule.times ?? Infinity)) continue;
+      let matched: boolean;
+      try {
+        matched = rule.match ? await rule.match(form) : true;
+      } catch (err) {
+        res.writeHead(500);
+        res.end(`fault proxy: rule ${i} match failed: ${String(err)}`);
         return;
       }
-      forwarded.push(action);
-      await forward(target, req, res, body);
-    });
+      if (!matched || hits[i]! >= (rule.times ?? Infinity)) continue;
+      hits[i]!++;
+      ec2Error(res, rule.status, rule.code, rule.message);
+      return;
+    }
+    forwarded.push(action);
+    await forward(target, req, res, body);
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const port = (server.address() as { port: number }).port;
-  return { url: `http://127.0.0.1:${port}`, hits, forwarded, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return { url: server.url, hits, forwarded, close: server.close };
 }
 
 /** Launch `count` instances in us-east-1a, each with a root and one data volume; returns their ids. */
@@ -245,7 +248,6 @@ export interface ReplaceRootStandIn {
  * new one on the root device), as EC2 would. Every other call is forwarded to moto unchanged.
  */
 export async function startReplaceRootStandIn(motoUrl: string): Promise<ReplaceRootStandIn> {
-  const http = await import('node:http');
   const { randomBytes } = await import('node:crypto');
   const sdk = await import('@aws-sdk/client-ec2');
   const ec2 = new sdk.EC2Client({ region: 'us-east-1', endpoint: motoUrl, credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' }, maxAttempts: 1 });
@@ -265,51 +267,43 @@ export async function startReplaceRootStandIn(motoUrl: string): Promise<ReplaceR
     if (t.deleteReplaced) await ec2.send(new sdk.DeleteVolumeCommand({ VolumeId: old }));
   }
 
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', async () => {
-      const body = Buffer.concat(chunks);
-      const form = new URLSearchParams(body.toString('utf8'));
-      const action = form.get('Action');
-      const reply = (xml: string) => {
-        res.writeHead(200, { 'content-type': 'text/xml;charset=UTF-8', 'content-length': Buffer.byteLength(xml) });
-        res.end(xml);
-      };
-      try {
-        if (action === 'CreateReplaceRootVolumeTask') {
-          const t = { id: `replacevol-${randomBytes(8).toString('hex')}`, instanceId: form.get('InstanceId')!, snapshotId: form.get('SnapshotId')!, deleteReplaced: form.get('DeleteReplacedRootVolume') === 'true', state: 'pending', describes: 0, fail: state.failNext };
-          state.failNext = false;
-          tasks.push(t);
-          return reply(`<?xml version="1.0" encoding="UTF-8"?>\n<CreateReplaceRootVolumeTaskResponse xmlns="${ns}"><requestId>${randomBytes(8).toString('hex')}</requestId><replaceRootVolumeTask>${taskXml(t)}</replaceRootVolumeTask></CreateReplaceRootVolumeTaskResponse>`);
-        }
-        if (action === 'DescribeReplaceRootVolumeTasks') {
-          const ids = [...form.entries()].filter(([k]) => k.startsWith('ReplaceRootVolumeTaskId.')).map(([, v]) => v);
-          const chosen = tasks.filter((t) => !ids.length || ids.includes(t.id));
-          for (const t of chosen) {
-            t.describes++;
-            if (t.state === 'pending' && t.describes >= 1) t.state = 'in-progress';
-            else if (t.state === 'in-progress' && t.describes >= 3) {
-              if ((t as any).fail) t.state = 'failed';
-              else {
-                await swapRoot(t);
-                t.state = 'succeeded';
-              }
+  const server = await ec2Server(async (req, res, body, form) => {
+    const action = form.get('Action');
+    const reply = (xml: string) => {
+      res.writeHead(200, { 'content-type': 'text/xml;charset=UTF-8', 'content-length': Buffer.byteLength(xml) });
+      res.end(xml);
+    };
+    try {
+      if (action === 'CreateReplaceRootVolumeTask') {
+        const t = { id: `replacevol-${randomBytes(8).toString('hex')}`, instanceId: form.get('InstanceId')!, snapshotId: form.get('SnapshotId')!, deleteReplaced: form.get('DeleteReplacedRootVolume') === 'true', state: 'pending', describes: 0, fail: state.failNext };
+        state.failNext = false;
+        tasks.push(t);
+        return reply(`<?xml version="1.0" encoding="UTF-8"?>\n<CreateReplaceRootVolumeTaskResponse xmlns="${ns}"><requestId>${randomBytes(8).toString('hex')}</requestId><replaceRootVolumeTask>${taskXml(t)}</replaceRootVolumeTask></CreateReplaceRootVolumeTaskResponse>`);
+      }
+      if (action === 'DescribeReplaceRootVolumeTasks') {
+        const ids = [...form.entries()].filter(([k]) => k.startsWith('ReplaceRootVolumeTaskId.')).map(([, v]) => v);
+        const chosen = tasks.filter((t) => !ids.length || ids.includes(t.id));
+        for (const t of chosen) {
+          t.describes++;
+          if (t.state === 'pending' && t.describes >= 1) t.state = 'in-progress';
+          else if (t.state === 'in-progress' && t.describes >= 3) {
+            if ((t as any).fail) t.state = 'failed';
+            else {
+              await swapRoot(t);
+              t.state = 'succeeded';
             }
           }
-          return reply(`<?xml version="1.0" encoding="UTF-8"?>\n<DescribeReplaceRootVolumeTasksResponse xmlns="${ns}"><requestId>${randomBytes(8).toString('hex')}</requestId><replaceRootVolumeTaskSet>${chosen.map((t) => `<item>${taskXml(t)}</item>`).join('')}</replaceRootVolumeTaskSet></DescribeReplaceRootVolumeTasksResponse>`);
         }
-        await forward(motoUrl, req, res, body);
-      } catch (err) {
-        res.writeHead(500);
-        res.end(String(err));
+        return reply(`<?xml version="1.0" encoding="UTF-8"?>\n<DescribeReplaceRootVolumeTasksResponse xmlns="${ns}"><requestId>${randomBytes(8).toString('hex')}</requestId><replaceRootVolumeTaskSet>${chosen.map((t) => `<item>${taskXml(t)}</item>`).join('')}</replaceRootVolumeTaskSet></DescribeReplaceRootVolumeTasksResponse>`);
       }
-    });
+      await forward(motoUrl, req, res, body);
+    } catch (err) {
+      res.writeHead(500);
+      res.end(String(err));
+    }
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const port = (server.address() as { port: number }).port;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: server.url,
     tasks,
     get failNext() {
       return state.failNext;
@@ -319,7 +313,7 @@ export async function startReplaceRootStandIn(motoUrl: string): Promise<ReplaceR
     },
     close: async () => {
       ec2.destroy();
-      await new Promise<void>((r) => server.close(() => r()));
+      await server.close();
     },
   };
 }
