@@ -15,7 +15,7 @@ import { crdResourceType } from '../../src/kube/discovery.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
 import { calicoFixturesDir } from '../../src/local-cluster/paths.js';
 import { deleteNodes, fixtureObjects, resetCalico, runCli, testClient } from './helpers.js';
-import { calicoSnapshot, expectDowngradedTo327, installCalico328 } from './plan-support.js';
+import { applyKilledAtEachStep, calicoSnapshot, expectDowngradedTo327, installCalico328 } from './plan-support.js';
 import { populateCalico, type Population } from './population.js';
 
 const fixtures = calicoFixturesDir();
@@ -112,28 +112,13 @@ describe('plan and apply: 3.28.1 -> 3.27.4 on a real cluster', () => {
     expect(uninterrupted, 'needs the uninterrupted run above').toBeDefined();
     await installCalico328(client);
     const { plan, bundle, out } = await exportAndPlan('killed');
-    const n = out.steps.length;
-    const journal = journalPathFor(bundle, out.id);
-    for (let k = 1; k < n; k++) {
-      const r = await runCli(['apply', plan, '--yes', ...(k > 1 ? ['--resume'] : [])], { env: { CNI_REWIND_TEST_KILL_AFTER_STEP: String(k) } });
-      expect(r.code, `run ${k}: ${r.stderr}`).not.toBe(0);
-      const st = Journal.read(journal);
-      expect(st.finished.size, `journal after the kill at step ${k}`).toBe(k);
-      expect(st.done).toBe(false);
+    await applyKilledAtEachStep(plan, bundle, out, async (k, st) => {
       if (k === 2) {
         // The operator is paused now; the replica count to go back to is in the journal, not in the Deployment.
         expect((await client.get(K.deployment, 'tigera-operator', 'tigera-operator')).spec.replicas).toBe(0);
         expect(st.remembered.operatorReplicas).toBe(1);
       }
-    }
-    const last = await runCli(['apply', plan, '--yes', '--resume', '-o', 'json']);
-    expect(last.code, last.stderr).toBe(0);
-    const res = JSON.parse(last.stdout);
-    expect(res.steps.filter((s: any) => s.status === 'skipped')).toHaveLength(n - 1);
-    expect(res.steps[n - 1].status).toBe('done');
-    // Each step started exactly once across all the runs (nothing was done twice).
-    const starts = Journal.read(journal).records.filter((r) => r.event === 'step-start').map((r: any) => r.step);
-    expect(starts).toEqual(out.steps.map((s: any) => s.id));
+    });
     expect(await calicoSnapshot(client)).toEqual(uninterrupted);
   });
 

@@ -20,7 +20,7 @@ import { createFakeNodes } from '../../src/local-cluster/nodes.js';
 import { calicoFixturesDir } from '../../src/local-cluster/paths.js';
 import { canonicalJson } from '../../src/plan/compare.js';
 import { calicoType, deleteNodes, fixtureObjects, resetCalico, runCli, testClient } from './helpers.js';
-import { calicoSnapshot } from './plan-support.js';
+import { applyKilledAtEachStep, calicoSnapshot } from './plan-support.js';
 import { populateCalico, type Population } from './population.js';
 
 const fixtures = calicoFixturesDir();
@@ -326,26 +326,12 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
     await calicoNodeStarted(client, 'v3.28.1');
     const { plan, bundle, out } = await exportAndPlan('killed', '3.27.4', ['--allow-field-loss']);
     expect(out.steps.map((s: any) => s.id)).toEqual(MANIFEST_STEPS);
-    const n = out.steps.length;
-    const journal = journalPathFor(bundle, out.id);
-    for (let k = 1; k < n; k++) {
-      const r = await runCli(['apply', plan, '--yes', ...(k > 1 ? ['--resume'] : [])], { env: { CNI_REWIND_TEST_KILL_AFTER_STEP: String(k) } });
-      expect(r.code, `run ${k}: ${r.stderr}`).not.toBe(0);
-      const st = Journal.read(journal);
-      expect(st.finished.size, `journal after the kill at step ${k}`).toBe(k);
-      expect(st.done).toBe(false);
+    await applyKilledAtEachStep(plan, bundle, out, async (k) => {
       if (k === 2) {
         // Killed between the CRDs and calico.yaml: the 3.27.4 CRDs are in, calico-node still runs 3.28.1.
         expect(images(await client.get(K.daemonSet, 'kube-system', 'calico-node'))).toContain(`${REGISTRY}node:v3.28.1`);
       }
-    }
-    const last = await runCli(['apply', plan, '--yes', '--resume', '-o', 'json']);
-    expect(last.code, last.stderr).toBe(0);
-    const res = JSON.parse(last.stdout);
-    expect(res.steps.filter((s: any) => s.status === 'skipped')).toHaveLength(n - 1);
-    expect(res.steps[n - 1].status).toBe('done');
-    const starts = Journal.read(journal).records.filter((r) => r.event === 'step-start').map((r: any) => r.step);
-    expect(starts).toEqual(MANIFEST_STEPS);
+    });
     await expectExactly('3.27.4');
     await calicoNodeStarted(client, 'v3.27.4');
     expect(await manifestSnapshot(client)).toEqual(downgraded);

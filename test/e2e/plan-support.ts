@@ -9,7 +9,8 @@ import { canonicalJson } from '../../src/plan/compare.js';
 import { expect } from 'vitest';
 import { checkAgainstSchema } from '../../src/calico/schema.js';
 import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/executor/lock.js';
-import { fixtureObjects } from './helpers.js';
+import { Journal, journalPathFor, type JournalState } from '../../src/executor/journal.js';
+import { fixtureObjects, runCli } from './helpers.js';
 import type { Population } from './population.js';
 
 /** The Installation as the 3.28 operator leaves it: `name` and `allowedUses` written into its pool. */
@@ -118,4 +119,29 @@ export async function expectDowngradedTo327(client: KubeClient, population: Popu
   // The lock was given back.
   expect((await client.get(K.lease, LOCK_NAMESPACE, LOCK_NAME)).spec.holderIdentity).toBeUndefined();
   return after;
+}
+
+/**
+ * Apply `plan` killed (SIGKILL, the test hook) right after each step in turn, resuming each time, then resume to the
+ * end: every kill leaves the journal with exactly k steps finished; the last run skips them all but the last; each
+ * step started exactly once across all runs. `afterKill(k, journal)` checks the state between runs.
+ */
+export async function applyKilledAtEachStep(plan: string, bundle: string, out: { id: string; steps: { id: string }[] }, afterKill?: (k: number, st: JournalState) => Promise<void>): Promise<void> {
+  const n = out.steps.length;
+  const journal = journalPathFor(bundle, out.id);
+  for (let k = 1; k < n; k++) {
+    const r = await runCli(['apply', plan, '--yes', ...(k > 1 ? ['--resume'] : [])], { env: { CNI_REWIND_TEST_KILL_AFTER_STEP: String(k) } });
+    expect(r.code, `run ${k}: ${r.stderr}`).not.toBe(0);
+    const st = Journal.read(journal);
+    expect(st.finished.size, `journal after the kill at step ${k}`).toBe(k);
+    expect(st.done).toBe(false);
+    await afterKill?.(k, st);
+  }
+  const last = await runCli(['apply', plan, '--yes', '--resume', '-o', 'json']);
+  expect(last.code, last.stderr).toBe(0);
+  const res = JSON.parse(last.stdout);
+  expect(res.steps.filter((s: any) => s.status === 'skipped')).toHaveLength(n - 1);
+  expect(res.steps[n - 1].status).toBe('done');
+  const starts = Journal.read(journal).records.filter((r) => r.event === 'step-start').map((r: any) => r.step);
+  expect(starts).toEqual(out.steps.map((s) => s.id));
 }
