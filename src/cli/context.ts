@@ -2,7 +2,8 @@ import type { Argv, CommandModule } from 'yargs';
 import { CniRewindError, EnvironmentError, ExitCode } from '../errors.js';
 import { Reporter } from '../io/host.js';
 import { redact } from '../io/redact.js';
-import { KubeApiError, KubeClient } from '../kube/client.js';
+// Types only: the Kubernetes client is imported when a command first asks for it (not for --help, version, inspect).
+import type { KubeApiError, KubeClient } from '../kube/client.js';
 import { ConsoleIoHost } from './console-host.js';
 import { renderData, styler, type OutputFormat, type Styler } from './output.js';
 
@@ -30,10 +31,10 @@ export class CliContext {
   }
 
   client(): Promise<KubeClient> {
-    this.clientPromise ??= KubeClient.connect({ kubeconfig: this.args.kubeconfig, context: this.args.context }).then((c) => {
+    this.clientPromise ??= import('../kube/client.js').then(({ KubeClient }) => KubeClient.connect({ kubeconfig: this.args.kubeconfig, context: this.args.context }).then((c) => {
       c.onRetry = (i) => this.reporter.debug('CNR_KUBE_RETRY', `retrying ${i.method} ${i.path} in ${i.delayMs} ms: ${i.reason}`);
       return c;
-    });
+    }));
     return this.clientPromise;
   }
 
@@ -79,7 +80,7 @@ export function handler<A>(fn: (ctx: CliContext, args: A & GlobalArgs) => Promis
 
 export function reportError(err: unknown, verbose: boolean, s: Styler): number {
   let e = err;
-  if (e instanceof KubeApiError) {
+  if (isKubeApiError(e)) {
     const code = e.statusCode === 401 || e.statusCode === 403 ? 'permission denied' : `HTTP ${e.statusCode}`;
     e = new EnvironmentError(`Kubernetes API ${code}: ${e.message}`, { cause: e });
   }
@@ -103,6 +104,14 @@ export function reportError(err: unknown, verbose: boolean, s: Styler): number {
 
 export type Command<A = {}> = CommandModule<GlobalArgs, A & GlobalArgs>;
 export type Builder<A> = (y: Argv<GlobalArgs>) => Argv<A & GlobalArgs>;
+
+/**
+ * Recognised by its name rather than `instanceof`, so that this module need not import the Kubernetes client (and
+ * everything it loads) only to classify an error.
+ */
+function isKubeApiError(e: unknown): e is KubeApiError {
+  return e instanceof Error && e.name === 'KubeApiError' && typeof (e as KubeApiError).statusCode === 'number';
+}
 
 const LOCAL_RESOURCE_CODES = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'EACCES', 'EPERM', 'EIO', 'EMFILE', 'ENFILE']);
 function isLocalResourceError(e: unknown): boolean {

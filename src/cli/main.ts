@@ -3,11 +3,27 @@ import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ExitCode } from '../errors.js';
 import { toolVersion } from '../version.js';
-import { commands } from './commands/index.js';
-import type { GlobalArgs } from './context.js';
+import { commandName, commandTable, commandWord, type CommandEntry } from './commands/index.js';
+import type { Command, GlobalArgs } from './context.js';
 
-/** Build the yargs parser (exported so tests and the docs checker can parse without running). */
-export function buildParser(argv: string[]) {
+/**
+ * Which command modules to import for this command line: only the one it names (`--help`, `version` and a
+ * mistyped command import none of the others), or all of them (shell completion, which may complete any
+ * command's flags).
+ */
+async function loadCommands(argv: readonly string[], all: boolean): Promise<Map<CommandEntry, Command<any>>> {
+  const word = commandWord(argv);
+  const wanted = all || argv.includes('--get-yargs-completions') ? commandTable : commandTable.filter((e) => commandName(e) === word);
+  return new Map(await Promise.all(wanted.map(async (e) => [e, await e.load()] as const)));
+}
+
+/**
+ * Build the yargs parser (exported so tests and the docs checker can parse without running). Commands whose
+ * module was not imported are registered by name and description only; should yargs choose one of them after
+ * all (the command word was guessed wrong), the command line is parsed again with every command loaded.
+ */
+export async function buildParser(argv: string[], opts: { allCommands?: boolean } = {}) {
+  const loaded = await loadCommands(argv, !!opts.allCommands);
   let parser: Argv<any> = yargs(argv)
     .scriptName(process.argv[1]?.endsWith('kubectl-cni_rewind') ? 'kubectl cni-rewind' : 'cni-rewind')
     .usage('$0 <command> [options]\n\nMake risky Calico changes safe to attempt and quick to undo.')
@@ -40,7 +56,10 @@ export function buildParser(argv: string[]) {
       // yargs spreads some messages over several lines ("Invalid values:\n  Argument: ..."): keep it to one.
       usageError(String(msg).replace(/:?\s*\n\s*/g, ': '));
     });
-  for (const c of commands) parser = parser.command(c as any);
+  for (const e of commandTable) {
+    const full = loaded.get(e);
+    parser = parser.command(full ?? ({ command: e.command, describe: e.describe, builder: (y: Argv) => y.strict(false), handler: () => main(argv, { allCommands: true }) } as any));
+  }
   function usageError(line: string): never {
     process.stderr.write(`cni-rewind: ${line}\n  see: cni-rewind --help\n`);
     process.exit(ExitCode.BadInput);
@@ -48,8 +67,8 @@ export function buildParser(argv: string[]) {
   return parser as Argv<GlobalArgs>;
 }
 
-export async function main(argv = hideBin(process.argv)): Promise<void> {
-  await buildParser(argv).parseAsync();
+export async function main(argv = hideBin(process.argv), opts: { allCommands?: boolean } = {}): Promise<void> {
+  await (await buildParser(argv, opts)).parseAsync();
 }
 
 const invokedDirectly = (() => {

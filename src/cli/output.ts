@@ -1,4 +1,4 @@
-import yaml from 'js-yaml';
+import { createRequire } from 'node:module';
 
 export type OutputFormat = 'table' | 'json' | 'yaml';
 
@@ -17,7 +17,10 @@ export function renderTable<T>(rows: readonly T[], columns: readonly Column<T>[]
 
 /** Structured output for `-o json|yaml`. */
 export function renderData(data: unknown, format: 'json' | 'yaml'): string {
-  return format === 'json' ? JSON.stringify(data, null, 2) : yaml.dump(data, { noRefs: true, lineWidth: 120 }).trimEnd();
+  if (format === 'json') return JSON.stringify(data, null, 2);
+  // js-yaml is loaded only for `-o yaml`, not at the start of every command (this function must stay synchronous).
+  const yaml = createRequire(import.meta.url)('js-yaml') as typeof import('js-yaml');
+  return yaml.dump(data, { noRefs: true, lineWidth: 120 }).trimEnd();
 }
 
 export interface Styler {

@@ -1,0 +1,67 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { heavyModules, moduleTrace, type ModuleTrace } from '../../test/support/module-trace.js';
+import { resourcePathFor } from '../bundle/paths.js';
+import { BundleWriter } from '../bundle/writer.js';
+import { packageRoot } from '../local-cluster/paths.js';
+
+/**
+ * `--help`, `version` and `inspect` (the commands that need no cluster) must start without importing the Kubernetes
+ * client or any cloud SDK: they are what make start-up slow (see docs/BENCHMARKS.md). Runs the built CLI
+ * (dist/, as `npm test` builds it) under a module-resolution trace.
+ */
+const root = packageRoot();
+const main = path.join(root, 'dist/src/cli/main.js');
+let dir: string;
+let trace: ModuleTrace;
+let bundle: string;
+
+function traced(script: string, args: string[]) {
+  trace.reset();
+  const r = spawnSync(process.execPath, [...trace.nodeArgs, script, ...args], { cwd: dir, encoding: 'utf8', env: { ...process.env, ...trace.env, NO_COLOR: '1' } });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr, modules: trace.modules() };
+}
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-startup-test-'));
+  trace = moduleTrace(dir);
+  const pool = { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name: 'default-ipv4-ippool' }, spec: { cidr: '10.0.0.0/16' } };
+  const w = await BundleWriter.open(path.join(dir, 'bundle'));
+  await w.writeObject(resourcePathFor(pool as any), pool as any);
+  w.manifest.counts = { 'ippools.crd.projectcalico.org': 1 };
+  bundle = await w.commit();
+});
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+describe('start-up of the commands that need no cluster', () => {
+  it('the trace sees the Kubernetes client and the AWS SDK when they are loaded (control)', () => {
+    // Without this, an empty list below could mean "the hooks saw nothing" rather than "nothing heavy was loaded".
+    const control = path.join(dir, 'control.mjs');
+    const registry = path.join(root, 'dist/src/providers/registry.js');
+    fs.writeFileSync(
+      control,
+      `import { createRequire } from 'node:module';\n` +
+        `const require = createRequire(${JSON.stringify(main)});\n` +
+        `await import(require.resolve('@kubernetes/client-node'));\n` +
+        `const { builtinProviders } = await import(${JSON.stringify(registry)});\nawait builtinProviders.aws();\n`,
+    );
+    const r = traced(control, []);
+    expect(r.status, r.stderr).toBe(0);
+    const heavy = heavyModules(r.modules);
+    expect([...heavy.keys()].sort()).toEqual(['@kubernetes/client-node', 'AWS SDK', 'provider modules']);
+  });
+
+  for (const args of [['--help'], ['version'], ['inspect', '<bundle>'], ['inspect', '<bundle>', '-o', 'yaml']]) {
+    it(`cni-rewind ${args.join(' ')} loads neither @kubernetes/client-node nor a cloud SDK nor a provider`, () => {
+      const r = traced(main, args.map((a) => (a === '<bundle>' ? bundle : a)));
+      expect(r.status, r.stderr).toBe(0);
+      // The command did run (not a usage error that stopped early).
+      expect(r.stdout).toMatch(args[0] === '--help' ? /cni-rewind inspect <bundle>/ : args[0] === 'version' ? /bundle format/ : /default-ipv4-ippool|ippools\.crd\.projectcalico\.org/);
+      expect(r.modules.some((m) => m.endsWith('/dist/src/cli/main.js')), 'the trace saw the CLI itself').toBe(true);
+      expect(Object.fromEntries(heavyModules(r.modules))).toEqual({});
+    });
+  }
+});
