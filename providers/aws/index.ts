@@ -2,7 +2,8 @@
  * AWS EC2 snapshot provider (@aws-sdk/client-ec2).
  *
  * Snapshot: one crash-consistent CreateSnapshots call per instance (all attached EBS volumes), tagged so the
- * snapshots can be found without the bundle; waited on with the SDK waiter (waitUntilSnapshotCompleted).
+ * snapshots can be found without the bundle; waited on by one DescribeSnapshots poller per region shared by all
+ * nodes (snapshot-watch.ts), so a backup of many nodes does not multiply the polling.
  * Restore: data volumes by create-volume-from-snapshot + stop + detach + attach on the same device + start;
  * the root volume by CreateReplaceRootVolumeTask polled to a final state (or, with `rootRestore: swap`, swapped
  * like a data volume while the instance is stopped). Replaced volumes are kept (tagged) unless deleteReplaced.
@@ -31,7 +32,6 @@ import {
   StopInstancesCommand,
   waitUntilInstanceRunning,
   waitUntilInstanceStopped,
-  waitUntilSnapshotCompleted,
   waitUntilVolumeAvailable,
   waitUntilVolumeInUse,
   type Instance,
@@ -43,6 +43,7 @@ import { BadInputError, EnvironmentError, errorMessage } from '../../src/errors.
 import { registerSecret } from '../../src/io/redact.js';
 import { defaultRetryPolicy, sleep, withRetry, type RetryPolicy } from '../../src/kube/retry.js';
 import { parseProviderId } from '../../src/providers/provider-id.js';
+import { SnapshotWatcher } from './snapshot-watch.js';
 import {
   PROVIDER_API_VERSION,
   TAG_KEYS,
@@ -111,8 +112,11 @@ const toTags = (m: Record<string, string>): Tag[] => Object.entries(m).map(([Key
 
 export class AwsProvider implements SnapshotProvider {
   readonly name = 'aws';
+  /** Waits share one DescribeSnapshots poller per region (snapshot-watch.ts). */
+  readonly sharedWait = true;
   private readonly clients = new Map<string, EC2Client>();
   private readonly regionsSeen = new Set<string>();
+  private readonly watchers = new Map<string, SnapshotWatcher>();
   private readonly retry: RetryPolicy;
   /** Throttled calls retried (for progress and the fan-out benchmark). */
   throttled = 0;
@@ -258,20 +262,21 @@ export class AwsProvider implements SnapshotProvider {
     const results: SnapshotRecord[] = [];
     for (const [region, recs] of byRegion) {
       const ids = recs.map((r) => r.snapshotId);
-      const remainingS = Math.max(1, Math.floor((deadline - Date.now()) / 1000));
-      let waitErr: unknown;
+      const stateOf = (s: Snapshot | undefined): SnapshotRecord['state'] => (s?.State === 'completed' ? 'completed' : s?.State === 'error' ? 'failed' : s ? 'pending' : 'failed');
+      let states: Map<string, Snapshot>;
       try {
-        // The SDK waiter: first check immediate, then polls DescribeSnapshots; fails on `error`, throws on timeout.
-        await waitUntilSnapshotCompleted({ client: this.client(region), maxWaitTime: remainingS, ...this.pollDelays() }, { SnapshotIds: ids });
+        // Polled together with every other node's snapshots in this region (snapshot-watch.ts).
+        states = await this.watcher(region).wait(ids, deadline, (now) => {
+          // Pending ones only: the final state of each is reported once, below.
+          for (const r of recs) if (now.get(r.snapshotId)?.State === 'pending') opts.onProgress?.({ ...r, state: 'pending' }, now.get(r.snapshotId)!.Progress);
+        });
       } catch (err) {
-        waitErr = err;
+        throw Object.assign(err as Error, { records: [...results, ...recs] });
       }
-      const states = await this.describeSnapshots(region, ids);
       const regionResults: SnapshotRecord[] = [];
       for (const r of recs) {
         const s = states.get(r.snapshotId);
-        const state = s?.State === 'completed' ? 'completed' : s?.State === 'error' ? 'failed' : s ? 'pending' : 'failed';
-        const rec: SnapshotRecord = { ...r, state, sizeGiB: r.sizeGiB ?? s?.VolumeSize };
+        const rec: SnapshotRecord = { ...r, state: stateOf(s), sizeGiB: r.sizeGiB ?? s?.VolumeSize };
         opts.onProgress?.(rec, s?.Progress);
         regionResults.push(rec);
       }
@@ -282,11 +287,25 @@ export class AwsProvider implements SnapshotProvider {
         const what = failed.length
           ? `snapshot(s) ${failed.map((r) => `${r.snapshotId} (${r.device})`).join(', ')} failed${states.get(failed[0]!.snapshotId)?.StateMessage ? `: ${states.get(failed[0]!.snapshotId)!.StateMessage}` : ''}`
           : `snapshot(s) ${bad.map((r) => r.snapshotId).join(', ')} still pending after ${Math.round(opts.timeoutMs / 1000)} s`;
-        throw Object.assign(new EnvironmentError(`AWS ${what}`, { cause: waitErr }), { records: results });
+        throw Object.assign(new EnvironmentError(`AWS ${what}`), { records: results });
       }
-      // A waiter error with every snapshot completed (it gave up as the last one finished): the states above win.
     }
     return results;
+  }
+
+  /** The region's shared snapshot poller. */
+  private watcher(region: string): SnapshotWatcher {
+    let w = this.watchers.get(region);
+    if (!w) {
+      w = new SnapshotWatcher((ids) => this.describeSnapshots(region, ids), Math.max(1, this.config.pollSeconds ?? 15) * 1000);
+      this.watchers.set(region, w);
+    }
+    return w;
+  }
+
+  /** DescribeSnapshots calls made while waiting for snapshots, all regions (for the fan-out benchmark). */
+  get waitPolls(): number {
+    return [...this.watchers.values()].reduce((n, w) => n + w.polls, 0);
   }
 
   private async describeSnapshots(region: string, ids: string[]): Promise<Map<string, Snapshot>> {

@@ -132,13 +132,23 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
     try {
+      // The concurrency bounds the nodes being snapshotted. With a provider whose waits share their polling
+      // (sharedWait), a node waiting for its snapshots to become usable gives its slot back: 200 nodes' snapshots
+      // are then pending together, not 16 at a time.
+      const waits: Promise<void>[] = [];
       await pool(targets, opts.concurrency, async (t) => {
         if (interrupted.signal) {
           results.push({ node: t.node, provider: t.provider, machine: t.machine, ok: false, snapshots: 0, error: `not started (${interrupted.signal})`, seconds: 0 });
           return;
         }
-        results.push(await snapshotNode(t, await providers.get(t.provider), { bundleId, clusterId, deadline, consistent: opts.consistent }, records, reporter));
+        const provider = await providers.get(t.provider);
+        const node = new NodeSnapshots(t, provider, { bundleId, clusterId, deadline, consistent: opts.consistent }, records, reporter);
+        if (!(await node.start())) return void results.push(node.result!);
+        const waiting = node.waitUsable().then((r) => void results.push(r));
+        if (provider.sharedWait) waits.push(waiting);
+        else await waiting;
       });
+      await Promise.all(waits);
     } finally {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
@@ -174,43 +184,74 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
   }
 }
 
-async function snapshotNode(
-  t: NodeTarget,
-  provider: Awaited<ReturnType<ProviderSet['get']>>,
-  run: { bundleId: string; clusterId: string; deadline: number; consistent?: boolean },
-  records: SnapshotRecord[],
-  reporter: Reporter,
-): Promise<NodeBackupResult> {
-  const started = Date.now();
-  const label = `${t.node} (${t.provider} ${t.machine})`;
-  const progress = (status: string, current: number, total?: number, done?: boolean) => reporter.progress({ id: `snapshot:${t.node}`, label, current, total, status, done });
-  progress('starting snapshots', 0);
-  let mine: SnapshotRecord[] = [];
-  try {
-    mine = await provider.snapshot(t, { bundleId: run.bundleId, clusterId: run.clusterId, node: t.node }, { consistent: run.consistent });
-    records.push(...mine);
-    reporter.info('CNR_SNAPSHOT_STARTED', `${t.node}: ${mine.length} snapshot(s) started: ${mine.map((r) => `${r.device || r.disk}=${r.snapshotId}`).join(', ')}`, { node: t.node, snapshots: mine.map((r) => r.snapshotId) });
-    progress('waiting until usable', 0, mine.length);
-    let usable = 0;
-    const waited = await provider.waitUsable(mine, {
-      timeoutMs: Math.max(1000, run.deadline - Date.now()),
-      onProgress: (r, p) => {
-        if (r.state === 'completed') usable++;
-        progress(p ? `${r.device || r.disk} ${p}` : `${usable}/${mine.length} usable`, usable, mine.length);
-      },
-    });
-    replaceRecords(records, waited);
-    progress(`${waited.length} snapshot(s) usable`, waited.length, waited.length, true);
-    return { node: t.node, provider: t.provider, machine: t.machine, ok: true, snapshots: waited.length, seconds: (Date.now() - started) / 1000 };
-  } catch (err) {
+/** One node's snapshots: started (bounded by the backup's concurrency), then waited on until usable. */
+class NodeSnapshots {
+  private readonly started = Date.now();
+  private readonly label: string;
+  private mine: SnapshotRecord[] = [];
+  /** Set when the node has failed. */
+  result?: NodeBackupResult;
+
+  constructor(
+    private readonly t: NodeTarget,
+    private readonly provider: Awaited<ReturnType<ProviderSet['get']>>,
+    private readonly run: { bundleId: string; clusterId: string; deadline: number; consistent?: boolean },
+    private readonly records: SnapshotRecord[],
+    private readonly reporter: Reporter,
+  ) {
+    this.label = `${t.node} (${t.provider} ${t.machine})`;
+  }
+
+  private progress(status: string, current: number, total?: number, done?: boolean): void {
+    this.reporter.progress({ id: `snapshot:${this.t.node}`, label: this.label, current, total, status, done });
+  }
+
+  /** Start the snapshots; false (and `result` set) when that failed. */
+  async start(): Promise<boolean> {
+    const t = this.t;
+    this.progress('starting snapshots', 0);
+    try {
+      this.mine = await this.provider.snapshot(t, { bundleId: this.run.bundleId, clusterId: this.run.clusterId, node: t.node }, { consistent: this.run.consistent });
+      this.records.push(...this.mine);
+      this.reporter.info('CNR_SNAPSHOT_STARTED', `${t.node}: ${this.mine.length} snapshot(s) started: ${this.mine.map((r) => `${r.device || r.disk}=${r.snapshotId}`).join(', ')}`, { node: t.node, snapshots: this.mine.map((r) => r.snapshotId) });
+      this.progress('waiting until usable', 0, this.mine.length);
+      return true;
+    } catch (err) {
+      this.result = this.failed(err);
+      return false;
+    }
+  }
+
+  /** Wait until every snapshot started is usable; never throws (a failure is the node's result). */
+  async waitUsable(): Promise<NodeBackupResult> {
+    const t = this.t;
+    try {
+      let usable = 0;
+      const waited = await this.provider.waitUsable(this.mine, {
+        timeoutMs: Math.max(1000, this.run.deadline - Date.now()),
+        onProgress: (r, p) => {
+          if (r.state === 'completed') usable++;
+          this.progress(p ? `${r.device || r.disk} ${p}` : `${usable}/${this.mine.length} usable`, usable, this.mine.length);
+        },
+      });
+      replaceRecords(this.records, waited);
+      this.progress(`${waited.length} snapshot(s) usable`, waited.length, waited.length, true);
+      return { node: t.node, provider: t.provider, machine: t.machine, ok: true, snapshots: waited.length, seconds: (Date.now() - this.started) / 1000 };
+    } catch (err) {
+      return this.failed(err);
+    }
+  }
+
+  private failed(err: unknown): NodeBackupResult {
+    const t = this.t;
     const updated = (err as { records?: SnapshotRecord[] }).records;
-    if (updated) replaceRecords(records, updated);
+    if (updated) replaceRecords(this.records, updated);
     const msg = errorMessage(err);
-    progress(`failed: ${msg}`, 0, updated ? updated.length : mine.length, true);
-    reporter.error('CNR_SNAPSHOT_FAILED', `${t.node}: ${msg}`, { node: t.node });
+    this.progress(`failed: ${msg}`, 0, updated ? updated.length : this.mine.length, true);
+    this.reporter.error('CNR_SNAPSHOT_FAILED', `${t.node}: ${msg}`, { node: t.node });
     // `updated` also carries snapshots a provider made before snapshot() itself failed (mine is empty then).
-    const made = updated ? updated.length : mine.length;
-    return { node: t.node, provider: t.provider, machine: t.machine, ok: false, snapshots: made, error: msg, seconds: (Date.now() - started) / 1000 };
+    const made = updated ? updated.length : this.mine.length;
+    return { node: t.node, provider: t.provider, machine: t.machine, ok: false, snapshots: made, error: msg, seconds: (Date.now() - this.started) / 1000 };
   }
 }
 

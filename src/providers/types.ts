@@ -112,6 +112,11 @@ export interface SnapshotProvider {
   delete(records: SnapshotRecord[]): Promise<void>;
   /** Release connections, child processes. */
   close?(): Promise<void>;
+  /**
+   * Optional: true when concurrent waitUsable calls share their polling (as the aws provider's do), so a backup may
+   * wait for every node at once instead of holding one of its `--concurrency` slots per waiting node.
+   */
+  readonly sharedWait?: boolean;
 }
 
 /** What the engine hands a provider when creating it. */

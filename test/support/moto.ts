@@ -101,7 +101,7 @@ export async function forward(target: string, req: IncomingMessage, res: ServerR
 }
 
 /** An error answer in EC2's query-protocol XML (what the SDK parses into an error named after `code`). */
-function ec2Error(res: ServerResponse, status: number, code: string, message: string): void {
+export function ec2Error(res: ServerResponse, status: number, code: string, message: string): void {
   const esc = (x: string) => x.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
   const xml = `<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>${esc(code)}</Code><Message>${esc(message)}</Message></Error></Errors><RequestID>00000000-0000-0000-0000-000000000000</RequestID></Response>`;
   res.writeHead(status, { 'content-type': 'text/xml;charset=UTF-8', 'content-length': Buffer.byteLength(xml) });
