@@ -135,7 +135,7 @@ describe('restore --resources on a real cluster', () => {
     await client.delete(K.namespace, undefined, APP_NS);
     await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
     await applyFixture(client, '3.28.1', 'custom-resources.yaml');
-    // The 3.28 operator writes name/allowedUses into the Installation pool entries itself (DIFFERENCES.md); kwok
+    // The 3.28 operator writes name/allowedUses into the Installation pool entries itself (docs/calico-differences.md); kwok
     // runs no real operator, so do what it would.
     const inst = await client.get(T.installation, undefined, 'default');
     inst.spec.calicoNetwork.ipPools[0].allowedUses = ['Workload', 'Tunnel'];
