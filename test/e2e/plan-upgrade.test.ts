@@ -7,7 +7,7 @@ import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/executor/lock.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
-import { calicoFixturesDir } from '../../src/local-cluster/paths.js';
+import { releasesDir } from '../support/releases.js';
 import { canonicalJson } from '../../src/plan/compare.js';
 import { deleteNodes, fixtureObjects, resetCalico, runCli, testClient } from './helpers.js';
 import { calicoSnapshot, installCalicoExactly, INSTALLATION_327 } from './plan-support.js';
@@ -37,7 +37,7 @@ describe('plan and apply: upgrade 3.27.4 -> 3.28.1 in place', () => {
     const bundle = path.join(dir, 'bundle');
     expect((await runCli(['export', '--out', bundle])).code).toBe(0);
     const plan = path.join(dir, 'plan.yaml');
-    const p = await runCli(['plan', '--to', '3.28.1', '--manifests', calicoFixturesDir(), '--bundle', bundle, '--no-disk-snapshots', '--out', plan, '-o', 'json']);
+    const p = await runCli(['plan', '--to', '3.28.1', '--manifests', releasesDir(), '--bundle', bundle, '--no-disk-snapshots', '--out', plan, '-o', 'json']);
     expect(p.code, p.stderr).toBe(0);
     const out = JSON.parse(p.stdout);
     expect(out).toMatchObject({ direction: 'upgrade', current: { version: 'v3.27.4' }, target: { version: 'v3.28.1' } });

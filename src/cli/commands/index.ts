@@ -42,6 +42,7 @@ export const commandTable: CommandEntry[] = [
     describe: "Back up, run a risky command (after --), then check Calico and its data; print the restore command or restore with --restore-on-failure. Exits with the command's code",
     load: async () => (await import('./wrap.js')).wrapCommand,
   },
+  { command: 'releases', describe: 'List the Calico releases cni-rewind ships manifests for (usable offline; others need --manifests)', load: async () => (await import('./releases.js')).releasesCommand },
   { command: 'demo', describe: 'Play the Calico 3.28.1 incident and its safe resolution on a local cluster (starts and stops it itself)', load: async () => (await import('./demo.js')).demoCommand },
 ];
 
