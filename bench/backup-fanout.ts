@@ -38,6 +38,10 @@ interface Row {
   nodes: number;
   seconds: number;
   snapshots: number;
+  /** Files in the bundle: the export part of the backup (snapshots are records in the manifest). */
+  files: number;
+  /** Why the backup did not complete (the row is kept, the ratio leaves it out). */
+  error?: string;
   calls?: Record<string, number>;
   throttled?: number;
 }
@@ -46,7 +50,7 @@ async function resetNodes(client: KubeClient): Promise<void> {
   for (const n of await client.listAll(K.node)) if (n.metadata.name.startsWith(PREFIX)) await client.delete(K.node, undefined, n.metadata.name);
 }
 
-async function runBackup(client: KubeClient, dir: string, ids: string[], label: string, concurrency: number, providerConfig: Record<string, unknown>): Promise<{ seconds: number; snapshots: number }> {
+async function runBackup(client: KubeClient, dir: string, ids: string[], label: string, concurrency: number, providerConfig: Record<string, unknown>): Promise<Pick<Row, 'seconds' | 'snapshots' | 'files' | 'error'>> {
   await resetNodes(client);
   await createFakeNodes(client, ids.map((id, i) => ({ name: `${PREFIX}${i}`, providerID: `aws:///us-east-1a/${id}`, labels: { 'cnr-bench': 'yes' }, ipIndex: (i % 250) + 1 })), { waitReady: false });
   const t0 = process.hrtime.bigint();
@@ -56,8 +60,12 @@ async function runBackup(client: KubeClient, dir: string, ids: string[], label: 
     new Reporter(silentHost),
   );
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-  if (!r.complete || r.snapshots.length !== ids.length * 2) throw new Error(`${label}: backup of ${ids.length} nodes incomplete: ${r.manifest.notes.slice(0, 3).join('; ')}`);
-  return { seconds, snapshots: r.snapshots.length };
+  const files = Object.keys(r.manifest.files).length;
+  if (!r.complete || r.snapshots.length !== ids.length * 2) {
+    const failed = r.nodes.filter((n) => !n.ok);
+    return { seconds, snapshots: r.snapshots.length, files, error: `incomplete: ${failed.length} node(s) failed, first: ${(failed[0]?.error ?? r.manifest.notes.at(-1) ?? '').split('\n')[0]!.slice(0, 160)}` };
+  }
+  return { seconds, snapshots: r.snapshots.length, files };
 }
 
 async function main() {
@@ -79,7 +87,7 @@ async function main() {
         // The provider's defaults (poll every 15 s), as a user runs it.
         const r = await runBackup(client, dir, standIn.addInstances(n), 'standin', concurrency, {});
         rows.push({ backend: 'stand-in', nodes: n, ...r, calls: { ...standIn.calls }, throttled: Object.values(standIn.throttled).reduce((a, b) => a + b, 0) });
-        process.stderr.write(`stand-in ${n} nodes: ${r.seconds.toFixed(1)} s\n`);
+        process.stderr.write(`stand-in ${n} nodes: ${r.seconds.toFixed(1)} s ${r.error ?? ''}\n`);
       }
     } finally {
       await standIn.close();
@@ -93,7 +101,7 @@ async function main() {
           await moto.reset();
           const r = await runBackup(client, dir, await runMotoInstances(ec2, n), 'moto', concurrency, { pollSeconds: 1 });
           rows.push({ backend: 'moto', nodes: n, ...r });
-          process.stderr.write(`moto ${n} nodes: ${r.seconds.toFixed(1)} s\n`);
+          process.stderr.write(`moto ${n} nodes: ${r.seconds.toFixed(1)} s ${r.error ?? ''}\n`);
         }
       } finally {
         ec2.destroy();
@@ -109,12 +117,13 @@ async function main() {
   const section = render(rows, { sizes, motoSizes, concurrency, pendingSeconds });
   replaceBenchmarkSection('Backup fan-out', section);
   process.stdout.write(section + '\n');
+  if (rows.some((r) => r.error)) throw new Error('some backups did not complete (see the table)');
 }
 
 function render(rows: Row[], o: { sizes: number[]; motoSizes: number[]; concurrency: number; pendingSeconds: number }): string {
   const command = `node dist/bench/backup-fanout.js --sizes ${o.sizes.join(',')} --moto-sizes ${o.motoSizes.join(',') || 'none'} --concurrency ${o.concurrency} --pending-seconds ${o.pendingSeconds}`;
   const ratioLine = (backend: string) => {
-    const rs = rows.filter((r) => r.backend === backend).sort((a, b) => a.nodes - b.nodes);
+    const rs = rows.filter((r) => r.backend === backend && !r.error).sort((a, b) => a.nodes - b.nodes);
     if (rs.length < 2) return undefined;
     const one = rs[0]!;
     const big = rs[rs.length - 1]!;
@@ -139,16 +148,17 @@ function render(rows: Row[], o: { sizes: number[]; motoSizes: number[]; concurre
     benchHeader('bench/backup-fanout.ts', command),
     '',
     `\`backup\` (export of the Calico resources + EC2 snapshots of every node, waited until completed) run in-process against the local control plane; ` +
-      `N kwok nodes, each backed by an instance with 2 EBS volumes (root + data); concurrency ${o.concurrency}${o.concurrency === DEFAULT_CONCURRENCY ? ' (the default)' : ''}.`,
+      `N kwok nodes, each backed by an instance with 2 EBS volumes (root + data); concurrency ${o.concurrency}${o.concurrency === DEFAULT_CONCURRENCY ? ' (the default)' : ''}. ` +
+      '"bundle files" is what the export part wrote: the Calico objects the cluster holds and one record per node.',
     '',
     `- **EC2 stand-in** (\`test/support/ec2-standin.ts\`, not AWS and not an emulator): every call ~100 ms, every snapshot \`pending\` for ${o.pendingSeconds} s, ` +
       'token-bucket throttling per action category as EC2 does (mutating 50 then 5/s, CreateTags 100 then 10/s, describes 100 then 20/s; `RequestLimitExceeded` beyond). ' +
       "The aws provider's defaults (DescribeSnapshots polled every 15 s).",
     '- **moto** (the EC2 emulator, one Python process): answers as fast as it can and completes snapshots at once (poll 1 s); at many nodes moto itself is the bottleneck, so these rows say little about the tool.',
     '',
-    '| back end | nodes | wall time | snapshots | EC2 calls per node (by action) | throttled answers |',
-    '|---|---:|---:|---:|---|---:|',
-    ...rows.map((r) => `| ${r.backend} | ${r.nodes} | ${r.seconds.toFixed(1)} s | ${r.snapshots} | ${r.calls ? perNode(r) : '-'} | ${r.throttled ?? '-'} |`),
+    '| back end | nodes | wall time | snapshots | bundle files (export) | EC2 calls per node (by action) | throttled answers | result |',
+    '|---|---:|---:|---:|---:|---|---:|---|',
+    ...rows.map((r) => `| ${r.backend} | ${r.nodes} | ${r.seconds.toFixed(1)} s | ${r.snapshots} | ${r.files} | ${r.calls ? perNode(r) : '-'} | ${r.throttled ?? '-'} | ${r.error ? 'FAILED ' + r.error.replace(/\|/g, '/') : 'complete'} |`),
     '',
     goal + (m ? ` moto: ${m.text}.` : ''),
     '',

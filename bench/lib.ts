@@ -36,7 +36,8 @@ export function replaceBenchmarkSection(title: string, section: string): void {
   if (start < 0) next = current.trimEnd() + '\n\n' + section;
   else {
     const after = current.indexOf('\n## ', start + 1);
-    next = current.slice(0, start) + section + (after < 0 ? '' : current.slice(after + 1));
+    // A blank line between this section and the next one, whatever the section ends with.
+    next = current.slice(0, start) + (after < 0 ? section : section.trimEnd() + '\n\n' + current.slice(after + 1));
   }
   const tmp = `${doc}.tmp-${process.pid}`;
   fs.writeFileSync(tmp, next);
