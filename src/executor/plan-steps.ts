@@ -200,9 +200,11 @@ async function transformInstallationStep({ client, plan }: StepDeps): Promise<st
   delete desired.metadata.managedFields;
   // Strict validation proves the result is valid for the target CRD (it fails instead of pruning silently).
   await client.replace(type, desired, { fieldValidation: 'Strict' });
-  const removed = plan.transforms.installation.removeFields;
-  return removed.length || plan.transforms.installation.trimPoolsPerFamily
-    ? `Installation rewritten without ${removed.join(', ') || 'nothing'}${plan.transforms.installation.trimPoolsPerFamily ? ' and with one pool per family' : ''}`
+  const t = plan.transforms.installation;
+  const removed = t.removeFields;
+  const stopped = t.stopAllocations ? `; ${t.stopAllocations.field}: ${JSON.stringify(t.stopAllocations.value)} on ${t.stopAllocations.cidrs.join(', ')}` : '';
+  return removed.length || t.trimPoolsPerFamily || stopped
+    ? `Installation rewritten without ${removed.join(', ') || 'nothing'}${t.trimPoolsPerFamily ? ' and with one pool per family' : ''}${stopped}`
     : 'Installation already valid for the target';
 }
 
