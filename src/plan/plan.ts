@@ -15,7 +15,7 @@ import { crdResourceType } from '../kube/discovery.js';
 import { computeFindings, isManagedCrd, type LiveCalico } from './findings.js';
 import { liveDataNotInBundle } from './compare.js';
 import { planManifestEdits } from './manifest-custom.js';
-import { checkBundle, checkCluster, clusterUid, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
+import { checkBundle, checkCluster, checkTargetPools, clusterUid, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
 import { parseDuration } from '../config/config.js';
 import { PLAN_FLAGS } from './rules.js';
 import { planRollingNodes, type RollingSettings } from '../drain/rolling-reboot.js';
@@ -86,6 +86,7 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
     ];
     const live = await loadLiveCalico(client);
     const { findings, installation } = computeFindings(live, target, install, flags);
+    if (install.installType === 'operator') preflight.push(await checkTargetPools(client, target, installation));
     // Objects changed since the backup (by people or by an operator, as in #9100): the plan names them and either
     // keeps them as they are or, with --restore-drift, puts them back from the bundle while the operator is paused.
     const drifted = (await liveDataNotInBundle(client, bundle)).filter((d) => d.problem === 'changed' && !d.object.startsWith('Installation/'));
