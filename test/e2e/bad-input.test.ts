@@ -16,10 +16,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { applyFixture, runCli, testClient } from './helpers.js';
 import { populateCalico } from './population.js';
+import { trustCases, trustSetup, type TrustBase } from './trust-cases.js';
 
 // ---------- a minimal ustar writer: hostile archives are built byte by byte, never committed as binaries ----------
 
-interface TarEntry {
+export interface TarEntry {
   name: string;
   /** '0' file, '1' hard link, '2' symlink, '3' char device, '5' directory, '6' FIFO */
   type?: string;
@@ -97,7 +98,7 @@ function tree(root: string): string[] {
 
 const sha256 = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 
-interface Sandbox {
+export interface Sandbox {
   root: string;
   /** Where inputs are put. */
   in: string;
@@ -107,7 +108,7 @@ interface Sandbox {
   tmp: string;
 }
 
-interface Case {
+export interface Case {
   name: string;
   /** Build the input; returns the CLI arguments. */
   args: (sb: Sandbox) => string[];
@@ -155,6 +156,7 @@ function writeIn(sb: Sandbox, name: string, content: string | Buffer): string {
 const tgzIn = (sb: Sandbox, entries: TarEntry[], name = 'x.tar.gz') => writeIn(sb, name, tarball(entries));
 const manifestEntry = (): TarEntry => ({ name: 'manifest.json', body: fs.readFileSync(path.join(base, 'manifest.json')) });
 
+const trust = {} as TrustBase;
 const cases: Case[] = [
   // ---- malformed bundle directories ----
   { name: 'manifest.json is not JSON (inspect)', code: 2, message: /manifest\.json is not valid JSON/, args: (sb) => ['inspect', bundleCopy(sb, rawManifest('{"formatVersion": "1.0.0",'))] },
@@ -275,6 +277,8 @@ const cases: Case[] = [
     message: /another cluster|other cluster|different cluster/i,
     args: (sb) => ['restore', bundleCopy(sb, (_, m) => (m.cluster.uid = '00000000-0000-0000-0000-000000000000')), '--resources', '--yes'],
   },
+  // ---- issue 18: trust boundaries (plans, journals, bundles and key files as hostile input) ----
+  ...trustCases(trust, { bundleCopy, writeIn, tgzIn, manifestEntry, someObject, sha256 }),
 ];
 
 function planSkeleton() {
@@ -296,6 +300,7 @@ describe('bad input: one clear line, the documented exit code, nothing written',
     const t = await runCli(['export', '--out', baseTgz, '--exclude-secrets']);
     expect(t.code, t.stderr).toBe(0);
     expect((await runCli(['verify', base])).code).toBe(0);
+    Object.assign(trust, await trustSetup(work, base));
   });
   afterAll(() => {
     client?.close();
@@ -303,7 +308,7 @@ describe('bad input: one clear line, the documented exit code, nothing written',
   });
 
   it('the corpus has at least 50 cases with distinct names', () => {
-    expect(cases.length).toBeGreaterThanOrEqual(50);
+    expect(cases.length).toBeGreaterThanOrEqual(100);
     expect(new Set(cases.map((c) => c.name)).size).toBe(cases.length);
   });
 
