@@ -10,7 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
 import type { Case, Sandbox, TarEntry } from './bad-input.test.js';
-import { runCli } from './helpers.js';
+import { K } from '../../src/kube/builtin.js';
+import { runCli, testClient } from './helpers.js';
 
 export interface TrustBase {
   /** A plan (JSON) made by `plan` against the base bundle. */
@@ -25,6 +26,12 @@ export async function trustSetup(work: string, base: string): Promise<TrustBase>
   const plan = path.join(work, 'trust-plan.json');
   const p = await runCli(['plan', '--to', '3.27.4', '--bundle', base, '--no-disk-snapshots', '--out', plan]);
   expect(p.code, p.stderr).toBe(0);
+  // Two Secrets at least, so that two encrypted files can be swapped.
+  const client = await testClient();
+  for (const n of ['trust-s1', 'trust-s2']) {
+    if (!(await client.getOrUndefined(K.secret, 'tigera-operator', n))) await client.create(K.secret, { apiVersion: 'v1', kind: 'Secret', metadata: { name: n, namespace: 'tigera-operator' }, stringData: { v: n } } as any);
+  }
+  client.close();
   const enc = path.join(work, 'trust-enc');
   const e = await runCli(['export', '--encrypt', '--out', enc], { env: { CNI_REWIND_ENCRYPTION_KEY: TRUST_KEY } });
   expect(e.code, e.stderr).toBe(0);
@@ -83,6 +90,12 @@ export function trustCases(t: TrustBase, h: Helpers): Case[] {
   };
   const keyEnv = { CNI_REWIND_ENCRYPTION_KEY: TRUST_KEY };
   const deep = (n: number) => '{"x":'.repeat(n) + '1' + '}'.repeat(n);
+  /** The manifest as text with a deeply nested value spliced in (JSON.stringify itself would overflow on it). */
+  const deepManifest = (n: number) => (d: string, m: any) => {
+    m.__raw = true;
+    const raw = fs.readFileSync(path.join(d, 'manifest.json'), 'utf8');
+    fs.writeFileSync(path.join(d, 'manifest.json'), raw.replace('"notes": [', `"deep": ${deep(n)}, "notes": [`));
+  };
 
   return [
     // 1. the journal
@@ -111,13 +124,13 @@ export function trustCases(t: TrustBase, h: Helpers): Case[] {
     { name: 'apply: plan naming a config file not given on the command line', code: 5, message: /would read the config file .* which this apply command line does not give/, args: (sb) => ['apply', planWith(sb, (p) => { p.options.rebootNodes = true; p.steps.push({ id: 'reboot-nodes', title: 'r', description: 'r' }); p.rolling = { provider: 'auto', providerModules: [], config: '/etc/shadow', drainTimeout: '1m', readyTimeout: '1m', nodes: [] }; }), '--yes'] },
     // 4. no reads through linked directories
     { name: 'doctor: a directory bundle whose resources/ is a link to outside', code: 2, message: /resources is a symbolic link; a bundle holds only directories and regular files/, args: (sb) => ['doctor', bundleCopy(sb, (d) => { const out = path.join(sb.in, 'outside'); fs.cpSync(path.join(d, 'resources'), out, { recursive: true }); fs.rmSync(path.join(d, 'resources'), { recursive: true }); fs.symlinkSync(out, path.join(d, 'resources')); })] },
-    { name: 'diff: a bundle whose config/<namespace> is a link to outside', code: 2, message: /config\/\S+ is a symbolic link/, args: (sb) => ['diff', bundleCopy(sb, (d) => { const ns = fs.readdirSync(path.join(d, 'config'))[0]!; const out = path.join(sb.in, 'outside-ns'); fs.cpSync(path.join(d, 'config', ns), out, { recursive: true }); fs.rmSync(path.join(d, 'config', ns), { recursive: true }); fs.symlinkSync(out, path.join(d, 'config', ns)); })] },
+    { name: 'diff: a bundle whose resources/<group> is a link to outside', code: 2, message: /resources\/crd\.projectcalico\.org is a symbolic link/, args: (sb) => ['diff', bundleCopy(sb, (d) => { const g = path.join(d, 'resources', 'crd.projectcalico.org'); const out = path.join(sb.in, 'outside-group'); fs.cpSync(g, out, { recursive: true }); fs.rmSync(g, { recursive: true }); fs.symlinkSync(out, g); })] },
     // 5. one line for every failure
     { name: 'tar.gz with a file x and a directory x/ (EEXIST)', code: 2, message: /holds "crds" both as a file and as a directory/, args: (sb) => ['inspect', tgzIn(sb, [manifestEntry(), { name: 'crds', body: 'x' }, { name: 'crds/', type: '5' }, { name: 'crds/a.yaml', body: 'a: 1\n' }])] },
     { name: 'tar.gz with a directory x/ and then a file x', code: 2, message: /holds "crds" both as a file and as a directory/, args: (sb) => ['verify', tgzIn(sb, [manifestEntry(), { name: 'crds/', type: '5' }, { name: 'crds/a.yaml', body: 'a: 1\n' }, { name: 'crds', body: 'x' }])] },
-    { name: 'manifest nested 5,000 deep (inspect -o yaml, no stack overflow)', code: 2, message: /manifest\.json is nested deeper than a bundle manifest can be/, args: (sb) => ['inspect', '-o', 'yaml', bundleCopy(sb, (_, m) => (m.notes = [JSON.parse(deep(5000))]))] },
-    { name: 'manifest nested 100,000 deep in counts (verify)', code: 2, message: /manifest\.json (is nested deeper|is not valid JSON|has a missing or invalid)/, args: (sb) => ['verify', bundleCopy(sb, (d, m) => { m.__raw = true; const raw = fs.readFileSync(path.join(d, 'manifest.json'), 'utf8'); fs.writeFileSync(path.join(d, 'manifest.json'), raw.replace('"notes": [', `"deep": ${deep(100_000)}, "notes": [`)); })] },
-    { name: 'an object at a path of another namespace (diff refuses it)', code: 2, message: /holds .* which belongs at/, args: (sb) => ['diff', bundleCopy(sb, (d, m) => { const rel = Object.keys(m.files).find((f) => /^config\/[^/]+\/ConfigMap\//.test(f))!; const other = rel.replace(/^config\/[^/]+\//, 'config/kube-system/'); fs.mkdirSync(path.dirname(path.join(d, other)), { recursive: true }); fs.renameSync(path.join(d, rel), path.join(d, other)); m.files[other] = m.files[rel]; delete m.files[rel]; })] },
+    { name: 'manifest nested 5,000 deep (inspect -o yaml, no stack overflow)', code: 2, message: /manifest\.json is nested deeper than a bundle manifest can be/, args: (sb) => ['inspect', '-o', 'yaml', bundleCopy(sb, deepManifest(5000))] },
+    { name: 'manifest nested 100,000 deep in counts (verify)', code: 2, message: /manifest\.json (is nested deeper|is not valid JSON|has a missing or invalid)/, args: (sb) => ['verify', bundleCopy(sb, deepManifest(100_000))] },
+    { name: 'an object at a path of another namespace (diff refuses it)', code: 2, message: /holds .* which belongs at/, args: (sb) => ['diff', bundleCopy(sb, (d, m) => { const rel = Object.keys(m.files).find((f) => f.startsWith('resources/crd.projectcalico.org/NetworkPolicy/'))!; const other = rel.replace(/NetworkPolicy\/[^/]+\//, 'NetworkPolicy/kube-system/'); fs.mkdirSync(path.dirname(path.join(d, other)), { recursive: true }); fs.renameSync(path.join(d, rel), path.join(d, other)); m.files[other] = m.files[rel]; delete m.files[rel]; })] },
     // 7. special files as options
     { name: 'status --kubeconfig is a FIFO (no hang)', code: 2, message: /kubeconfig .* is not a regular file/, args: (sb) => ['status', '--kubeconfig', mkfifo(sb, 'kc.fifo')] },
     { name: 'status --kubeconfig /dev/zero (no hang)', code: 2, message: /kubeconfig \/dev\/zero is not a regular file/, args: () => ['status', '--kubeconfig', '/dev/zero'] },
