@@ -107,7 +107,7 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
     }
     // The safety facts, recomputed from the cluster and the bundle before anything changes (also when the plan
     // file's preflight step or results were edited). A resume checks identity and bundle only.
-    await preflightChecks({ client, plan, bundle }, 'apply', !!opts.resume && journal.started);
+    await preflightChecks({ client, plan, bundle, target }, 'apply', !!opts.resume && journal.started);
     if (opts.confirm && !(await opts.confirm(plan))) {
       return { ...base, ok: false, cancelled: true, steps: plan.steps.map((s) => ({ id: s.id, title: s.title, status: 'not-run' })) };
     }

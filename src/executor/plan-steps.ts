@@ -19,7 +19,7 @@ import { ResourceResolver } from '../kube/resolver.js';
 import type { KubeObject } from '../kube/types.js';
 import { bundleDataPresent, liveDataNotInBundle } from '../plan/compare.js';
 import { isManagedCrd, transformInstallation } from '../plan/findings.js';
-import { checkBundle, checkCluster, refuseOnFailure } from '../plan/preflight.js';
+import { checkBundle, checkCluster, checkTargetPools, refuseOnFailure } from '../plan/preflight.js';
 import { parseDuration } from '../config/config.js';
 import { CALICO_POD_NAMESPACES, MANIFEST_POD_SELECTOR } from '../plan/rules.js';
 import { applyManifestEdits, type ManifestTransform } from '../plan/manifest-custom.js';
@@ -79,7 +79,7 @@ async function preflight(deps: StepDeps): Promise<string> {
  * cluster runs the version the plan was made for. `resumeOnly`: what still must hold when a run is resumed
  * (identity and bundle; not its age nor the nodes, which a half-done change may have in flux). Refuses (exit 5).
  */
-export async function preflightChecks({ client, plan, bundle }: Pick<StepDeps, 'client' | 'plan' | 'bundle'>, what: string, resumeOnly = false): Promise<PreflightCheck[]> {
+export async function preflightChecks({ client, plan, bundle, target }: Pick<StepDeps, 'client' | 'plan' | 'bundle' | 'target'>, what: string, resumeOnly = false): Promise<PreflightCheck[]> {
   const uid = (await client.get(K.namespace, undefined, 'kube-system')).metadata.uid!;
   if (uid !== plan.cluster.uid) throw new RefusedError(`this plan was made for cluster ${plan.cluster.name} (uid ${plan.cluster.uid}), not this one (uid ${uid})`);
   const cluster = await checkCluster(client, plan.options.rebootNodes);
@@ -94,6 +94,7 @@ export async function preflightChecks({ client, plan, bundle }: Pick<StepDeps, '
     })),
     ...cluster.checks,
   ].filter((c) => !resumeOnly || ['bundle-verifies', 'bundle-is-the-planned-one', 'bundle-of-this-cluster'].includes(c.name));
+  if (!resumeOnly && plan.current.installType === 'operator') checks.push(await checkTargetPools(client, target, plan.transforms.installation));
   refuseOnFailure(checks, what);
   if (resumeOnly) return checks;
   const now = await detectCalico(client);
@@ -212,9 +213,11 @@ async function transformInstallationStep({ client, plan }: StepDeps): Promise<st
   delete desired.metadata.managedFields;
   // Strict validation proves the result is valid for the target CRD (it fails instead of pruning silently).
   await client.replace(type, desired, { fieldValidation: 'Strict' });
-  const removed = plan.transforms.installation.removeFields;
-  return removed.length || plan.transforms.installation.trimPoolsPerFamily
-    ? `Installation rewritten without ${removed.join(', ') || 'nothing'}${plan.transforms.installation.trimPoolsPerFamily ? ' and with one pool per family' : ''}`
+  const t = plan.transforms.installation;
+  const removed = t.removeFields;
+  const stopped = t.stopAllocations ? `; ${t.stopAllocations.field}: ${JSON.stringify(t.stopAllocations.value)} on ${t.stopAllocations.cidrs.join(', ')}` : '';
+  return removed.length || t.trimPoolsPerFamily || stopped
+    ? `Installation rewritten without ${removed.join(', ') || 'nothing'}${t.trimPoolsPerFamily ? ' and with one pool per family' : ''}${stopped}`
     : 'Installation already valid for the target';
 }
 
