@@ -37,18 +37,8 @@ function openErrorProblem(err: NodeJS.ErrnoException): string | undefined {
  * regular file of this user; its mode is narrowed to 0600. Refusals exit 5.
  */
 export function openStateFileForAppend(file: string, what: string): number {
-  let fd: number;
+  const { fd, st } = openState(file, what, O_WRONLY | O_APPEND | O_CREAT)!;
   try {
-    fd = openSync(file, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0o600);
-  } catch (err) {
-    const p = openErrorProblem(err as NodeJS.ErrnoException);
-    if (p) throw refuseState(what, file, p);
-    throw err;
-  }
-  try {
-    const st = fstatSync(fd);
-    const p = stateFileProblem(st);
-    if (p) throw refuseState(what, file, p);
     if ((st.mode & 0o777) !== 0o600) fchmodSync(fd, 0o600);
     return fd;
   } catch (err) {
@@ -57,21 +47,32 @@ export function openStateFileForAppend(file: string, what: string): number {
   }
 }
 
-/** Read a state file without following a link; undefined when it does not exist. Refusals exit 5. */
-export function readStateFile(file: string, what: string, maxBytes = 256 * 1024 * 1024): string | undefined {
+/** Open without following a link (never blocking on a FIFO) and check the file; undefined when missing and not created. */
+function openState(file: string, what: string, flags: number): { fd: number; st: Stats } | undefined {
   let fd: number;
   try {
-    fd = openSync(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+    fd = openSync(file, flags | O_NOFOLLOW | O_NONBLOCK, 0o600);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !(flags & O_CREAT)) return undefined;
     const p = openErrorProblem(err as NodeJS.ErrnoException);
     if (p) throw refuseState(what, file, p);
     throw err;
   }
+  const st = fstatSync(fd);
+  const p = stateFileProblem(st);
+  if (p) {
+    closeSync(fd);
+    throw refuseState(what, file, p);
+  }
+  return { fd, st };
+}
+
+/** Read a state file without following a link; undefined when it does not exist. Refusals exit 5. */
+export function readStateFile(file: string, what: string, maxBytes = 256 * 1024 * 1024): string | undefined {
+  const opened = openState(file, what, O_RDONLY);
+  if (!opened) return undefined;
+  const { fd, st } = opened;
   try {
-    const st = fstatSync(fd);
-    const p = stateFileProblem(st);
-    if (p) throw refuseState(what, file, p);
     if (st.size > maxBytes) throw refuseState(what, file, `is larger than ${maxBytes} bytes`);
     return readAll(fd, st.size, maxBytes).toString('utf8');
   } finally {
