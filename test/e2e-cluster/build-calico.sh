@@ -17,7 +17,7 @@ export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-buildvcs=false -mod=mod"
 
 kind=${1:-}
 tag=${2:-}
-die() { echo "build-calico.sh: $*" >&2; exit "${3:-2}"; }
+die() { echo "build-calico.sh: $1" >&2; exit "${2:-2}"; }
 
 # kind tag commit sha256-of-mirror-file
 PINS="
@@ -103,7 +103,9 @@ case $kind in
     echo "replace vbom.ml/util => ./stub/vbom-util" >>"$src/go.mod"
     with_progress "go build operator $tag" \
       bash -c "cd '$src' && go build -p 2 -trimpath -ldflags '-s -w -X github.com/tigera/operator/version.VERSION=$tag' -o '$tmp/operator' ."
-    "$tmp/operator" --version | grep -q "$tag" || die "built operator does not report $tag" 1
+    # Capture first: with pipefail, `grep -q` closing the pipe early would fail the check.
+    v=$("$tmp/operator" --version 2>/dev/null || true)
+    [[ $v == *"Operator: $tag"* ]] || die "built operator does not report $tag: $v" 1
     ;;
   calico)
     # k8s.io/kubernetes v1.27.15 (pinned by the 3.27 tree) is not served by the module proxy; v1.27.16 is.
@@ -115,8 +117,9 @@ case $kind in
     LDF+=" -X $P/apiserver/cmd/apiserver/server.VERSION=$tag -X $P/apiserver/cmd/apiserver/server.GIT_REVISION=$short"
     with_progress "go build apiserver calicoctl kube-controllers $tag" \
       bash -c "cd '$src' && go build -p 2 -trimpath -ldflags '$LDF' -o '$tmp/' ./apiserver/cmd/apiserver ./calicoctl/calicoctl ./kube-controllers/cmd/kube-controllers"
-    "$tmp/calicoctl" version --client 2>/dev/null | grep -q "$tag" || "$tmp/calicoctl" version 2>&1 | grep -q "$tag" ||
-      die "built calicoctl does not report $tag" 1
+    # It prints its own version before it looks for a datastore (a kubeconfig that does not exist: fails fast).
+    v=$(DATASTORE_TYPE=kubernetes KUBECONFIG=/nonexistent timeout 20 "$tmp/calicoctl" version 2>&1 || true)
+    [[ $v == *"$tag"* ]] || die "built calicoctl does not report $tag: $v" 1
     ;;
 esac
 
