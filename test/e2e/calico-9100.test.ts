@@ -12,7 +12,7 @@ import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/local-cl
 import { LocalCluster } from '../../src/local-cluster/cluster.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
 import { applyFixture, calicoType, deleteNodes, resetCalico, testClient } from './helpers.js';
-import { calicoctl, ippoolsWide, kubectl, waitApiServiceAvailable, waitOperator } from './calico-support.js';
+import { calicoctl, clearCalicoFinalizers, ippoolsWide, kubectl, waitApiServiceAvailable, waitOperator } from './calico-support.js';
 
 const POOL = calicoType('ippools', 'IPPool');
 const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });
@@ -35,6 +35,7 @@ describe('calico#9100 with the real tigera operator and Calico API server', () =
   afterAll(async () => {
     await cluster.stopCalico();
     if (client) {
+      await clearCalicoFinalizers(client);
       await resetCalico(client);
       await deleteNodes(client, 'c9100-');
       client.close();

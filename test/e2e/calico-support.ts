@@ -1,7 +1,10 @@
 /** Helpers for e2e tests that run Calico's real programs (the Calico supervisor of the local cluster). */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
+import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
+import { crdResourceType } from '../../src/kube/discovery.js';
+import type { ResourceType } from '../../src/kube/types.js';
 import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/local-cluster/calico-programs.js';
 import type { SupervisorStatus } from '../../src/local-cluster/calico-supervisor.js';
 import type { LocalCluster } from '../../src/local-cluster/cluster.js';
@@ -69,4 +72,34 @@ export async function waitApiServiceAvailable(client: KubeClient, timeoutMs: num
   } catch (err) {
     throw new Error(`${(err as Error).message}; last: ${last}`);
   }
+}
+
+/**
+ * A real operator leaves finalizers (on the Installation and APIServer, and `tigera.io/cni-protector` on the CNI
+ * plugin's ServiceAccount and cluster RBAC) that only it removes, and only while it runs and uninstalls. With the
+ * operator stopped, they would keep the CRDs and calico-system Terminating for ever: clear them (and remove the
+ * operator's APIService) so the next test file starts clean.
+ */
+export async function clearCalicoFinalizers(client: KubeClient): Promise<number> {
+  const targets: [ResourceType, string | undefined, string][] = [];
+  for (const crd of (await client.listAll(K.crd)).filter((c) => c.spec.group === 'operator.tigera.io')) {
+    const t = crdResourceType(crd);
+    for (const o of await client.listAll(t)) targets.push([t, o.metadata.namespace, o.metadata.name]);
+  }
+  for (const ns of ['calico-system', 'calico-apiserver', 'tigera-operator']) {
+    for (const o of await client.listAll(K.serviceAccount, { namespace: ns })) targets.push([K.serviceAccount, ns, o.metadata.name]);
+  }
+  for (const r of [K.clusterRole, K.clusterRoleBinding]) {
+    for (const o of await client.listAll(r)) if (/calico|tigera/.test(o.metadata.name)) targets.push([r, undefined, o.metadata.name]);
+  }
+  let cleared = 0;
+  for (const [t, ns, name] of targets) {
+    const o = await client.getOrUndefined(t, ns, name);
+    if (!o?.metadata.finalizers?.length) continue;
+    await client.mergePatch(t, ns, name, { metadata: { finalizers: null } });
+    cleared++;
+  }
+  // The operator's APIService would outlive its Service and make discovery of projectcalico.org/v3 fail.
+  await client.request('DELETE', '/apis/apiregistration.k8s.io/v1/apiservices/v3.projectcalico.org').catch(() => undefined);
+  return cleared;
 }
