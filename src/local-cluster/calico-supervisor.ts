@@ -5,7 +5,7 @@
  * - the `tigera-operator` Deployment: image tag -> that operator's binary, replicas 0 -> stopped;
  * - the operator-rendered Calico API server (Deployment calico-apiserver, Service calico-api, secret
  *   calico-apiserver-certs) -> the Calico API server on the Service's loopback ClusterIP and port;
- * - a calico-kube-controllers Deployment -> kube-controllers with the node and ipam controllers.
+ * - a calico-kube-controllers Deployment -> kube-controllers with the node controller (node and IPAM clean-up).
  * Started detached by LocalCluster.startCalico(); its children share its process group, so stopping the
  * group stops everything. Usage: calico-supervisor.js <work dir> <kubeconfig>
  */
@@ -178,7 +178,8 @@ export class CalicoSupervisor {
       if (dir && !this.kubeControllers.alive() && (await this.metricsOff())) {
         this.kubeControllers.ensure('kube-controllers', path.join(dir, 'kube-controllers'), ['-status-file', path.join(this.workDir, 'kube-controllers-status.json')], {
           ...this.env,
-          ENABLED_CONTROLLERS: 'node,ipam',
+          // In 3.28 IPAM garbage collection is part of the node controller (a separate 'ipam' name is rejected).
+          ENABLED_CONTROLLERS: 'node',
         });
       }
       Object.assign(status.kubeControllers, running(this.kubeControllers));
