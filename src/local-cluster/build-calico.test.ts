@@ -5,8 +5,8 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { packageRoot } from './paths.js';
 
-// The source checks of test/e2e-cluster/build-calico.sh, run against a private cache and mirror (no build).
-const script = path.join(packageRoot(), 'test', 'e2e-cluster', 'build-calico.sh');
+// The source checks of control-plane/build-calico.sh, run against a private cache and mirror (no build).
+const script = path.join(packageRoot(), 'control-plane', 'build-calico.sh');
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'build-calico-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 

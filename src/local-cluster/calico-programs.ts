@@ -4,7 +4,7 @@ import { packageRoot } from './paths.js';
 
 /**
  * Calico's own control-plane programs for the local cluster, built from the upstream release source by
- * test/e2e-cluster/build-calico.sh and cached by version (docs/calico-programs.md).
+ * control-plane/build-calico.sh and cached by version (docs/calico-programs.md).
  */
 export type CalicoProgramKind = 'operator' | 'calico';
 
@@ -19,7 +19,7 @@ export const BUILDABLE_OPERATORS = ['v1.32.10', 'v1.34.3', 'v1.36.16', 'v1.38.13
  * least every 30 s; those lines go to `log`. Asynchronous so that a supervisor keeps serving while it builds.
  */
 export function ensureCalicoProgram(kind: CalicoProgramKind, tag: string, log: (line: string) => void = () => {}): Promise<string> {
-  const script = path.join(packageRoot(), 'test', 'e2e-cluster', 'build-calico.sh');
+  const script = path.join(packageRoot(), 'control-plane', 'build-calico.sh');
   return new Promise((resolve, reject) => {
     const child = spawn('bash', [script, kind, tag], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
