@@ -197,6 +197,9 @@ describe('versions and health', () => {
     const f = runChecks(st).find((x) => x.id === 'crds-newer-than-operator')!;
     expect(f.title).toMatch(/from v3.28 or later.*v1.32.10/);
     expect(f.objects).toEqual(['CustomResourceDefinition/installations.operator.tigera.io']);
+    // A CRD downgrade must replace, not apply: an apply keeps the newer fields another manager wrote (a merged schema).
+    expect(f.fix).toContain('kubectl replace -f <the v3.27.4 operator-crds.yaml>');
+    expect(f.fix).not.toMatch(/kubectl apply --server-side/);
     const ok = makeState({ workloads: [operatorWorkload('v1.32.10')], crds: [fixtureCrd('3.27.4', 'Installation')] });
     expect(runChecks(ok)).toEqual([]);
   });
