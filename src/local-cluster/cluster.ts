@@ -5,6 +5,8 @@ import https from 'node:https';
 import path from 'node:path';
 import { makePki, writeKubeconfig } from './pki.js';
 import { packageRoot, stateRoot } from './paths.js';
+import { serviceCidr } from './calico-desired.js';
+import { SUPERVISOR_STATUS_FILE, type SupervisorStatus } from './calico-supervisor.js';
 
 /**
  * A real Kubernetes control plane on 127.0.0.1 for tests and the demo: etcd, kube-apiserver,
@@ -101,11 +103,7 @@ export class LocalCluster {
     writeKwokConfig(kwokConfig, path.join(binDir, 'kwok-stages'));
 
     const state: ClusterState = { name: this.name, workDir, kubeconfig, server, binDir, pids: {}, startedAt: new Date().toISOString() };
-    const save = () => {
-      const tmp = `${this.statePath}.tmp`;
-      writeFileSync(tmp, JSON.stringify(state, null, 2));
-      renameSync(tmp, this.statePath);
-    };
+    const save = () => writeState(this.statePath, state);
     const start = (name: string, args: string[]) => {
       const out = openSync(path.join(workDir, `${name}.log`), 'a');
       const child = spawn(path.join(binDir, name), args, { detached: true, stdio: ['ignore', out, out] });
@@ -175,6 +173,46 @@ export class LocalCluster {
     rmSync(this.statePath, { force: true });
   }
 
+  /**
+   * Start the Calico supervisor (idempotent): it runs the real tigera operator, Calico API server and
+   * kube-controllers that the cluster's objects ask for (calico-supervisor.ts). Stopped by stopCalico() or down().
+   */
+  async startCalico(): Promise<void> {
+    const st = this.readState();
+    if (!st) throw new Error('cluster not running');
+    const pid = st.pids['calico-supervisor'];
+    if (pid && alive(pid)) return;
+    const script = path.join(packageRoot(), 'dist', 'src', 'local-cluster', 'calico-supervisor.js');
+    const out = openSync(path.join(st.workDir, 'calico-supervisor.log'), 'a');
+    const child = spawn(process.execPath, [script, st.workDir, st.kubeconfig], { detached: true, stdio: ['ignore', out, out] });
+    child.unref();
+    st.pids['calico-supervisor'] = child.pid!;
+    writeState(this.statePath, st);
+    this.log(`Calico supervisor started (pid ${child.pid}); log: ${path.join(st.workDir, 'calico-supervisor.log')}`);
+  }
+
+  /** Stop the Calico supervisor and every program it runs (they share its process group). */
+  async stopCalico(): Promise<void> {
+    const st = this.readState();
+    const pid = st?.pids['calico-supervisor'];
+    if (!st || !pid) return;
+    await stopGroup(pid);
+    delete st.pids['calico-supervisor'];
+    writeState(this.statePath, st);
+  }
+
+  /** What the Calico supervisor runs right now (its status file), if it runs. */
+  calicoStatus(): SupervisorStatus | undefined {
+    const st = this.readState();
+    const pid = st?.pids['calico-supervisor'];
+    if (!st || !pid || !alive(pid)) return undefined;
+    try {
+      return JSON.parse(readFileSync(path.join(st.workDir, SUPERVISOR_STATUS_FILE), 'utf8')) as SupervisorStatus;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** Stop and later restart only the API server (fault tests). */
   async stopApiserver(): Promise<void> {
     const st = this.readState();
@@ -192,7 +230,7 @@ export class LocalCluster {
     const child = spawn(path.join(st.binDir, 'kube-apiserver'), apiserverArgs(this.ports, pki), { detached: true, stdio: ['ignore', out, out] });
     child.unref();
     st.pids['kube-apiserver'] = child.pid!;
-    writeFileSync(this.statePath, JSON.stringify(st, null, 2));
+    writeState(this.statePath, st);
     await waitUntil('kube-apiserver', () => probe(`${st.server}/readyz`, path.join(pki, 'ca.crt')), 120_000);
   }
 }
@@ -203,8 +241,15 @@ function apiserverArgs(p: LocalCluster['ports'], pki: string): string[] {
     `--secure-port=${p.apiserver}`, `--tls-cert-file=${pki}/apiserver.crt`, `--tls-private-key-file=${pki}/apiserver.key`,
     `--client-ca-file=${pki}/ca.crt`, '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
     `--service-account-key-file=${pki}/sa.pub`, `--service-account-signing-key-file=${pki}/sa.key`,
-    '--service-cluster-ip-range=10.0.0.0/24', '--authorization-mode=Node,RBAC', '--allow-privileged=true',
+    // Loopback Service IPs: a host process bound to a Service's ClusterIP:port is that Service for the
+    // aggregation layer (the Calico API server), with no kube-proxy and no traffic off loopback.
+    `--service-cluster-ip-range=${serviceCidr(p.apiserver)}`, '--authorization-mode=Node,RBAC', '--allow-privileged=true',
     '--endpoint-reconciler-type=none',
+    // The aggregation layer, for projectcalico.org/v3 served by the Calico API server.
+    `--requestheader-client-ca-file=${pki}/front-proxy-ca.crt`, '--requestheader-allowed-names=front-proxy-client',
+    '--requestheader-extra-headers-prefix=X-Remote-Extra-', '--requestheader-group-headers=X-Remote-Group',
+    '--requestheader-username-headers=X-Remote-User', `--proxy-client-cert-file=${pki}/front-proxy-client.crt`,
+    `--proxy-client-key-file=${pki}/front-proxy-client.key`,
     // Generous limits: benchmarks push 100k objects through one client.
     '--max-requests-inflight=800', '--max-mutating-requests-inflight=400',
   ];
@@ -229,6 +274,20 @@ export function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+function writeState(file: string, st: ClusterState): void {
+  const tmp = `${file}.tmp`;
+  writeFileSync(tmp, JSON.stringify(st, null, 2));
+  renameSync(tmp, file);
+}
+
+async function stopGroup(pid: number): Promise<void> {
+  signalGroup(pid, 'SIGTERM');
+  const deadline = Date.now() + 20_000;
+  while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  signalGroup(pid, 'SIGKILL');
+  while (alive(pid)) await new Promise((r) => setTimeout(r, 50));
 }
 
 function signalGroup(pid: number, sig: NodeJS.Signals): void {

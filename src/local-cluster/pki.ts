@@ -24,6 +24,11 @@ export function makePki(dir: string): void {
   run(['x509', '-req', '-in', 'admin.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '3650', '-extfile', 'cli.ext', '-out', 'admin.crt']);
   run(['genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', 'sa.key']);
   run(['pkey', '-in', 'sa.key', '-pubout', '-out', 'sa.pub']);
+  // The aggregation layer: kube-apiserver proxies to aggregated API servers (Calico's projectcalico.org/v3) with
+  // this client cert, and they trust the user headers it sends because of this separate CA.
+  run(['req', '-x509', ...ec, '-days', '3650', '-subj', '/CN=e2e-front-proxy-ca', '-keyout', 'front-proxy-ca.key', '-out', 'front-proxy-ca.crt']);
+  run(['req', ...ec, '-subj', '/CN=front-proxy-client', '-keyout', 'front-proxy-client.key', '-out', 'front-proxy-client.csr']);
+  run(['x509', '-req', '-in', 'front-proxy-client.csr', '-CA', 'front-proxy-ca.crt', '-CAkey', 'front-proxy-ca.key', '-CAcreateserial', '-days', '3650', '-extfile', 'cli.ext', '-out', 'front-proxy-client.crt']);
 }
 
 export function writeKubeconfig(file: string, pkiDir: string, server: string, name = 'e2e'): void {

@@ -1,0 +1,104 @@
+/**
+ * Calico issue #9100 reproduced with the real programs (no faked operator): Calico 3.27.4 installed through the
+ * real tigera operator v1.32.10 with `default-ipv4-ippool` disabled and still listed in the Installation; the
+ * upgrade to 3.28.1 (its tigera-operator.yaml applied, so the operator Deployment's image changes and the
+ * supervisor runs the v1.34.3 binary); the real v1.34 operator rewrites the pool to enabled through the
+ * projectcalico.org/v3 API (served by the real Calico API server behind the aggregation layer), and disabling
+ * it again does not stick.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeClient } from '../../src/kube/client.js';
+import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/local-cluster/calico-programs.js';
+import { LocalCluster } from '../../src/local-cluster/cluster.js';
+import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { applyFixture, calicoType, deleteNodes, resetCalico, testClient } from './helpers.js';
+import { calicoctl, clearCalicoFinalizers, ippoolsWide, kubectl, waitApiServiceAvailable, waitOperator } from './calico-support.js';
+
+const POOL = calicoType('ippools', 'IPPool');
+const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });
+let client: KubeClient;
+
+const BUILD_TIMEOUT = 60 * 60_000;
+
+describe('calico#9100 with the real tigera operator and Calico API server', () => {
+  beforeAll(async () => {
+    // Cold builds take minutes each (cached afterwards); the build script serialises them.
+    await ensureCalicoProgram('operator', 'v1.32.10');
+    await ensureCalicoProgram('operator', 'v1.34.3');
+    await ensureCalicoProgram('calico', CALICO_PROGRAMS_VERSION);
+    client = await testClient();
+    // Start from nothing: no programs of an earlier run (`cluster up --calico`) acting while Calico is removed.
+    await cluster.stopCalico();
+    await clearCalicoFinalizers(client);
+    await resetCalico(client);
+    await createFakeNodes(client, [{ name: 'c9100-node-1' }, { name: 'c9100-node-2' }]);
+    await cluster.startCalico();
+  }, BUILD_TIMEOUT);
+
+  afterAll(async () => {
+    await cluster.stopCalico();
+    if (client) {
+      await clearCalicoFinalizers(client);
+      await resetCalico(client);
+      await deleteNodes(client, 'c9100-');
+      client.close();
+    }
+  }, 600_000);
+
+  it('3.27.4 keeps the disabled pool; after the upgrade to 3.28.1 the v1.34 operator re-enables it and a patch back does not stick', async () => {
+    // Calico 3.27.4 as its docs install it: tigera-operator.yaml, then custom-resources.yaml (the pool listed).
+    await applyFixture(client, '3.27.4', 'tigera-operator.yaml');
+    await applyFixture(client, '3.27.4', 'custom-resources.yaml');
+    await waitOperator(cluster, 'v1.32.10');
+    // The v1.32 operator renders the Calico API server; the supervisor serves it: v3 becomes available.
+    await waitApiServiceAvailable(client, 240_000);
+
+    // calico-node would create the default pool from the Installation; it does not run here, so calicoctl writes
+    // it the same way (libcalico-go, defaults applied). The user then moves to a new pool and disables the old one.
+    const pool = (name: string, cidr: string) =>
+      JSON.stringify({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name }, spec: { cidr, blockSize: 26, ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true, nodeSelector: 'all()' } });
+    await calicoctl(['create', '-f', '-'], pool('default-ipv4-ippool', '192.168.0.0/16'));
+    await calicoctl(['create', '-f', '-'], pool('new-ipv4-pool', '10.100.0.0/16'));
+    await calicoctl(['patch', 'ippool', 'default-ipv4-ippool', '-p', '{"spec":{"disabled":true}}']);
+
+    // v1.32 leaves a pool alone once it exists: still disabled after several of its reconciles.
+    await new Promise((r) => setTimeout(r, 10_000));
+    expect((await ippoolsWide())['default-ipv4-ippool']?.DISABLED).toBe('true');
+    const before = await client.get(POOL, undefined, 'default-ipv4-ippool');
+    expect(before.spec.disabled).toBe(true);
+    expect(before.metadata.annotations?.['projectcalico.org/metadata'] ?? '').not.toContain('managed-by');
+
+    // The upgrade: 3.28.1's tigera-operator.yaml changes the operator image; the supervisor switches binaries.
+    await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
+    const st = await waitOperator(cluster, 'v1.34.3');
+    expect(st.operator?.tag).toBe('v1.34.3');
+    const switchedAt = Date.now();
+
+    // The real v1.34 operator adopts the pool (it equals the Installation entry) and rewrites it through v3.
+    const rewritten = await client.waitFor('the v1.34 operator to rewrite default-ipv4-ippool', async () => {
+      const p = await client.get(POOL, undefined, 'default-ipv4-ippool');
+      return p.spec.disabled ? undefined : p;
+    }, { timeoutMs: 300_000, intervalMs: 200 });
+    console.log(`the v1.34 operator rewrote the pool ${Date.now() - switchedAt} ms after it started`);
+    const meta = JSON.parse(rewritten.metadata.annotations?.['projectcalico.org/metadata'] ?? '{}');
+    expect(meta.labels?.['app.kubernetes.io/managed-by']).toBe('tigera-operator');
+    // Through projectcalico.org/v3: libcalico-go keeps v3 labels in that annotation, while the operator's own
+    // fallback (API server unavailable) writes the crd.projectcalico.org object with the label on it directly.
+    expect(rewritten.metadata.labels?.['app.kubernetes.io/managed-by']).toBeUndefined();
+    const v3 = await client.request<any>('GET', '/apis/projectcalico.org/v3/ippools/default-ipv4-ippool');
+    expect(v3.metadata.labels?.['app.kubernetes.io/managed-by']).toBe('tigera-operator');
+    expect(v3.spec.disabled ?? false).toBe(false);
+    expect((await ippoolsWide())['default-ipv4-ippool']?.DISABLED).toBe('false');
+
+    // The user disables it again, as in the issue: accepted by the API server, undone by the operator.
+    const patchedAt = Date.now();
+    const out = await kubectl(cluster, ['patch', 'ippools.crd.projectcalico.org', 'default-ipv4-ippool', '--type=merge', '-p', '{"spec":{"disabled":true}}']);
+    expect(out.trim()).toBe('ippool.crd.projectcalico.org/default-ipv4-ippool patched');
+    await client.waitFor('the operator to undo the patch', async () => ((await client.get(POOL, undefined, 'default-ipv4-ippool')).spec.disabled ? undefined : true), { timeoutMs: 60_000, intervalMs: 20 });
+    console.log(`the patch back to disabled was undone ${Date.now() - patchedAt} ms after kubectl patch started`);
+    await new Promise((r) => setTimeout(r, 5_000));
+    const wide = await ippoolsWide();
+    expect(wide['default-ipv4-ippool']?.DISABLED).toBe('false');
+    expect(wide['new-ipv4-pool']?.DISABLED).toBe('false');
+  }, 900_000);
+});

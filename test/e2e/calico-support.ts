@@ -1,0 +1,105 @@
+/** Helpers for e2e tests that run Calico's real programs (the Calico supervisor of the local cluster). */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { K } from '../../src/kube/builtin.js';
+import type { KubeClient } from '../../src/kube/client.js';
+import { crdResourceType } from '../../src/kube/discovery.js';
+import type { ResourceType } from '../../src/kube/types.js';
+import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/local-cluster/calico-programs.js';
+import type { SupervisorStatus } from '../../src/local-cluster/calico-supervisor.js';
+import type { LocalCluster } from '../../src/local-cluster/cluster.js';
+import { kubeconfig } from './helpers.js';
+
+function run(bin: string, args: string[], input?: string, env: Record<string, string> = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(bin, args, { env: { ...process.env, KUBECONFIG: kubeconfig(), ...env }, timeout: 120_000 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${path.basename(bin)} ${args.join(' ')} failed: ${stderr.trim() || err.message}`));
+      else resolve(stdout);
+    });
+    if (input !== undefined) child.stdin?.end(input);
+  });
+}
+
+/** The real calicoctl (kubernetes datastore, the test cluster); the one build serves every Calico version. */
+export async function calicoctl(args: string[], input?: string): Promise<string> {
+  const dir = await ensureCalicoProgram('calico', CALICO_PROGRAMS_VERSION);
+  return run(path.join(dir, 'calicoctl'), [...args, '--allow-version-mismatch'], input, { DATASTORE_TYPE: 'kubernetes' });
+}
+
+/** The real kubectl built with the control plane. */
+export function kubectl(cluster: LocalCluster, args: string[]): Promise<string> {
+  const st = cluster.readState();
+  if (!st) throw new Error('the local cluster is not running');
+  return run(path.join(st.binDir, 'kubectl'), args);
+}
+
+/** `calicoctl get ippool -o wide`, as rows keyed by pool name (column header -> value). */
+export async function ippoolsWide(): Promise<Record<string, Record<string, string>>> {
+  const lines = (await calicoctl(['get', 'ippool', '-o', 'wide'])).trim().split('\n');
+  const header = lines.shift()!.trim().split(/\s+/);
+  const rows: Record<string, Record<string, string>> = {};
+  for (const l of lines) {
+    const cells = l.trim().split(/\s+/);
+    const row = Object.fromEntries(header.map((h, i) => [h, cells[i] ?? '']));
+    rows[row.NAME!] = row;
+  }
+  return rows;
+}
+
+/** Wait until the supervisor runs the operator binary of `tag` (it follows the tigera-operator Deployment). */
+export async function waitOperator(cluster: LocalCluster, tag: string, timeoutMs = 300_000): Promise<SupervisorStatus> {
+  const deadline = Date.now() + timeoutMs;
+  let last: SupervisorStatus | undefined;
+  while (Date.now() < deadline) {
+    last = cluster.calicoStatus();
+    if (last?.operator?.tag === tag && last.operator.pid) return last;
+    if (last?.operator?.error) throw new Error(`the supervisor cannot run operator ${tag}: ${last.operator.error}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`operator ${tag} not running after ${timeoutMs / 1000}s; supervisor status: ${JSON.stringify(last)}`);
+}
+
+/** Wait until the aggregation layer reports the projectcalico.org/v3 APIService Available. */
+export async function waitApiServiceAvailable(client: KubeClient, timeoutMs: number): Promise<void> {
+  let last = '';
+  try {
+    await client.waitFor('APIService v3.projectcalico.org to be Available', async () => {
+      const svc = await client.request<any>('GET', '/apis/apiregistration.k8s.io/v1/apiservices/v3.projectcalico.org').catch(() => undefined);
+      const cond = svc?.status?.conditions?.find((c: any) => c.type === 'Available');
+      last = cond ? `${cond.status} ${cond.reason ?? ''} ${cond.message ?? ''}` : 'no APIService';
+      return cond?.status === 'True' ? true : undefined;
+    }, { timeoutMs, intervalMs: 500 });
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; last: ${last}`);
+  }
+}
+
+/**
+ * A real operator leaves finalizers (on the Installation and APIServer, and `tigera.io/cni-protector` on the CNI
+ * plugin's ServiceAccount and cluster RBAC) that only it removes, and only while it runs and uninstalls. With the
+ * operator stopped, they would keep the CRDs and calico-system Terminating for ever: clear them (and remove the
+ * operator's APIService) so the next test file starts clean.
+ */
+export async function clearCalicoFinalizers(client: KubeClient): Promise<number> {
+  const targets: [ResourceType, string | undefined, string][] = [];
+  for (const crd of (await client.listAll(K.crd)).filter((c) => c.spec.group === 'operator.tigera.io')) {
+    const t = crdResourceType(crd);
+    for (const o of await client.listAll(t)) targets.push([t, o.metadata.namespace, o.metadata.name]);
+  }
+  for (const ns of ['calico-system', 'calico-apiserver', 'tigera-operator']) {
+    for (const o of await client.listAll(K.serviceAccount, { namespace: ns })) targets.push([K.serviceAccount, ns, o.metadata.name]);
+  }
+  for (const r of [K.clusterRole, K.clusterRoleBinding]) {
+    for (const o of await client.listAll(r)) if (/calico|tigera/.test(o.metadata.name)) targets.push([r, undefined, o.metadata.name]);
+  }
+  let cleared = 0;
+  for (const [t, ns, name] of targets) {
+    const o = await client.getOrUndefined(t, ns, name);
+    if (!o?.metadata.finalizers?.length) continue;
+    await client.mergePatch(t, ns, name, { metadata: { finalizers: null } });
+    cleared++;
+  }
+  // The operator's APIService would outlive its Service and make discovery of projectcalico.org/v3 fail.
+  await client.request('DELETE', '/apis/apiregistration.k8s.io/v1/apiservices/v3.projectcalico.org').catch(() => undefined);
+  return cleared;
+}
