@@ -1,7 +1,7 @@
 /**
  * GCP Compute Engine snapshot provider (@google-cloud/compute 6.15, REST transport).
  *
- * Snapshot: every attached persistent disk of the instance (one createSnapshot per disk: GCE has no multi-disk
+ * Snapshot: the attached persistent disks the disk policy selects (one createSnapshot per disk: GCE has no multi-disk
  * crash-consistent call; `guestFlush` asks the guest for application consistency), labelled so the snapshots
  * can be found without the bundle; the zone operations are waited on in a loop until DONE (wait() returns
  * after ~2 min at most, or earlier), then the snapshot is polled until READY.
@@ -32,6 +32,8 @@ import {
   type RestoreDisksOptions,
   type RestoreDisksResult,
   type SnapshotFilter,
+  type MachineDisk,
+  type SnapshotOptions,
   type SnapshotProvider,
   type SnapshotRecord,
   type SnapshotTags,
@@ -75,6 +77,16 @@ export interface GcpProviderConfig {
 }
 
 const lastPath = (u: string | null | undefined) => String(u ?? '').split('/').pop() ?? '';
+
+/** GCE PD CSI writes the PV it made a disk for into the disk description as JSON; keys as tags. */
+function descriptionTags(description: string | null | undefined): Record<string, string> {
+  try {
+    const v = JSON.parse(description ?? '');
+    return v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).filter((e): e is [string, string] => typeof e[1] === 'string')) : {};
+  } catch {
+    return {};
+  }
+}
 
 /** gax errors carry `code` (HTTP status over REST); throttling and unavailability are retried. */
 export function isRetryableGcpError(err: unknown): { retry: boolean } {
@@ -215,10 +227,23 @@ export class GcpProvider implements SnapshotProvider {
     return inst;
   }
 
-  async snapshot(target: NodeTarget, tags: SnapshotTags, opts: { description?: string; consistent?: boolean } = {}): Promise<SnapshotRecord[]> {
+  async attachedDisks(target: NodeTarget): Promise<MachineDisk[]> {
     const { project, zone } = target.location as { project: string; zone: string };
     const inst = await this.getInstance(target);
     const attached = (inst.disks ?? []).filter((d) => d.source && String(d.type ?? 'PERSISTENT') === 'PERSISTENT');
+    return Promise.all(
+      attached.map(async (d) => {
+        const disk = lastPath(d.source);
+        const [info] = await this.call('disks.get', (c) => c.disks.get({ project, zone, disk }));
+        return { disk, device: d.deviceName ?? '', boot: !!d.boot, aliases: [String(d.source)], tags: { ...descriptionTags(info.description), ...(info.labels ?? {}) }, sourceSnapshot: info.sourceSnapshot ?? undefined };
+      }),
+    );
+  }
+
+  async snapshot(target: NodeTarget, tags: SnapshotTags, opts: SnapshotOptions = {}): Promise<SnapshotRecord[]> {
+    const { project, zone } = target.location as { project: string; zone: string };
+    const inst = await this.getInstance(target);
+    const attached = (inst.disks ?? []).filter((d) => d.source && String(d.type ?? 'PERSISTENT') === 'PERSISTENT' && (!opts.disks || opts.disks.includes(lastPath(d.source))));
     if (!attached.length) throw new EnvironmentError(`GCP instance ${target.machine} (node ${target.node}) has no persistent disks to snapshot`);
     const guestFlush = !!(opts.consistent ?? this.config.guestFlush);
     const created = new Date().toISOString();

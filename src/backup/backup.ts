@@ -20,7 +20,8 @@ import type { KubeClient } from '../kube/client.js';
 import { pool } from '../kube/manifests.js';
 import { ProviderSet } from '../providers/registry.js';
 import { nodeInfo, resolveNodes, type UnresolvedNode } from '../providers/resolve.js';
-import type { NodeInfo, NodeTarget, SnapshotRecord } from '../providers/types.js';
+import { loadPvIndex, selectDisks, type PvIndex } from '../providers/disk-policy.js';
+import type { NodeInfo, NodeTarget, SkippedDisk, SnapshotRecord } from '../providers/types.js';
 
 export interface BackupOptions {
   /** `auto` (default: per node from providerID / mapping) or one provider name for every node. */
@@ -39,6 +40,8 @@ export interface BackupOptions {
   encryptionKey?: Buffer;
   /** Ask providers for application-consistent snapshots where they can (GCP guestFlush). */
   consistent?: boolean;
+  /** Also snapshot the disks of PersistentVolumes attached to the nodes (`--include-volumes`). */
+  includeVolumes?: boolean;
   config: CniRewindConfig;
   mapping: NodeMapping;
 }
@@ -60,6 +63,8 @@ export interface BackupResult {
   nodes: NodeBackupResult[];
   unprotected: UnresolvedNode[];
   snapshots: SnapshotRecord[];
+  /** PersistentVolume disks not snapshotted (no --include-volumes). */
+  skippedDisks: SkippedDisk[];
   cleanedUp: boolean;
   manifest: BundleManifest;
 }
@@ -121,7 +126,9 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
     reporter.info('CNR_BACKUP_SNAPSHOTS', `snapshotting ${targets.length} node(s) (concurrency ${opts.concurrency}, timeout ${Math.round(opts.snapshotTimeoutMs / 1000)} s)`, { bundleId, clusterId });
 
     const records: SnapshotRecord[] = [];
+    const skippedDisks: SkippedDisk[] = [];
     const results: NodeBackupResult[] = [];
+    const policy = { includeVolumes: !!opts.includeVolumes, index: undefined as Promise<PvIndex> | undefined, client };
     const deadline = Date.now() + opts.snapshotTimeoutMs;
     const interrupted = { signal: undefined as NodeJS.Signals | undefined };
     const onSignal = (sig: NodeJS.Signals) => {
@@ -137,7 +144,7 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
           results.push({ node: t.node, provider: t.provider, machine: t.machine, ok: false, snapshots: 0, error: `not started (${interrupted.signal})`, seconds: 0 });
           return;
         }
-        results.push(await snapshotNode(t, await providers.get(t.provider), { bundleId, clusterId, deadline, consistent: opts.consistent }, records, reporter));
+        results.push(await snapshotNode(t, await providers.get(t.provider), { bundleId, clusterId, deadline, consistent: opts.consistent, policy, skippedDisks }, records, reporter));
       });
     } finally {
       process.off('SIGINT', onSignal);
@@ -160,6 +167,8 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
     }
     records.sort((a, b) => a.node.localeCompare(b.node) || a.device.localeCompare(b.device));
     m.snapshots = records;
+    skippedDisks.sort((a, b) => a.node.localeCompare(b.node) || a.device.localeCompare(b.device));
+    if (skippedDisks.length) m.skippedDisks = skippedDisks;
     // Unprotected nodes were accepted explicitly (--allow-unprotected-nodes) and are listed in the notes.
     m.complete = failed.length === 0;
     for (const f of failed) m.notes.push(`backup incomplete: node ${f.node}: ${f.error}`);
@@ -168,7 +177,7 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
     const final = await writer.commit();
     reporter.info('CNR_BACKUP_DONE', `${m.complete ? 'backup complete' : 'backup INCOMPLETE'}: ${final} (${records.length} snapshot(s) of ${targets.length} node(s))`, { path: final, complete: m.complete });
     results.sort((a, b) => a.node.localeCompare(b.node));
-    return { path: final, bundleId, complete: m.complete, nodes: results, unprotected: unresolved, snapshots: records, cleanedUp, manifest: m };
+    return { path: final, bundleId, complete: m.complete, nodes: results, unprotected: unresolved, snapshots: records, skippedDisks, cleanedUp, manifest: m };
   } finally {
     await providers.closeAll();
   }
@@ -177,7 +186,14 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
 async function snapshotNode(
   t: NodeTarget,
   provider: Awaited<ReturnType<ProviderSet['get']>>,
-  run: { bundleId: string; clusterId: string; deadline: number; consistent?: boolean },
+  run: {
+    bundleId: string;
+    clusterId: string;
+    deadline: number;
+    consistent?: boolean;
+    policy: { includeVolumes: boolean; index?: Promise<PvIndex>; client: KubeClient };
+    skippedDisks: SkippedDisk[];
+  },
   records: SnapshotRecord[],
   reporter: Reporter,
 ): Promise<NodeBackupResult> {
@@ -187,7 +203,19 @@ async function snapshotNode(
   progress('starting snapshots', 0);
   let mine: SnapshotRecord[] = [];
   try {
-    mine = await provider.snapshot(t, { bundleId: run.bundleId, clusterId: run.clusterId, node: t.node }, { consistent: run.consistent });
+    let disks: string[] | undefined;
+    let volumes = new Map<string, string>();
+    if (provider.attachedDisks) {
+      // The PersistentVolumes are read once per backup, by the first node whose provider can choose disks.
+      run.policy.index ??= loadPvIndex(run.policy.client);
+      const sel = selectDisks(t, await provider.attachedDisks(t), await run.policy.index, run.policy.includeVolumes);
+      for (const s of sel.skipped) reporter.info('CNR_BACKUP_DISK_SKIPPED', `${t.node}: ${s.device} (${s.disk}) not snapshotted: ${s.reason}`, s);
+      run.skippedDisks.push(...sel.skipped);
+      disks = sel.snapshot;
+      volumes = sel.volumes;
+    }
+    mine = disks?.length === 0 ? [] : await provider.snapshot(t, { bundleId: run.bundleId, clusterId: run.clusterId, node: t.node }, { consistent: run.consistent, disks });
+    for (const r of mine) if (volumes.has(r.disk)) r.pv = volumes.get(r.disk);
     records.push(...mine);
     reporter.info('CNR_SNAPSHOT_STARTED', `${t.node}: ${mine.length} snapshot(s) started: ${mine.map((r) => `${r.device || r.disk}=${r.snapshotId}`).join(', ')}`, { node: t.node, snapshots: mine.map((r) => r.snapshotId) });
     progress('waiting until usable', 0, mine.length);
