@@ -24,6 +24,21 @@ export interface HttpResponse {
   body: string;
 }
 
+const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const CUT = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ESOCKETTIMEDOUT']);
+
+/**
+ * Whether a failed request may be sent again: it never reached the server (connection refused, unreachable), or
+ * it is idempotent and the connection was cut or the server answered 502/503/504.
+ */
+export function isTransient(err: unknown, idempotent: boolean): boolean {
+  const e = err as { cause?: { code?: string }; status?: number };
+  const code = e?.cause?.code;
+  if (code && NOT_SENT.has(code)) return true;
+  if (!idempotent) return false;
+  return (!!code && CUT.has(code)) || e?.status === 502 || e?.status === 503 || e?.status === 504 || /no answer within/.test(String((e?.cause as Error | undefined)?.message));
+}
+
 export class HttpClient {
   private readonly agent: http.Agent;
   constructor(

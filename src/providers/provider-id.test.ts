@@ -9,6 +9,10 @@ describe('parseProviderId', () => {
   it('reads GCE ids', () => {
     expect(parseProviderId('gce://proj-1/europe-west1-b/node-a')).toEqual({ provider: 'gcp', project: 'proj-1', zone: 'europe-west1-b', instance: 'node-a' });
   });
+  it('reads vSphere ids (the VM BIOS UUID)', () => {
+    expect(parseProviderId('vsphere://4237E7B1-5E26-8F8D-6D2C-5B1A3A63F1C2')).toEqual({ provider: 'vsphere', uuid: '4237e7b1-5e26-8f8d-6d2c-5b1a3a63f1c2' });
+    expect(parseProviderId('vsphere://not-a-uuid')).toMatchObject({ provider: 'unknown' });
+  });
   it('says unknown for anything else', () => {
     expect(parseProviderId(undefined)).toEqual({ provider: 'unknown' });
     expect(parseProviderId('kind://docker/kind/kind-control-plane')).toEqual({ provider: 'unknown', raw: 'kind://docker/kind/kind-control-plane' });
