@@ -45,6 +45,7 @@ import { BadInputError, EnvironmentError, errorMessage } from '../../src/errors.
 import { registerSecret } from '../../src/io/redact.js';
 import { defaultRetryPolicy, sleep, withRetry, type RetryPolicy } from '../../src/kube/retry.js';
 import { parseProviderId } from '../../src/providers/provider-id.js';
+import { envProxyAgent, type EnvProxyAgent } from '../../src/providers/proxy.js';
 import {
   PROVIDER_API_VERSION,
   TAG_KEYS,
@@ -119,6 +120,7 @@ export class AwsProvider implements SnapshotProvider {
   private readonly regionsSeen = new Set<string>();
   private readonly zoneRegions = new Map<string, Promise<string>>();
   private readonly retry: RetryPolicy;
+  private proxyAgent?: EnvProxyAgent;
   /** Throttled calls retried (for progress and the fan-out benchmark). */
   throttled = 0;
 
@@ -135,7 +137,9 @@ export class AwsProvider implements SnapshotProvider {
     let c = this.clients.get(region);
     if (!c) {
       // maxAttempts 1: retries are ours (withRetry), so throttling is counted and bounded the same way everywhere.
-      c = new EC2Client({ region, maxAttempts: 1 });
+      // With HTTPS_PROXY & co. set, requests go through the proxy (NO_PROXY honoured per request).
+      this.proxyAgent ??= envProxyAgent();
+      c = new EC2Client({ region, maxAttempts: 1, ...(this.proxyAgent ? { requestHandler: { httpAgent: this.proxyAgent, httpsAgent: this.proxyAgent } } : {}) });
       this.clients.set(region, c);
     }
     return c;
@@ -556,6 +560,7 @@ export class AwsProvider implements SnapshotProvider {
   async close(): Promise<void> {
     for (const c of this.clients.values()) c.destroy();
     this.clients.clear();
+    this.proxyAgent?.destroy();
   }
 }
 

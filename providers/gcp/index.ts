@@ -20,6 +20,7 @@ import { DisksClient, GlobalOperationsClient, InstancesClient, SnapshotsClient, 
 import { BadInputError, EnvironmentError, errorMessage } from '../../src/errors.js';
 import { defaultRetryPolicy, sleep, withRetry, type RetryPolicy } from '../../src/kube/retry.js';
 import { parseProviderId } from '../../src/providers/provider-id.js';
+import { envProxyAgent } from '../../src/providers/proxy.js';
 import {
   PROVIDER_API_VERSION,
   TAG_KEYS,
@@ -75,6 +76,9 @@ export interface GcpProviderConfig {
   /** `none`: send no credentials (only for a local fake). Default: Application Default Credentials. */
   auth?: 'adc' | 'none';
 }
+
+/** The scopes the Compute clients ask for by default (used when cni-rewind makes the auth client itself). */
+const GCP_SCOPES = ['https://www.googleapis.com/auth/compute', 'https://www.googleapis.com/auth/cloud-platform'];
 
 const lastPath = (u: string | null | undefined) => String(u ?? '').split('/').pop() ?? '';
 
@@ -145,9 +149,19 @@ export class GcpProvider implements SnapshotProvider {
         opts.port = Number(u.port || (u.protocol === 'http:' ? 80 : 443));
         opts.protocol = u.protocol.replace(':', '');
       }
-      if (this.config.auth === 'none') {
-        const { PassThroughClient } = await import('google-auth-library');
-        opts.authClient = new PassThroughClient();
+      // google-gax hands the transporter (gaxios) its own keep-alive agent, which turns off gaxios' proxy
+      // support: a request interceptor puts a proxy-aware agent back when a proxy variable is set.
+      const proxyAgent = envProxyAgent();
+      if (this.config.auth === 'none' || proxyAgent) {
+        const { GoogleAuth, PassThroughClient } = await import('google-auth-library');
+        let authClient;
+        try {
+          authClient = this.config.auth === 'none' ? new PassThroughClient() : await new GoogleAuth({ scopes: GCP_SCOPES }).getClient();
+        } catch (err) {
+          throw describeGcpError('client initialization', err);
+        }
+        if (proxyAgent) authClient.transporter.interceptors.request.add({ resolved: async (o) => Object.assign(o, { agent: proxyAgent }) });
+        opts.authClient = authClient;
       }
       const c: Clients = {
         instances: new InstancesClient(opts as any),
