@@ -3,7 +3,8 @@
  * volume and a third volume that a PersistentVolume of the cluster names (EBS CSI style). backup covers the
  * first two and lists the third as skipped; --include-volumes adds it; restore --disks leaves the PV volume
  * alone once it has moved to another instance; a recorded volume replaced by hand is refused by name.
- * Also: a node in an AWS Local Zone (`aws:///us-west-2-lax-1a/i-...`) resolves to region us-west-2.
+ * Also: a node in an AWS Local Zone (`aws:///us-west-2-lax-1a/i-...`) resolves to region us-west-2 (moto knows no
+ * Local Zones: a stand-in answers DescribeAvailabilityZones for it, see the test).
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,7 +27,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import type { ResourceType } from '../../src/kube/types.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
-import { startMoto, type Moto } from '../support/moto.js';
+import { ec2Server, forward, startMoto, type Moto } from '../support/moto.js';
 import { deleteNodes, runCli, testClient } from './helpers.js';
 
 const PREFIX = 'cnr-awsvol-';
@@ -145,7 +146,7 @@ describe('AWS disk policy: PersistentVolume disks, restore by volume id, Local Z
 
   it('restore --disks --include-volumes after the PV volume moved to another instance leaves it untouched', async () => {
     const pvVol = vols['/dev/sdg']!;
-    await ec2.send(new DetachVolumeCommand({ VolumeId: pvVol }));
+    await ec2.send(new DetachVolumeCommand({ VolumeId: pvVol, InstanceId: instance }));
     await waitVolume(pvVol, 'available');
     await ec2.send(new AttachVolumeCommand({ VolumeId: pvVol, InstanceId: other, Device: '/dev/sdh' }));
     const r = await cli(['restore', full, '--disks', '--nodes', node, '--include-volumes', '--config', cfg, '--yes', '-o', 'json']);
@@ -166,7 +167,7 @@ describe('AWS disk policy: PersistentVolume disks, restore by volume id, Local Z
     const current = (await volumesOf(instance))['/dev/sdf']!;
     const byHand = (await ec2.send(new CreateVolumeCommand({ AvailabilityZone: 'us-east-1a', Size: 10 }))).VolumeId!;
     await ec2.send(new StopInstancesCommand({ InstanceIds: [instance] }));
-    await ec2.send(new DetachVolumeCommand({ VolumeId: current }));
+    await ec2.send(new DetachVolumeCommand({ VolumeId: current, InstanceId: instance }));
     await waitVolume(current, 'available');
     await ec2.send(new AttachVolumeCommand({ VolumeId: byHand, InstanceId: instance, Device: '/dev/sdf' }));
     const before = await volumesOf(instance);
@@ -180,27 +181,43 @@ describe('AWS disk policy: PersistentVolume disks, restore by volume id, Local Z
 
   it('a node in a Local Zone (aws:///us-west-2-lax-1a/i-...) resolves to region us-west-2 and is backed up there', async () => {
     const west = new EC2Client({ region: 'us-west-2', endpoint: moto.url, credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' }, maxAttempts: 1 });
+    // What moto answers: it knows no Local Zones (DescribeAvailabilityZones does not list them and RunInstances
+    // refuses the zone). So the instance runs in us-west-2a, the Local Zone's parent, and a STAND-IN in front of
+    // moto answers DescribeAvailabilityZones for us-west-2-lax-1a as EC2 documents it (zoneType local-zone,
+    // regionName us-west-2); every other call goes to moto unchanged.
+    const zones = await west.send(new DescribeAvailabilityZonesCommand({ AllAvailabilityZones: true }));
+    expect(zones.AvailabilityZones!.map((z) => z.ZoneName)).not.toContain('us-west-2-lax-1a');
+    await expect(runInstance(west, 'us-west-2-lax-1a')).rejects.toThrow(/Invalid Availability Zone/);
+    const asked: string[] = [];
+    const standIn = await ec2Server(async (req, res, body, form) => {
+      const region = /Credential=[^/]+\/[^/]+\/([^/]+)\//.exec(String(req.headers.authorization))?.[1];
+      if (form.get('Action') === 'DescribeAvailabilityZones' && form.get('ZoneName.1') === 'us-west-2-lax-1a') {
+        asked.push(region ?? '');
+        const item = region === 'us-west-2'
+          ? '<item><zoneName>us-west-2-lax-1a</zoneName><zoneState>available</zoneState><regionName>us-west-2</regionName><zoneId>usw2-lax1-az1</zoneId><zoneType>local-zone</zoneType><parentZoneName>us-west-2a</parentZoneName><groupName>us-west-2-lax-1</groupName><networkBorderGroup>us-west-2-lax-1</networkBorderGroup><optInStatus>opted-in</optInStatus></item>'
+          : '';
+        const xml = `<?xml version="1.0" encoding="UTF-8"?>\n<DescribeAvailabilityZonesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>00000000-0000-0000-0000-000000000001</requestId><availabilityZoneInfo>${item}</availabilityZoneInfo></DescribeAvailabilityZonesResponse>`;
+        res.writeHead(200, { 'content-type': 'text/xml;charset=UTF-8', 'content-length': Buffer.byteLength(xml) });
+        return void res.end(xml);
+      }
+      await forward(moto.url, req, res, body);
+    });
     try {
-      // What moto answers: it lists no Local Zones, so the provider's confirmation here comes from the instance's
-      // placement (DescribeInstances in us-west-2), not from DescribeAvailabilityZones.
-      const zones = await west.send(new DescribeAvailabilityZonesCommand({ AllAvailabilityZones: true }));
-      expect(zones.AvailabilityZones!.map((z) => z.ZoneName)).not.toContain('us-west-2-lax-1a');
-      const id = await runInstance(west, 'us-west-2-lax-1a');
-      const placed = (await west.send(new DescribeInstancesCommand({ InstanceIds: [id] }))).Reservations![0]!.Instances![0]!.Placement!.AvailabilityZone;
-      expect(placed).toBe('us-west-2-lax-1a');
+      const id = await runInstance(west, 'us-west-2a');
       const lz = `${PREFIX}lax`;
       await createFakeNodes(client, [{ name: lz, providerID: `aws:///us-west-2-lax-1a/${id}` }]);
       const out = path.join(dir, 'b-lax');
-      const r = await cli(['backup', '--nodes', lz, '--out', out, '-o', 'json']);
+      const r = await runCli(['backup', '--nodes', lz, '--out', out, '-o', 'json'], { env: { ...moto.env, AWS_ENDPOINT_URL_EC2: standIn.url, NODE_NO_WARNINGS: '1' } });
       expect(r.code, r.stderr).toBe(0);
+      // The region came from EC2's answer about the zone, asked in the region the zone name starts with.
+      expect(asked).toEqual(['us-west-2']);
       const manifest = JSON.parse(readFileSync(path.join(out, 'manifest.json'), 'utf8'));
       expect(manifest.snapshots).toEqual([expect.objectContaining({ node: lz, machine: id, state: 'completed', location: expect.objectContaining({ region: 'us-west-2' }) })]);
       const snaps = await west.send(new DescribeSnapshotsCommand({ SnapshotIds: [manifest.snapshots[0].snapshotId] }));
       expect(snaps.Snapshots).toHaveLength(1);
-      const listed = await cli(['snapshots', 'list', '--bundle', manifest.id, '-o', 'json']);
-      expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ node: lz, location: { region: 'us-west-2' } })]);
     } finally {
       west.destroy();
+      await standIn.close();
     }
   });
 });
