@@ -75,7 +75,7 @@ export async function startGcpComputeFake(project = 'cnr-fake-project'): Promise
   const ikey = (zone: string, name: string) => `${zone}/${name}`;
   // Regional persistent disks are keyed `regions/<region>/<name>`, zonal ones `<zone>/<name>`.
   const keyOfSource = (source: string) => {
-    const m = /\/(zones|regions)\/([^/]+)\/disks\/([^/]+)$/.exec(source);
+    const m = /(?:^|\/)(zones|regions)\/([^/]+)\/disks\/([^/]+)$/.exec(source);
     return m ? (m[1] === 'regions' ? ikey(`regions/${m[2]}`, m[3]!) : ikey(m[2]!, m[3]!)) : source;
   };
 
