@@ -1,5 +1,5 @@
 /**
- * Operator-managed IP pools (Calico issue #9100, DIFFERENCES.md "Operator-managed IP pools"): from operator
+ * Operator-managed IP pools (Calico issue #9100, docs/calico-differences.md "Operator-managed IP pools"): from operator
  * v1.34 (Calico 3.28) a pool listed in Installation.spec.calicoNetwork.ipPools, or labelled
  * app.kubernetes.io/managed-by=tigera-operator, is reconciled from the Installation entry. Writing such an
  * IPPool alone is reverted minutes later, so restore relies on the Installation entry (restored first) and says

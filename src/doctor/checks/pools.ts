@@ -1,5 +1,5 @@
 /**
- * IP pools and the tigera operator (DIFFERENCES.md, "Operator-managed IP pools"; Calico issue #9100).
+ * IP pools and the tigera operator (docs/calico-differences.md, "Operator-managed IP pools"; Calico issue #9100).
  * From operator v1.34 (Calico 3.28) Installation.spec.calicoNetwork.ipPools is desired state: the operator adopts
  * every pool that carries the managed-by label or that converts to an object equal to an Installation entry,
  * rewrites adopted pools to match their entry (its pool type has no `disabled`, so a disabled pool comes back
