@@ -214,6 +214,8 @@ async function snapshotNode(
       disks = sel.snapshot;
       volumes = sel.volumes;
     }
+    // No disk at all is the provider's error to report (an instance gone, no volumes): snapshot() says so.
+    if (disks?.length === 0 && !volumes.size && !run.skippedDisks.some((s) => s.node === t.node)) disks = undefined;
     mine = disks?.length === 0 ? [] : await provider.snapshot(t, { bundleId: run.bundleId, clusterId: run.clusterId, node: t.node }, { consistent: run.consistent, disks });
     for (const r of mine) if (volumes.has(r.disk)) r.pv = volumes.get(r.disk);
     records.push(...mine);
