@@ -38,6 +38,7 @@ export interface BackupOptions {
   excludeSecrets?: boolean;
   /** AES-256-GCM key for the Secret material in the bundle (`--encrypt`). */
   encryptionKey?: Buffer;
+  encryption?: BundleManifest['encryption'];
   /** Ask providers for application-consistent snapshots where they can (GCP guestFlush). */
   consistent?: boolean;
   /** Also snapshot the disks of PersistentVolumes attached to the nodes (`--include-volumes`). */
@@ -110,7 +111,7 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
     }
 
     const out = opts.out ?? path.join(DEFAULT_BACKUP_DIR, defaultBundleName(client.connection.clusterName));
-    const writer = await BundleWriter.open(out, { secretsExcluded: opts.excludeSecrets, encryptionKey: opts.encryptionKey });
+    const writer = await BundleWriter.open(out, { secretsExcluded: opts.excludeSecrets, encryptionKey: opts.encryptionKey, encryption: opts.encryption });
     if (!opts.out) writer.manifest.id = path.basename(out);
     else if (isArchivePath(out)) writer.manifest.id = path.basename(out).replace(/\.(tar\.gz|tgz)$/i, '');
     const m = writer.manifest;

@@ -141,9 +141,14 @@ export async function extractArchive(file: string, limits: ExtractLimits = DEFAU
   const dest = await fs.mkdtemp(path.join(os.tmpdir(), 'cni-rewind-bundle-'));
   await fs.chmod(dest, 0o700);
   const made = new Set<string>([dest]);
+  // A path listed both as a file and as a directory (`x` and `x/`, in either order) is refused in one line.
+  const clash = (rel: string) => new BadInputError(`${path.basename(file)} holds ${JSON.stringify(rel)} both as a file and as a directory; refusing to read it`);
   const mkdirp = async (dir: string) => {
     if (made.has(dir)) return;
-    await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+    await fs.mkdir(dir, { recursive: true, mode: 0o700 }).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'EEXIST' || e.code === 'ENOTDIR') throw clash(path.relative(dest, dir));
+      throw e;
+    });
     made.add(dir);
   };
   try {
@@ -158,7 +163,9 @@ export async function extractArchive(file: string, limits: ExtractLimits = DEFAU
         const body = await readBody(entry, limits.maxEntryBytes);
         // 'wx': an archive listing one path twice is refused rather than silently overwritten.
         await fs.writeFile(full, body, { mode: 0o600, flag: 'wx' }).catch((e: NodeJS.ErrnoException) => {
+          if (e.code === 'EEXIST' && made.has(full)) throw clash(rel);
           if (e.code === 'EEXIST') throw new BadInputError(`${path.basename(file)} lists ${rel} twice`);
+          if (e.code === 'EISDIR' || e.code === 'ENOTDIR') throw clash(rel);
           throw e;
         });
         return 'continue';

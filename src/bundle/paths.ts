@@ -66,3 +66,25 @@ export function unsafePathReason(p: string): string | undefined {
   if (segs.some((s) => s === '' || s === '.')) return 'empty or "." path segment';
   return undefined;
 }
+
+/** Where the writer would have put this object, for the folder `rel` is in (undefined: not an object folder). */
+function expectedPathFor(rel: string, obj: KubeObject): string | undefined {
+  const top = rel.split('/')[0];
+  if (top === DIRS.resources) return resourcePathFor(obj);
+  if (top === DIRS.v3) return v3PathFor(obj);
+  if (top === DIRS.config) return configPathFor(obj);
+  if (top === DIRS.crds) return obj.kind === 'CustomResourceDefinition' ? crdPathFor(obj) : `${DIRS.crds}/(not a CustomResourceDefinition)`;
+  if (top === DIRS.nodes) return obj.kind === 'Node' ? nodePathFor(obj.metadata.name) : `${DIRS.nodes}/(not a Node)`;
+  return undefined;
+}
+
+/**
+ * Why an object read from `rel` does not belong there (its apiVersion group, kind, namespace or name say
+ * another path), or undefined when it does. A bundle's paths are what restore and diff select by.
+ */
+export function objectPathMismatch(rel: string, obj: KubeObject): string | undefined {
+  const want = expectedPathFor(rel, obj);
+  if (want === undefined || want === rel) return undefined;
+  const ns = obj.metadata.namespace ? `${obj.metadata.namespace}/` : '';
+  return `${rel} holds ${obj.apiVersion} ${obj.kind} ${ns}${obj.metadata.name}, which belongs at ${want}`;
+}

@@ -11,9 +11,9 @@ import yaml from 'js-yaml';
 import { BadInputError } from '../errors.js';
 import type { KubeObject } from '../kube/types.js';
 import { extractArchive, readArchiveManifest } from './archive.js';
-import { decrypt } from './crypto.js';
+import { decrypt, isBoundCiphertext, manifestMacValid } from './crypto.js';
 import { BUNDLE_FORMAT_VERSION } from './format.js';
-import { DIRS, MANIFEST_FILE, parseResourcePath, unsafePathReason } from './paths.js';
+import { DIRS, MANIFEST_FILE, objectPathMismatch, parseResourcePath, unsafePathReason } from './paths.js';
 import type { BundleManifest, BundleObject, ResourceTypeEntry } from './types.js';
 import { sha256 } from './writer.js';
 
@@ -22,6 +22,11 @@ export interface ObjectFilter {
   groups?: string[];
   /** Kinds, matched case-insensitively against kind, plural or `<plural>.<group>` (e.g. `IPPool`, `ippools`). */
   kinds?: string[];
+  /**
+   * Yield an object whose content does not match its path with `problem` set, instead of failing the whole
+   * read (restore refuses such objects one by one and restores the rest).
+   */
+  lenient?: boolean;
 }
 
 export interface Bundle {
@@ -33,7 +38,7 @@ export interface Bundle {
   objects(filter?: ObjectFilter): AsyncIterable<BundleObject>;
   crds(): Promise<KubeObject[]>;
   /** ConfigMaps, Secrets, the operator Deployment, the calico-node DaemonSet. */
-  configObjects(): AsyncIterable<BundleObject>;
+  configObjects(opts?: { lenient?: boolean }): AsyncIterable<BundleObject>;
   /** The projectcalico.org/v3 view, when it was exported. */
   v3Objects(): AsyncIterable<BundleObject>;
   /** Per-node records: Node objects with only the projectcalico.org/* annotations and spec.providerID. */
@@ -56,19 +61,35 @@ export async function openBundle(p: string, opts: OpenBundleOptions = {}): Promi
     throw new BadInputError(`${p}: no such bundle (file or directory not found)`);
   }
   if (st.isDirectory()) {
-    const manifest = parseManifest(await readManifestFile(p), p);
+    const text = await readManifestFile(p);
+    const manifest = authenticated(parseManifest(text, p), text, p, opts.encryptionKey);
     return new BundleImpl(path.resolve(p), p, manifest, undefined, opts.encryptionKey);
   }
   if (!st.isFile()) throw new BadInputError(`${p} is not a bundle (neither a directory nor a .tar.gz file)`);
   await checkArchiveMagic(p);
   const root = await extractArchive(p);
   try {
-    const manifest = parseManifest(await readManifestFile(root, p), p);
+    const text = await readManifestFile(root, p);
+    const manifest = authenticated(parseManifest(text, p), text, p, opts.encryptionKey);
     return new BundleImpl(root, p, manifest, root, opts.encryptionKey);
   } catch (err) {
     await fs.rm(root, { recursive: true, force: true });
     throw err;
   }
+}
+
+/**
+ * With a key, an encrypted bundle's manifest must carry a valid MAC (format 1.1 and later); a format 1.0 bundle
+ * has none and is read as before.
+ */
+function authenticated(m: BundleManifest, text: string, shown: string, key: Buffer | undefined): BundleManifest {
+  if (!key || !m.encryption) return m;
+  const legacy = /^1\.0\./.test(m.formatVersion);
+  if (legacy && m.encryption.mac === undefined) return m;
+  if (!manifestMacValid(key, JSON.parse(text))) {
+    throw new BadInputError(`${shown}: ${MANIFEST_FILE} fails its authentication check (edited after export, or this is not the bundle's key)`, { hint: 'nothing was read from the bundle' });
+  }
+  return m;
 }
 
 /** Just the manifest (for `list`): reads an archive only up to manifest.json. */
@@ -132,6 +153,8 @@ export function parseManifest(text: string, shown: string): BundleManifest {
     ['notes', (v) => Array.isArray(v)],
     ['snapshots', (v) => Array.isArray(v)],
   ];
+  // A manifest nested thousands deep would overflow the stack of whatever renders it (inspect -o yaml).
+  if (depthExceeds(m, 32)) throw new BadInputError(`${shown}: ${MANIFEST_FILE} is nested deeper than a bundle manifest can be`);
   for (const [k, ok] of need) if (!ok(m[k])) throw new BadInputError(`${shown}: ${MANIFEST_FILE} has a missing or invalid "${k}"`);
   for (const [f, e] of Object.entries<any>(m.files)) {
     const bad = unsafePathReason(f);
@@ -141,6 +164,18 @@ export function parseManifest(text: string, shown: string): BundleManifest {
   m.secretsExcluded = !!m.secretsExcluded;
   m.complete = m.complete !== false;
   return m as BundleManifest;
+}
+
+/** Is any value nested deeper than `max` levels? Iterative, so it cannot overflow itself. */
+function depthExceeds(root: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[root, 0]];
+  while (stack.length) {
+    const [v, d] = stack.pop()!;
+    if (!v || typeof v !== 'object') continue;
+    if (d > max) return true;
+    for (const c of Object.values(v)) if (c && typeof c === 'object') stack.push([c, d + 1]);
+  }
+  return false;
 }
 
 /** Does a resource type entry match one of the user's kind words? */
@@ -167,13 +202,37 @@ class BundleImpl implements Bundle {
   }
 
   async readObject(rel: string): Promise<KubeObject> {
-    const entry = this.manifest.files[rel];
+    const { object, problem } = this.load(rel);
+    if (problem) throw new BadInputError(`${this.source}: ${problem}`);
+    return object;
+  }
+
+  /** Folders already checked to be real directories inside the root (no link on the way). */
+  private readonly realDirs = new Set<string>();
+
+  /** Every folder on the way to `rel` must be a directory, not a link that leads out of the bundle. */
+  private checkDirs(rel: string): void {
+    const segs = rel.split('/');
+    let dir = '';
+    for (const seg of segs.slice(0, -1)) {
+      dir = dir ? `${dir}/${seg}` : seg;
+      if (this.realDirs.has(dir)) continue;
+      const st = lstatSync(path.join(this.root, dir));
+      if (!st.isDirectory()) throw new BadInputError(`${this.source}: ${dir} is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}; a bundle holds only directories and regular files`);
+      this.realDirs.add(dir);
+    }
+  }
+
+  /** Read, check and parse one file; `problem` when the object does not belong at its path. */
+  private load(rel: string): { object: KubeObject; problem?: string } {
+    const entry = Object.hasOwn(this.manifest.files, rel) ? this.manifest.files[rel] : undefined;
     if (!entry) throw new BadInputError(`${this.source}: ${rel} is not listed in the manifest`);
     let data: Buffer;
     try {
-      // Only regular files: a link inside a bundle directory could point anywhere.
+      // Only regular files, reached through real directories: a link inside a bundle directory could point anywhere.
       // Synchronous on purpose: bundle files are small and read one after another, and the promise API's
       // thread-pool round trips made reading 10,000 of them take 2.8 s where these calls take 0.4 s.
+      this.checkDirs(rel);
       if (!lstatSync(path.join(this.root, rel)).isFile()) throw new BadInputError(`${this.source}: ${rel} is not a regular file`);
       data = readFileSync(path.join(this.root, rel));
     } catch (err) {
@@ -183,6 +242,8 @@ class BundleImpl implements Bundle {
     if (sha256(data) !== entry.sha256) throw new BadInputError(`${this.source}: ${rel} does not match its checksum (edited or corrupted)`, { hint: `run: cni-rewind verify ${this.source}` });
     if (entry.encrypted) {
       if (!this.key) throw new BadInputError(`${this.source}: ${rel} is encrypted; give the bundle key to read it`);
+      // A manifest with a MAC promises path-bound ciphertexts: an unbound one was put there by someone else.
+      if (this.manifest.encryption?.mac && !isBoundCiphertext(data)) throw new BadInputError(`${this.source}: cannot decrypt ${rel}: it is not bound to its path (format 1.0 ciphertext in a format 1.1 bundle)`);
       data = decrypt(this.key, data, rel);
     }
     let obj: any;
@@ -191,10 +252,16 @@ class BundleImpl implements Bundle {
     } catch (err) {
       throw new BadInputError(`${this.source}: ${rel} is not valid YAML`);
     }
-    if (!obj || typeof obj !== 'object' || typeof obj.apiVersion !== 'string' || typeof obj.kind !== 'string' || typeof obj.metadata?.name !== 'string') {
+    if (!obj || typeof obj !== 'object' || typeof obj.apiVersion !== 'string' || typeof obj.kind !== 'string' || typeof obj.metadata?.name !== 'string' || !['string', 'undefined'].includes(typeof obj.metadata.namespace)) {
       throw new BadInputError(`${this.source}: ${rel} is not a Kubernetes object`);
     }
-    return obj as KubeObject;
+    return { object: obj as KubeObject, problem: objectPathMismatch(rel, obj) };
+  }
+
+  private yieldable(rel: string, lenient: boolean | undefined): BundleObject {
+    const { object, problem } = this.load(rel);
+    if (problem && !lenient) throw new BadInputError(`${this.source}: ${problem}`);
+    return { path: rel, object, ...(problem ? { problem } : {}) };
   }
 
   async *objects(filter: ObjectFilter = {}): AsyncIterable<BundleObject> {
@@ -205,7 +272,7 @@ class BundleImpl implements Bundle {
     for (const f of this.filesUnder(DIRS.resources)) {
       const p = parseResourcePath(f);
       if (!p || !wanted.has(`${p.group}\0${p.kind}`)) continue;
-      yield { path: f, object: await this.readObject(f) };
+      yield this.yieldable(f, filter.lenient);
     }
   }
 
@@ -215,8 +282,8 @@ class BundleImpl implements Bundle {
     return out;
   }
 
-  async *configObjects(): AsyncIterable<BundleObject> {
-    for (const f of this.filesUnder(DIRS.config)) yield { path: f, object: await this.readObject(f) };
+  async *configObjects(opts: { lenient?: boolean } = {}): AsyncIterable<BundleObject> {
+    for (const f of this.filesUnder(DIRS.config)) yield this.yieldable(f, opts.lenient);
   }
 
   async *v3Objects(): AsyncIterable<BundleObject> {

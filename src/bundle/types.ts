@@ -57,7 +57,11 @@ export interface BundleManifest {
   /** Things the export chose to skip or could not read, in words. */
   notes: string[];
   secretsExcluded: boolean;
-  encryption?: { algorithm: 'aes-256-gcm'; kdf: 'scrypt' | 'raw'; salt?: string };
+  /**
+   * Set when Secret files are encrypted. `kdf: scrypt`: the key is derived from a passphrase with `salt` (base64)
+   * and `scrypt` parameters. `mac` (format 1.1): HMAC-SHA256 of the manifest, see crypto.ts.
+   */
+  encryption?: { algorithm: 'aes-256-gcm'; kdf: 'scrypt' | 'raw'; salt?: string; scrypt?: { N: number; r: number; p: number }; mac?: string };
   /** Disk snapshots taken by `backup`, one record per disk. */
   snapshots: SnapshotRecord[];
   /** Disks attached to the nodes that `backup` did not snapshot (PersistentVolumes, without --include-volumes). */
@@ -70,4 +74,6 @@ export interface BundleManifest {
 export interface BundleObject {
   path: string;
   object: KubeObject;
+  /** Set (lenient reads only) when the object's group, kind, namespace or name say another path than its own. */
+  problem?: string;
 }

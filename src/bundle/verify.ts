@@ -22,7 +22,12 @@ export interface VerifyResult {
   checked: number;
 }
 
-export async function verifyBundle(bundle: Bundle): Promise<VerifyResult> {
+export interface VerifyOptions {
+  /** The bundle was opened with its key: decrypt every encrypted file too (proves each is at its own path). */
+  decrypt?: boolean;
+}
+
+export async function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): Promise<VerifyResult> {
   const problems: VerifyProblem[] = [];
   const m = bundle.manifest;
   const onDisk = new Set<string>();
@@ -46,7 +51,8 @@ export async function verifyBundle(bundle: Bundle): Promise<VerifyResult> {
     }
   };
   await Promise.all(Array.from({ length: 8 }, worker));
-  for (const f of onDisk) if (!(f in m.files)) problems.push({ file: f, problem: 'not listed in the manifest (extra file)' });
+  // Object.hasOwn, not `in`: an unlisted file named constructor or __proto__ is still unlisted.
+  for (const f of onDisk) if (!Object.hasOwn(m.files, f)) problems.push({ file: f, problem: 'not listed in the manifest (extra file)' });
 
   // Completeness: each resource type's count equals the files of that kind, and nothing is uncounted.
   const perKind = new Map<string, number>();
@@ -62,7 +68,13 @@ export async function verifyBundle(bundle: Bundle): Promise<VerifyResult> {
   for (const [k, n] of perKind) problems.push({ file: MANIFEST_FILE, problem: `${n} ${k.replace('\0', ' ')} files belong to no resource type in the manifest` });
   const crdFiles = Object.keys(m.files).filter((f) => f.startsWith(DIRS.crds + '/')).length;
   const crdKey = 'customresourcedefinitions.apiextensions.k8s.io';
-  if (crdKey in m.counts && m.counts[crdKey] !== crdFiles) problems.push({ file: MANIFEST_FILE, problem: `${crdKey}: counted ${m.counts[crdKey]}, but the bundle holds ${crdFiles} CRD files` });
+  if (Object.hasOwn(m.counts, crdKey) && m.counts[crdKey] !== crdFiles) problems.push({ file: MANIFEST_FILE, problem: `${crdKey}: counted ${m.counts[crdKey]}, but the bundle holds ${crdFiles} CRD files` });
+  if (opts.decrypt && !problems.length) {
+    for (const [rel, entry] of listed) {
+      if (!entry.encrypted) continue;
+      await bundle.readObject(rel).catch((err: Error) => problems.push({ file: rel, problem: err.message.replace(/^.*?: (cannot decrypt )/, '$1') }));
+    }
+  }
   if (!m.complete) problems.push({ file: MANIFEST_FILE, problem: 'the bundle is marked incomplete (a disk snapshot failed or did not finish)' });
 
   problems.sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));

@@ -14,7 +14,7 @@ import * as tar from 'tar';
 import { BadInputError } from '../errors.js';
 import type { KubeObject } from '../kube/types.js';
 import { toolVersion } from '../version.js';
-import { encrypt } from './crypto.js';
+import { encrypt, manifestMac } from './crypto.js';
 import { BUNDLE_FORMAT_VERSION } from './format.js';
 import { MANIFEST_FILE, unsafePathReason } from './paths.js';
 import type { BundleManifest } from './types.js';
@@ -32,6 +32,8 @@ export interface BundleWriterOptions {
   secretsExcluded?: boolean;
   /** 32-byte key: Secret files are stored AES-256-GCM encrypted. */
   encryptionKey?: Buffer;
+  /** The manifest's `encryption` record for that key (kdf, salt); `raw` when absent. */
+  encryption?: BundleManifest['encryption'];
 }
 
 export class BundleWriter {
@@ -74,7 +76,7 @@ export class BundleWriter {
       snapshots: [],
       complete: true,
     };
-    if (opts.encryptionKey) manifest.encryption = { algorithm: 'aes-256-gcm', kdf: 'raw' };
+    if (opts.encryptionKey) manifest.encryption = { ...(opts.encryption ?? { algorithm: 'aes-256-gcm', kdf: 'raw' }) };
     return new BundleWriter(target, workDir, manifest, opts.encryptionKey);
   }
 
@@ -89,7 +91,7 @@ export class BundleWriter {
     if (bad || relPath === MANIFEST_FILE) throw new BadInputError(`refusing to write bundle file ${JSON.stringify(relPath)}: ${bad ?? 'reserved name'}`);
     if (this.manifest.files[relPath]) throw new BadInputError(`bundle file ${relPath} written twice`);
     const encrypted = !!(opts.secret && this.encryptionKey);
-    const data = encrypted ? encrypt(this.encryptionKey!, content) : content;
+    const data = encrypted ? encrypt(this.encryptionKey!, content, relPath) : content;
     const full = path.join(this.workDir, relPath);
     const dir = path.dirname(full);
     if (!this.madeDirs.has(dir)) {
@@ -106,6 +108,10 @@ export class BundleWriter {
     if (this.finished) throw new Error('bundle writer already committed or aborted');
     this.finished = true;
     try {
+      if (this.encryptionKey && this.manifest.encryption) {
+        delete this.manifest.encryption.mac;
+        this.manifest.encryption.mac = manifestMac(this.encryptionKey, this.manifest);
+      }
       await writeFileAtomic(path.join(this.workDir, MANIFEST_FILE), JSON.stringify(this.manifest, null, 2) + '\n', 0o644);
       if (await exists(this.target)) throw new BadInputError(`${this.target} appeared while the bundle was written; not overwriting it`);
       if (isArchivePath(this.target)) {
@@ -152,6 +158,7 @@ async function exists(p: string): Promise<boolean> {
 /** Write a file through a temporary name and rename, so a reader never sees half of it. */
 export async function writeFileAtomic(file: string, content: string | Buffer, mode = 0o644): Promise<void> {
   const tmp = `${file}.tmp-${randomBytes(4).toString('hex')}`;
-  await fs.writeFile(tmp, content, { mode });
+  // 'wx': never through a link or into a file someone planted at the temporary name.
+  await fs.writeFile(tmp, content, { mode, flag: 'wx' });
   await fs.rename(tmp, file);
 }

@@ -26,6 +26,30 @@ export const OPERATOR_DEPLOYMENT = 'tigera-operator';
 /** Label the tigera operator puts on IP pools it manages (operator v1.34+). */
 export const OPERATOR_MANAGED_LABEL = 'app.kubernetes.io/managed-by';
 export const OPERATOR_MANAGED_VALUE = 'tigera-operator';
+/**
+ * Objects written through the projectcalico.org/v3 API (calico-node, calicoctl, the operator, the Calico API server)
+ * keep their v3 labels and annotations as JSON in this annotation of the crd.projectcalico.org object.
+ */
+export const V3_METADATA_ANNOTATION = 'projectcalico.org/metadata';
+
+/**
+ * The labels of a crd.projectcalico.org object as Calico and the tigera operator see them: when the v3 metadata
+ * annotation is present its labels replace metadata.labels entirely (the operator's restoreV3Metadata), so a
+ * `kubectl label ippools.crd.projectcalico.org` has no effect on such a pool; label it through the v3 API
+ * (`kubectl label ippools.projectcalico.org`, `calicoctl label ippool`).
+ */
+export function calicoLabels(obj: { metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } }): Record<string, string> {
+  const raw = obj.metadata.annotations?.[V3_METADATA_ANNOTATION];
+  if (raw !== undefined) {
+    try {
+      const meta = JSON.parse(raw) as { labels?: Record<string, string> };
+      return meta?.labels ?? {};
+    } catch {
+      // An unreadable annotation makes the operator fail on this pool; fall back to what kubectl shows.
+    }
+  }
+  return obj.metadata.labels ?? {};
+}
 
 /**
  * Calico version -> tigera-operator image tag. The shipped releases' rows are checked against their

@@ -1,7 +1,7 @@
 import readline from 'node:readline';
 import type { IoHost, IoMessage, ProgressUpdate } from '../io/host.js';
 import { redact } from '../io/redact.js';
-import { styler, type Styler } from './output.js';
+import { escapeControl, styler, type Styler } from './output.js';
 
 export interface ConsoleHostOptions {
   verbose: boolean;
@@ -32,7 +32,7 @@ export class ConsoleIoHost implements IoHost {
     if (msg.level === 'debug' && !this.opts.verbose) return;
     if (msg.level === 'info' && this.opts.quiet) return;
     if (msg.level === 'result') return;
-    const text = redact(msg.message);
+    const text = escapeControl(redact(msg.message));
     const prefix = msg.level === 'warn' ? this.s.yellow('warning: ') : msg.level === 'error' ? this.s.red('error: ') : msg.level === 'debug' ? this.s.dim('debug: ') : '';
     this.clearProgress();
     this.out.write(`${prefix}${text}\n`);
@@ -42,7 +42,7 @@ export class ConsoleIoHost implements IoHost {
     if (this.opts.quiet) return;
     const pct = u.total ? ` ${Math.floor((100 * u.current) / Math.max(1, u.total))}%` : '';
     const count = u.total ? ` ${u.current}/${u.total}` : u.current ? ` ${u.current}` : '';
-    const line = `${u.label}${count}${pct}${u.status ? ` ${this.s.dim(u.status)}` : ''}`;
+    const line = `${escapeControl(u.label)}${count}${pct}${u.status ? ` ${this.s.dim(escapeControl(u.status))}` : ''}`;
     if (this.tty) {
       this.clearProgress();
       if (u.done) {

@@ -4,7 +4,7 @@ import { Reporter } from '../io/host.js';
 import { redact } from '../io/redact.js';
 import { KubeApiError, KubeClient } from '../kube/client.js';
 import { ConsoleIoHost } from './console-host.js';
-import { renderData, styler, type OutputFormat, type Styler } from './output.js';
+import { escapeControl, renderData, styler, type OutputFormat, type Styler } from './output.js';
 
 export interface GlobalArgs {
   kubeconfig?: string;
@@ -44,7 +44,7 @@ export class CliContext {
   /** Print a result: `-o json|yaml` as data, otherwise the given human rendering. */
   print(data: unknown, human: () => string): void {
     const text = this.args.output === 'table' ? human() : renderData(data, this.args.output);
-    if (text) process.stdout.write(redact(text) + '\n');
+    if (text) process.stdout.write(escapeControl(redact(text), { multiline: true }) + '\n');
   }
 }
 
@@ -89,13 +89,13 @@ export function reportError(err: unknown, verbose: boolean, s: Styler): number {
     e = new EnvironmentError(`${x.message.replace(/^E[A-Z]+: /, '')}`, { cause: e, hint: x.code === 'ENOSPC' || x.code === 'EDQUOT' ? 'free some space, or choose another --out' : undefined });
   }
   if (e instanceof CniRewindError) {
-    process.stderr.write(`${s.red('cni-rewind:')} ${redact(e.message)}\n`);
-    if (e.hint) process.stderr.write(`  ${redact(e.hint)}\n`);
+    process.stderr.write(`${s.red('cni-rewind:')} ${escapeControl(redact(e.message))}\n`);
+    if (e.hint) process.stderr.write(`  ${escapeControl(redact(e.hint))}\n`);
     if (verbose && e.stack) process.stderr.write(redact(String(e.stack)) + '\n');
     return e.exitCode;
   }
   const msg = err instanceof Error ? err.message : String(err);
-  process.stderr.write(`${s.red('cni-rewind:')} unexpected error: ${redact(msg)}\n`);
+  process.stderr.write(`${s.red('cni-rewind:')} unexpected error: ${escapeControl(redact(msg))}\n`);
   if (verbose && err instanceof Error && err.stack) process.stderr.write(redact(err.stack) + '\n');
   else process.stderr.write('  rerun with -v for details\n');
   return ExitCode.Differences;

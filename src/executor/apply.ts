@@ -15,7 +15,8 @@ import type { Plan } from '../plan/types.js';
 import { runSteps, type StepOutcome } from './executor.js';
 import { Journal, journalPathFor } from './journal.js';
 import { ApplyLock, type LockHolder } from './lock.js';
-import { buildSteps } from './plan-steps.js';
+import { buildSteps, preflightChecks } from './plan-steps.js';
+import { checkPlanIntegrity, type ApplyGiven } from './plan-trust.js';
 import { restoreResources } from '../restore/restore.js';
 
 export interface ApplyOptions {
@@ -26,6 +27,8 @@ export interface ApplyOptions {
   confirm?: (plan: Plan) => Promise<boolean>;
   /** TEST-ONLY: see ExecOptions.killAfterStep. */
   killAfterStep?: number;
+  /** Provider modules, config and mapping named on the command line (a plan's own are used only when given here too). */
+  given?: ApplyGiven;
   /** Called once the journal is open, so the CLI can record an interruption (Ctrl-C) in it. */
   onStarted?: (journal: Journal, lock: ApplyLock) => void;
   rolloutTimeoutMs?: number;
@@ -51,7 +54,7 @@ export interface ApplyResult {
 }
 
 /** Everything `apply` checks before it may touch the cluster. Refusals exit 5. */
-export async function checkPlanForApply(plan: Plan): Promise<{ bundle: Bundle; target: Release }> {
+export async function checkPlanForApply(plan: Plan, given: ApplyGiven = {}): Promise<{ bundle: Bundle; target: Release; steps: Plan['steps'] }> {
   const blockers = planBlockers(plan);
   if (blockers.length) throw new RefusedError(`the plan cannot be applied: ${blockers.join('; ')}`, { hint: 'fix what it says and make a new plan' });
   let bundle: Bundle;
@@ -68,10 +71,8 @@ export async function checkPlanForApply(plan: Plan): Promise<{ bundle: Bundle; t
     }
     // The same view of the release as the plan had: a manifest install's CRDs are calico.yaml's.
     const target = await loadRelease(plan.target.version, { manifests: plan.target.manifests, need: plan.current.installType === 'manifest' ? 'manifest' : 'operator' });
-    for (const [name, f] of Object.entries(plan.target.files)) {
-      if (target.files[name]?.sha256 !== f.sha256) throw new RefusedError(`the target manifest ${name} in ${plan.target.manifests} changed since the plan was made`);
-    }
-    return { bundle, target };
+    const steps = checkPlanIntegrity(plan, target, given);
+    return { bundle, target, steps };
   } catch (err) {
     await bundle.close();
     throw err;
@@ -93,7 +94,10 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
     throw new RefusedError(`this plan was already started (journal ${journalPath})`, { hint: 'continue it with --resume' });
   }
   if (opts.resume && !journal.started) throw new BadInputError(`nothing to resume: no journal for plan ${plan.id} at ${journalPath}`);
-  const { bundle, target } = await checkPlanForApply(plan);
+  const checked = await checkPlanForApply(plan, opts.given);
+  const { bundle, target } = checked;
+  // From here on the steps are the ones the strategy gives (checkPlanIntegrity proved the plan lists exactly these).
+  plan = { ...plan, steps: checked.steps };
   const hasSnapshots = bundle.manifest.snapshots.length > 0;
   const base = { planId: plan.id, journal: journalPath, restoreCommands: restoreCommands(plan, hasSnapshots), resumed: journal.started };
   try {
@@ -101,6 +105,9 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
       reporter.info('CNR_APPLY_ALREADY_DONE', `plan ${plan.id} was already applied completely (journal ${journalPath})`);
       return { ...base, ok: true, steps: plan.steps.map((s) => ({ id: s.id, title: s.title, status: 'skipped' })) };
     }
+    // The safety facts, recomputed from the cluster and the bundle before anything changes (also when the plan
+    // file's preflight step or results were edited). A resume checks identity and bundle only.
+    await preflightChecks({ client, plan, bundle, target }, 'apply', !!opts.resume && journal.started);
     if (opts.confirm && !(await opts.confirm(plan))) {
       return { ...base, ok: false, cancelled: true, steps: plan.steps.map((s) => ({ id: s.id, title: s.title, status: 'not-run' })) };
     }

@@ -3,9 +3,10 @@
  * executor moves on, so after a crash, kill -9 or Ctrl-C the file says exactly which steps finished.
  * A torn last line (the process died mid-write) is ignored when reading.
  */
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { openStateFileForAppend, readStateFile } from '../io/safe-file.js';
 
 export type JournalRecord =
   | { event: 'begin'; time: string; planId: string; pid: number; host: string; resume: boolean }
@@ -51,11 +52,16 @@ export class Journal {
     return existsSync(p);
   }
 
-  /** Parse a journal file; a missing file is an empty journal. */
+  /**
+   * Parse a journal file; a missing file is an empty journal. A link, a directory or someone else's file is
+   * refused (exit 5): the journal is appended to, so a planted link would make apply write anywhere.
+   */
   static read(p: string): JournalState {
-    const st: JournalState = { records: [], finished: new Set(), unfinished: [], remembered: {}, done: false };
-    if (!existsSync(p)) return st;
-    const lines = readFileSync(p, 'utf8').split('\n');
+    // remembered has no prototype: a journal's keys ("__proto__") are data, never object machinery.
+    const st: JournalState = { records: [], finished: new Set(), unfinished: [], remembered: Object.create(null) as Record<string, unknown>, done: false };
+    const text = readStateFile(p, 'apply journal');
+    if (text === undefined) return st;
+    const lines = text.split('\n');
     for (const line of lines) {
       if (!line.trim()) continue;
       let rec: JournalRecord;
@@ -64,6 +70,7 @@ export class Journal {
       } catch {
         continue; // a torn final line from a process killed mid-append
       }
+      if (!rec || typeof rec !== 'object' || typeof (rec as { event?: unknown }).event !== 'string') continue;
       Journal.fold(st, rec);
     }
     return st;
@@ -103,7 +110,7 @@ export class Journal {
   append(rec: NewRecord): void {
     const full = { time: new Date().toISOString(), ...rec } as JournalRecord;
     const isNew = !existsSync(this.path);
-    const fd = openSync(this.path, 'a', 0o600);
+    const fd = openStateFileForAppend(this.path, 'apply journal');
     try {
       writeSync(fd, JSON.stringify(full) + '\n');
       fsyncSync(fd);

@@ -23,7 +23,7 @@ import { checkBundle, checkCluster, checkTargetPools, refuseOnFailure } from '..
 import { parseDuration } from '../config/config.js';
 import { CALICO_POD_NAMESPACES, MANIFEST_POD_SELECTOR } from '../plan/rules.js';
 import { applyManifestEdits, type ManifestTransform } from '../plan/manifest-custom.js';
-import type { Plan } from '../plan/types.js';
+import type { Plan, PreflightCheck } from '../plan/types.js';
 import type { ExecStep, StepRuntime } from './executor.js';
 import { restoreResources } from '../restore/restore.js';
 import { rebootNodes } from '../drain/rolling-reboot.js';
@@ -68,7 +68,18 @@ export function buildSteps(deps: StepDeps): ExecStep[] {
   });
 }
 
-async function preflight({ client, plan, bundle, target }: StepDeps): Promise<string> {
+async function preflight(deps: StepDeps): Promise<string> {
+  const checks = await preflightChecks(deps, 'apply');
+  return `${checks.filter((c) => c.ok).length}/${checks.length} checks passed`;
+}
+
+/**
+ * The preflight, from the cluster and the bundle (never from what the plan file says it found): cluster
+ * identity, the bundle verifies, is the planned one, of this cluster and recent, snapshots, nodes Ready, and the
+ * cluster runs the version the plan was made for. `resumeOnly`: what still must hold when a run is resumed
+ * (identity and bundle; not its age nor the nodes, which a half-done change may have in flux). Refuses (exit 5).
+ */
+export async function preflightChecks({ client, plan, bundle, target }: Pick<StepDeps, 'client' | 'plan' | 'bundle' | 'target'>, what: string, resumeOnly = false): Promise<PreflightCheck[]> {
   const uid = (await client.get(K.namespace, undefined, 'kube-system')).metadata.uid!;
   if (uid !== plan.cluster.uid) throw new RefusedError(`this plan was made for cluster ${plan.cluster.name} (uid ${plan.cluster.uid}), not this one (uid ${uid})`);
   const cluster = await checkCluster(client, plan.options.rebootNodes);
@@ -82,14 +93,15 @@ async function preflight({ client, plan, bundle, target }: StepDeps): Promise<st
       expectSha256: plan.bundle.manifestSha256,
     })),
     ...cluster.checks,
-  ];
-  if (plan.current.installType === 'operator') checks.push(await checkTargetPools(client, target, plan.transforms.installation));
-  refuseOnFailure(checks, 'apply');
+  ].filter((c) => !resumeOnly || ['bundle-verifies', 'bundle-is-the-planned-one', 'bundle-of-this-cluster'].includes(c.name));
+  if (!resumeOnly && plan.current.installType === 'operator') checks.push(await checkTargetPools(client, target, plan.transforms.installation));
+  refuseOnFailure(checks, what);
+  if (resumeOnly) return checks;
   const now = await detectCalico(client);
   if (now.version !== plan.current.version && now.version !== plan.target.version) {
     throw new RefusedError(`the cluster runs Calico ${now.version ?? 'unknown'}, the plan was made for ${plan.current.version}: make a new plan`);
   }
-  return `${checks.filter((c) => c.ok).length}/${checks.length} checks passed`;
+  return checks;
 }
 
 async function pauseOperator({ client }: StepDeps, rt: StepRuntime): Promise<string> {

@@ -217,11 +217,11 @@ export const DEFAULT_BACKUP_DIR = 'cni-rewind-backups';
 /** Export into a new bundle (default `./cni-rewind-backups/<cluster-name>-<UTC timestamp>/`), atomically. */
 export async function exportBundle(
   client: KubeClient,
-  opts: { out?: string; excludeSecrets?: boolean; pageSize?: number; encryptionKey?: Buffer },
+  opts: { out?: string; excludeSecrets?: boolean; pageSize?: number; encryptionKey?: Buffer; encryption?: BundleManifest['encryption'] },
   reporter: Reporter,
 ): Promise<{ path: string; manifest: BundleManifest }> {
   const out = opts.out ?? path.join(DEFAULT_BACKUP_DIR, defaultBundleName(client.connection.clusterName));
-  const writer = await BundleWriter.open(out, { secretsExcluded: opts.excludeSecrets, encryptionKey: opts.encryptionKey });
+  const writer = await BundleWriter.open(out, { secretsExcluded: opts.excludeSecrets, encryptionKey: opts.encryptionKey, encryption: opts.encryption });
   if (!opts.out) writer.manifest.id = path.basename(out);
   else if (isArchivePath(out)) writer.manifest.id = path.basename(out).replace(/\.(tar\.gz|tgz)$/i, '');
   // An interrupted export removes its temporary directory, then lets the signal do what it would have done.

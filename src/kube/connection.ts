@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
+import { readInputFile } from '../io/safe-file.js';
 import { KubeConfig } from '@kubernetes/client-node';
 import { BadInputError, errorMessage } from '../errors.js';
 
@@ -40,8 +41,11 @@ export async function connect(opts: ConnectionOptions): Promise<Connection> {
     });
   }
   const kc = new KubeConfig();
+  // Read it ourselves first: a FIFO or /dev/zero given as --kubeconfig must fail in one line, not hang.
+  const text = readInputFile(file, 'kubeconfig', 4 * 1024 * 1024).data.toString('utf8');
   try {
-    kc.loadFromFile(file);
+    kc.loadFromString(text);
+    kc.makePathsAbsolute(path.dirname(file));
   } catch (err) {
     throw new BadInputError(`kubeconfig ${file} cannot be read: ${firstLine(errorMessage(err))}`, { cause: err });
   }

@@ -1,8 +1,8 @@
 /** Reading and writing plan files (YAML, or JSON when the name ends in .json), atomically. */
-import { readFile } from 'node:fs/promises';
 import yaml from 'js-yaml';
 import { writeFileAtomic } from '../bundle/writer.js';
 import { BadInputError } from '../errors.js';
+import { readInputFile } from '../io/safe-file.js';
 import { PLAN_API_VERSION, PLAN_KIND, type Plan } from './types.js';
 
 export async function writePlan(file: string, plan: Plan): Promise<void> {
@@ -13,9 +13,10 @@ export async function writePlan(file: string, plan: Plan): Promise<void> {
 export async function readPlan(file: string): Promise<Plan> {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
-  } catch {
-    throw new BadInputError(`${file}: no such plan file`);
+    text = readInputFile(file, 'plan file').data.toString('utf8');
+  } catch (err) {
+    if (err instanceof BadInputError && / does not exist$/.test(err.message)) throw new BadInputError(`${file}: no such plan file`);
+    throw err;
   }
   let p: any;
   try {

@@ -24,13 +24,14 @@ import { CLUSTER_INFORMATION, INSTALLATION_KIND, INSTALLATION_NAME, NEVER_RESTOR
 import { judgePool } from './pools.js';
 import { PhaseTimer, type RestoreTimings } from './timings.js';
 import { findDrift } from './drift.js';
+import { admissionRefusal, isCalicoCrd, isReferenceOnlyConfig } from './admission.js';
 
 /** What restore needs from a bundle (structurally the agreed `Bundle` of src/bundle/reader.ts). */
 export interface RestoreSource {
   manifest: BundleManifest;
-  objects(filter?: { groups?: string[]; kinds?: string[] }): AsyncIterable<BundleObject>;
+  objects(filter?: { groups?: string[]; kinds?: string[]; lenient?: boolean }): AsyncIterable<BundleObject>;
   crds(): Promise<KubeObject[]>;
-  configObjects(): AsyncIterable<BundleObject>;
+  configObjects(opts?: { lenient?: boolean }): AsyncIterable<BundleObject>;
 }
 
 export type ExistingPolicy = 'skip' | 'update' | 'replace';
@@ -177,15 +178,26 @@ export async function planRestore(
   // Read everything first: a corrupt bundle file fails here, before anything is written.
   reporter.info('CNR_RESTORE_READ', `reading bundle ${m.id}`);
   const objects: KubeObject[] = [];
+  // Objects the bundle holds but restore never writes (not Calico's, or filed under another path): named, refused.
+  const refused: Planned[] = [];
+  const refuse = (o: KubeObject, reason: string) => refused.push({ action: { ref: refOf(o), id: idOf(o), phase: phaseOf(o).phase.id, action: 'refused', reason }, rank: phaseOf(o).rank });
   const bundleCrdList = await timer.time('readBundle', async () => {
-    for await (const bo of bundle.objects(opts.kinds?.length ? { kinds: opts.kinds } : undefined)) {
-      if (!NEVER_RESTORED_KINDS.has(bo.object.kind)) objects.push(bo.object);
+    for await (const bo of bundle.objects({ ...(opts.kinds?.length ? { kinds: opts.kinds } : {}), lenient: true })) {
+      const no = admissionRefusal(bo, 'resources');
+      if (no) refuse(bo.object, no);
+      else if (!NEVER_RESTORED_KINDS.has(bo.object.kind)) objects.push(bo.object);
     }
-    for await (const bo of bundle.configObjects()) {
-      if (RESTORED_CONFIG_KINDS.has(bo.object.kind) && matchesKinds(bo.object, opts.kinds)) objects.push(bo.object);
+    for await (const bo of bundle.configObjects({ lenient: true })) {
+      if (!matchesKinds(bo.object, opts.kinds) || isReferenceOnlyConfig(bo)) continue;
+      const no = admissionRefusal(bo, 'config');
+      if (no) refuse(bo.object, no);
+      else objects.push(bo.object);
     }
-    return bundle.crds();
+    const crds = await bundle.crds();
+    for (const c of crds) if (!isCalicoCrd(c)) refuse(c, `not restored: CustomResourceDefinition ${c.metadata.name} is not of a Calico group`);
+    return crds.filter(isCalicoCrd);
   });
+  for (const r of refused) reporter.warn('CNR_RESTORE_REFUSED_OBJECT', `${r.action.id}: ${r.action.reason}`);
   const bundleCrds = new Map(bundleCrdList.map((c) => [crdKey(c.spec.group, c.spec.names.kind), c]));
 
   // Namespaces the namespaced objects need (the bundle records objects, not their namespaces).
@@ -210,6 +222,7 @@ export async function planRestore(
   await pool(objects, opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY, async (obj) => {
     planned.push(await planOne(client, resolver, obj, { existing, liveCrds, bundleCrds, dropUnknownFields: !!opts.dropUnknownFields, installation, operatorImage, inBundle, liveIndex, timer }));
   });
+  planned.push(...refused);
   for (const p of planned) for (const n of p.action.notes ?? []) if (n.startsWith('ownerReferences')) reporter.warn('CNR_RESTORE_OWNER_DROPPED', `${p.action.id}: ${n}`);
 
   if (opts.prune) planned.push(...(await timer.time('readCluster', () => planPrune(client, resolver, bundle.manifest, objects, opts.kinds))));

@@ -16,10 +16,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { applyFixture, runCli, testClient } from './helpers.js';
 import { populateCalico } from './population.js';
+import { trustCases, trustSetup, type TrustBase } from './trust-cases.js';
 
 // ---------- a minimal ustar writer: hostile archives are built byte by byte, never committed as binaries ----------
 
-interface TarEntry {
+export interface TarEntry {
   name: string;
   /** '0' file, '1' hard link, '2' symlink, '3' char device, '5' directory, '6' FIFO */
   type?: string;
@@ -97,7 +98,7 @@ function tree(root: string): string[] {
 
 const sha256 = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 
-interface Sandbox {
+export interface Sandbox {
   root: string;
   /** Where inputs are put. */
   in: string;
@@ -107,7 +108,7 @@ interface Sandbox {
   tmp: string;
 }
 
-interface Case {
+export interface Case {
   name: string;
   /** Build the input; returns the CLI arguments. */
   args: (sb: Sandbox) => string[];
@@ -155,6 +156,7 @@ function writeIn(sb: Sandbox, name: string, content: string | Buffer): string {
 const tgzIn = (sb: Sandbox, entries: TarEntry[], name = 'x.tar.gz') => writeIn(sb, name, tarball(entries));
 const manifestEntry = (): TarEntry => ({ name: 'manifest.json', body: fs.readFileSync(path.join(base, 'manifest.json')) });
 
+const trust = {} as TrustBase;
 const cases: Case[] = [
   // ---- malformed bundle directories ----
   { name: 'manifest.json is not JSON (inspect)', code: 2, message: /manifest\.json is not valid JSON/, args: (sb) => ['inspect', bundleCopy(sb, rawManifest('{"formatVersion": "1.0.0",'))] },
@@ -222,7 +224,7 @@ const cases: Case[] = [
   { name: 'apply: YAML of another kind', code: 2, message: /is not a cni-rewind plan/, args: (sb) => ['apply', writeIn(sb, 'p.yaml', 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n'), '--yes'] },
   { name: 'apply: plan without steps', code: 2, message: /the plan has no steps|is not a cni-rewind plan/, args: (sb) => ['apply', writeIn(sb, 'p.json', JSON.stringify({ ...planSkeleton(), steps: undefined })), '--yes'] },
   { name: 'apply: plan id with path separators', code: 2, message: /is not a plain name|is not a cni-rewind plan/, args: (sb) => ['apply', writeIn(sb, 'p.json', JSON.stringify({ ...planSkeleton(), id: '../../etc/cron.d/x' })), '--yes'] },
-  { name: 'apply: plan is a directory', code: 2, message: /no such plan file|not a plan/, args: (sb) => ['apply', sb.in, '--yes'] },
+  { name: 'apply: plan is a directory', code: 2, message: /no such plan file|not a plan|plan file .* is a directory/, args: (sb) => ['apply', sb.in, '--yes'] },
   { name: 'plan: --to is not a version', code: 2, message: /version|X\.Y\.Z/i, args: () => ['plan', '--to', 'latest'] },
   { name: 'plan: --manifests folder does not exist', code: 2, message: /manifests|not found|no such/i, args: (sb) => ['plan', '--to', '3.29.9', '--manifests', path.join(sb.in, 'nope'), '--bundle', path.join(sb.in, 'nob')] },
   { name: 'plan: --bundle does not exist (refused)', code: 5, message: /the plan's bundle cannot be used: .*no such bundle/, args: (sb) => ['plan', '--to', '3.27.4', '--bundle', path.join(sb.in, 'nope')] },
@@ -275,6 +277,8 @@ const cases: Case[] = [
     message: /another cluster|other cluster|different cluster/i,
     args: (sb) => ['restore', bundleCopy(sb, (_, m) => (m.cluster.uid = '00000000-0000-0000-0000-000000000000')), '--resources', '--yes'],
   },
+  // ---- issue 18: trust boundaries (plans, journals, bundles and key files as hostile input) ----
+  ...trustCases(trust, { bundleCopy, writeIn, tgzIn, manifestEntry, someObject, sha256 }),
 ];
 
 function planSkeleton() {
@@ -296,6 +300,7 @@ describe('bad input: one clear line, the documented exit code, nothing written',
     const t = await runCli(['export', '--out', baseTgz, '--exclude-secrets']);
     expect(t.code, t.stderr).toBe(0);
     expect((await runCli(['verify', base])).code).toBe(0);
+    Object.assign(trust, await trustSetup(work, base));
   });
   afterAll(() => {
     client?.close();
@@ -303,7 +308,7 @@ describe('bad input: one clear line, the documented exit code, nothing written',
   });
 
   it('the corpus has at least 50 cases with distinct names', () => {
-    expect(cases.length).toBeGreaterThanOrEqual(50);
+    expect(cases.length).toBeGreaterThanOrEqual(100);
     expect(new Set(cases.map((c) => c.name)).size).toBe(cases.length);
   });
 

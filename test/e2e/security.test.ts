@@ -118,7 +118,7 @@ describe('security: no secret in output, file modes, encryption at rest, cross-c
     const rel = Object.keys(manifest.files).find((f) => f.endsWith('/Secret/sec-canary.yaml'))!;
     expect(manifest.files[rel]).toMatchObject({ secret: true, encrypted: true });
     const raw = fs.readFileSync(path.join(out, rel));
-    expect(raw.subarray(0, 7).toString()).toBe('CNRENC1');
+    expect(raw.subarray(0, 7).toString()).toBe('CNRENC2');
     for (const form of [CANARY, b64(CANARY)]) expect(raw.includes(form), 'no plaintext at rest').toBe(false);
     expect(fs.statSync(path.join(out, rel)).mode & 0o777).toBe(0o600);
     expect(JSON.stringify(host)).not.toContain(b64(CANARY));

@@ -11,6 +11,9 @@ interface ApplyArgs {
   resume: boolean;
   'break-lock': boolean;
   'auto-rollback': boolean;
+  'provider-module'?: string[];
+  config?: string;
+  mapping?: string;
 }
 
 /** TEST-ONLY hook: the apply process SIGKILLs itself right after step N is journaled (proves resume at every boundary). */
@@ -24,7 +27,11 @@ export const applyCommand: Command<ApplyArgs> = {
       .positional('plan', { type: 'string', describe: 'plan file written by `cni-rewind plan --out`' })
       .option('resume', { type: 'boolean', default: false, describe: 'continue an interrupted run from its journal (steps already done are not repeated)' })
       .option('break-lock', { type: 'boolean', default: false, describe: 'take the cluster lock even if another run holds it (only when that run is gone for good)' })
-      .option('auto-rollback', { type: 'boolean', default: false, describe: 'when a step fails, restore the Calico resources from the plan\'s bundle' }) as any,
+      .option('auto-rollback', { type: 'boolean', default: false, describe: 'when a step fails, restore the Calico resources from the plan\'s bundle' })
+      // A plan file is input: the code and files its --reboot-nodes step would load are used only when named here too.
+      .option('provider-module', { type: 'string', array: true, describe: 'allow a provider module the plan names (--reboot-nodes plans); repeatable' })
+      .option('config', { type: 'string', describe: 'allow the config file the plan names (--reboot-nodes plans)' })
+      .option('mapping', { type: 'string', describe: 'allow the node mapping file the plan names (--reboot-nodes plans)' }) as any,
   handler: handler<ApplyArgs>(async (ctx, args) => {
     const plan = await readPlan(args.plan);
     const kill = process.env[TEST_KILL_ENV] ? Number(process.env[TEST_KILL_ENV]) : undefined;
@@ -35,6 +42,7 @@ export const applyCommand: Command<ApplyArgs> = {
         resume: args.resume,
         breakLock: args['break-lock'],
         autoRollback: args['auto-rollback'],
+        given: { providerModules: args['provider-module'], config: args.config, mapping: args.mapping },
         killAfterStep: Number.isFinite(kill) ? kill : undefined,
         confirm: async (p) => {
           if (args.yes) return true;

@@ -3,8 +3,8 @@ import { backup } from '../../backup/backup.js';
 import { emptyConfig, loadConfig, parseDuration, type CniRewindConfig } from '../../config/config.js';
 import { emptyMapping, loadNodeMapping, type NodeMapping } from '../../config/mapping.js';
 import { BadInputError, ExitCode } from '../../errors.js';
-import { loadEncryptionKey } from '../../bundle/key.js';
 import { handler, type Command, type GlobalArgs } from '../context.js';
+import { encryptionOptions, newBundleKey, type EncryptionArgs } from '../encryption.js';
 import { renderTable } from '../output.js';
 
 /** Options every provider-using command shares (backup, snapshots, restore --disks). */
@@ -34,7 +34,7 @@ export async function loadProviderSettings(args: ProviderArgs): Promise<{ config
 export const splitList = (v: string | string[] | undefined): string[] | undefined =>
   v === undefined ? undefined : (Array.isArray(v) ? v : [v]).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
 
-interface BackupArgs extends ProviderArgs {
+interface BackupArgs extends ProviderArgs, EncryptionArgs {
   nodes?: string;
   selector?: string;
   out?: string;
@@ -44,7 +44,6 @@ interface BackupArgs extends ProviderArgs {
   'allow-unprotected-nodes': boolean;
   'exclude-secrets': boolean;
   encrypt?: boolean;
-  'encryption-key-file'?: string;
   'guest-flush': boolean;
   'include-volumes': boolean;
 }
@@ -53,7 +52,7 @@ export const backupCommand: Command<BackupArgs> = {
   command: 'backup',
   describe: 'Export every Calico resource and snapshot the nodes\' disks through their providers, into one bundle',
   builder: (y: Argv<GlobalArgs>) =>
-    providerOptions(y)
+    encryptionOptions(providerOptions(y))
       .option('nodes', { type: 'string', describe: 'only these nodes (comma-separated)' })
       .option('selector', { alias: 'l', type: 'string', describe: 'only nodes matching this label selector' })
       .option('out', { type: 'string', describe: 'bundle path: a directory, or a .tar.gz (default ./cni-rewind-backups/<cluster>-<UTC time>/)' })
@@ -64,12 +63,10 @@ export const backupCommand: Command<BackupArgs> = {
       .option('exclude-secrets', { type: 'boolean', default: false, describe: 'do not put Secrets into the bundle' })
       .option('guest-flush', { type: 'boolean', default: false, describe: 'ask providers for application-consistent snapshots where supported (GCP guestFlush)' })
       .option('include-volumes', { type: 'boolean', default: false, describe: 'also snapshot the disks of PersistentVolumes attached to the nodes (default: only the nodes\' own disks; PV disks are listed as skipped)' })
-      .option('encrypt', { type: 'boolean', default: false, describe: 'encrypt Secret material at rest (AES-256-GCM) with the key from --encryption-key-file or $CNI_REWIND_ENCRYPTION_KEY' })
-      .option('encryption-key-file', { type: 'string', describe: 'file holding the 32-byte key (raw, 64 hex characters or base64)' }) as any,
+      .option('encrypt', { type: 'boolean', default: false, describe: 'encrypt Secret material at rest (AES-256-GCM) with the key from --encryption-key-file, --encryption-passphrase-file or the environment' }) as any,
   handler: handler<BackupArgs>(async (ctx, args) => {
     const { config, mapping } = await loadProviderSettings(args);
-    const encryptionKey = args.encrypt ? await loadEncryptionKey(args['encryption-key-file']) : undefined;
-    if (args.encrypt && !encryptionKey) throw new BadInputError('--encrypt needs a key', { hint: 'pass --encryption-key-file FILE or set CNI_REWIND_ENCRYPTION_KEY (openssl rand -hex 32)' });
+    const keyed = newBundleKey(ctx, args);
     const timeout = args['snapshot-timeout'] ?? config.backup.snapshotTimeout ?? '30m';
     const result = await backup(
       await ctx.client(),
@@ -84,7 +81,7 @@ export const backupCommand: Command<BackupArgs> = {
         cleanupOnFailure: args['cleanup-on-failure'],
         allowUnprotectedNodes: args['allow-unprotected-nodes'],
         excludeSecrets: args['exclude-secrets'],
-        encryptionKey,
+        ...keyed,
         consistent: args['guest-flush'],
         includeVolumes: args['include-volumes'],
         config,

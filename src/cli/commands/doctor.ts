@@ -4,6 +4,7 @@ import { doctorExitCode, doctorReport, loadBundleState, loadLiveState, type Doct
 import type { Finding } from '../../doctor/types.js';
 import { BadInputError } from '../../errors.js';
 import { handler, type CliContext, type Command } from '../context.js';
+import { oneLine } from '../output.js';
 
 interface DoctorArgs {
   bundle?: string;
@@ -43,9 +44,9 @@ const HEADINGS = { error: 'Errors', warning: 'Warnings', info: 'Notes' } as cons
 
 function renderReport(ctx: CliContext, r: DoctorReport): string {
   const s = ctx.style;
-  const where = r.source.type === 'bundle' ? `bundle ${r.source.path}${r.source.createdAt ? ` (exported ${r.source.createdAt})` : ''}` : `cluster ${r.source.server}`;
+  const where = r.source.type === 'bundle' ? `bundle ${oneLine(r.source.path)}${r.source.createdAt ? ` (exported ${oneLine(r.source.createdAt)})` : ''}` : `cluster ${oneLine(r.source.server)}`;
   const lines = [
-    `Checked ${where}: ${r.calico.installType === 'none' ? 'Calico not installed' : `Calico ${r.calico.version ?? 'version unknown'} (${r.calico.installType} install)`}${r.calico.target ? `, target ${r.calico.target}` : ''}`,
+    `Checked ${where}: ${r.calico.installType === 'none' ? 'Calico not installed' : `Calico ${oneLine(r.calico.version ?? 'version unknown')} (${oneLine(r.calico.installType)} install)`}${r.calico.target ? `, target ${r.calico.target}` : ''}`,
   ];
   for (const sev of ['error', 'warning', 'info'] as const) {
     const fs = r.findings.filter((f) => f.severity === sev);
@@ -54,7 +55,7 @@ function renderReport(ctx: CliContext, r: DoctorReport): string {
     lines.push('', colour(s.bold(`${HEADINGS[sev]} (${fs.length})`)));
     for (const f of fs) lines.push(...renderFinding(f, colour));
   }
-  for (const n of r.notes) lines.push('', s.dim(`note: ${n}`));
+  for (const n of r.notes) lines.push('', s.dim(`note: ${oneLine(n)}`));
   const { errors, warnings } = r.summary;
   lines.push('', errors + warnings === 0 ? s.green('No problems found.') : `${errors} error(s), ${warnings} warning(s). Each id is explained in docs/troubleshooting.md.`);
   return lines.join('\n');
@@ -65,8 +66,8 @@ function renderFinding(f: Finding, colour: (t: string) => string): string[] {
   const shown = f.objects.slice(0, 20);
   return [
     '',
-    `  ${colour('●')} [${f.id}] ${f.title}`,
-    `    objects: ${shown.join(', ')}${f.objects.length > shown.length ? ` and ${f.objects.length - shown.length} more (-o json lists all)` : ''}`,
+    `  ${colour('●')} [${f.id}] ${oneLine(f.title)}`,
+    `    objects: ${shown.map(oneLine).join(', ')}${f.objects.length > shown.length ? ` and ${f.objects.length - shown.length} more (-o json lists all)` : ''}`,
     `    why: ${indent(f.why)}`,
     `    fix: ${indent(f.fix)}`,
   ];

@@ -1,7 +1,7 @@
 import { openBundle } from '../../bundle/reader.js';
 import type { BundleManifest } from '../../bundle/types.js';
 import { handler, type Command } from '../context.js';
-import { renderTable } from '../output.js';
+import { oneLine, renderTable } from '../output.js';
 
 interface InspectArgs {
   bundle: string;
@@ -27,13 +27,13 @@ export const inspectCommand: Command<InspectArgs> = {
       const m = b.manifest;
       ctx.print(inspectData(m, args.files), () => {
         const lines = [
-          `Bundle      ${m.id}  (format ${m.formatVersion}, ${m.tool.name} ${m.tool.version})`,
-          `Created     ${m.createdAt}`,
-          `Cluster     ${m.cluster.name}  uid ${m.cluster.uid}  ${m.cluster.kubernetesVersion}  ${m.cluster.server}`,
-          `Calico      ${m.calico.version ?? 'unknown version'} (${m.calico.installType} install)${m.calico.operatorImage ? `  operator ${m.calico.operatorImage}` : ''}`,
-          `Secrets     ${m.secretsExcluded ? 'excluded' : m.encryption ? `included (${m.encryption.algorithm})` : 'included'}`,
+          `Bundle      ${oneLine(m.id)}  (format ${oneLine(m.formatVersion)}, ${oneLine(m.tool?.name)} ${oneLine(m.tool?.version)})`,
+          `Created     ${oneLine(m.createdAt)}`,
+          `Cluster     ${oneLine(m.cluster.name)}  uid ${oneLine(m.cluster.uid)}  ${oneLine(m.cluster.kubernetesVersion)}  ${oneLine(m.cluster.server)}`,
+          `Calico      ${oneLine(m.calico.version ?? 'unknown version')} (${oneLine(m.calico.installType)} install)${m.calico.operatorImage ? `  operator ${oneLine(m.calico.operatorImage)}` : ''}`,
+          `Secrets     ${m.secretsExcluded ? 'excluded' : m.encryption ? `included (${oneLine(m.encryption.algorithm)}${m.encryption.kdf === 'scrypt' ? ', passphrase' : ''})` : 'included'}`,
           `Complete    ${m.complete ? 'yes' : 'no'}`,
-          ...m.notes.map((n) => `Note        ${n}`),
+          ...m.notes.map((n) => `Note        ${oneLine(n)}`),
           '',
           renderTable(
             Object.entries(m.counts).sort(([a], [b]) => a.localeCompare(b)),

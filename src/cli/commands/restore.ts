@@ -1,12 +1,12 @@
-import { openBundleWithKey } from '../../bundle/key.js';
 import { BadInputError, ExitCode } from '../../errors.js';
 import { DEFAULT_RESTORE_CONCURRENCY, restoreResources, type RestoreAction, type RestorePlan, type RestoreResult } from '../../restore/restore.js';
 import type { RestoreTimings } from '../../restore/timings.js';
 import { handler, type CliContext, type Command } from '../context.js';
+import { encryptionOptions, openKeyedBundle, type EncryptionArgs } from '../encryption.js';
 import { restoreDisksOptions, runRestoreDisks, type RestoreDisksArgs } from './restore-disks.js';
 import { renderTable, type Styler } from '../output.js';
 
-interface RestoreArgs extends RestoreDisksArgs {
+interface RestoreArgs extends RestoreDisksArgs, EncryptionArgs {
   bundle: string;
   resources: boolean;
   disks: boolean;
@@ -16,7 +16,6 @@ interface RestoreArgs extends RestoreDisksArgs {
   'drop-unknown-fields': boolean;
   'allow-other-cluster': boolean;
   kinds?: string[];
-  'encryption-key-file'?: string;
   'write-concurrency': number;
 }
 
@@ -31,7 +30,7 @@ export const restoreCommand: Command<RestoreArgs> = {
   command: 'restore <bundle>',
   describe: 'Restore Calico resources from a bundle: ordered, previewed, schema-aware, with the operator paused',
   builder: (y) =>
-    restoreDisksOptions(y)
+    encryptionOptions(restoreDisksOptions(y))
       .positional('bundle', { type: 'string', demandOption: true, describe: 'bundle directory or .tar.gz' })
       .option('resources', { type: 'boolean', default: false, describe: 'restore the Calico resources (CRDs, IP pools, IPAM, policies, ...)' })
       .option('disks', { type: 'boolean', default: false, describe: 'restore node disks from the bundle\'s snapshots, node by node (cordon, drain, restore, start, uncordon)' })
@@ -41,7 +40,6 @@ export const restoreCommand: Command<RestoreArgs> = {
       .option('drop-unknown-fields', { type: 'boolean', default: false, describe: 'write objects without the fields the installed CRDs do not know (otherwise such objects are not written)' })
       .option('allow-other-cluster', { type: 'boolean', default: false, describe: 'restore a bundle exported from a different cluster' })
       .option('kinds', { type: 'string', array: true, describe: 'only these kinds (e.g. IPPool GlobalNetworkPolicy)' })
-      .option('encryption-key-file', { type: 'string', describe: 'key for a bundle written with --encrypt (or set CNI_REWIND_ENCRYPTION_KEY)' })
       .option('write-concurrency', { type: 'number', default: DEFAULT_RESTORE_CONCURRENCY, describe: '--resources: API requests in flight at once while planning, writing and re-reading (HTTP 429 answers are retried with backoff)' })
       .epilogue(
         'Exit codes: 0 restored (dry run: all restorable) · 1 dry run: some objects would not be restored · 2 bad input · 3 partial · 4 environment · 5 refused (other cluster, not confirmed; no TTY needs --yes)',
@@ -53,7 +51,7 @@ export const restoreCommand: Command<RestoreArgs> = {
     const concurrency = args['write-concurrency'];
     if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256) throw new BadInputError(`--write-concurrency must be a whole number from 1 to 256 (got ${concurrency})`);
     const client = await ctx.client();
-    const bundle = await openBundleWithKey(args.bundle, args['encryption-key-file']);
+    const bundle = await openKeyedBundle(ctx, args.bundle, args);
     try {
       const result = await restoreResources(
         client,

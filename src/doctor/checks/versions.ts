@@ -118,8 +118,10 @@ const crdsNewerThanOperator: Check = {
           'write with the older schema prunes or rejects them. This is the state a half-done downgrade leaves (operator replaced, CRDs not).',
         fix:
           `Apply the CRDs of the running release in place, never by deleting them (deleting a CRD deletes every object in it): ` +
-          `kubectl apply --server-side --force-conflicts -f <the ${running} tigera-operator.yaml (or operator-crds.yaml from 3.30)>, ` +
-          `or run cni-rewind plan --to ${running} and apply it. Check first with cni-rewind doctor --target ${running} which objects the older schema would prune.`,
+          `kubectl replace -f <the ${running} operator-crds.yaml> (kubectl create -f for any CRD it says is missing). Not kubectl apply: ` +
+          'an apply keeps the fields of the newer schema that another field manager wrote (kubectl create, the operator), which leaves a merged schema; ' +
+          `a replace writes the older CRD exactly. Or run cni-rewind plan --to ${running} and apply it (it replaces the CRDs exactly). ` +
+          `Check first with cni-rewind doctor --target ${running} which objects the older schema would prune.`,
       },
     ];
   },

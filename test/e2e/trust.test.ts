@@ -1,0 +1,128 @@
+/**
+ * Issue 18 against the real test cluster: a crafted bundle restored with `restore --resources --yes` writes only
+ * Calico objects and the config export takes, names every object it refuses, and restores the rest; control
+ * characters from a bundle never reach the terminal raw; a key file others can read gets a warning.
+ * (The one-line refusals of hostile plans, journals, bundles and key files are in the bad-input corpus.)
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { configPathFor, resourcePathFor } from '../../src/bundle/paths.js';
+import { dumpYaml } from '../../src/bundle/writer.js';
+import { K } from '../../src/kube/builtin.js';
+import type { KubeClient } from '../../src/kube/client.js';
+import type { KubeObject } from '../../src/kube/types.js';
+import { applyFixture, calicoType, resetCalico, runCli, testClient } from './helpers.js';
+import { populateCalico, type Population } from './population.js';
+
+const sha256 = (b: string | Buffer) => createHash('sha256').update(b).digest('hex');
+
+/** Put an object into a bundle directory at `rel` and list it in the manifest (checksums right: only the content lies). */
+function plant(dir: string, m: any, rel: string, obj: KubeObject): void {
+  const body = dumpYaml(obj);
+  fs.mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+  fs.writeFileSync(path.join(dir, rel), body);
+  m.files[rel] = { sha256: sha256(body), size: Buffer.byteLength(body) };
+}
+
+describe('trust boundaries against the test cluster', () => {
+  let client: KubeClient;
+  let pop: Population;
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-trust-'));
+  const base = path.join(work, 'base');
+
+  beforeAll(async () => {
+    client = await testClient();
+    await resetCalico(client);
+    await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
+    pop = await populateCalico(client, { prefix: 'trust', nodes: ['trust-node-1'], customResources: false });
+    const r = await runCli(['export', '--out', base]);
+    expect(r.code, r.stderr).toBe(0);
+  });
+  afterAll(() => {
+    client?.close();
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  it('restore of a crafted bundle writes none of the planted objects, names each, restores the rest', async () => {
+    const dir = path.join(work, 'crafted');
+    fs.cpSync(base, dir, { recursive: true });
+    const m = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
+    const crb = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'trust-pwn' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' }, subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: 'default' }] };
+    plant(dir, m, resourcePathFor(crb as any), crb as any);
+    m.resources.push({ key: 'clusterrolebindings.rbac.authorization.k8s.io', group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'ClusterRoleBinding', plural: 'clusterrolebindings', namespaced: false, count: 1 });
+    m.counts['clusterrolebindings.rbac.authorization.k8s.io'] = 1;
+    const secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'trust-pwn', namespace: 'kube-system' }, stringData: { token: 'planted' } };
+    plant(dir, m, configPathFor(secret as any), secret as any);
+    const deployment = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'trust-pwn', namespace: 'tigera-operator' }, spec: { selector: { matchLabels: { a: 'b' } }, template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'x', image: 'evil' }] } } } };
+    plant(dir, m, configPathFor(deployment as any), deployment as any);
+    // A Calico NetworkPolicy whose file says namespace trust-app while its content says kube-system.
+    const np = { apiVersion: 'crd.projectcalico.org/v1', kind: 'NetworkPolicy', metadata: { name: 'trust-moved', namespace: 'kube-system' }, spec: { selector: 'all()', types: ['Ingress'] } };
+    plant(dir, m, resourcePathFor({ ...np, metadata: { ...np.metadata, namespace: pop.namespace } } as any), np as any);
+    const netpols = m.resources.find((r: any) => r.kind === 'NetworkPolicy' && r.group === 'crd.projectcalico.org');
+    netpols.count += 1;
+    m.counts[netpols.key] = netpols.count;
+    fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(m, null, 2));
+    expect((await runCli(['verify', dir])).code, 'the crafted bundle is self-consistent').toBe(0);
+
+    // Something to restore: a pool of the population, deleted.
+    const poolObj = pop.objects.find((o) => o.kind === 'IPPool')!;
+    const ippools = calicoType('ippools', 'IPPool');
+    await client.delete(ippools, undefined, poolObj.metadata.name);
+
+    const r = await runCli(['restore', dir, '--resources', '--yes']);
+    const out = r.stdout + r.stderr;
+    expect(r.code, out).toBe(3);
+    expect(out).toMatch(/ClusterRoleBinding trust-pwn: not restored: rbac\.authorization\.k8s\.io\/v1 ClusterRoleBinding is not a Calico kind/);
+    expect(out).toMatch(/Secret kube-system\/trust-pwn: not restored: Secret kube-system\/trust-pwn is not Calico configuration/);
+    expect(out).toMatch(/Deployment tigera-operator\/trust-pwn: not restored: Deployment tigera-operator\/trust-pwn is not Calico configuration/);
+    expect(out).toMatch(/NetworkPolicy kube-system\/trust-moved: not restored: resources\/crd\.projectcalico\.org\/NetworkPolicy\/trust-app\/trust-moved\.yaml holds .* which belongs at resources\/crd\.projectcalico\.org\/NetworkPolicy\/kube-system\/trust-moved\.yaml/);
+
+    expect(await client.getOrUndefined(K.clusterRoleBinding, undefined, 'trust-pwn')).toBeUndefined();
+    expect(await client.getOrUndefined(K.secret, 'kube-system', 'trust-pwn')).toBeUndefined();
+    expect(await client.getOrUndefined(K.deployment, 'tigera-operator', 'trust-pwn')).toBeUndefined();
+    const netpolType = calicoType('networkpolicies', 'NetworkPolicy', true);
+    expect(await client.getOrUndefined(netpolType, 'kube-system', 'trust-moved')).toBeUndefined();
+    expect(await client.getOrUndefined(netpolType, pop.namespace, 'trust-moved')).toBeUndefined();
+    // The rest of the bundle was restored.
+    expect((await client.get(ippools, undefined, poolObj.metadata.name)).spec.cidr).toBe(poolObj.spec.cidr);
+  });
+
+  it('control characters from a bundle are shown escaped by inspect, list, verify and doctor', async () => {
+    const root = path.join(work, 'esc-root');
+    const dir = path.join(root, 'esc');
+    fs.mkdirSync(root);
+    fs.cpSync(base, dir, { recursive: true });
+    const m = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
+    const evil = '\x1b]0;owned\x07\x1b[2J\nFAKE LINE\r';
+    m.id = `id${evil}`;
+    m.cluster.name = `c${evil}`;
+    m.notes.push(`note${evil}`);
+    m.calico.version = `v${evil}`;
+    m.createdAt = new Date().toISOString();
+    fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(m, null, 2));
+    fs.writeFileSync(path.join(dir, `planted${evil.replace(/\n|\r/g, '')}`), 'x');
+    for (const args of [['inspect', dir], ['list', root], ['verify', dir], ['doctor', dir]]) {
+      const r = await runCli(args);
+      const out = r.stdout + r.stderr;
+      expect(out, args[0]).not.toMatch(/[\x07\x0d]|\x1b(?!\[(?:1|2|22|31|32|33|39)m)/);
+      expect(out.split('\n').some((l) => l.startsWith('FAKE LINE')), `${args[0]}: ${out}`).toBe(false);
+      if (args[0] === 'inspect' || args[0] === 'list') expect(out, args[0]).toContain('\\x1b]0;owned\\x07');
+    }
+  });
+
+  it('a key file others can read is used with a warning', async () => {
+    const key = path.join(work, 'open.key');
+    fs.writeFileSync(key, '6a'.repeat(32), { mode: 0o644 });
+    fs.chmodSync(key, 0o644);
+    const r = await runCli(['export', '--encrypt', '--encryption-key-file', key, '--out', path.join(work, 'warned')]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/warning: encryption key file .*open\.key can be read by other users \(mode 644\); chmod 600 it/);
+    fs.chmodSync(key, 0o600);
+    const quiet = await runCli(['verify', path.join(work, 'warned'), '--encryption-key-file', key]);
+    expect(quiet.code, quiet.stderr).toBe(0);
+    expect(quiet.stderr).not.toMatch(/can be read by other users/);
+  });
+});
