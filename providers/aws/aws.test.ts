@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
-import { describeAwsError, isRetryableAwsError } from './index.js';
+import { describeAwsError, isRetryableAwsError, regionPrefix } from './index.js';
 
 describe('AWS error handling', () => {
   it('retries throttling and unavailability, not client errors', () => {
@@ -18,5 +18,16 @@ describe('AWS error handling', () => {
     const b = describeAwsError('CreateSnapshots', Object.assign(new Error('You are not authorized'), { name: 'UnauthorizedOperation' })) as any;
     expect(b.message).toMatch(/permission denied/);
     expect(b.hint).toMatch(/iam-policy-aws.json/);
+  });
+});
+
+describe('AWS zone names', () => {
+  it('give the region they start with as the candidate EC2 confirms, for every zone kind', () => {
+    expect(regionPrefix('us-east-1a')).toBe('us-east-1');
+    expect(regionPrefix('us-west-2-lax-1a')).toBe('us-west-2');
+    expect(regionPrefix('us-east-1-wl1-bos-wlz-1')).toBe('us-east-1');
+    expect(regionPrefix('us-gov-west-1b')).toBe('us-gov-west-1');
+    expect(regionPrefix('ap-southeast-2-per-1a')).toBe('ap-southeast-2');
+    expect(regionPrefix('not-a-zone')).toBeUndefined();
   });
 });

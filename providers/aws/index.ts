@@ -1,15 +1,16 @@
 /**
  * AWS EC2 snapshot provider (@aws-sdk/client-ec2).
  *
- * Snapshot: one crash-consistent CreateSnapshots call per instance (all attached EBS volumes), tagged so the
- * snapshots can be found without the bundle; waited on by one DescribeSnapshots poller per region shared by all
- * nodes (snapshot-watch.ts), so a backup of many nodes does not multiply the polling.
+ * Snapshot: one crash-consistent CreateSnapshots call per instance (the volumes the disk policy selects; the
+ * others, PersistentVolumes, excluded by id), tagged so the snapshots can be found without the bundle; waited on
+ * by one DescribeSnapshots poller per region shared by all nodes (snapshot-watch.ts), so a backup of many nodes
+ * does not multiply the polling.
  * Restore: data volumes by create-volume-from-snapshot + stop + detach + attach on the same device + start;
  * the root volume by CreateReplaceRootVolumeTask polled to a final state (or, with `rootRestore: swap`, swapped
  * like a data volume while the instance is stopped). Replaced volumes are kept (tagged) unless deleteReplaced.
  *
  * Credentials, region and endpoint come from the standard AWS chain and environment (AWS_PROFILE,
- * AWS_REGION, AWS_ENDPOINT_URL_EC2, ...): nothing custom. The region of a node comes from its providerID zone.
+ * AWS_REGION, AWS_ENDPOINT_URL_EC2, ...): nothing custom. The region of a node is its zone's region as EC2 reports it.
  * Throttling (RequestLimitExceeded, HTTP 429/503) is retried with backoff through src/kube/retry.ts.
  */
 import {
@@ -20,6 +21,7 @@ import {
   CreateVolumeCommand,
   DeleteSnapshotCommand,
   DeleteVolumeCommand,
+  DescribeAvailabilityZonesCommand,
   DescribeInstancesCommand,
   DescribeReplaceRootVolumeTasksCommand,
   DescribeSnapshotsCommand,
@@ -40,9 +42,12 @@ import {
   type Volume,
 } from '@aws-sdk/client-ec2';
 import { BadInputError, EnvironmentError, errorMessage } from '../../src/errors.js';
+import { describeAwsError, isRetryableAwsError, regionPrefix } from './errors.js';
+export { describeAwsError, isRetryableAwsError, regionPrefix } from './errors.js';
 import { registerSecret } from '../../src/io/redact.js';
 import { defaultRetryPolicy, sleep, withRetry, type RetryPolicy } from '../../src/kube/retry.js';
 import { parseProviderId } from '../../src/providers/provider-id.js';
+import { envProxyAgent, type EnvProxyAgent } from '../../src/providers/proxy.js';
 import { SnapshotWatcher } from './snapshot-watch.js';
 import {
   PROVIDER_API_VERSION,
@@ -56,6 +61,8 @@ import {
   type RestoreDisksOptions,
   type RestoreDisksResult,
   type SnapshotFilter,
+  type MachineDisk,
+  type SnapshotOptions,
   type SnapshotProvider,
   type SnapshotRecord,
   type SnapshotTags,
@@ -76,37 +83,6 @@ export interface AwsProviderConfig {
   retryBudgetMs?: number;
 }
 
-const THROTTLE_CODES = new Set(['RequestLimitExceeded', 'Throttling', 'ThrottlingException', 'RequestThrottled', 'TooManyRequestsException', 'SnapshotCreationPerVolumeRateExceeded', 'ServiceUnavailable', 'Unavailable', 'InternalError']);
-const PERMISSION_CODES = new Set(['UnauthorizedOperation', 'AuthFailure', 'InvalidClientTokenId', 'SignatureDoesNotMatch', 'OptInRequired', 'ExpiredToken', 'InvalidToken']);
-
-/** Throttling and transient server errors are retried; everything else fails at once. */
-export function isRetryableAwsError(err: unknown): { retry: boolean; afterMs?: number } {
-  const e = err as { name?: string; Code?: string; code?: string; $metadata?: { httpStatusCode?: number }; $retryable?: { throttling?: boolean } };
-  const code = e?.name ?? e?.Code;
-  if (code && THROTTLE_CODES.has(code)) return { retry: true };
-  if (e?.$retryable?.throttling) return { retry: true };
-  const status = e?.$metadata?.httpStatusCode;
-  if (status === 429 || status === 503) return { retry: true };
-  if (e?.code === 'ECONNRESET' || e?.code === 'EPIPE') return { retry: true };
-  return { retry: false };
-}
-
-/** Turn SDK errors into cni-rewind errors with one clear line (credentials, permissions, unreachable endpoint). */
-export function describeAwsError(op: string, err: unknown): Error {
-  const e = err as { name?: string; message?: string; code?: string; $metadata?: { httpStatusCode?: number } };
-  const name = e?.name ?? 'Error';
-  if (name === 'CredentialsProviderError' || /Could not load credentials/i.test(e?.message ?? '')) {
-    return new EnvironmentError(`AWS ${op}: no AWS credentials found`, { hint: 'set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or run where an instance role is available', cause: err });
-  }
-  if (PERMISSION_CODES.has(name)) return new EnvironmentError(`AWS ${op}: permission denied (${name}): ${e.message}`, { hint: 'see examples/iam-policy-aws.json for the permissions cni-rewind needs', cause: err });
-  const net = e?.code ?? (err as any)?.cause?.code;
-  if (net === 'ECONNREFUSED' || net === 'ENOTFOUND' || net === 'EHOSTUNREACH' || net === 'ETIMEDOUT') {
-    return new EnvironmentError(`AWS ${op}: cannot reach the EC2 endpoint (${net})`, { hint: 'check AWS_REGION / AWS_ENDPOINT_URL_EC2 and the network', cause: err });
-  }
-  const status = e?.$metadata?.httpStatusCode;
-  return new EnvironmentError(`AWS ${op} failed: ${name}${status ? ` (HTTP ${status})` : ''}: ${e?.message ?? String(err)}`, { cause: err });
-}
-
 const tagsOf = (tags: Tag[] | undefined): Record<string, string> => Object.fromEntries((tags ?? []).map((t) => [t.Key ?? '', t.Value ?? '']));
 const toTags = (m: Record<string, string>): Tag[] => Object.entries(m).map(([Key, Value]) => ({ Key, Value }));
 
@@ -117,7 +93,9 @@ export class AwsProvider implements SnapshotProvider {
   private readonly clients = new Map<string, EC2Client>();
   private readonly regionsSeen = new Set<string>();
   private readonly watchers = new Map<string, SnapshotWatcher>();
+  private readonly zoneRegions = new Map<string, Promise<string>>();
   private readonly retry: RetryPolicy;
+  private proxyAgent?: EnvProxyAgent;
   /** Throttled calls retried (for progress and the fan-out benchmark). */
   throttled = 0;
 
@@ -134,7 +112,9 @@ export class AwsProvider implements SnapshotProvider {
     let c = this.clients.get(region);
     if (!c) {
       // maxAttempts 1: retries are ours (withRetry), so throttling is counted and bounded the same way everywhere.
-      c = new EC2Client({ region, maxAttempts: 1 });
+      // With HTTPS_PROXY & co. set, requests go through the proxy (NO_PROXY honoured per request).
+      this.proxyAgent ??= envProxyAgent();
+      c = new EC2Client({ region, maxAttempts: 1, ...(this.proxyAgent ? { requestHandler: { httpAgent: this.proxyAgent, httpsAgent: this.proxyAgent } } : {}) });
       this.clients.set(region, c);
     }
     return c;
@@ -165,13 +145,40 @@ export class AwsProvider implements SnapshotProvider {
     if (id.provider === 'aws') {
       instanceId ??= id.instanceId;
       zone ??= id.zone || undefined;
-      region ??= id.region || undefined;
     }
     if (!instanceId) return undefined;
-    region ??= zone ? zone.replace(/[a-z]$/, '') : process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
+    region ??= zone ? await this.regionOf(zone, instanceId) : process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
     if (!region) throw new BadInputError(`node ${node.name}: no AWS region (providerID has no zone; set region in the mapping file or AWS_REGION)`);
     this.regionsSeen.add(region);
     return { node: node.name, provider: 'aws', machine: instanceId, location: { region, ...(zone ? { zone } : {}) } };
+  }
+
+  /**
+   * The region of a zone, from EC2: DescribeAvailabilityZones (all zone kinds) in the region the zone name
+   * starts with, else the instance's placement found by DescribeInstances there. Cached per zone.
+   */
+  private regionOf(zone: string, instanceId: string): Promise<string> {
+    let p = this.zoneRegions.get(zone);
+    if (!p) {
+      p = this.lookupRegion(zone, instanceId);
+      this.zoneRegions.set(zone, p);
+      p.catch(() => this.zoneRegions.delete(zone));
+    }
+    return p;
+  }
+
+  private async lookupRegion(zone: string, instanceId: string): Promise<string> {
+    const candidate = regionPrefix(zone);
+    if (!candidate) throw new BadInputError(`AWS zone '${zone}' does not start with a region name`, { hint: 'set region in the node mapping file' });
+    const zones = await this.call(candidate, 'DescribeAvailabilityZones', (c) => c.send(new DescribeAvailabilityZonesCommand({ AllAvailabilityZones: true, ZoneNames: [zone] }))).catch(() => undefined);
+    const known = zones?.AvailabilityZones?.find((z) => z.ZoneName === zone)?.RegionName;
+    if (known) return known;
+    // The region does not list the zone (an endpoint that knows no Local Zones, or no permission): the
+    // instance's own placement decides.
+    const out = await this.call(candidate, 'DescribeInstances', (c) => c.send(new DescribeInstancesCommand({ InstanceIds: [instanceId] })));
+    const placed = out.Reservations?.flatMap((r) => r.Instances ?? [])[0]?.Placement?.AvailabilityZone;
+    if (placed !== zone) throw new EnvironmentError(`AWS instance ${instanceId} is not in zone ${zone} of region ${candidate}${placed ? ` (it is in ${placed})` : ''}`);
+    return candidate;
   }
 
   private async describeInstance(region: string, instanceId: string): Promise<Instance> {
@@ -187,12 +194,29 @@ export class AwsProvider implements SnapshotProvider {
     return new Map((out.Volumes ?? []).map((v) => [v.VolumeId!, v]));
   }
 
-  async snapshot(target: NodeTarget, tags: SnapshotTags, opts: { description?: string } = {}): Promise<SnapshotRecord[]> {
+  async attachedDisks(target: NodeTarget): Promise<MachineDisk[]> {
+    const region = target.location.region!;
+    const inst = await this.describeInstance(region, target.machine);
+    const maps = (inst.BlockDeviceMappings ?? []).filter((m) => m.Ebs?.VolumeId);
+    const volumes = await this.describeVolumes(region, maps.map((m) => m.Ebs!.VolumeId!));
+    return maps.map((m) => {
+      const v = volumes.get(m.Ebs!.VolumeId!);
+      return { disk: m.Ebs!.VolumeId!, device: m.DeviceName ?? '', boot: m.DeviceName === inst.RootDeviceName, tags: tagsOf(v?.Tags), sourceSnapshot: v?.SnapshotId || undefined };
+    });
+  }
+
+  async snapshot(target: NodeTarget, tags: SnapshotTags, opts: SnapshotOptions = {}): Promise<SnapshotRecord[]> {
     const region = target.location.region!;
     const inst = await this.describeInstance(region, target.machine);
     const devices = new Map<string, { device: string; deleteOnTermination?: boolean }>();
     for (const m of inst.BlockDeviceMappings ?? []) if (m.Ebs?.VolumeId) devices.set(m.Ebs.VolumeId, { device: m.DeviceName ?? '', deleteOnTermination: m.Ebs.DeleteOnTermination });
     if (!devices.size) throw new EnvironmentError(`AWS instance ${target.machine} (node ${target.node}) has no EBS volumes to snapshot`);
+    const wanted = new Set(opts.disks ?? devices.keys());
+    const rootVolume = [...devices].find(([, d]) => d.device === inst.RootDeviceName)?.[0];
+    // One CreateSnapshots call keeps the selected volumes crash-consistent with each other (CreateSnapshot per
+    // volume would not); the volumes left out (PersistentVolumes, by the disk policy) are excluded by id.
+    const excluded = [...devices.keys()].filter((v) => !wanted.has(v) && v !== rootVolume);
+    if (excluded.length > 40) throw new EnvironmentError(`AWS instance ${target.machine}: ${excluded.length} volumes to exclude, CreateSnapshots takes at most 40`);
     const volumes = await this.describeVolumes(region, [...devices.keys()]);
     const baseTags = {
       [TAG_KEYS.tool]: TOOL_TAG_VALUE,
@@ -206,13 +230,25 @@ export class AwsProvider implements SnapshotProvider {
     const out = await this.call(region, 'CreateSnapshots', (c) =>
       c.send(
         new CreateSnapshotsCommand({
-          InstanceSpecification: { InstanceId: target.machine, ExcludeBootVolume: false },
+          InstanceSpecification: {
+            InstanceId: target.machine,
+            ExcludeBootVolume: !!rootVolume && !wanted.has(rootVolume),
+            ...(excluded.length ? { ExcludeDataVolumeIds: excluded } : {}),
+          },
           Description: opts.description ?? `cni-rewind backup ${tags.bundleId} node ${tags.node}`,
           CopyTagsFromSource: 'volume',
           TagSpecifications: [{ ResourceType: 'snapshot', Tags: toTags(baseTags) }],
         }),
       ),
     );
+    // An endpoint that ignores ExcludeDataVolumeIds (moto 5.2 does) must not leave a snapshot of a volume the
+    // policy left out: delete it at once rather than record application data the user did not ask for.
+    const unwanted = (out.Snapshots ?? []).filter((s) => !wanted.has(s.VolumeId ?? ''));
+    for (const s of unwanted) {
+      this.ctx.reporter.debug('CNR_AWS_UNWANTED_SNAPSHOT', `AWS CreateSnapshots also snapshotted excluded volume ${s.VolumeId}: deleting ${s.SnapshotId}`);
+      await this.call(region, 'DeleteSnapshot', (c) => c.send(new DeleteSnapshotCommand({ SnapshotId: s.SnapshotId! })));
+    }
+    out.Snapshots = (out.Snapshots ?? []).filter((s) => wanted.has(s.VolumeId ?? ''));
     const records: SnapshotRecord[] = [];
     for (const s of out.Snapshots ?? []) {
       const dev = devices.get(s.VolumeId ?? '');
@@ -514,6 +550,7 @@ export class AwsProvider implements SnapshotProvider {
   async close(): Promise<void> {
     for (const c of this.clients.values()) c.destroy();
     this.clients.clear();
+    this.proxyAgent?.destroy();
   }
 }
 

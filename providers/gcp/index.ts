@@ -1,10 +1,12 @@
 /**
  * GCP Compute Engine snapshot provider (@google-cloud/compute 6.15, REST transport).
  *
- * Snapshot: every attached persistent disk of the instance (one createSnapshot per disk: GCE has no multi-disk
+ * Snapshot: the attached persistent disks the disk policy selects (one createSnapshot per disk: GCE has no multi-disk
  * crash-consistent call; `guestFlush` asks the guest for application consistency), labelled so the snapshots
  * can be found without the bundle; the zone operations are waited on in a loop until DONE (wait() returns
  * after ~2 min at most, or earlier), then the snapshot is polled until READY.
+ * Regional persistent disks (source `projects/P/regions/R/disks/D`) go through the regional API (regionDisks,
+ * regionOperations) for get, snapshot, re-create (same replica zones) and delete.
  * Restore: stop, create disks from the snapshots, detach the old ones, attach the new ones on the same device
  * names (the boot disk as boot), start. Replaced disks are kept unless deleteReplaced.
  *
@@ -15,11 +17,13 @@
  * (`cni-rewind/bundle-id` -> `cni-rewind-bundle-id`) and values lowercased; the exact bundle id is also in
  * the snapshot description.
  */
-import { randomBytes } from 'node:crypto';
-import { DisksClient, GlobalOperationsClient, InstancesClient, SnapshotsClient, ZoneOperationsClient } from '@google-cloud/compute';
+import { DisksClient, GlobalOperationsClient, InstancesClient, RegionDisksClient, RegionOperationsClient, SnapshotsClient, ZoneOperationsClient } from '@google-cloud/compute';
 import { BadInputError, EnvironmentError, errorMessage } from '../../src/errors.js';
+import { describeGcpError, descriptionTags, diskRef, GCP_LABELS, isNotFound, isRetryableGcpError, labelValue, lastPath, resourceName } from './util.js';
+export { describeGcpError, GCP_LABELS, isRetryableGcpError, labelValue, resourceName } from './util.js';
 import { defaultRetryPolicy, sleep, withRetry, type RetryPolicy } from '../../src/kube/retry.js';
 import { parseProviderId } from '../../src/providers/provider-id.js';
+import { envProxyAgent } from '../../src/providers/proxy.js';
 import {
   PROVIDER_API_VERSION,
   TAG_KEYS,
@@ -32,36 +36,13 @@ import {
   type RestoreDisksOptions,
   type RestoreDisksResult,
   type SnapshotFilter,
+  type MachineDisk,
+  type SnapshotOptions,
   type SnapshotProvider,
   type SnapshotRecord,
   type SnapshotTags,
   type WaitOptions,
 } from '../../src/providers/types.js';
-
-/** Shared tag keys mapped to GCE label syntax, plus the keys this provider adds. */
-export const GCP_LABELS = {
-  tool: 'cni-rewind',
-  bundle: 'cni-rewind-bundle-id',
-  cluster: 'cni-rewind-cluster-id',
-  node: 'cni-rewind-node',
-  machine: 'cni-rewind-machine',
-  device: 'cni-rewind-device',
-  boot: 'cni-rewind-boot',
-  restoredBy: 'cni-rewind-restored-by-run',
-} as const;
-
-/** A value as a GCE label value: lowercase, [a-z0-9_-], at most 63 characters. */
-export function labelValue(v: string): string {
-  return v.toLowerCase().replace(/[^a-z0-9_-]/g, '_').slice(0, 63);
-}
-
-/** A GCE resource name: [a-z]([-a-z0-9]*[a-z0-9])?, at most 63 characters. */
-export function resourceName(...parts: string[]): string {
-  const s = parts.join('-').toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/-+/g, '-');
-  const suffix = randomBytes(3).toString('hex');
-  const head = s.replace(/^[^a-z]+/, '').slice(0, 63 - suffix.length - 1).replace(/-+$/, '');
-  return `${head || 'cnr'}-${suffix}`;
-}
 
 export interface GcpProviderConfig {
   project?: string;
@@ -74,32 +55,8 @@ export interface GcpProviderConfig {
   auth?: 'adc' | 'none';
 }
 
-const lastPath = (u: string | null | undefined) => String(u ?? '').split('/').pop() ?? '';
-
-/** gax errors carry `code` (HTTP status over REST); throttling and unavailability are retried. */
-export function isRetryableGcpError(err: unknown): { retry: boolean } {
-  const code = Number((err as { code?: unknown })?.code);
-  return { retry: code === 429 || code === 503 || code === 8 /* RESOURCE_EXHAUSTED */ || code === 14 /* UNAVAILABLE */ };
-}
-
-function isNotFound(err: unknown): boolean {
-  const e = (err as { cause?: unknown })?.cause ?? err;
-  const code = Number((e as { code?: unknown })?.code);
-  return code === 404 || code === 5;
-}
-
-export function describeGcpError(op: string, err: unknown): Error {
-  if (err instanceof EnvironmentError || err instanceof BadInputError) return err;
-  const e = err as { code?: unknown; message?: string };
-  const code = Number(e?.code);
-  const msg = errorMessage(err).split('\n')[0];
-  if (/Could not load the default credentials|Unable to detect a Project Id|invalid_grant|Could not refresh access token/i.test(msg)) {
-    return new EnvironmentError(`GCP ${op}: no usable Application Default Credentials (${msg})`, { hint: 'run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS', cause: err });
-  }
-  if (code === 401 || code === 403 || code === 7 || code === 16) return new EnvironmentError(`GCP ${op}: permission denied: ${msg}`, { hint: 'see examples/gcp-roles.md for the permissions cni-rewind needs', cause: err });
-  if (/ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ETIMEDOUT/.test(msg)) return new EnvironmentError(`GCP ${op}: cannot reach the Compute API (${msg})`, { cause: err });
-  return new EnvironmentError(`GCP ${op} failed${Number.isFinite(code) ? ` (${code})` : ''}: ${msg}`, { cause: err });
-}
+/** The scopes the Compute clients ask for by default (used when cni-rewind makes the auth client itself). */
+const GCP_SCOPES = ['https://www.googleapis.com/auth/compute', 'https://www.googleapis.com/auth/cloud-platform'];
 
 interface Clients {
   instances: InstancesClient;
@@ -107,6 +64,8 @@ interface Clients {
   snapshots: SnapshotsClient;
   zoneOps: ZoneOperationsClient;
   globalOps: GlobalOperationsClient;
+  regionDisks: RegionDisksClient;
+  regionOps: RegionOperationsClient;
 }
 
 export class GcpProvider implements SnapshotProvider {
@@ -133,9 +92,19 @@ export class GcpProvider implements SnapshotProvider {
         opts.port = Number(u.port || (u.protocol === 'http:' ? 80 : 443));
         opts.protocol = u.protocol.replace(':', '');
       }
-      if (this.config.auth === 'none') {
-        const { PassThroughClient } = await import('google-auth-library');
-        opts.authClient = new PassThroughClient();
+      // google-gax hands the transporter (gaxios) its own keep-alive agent, which turns off gaxios' proxy
+      // support: a request interceptor puts a proxy-aware agent back when a proxy variable is set.
+      const proxyAgent = envProxyAgent();
+      if (this.config.auth === 'none' || proxyAgent) {
+        const { GoogleAuth, PassThroughClient } = await import('google-auth-library');
+        let authClient;
+        try {
+          authClient = this.config.auth === 'none' ? new PassThroughClient() : await new GoogleAuth({ scopes: GCP_SCOPES }).getClient();
+        } catch (err) {
+          throw describeGcpError('client initialization', err);
+        }
+        if (proxyAgent) authClient.transporter.interceptors.request.add({ resolved: async (o) => Object.assign(o, { agent: proxyAgent }) });
+        opts.authClient = authClient;
       }
       const c: Clients = {
         instances: new InstancesClient(opts as any),
@@ -143,6 +112,8 @@ export class GcpProvider implements SnapshotProvider {
         snapshots: new SnapshotsClient(opts as any),
         zoneOps: new ZoneOperationsClient(opts as any),
         globalOps: new GlobalOperationsClient(opts as any),
+        regionDisks: new RegionDisksClient(opts as any),
+        regionOps: new RegionOperationsClient(opts as any),
       };
       // Auth errors surface here once instead of as an unhandled rejection later (which crashes Node 20).
       try {
@@ -178,12 +149,15 @@ export class GcpProvider implements SnapshotProvider {
   }
 
   /** Loop on operations.wait until DONE (wait returns early, at most after ~2 min), then fail on op.error. */
-  async waitOperation(what: string, project: string, zone: string | undefined, name: string, timeoutMs = 30 * 60_000): Promise<void> {
+  async waitOperation(what: string, project: string, zone: string | { region: string } | undefined, name: string, timeoutMs = 30 * 60_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const [op] = zone
-        ? await this.call(`wait ${what}`, (c) => c.zoneOps.wait({ project, zone, operation: name }))
-        : await this.call(`wait ${what}`, (c) => c.globalOps.wait({ project, operation: name }));
+      const [op] =
+        typeof zone === 'object'
+          ? await this.call(`wait ${what}`, (c) => c.regionOps.wait({ project, region: zone.region, operation: name }))
+          : zone
+            ? await this.call(`wait ${what}`, (c) => c.zoneOps.wait({ project, zone, operation: name }))
+            : await this.call(`wait ${what}`, (c) => c.globalOps.wait({ project, operation: name }));
       if (String(op.status) === 'DONE') {
         const errs = op.error?.errors ?? [];
         if (errs.length) throw new EnvironmentError(`GCP ${what} failed: ${errs.map((e) => `${e.code}: ${e.message}`).join('; ')}`);
@@ -215,17 +189,39 @@ export class GcpProvider implements SnapshotProvider {
     return inst;
   }
 
-  async snapshot(target: NodeTarget, tags: SnapshotTags, opts: { description?: string; consistent?: boolean } = {}): Promise<SnapshotRecord[]> {
+  /** A zonal or a regional persistent disk, through the API of its scope (a regional PD is not found as zonal). */
+  private async getDisk(project: string, zone: string, source: string | null | undefined) {
+    const ref = diskRef(source);
+    const [info] = ref.region
+      ? await this.call('regionDisks.get', (c) => c.regionDisks.get({ project: ref.project ?? project, region: ref.region!, disk: ref.disk }))
+      : await this.call('disks.get', (c) => c.disks.get({ project: ref.project ?? project, zone: ref.zone ?? zone, disk: ref.disk }));
+    return { ref, info };
+  }
+
+  async attachedDisks(target: NodeTarget): Promise<MachineDisk[]> {
     const { project, zone } = target.location as { project: string; zone: string };
     const inst = await this.getInstance(target);
     const attached = (inst.disks ?? []).filter((d) => d.source && String(d.type ?? 'PERSISTENT') === 'PERSISTENT');
+    return Promise.all(
+      attached.map(async (d) => {
+        const disk = lastPath(d.source);
+        const { info } = await this.getDisk(project, zone, d.source);
+        return { disk, device: d.deviceName ?? '', boot: !!d.boot, aliases: [String(d.source)], tags: { ...descriptionTags(info.description), ...(info.labels ?? {}) }, sourceSnapshot: info.sourceSnapshot ?? undefined };
+      }),
+    );
+  }
+
+  async snapshot(target: NodeTarget, tags: SnapshotTags, opts: SnapshotOptions = {}): Promise<SnapshotRecord[]> {
+    const { project, zone } = target.location as { project: string; zone: string };
+    const inst = await this.getInstance(target);
+    const attached = (inst.disks ?? []).filter((d) => d.source && String(d.type ?? 'PERSISTENT') === 'PERSISTENT' && (!opts.disks || opts.disks.includes(lastPath(d.source))));
     if (!attached.length) throw new EnvironmentError(`GCP instance ${target.machine} (node ${target.node}) has no persistent disks to snapshot`);
     const guestFlush = !!(opts.consistent ?? this.config.guestFlush);
     const created = new Date().toISOString();
     return Promise.all(
       attached.map(async (d) => {
         const disk = lastPath(d.source);
-        const [diskInfo] = await this.call('disks.get', (c) => c.disks.get({ project, zone, disk }));
+        const { ref, info: diskInfo } = await this.getDisk(project, zone, d.source);
         const name = resourceName('cnr', target.node, d.deviceName ?? disk);
         const labels = {
           [GCP_LABELS.tool]: labelValue(TOOL_TAG_VALUE),
@@ -236,15 +232,12 @@ export class GcpProvider implements SnapshotProvider {
           [GCP_LABELS.device]: labelValue(d.deviceName ?? ''),
           [GCP_LABELS.boot]: String(!!d.boot),
         };
-        const res = await this.call('disks.createSnapshot', (c) =>
-          c.disks.createSnapshot({
-            project,
-            zone,
-            disk,
-            guestFlush,
-            snapshotResource: { name, labels, description: opts.description ?? `cni-rewind backup ${tags.bundleId} node ${tags.node} device ${d.deviceName}` },
-          }),
-        );
+        const snapshotResource = { name, labels, description: opts.description ?? `cni-rewind backup ${tags.bundleId} node ${tags.node} device ${d.deviceName}` };
+        // A regional PD is snapshotted through the regional API (its operation is a region operation);
+        // regionDisks.createSnapshot has no guestFlush.
+        const res = ref.region
+          ? await this.call('regionDisks.createSnapshot', (c) => c.regionDisks.createSnapshot({ project, region: ref.region!, disk, snapshotResource }))
+          : await this.call('disks.createSnapshot', (c) => c.disks.createSnapshot({ project, zone, disk, guestFlush, snapshotResource }));
         const rec: SnapshotRecord = {
           provider: 'gcp',
           node: target.node,
@@ -256,8 +249,14 @@ export class GcpProvider implements SnapshotProvider {
           sizeGiB: Number(diskInfo.sizeGb ?? d.diskSizeGb ?? 0) || undefined,
           state: 'pending',
           created,
-          location: { project, zone },
-          details: { operation: this.opName(res), diskType: diskInfo.type ? lastPath(diskInfo.type) : undefined, autoDelete: d.autoDelete, guestFlush },
+          location: { project, zone, ...(ref.region ? { region: ref.region } : {}) },
+          details: {
+            operation: this.opName(res),
+            diskType: diskInfo.type ? lastPath(diskInfo.type) : undefined,
+            autoDelete: d.autoDelete,
+            guestFlush: guestFlush && !ref.region,
+            ...(ref.region ? { replicaZones: (diskInfo.replicaZones ?? []).map(lastPath) } : {}),
+          },
         };
         return rec;
       }),
@@ -272,7 +271,8 @@ export class GcpProvider implements SnapshotProvider {
         const project = r.location!.project!;
         const opName = (r.details as { operation?: string } | undefined)?.operation;
         try {
-          if (opName) await this.waitOperation(`snapshot of ${r.disk}`, project, r.location!.zone, opName, Math.max(1000, deadline - Date.now()));
+          const scope = r.location!.region ? { region: r.location!.region } : r.location!.zone;
+          if (opName) await this.waitOperation(`snapshot of ${r.disk}`, project, scope, opName, Math.max(1000, deadline - Date.now()));
         } catch (err) {
           const rec = { ...r, state: 'failed' as const };
           opts.onProgress?.(rec, errorMessage(err));
@@ -324,24 +324,27 @@ export class GcpProvider implements SnapshotProvider {
     const created = await Promise.all(
       chosen.map(async (r) => {
         const name = resourceName(r.disk.slice(0, 40), 'r');
-        const type = (r.details as { diskType?: string } | undefined)?.diskType;
-        const res = await this.call('disks.insert', (c) =>
-          c.disks.insert({
-            project,
-            zone,
-            requestId: undefined,
-            diskResource: { name, sourceSnapshot: `projects/${project}/global/snapshots/${r.snapshotId}`, ...(type ? { type: `zones/${zone}/diskTypes/${type}` } : {}), labels },
-          }),
-        );
+        const d = (r.details ?? {}) as { diskType?: string; replicaZones?: string[] };
+        const region = r.location?.region;
+        const sourceSnapshot = `projects/${project}/global/snapshots/${r.snapshotId}`;
+        if (region) {
+          // A regional PD comes back regional, replicated in the same zones.
+          const diskResource = { name, sourceSnapshot, ...(d.diskType ? { type: `regions/${region}/diskTypes/${d.diskType}` } : {}), replicaZones: (d.replicaZones ?? []).map((z) => `projects/${project}/zones/${z}`), labels };
+          const res = await this.call('regionDisks.insert', (c) => c.regionDisks.insert({ project, region, diskResource }));
+          await this.waitOperation(`create disk ${name}`, project, { region }, this.opName(res));
+          return { r, name, source: `projects/${project}/regions/${region}/disks/${name}` };
+        }
+        const diskResource = { name, sourceSnapshot, ...(d.diskType ? { type: `zones/${zone}/diskTypes/${d.diskType}` } : {}), labels };
+        const res = await this.call('disks.insert', (c) => c.disks.insert({ project, zone, diskResource }));
         await this.waitOperation(`create disk ${name}`, project, zone, this.opName(res));
-        return { r, name };
+        return { r, name, source: `projects/${project}/zones/${zone}/disks/${name}` };
       }),
     );
     if (String(inst.status) !== 'TERMINATED') {
       const res = await this.call('instances.stop', (c) => c.instances.stop({ project, zone, instance: target.machine }));
       await this.waitOperation(`stop ${target.machine}`, project, zone, this.opName(res));
     }
-    for (const { r, name } of created) {
+    for (const { r, name, source } of created) {
       const old = byDevice.get(r.device);
       if (old) {
         const res = await this.call('instances.detachDisk', (c) => c.instances.detachDisk({ project, zone, instance: target.machine, deviceName: r.device }));
@@ -352,14 +355,17 @@ export class GcpProvider implements SnapshotProvider {
           project,
           zone,
           instance: target.machine,
-          attachedDiskResource: { source: `projects/${project}/zones/${zone}/disks/${name}`, deviceName: r.device, boot: !!(old?.boot ?? r.boot), autoDelete: old?.autoDelete ?? !!(r.details as any)?.autoDelete },
+          attachedDiskResource: { source, deviceName: r.device, boot: !!(old?.boot ?? r.boot), autoDelete: old?.autoDelete ?? !!(r.details as any)?.autoDelete },
         }),
       );
       await this.waitOperation(`attach ${name} as ${r.device}`, project, zone, this.opName(res));
       const replaced = old ? lastPath(old.source) : undefined;
       if (replaced && opts.deleteReplaced) {
-        const del = await this.call('disks.delete', (c) => c.disks.delete({ project, zone, disk: replaced }));
-        await this.waitOperation(`delete ${replaced}`, project, zone, this.opName(del));
+        const oldRef = diskRef(old!.source);
+        const del = oldRef.region
+          ? await this.call('regionDisks.delete', (c) => c.regionDisks.delete({ project, region: oldRef.region!, disk: replaced }))
+          : await this.call('disks.delete', (c) => c.disks.delete({ project, zone, disk: replaced }));
+        await this.waitOperation(`delete ${replaced}`, project, oldRef.region ? { region: oldRef.region } : zone, this.opName(del));
         result.notes.push(`deleted replaced disk ${replaced}`);
       } else if (replaced) result.notes.push(`kept replaced disk ${replaced}`);
       result.restored.push({ device: r.device, snapshotId: r.snapshotId, newDisk: name, replacedDisk: replaced });

@@ -6,7 +6,8 @@
  */
 import { BadInputError, EnvironmentError } from '../../src/errors.js';
 import { registerSecret } from '../../src/io/redact.js';
-import { HttpClient, type TlsOptions } from './https.js';
+import { defaultRetryPolicy, withRetry, type RetryPolicy } from '../../src/kube/retry.js';
+import { HttpClient, isTransient, type TlsOptions } from './https.js';
 
 export class ProxmoxApiError extends EnvironmentError {
   constructor(
@@ -50,6 +51,7 @@ export class ProxmoxApi {
   constructor(
     private readonly conn: ProxmoxConnection,
     private readonly pollIntervalMs = 1_000,
+    private readonly retry: RetryPolicy = { ...defaultRetryPolicy, maxElapsedMs: 60_000 },
   ) {
     if (!TOKEN_RE.test(conn.token)) {
       throw new BadInputError('proxmox: the API token is not of the form USER@REALM!TOKENID=SECRET', { hint: 'Set PROXMOX_VE_API_TOKEN (e.g. cni-rewind@pve!backup=<uuid>) or providers.proxmox.tokenFile.' });
@@ -65,7 +67,15 @@ export class ProxmoxApi {
     return this.conn.url.host;
   }
 
-  private async call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, params?: Record<string, string | number | boolean | undefined>): Promise<T> {
+  /**
+   * Transient failures are retried with backoff within a bounded budget: any request that never reached the
+   * server, and GETs whose connection was cut or that got 502/503/504 (a POST could have created a snapshot).
+   */
+  private call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, params?: Record<string, string | number | boolean | undefined>): Promise<T> {
+    return withRetry(() => this.callOnce<T>(method, path, params), (err) => ({ retry: isTransient(err, method === 'GET') }), this.retry);
+  }
+
+  private async callOnce<T>(method: 'GET' | 'POST' | 'DELETE', path: string, params?: Record<string, string | number | boolean | undefined>): Promise<T> {
     const form = new URLSearchParams();
     for (const [k, v] of Object.entries(params ?? {})) if (v !== undefined) form.set(k, typeof v === 'boolean' ? (v ? '1' : '0') : String(v));
     const query = method !== 'POST' && [...form.keys()].length ? `?${form}` : '';

@@ -2,12 +2,14 @@
  * One HTTP(S) request with the TLS choices hypervisor APIs need: verification on by default, an extra CA
  * (self-signed Proxmox/vCenter certificates), or an explicit insecure flag. node:https rather than fetch,
  * because fetch cannot take a per-request CA without an extra dependency. Used by the Proxmox and vSphere providers.
+ * HTTPS_PROXY / NO_PROXY are honoured (src/providers/proxy.ts).
  */
 import http from 'node:http';
 import https from 'node:https';
 import tls from 'node:tls';
 import { readFileSync } from 'node:fs';
 import { BadInputError, EnvironmentError } from '../../src/errors.js';
+import { envProxyAgent } from '../../src/providers/proxy.js';
 
 export interface TlsOptions {
   /** PEM file with the CA (or the self-signed certificate) to trust in addition to the system CAs. */
@@ -22,6 +24,21 @@ export interface HttpResponse {
   statusMessage: string;
   headers: http.IncomingHttpHeaders;
   body: string;
+}
+
+const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const CUT = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ESOCKETTIMEDOUT']);
+
+/**
+ * Whether a failed request may be sent again: it never reached the server (connection refused, unreachable), or
+ * it is idempotent and the connection was cut or the server answered 502/503/504.
+ */
+export function isTransient(err: unknown, idempotent: boolean): boolean {
+  const e = err as { cause?: { code?: string }; status?: number };
+  const code = e?.cause?.code;
+  if (code && NOT_SENT.has(code)) return true;
+  if (!idempotent) return false;
+  return (!!code && CUT.has(code)) || e?.status === 502 || e?.status === 503 || e?.status === 504 || /no answer within/.test(String((e?.cause as Error | undefined)?.message));
 }
 
 export class HttpClient {
@@ -43,9 +60,10 @@ export class HttpClient {
         }
       }
       // An explicit CA is added to (not instead of) the system roots, so a public certificate keeps working.
-      this.agent = new https.Agent({ keepAlive: true, rejectUnauthorized: !tlsOpts.insecure, ...(ca ? { ca: [...tls.rootCertificates, ca] } : {}) });
+      const tlsAgentOpts = { rejectUnauthorized: !tlsOpts.insecure, ...(ca ? { ca: [...tls.rootCertificates, ca] } : {}) };
+      this.agent = envProxyAgent(tlsAgentOpts) ?? new https.Agent({ keepAlive: true, ...tlsAgentOpts });
     } else if (base.protocol === 'http:') {
-      this.agent = new http.Agent({ keepAlive: true });
+      this.agent = envProxyAgent() ?? new http.Agent({ keepAlive: true });
     } else {
       throw new BadInputError(`${what}: URL must start with https:// (or http://), not ${base.protocol}`);
     }

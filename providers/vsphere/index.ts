@@ -7,7 +7,10 @@
  *   caFile (GOVC_TLS_CA_CERTS), insecure (GOVC_INSECURE)  TLS verification is on unless insecure is set
  *   datacenter (GOVC_DATACENTER)   node -> VM path `<datacenter>/vm/<node name>` when the mapping gives none
  *   memory: false, quiesce: false  snapshot RAM (off by default) / quiesce the guest (needs VMware Tools)
- * Node mapping entry: { provider: vsphere, vm: 'DC0/vm/folder/name' } (an inventory path).
+ * Nodes whose providerID is `vsphere://<BIOS UUID>` (what the vSphere cloud provider sets) are found with
+ * SearchIndex.FindByUuid, in any folder, with no mapping; their machine is that UUID. Otherwise a node mapping
+ * entry: { provider: vsphere, vm: 'DC0/vm/folder/name' } (an inventory path), or `<datacenter>/vm/<node>`.
+ * An expired session is logged in again once; read calls are retried on transient errors (soap.ts).
  *
  * A snapshot covers every disk of the VM. Reverting a snapshot taken without memory leaves the VM powered
  * off, so a VM that was powered on at snapshot time is powered on again after the revert.
@@ -30,6 +33,7 @@ import type {
   WaitOptions,
 } from '../../src/providers/types.js';
 import { PROVIDER_API_VERSION } from '../../src/providers/types.js';
+import { parseProviderId } from '../../src/providers/provider-id.js';
 import { describeTags, diskSnapshotId, matchesFilter, parseTags, snapshotName } from '../libvirt/tags.js';
 import { SoapFault, VimClient, moref, type MoRef } from './soap.js';
 import { child, childrenNamed, textOf, type XmlNode } from './xml.js';
@@ -120,6 +124,7 @@ export class VsphereProvider implements SnapshotProvider {
     private readonly reporter: Reporter,
   ) {
     this.vim = new VimClient(cfg.url, { caFile: cfg.caFile, insecure: cfg.insecure });
+    this.vim.onRelogin = () => reporter.debug('CNR_VSPHERE_RELOGIN', `vsphere: the session with ${cfg.url.host} expired; logged in again`);
     if (cfg.insecure) reporter.warn('CNR_VSPHERE_INSECURE', `vsphere: TLS certificate verification is off for ${cfg.url.host} (insecure)`);
   }
 
@@ -142,6 +147,12 @@ export class VsphereProvider implements SnapshotProvider {
 
   async resolve(node: NodeInfo, mapping?: NodeMappingEntry): Promise<NodeTarget | undefined> {
     await this.session();
+    const id = parseProviderId(node.providerID);
+    if (!str(mapping?.vm) && id.provider === 'vsphere') {
+      // The SearchIndex finds the VM wherever it sits (any datacenter, any folder): no mapping needed.
+      const vm = await this.vim.findVmByUuid(id.uuid);
+      return vm ? { node: node.name, provider: this.name, machine: id.uuid, location: { vm: vm.value, host: this.cfg.url.host } } : undefined;
+    }
     const path = str(mapping?.vm) ?? (this.cfg.datacenter ? `${this.cfg.datacenter}/vm/${node.name}` : undefined);
     if (!path) throw new BadInputError(`vsphere: node ${node.name} has no VM path`, { hint: "Give `vm: '<datacenter>/vm/<name>'` in the node mapping file, or set GOVC_DATACENTER / providers.vsphere.datacenter." });
     const vm = await this.vim.findByInventoryPath(path);

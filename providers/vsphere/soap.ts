@@ -5,7 +5,8 @@
  * RetrievePropertiesEx for task state and VM properties, CreateContainerView for listing).
  */
 import { EnvironmentError } from '../../src/errors.js';
-import { HttpClient, type TlsOptions } from '../proxmox/https.js';
+import { defaultRetryPolicy, withRetry, type RetryPolicy } from '../../src/kube/retry.js';
+import { HttpClient, isTransient, type TlsOptions } from '../proxmox/https.js';
 import { child, childrenNamed, escapeXml, find, parseXml, textOf, type XmlNode } from './xml.js';
 
 export interface MoRef {
@@ -34,6 +35,14 @@ function encodeArg(name: string, v: SoapValue): string {
   return `<${name}>${escapeXml(String(v))}</${name}>`;
 }
 
+/** Methods that change nothing: safe to send again after a connection reset or a 5xx. */
+const READ_ONLY = /^(Retrieve|ContinueRetrieve|Find|CreateContainerView$|DestroyView$|CurrentTime$)/;
+const SESSION_METHODS = new Set(['Login', 'Logout', 'RetrieveServiceContent', 'TerminateSession']);
+
+function isNotAuthenticated(err: unknown): boolean {
+  return err instanceof SoapFault && /NotAuthenticated|session is not authenticated/i.test(`${err.faultType} ${err.faultString}`);
+}
+
 export const moref = (n: XmlNode | undefined): MoRef | undefined => (n ? { type: n.attrs.type ?? '', value: n.text.trim() } : undefined);
 
 export interface ServiceContent {
@@ -49,15 +58,37 @@ export class VimClient {
   private readonly http: HttpClient;
   private cookie?: string;
   private sc?: ServiceContent;
+  private credentials?: { userName: string; password: string };
+  /** Told when an expired session is logged in again (for a debug message and tests). */
+  onRelogin?: () => void;
 
   constructor(
     readonly url: URL,
     tls: TlsOptions,
+    private readonly retry: RetryPolicy = { ...defaultRetryPolicy, maxElapsedMs: 60_000 },
   ) {
     this.http = new HttpClient('vSphere', url, tls);
   }
 
+  /**
+   * One SOAP call. Transient failures (connection refused/reset, HTTP 502/503/504) are retried with backoff,
+   * within a bounded budget, for read-only methods and for requests that never reached the server; an expired
+   * session (NotAuthenticated) is logged in again once and the call repeated.
+   */
   async call(method: string, args: [string, SoapValue | undefined][]): Promise<XmlNode> {
+    const once = () => withRetry(() => this.callOnce(method, args), (err) => ({ retry: isTransient(err, READ_ONLY.test(method)) }), this.retry);
+    try {
+      return await once();
+    } catch (err) {
+      if (!this.credentials || SESSION_METHODS.has(method) || !isNotAuthenticated(err)) throw err;
+      this.cookie = undefined;
+      this.onRelogin?.();
+      await this.login(this.credentials.userName, this.credentials.password);
+      return once();
+    }
+  }
+
+  private async callOnce(method: string, args: [string, SoapValue | undefined][]): Promise<XmlNode> {
     const body = args.filter(([, v]) => v !== undefined).map(([k, v]) => encodeArg(k, v!)).join('');
     const envelope =
       '<?xml version="1.0" encoding="UTF-8"?><soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" ' +
@@ -76,7 +107,7 @@ export class VimClient {
       const type = detail?.children[0]?.attrs.type ?? detail?.children[0]?.name;
       throw new SoapFault(method, textOf(fault, 'faultstring') ?? 'unknown fault', type);
     }
-    if (res.status >= 400) throw new EnvironmentError(`vSphere ${method}: HTTP ${res.status} from ${this.url.host}`);
+    if (res.status >= 400) throw Object.assign(new EnvironmentError(`vSphere ${method}: HTTP ${res.status} from ${this.url.host}`), { status: res.status });
     const resp = find(doc, `${method}Response`);
     if (!resp) throw new EnvironmentError(`vSphere ${method}: unexpected answer from ${this.url.host} (not a SOAP response)`);
     return resp;
@@ -105,9 +136,11 @@ export class VimClient {
   async login(userName: string, password: string): Promise<void> {
     const sc = await this.serviceContent();
     await this.call('Login', [['_this', sc.sessionManager], ['userName', userName], ['password', password]]);
+    this.credentials = { userName, password };
   }
 
   async logout(): Promise<void> {
+    this.credentials = undefined;
     if (!this.cookie || !this.sc) return;
     await this.call('Logout', [['_this', this.sc.sessionManager]]).catch(() => undefined);
     this.cookie = undefined;
@@ -116,6 +149,12 @@ export class VimClient {
   async findByInventoryPath(path: string): Promise<MoRef | undefined> {
     const sc = await this.serviceContent();
     return moref(child(await this.call('FindByInventoryPath', [['_this', sc.searchIndex], ['inventoryPath', path]]), 'returnval'));
+  }
+
+  /** A VM by its BIOS UUID (config.uuid, what `vsphere://` providerIDs carry), in any datacenter and folder. */
+  async findVmByUuid(uuid: string): Promise<MoRef | undefined> {
+    const sc = await this.serviceContent();
+    return moref(child(await this.call('FindByUuid', [['_this', sc.searchIndex], ['uuid', uuid], ['vmSearch', true], ['instanceUuid', false]]), 'returnval'));
   }
 
   /** Properties of objects: [{obj, props: {name -> value node}}]. With `viaView`, objects = a container view's `view`. */

@@ -20,7 +20,8 @@ import type { KubeClient } from '../kube/client.js';
 import { pool } from '../kube/manifests.js';
 import { ProviderSet } from '../providers/registry.js';
 import { nodeInfo, resolveNodes, type UnresolvedNode } from '../providers/resolve.js';
-import type { NodeInfo, NodeTarget, SnapshotRecord } from '../providers/types.js';
+import { loadPvIndex, selectDisks, type PvIndex } from '../providers/disk-policy.js';
+import type { NodeInfo, NodeTarget, SkippedDisk, SnapshotRecord } from '../providers/types.js';
 
 export interface BackupOptions {
   /** `auto` (default: per node from providerID / mapping) or one provider name for every node. */
@@ -40,6 +41,8 @@ export interface BackupOptions {
   encryption?: BundleManifest['encryption'];
   /** Ask providers for application-consistent snapshots where they can (GCP guestFlush). */
   consistent?: boolean;
+  /** Also snapshot the disks of PersistentVolumes attached to the nodes (`--include-volumes`). */
+  includeVolumes?: boolean;
   config: CniRewindConfig;
   mapping: NodeMapping;
 }
@@ -61,6 +64,8 @@ export interface BackupResult {
   nodes: NodeBackupResult[];
   unprotected: UnresolvedNode[];
   snapshots: SnapshotRecord[];
+  /** PersistentVolume disks not snapshotted (no --include-volumes). */
+  skippedDisks: SkippedDisk[];
   cleanedUp: boolean;
   manifest: BundleManifest;
 }
@@ -122,7 +127,9 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
     reporter.info('CNR_BACKUP_SNAPSHOTS', `snapshotting ${targets.length} node(s) (concurrency ${opts.concurrency}, timeout ${Math.round(opts.snapshotTimeoutMs / 1000)} s)`, { bundleId, clusterId });
 
     const records: SnapshotRecord[] = [];
+    const skippedDisks: SkippedDisk[] = [];
     const results: NodeBackupResult[] = [];
+    const policy = { includeVolumes: !!opts.includeVolumes, index: undefined as Promise<PvIndex> | undefined, client };
     const deadline = Date.now() + opts.snapshotTimeoutMs;
     const interrupted = { signal: undefined as NodeJS.Signals | undefined };
     const onSignal = (sig: NodeJS.Signals) => {
@@ -143,7 +150,7 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
           return;
         }
         const provider = await providers.get(t.provider);
-        const node = new NodeSnapshots(t, provider, { bundleId, clusterId, deadline, consistent: opts.consistent }, records, reporter);
+        const node = new NodeSnapshots(t, provider, { bundleId, clusterId, deadline, consistent: opts.consistent, policy, skippedDisks }, records, reporter);
         if (!(await node.start())) return void results.push(node.result!);
         const waiting = node.waitUsable().then((r) => void results.push(r));
         if (provider.sharedWait) waits.push(waiting);
@@ -171,6 +178,8 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
     }
     records.sort((a, b) => a.node.localeCompare(b.node) || a.device.localeCompare(b.device));
     m.snapshots = records;
+    skippedDisks.sort((a, b) => a.node.localeCompare(b.node) || a.device.localeCompare(b.device));
+    if (skippedDisks.length) m.skippedDisks = skippedDisks;
     // Unprotected nodes were accepted explicitly (--allow-unprotected-nodes) and are listed in the notes.
     m.complete = failed.length === 0;
     for (const f of failed) m.notes.push(`backup incomplete: node ${f.node}: ${f.error}`);
@@ -179,7 +188,7 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
     const final = await writer.commit();
     reporter.info('CNR_BACKUP_DONE', `${m.complete ? 'backup complete' : 'backup INCOMPLETE'}: ${final} (${records.length} snapshot(s) of ${targets.length} node(s))`, { path: final, complete: m.complete });
     results.sort((a, b) => a.node.localeCompare(b.node));
-    return { path: final, bundleId, complete: m.complete, nodes: results, unprotected: unresolved, snapshots: records, cleanedUp, manifest: m };
+    return { path: final, bundleId, complete: m.complete, nodes: results, unprotected: unresolved, snapshots: records, skippedDisks, cleanedUp, manifest: m };
   } finally {
     await providers.closeAll();
   }
@@ -196,7 +205,14 @@ class NodeSnapshots {
   constructor(
     private readonly t: NodeTarget,
     private readonly provider: Awaited<ReturnType<ProviderSet['get']>>,
-    private readonly run: { bundleId: string; clusterId: string; deadline: number; consistent?: boolean },
+    private readonly run: {
+      bundleId: string;
+      clusterId: string;
+      deadline: number;
+      consistent?: boolean;
+      policy: { includeVolumes: boolean; index?: Promise<PvIndex>; client: KubeClient };
+      skippedDisks: SkippedDisk[];
+    },
     private readonly records: SnapshotRecord[],
     private readonly reporter: Reporter,
   ) {
@@ -212,7 +228,22 @@ class NodeSnapshots {
     const t = this.t;
     this.progress('starting snapshots', 0);
     try {
-      this.mine = await this.provider.snapshot(t, { bundleId: this.run.bundleId, clusterId: this.run.clusterId, node: t.node }, { consistent: this.run.consistent });
+      const run = this.run;
+      let disks: string[] | undefined;
+      let volumes = new Map<string, string>();
+      if (this.provider.attachedDisks) {
+        // The PersistentVolumes are read once per backup, by the first node whose provider can choose disks.
+        run.policy.index ??= loadPvIndex(run.policy.client);
+        const sel = selectDisks(t, await this.provider.attachedDisks(t), await run.policy.index, run.policy.includeVolumes);
+        for (const d of sel.skipped) this.reporter.info('CNR_BACKUP_DISK_SKIPPED', `${t.node}: ${d.device} (${d.disk}) not snapshotted: ${d.reason}`, d);
+        run.skippedDisks.push(...sel.skipped);
+        disks = sel.snapshot;
+        volumes = sel.volumes;
+      }
+      // No disk at all is the provider's error to report (an instance gone, no volumes): snapshot() says so.
+      if (disks?.length === 0 && !volumes.size && !run.skippedDisks.some((d) => d.node === t.node)) disks = undefined;
+      this.mine = disks?.length === 0 ? [] : await this.provider.snapshot(t, { bundleId: run.bundleId, clusterId: run.clusterId, node: t.node }, { consistent: run.consistent, disks });
+      for (const r of this.mine) if (volumes.has(r.disk)) r.pv = volumes.get(r.disk);
       this.records.push(...this.mine);
       this.reporter.info('CNR_SNAPSHOT_STARTED', `${t.node}: ${this.mine.length} snapshot(s) started: ${this.mine.map((r) => `${r.device || r.disk}=${r.snapshotId}`).join(', ')}`, { node: t.node, snapshots: this.mine.map((r) => r.snapshotId) });
       this.progress('waiting until usable', 0, this.mine.length);

@@ -14,6 +14,7 @@ import type { KubeClient } from '../kube/client.js';
 import { pool } from '../kube/manifests.js';
 import type { ProviderSet } from '../providers/registry.js';
 import { chooseProvider, nodeInfo } from '../providers/resolve.js';
+import { matchRecordedDisks } from '../providers/disk-policy.js';
 import type { NodeTarget, RestoreDisksResult, SnapshotRecord } from '../providers/types.js';
 import { cordon, describePreflight, drainNode, drainPreflight, uncordon, waitNodeReady, type DrainPreflight } from '../drain/drain.js';
 
@@ -24,7 +25,9 @@ export interface NodeRestorePlan {
   provider: string;
   machine: string;
   evict: string[];
-  disks: { device: string; snapshotId: string; boot: boolean; sizeGiB?: number }[];
+  disks: { device: string; disk: string; snapshotId: string; boot: boolean; sizeGiB?: number; pv?: string }[];
+  /** Recorded disks left alone: PersistentVolumes without --include-volumes, disks no longer attached. */
+  untouched: { device: string; disk: string; pv?: string; reason: string }[];
 }
 
 export interface NodeRestoreOutcome {
@@ -55,6 +58,8 @@ export interface RestoreDisksEngineOptions {
   readyTimeoutMs: number;
   dryRun?: boolean;
   deleteReplaced?: boolean;
+  /** Also restore PersistentVolume disks the backup included (`--include-volumes`). */
+  includeVolumes?: boolean;
   allowOtherCluster?: boolean;
   mapping: NodeMapping;
   /** Asked once before anything is touched (not in dry runs); false stops with RefusedError. */
@@ -80,7 +85,7 @@ export async function restoreNodeDisks(client: KubeClient, manifest: BundleManif
   }
 
   // Resolve each node's machine now and check it is the machine that was snapshotted.
-  const targets = new Map<string, { target: NodeTarget; records: SnapshotRecord[] }>();
+  const targets = new Map<string, { target: NodeTarget; records: SnapshotRecord[]; untouched: NodeRestorePlan['untouched'] }>();
   for (const n of nodes) {
     const records = byNode.get(n)!;
     const providerName = records[0]!.provider;
@@ -95,18 +100,22 @@ export async function restoreNodeDisks(client: KubeClient, manifest: BundleManif
     if (target.machine !== records[0]!.machine) {
       throw new RefusedError(`node ${n} now runs on ${target.machine}, but the snapshots are of ${records[0]!.machine}`, { hint: 'the node was replaced; restoring old disks onto a new machine is not done automatically' });
     }
-    targets.set(n, { target, records });
+    // Each recorded disk is matched to the live one by its id (refused, naming it, if a device now holds another).
+    const sel = provider.attachedDisks ? matchRecordedDisks(target, records, await provider.attachedDisks(target), !!opts.includeVolumes) : { restore: records, untouched: [] };
+    for (const u of sel.untouched) reporter.info('CNR_RESTORE_DISK_UNTOUCHED', `${n}: ${u.device} (${u.disk}) not restored: ${u.reason}`, u);
+    targets.set(n, { target, records: sel.restore, untouched: sel.untouched });
   }
 
   const preflight = await drainPreflight(client, nodes);
   const plan: NodeRestorePlan[] = nodes.map((n) => {
-    const { target, records } = targets.get(n)!;
+    const { target, records, untouched } = targets.get(n)!;
     return {
       node: n,
       provider: target.provider,
       machine: target.machine,
       evict: preflight.evict[n] ?? [],
-      disks: records.map((r) => ({ device: r.device, snapshotId: r.snapshotId, boot: !!r.boot, sizeGiB: r.sizeGiB })),
+      disks: records.map((r) => ({ device: r.device, disk: r.disk, snapshotId: r.snapshotId, boot: !!r.boot, sizeGiB: r.sizeGiB, ...(r.pv ? { pv: r.pv } : {}) })),
+      untouched,
     };
   });
   if (!preflight.ok) {

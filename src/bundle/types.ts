@@ -14,7 +14,7 @@
  */
 import type { InstallType } from '../calico/detect.js';
 import type { KubeObject } from '../kube/types.js';
-import type { SnapshotRecord } from '../providers/types.js';
+import type { SkippedDisk, SnapshotRecord } from '../providers/types.js';
 
 export interface ResourceTypeEntry {
   /** `<plural>.<group>` */
@@ -64,6 +64,8 @@ export interface BundleManifest {
   encryption?: { algorithm: 'aes-256-gcm'; kdf: 'scrypt' | 'raw'; salt?: string; scrypt?: { N: number; r: number; p: number }; mac?: string };
   /** Disk snapshots taken by `backup`, one record per disk. */
   snapshots: SnapshotRecord[];
+  /** Disks attached to the nodes that `backup` did not snapshot (PersistentVolumes, without --include-volumes). */
+  skippedDisks?: SkippedDisk[];
   /** Set when a backup's snapshots are all usable; export-only bundles have no snapshots and are complete. */
   complete: boolean;
 }

@@ -1,23 +1,24 @@
 /**
  * Kubernetes `spec.providerID` parsing: which provider a node belongs to and where its machine is.
- *   aws:///us-east-1a/i-0abc         -> aws, zone us-east-1a, region us-east-1, instance i-0abc
+ *   aws:///us-east-1a/i-0abc         -> aws, zone us-east-1a, instance i-0abc (the AWS provider asks EC2 for
+ *                                       the zone's region: Local and Wavelength zones are not region + letter)
  *   gce://my-project/europe-west1-b/node-1 -> gcp, project, zone, instance name
+ *   vsphere://4237e7b1-...            -> vsphere, the VM's BIOS UUID (found with SearchIndex.FindByUuid)
  */
 export type ProviderIdInfo =
-  | { provider: 'aws'; zone: string; region: string; instanceId: string }
+  | { provider: 'aws'; zone: string; instanceId: string }
   | { provider: 'gcp'; project: string; zone: string; instance: string }
+  | { provider: 'vsphere'; uuid: string }
   | { provider: 'unknown'; raw?: string };
 
 export function parseProviderId(providerID: string | undefined): ProviderIdInfo {
   if (!providerID) return { provider: 'unknown' };
   let m = /^aws:\/\/\/?([a-z0-9-]+)?\/(i-[0-9a-f]+)$/.exec(providerID);
-  if (m) {
-    const zone = m[1] ?? '';
-    // Region = zone minus its trailing letter (us-east-1a -> us-east-1); local zones keep their prefix.
-    const region = zone.replace(/[a-z]$/, '');
-    return { provider: 'aws', zone, region, instanceId: m[2]! };
-  }
+  if (m) return { provider: 'aws', zone: m[1] ?? '', instanceId: m[2]! };
   m = /^gce:\/\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(providerID);
   if (m) return { provider: 'gcp', project: m[1]!, zone: m[2]!, instance: m[3]! };
+  // What the vSphere cloud provider sets: the VM's BIOS UUID (config.uuid).
+  m = /^vsphere:\/\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i.exec(providerID);
+  if (m) return { provider: 'vsphere', uuid: m[1]!.toLowerCase() };
   return { provider: 'unknown', raw: providerID };
 }

@@ -52,6 +52,34 @@ export interface SnapshotRecord {
   location?: Record<string, string>;
   /** Anything else the provider needs to restore (volume type, iops, snapshot mode, ...). Plain JSON, no secrets. */
   details?: Record<string, unknown>;
+  /** The PersistentVolume this disk belongs to, when it was included with `--include-volumes`. */
+  pv?: string;
+}
+
+/** One disk attached to a machine, as a provider sees it (for the disk policy, src/providers/disk-policy.ts). */
+export interface MachineDisk {
+  /** Disk id, the same as SnapshotRecord.disk (EBS volume id, GCE disk name, Azure disk id). */
+  disk: string;
+  device: string;
+  boot?: boolean;
+  /** Other names the disk is known by in PersistentVolumes (GCE `projects/P/zones/Z/disks/D`, Azure resource id). */
+  aliases?: string[];
+  /** The disk's tags/labels (CSI drivers mark the disks they create for a PersistentVolume). */
+  tags?: Record<string, string>;
+  /** The snapshot the disk was created from, if any (a disk restored by cni-rewind comes from the recorded one). */
+  sourceSnapshot?: string;
+}
+
+/** A disk a backup did not snapshot, listed in the manifest (`skippedDisks`). */
+export interface SkippedDisk {
+  provider: string;
+  node: string;
+  machine: string;
+  disk: string;
+  device: string;
+  /** The PersistentVolume that owns it. */
+  pv: string;
+  reason: string;
 }
 
 /** Tags/labels put on every snapshot, so snapshots can be found without the bundle. */
@@ -63,6 +91,13 @@ export interface SnapshotTags {
 /** Tag keys, shared by all providers (providers with stricter label syntax map them, see each provider). */
 export const TAG_KEYS = { tool: 'cni-rewind', bundle: 'cni-rewind/bundle-id', cluster: 'cni-rewind/cluster-id', node: 'cni-rewind/node' } as const;
 export const TOOL_TAG_VALUE = 'cni-rewind';
+
+export interface SnapshotOptions {
+  description?: string;
+  consistent?: boolean;
+  /** Snapshot only these disks (MachineDisk.disk ids); undefined: every disk. Given only to providers with attachedDisks(). */
+  disks?: string[];
+}
 
 export interface WaitOptions {
   timeoutMs: number;
@@ -99,7 +134,13 @@ export interface SnapshotProvider {
    * Start snapshots of every disk of the machine. Returns records, typically `pending`. When it fails after some
    * snapshots were made, the error carries them as `records` (like waitUsable's) so the backup records them.
    */
-  snapshot(target: NodeTarget, tags: SnapshotTags, opts?: { description?: string; consistent?: boolean }): Promise<SnapshotRecord[]>;
+  snapshot(target: NodeTarget, tags: SnapshotTags, opts?: SnapshotOptions): Promise<SnapshotRecord[]>;
+  /**
+   * The machine's attached disks. Providers that have it let the engine choose which disks to snapshot (the
+   * disk policy: PersistentVolume disks are left out unless asked) and check at restore that each recorded disk
+   * is still the one attached; providers without it snapshot and restore whole machines (libvirt, Proxmox, vSphere: their snapshots are per VM).
+   */
+  attachedDisks?(target: NodeTarget): Promise<MachineDisk[]>;
   /** Wait until every record is usable (`completed`); throws when one fails or the timeout passes. */
   waitUsable(records: SnapshotRecord[], opts: WaitOptions): Promise<SnapshotRecord[]>;
   /** Put the machine's disks back to the snapshots (stopping/starting the machine as the provider needs). */

@@ -183,4 +183,29 @@ describe('backup with the GCP Compute provider (against a local FAKE of the Comp
     expect(JSON.parse(list.stdout)).toEqual([]);
     expect([...fake.snapshots.values()].filter((s) => s.labels['cni-rewind-bundle-id'] === bundleId.toLowerCase())).toEqual([]);
   });
+
+  it('a regional persistent disk is snapshotted and restored through the regional API, never looked up as zonal', async () => {
+    const node = `${PREFIX}regional`;
+    const region = 'europe-west1';
+    fake.addInstance(ZONE, node, [{ deviceName: 'persistent-disk-0', boot: true }, { deviceName: 'shared', region }]);
+    await createFakeNodes(client, [{ name: node, providerID: `gce://${fake.project}/${ZONE}/${node}` }]);
+    const out = path.join(dir, 'b-regional');
+    const r = await cli(['backup', '--nodes', node, '--out', out, '-o', 'json']);
+    expect(r.code, r.stderr).toBe(0);
+    const manifest = JSON.parse(readFileSync(path.join(out, 'manifest.json'), 'utf8'));
+    const rec = manifest.snapshots.find((s: any) => s.device === 'shared');
+    expect(rec).toMatchObject({ disk: `${node}-shared`, state: 'completed', location: { region }, details: { replicaZones: [ZONE, expect.stringMatching(/^europe-west1-/)] } });
+    const paths = fake.requests.map((q) => `${q.method} ${q.path.split('?')[0]}`);
+    expect(paths).toContain(`POST /compute/v1/projects/${fake.project}/regions/${region}/disks/${node}-shared/createSnapshot`);
+    expect(paths.some((p) => p.includes(`/zones/${ZONE}/disks/${node}-shared`))).toBe(false);
+    const restored = await cli(['restore', out, '--disks', '--nodes', node, '--yes', '-o', 'json']);
+    expect(restored.code, restored.stderr).toBe(0);
+    const shared = fake.instances.get(`${ZONE}/${node}`)!.disks.find((d) => d.deviceName === 'shared')!;
+    expect(shared.source).toMatch(new RegExp(`/regions/${region}/disks/`));
+    expect(shared.source).not.toMatch(new RegExp(`/${node}-shared$`));
+    const created = fake.disks.get(`regions/${region}/${shared.source.split('/').pop()}`)!;
+    expect(created.sourceSnapshot).toMatch(new RegExp(`/global/snapshots/${rec.snapshotId}$`));
+    expect(created.replicaZones).toHaveLength(2);
+  });
 });
+

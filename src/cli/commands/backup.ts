@@ -45,6 +45,7 @@ interface BackupArgs extends ProviderArgs, EncryptionArgs {
   'exclude-secrets': boolean;
   encrypt?: boolean;
   'guest-flush': boolean;
+  'include-volumes': boolean;
 }
 
 export const backupCommand: Command<BackupArgs> = {
@@ -61,6 +62,7 @@ export const backupCommand: Command<BackupArgs> = {
       .option('allow-unprotected-nodes', { type: 'boolean', default: false, describe: 'back up even when some nodes have no provider (their disks are not snapshotted; the bundle is marked incomplete)' })
       .option('exclude-secrets', { type: 'boolean', default: false, describe: 'do not put Secrets into the bundle' })
       .option('guest-flush', { type: 'boolean', default: false, describe: 'ask providers for application-consistent snapshots where supported (GCP guestFlush)' })
+      .option('include-volumes', { type: 'boolean', default: false, describe: 'also snapshot the disks of PersistentVolumes attached to the nodes (default: only the nodes\' own disks; PV disks are listed as skipped)' })
       .option('encrypt', { type: 'boolean', default: false, describe: 'encrypt Secret material at rest (AES-256-GCM) with the key from --encryption-key-file, --encryption-passphrase-file or the environment' }) as any,
   handler: handler<BackupArgs>(async (ctx, args) => {
     const { config, mapping } = await loadProviderSettings(args);
@@ -81,6 +83,7 @@ export const backupCommand: Command<BackupArgs> = {
         excludeSecrets: args['exclude-secrets'],
         ...keyed,
         consistent: args['guest-flush'],
+        includeVolumes: args['include-volumes'],
         config,
         mapping,
       },
@@ -104,6 +107,9 @@ export const backupCommand: Command<BackupArgs> = {
         ]));
       }
       if (result.unprotected.length) lines.push('', `not protected (no disk snapshot): ${result.unprotected.map((u) => u.node).join(', ')}`);
+      if (result.skippedDisks.length) {
+        lines.push('', `not snapshotted (PersistentVolume disks; --include-volumes adds them): ${result.skippedDisks.map((d) => `${d.node} ${d.device} ${d.disk} (pv ${d.pv})`).join(', ')}`);
+      }
       if (result.cleanedUp) lines.push('', 'the snapshots made were deleted (--cleanup-on-failure)');
       return lines.join('\n');
     });

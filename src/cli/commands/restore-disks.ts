@@ -19,6 +19,7 @@ export interface RestoreDisksArgs extends ProviderArgs {
   'drain-timeout': string;
   'ready-timeout': string;
   'delete-replaced-volumes': boolean;
+  'include-volumes': boolean;
   'dry-run'?: boolean;
   'allow-other-cluster'?: boolean;
 }
@@ -29,7 +30,8 @@ export function restoreDisksOptions<T>(y: Argv<T>): Argv<T & RestoreDisksArgs> {
     .option('concurrency', { type: 'number', default: 1, describe: '--disks: nodes restored at the same time' })
     .option('drain-timeout', { type: 'string', default: '10m', describe: '--disks: how long a drain may wait for PodDisruptionBudgets' })
     .option('ready-timeout', { type: 'string', default: '15m', describe: '--disks: how long a node may take to be Ready after its disks are restored' })
-    .option('delete-replaced-volumes', { type: 'boolean', default: false, describe: '--disks: delete the volumes/disks the restore replaced (default: keep them, tagged with the run id)' }) as unknown as Argv<T & RestoreDisksArgs>;
+    .option('delete-replaced-volumes', { type: 'boolean', default: false, describe: '--disks: delete the volumes/disks the restore replaced (default: keep them, tagged with the run id)' })
+    .option('include-volumes', { type: 'boolean', default: false, describe: '--disks: also restore the PersistentVolume disks a `backup --include-volumes` recorded (default: leave them alone)' }) as unknown as Argv<T & RestoreDisksArgs>;
 }
 
 function planText(plan: NodeRestorePlan[]): string {
@@ -40,6 +42,7 @@ function planText(plan: NodeRestorePlan[]): string {
         `  1. cordon`,
         `  2. drain: evict ${p.evict.length ? p.evict.join(', ') : 'no pods'} (DaemonSet pods stay)`,
         `  3. restore ${p.disks.map((d) => `${d.device}${d.boot ? ' (boot)' : ''} <- ${d.snapshotId}`).join(', ')}`,
+        ...p.untouched.map((u) => `     left alone: ${u.device} (${u.disk}): ${u.reason}`),
         `  4. start, wait for the Node to be Ready`,
         `  5. uncordon`,
       ].join('\n'),
@@ -65,6 +68,7 @@ export async function runRestoreDisks(ctx: CliContext, args: RestoreDisksArgs & 
         readyTimeoutMs: parseDuration(args['ready-timeout'] ?? '15m', '--ready-timeout'),
         dryRun: args['dry-run'],
         deleteReplaced: args['delete-replaced-volumes'],
+        includeVolumes: args['include-volumes'],
         allowOtherCluster: args['allow-other-cluster'],
         mapping,
         confirm: args.yes

@@ -1,0 +1,41 @@
+/** EC2 error classification and zone names for the AWS provider (providers/aws/index.ts). */
+import { EnvironmentError } from '../../src/errors.js';
+
+const THROTTLE_CODES = new Set(['RequestLimitExceeded', 'Throttling', 'ThrottlingException', 'RequestThrottled', 'TooManyRequestsException', 'SnapshotCreationPerVolumeRateExceeded', 'ServiceUnavailable', 'Unavailable', 'InternalError']);
+const PERMISSION_CODES = new Set(['UnauthorizedOperation', 'AuthFailure', 'InvalidClientTokenId', 'SignatureDoesNotMatch', 'OptInRequired', 'ExpiredToken', 'InvalidToken']);
+
+/** Throttling and transient server errors are retried; everything else fails at once. */
+export function isRetryableAwsError(err: unknown): { retry: boolean; afterMs?: number } {
+  const e = err as { name?: string; Code?: string; code?: string; $metadata?: { httpStatusCode?: number }; $retryable?: { throttling?: boolean } };
+  const code = e?.name ?? e?.Code;
+  if (code && THROTTLE_CODES.has(code)) return { retry: true };
+  if (e?.$retryable?.throttling) return { retry: true };
+  const status = e?.$metadata?.httpStatusCode;
+  if (status === 429 || status === 503) return { retry: true };
+  if (e?.code === 'ECONNRESET' || e?.code === 'EPIPE') return { retry: true };
+  return { retry: false };
+}
+
+/** Turn SDK errors into cni-rewind errors with one clear line (credentials, permissions, unreachable endpoint). */
+export function describeAwsError(op: string, err: unknown): Error {
+  const e = err as { name?: string; message?: string; code?: string; $metadata?: { httpStatusCode?: number } };
+  const name = e?.name ?? 'Error';
+  if (name === 'CredentialsProviderError' || /Could not load credentials/i.test(e?.message ?? '')) {
+    return new EnvironmentError(`AWS ${op}: no AWS credentials found`, { hint: 'set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or run where an instance role is available', cause: err });
+  }
+  if (PERMISSION_CODES.has(name)) return new EnvironmentError(`AWS ${op}: permission denied (${name}): ${e.message}`, { hint: 'see examples/iam-policy-aws.json for the permissions cni-rewind needs', cause: err });
+  const net = e?.code ?? (err as any)?.cause?.code;
+  if (net === 'ECONNREFUSED' || net === 'ENOTFOUND' || net === 'EHOSTUNREACH' || net === 'ETIMEDOUT') {
+    return new EnvironmentError(`AWS ${op}: cannot reach the EC2 endpoint (${net})`, { hint: 'check AWS_REGION / AWS_ENDPOINT_URL_EC2 and the network', cause: err });
+  }
+  const status = e?.$metadata?.httpStatusCode;
+  return new EnvironmentError(`AWS ${op} failed: ${name}${status ? ` (HTTP ${status})` : ''}: ${e?.message ?? String(err)}`, { cause: err });
+}
+
+/**
+ * The region name a zone name starts with: `us-east-1a`, `us-west-2-lax-1a` (Local Zone) and
+ * `us-east-1-wl1-bos-wlz-1` (Wavelength) all start with theirs. Only a candidate: EC2 confirms it (regionOf).
+ */
+export function regionPrefix(zone: string): string | undefined {
+  return /^([a-z]{2}(?:-gov|-iso[a-z]?)?-[a-z]+-\d+)/.exec(zone)?.[1];
+}
