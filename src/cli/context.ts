@@ -1,5 +1,5 @@
 import type { Argv, CommandModule } from 'yargs';
-import { CniRewindError, EnvironmentError, ExitCode } from '../errors.js';
+import { BadInputError, CniRewindError, EnvironmentError, ExitCode } from '../errors.js';
 import { Reporter } from '../io/host.js';
 import { redact } from '../io/redact.js';
 import { KubeApiError, KubeClient } from '../kube/client.js';
@@ -9,6 +9,9 @@ import { renderData, styler, type OutputFormat, type Styler } from './output.js'
 export interface GlobalArgs {
   kubeconfig?: string;
   context?: string;
+  as?: string;
+  'as-group'?: string[];
+  'request-timeout'?: string;
   output: OutputFormat;
   yes: boolean;
   verbose: boolean;
@@ -30,7 +33,13 @@ export class CliContext {
   }
 
   client(): Promise<KubeClient> {
-    this.clientPromise ??= KubeClient.connect({ kubeconfig: this.args.kubeconfig, context: this.args.context }).then((c) => {
+    this.clientPromise ??= KubeClient.connect({
+      kubeconfig: this.args.kubeconfig,
+      context: this.args.context,
+      as: this.args.as,
+      asGroups: this.args['as-group'],
+      requestTimeoutMs: this.args['request-timeout'] === undefined ? undefined : parseRequestTimeout(this.args['request-timeout']),
+    }).then((c) => {
       c.onRetry = (i) => this.reporter.debug('CNR_KUBE_RETRY', `retrying ${i.method} ${i.path} in ${i.delayMs} ms: ${i.reason}`);
       return c;
     });
@@ -79,10 +88,7 @@ export function handler<A>(fn: (ctx: CliContext, args: A & GlobalArgs) => Promis
 
 export function reportError(err: unknown, verbose: boolean, s: Styler): number {
   let e = err;
-  if (e instanceof KubeApiError) {
-    const code = e.statusCode === 401 || e.statusCode === 403 ? 'permission denied' : `HTTP ${e.statusCode}`;
-    e = new EnvironmentError(`Kubernetes API ${code}: ${e.message}`, { cause: e });
-  }
+  if (e instanceof KubeApiError) e = apiErrorToEnvironment(e);
   if (!(e instanceof CniRewindError) && isLocalResourceError(e)) {
     // A full disk, a read-only or forbidden path: the machine's problem, not the input's and not a bug.
     const x = e as NodeJS.ErrnoException;
@@ -99,6 +105,42 @@ export function reportError(err: unknown, verbose: boolean, s: Styler): number {
   if (verbose && err instanceof Error && err.stack) process.stderr.write(redact(err.stack) + '\n');
   else process.stderr.write('  rerun with -v for details\n');
   return ExitCode.Differences;
+}
+
+/** 401 and 403 say which one it was, as whom and on what: the fixes differ (log in again vs ask for RBAC). */
+export function apiErrorToEnvironment(e: KubeApiError): EnvironmentError {
+  const who = e.user ? `user "${e.user}"` : 'the current user';
+  if (e.statusCode === 401) {
+    return new EnvironmentError(`Kubernetes API unauthorized (HTTP 401): the server did not accept the credentials of ${who} on ${e.method} ${e.path}`, {
+      cause: e,
+      hint: 'the token or certificate is invalid or expired (they were fetched anew once); log in again or check the kubeconfig user',
+    });
+  }
+  if (e.statusCode === 403) {
+    return new EnvironmentError(`Kubernetes API forbidden (HTTP 403): ${who} may not ${verbOf(e.method, e.path)} ${e.path}: ${e.message}`, {
+      cause: e,
+      hint: 'the credentials are valid but RBAC does not allow this; see docs/kubeconfig-and-storage.md for the permissions each command needs',
+    });
+  }
+  return new EnvironmentError(`Kubernetes API HTTP ${e.statusCode}: ${e.message}`, { cause: e });
+}
+
+function verbOf(method: string, path: string): string {
+  const verbs: Record<string, string> = { POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' };
+  if (verbs[method]) return verbs[method];
+  // GET of a collection (…/<plural> or …/namespaces/<ns>/<plural>) is a list, of one object a get.
+  const parts = path.split('?')[0]!.split('/').filter(Boolean);
+  const rest = parts[0] === 'api' ? parts.slice(2) : parts[0] === 'apis' ? parts.slice(3) : parts;
+  const items = rest[0] === 'namespaces' && rest.length > 2 ? rest.slice(2) : rest;
+  return items.length % 2 === 1 ? 'list' : 'get';
+}
+
+/** `--request-timeout` as kubectl takes it: 0 (none), a number of seconds, or a duration such as 30s, 2m, 1h. */
+export function parseRequestTimeout(v: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(String(v).trim());
+  if (!m) throw new BadInputError(`--request-timeout "${v}" is not a duration`, { hint: 'use 0 (no timeout), 30s, 2m or 1h' });
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
+  return Math.round(Number(m[1]) * unit);
 }
 
 export type Command<A = {}> = CommandModule<GlobalArgs, A & GlobalArgs>;
