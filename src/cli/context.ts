@@ -1,5 +1,6 @@
 import type { Argv, CommandModule } from 'yargs';
-import { BadInputError, CniRewindError, EnvironmentError, ExitCode } from '../errors.js';
+import { parseDuration } from '../config/config.js';
+import { CniRewindError, EnvironmentError, ExitCode } from '../errors.js';
 import { Reporter } from '../io/host.js';
 import { redact } from '../io/redact.js';
 import { KubeApiError, KubeClient } from '../kube/client.js';
@@ -38,7 +39,7 @@ export class CliContext {
       context: this.args.context,
       as: this.args.as,
       asGroups: this.args['as-group'],
-      requestTimeoutMs: this.args['request-timeout'] === undefined ? undefined : parseRequestTimeout(this.args['request-timeout']),
+      requestTimeoutMs: this.args['request-timeout'] === undefined ? undefined : parseDuration(this.args['request-timeout'], '--request-timeout'),
     }).then((c) => {
       c.onRetry = (i) => this.reporter.debug('CNR_KUBE_RETRY', `retrying ${i.method} ${i.path} in ${i.delayMs} ms: ${i.reason}`);
       return c;
@@ -133,14 +134,6 @@ function verbOf(method: string, path: string): string {
   const rest = parts[0] === 'api' ? parts.slice(2) : parts[0] === 'apis' ? parts.slice(3) : parts;
   const items = rest[0] === 'namespaces' && rest.length > 2 ? rest.slice(2) : rest;
   return items.length % 2 === 1 ? 'list' : 'get';
-}
-
-/** `--request-timeout` as kubectl takes it: 0 (none), a number of seconds, or a duration such as 30s, 2m, 1h. */
-export function parseRequestTimeout(v: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(String(v).trim());
-  if (!m) throw new BadInputError(`--request-timeout "${v}" is not a duration`, { hint: 'use 0 (no timeout), 30s, 2m or 1h' });
-  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
-  return Math.round(Number(m[1]) * unit);
 }
 
 export type Command<A = {}> = CommandModule<GlobalArgs, A & GlobalArgs>;

@@ -4,6 +4,7 @@ import { doctorCommand } from './doctor.js';
 import { exportCommand } from './export.js';
 import { inspectCommand } from './inspect.js';
 import { listCommand } from './list.js';
+import { pruneCommand } from './prune.js';
 import { verifyCommand } from './verify.js';
 import { backupCommand } from './backup.js';
 import { snapshotsCommand } from './snapshots.js';
@@ -16,7 +17,7 @@ import { versionCommand } from './version.js';
 
 /** Every CLI command, in the order `--help` lists them. Add new commands here. */
 export const commands: Command<any>[] = [versionCommand, statusCommand, backupCommand, snapshotsCommand];
-commands.push(exportCommand, inspectCommand, verifyCommand, listCommand, diffCommand);
+commands.push(exportCommand, inspectCommand, verifyCommand, listCommand, pruneCommand, diffCommand);
 commands.push(doctorCommand);
 commands.push(restoreCommand);
 commands.push(planCommand, applyCommand, wrapCommand);
