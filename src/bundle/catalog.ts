@@ -1,25 +1,17 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { readBundleManifest } from './reader.js';
+import { deleteRemoteBundle, isRemote, listRemoteBundles, type RemoteListed } from './remote.js';
 
-/** A bundle found in a directory, with what `list` shows and `prune` decides on. */
-export interface ListedBundle {
-  path: string;
-  id: string;
-  createdAt: string;
-  cluster: string;
-  clusterUid: string;
-  calico?: string;
-  objects: number;
-  snapshots: number;
-  complete: boolean;
-}
+/** A bundle found in a directory or under an s3:// prefix, with what `list` shows and `prune` decides on. */
+export type ListedBundle = RemoteListed;
 
 /**
  * Every bundle (folder or archive) directly under `dir`, newest first. Hidden entries (bundles still being written)
  * and entries that are not bundles are skipped; `onSkip` is told why.
  */
 export async function listBundles(dir: string, onSkip?: (p: string, why: string) => void): Promise<ListedBundle[]> {
+  if (isRemote(dir)) return listRemoteBundles(dir, onSkip);
   const out: ListedBundle[] = [];
   for (const e of (await fs.readdir(dir)).sort()) {
     if (e.startsWith('.')) continue;
@@ -42,6 +34,12 @@ export async function listBundles(dir: string, onSkip?: (p: string, why: string)
     }
   }
   return out.sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+}
+
+/** Delete one bundle found by listBundles (a folder, an archive or an s3:// object). */
+export async function deleteBundle(p: string): Promise<void> {
+  if (isRemote(p)) return deleteRemoteBundle(p);
+  await fs.rm(p, { recursive: true, force: true });
 }
 
 export interface PruneRule {

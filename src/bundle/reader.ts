@@ -13,6 +13,7 @@ import type { KubeObject } from '../kube/types.js';
 import { extractArchive, readArchiveManifest } from './archive.js';
 import { decrypt } from './crypto.js';
 import { BUNDLE_FORMAT_VERSION } from './format.js';
+import { fetchBundle, isRemote } from './remote.js';
 import { DIRS, MANIFEST_FILE, parseResourcePath, unsafePathReason } from './paths.js';
 import type { BundleManifest, BundleObject, ResourceTypeEntry } from './types.js';
 import { sha256 } from './writer.js';
@@ -48,7 +49,9 @@ export interface OpenBundleOptions {
   encryptionKey?: Buffer;
 }
 
-export async function openBundle(p: string, opts: OpenBundleOptions = {}): Promise<Bundle> {
+export async function openBundle(location: string, opts: OpenBundleOptions = {}): Promise<Bundle> {
+  // An s3:// bundle is downloaded to a private temporary archive first; messages still name the URL.
+  const p = isRemote(location) ? await fetchBundle(location) : location;
   let st;
   try {
     st = await fs.stat(p);
@@ -63,8 +66,8 @@ export async function openBundle(p: string, opts: OpenBundleOptions = {}): Promi
   await checkArchiveMagic(p);
   const root = await extractArchive(p);
   try {
-    const manifest = parseManifest(await readManifestFile(root, p), p);
-    return new BundleImpl(root, p, manifest, root, opts.encryptionKey);
+    const manifest = parseManifest(await readManifestFile(root, location), location);
+    return new BundleImpl(root, location, manifest, root, opts.encryptionKey);
   } catch (err) {
     await fs.rm(root, { recursive: true, force: true });
     throw err;
@@ -72,7 +75,8 @@ export async function openBundle(p: string, opts: OpenBundleOptions = {}): Promi
 }
 
 /** Just the manifest (for `list`): reads an archive only up to manifest.json. */
-export async function readBundleManifest(p: string): Promise<BundleManifest> {
+export async function readBundleManifest(location: string): Promise<BundleManifest> {
+  const p = isRemote(location) ? await fetchBundle(location) : location;
   const st = await fs.stat(p).catch(() => undefined);
   if (!st) throw new BadInputError(`${p}: no such bundle (file or directory not found)`);
   if (st.isDirectory()) return parseManifest(await readManifestFile(p), p);

@@ -1,3 +1,4 @@
+import { isRemote, writeRemote } from '../../bundle/remote.js';
 import type { Argv } from 'yargs';
 import { backup } from '../../backup/backup.js';
 import { emptyConfig, loadConfig, parseDuration, type CniRewindConfig } from '../../config/config.js';
@@ -55,7 +56,7 @@ export const backupCommand: Command<BackupArgs> = {
     providerOptions(y)
       .option('nodes', { type: 'string', describe: 'only these nodes (comma-separated)' })
       .option('selector', { alias: 'l', type: 'string', describe: 'only nodes matching this label selector' })
-      .option('out', { type: 'string', describe: 'bundle path: a directory, or a .tar.gz (default ./cni-rewind-backups/<cluster>-<UTC time>/)' })
+      .option('out', { type: 'string', describe: 'bundle path: a directory, a .tar.gz, or s3://BUCKET/PREFIX[/NAME.tar.gz] (default ./cni-rewind-backups/<cluster>-<UTC time>/)' })
       .option('snapshot-timeout', { type: 'string', describe: 'how long snapshots may take to become usable (default 30m)' })
       .option('concurrency', { type: 'number', describe: 'nodes snapshotted at the same time (default 16)' })
       .option('cleanup-on-failure', { type: 'boolean', default: false, describe: 'delete the snapshots already made when the backup fails' })
@@ -69,14 +70,15 @@ export const backupCommand: Command<BackupArgs> = {
     const encryptionKey = args.encrypt ? await loadEncryptionKey(args['encryption-key-file']) : undefined;
     if (args.encrypt && !encryptionKey) throw new BadInputError('--encrypt needs a key', { hint: 'pass --encryption-key-file FILE or set CNI_REWIND_ENCRYPTION_KEY (openssl rand -hex 32)' });
     const timeout = args['snapshot-timeout'] ?? config.backup.snapshotTimeout ?? '30m';
-    const result = await backup(
-      await ctx.client(),
+    const client = await ctx.client();
+    const run = (out: string | undefined) => backup(
+      client,
       {
         provider: args.provider,
         providerModules: args.providerModule,
         nodes: splitList(args.nodes),
         selector: args.selector,
-        out: args.out,
+        out,
         snapshotTimeoutMs: parseDuration(timeout, '--snapshot-timeout'),
         concurrency: args.concurrency ?? config.backup.concurrency ?? 16,
         cleanupOnFailure: args['cleanup-on-failure'],
@@ -89,6 +91,7 @@ export const backupCommand: Command<BackupArgs> = {
       },
       ctx.reporter,
     );
+    const result = isRemote(args.out) ? await writeRemote(args.out, run) : await run(args.out);
     const { manifest: _m, ...data } = result;
     ctx.print(data, () => {
       const lines = [

@@ -1,3 +1,4 @@
+import { isRemote, writeRemote } from '../../bundle/remote.js';
 import { BadInputError } from '../../errors.js';
 import { ENCRYPTION_KEY_ENV, loadEncryptionKey } from '../../bundle/key.js';
 import { exportBundle } from '../../export/export.js';
@@ -16,7 +17,7 @@ export const exportCommand: Command<ExportArgs> = {
   describe: 'Export every Calico resource (CRDs, custom resources, config, node annotations) to a checksummed bundle',
   builder: (y) =>
     y
-      .option('out', { type: 'string', describe: 'bundle directory, or a .tar.gz file (default ./cni-rewind-backups/<cluster>-<UTC time>/)' })
+      .option('out', { type: 'string', describe: 'bundle directory, a .tar.gz file, or s3://BUCKET/PREFIX[/NAME.tar.gz] (default ./cni-rewind-backups/<cluster>-<UTC time>/)' })
       .option('exclude-secrets', { type: 'boolean', default: false, describe: 'leave Secrets out of the bundle' })
       .option('encrypt', { type: 'boolean', default: false, describe: `encrypt Secret material at rest (AES-256-GCM) with the key from --encryption-key-file or $${ENCRYPTION_KEY_ENV}` })
       .option('encryption-key-file', { type: 'string', describe: 'file holding the 32-byte key (raw, 64 hex characters or base64)' }) as any,
@@ -24,7 +25,8 @@ export const exportCommand: Command<ExportArgs> = {
     const encryptionKey = args.encrypt ? await loadEncryptionKey(args['encryption-key-file']) : undefined;
     if (args.encrypt && !encryptionKey) throw new BadInputError('--encrypt needs a key', { hint: `pass --encryption-key-file FILE or set ${ENCRYPTION_KEY_ENV} (openssl rand -hex 32)` });
     const client = await ctx.client();
-    const { path, manifest } = await exportBundle(client, { out: args.out, excludeSecrets: args['exclude-secrets'], encryptionKey }, ctx.reporter);
+    const run = (out: string | undefined) => exportBundle(client, { out, excludeSecrets: args['exclude-secrets'], encryptionKey }, ctx.reporter);
+    const { path, manifest } = isRemote(args.out) ? await writeRemote(args.out, run) : await run(args.out);
     const objects = manifest.resources.reduce((s, r) => s + r.count, 0);
     ctx.print({ path, id: manifest.id, cluster: manifest.cluster, calico: manifest.calico, counts: manifest.counts, notes: manifest.notes }, () =>
       [

@@ -1,4 +1,5 @@
 import { listBundles, type ListedBundle } from '../../bundle/catalog.js';
+import { isRemote } from '../../bundle/remote.js';
 import { BadInputError } from '../../errors.js';
 import { DEFAULT_BACKUP_DIR } from '../../export/export.js';
 import { handler, type Command } from '../context.js';
@@ -11,13 +12,14 @@ interface ListArgs {
 export const listCommand: Command<ListArgs> = {
   command: 'list [dir]',
   describe: `List bundles under a directory (default ./${DEFAULT_BACKUP_DIR}), newest first`,
-  builder: (y) => y.positional('dir', { type: 'string', describe: 'directory holding bundles' }) as any,
+  builder: (y) => y.positional('dir', { type: 'string', describe: 'directory holding bundles, or s3://BUCKET/PREFIX' }) as any,
   handler: handler<ListArgs>(async (ctx, args) => {
     const dir = args.dir ?? DEFAULT_BACKUP_DIR;
     let out: ListedBundle[] = [];
     try {
       out = await listBundles(dir, (p, why) => ctx.reporter.debug('CNR_LIST_SKIP', `${p}: ${why}`));
     } catch (err) {
+      if (isRemote(dir)) throw err;
       if (args.dir) throw new BadInputError(`${dir}: no such directory`);
     }
     ctx.print(out, () =>

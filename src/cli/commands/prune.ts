@@ -1,5 +1,5 @@
-import fs from 'node:fs/promises';
-import { listBundles, selectForPrune } from '../../bundle/catalog.js';
+import { deleteBundle, listBundles, selectForPrune } from '../../bundle/catalog.js';
+import { isRemote } from '../../bundle/remote.js';
 import { parseDuration } from '../../config/config.js';
 import { BadInputError, PartialFailureError } from '../../errors.js';
 import { DEFAULT_BACKUP_DIR } from '../../export/export.js';
@@ -18,7 +18,7 @@ export const pruneCommand: Command<PruneArgs> = {
   describe: `Delete old bundles under a directory (default ./${DEFAULT_BACKUP_DIR}): keep the newest N and/or those younger than an age`,
   builder: (y) =>
     y
-      .positional('dir', { type: 'string', describe: 'directory holding bundles' })
+      .positional('dir', { type: 'string', describe: 'directory holding bundles, or s3://BUCKET/PREFIX' })
       .option('keep-last', { type: 'number', describe: 'keep the N newest complete bundles' })
       .option('older-than', { type: 'string', describe: 'delete only bundles older than this (e.g. 30d, 12h)' })
       .option('dry-run', { type: 'boolean', default: false, describe: 'show what would be deleted; delete nothing' }) as any,
@@ -29,14 +29,14 @@ export const pruneCommand: Command<PruneArgs> = {
     if (keepLast !== undefined && (!Number.isInteger(keepLast) || keepLast < 1)) throw new BadInputError(`--keep-last must be a whole number of at least 1, not ${keepLast}`);
     const olderThanMs = args['older-than'] === undefined ? undefined : parseDuration(args['older-than'], '--older-than');
     const bundles = await listBundles(dir, (p, why) => ctx.reporter.debug('CNR_PRUNE_SKIP', `${p}: ${why}`)).catch((err) => {
-      throw new BadInputError(`${dir}: no such directory`, { cause: err });
+      throw isRemote(dir) ? err : new BadInputError(`${dir}: no such directory`, { cause: err });
     });
     const { keep, remove } = selectForPrune(bundles, { keepLast, olderThanMs });
     const failed: string[] = [];
     if (!args['dry-run']) {
       for (const b of remove) {
         try {
-          await fs.rm(b.path, { recursive: true, force: true });
+          await deleteBundle(b.path);
         } catch (err) {
           failed.push(`${b.path}: ${(err as Error).message}`);
         }
