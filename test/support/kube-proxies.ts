@@ -1,7 +1,7 @@
 /**
  * Local stand-ins in front of the test API server, all on 127.0.0.1:
  * - `apiForwarder`: relays a request to the real API server with the admin client certificate (the caller's own
- *   Authorization is dropped, impersonation headers are kept);
+ *   Authorization is dropped, impersonation headers are kept), or as the caller;
  * - `startTokenProxy`: an HTTPS server that accepts only bearer tokens a check approves, then forwards (a stand-in
  *   for an API server that validates short-lived tokens, as EKS does for `aws eks get-token`);
  * - `startConnectProxy`: an HTTP CONNECT proxy (what HTTPS_PROXY / proxy-url point at) that counts tunnels and,
@@ -42,11 +42,12 @@ export function apiServerAccess(kubeconfigFile: string): ApiServerAccess {
   };
 }
 
-export function apiForwarder(a: ApiServerAccess): Handler {
-  const agent = new https.Agent({ keepAlive: true, maxSockets: 32, ca: a.ca, cert: a.cert, key: a.key });
+/** With `asCaller`, the caller's own Authorization is kept and no client certificate is sent (RBAC sees the caller). */
+export function apiForwarder(a: ApiServerAccess, opts: { asCaller?: boolean } = {}): Handler {
+  const agent = new https.Agent({ keepAlive: true, maxSockets: 32, ca: a.ca, ...(opts.asCaller ? {} : { cert: a.cert, key: a.key }) });
   return (req, res) => {
     const headers = { ...req.headers, host: a.server.host };
-    delete headers.authorization;
+    if (!opts.asCaller) delete headers.authorization;
     const up = https.request({ hostname: a.server.hostname, port: a.server.port, method: req.method, path: req.url, headers, agent }, (r) => {
       res.writeHead(r.statusCode ?? 502, r.headers);
       r.pipe(res);
@@ -105,6 +106,8 @@ export interface ConnectProxy {
   tunnels: number;
   /** Requests seen inside intercepted tunnels. */
   requests: number;
+  /** `METHOD path?query` of each intercepted request, in order. */
+  log: string[];
   close(): Promise<void>;
 }
 
@@ -114,9 +117,11 @@ export interface ConnectProxy {
  */
 export async function startConnectProxy(intercept?: { cert: Buffer; key: Buffer; handler: Handler }): Promise<ConnectProxy> {
   const stats = { tunnels: 0, requests: 0 };
+  const log: string[] = [];
   const inner = intercept
     ? http.createServer((req, res) => {
         stats.requests++;
+        log.push(`${req.method} ${req.url}`);
         intercept.handler(req, res);
       })
     : undefined;
@@ -151,6 +156,7 @@ export async function startConnectProxy(intercept?: { cert: Buffer; key: Buffer;
     url: `http://127.0.0.1:${port}`,
     get tunnels() { return stats.tunnels; },
     get requests() { return stats.requests; },
+    log,
     close: async () => {
       for (const s of sockets) s.destroy();
       await close(server);
