@@ -193,13 +193,15 @@ export async function deleteRemoteBundle(url: string): Promise<void> {
 
 /**
  * Write a bundle to an s3:// location: `run` writes it as a local temporary archive (export and backup as usual),
- * which is then uploaded as one object; the result's `path` becomes the object's URL.
+ * which is then uploaded as one object; the result's `path` becomes the object's URL. `defaultName` (the usual
+ * `<cluster>-<UTC time>`) names it when the location is a prefix.
  */
-export async function writeRemote<R extends { path: string; manifest: BundleManifest }>(target: string, run: (localArchive: string) => Promise<R>): Promise<R> {
-  parseS3Url(target); // bad locations fail before any work is done
+export async function writeRemote<R extends { path: string; manifest: BundleManifest }>(target: string, defaultName: string, run: (localArchive: string) => Promise<R>): Promise<R> {
+  const loc = parseS3Url(target); // bad locations fail before any work is done
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cni-rewind-s3-out-'));
   try {
-    const local = path.join(dir, `bundle${ARCHIVE}`);
+    // The archive's name becomes the bundle id, and the id the object's name under a prefix.
+    const local = path.join(dir, loc.key.endsWith(ARCHIVE) ? path.posix.basename(loc.key) : `${defaultName}${ARCHIVE}`);
     const result = await run(local);
     const hash = createHash('sha256');
     await pipeline(createReadStream(local), hash);

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { startMoto, type Moto } from '../support/moto.js';
-import { applyFixture, resetCalico, runCli, testClient } from './helpers.js';
+import { applyFixture, operatorType, resetCalico, runCli, testClient } from './helpers.js';
 import { populateCalico } from './population.js';
 
 const BUCKET = 'cnr-backups';
@@ -33,7 +33,12 @@ describe('bundles in S3 (moto)', () => {
     client = await testClient();
     await resetCalico(client);
     await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
-    await populateCalico(client, { prefix: 's3p', customResources: false });
+    await populateCalico(client, { prefix: 's3p' });
+    // The 3.28 operator writes allowedUses into the Installation pool entries itself; kwok runs no operator, so do it.
+    const installation = operatorType('installations', 'Installation');
+    const inst = await client.get(installation, undefined, 'default');
+    inst.spec.calicoNetwork.ipPools[0].allowedUses = ['Workload', 'Tunnel'];
+    await client.replace(installation, inst);
   }, 600_000);
   afterAll(async () => {
     client?.close();

@@ -1,6 +1,7 @@
 import { isRemote, writeRemote } from '../../bundle/remote.js';
 import type { Argv } from 'yargs';
 import { backup } from '../../backup/backup.js';
+import { defaultBundleName } from '../../export/export.js';
 import { emptyConfig, loadConfig, parseDuration, type CniRewindConfig } from '../../config/config.js';
 import { emptyMapping, loadNodeMapping, type NodeMapping } from '../../config/mapping.js';
 import { BadInputError, ExitCode } from '../../errors.js';
@@ -91,7 +92,7 @@ export const backupCommand: Command<BackupArgs> = {
       },
       ctx.reporter,
     );
-    const result = isRemote(args.out) ? await writeRemote(args.out, run) : await run(args.out);
+    const result = isRemote(args.out) ? await writeRemote(args.out, defaultBundleName(client.connection.clusterName), run) : await run(args.out);
     const { manifest: _m, ...data } = result;
     ctx.print(data, () => {
       const lines = [

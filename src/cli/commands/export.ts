@@ -1,7 +1,7 @@
 import { isRemote, writeRemote } from '../../bundle/remote.js';
 import { BadInputError } from '../../errors.js';
 import { ENCRYPTION_KEY_ENV, loadEncryptionKey } from '../../bundle/key.js';
-import { exportBundle } from '../../export/export.js';
+import { defaultBundleName, exportBundle } from '../../export/export.js';
 import { handler, type Command } from '../context.js';
 import { renderTable } from '../output.js';
 
@@ -26,7 +26,7 @@ export const exportCommand: Command<ExportArgs> = {
     if (args.encrypt && !encryptionKey) throw new BadInputError('--encrypt needs a key', { hint: `pass --encryption-key-file FILE or set ${ENCRYPTION_KEY_ENV} (openssl rand -hex 32)` });
     const client = await ctx.client();
     const run = (out: string | undefined) => exportBundle(client, { out, excludeSecrets: args['exclude-secrets'], encryptionKey }, ctx.reporter);
-    const { path, manifest } = isRemote(args.out) ? await writeRemote(args.out, run) : await run(args.out);
+    const { path, manifest } = isRemote(args.out) ? await writeRemote(args.out, defaultBundleName(client.connection.clusterName), run) : await run(args.out);
     const objects = manifest.resources.reduce((s, r) => s + r.count, 0);
     ctx.print({ path, id: manifest.id, cluster: manifest.cluster, calico: manifest.calico, counts: manifest.counts, notes: manifest.notes }, () =>
       [
