@@ -19,7 +19,8 @@ import { K } from '../src/kube/builtin.js';
 import { crdResourceType, listCrds } from '../src/kube/discovery.js';
 import { applyManifests, parseManifests, pool } from '../src/kube/manifests.js';
 import type { ResourceType } from '../src/kube/types.js';
-import { calicoFixturesDir, packageRoot } from '../src/local-cluster/paths.js';
+import { readShippedFile } from '../src/calico/shipped.js';
+import { packageRoot } from '../src/package-root.js';
 import { arg, findKubectl, kubeconfigPath, replaceBenchmarkSection } from './lib.js';
 
 const HANDLE: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'ipamhandles', kind: 'IPAMHandle', namespaced: false };
@@ -67,8 +68,7 @@ async function main(): Promise<void> {
   const client = await KubeClient.connect({ kubeconfig });
   const kubectl = findKubectl();
   const cli = path.join(packageRoot(), 'dist/src/cli/main.js');
-  const fixtures = path.join(calicoFixturesDir(), '3.28.1', 'manifests');
-  await applyManifests(client, parseManifests(fs.readFileSync(path.join(fixtures, 'tigera-operator.yaml'), 'utf8')), { fieldManager: 'cni-rewind-bench' });
+  await applyManifests(client, parseManifests(readShippedFile('3.28.1', 'tigera-operator.yaml')!.text), { fieldManager: 'cni-rewind-bench' });
   const results: { n: number; objects: number; tool: { seconds: number; rssMiB: number }; kubectl: { seconds: number; rssMiB: number; processes: number }; bytes: { tool: number; kubectl: number } }[] = [];
 
   for (const n of sizes.sort((a, b) => a - b)) {

@@ -17,7 +17,7 @@ export function findKubectl(): string {
     const p = path.join(base, d, 'bin', 'kubectl');
     if (fs.existsSync(p)) return p;
   }
-  throw new Error(`no kubectl under ${base}/*/bin (run test/e2e-cluster/build.sh)`);
+  throw new Error(`no kubectl under ${base}/*/bin (run control-plane/build.sh)`);
 }
 
 /** $KUBECONFIG, else the local cluster instance's (CNI_REWIND_CLUSTER_NAME, default e2e, as `npm run cluster`). */

@@ -27,7 +27,8 @@ import { K } from '../src/kube/builtin.js';
 import { stripServerFields } from '../src/kube/normalize.js';
 import { applyManifests, parseManifests, pool, waitCrdsEstablished } from '../src/kube/manifests.js';
 import type { KubeObject, ResourceType } from '../src/kube/types.js';
-import { calicoFixturesDir, packageRoot } from '../src/local-cluster/paths.js';
+import { readShippedFile } from '../src/calico/shipped.js';
+import { packageRoot } from '../src/package-root.js';
 import { arg, findKubectl, kubeconfigPath, replaceBenchmarkSection } from './lib.js';
 import { DEFAULT_RESTORE_CONCURRENCY, restoreResources } from '../src/restore/restore.js';
 import type { RestoreTimings } from '../src/restore/timings.js';
@@ -102,7 +103,7 @@ async function main(): Promise<void> {
   const setup = await KubeClient.connect({ kubeconfig });
   const serverVersion = (await setup.serverVersion()).gitVersion;
   const kubectlVersion = (spawnSync(kubectl, ['version', '--client'], { encoding: 'utf8' }).stdout.match(/Client Version: (\S+)/) ?? [])[1] ?? '?';
-  const crdObjs = parseManifests(fs.readFileSync(path.join(calicoFixturesDir(), '3.28.1', 'manifests', 'tigera-operator.yaml'), 'utf8'), 'tigera-operator.yaml').filter((o) => o.kind === 'CustomResourceDefinition');
+  const crdObjs = parseManifests(readShippedFile('3.28.1', 'tigera-operator.yaml')!.text, 'tigera-operator.yaml').filter((o) => o.kind === 'CustomResourceDefinition');
   await applyManifests(setup, crdObjs, { fieldManager: 'cni-rewind-bench' });
   const handleCrd = crdObjs.find((c) => c.metadata.name === HANDLE_CRD)!;
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-bench-restore-'));

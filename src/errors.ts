@@ -1,5 +1,5 @@
 /**
- * Exit codes and typed errors, the same meaning in every command (shared/DESIGN.md).
+ * Exit codes and typed errors, the same meaning in every command (README.md, "Exit codes").
  * The engine throws these; the CLI turns them into one clear line and the exit code.
  */
 export const ExitCode = {

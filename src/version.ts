@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { packageRoot } from './local-cluster/paths.js';
+import { packageRoot } from './package-root.js';
 
 let cached: string | undefined;
 /** The tool version, from package.json (one source of truth). */

@@ -1,14 +1,18 @@
 /**
- * What cni-rewind knows about Calico, as data in one place (see shared/fixtures/calico/DIFFERENCES.md).
+ * What cni-rewind knows about Calico, as data in one place (see docs/calico-differences.md).
  * Engine modules read these tables; nothing else hard-codes Calico groups, kinds or versions.
  */
 
 /** API groups whose CRDs hold Calico state. */
 export const CALICO_CRD_GROUP = 'crd.projectcalico.org';
 export const OPERATOR_GROUP = 'operator.tigera.io';
-/** Calico ships these kinds in a group shared with other tools: export them, never delete their CRDs. */
+/**
+ * Calico ships these kinds in a group shared with other tools: export them, never delete their CRDs.
+ * 3.29 adds AdminNetworkPolicy, 3.30 BaselineAdminNetworkPolicy; 3.32 ships ClusterNetworkPolicy instead of both
+ * (the older CRDs stay in a cluster upgraded to 3.32, with whatever they hold).
+ */
 export const SHARED_POLICY_GROUP = 'policy.networking.k8s.io';
-export const SHARED_POLICY_KINDS = ['AdminNetworkPolicy', 'BaselineAdminNetworkPolicy'] as const;
+export const SHARED_POLICY_KINDS = ['AdminNetworkPolicy', 'BaselineAdminNetworkPolicy', 'ClusterNetworkPolicy'] as const;
 /** The aggregated API served by the Calico API server (user-facing view). */
 export const CALICO_V3_GROUP = 'projectcalico.org';
 
@@ -22,18 +26,50 @@ export const OPERATOR_DEPLOYMENT = 'tigera-operator';
 /** Label the tigera operator puts on IP pools it manages (operator v1.34+). */
 export const OPERATOR_MANAGED_LABEL = 'app.kubernetes.io/managed-by';
 export const OPERATOR_MANAGED_VALUE = 'tigera-operator';
+/**
+ * Objects written through the projectcalico.org/v3 API (calico-node, calicoctl, the operator, the Calico API server)
+ * keep their v3 labels and annotations as JSON in this annotation of the crd.projectcalico.org object.
+ */
+export const V3_METADATA_ANNOTATION = 'projectcalico.org/metadata';
 
-/** Calico version -> tigera-operator image tag (from the release manifests). */
+/**
+ * The labels of a crd.projectcalico.org object as Calico and the tigera operator see them: when the v3 metadata
+ * annotation is present its labels replace metadata.labels entirely (the operator's restoreV3Metadata), so a
+ * `kubectl label ippools.crd.projectcalico.org` has no effect on such a pool; label it through the v3 API
+ * (`kubectl label ippools.projectcalico.org`, `calicoctl label ippool`).
+ */
+export function calicoLabels(obj: { metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } }): Record<string, string> {
+  const raw = obj.metadata.annotations?.[V3_METADATA_ANNOTATION];
+  if (raw !== undefined) {
+    try {
+      const meta = JSON.parse(raw) as { labels?: Record<string, string> };
+      return meta?.labels ?? {};
+    } catch {
+      // An unreadable annotation makes the operator fail on this pool; fall back to what kubectl shows.
+    }
+  }
+  return obj.metadata.labels ?? {};
+}
+
+/**
+ * Calico version -> tigera-operator image tag. The shipped releases' rows are checked against their
+ * tigera-operator.yaml by a unit test; the others come from the release notes of those tags.
+ */
 export const OPERATOR_VERSIONS: Record<string, string> = {
+  'v3.26.5': 'v1.30.11',
   'v3.27.0': 'v1.32.3',
   'v3.27.4': 'v1.32.10',
+  'v3.27.5': 'v1.32.12',
   'v3.28.0': 'v1.34.0',
   'v3.28.1': 'v1.34.3',
   'v3.28.2': 'v1.34.5',
+  'v3.28.5': 'v1.34.13',
   'v3.29.0': 'v1.36.0',
   'v3.29.7': 'v1.36.16',
   'v3.30.0': 'v1.38.0',
   'v3.30.7': 'v1.38.13',
+  'v3.31.7': 'v1.40.15',
+  'v3.32.1': 'v1.42.3',
 };
 
 /** Inverse of OPERATOR_VERSIONS: operator tag -> Calico version. */
@@ -41,13 +77,18 @@ export function calicoVersionForOperator(tag: string): string | undefined {
   return Object.entries(OPERATOR_VERSIONS).find(([, op]) => op === tag)?.[0];
 }
 
-/** Operator minor series -> Calico minor series (v1.32 -> v3.27, v1.34 -> v3.28, ...). */
+/**
+ * Operator minor series -> Calico minor series. Not a formula below v1.32: v1.28 shipped with 3.24, v1.29 with
+ * 3.25, v1.30 with 3.26; from v1.32 on two operator minors per Calico minor (v1.32 = 3.27 ... v1.42 = 3.32).
+ */
+const OPERATOR_MINOR_TO_CALICO: Record<number, number> = { 28: 24, 29: 25, 30: 26 };
 export function calicoMinorForOperator(tag: string): string | undefined {
   const m = /^v?1\.(\d+)\./.exec(tag);
   if (!m) return undefined;
   const opMinor = Number(m[1]);
-  // v1.32 = 3.27, v1.34 = 3.28, v1.36 = 3.29, v1.38 = 3.30: two operator minors per Calico minor.
-  if (opMinor < 28 || opMinor % 2 !== 0) return undefined;
+  const fixed = OPERATOR_MINOR_TO_CALICO[opMinor];
+  if (fixed !== undefined) return `v3.${fixed}`;
+  if (opMinor < 32 || opMinor % 2 !== 0) return undefined;
   return `v3.${27 + (opMinor - 32) / 2}`;
 }
 
@@ -75,7 +116,7 @@ export function compareVersions(a: string, b: string): number {
 // ---------- doctor: operator IP-pool behaviour, IPAM conventions, CRD schema markers (engineer E) ----------
 
 /**
- * How the tigera operator of a Calico minor treats IP pools (DIFFERENCES.md, "Operator-managed IP pools").
+ * How the tigera operator of a Calico minor treats IP pools (docs/calico-differences.md, "Operator-managed IP pools").
  * `managesPools`: treats Installation.spec.calicoNetwork.ipPools as desired state (adopts, rewrites, deletes).
  * `stopAllocations`: the supported way to stop allocations from a pool it manages (its pool type has no `disabled`).
  * `onePoolPerFamily`: the operator refuses more than one Installation pool per IP family.
@@ -122,11 +163,16 @@ export const POD_ANNOTATION_PREFIX = 'cni.projectcalico.org/';
  * `path` walks openAPIV3Schema `properties` (and `items` for `[]`).
  */
 export const CRD_SCHEMA_MARKERS: { since: string; kind: string; path: string }[] = [
+  { since: 'v3.27', kind: 'Installation', path: 'spec.serviceCIDRs' },
   { since: 'v3.28', kind: 'Installation', path: 'spec.calicoNetwork.ipPools[].name' },
   { since: 'v3.28', kind: 'FelixConfiguration', path: 'spec.debugHost' },
   { since: 'v3.29', kind: 'Installation', path: 'spec.calicoNetwork.ipPools[].disableNewAllocations' },
   { since: 'v3.30', kind: 'IPPool', path: 'spec.assignmentMode' },
   { since: 'v3.30', kind: 'BlockAffinity', path: 'spec.type' },
+  { since: 'v3.31', kind: 'Installation', path: 'spec.calicoNetwork.kubeProxyManagement' },
+  { since: 'v3.31', kind: 'BGPPeer', path: 'spec.localASNumber' },
+  { since: 'v3.32', kind: 'Installation', path: 'spec.calicoNetwork.clusterRoutingMode' },
+  { since: 'v3.32', kind: 'BGPConfiguration', path: 'spec.programClusterRoutes' },
 ];
 
 /** Workloads of a Calico install whose readiness doctor checks, by name (calico-system for operator installs, kube-system for manifests). */
@@ -137,7 +183,7 @@ export const CALICO_WORKLOADS: { kind: 'DaemonSet' | 'Deployment'; name: string;
   { kind: 'Deployment', name: 'calico-kube-controllers', namespaces: ['calico-system', 'kube-system'] },
 ];
 
-/** What `export` captures outside the Calico CRDs (issue 3; see DIFFERENCES.md "Calico state outside the Calico CRDs"). */
+/** What `export` captures outside the Calico CRDs (see docs/calico-differences.md "Calico state outside the Calico CRDs"). */
 export const EXPORT_CONFIG = {
   /** ConfigMaps and Secrets of these namespaces are exported whole. */
   namespaces: CALICO_NAMESPACES,

@@ -1,15 +1,17 @@
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BadInputError } from '../errors.js';
-import { calicoFixturesDir } from '../local-cluster/paths.js';
 import { loadRelease, releaseBaseUrl } from './release.js';
+import { readShippedFile, shippedReleasesDir } from './shipped.js';
 
-const fixtures = calicoFixturesDir();
-const fx = (v: string, f: string) => path.join(fixtures, v, 'manifests', f);
+const fixtures = shippedReleasesDir();
+const text = (v: string, f: string) => readShippedFile(v, f)!.text;
+/** Put a shipped file, unzipped, into a folder as a user's download would be. */
+const copyTo = (v: string, f: string, dir: string) => writeFileSync(path.join(dir, f), text(v, f));
 
 describe('loadRelease from a folder', () => {
   it('loads 3.27.4 from the fixtures layout: 22 CRDs, operator v1.32.10, objects without CRDs', async () => {
@@ -33,15 +35,16 @@ describe('loadRelease from a folder', () => {
     expect(r.files['operator-crds.yaml']).toBeDefined();
   });
 
-  it('uses the shipped fixtures when no folder is given', async () => {
-    const r = await loadRelease('3.28.1');
+  it('uses the shipped release when no folder is given, without the network', async () => {
+    const r = await loadRelease('3.28.1', { offline: true });
     expect(r.operatorImage).toBe('quay.io/tigera/operator:v1.34.3');
-    expect(r.origin).toContain(path.join('3.28.1', 'manifests'));
+    expect(r.origin).toBe(path.join(fixtures, '3.28.1'));
+    expect(r.files['tigera-operator.yaml']!.source).toBe(path.join(fixtures, '3.28.1', 'tigera-operator.yaml.gz'));
   });
 
   it('reads a folder holding the files directly', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-rel-'));
-    copyFileSync(fx('3.27.4', 'tigera-operator.yaml'), path.join(dir, 'tigera-operator.yaml'));
+    copyTo('3.27.4', 'tigera-operator.yaml', dir);
     const r = await loadRelease('3.27.4', { manifests: dir });
     expect(r.crds).toHaveLength(22);
     expect(r.customResources).toEqual([]);
@@ -50,7 +53,7 @@ describe('loadRelease from a folder', () => {
 
   it('refuses another release\'s tigera-operator.yaml with a clear message', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-rel-'));
-    copyFileSync(fx('3.28.1', 'tigera-operator.yaml'), path.join(dir, 'tigera-operator.yaml'));
+    copyTo('3.28.1', 'tigera-operator.yaml', dir);
     await expect(loadRelease('3.27.4', { manifests: dir })).rejects.toThrow(/not Calico v3\.27\.4's operator manifest: it runs operator v1\.34\.3 \(Calico v3\.28\.1\)/);
   });
 
@@ -61,7 +64,7 @@ describe('loadRelease from a folder', () => {
     await expect(loadRelease('banana')).rejects.toThrow(BadInputError);
 
     const d30 = mkdtempSync(path.join(os.tmpdir(), 'cnr-rel-'));
-    copyFileSync(fx('3.30.7', 'tigera-operator.yaml'), path.join(d30, 'tigera-operator.yaml'));
+    copyTo('3.30.7', 'tigera-operator.yaml', d30);
     await expect(loadRelease('3.30.7', { manifests: d30 })).rejects.toThrow(/holds no CRDs and operator-crds\.yaml is missing/);
 
     const junk = mkdtempSync(path.join(os.tmpdir(), 'cnr-rel-'));
@@ -69,7 +72,7 @@ describe('loadRelease from a folder', () => {
     await expect(loadRelease('3.27.4', { manifests: junk })).rejects.toThrow(/is not valid YAML/);
 
     const onlyCalico = mkdtempSync(path.join(os.tmpdir(), 'cnr-rel-'));
-    copyFileSync(fx('3.27.4', 'calico.yaml'), path.join(onlyCalico, 'calico.yaml'));
+    copyTo('3.27.4', 'calico.yaml', onlyCalico);
     await expect(loadRelease('3.27.4', { manifests: onlyCalico, need: 'operator' })).rejects.toThrow(/tigera-operator\.yaml for Calico v3\.27\.4 not found/);
     const manifestOnly = await loadRelease('3.27.4', { manifests: onlyCalico, need: 'manifest' });
     expect(manifestOnly.crds).toHaveLength(18);
@@ -88,7 +91,7 @@ describe('loadRelease from a URL (a local HTTP server standing in for raw.github
       const m = /^\/v(\d+\.\d+\.\d+)\/manifests\/([\w.-]+)$/.exec(req.url ?? '');
       try {
         if (!m) throw new Error('no');
-        res.end(readFileSync(fx(m[1]!, m[2]!)));
+        res.end(text(m[1]!, m[2]!));
       } catch {
         res.statusCode = 404;
         res.end('404: Not Found');

@@ -1,11 +1,13 @@
 /**
- * Loading a Calico release's manifests (the target of a plan): from a local directory (air-gapped), from the
- * release URL pattern of projectcalico/calico, or from the fixtures cni-rewind ships for the versions it knows.
+ * Loading a Calico release's manifests (the target of a plan): from the releases cni-rewind ships
+ * (calico-releases/, see shipped.ts), from a local directory (air-gapped), or from the release URL pattern of
+ * projectcalico/calico.
  *
  * Layouts understood for a directory:
  *   <dir>/<X.Y.Z>/manifests/*.yaml   (the fixtures layout; `v<X.Y.Z>` also accepted)
  *   <dir>/<X.Y.Z>/*.yaml
  *   <dir>/*.yaml                     (a folder holding the files directly)
+ * Each file may also be gzipped (`<name>.gz`), as the shipped ones are.
  * Files: tigera-operator.yaml (operator installs; up to 3.29 it embeds every CRD), operator-crds.yaml (3.30+: the
  * CRDs, no longer in tigera-operator.yaml), custom-resources.yaml (Installation, APIServer, ...), calico.yaml
  * (manifest installs).
@@ -13,11 +15,12 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { BadInputError, EnvironmentError } from '../errors.js';
 import { httpGet, type HttpGetResponse } from '../net/http-get.js';
 import { parseManifests } from '../kube/manifests.js';
 import type { KubeObject } from '../kube/types.js';
-import { calicoFixturesDir } from '../local-cluster/paths.js';
+import { readShippedFile, shippedReleases, shippedReleasesDir } from './shipped.js';
 import { imageTag, normalizeVersion, OPERATOR_DEPLOYMENT, OPERATOR_VERSIONS } from './knowledge.js';
 
 /** Raw manifests of projectcalico/calico at a release tag; `{version}` is `vX.Y.Z`. */
@@ -57,7 +60,7 @@ export interface Release {
 }
 
 export interface LoadReleaseOptions {
-  /** A directory (see the layouts above) or a URL; default: the shipped fixtures when the version is one of them, else the release URL. */
+  /** A directory (see the layouts above) or a URL; default: the shipped release when the version is one of them, else the release URL. */
   manifests?: string;
   /** Which install the caller needs: fail clearly when its files are missing. */
   need?: 'operator' | 'manifest';
@@ -69,11 +72,17 @@ export interface LoadReleaseOptions {
 export async function loadRelease(version: string, opts: LoadReleaseOptions = {}): Promise<Release> {
   if (!/^v?\d+\.\d+\.\d+$/.test(version)) throw new BadInputError(`"${version}" is not a Calico version (expected X.Y.Z, e.g. 3.27.4)`);
   const v = normalizeVersion(version);
-  const source = opts.manifests ?? defaultSource(v);
-  const fetcher = isUrl(source) ? urlFetcher(source, v, opts.offline) : dirFetcher(source, v);
+  const fetcher = opts.manifests
+    ? isUrl(opts.manifests)
+      ? urlFetcher(opts.manifests, v, opts.offline)
+      : dirFetcher(opts.manifests, v)
+    : shippedVersions().includes(v)
+      ? shippedFetcher(v)
+      : urlFetcher(RELEASE_URL_PATTERN, v, opts.offline);
   const texts: Partial<Record<keyof typeof RELEASE_FILES, { text: string; file: ReleaseFile }>> = {};
   for (const [key, name] of Object.entries(RELEASE_FILES) as [keyof typeof RELEASE_FILES, string][]) {
-    // operator-crds.yaml only exists from 3.30; fetch it below only when tigera-operator.yaml has no CRDs.
+    // operator-crds.yaml exists from 3.26, but up to 3.29 tigera-operator.yaml embeds the same CRDs: read it below
+    // only when tigera-operator.yaml has none (3.30+), so a plan records and checks just the files it uses.
     if (key === 'operatorCrds') continue;
     // A manifest install needs calico.yaml alone: when the folder also holds tigera-operator.yaml (the fixtures
     // do), its operator.tigera.io CRDs and operator image are no part of the target, nor of the plan's checksums.
@@ -132,19 +141,9 @@ export async function loadRelease(version: string, opts: LoadReleaseOptions = {}
   return { version: v, operatorImage, crds, operatorObjects, customResources, calicoManifest: calicoAll, files, origin: fetcher.where };
 }
 
-/** The versions cni-rewind ships manifests for (the fixtures), `vX.Y.Z`. */
+/** The versions cni-rewind ships manifests for, `vX.Y.Z`, oldest first. */
 export function shippedVersions(): string[] {
-  try {
-    const dir = calicoFixturesDir();
-    return Object.keys(OPERATOR_VERSIONS).filter((v) => existsSync(path.join(dir, v.slice(1), 'manifests')));
-  } catch {
-    return [];
-  }
-}
-
-function defaultSource(v: string): string {
-  if (shippedVersions().includes(v)) return calicoFixturesDir();
-  return RELEASE_URL_PATTERN;
+  return shippedReleases().map((r) => `v${r.version}`);
 }
 
 const isCrd = (o: KubeObject) => o.kind === 'CustomResourceDefinition';
@@ -204,7 +203,8 @@ function dirFetcher(root: string, v: string): Fetcher {
     path.join(abs, 'manifests'),
     abs,
   ];
-  const hasRelease = (d: string) => existsSync(path.join(d, RELEASE_FILES.operator)) || existsSync(path.join(d, RELEASE_FILES.calico));
+  const has = (d: string, f: string) => existsSync(path.join(d, f)) || existsSync(path.join(d, `${f}.gz`));
+  const hasRelease = (d: string) => has(d, RELEASE_FILES.operator) || has(d, RELEASE_FILES.calico);
   const dir = candidates.find(hasRelease);
   if (!dir) {
     throw new BadInputError(`no Calico ${v} manifests under ${root}: looked for ${RELEASE_FILES.operator} or ${RELEASE_FILES.calico} in ${bare}/manifests/, ${bare}/ and the folder itself`);
@@ -213,9 +213,30 @@ function dirFetcher(root: string, v: string): Fetcher {
     where: dir,
     async read(name) {
       const p = path.join(dir, name);
-      if (!existsSync(p)) return undefined;
-      const text = readFileSync(p, 'utf8');
-      return { text, file: fileRecord(p, text) };
+      if (existsSync(p)) {
+        const text = readFileSync(p, 'utf8');
+        return { text, file: fileRecord(p, text) };
+      }
+      if (!existsSync(`${p}.gz`)) return undefined;
+      let text: string;
+      try {
+        text = gunzipSync(readFileSync(`${p}.gz`)).toString('utf8');
+      } catch (err) {
+        throw new BadInputError(`${p}.gz is not a readable gzip file: ${(err as Error).message}`);
+      }
+      return { text, file: fileRecord(`${p}.gz`, text) };
+    },
+  };
+}
+
+/** The copy shipped in the package: checked against its index on every read. */
+function shippedFetcher(v: string): Fetcher {
+  const where = path.join(shippedReleasesDir(), v.slice(1));
+  return {
+    where,
+    async read(name) {
+      const got = readShippedFile(v, name);
+      return got && { text: got.text, file: { source: got.path, sha256: got.sha256, bytes: got.bytes } };
     },
   };
 }

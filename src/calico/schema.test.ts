@@ -3,11 +3,11 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseManifests } from '../kube/manifests.js';
 import type { KubeObject } from '../kube/types.js';
-import { calicoFixturesDir } from '../local-cluster/paths.js';
+import { readShippedFile } from './shipped.js';
 import { checkAgainstSchema, pruneUnknownFields } from './schema.js';
 
 const load = (version: string, file: string): KubeObject[] =>
-  parseManifests(readFileSync(path.join(calicoFixturesDir(), version, 'manifests', file), 'utf8'), `${version}/${file}`);
+  parseManifests(readShippedFile(version, file)!.text, `${version}/${file}`);
 const crd = (version: string, name: string): KubeObject => {
   const c = load(version, 'tigera-operator.yaml').find((o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === name);
   if (!c) throw new Error(`no CRD ${name} in ${version}`);

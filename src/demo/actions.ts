@@ -1,5 +1,4 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
+import { readShippedFile } from '../calico/shipped.js';
 import type { KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
 import { applyManifests, parseManifests, pool } from '../kube/manifests.js';
@@ -9,16 +8,17 @@ import { CALICO_TYPES, createDemoPopulation } from './population.js';
 
 /** Cluster-side actions of the demo (the parts a user would do with kubectl, or that the operator would do). */
 
-function fixture(fixtures: string, version: string, file: string): KubeObject[] {
-  const p = path.join(fixtures, version, 'manifests', file);
-  return parseManifests(readFileSync(p, 'utf8'), p);
+function fixture(version: string, file: string): KubeObject[] {
+  const got = readShippedFile(version, file);
+  if (!got) throw new Error(`Calico ${version} ships no ${file}`);
+  return parseManifests(got.text, got.path);
 }
 
 const INSTALLATION: ResourceType = { group: 'operator.tigera.io', version: 'v1', plural: 'installations', kind: 'Installation', namespaced: false };
 
-export async function installCalico(client: KubeClient, fixtures: string, version: string, nodes: string[]): Promise<Record<string, number>> {
-  await applyManifests(client, fixture(fixtures, version, 'tigera-operator.yaml'), { fieldManager: 'kubectl' });
-  await applyManifests(client, fixture(fixtures, version, 'custom-resources.yaml'), { fieldManager: 'kubectl' });
+export async function installCalico(client: KubeClient, version: string, nodes: string[]): Promise<Record<string, number>> {
+  await applyManifests(client, fixture(version, 'tigera-operator.yaml'), { fieldManager: 'kubectl' });
+  await applyManifests(client, fixture(version, 'custom-resources.yaml'), { fieldManager: 'kubectl' });
   return createDemoPopulation(client, { calicoVersion: `v${version}`, nodes });
 }
 
@@ -26,10 +26,10 @@ export async function installCalico(client: KubeClient, fixtures: string, versio
  * The upgrade as users did it (server-side apply of the 3.28.1 manifests), then the effects operator v1.34
  * has on the pools, applied by the demo because the operator does not run on kwok: it writes `name` and
  * `allowedUses` into the Installation's pool entry, adopts the matching pool (label) and rewrites it from its
- * Installation entry, which has no `disabled` field (DIFFERENCES.md, "Operator-managed IP pools").
+ * Installation entry, which has no `disabled` field (docs/calico-differences.md, "Operator-managed IP pools").
  */
-export async function upgradeByHand(client: KubeClient, fixtures: string): Promise<void> {
-  await applyManifests(client, fixture(fixtures, '3.28.1', 'tigera-operator.yaml'), { fieldManager: 'kubectl' });
+export async function upgradeByHand(client: KubeClient): Promise<void> {
+  await applyManifests(client, fixture('3.28.1', 'tigera-operator.yaml'), { fieldManager: 'kubectl' });
   await client.mergePatch(INSTALLATION, undefined, 'default', {
     spec: { calicoNetwork: { ipPools: [{ name: 'default-ipv4-ippool', blockSize: 26, cidr: '192.168.0.0/16', encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', nodeSelector: 'all()', allowedUses: ['Workload', 'Tunnel'] }] } },
   });

@@ -7,7 +7,6 @@ export interface DemoPaths {
   work: string;
   bundle: string;
   plan: string;
-  fixtures: string;
   mapping: string;
   config: string;
   providerModule?: string;
@@ -34,10 +33,10 @@ export function demoSteps(p: DemoPaths): DemoStep[] {
     { title: 'Status', explain: 'What cni-rewind sees in the cluster.', cli: ['status'] },
     { title: 'Backup', explain: `Disk snapshots of every node (${p.providerName} provider) and an export of every Calico resource into one checksummed bundle.`, cli: ['backup', ...provider, '--mapping', p.mapping, '--out', p.bundle] },
     { title: 'Inspect the bundle', explain: 'Counts per kind and the snapshot records.', cli: ['inspect', p.bundle] },
-    { title: 'Doctor before the upgrade', explain: 'The disabled default-ipv4-ippool will be adopted and re-enabled by the 3.28 operator (Calico issue #9100).', cli: ['doctor', '--target', '3.28.1', '--manifests', p.fixtures], expectExit: [1, 2] },
+    { title: 'Doctor before the upgrade', explain: 'The disabled default-ipv4-ippool will be adopted and re-enabled by the 3.28 operator (Calico issue #9100).', cli: ['doctor', '--target', '3.28.1'], expectExit: [1, 2] },
     { title: 'Upgrade to 3.28.1 "by hand"', explain: 'kubectl apply --server-side of the 3.28.1 manifests, then what operator v1.34 does to the pools. The operator does not really run on this local cluster (kwok fakes its pod), so the demo applies its effects itself: it labels the pools and rewrites default-ipv4-ippool to disabled: false.', action: 'upgrade-3.28.1-by-hand' },
     { title: 'What changed since the backup', explain: 'The pool came back enabled: diff against the bundle shows it (exit 1: differences).', cli: ['diff', p.bundle, '--kinds', 'IPPool'], expectExit: [1] },
-    { title: 'Plan the downgrade to 3.27.4', explain: 'Schema-aware: the Installation fields 3.27 does not know, the pool the operator changed since the backup (--restore-drift puts it back), what the plan does about each, every step.', cli: ['plan', '--to', '3.27.4', '--manifests', p.fixtures, '--bundle', p.bundle, '--restore-drift', '--out', p.plan] },
+    { title: 'Plan the downgrade to 3.27.4', explain: 'Schema-aware: the Installation fields 3.27 does not know, the pool the operator changed since the backup (--restore-drift puts it back), what the plan does about each, every step.', cli: ['plan', '--to', '3.27.4', '--bundle', p.bundle, '--restore-drift', '--out', p.plan] },
     { title: 'Apply the plan', explain: 'Journaled and resumable; no CRD that holds data is deleted.', cli: ['apply', p.plan, '--yes'] },
     { title: 'Diff against the backup', explain: 'Calico data compared with the bundle taken before the upgrade: intact, default-ipv4-ippool disabled again.', cli: ['diff', p.bundle, '--kinds', 'IPPool,IPAMBlock,IPAMHandle,BlockAffinity,IPAMConfig,GlobalNetworkPolicy,NetworkPolicy,GlobalNetworkSet,FelixConfiguration,BGPConfiguration'] },
     { title: 'Disaster: every Calico CRD deleted', explain: 'What `kubectl delete -f tigera-operator.yaml` does on 3.27/3.28: every IP pool, IPAM record and policy is gone.', action: 'delete-crds' },

@@ -67,6 +67,18 @@ describe('pools under the tigera operator', () => {
     expect(runChecks(st)).toEqual([]);
   });
 
+  it('takes the managed-by label from the projectcalico.org/metadata annotation, as the operator does', () => {
+    const v3 = (labels: Record<string, string>, crdLabels?: Record<string, string>) => {
+      const p = pool('old', '10.50.0.0/16', {}, crdLabels);
+      p.metadata.annotations = { 'projectcalico.org/metadata': JSON.stringify({ labels }) };
+      return p;
+    };
+    const st = (p: ReturnType<typeof pool>) => makeState({ workloads: [operatorWorkload('v1.34.3')], objects: [installationWith([entry('default-ipv4-ippool', '192.168.0.0/16')]), p] });
+    expect(ids(runChecks(st(v3(MANAGED))))).toContain('pool-managed-not-listed');
+    // metadata.labels say managed, the v3 metadata says not: the operator leaves it alone.
+    expect(ids(runChecks(st(v3({}, MANAGED))))).not.toContain('pool-managed-not-listed');
+  });
+
   it('reports a labelled pool missing from the Installation, and ipPools: [] with adopted pools', () => {
     const st = makeState({
       workloads: [operatorWorkload('v1.34.3')],
@@ -74,7 +86,10 @@ describe('pools under the tigera operator', () => {
     });
     const f = runChecks(st).find((x) => x.id === 'pool-managed-not-listed')!;
     expect(f.objects).toEqual(['IPPool/old', 'Installation/default']);
-    expect(f.fix).toContain('kubectl label ippools.crd.projectcalico.org old app.kubernetes.io/managed-by-');
+    // The fix goes through the v3 API: the operator reads the label from the projectcalico.org/metadata annotation.
+    expect(f.fix).toContain('kubectl label ippools.projectcalico.org old app.kubernetes.io/managed-by-');
+    expect(f.fix).toContain('calicoctl label ippool old app.kubernetes.io/managed-by --remove');
+    expect(f.fix).not.toContain('ippools.crd.projectcalico.org');
     const empty = makeState({ workloads: [operatorWorkload('v1.34.3')], objects: [installationWith([]), pool('a', '10.50.0.0/16', {}, MANAGED)] });
     expect(ids(runChecks(empty))).toEqual(['installation-ippools-empty']);
   });

@@ -19,7 +19,7 @@ import { ResourceResolver } from '../kube/resolver.js';
 import type { KubeObject } from '../kube/types.js';
 import { bundleDataPresent, liveDataNotInBundle } from '../plan/compare.js';
 import { isManagedCrd, transformInstallation } from '../plan/findings.js';
-import { checkBundle, checkCluster, refuseOnFailure } from '../plan/preflight.js';
+import { checkBundle, checkCluster, checkTargetPools, refuseOnFailure } from '../plan/preflight.js';
 import { parseDuration } from '../config/config.js';
 import { CALICO_POD_NAMESPACES, MANIFEST_POD_SELECTOR } from '../plan/rules.js';
 import { applyManifestEdits, type ManifestTransform } from '../plan/manifest-custom.js';
@@ -68,7 +68,7 @@ export function buildSteps(deps: StepDeps): ExecStep[] {
   });
 }
 
-async function preflight({ client, plan, bundle }: StepDeps): Promise<string> {
+async function preflight({ client, plan, bundle, target }: StepDeps): Promise<string> {
   const uid = (await client.get(K.namespace, undefined, 'kube-system')).metadata.uid!;
   if (uid !== plan.cluster.uid) throw new RefusedError(`this plan was made for cluster ${plan.cluster.name} (uid ${plan.cluster.uid}), not this one (uid ${uid})`);
   const cluster = await checkCluster(client, plan.options.rebootNodes);
@@ -83,6 +83,7 @@ async function preflight({ client, plan, bundle }: StepDeps): Promise<string> {
     })),
     ...cluster.checks,
   ];
+  if (plan.current.installType === 'operator') checks.push(await checkTargetPools(client, target, plan.transforms.installation));
   refuseOnFailure(checks, 'apply');
   const now = await detectCalico(client);
   if (now.version !== plan.current.version && now.version !== plan.target.version) {
@@ -200,9 +201,11 @@ async function transformInstallationStep({ client, plan }: StepDeps): Promise<st
   delete desired.metadata.managedFields;
   // Strict validation proves the result is valid for the target CRD (it fails instead of pruning silently).
   await client.replace(type, desired, { fieldValidation: 'Strict' });
-  const removed = plan.transforms.installation.removeFields;
-  return removed.length || plan.transforms.installation.trimPoolsPerFamily
-    ? `Installation rewritten without ${removed.join(', ') || 'nothing'}${plan.transforms.installation.trimPoolsPerFamily ? ' and with one pool per family' : ''}`
+  const t = plan.transforms.installation;
+  const removed = t.removeFields;
+  const stopped = t.stopAllocations ? `; ${t.stopAllocations.field}: ${JSON.stringify(t.stopAllocations.value)} on ${t.stopAllocations.cidrs.join(', ')}` : '';
+  return removed.length || t.trimPoolsPerFamily || stopped
+    ? `Installation rewritten without ${removed.join(', ') || 'nothing'}${t.trimPoolsPerFamily ? ' and with one pool per family' : ''}${stopped}`
     : 'Installation already valid for the target';
 }
 

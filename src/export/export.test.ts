@@ -8,7 +8,8 @@ describe('export helpers', () => {
     expect(isCalicoCrd(crd('crd.projectcalico.org', 'SomethingNew'))).toBe(true);
     expect(isCalicoCrd(crd('operator.tigera.io', 'Whisker'))).toBe(true);
     expect(isCalicoCrd(crd('policy.networking.k8s.io', 'AdminNetworkPolicy'))).toBe(true);
-    expect(isCalicoCrd(crd('policy.networking.k8s.io', 'ClusterNetworkPolicy'))).toBe(false);
+    expect(isCalicoCrd(crd('policy.networking.k8s.io', 'ClusterNetworkPolicy'))).toBe(true); // Calico 3.32 ships it
+    expect(isCalicoCrd(crd('policy.networking.k8s.io', 'ExamplePolicy'))).toBe(false);
     expect(isCalicoCrd(crd('example.com', 'IPPool'))).toBe(false);
   });
   it('names bundles <cluster-name>-<UTC timestamp>, safe as a directory name', () => {

@@ -8,7 +8,7 @@ import { packageRoot, stateRoot } from './paths.js';
 
 /**
  * A real Kubernetes control plane on 127.0.0.1 for tests and the demo: etcd, kube-apiserver,
- * kube-controller-manager, kube-scheduler (built from Go modules by test/e2e-cluster/build.sh) and kwok
+ * kube-controller-manager, kube-scheduler (built from Go modules by control-plane/build.sh) and kwok
  * playing the kubelets. Processes are spawned detached; their PIDs are recorded and they are stopped by
  * process group, never by name.
  */
@@ -72,7 +72,7 @@ export class LocalCluster {
 
   /** Build (or find cached) binaries. Streams the build's progress lines to the log. */
   ensureBinaries(): string {
-    const script = path.join(packageRoot(), 'test', 'e2e-cluster', 'build.sh');
+    const script = path.join(packageRoot(), 'control-plane', 'build.sh');
     this.log('checking the control-plane binaries (first build from Go modules takes 15-30 min on 2 cores)');
     const res = spawnSync('bash', [script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
     if (res.status !== 0) throw new Error(`building the control plane failed (exit ${res.status}); see the output above`);

@@ -73,3 +73,51 @@ describe('plan findings 3.28.1 -> 3.27.4 with the real CRDs', async () => {
     expect(o).toEqual({ a: { b: [{ d: 2 }, {}] } });
   });
 });
+
+describe('pools stopped with disableNewAllocations, downgraded below 3.29 (calico#9100 caused by a plan)', async () => {
+  const from = await loadRelease('3.30.7');
+  const installation330 = (): KubeObject => ({
+    apiVersion: 'operator.tigera.io/v1',
+    kind: 'Installation',
+    metadata: { name: 'default' },
+    spec: {
+      calicoNetwork: {
+        ipPools: [
+          { name: 'default-ipv4-ippool', cidr: '192.168.0.0/16', blockSize: 26, encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', nodeSelector: 'all()', disableNewAllocations: true, allowedUses: ['Workload', 'Tunnel'] },
+          { name: 'new-pool', cidr: '10.10.0.0/16', blockSize: 26, encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', nodeSelector: 'all()', disableNewAllocations: false },
+        ],
+      },
+    },
+  });
+  const live = (inst: KubeObject) => ({ crds: from.crds, objects: new Map(Object.entries({ 'installations.operator.tigera.io': [inst] })) });
+
+  it('3.30.7 -> 3.28.1: the stopped entry gets nodeSelector "!all()" (the field is pruned by the 3.28 CRD), the other is untouched', async () => {
+    const to = await loadRelease('3.28.1');
+    const inst = installation330();
+    const r = computeFindings(live(inst), to, { version: 'v3.30.7' }, new Set());
+    const f = r.findings.find((x) => x.id === 'installation-pool-stop-allocations-converted')!;
+    expect(f.action).toBe('transform');
+    expect(f.details.join(' ')).toMatch(/default-ipv4-ippool: disableNewAllocations: true -> nodeSelector: "!all\(\)" \(was nodeSelector: "all\(\)"\)/);
+    const out = transformInstallation(inst, r.installation);
+    const crd = to.crds.find((c) => c.metadata.name === 'installations.operator.tigera.io')!;
+    expect(checkAgainstSchema(out, crd)).toEqual([]);
+    expect(out.spec.calicoNetwork.ipPools.map((p: any) => [p.cidr, p.nodeSelector, p.disableNewAllocations])).toEqual([
+      ['192.168.0.0/16', '!all()', undefined],
+      ['10.10.0.0/16', 'all()', undefined],
+    ]);
+    // The management finding tells the truth about a 3.28 target: its operator does write pools.
+    const m = r.findings.find((x) => x.id === 'operator-pool-management-changes')!;
+    expect(m.details.join(' ')).toMatch(/keeps reconciling IPPools/);
+    expect(m.details.join(' ')).not.toMatch(/does not write IPPools/);
+  });
+
+  it('3.30.7 -> 3.29.7 keeps disableNewAllocations; 3.30.7 -> 3.27.4 needs no conversion (that operator does not manage pools)', async () => {
+    for (const v of ['3.29.7', '3.27.4']) {
+      const r = computeFindings(live(installation330()), await loadRelease(v), { version: 'v3.30.7' }, new Set());
+      expect(r.findings.some((x) => x.id === 'installation-pool-stop-allocations-converted'), v).toBe(false);
+      expect(r.installation.stopAllocations, v).toBeUndefined();
+    }
+    const r27 = computeFindings(live(installation330()), await loadRelease('3.27.4'), { version: 'v3.30.7' }, new Set());
+    expect(r27.findings.find((x) => x.id === 'operator-pool-management-changes')!.details.join(' ')).toMatch(/does not write IPPools/);
+  });
+});

@@ -3,7 +3,7 @@
  * Pure functions over (live CRDs, live objects, target release) so they can be tested with the real manifests.
  */
 import { checkAgainstSchema, schemaFor } from '../calico/schema.js';
-import { CALICO_CRD_GROUP, compareVersions, OPERATOR_GROUP } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, compareVersions, OPERATOR_GROUP, operatorPoolBehaviour } from '../calico/knowledge.js';
 import type { Release } from '../calico/release.js';
 import type { KubeObject } from '../kube/types.js';
 import { INSTALLATION_POOL_RULES, PLAN_FLAGS, RUNTIME_KINDS } from './rules.js';
@@ -160,15 +160,39 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
     });
   }
 
+  // 4. Pools stopped with disableNewAllocations (3.29+) going to a target whose operator manages pools but has no
+  // such field (3.28): its CRD prunes the field and its operator rewrites the pool enabled (calico#9100, caused by
+  // the plan). Carry the stop over in the target's own terms instead.
+  const targetPools = operatorPoolBehaviour(target.version);
+  const stopped = pools.filter((p) => p.disableNewAllocations === true);
+  if (stopped.length && targetPools.managesPools && targetPools.stopAllocations && targetPools.stopAllocations.field !== 'disableNewAllocations') {
+    const { field, value, text } = targetPools.stopAllocations;
+    installation.stopAllocations = { cidrs: stopped.map((p) => String(p.cidr)), field, value };
+    findings.push({
+      id: 'installation-pool-stop-allocations-converted',
+      severity: 'warning',
+      title: `pools stopped with disableNewAllocations: the ${target.version} operator has no such field and would re-enable them`,
+      objects: stopped.map((p) => `Installation/default ipPools ${p.name ?? p.cidr}`),
+      details: stopped.map((p) => `${p.name ?? p.cidr}: disableNewAllocations: true -> ${text}${p[field] !== undefined ? ` (was ${field}: ${JSON.stringify(p[field])})` : ''}`),
+      action: 'transform',
+      plan: `set ${text} on these Installation entries while the operator is paused, so the ${target.operatorImage ?? 'target'} operator keeps them non-allocating (the bundle keeps the original entries)`,
+    });
+  }
+
   if (current.version && compareVersions(target.version, current.version) < 0 && pools.length > 0) {
+    const currentPools = operatorPoolBehaviour(current.version);
+    const detail = !targetPools.managesPools
+      ? `${target.version}'s operator does not write IPPools: the pools stay as they are, and later edits to them stick`
+      : `${target.version}'s operator keeps reconciling IPPools from the Installation's ipPools (adopting equal pools, reverting edits, re-enabling ` +
+        `a disabled one); ${currentPools.stopAllocations?.text ?? 'disabling'} becomes ${targetPools.stopAllocations?.text ?? 'not possible'}`;
     findings.push({
       id: 'operator-pool-management-changes',
       severity: 'info',
       title: 'IP pool management changes with the operator version',
       objects: pools.map((p) => `IPPool/${p.name ?? p.cidr}`),
-      details: [`${current.version} operators reconcile the Installation's pools; ${target.version} does not write IPPools`],
+      details: [detail],
       action: 'none',
-      plan: 'nothing to do: the IPPool objects stay as they are',
+      plan: targetPools.managesPools ? 'see the pool findings; doctor --target checks the pools against the target operator' : 'nothing to do: the IPPool objects stay as they are',
     });
   }
   return { findings, installation };
@@ -182,6 +206,12 @@ function withoutStatus(o: KubeObject): KubeObject {
 /** Apply the Installation transform to a copy of the live Installation. */
 export function transformInstallation(inst: KubeObject, t: InstallationTransform): KubeObject {
   const out = structuredClone(inst);
+  // Before removing fields: the stop is read from the entries' own disableNewAllocations.
+  if (t.stopAllocations) {
+    for (const p of out.spec?.calicoNetwork?.ipPools ?? []) {
+      if (t.stopAllocations.cidrs.includes(String(p.cidr))) p[t.stopAllocations.field] = t.stopAllocations.value;
+    }
+  }
   for (const p of t.removeFields) deletePath(out, p);
   if (t.trimPoolsPerFamily) {
     const pools: any[] = out.spec?.calicoNetwork?.ipPools ?? [];

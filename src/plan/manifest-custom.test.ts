@@ -3,10 +3,10 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseManifests } from '../kube/manifests.js';
 import type { KubeObject } from '../kube/types.js';
-import { calicoFixturesDir } from '../local-cluster/paths.js';
+import { readShippedFile } from '../calico/shipped.js';
 import { applyManifestEdits, findManifestEdits } from './manifest-custom.js';
 
-const calicoYaml = (v: string) => parseManifests(readFileSync(path.join(calicoFixturesDir(), v, 'manifests', 'calico.yaml'), 'utf8'), v);
+const calicoYaml = (v: string) => parseManifests(readShippedFile(v, 'calico.yaml')!.text, v);
 const get = (objs: KubeObject[], kind: string, name: string) => structuredClone(objs.find((o) => o.kind === kind && o.metadata.name === name)!);
 const nodeEnv = (ds: KubeObject) => ds.spec.template.spec.containers.find((c: any) => c.name === 'calico-node').env as any[];
 const images = (o: KubeObject) => [...(o.spec.template.spec.initContainers ?? []), ...o.spec.template.spec.containers].map((c: any) => c.image);

@@ -15,7 +15,7 @@ import { crdResourceType } from '../kube/discovery.js';
 import { computeFindings, isManagedCrd, type LiveCalico } from './findings.js';
 import { liveDataNotInBundle } from './compare.js';
 import { planManifestEdits } from './manifest-custom.js';
-import { checkBundle, checkCluster, clusterUid, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
+import { checkBundle, checkCluster, checkTargetPools, clusterUid, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
 import { parseDuration } from '../config/config.js';
 import { PLAN_FLAGS } from './rules.js';
 import { planRollingNodes, type RollingSettings } from '../drain/rolling-reboot.js';
@@ -86,6 +86,7 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
     ];
     const live = await loadLiveCalico(client);
     const { findings, installation } = computeFindings(live, target, install, flags);
+    if (install.installType === 'operator') preflight.push(await checkTargetPools(client, target, installation));
     // Objects changed since the backup (by people or by an operator, as in #9100): the plan names them and either
     // keeps them as they are or, with --restore-drift, puts them back from the bundle while the operator is paused.
     const drifted = (await liveDataNotInBundle(client, bundle)).filter((d) => d.problem === 'changed' && !d.object.startsWith('Installation/'));
@@ -153,7 +154,7 @@ const STEP_TEXT: Record<string, { title: string; description: string }> = {
   'apply-crds': { title: 'apply the target CRDs', description: 'replace each CRD with the target\'s exactly (create or update, so no field of the old schema survives), then wait until Established; no CRD is deleted (CRDs the target lacks stay with their data)' },
   'apply-operator': { title: 'apply the target operator manifest', description: 'create or replace the objects of tigera-operator.yaml without its CRDs exactly as released; the operator Deployment stays at 0 replicas until resumed' },
   'apply-calico-manifest': { title: 'apply the target calico.yaml', description: 'create or replace the objects of calico.yaml exactly as released (CRDs already in place)' },
-  'transform-installation': { title: 'make the Installation valid for the target', description: 'remove the fields the target CRD lacks (and extra pools, when allowed) and write it with strict field validation' },
+  'transform-installation': { title: 'make the Installation valid for the target', description: 'remove the fields the target CRD lacks (and extra pools, when allowed), stop pools in the target operator\'s own terms (3.28: nodeSelector "!all()" for disableNewAllocations), and write it with strict field validation' },
   'remove-old': { title: 'remove the old version', description: 'delete the operator custom resources, the operator Deployment and RBAC, and every Calico CRD (with all their objects): the users\' delete step, safe because the bundle verified' },
   'install-target': { title: 'install the target version', description: 'apply the target CRDs and operator manifest (operator kept at 0 replicas)' },
   'restore-data': { title: 'restore all Calico data from the bundle', description: 'IP pools, IPAM, policies, BGP/Felix, Installation (fields the target lacks dropped), under the datastore lock' },

@@ -11,11 +11,15 @@ import path from 'node:path';
 import { openBundle, readBundleManifest, type Bundle } from '../bundle/reader.js';
 import type { BundleManifest } from '../bundle/types.js';
 import { verifyBundle } from '../bundle/verify.js';
+import type { Release } from '../calico/release.js';
+import { poolChecks } from '../doctor/checks/pools.js';
 import { loadLiveState, runChecks } from '../doctor/doctor.js';
+import { installation as installationOf, KEYS, type CalicoState } from '../doctor/state.js';
+import { transformInstallation } from './findings.js';
 import { BadInputError, RefusedError } from '../errors.js';
 import type { KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
-import type { PreflightCheck } from './types.js';
+import type { InstallationTransform, PreflightCheck } from './types.js';
 
 export const DEFAULT_BACKUP_DIR = 'cni-rewind-backups';
 
@@ -142,4 +146,31 @@ export async function openPlanBundle(p: string): Promise<Bundle> {
     if (err instanceof BadInputError) throw new RefusedError(`the plan's bundle cannot be used: ${err.message}`);
     throw err;
   }
+}
+
+/**
+ * The pools as the TARGET operator will treat them, after the plan's Installation transform: an upgrade to 3.28
+ * with a disabled pool listed in the Installation re-enables it (calico#9100), and nothing after the operator
+ * resumes can stop that. Blocking, with doctor's fix (stop allocations through the Installation entry), so a plan
+ * is never the cause of the incident it exists to prevent.
+ */
+export async function checkTargetPools(client: KubeClient, target: Release, transform: InstallationTransform): Promise<PreflightCheck> {
+  const state = await loadLiveState(client);
+  return targetPoolsCheck(state, target, transform);
+}
+
+export function targetPoolsCheck(state: CalicoState, target: Release, transform: InstallationTransform): PreflightCheck {
+  const inst = installationOf(state);
+  const planned: CalicoState = inst
+    ? { ...state, objects: { ...state.objects, [KEYS.installations]: [transformInstallation(inst, transform)] } }
+    : state;
+  const errors = runChecks(planned, { target, checks: poolChecks }).filter((f) => f.severity === 'error');
+  return {
+    name: 'target-operator-pools',
+    ok: errors.length === 0,
+    blocking: true,
+    detail: errors.length
+      ? `with ${target.version}'s operator: ${errors.map((f) => `${f.title}. Fix: ${f.fix}`).join(' | ')}`
+      : `${target.version}'s operator leaves the IP pools as they are`,
+  };
 }

@@ -1,5 +1,5 @@
 /**
- * Calico facts the planner relies on, as data (see shared/fixtures/calico/DIFFERENCES.md). Kept beside the
+ * Calico facts the planner relies on, as data (see docs/calico-differences.md). Kept beside the
  * planner because nothing else uses them; move them to calico/knowledge.ts if another module needs them.
  */
 

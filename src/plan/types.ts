@@ -50,6 +50,12 @@ export interface InstallationTransform {
   removeFields: string[];
   /** Keep only the first pool per IP family in `calicoNetwork.ipPools` (the IPPool objects stay). */
   trimPoolsPerFamily: boolean;
+  /**
+   * CIDRs of `calicoNetwork.ipPools` entries stopped with `disableNewAllocations: true` (3.29+) that get the target
+   * operator's own way to stop allocations instead (3.28: `nodeSelector: "!all()"`), since its CRD prunes the field
+   * and its operator would otherwise re-enable the pool (calico#9100).
+   */
+  stopAllocations?: { cidrs: string[]; field: string; value: unknown };
 }
 
 /**

@@ -2,8 +2,9 @@
  * Keeping Calico from fighting a restore, and always putting things back:
  * - the tigera-operator Deployment is scaled to 0 (it would re-create, rewrite or delete pools and
  *   Installation-derived objects while we write them) and returned to its prior replica count;
- * - ClusterInformation default .spec.datastoreReady=false is held while IPAM is written (what
- *   `calicoctl datastore migrate lock` does) and returned to its prior value.
+ * - ClusterInformation default .spec.datastoreReady=false is held while pools and IPAM are written (what
+ *   `calicoctl datastore migrate lock` does) and returned to its prior value (true when it was unset).
+ *   While it is held every CNI ADD/DEL fails and Felix restarts on every node: keep it short.
  * The prior values are also recorded in an annotation on the object, so a restore interrupted hard
  * (SIGKILL, lost connection) can be finished by the next run, which reads them back.
  */
@@ -36,7 +37,7 @@ export async function pauseOperator(client: KubeClient, reporter: Reporter): Pro
     spec: { replicas: 0 },
   });
   reporter.info('CNR_RESTORE_OPERATOR_PAUSED', `paused the tigera operator (replicas ${prior} -> 0) so it does not rewrite what is being restored`, { prior });
-  return {
+  const release: Release = {
     what: `tigera-operator replicas ${prior}`,
     async release() {
       await client.mergePatch(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT, {
@@ -46,7 +47,26 @@ export async function pauseOperator(client: KubeClient, reporter: Reporter): Pro
       reporter.info('CNR_RESTORE_OPERATOR_RESUMED', `tigera operator back to ${prior} replica(s)`, { replicas: prior });
     },
   };
+  // Scaling to 0 only asks: an operator pod still running (or terminating) keeps reconciling until it is gone, and
+  // would rewrite pools and Installation-derived objects under the restore. Wait until no operator pod is left.
+  const selector = Object.entries<string>(dep.spec?.selector?.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
+  if (selector) {
+    try {
+      await client.waitFor(
+        'the tigera operator pod to be gone',
+        async () => ((await client.listAll(K.pod, { namespace: OPERATOR_NAMESPACE, labelSelector: selector })).length === 0 ? true : undefined),
+        { timeoutMs: OPERATOR_STOP_TIMEOUT_MS, intervalMs: 500 },
+      );
+    } catch (err) {
+      await release.release().catch(() => undefined);
+      throw err;
+    }
+  }
+  return release;
 }
+
+/** How long a paused operator's pod may take to go (its terminationGracePeriodSeconds is 60 in the manifests). */
+const OPERATOR_STOP_TIMEOUT_MS = 120_000;
 
 /**
  * Set datastoreReady=false on ClusterInformation default. `priorOverride` is the value from before the restore
@@ -62,20 +82,21 @@ export async function lockDatastore(client: KubeClient, type: ResourceType, repo
   const recorded = ci.metadata.annotations?.[PRIOR_DATASTORE_READY_ANNOTATION];
   const current = ci.spec?.datastoreReady as boolean | undefined;
   const prior: boolean | undefined = recorded === 'true' ? true : recorded === 'false' ? false : recorded === 'unset' ? undefined : priorOverride ?? current;
-  const hadPrior = recorded !== undefined || priorOverride !== undefined || current !== undefined;
   await client.mergePatch(type, undefined, CLUSTER_INFORMATION.name, {
     metadata: { annotations: { [PRIOR_DATASTORE_READY_ANNOTATION]: prior === undefined ? 'unset' : String(prior) } },
     spec: { datastoreReady: false },
   });
-  reporter.info('CNR_RESTORE_DATASTORE_LOCKED', 'ClusterInformation default: datastoreReady=false while IPAM is written', { prior });
+  reporter.info('CNR_RESTORE_DATASTORE_LOCKED', 'ClusterInformation default: datastoreReady=false while pools and IPAM are written', { prior });
   return {
     what: `ClusterInformation datastoreReady ${prior === undefined ? 'unset' : prior}`,
     async release() {
       await client.mergePatch(type, undefined, CLUSTER_INFORMATION.name, {
         metadata: { annotations: { [PRIOR_DATASTORE_READY_ANNOTATION]: null } },
-        spec: { datastoreReady: hadPrior && prior !== undefined ? prior : null },
+        // Never back to unset: Calico's CNI plugin dereferences spec.datastoreReady without a nil check, so an unset
+        // value fails every pod network setup until calico-node rewrites it. A prior false (another tool's lock) stays.
+        spec: { datastoreReady: prior ?? true },
       });
-      reporter.info('CNR_RESTORE_DATASTORE_RELEASED', `ClusterInformation default: datastoreReady back to ${prior ?? 'unset'}`, { datastoreReady: prior });
+      reporter.info('CNR_RESTORE_DATASTORE_RELEASED', `ClusterInformation default: datastoreReady back to ${prior ?? true}`, { datastoreReady: prior ?? true });
     },
   };
 }

@@ -1,8 +1,4 @@
-/**
- * The order in which restore writes objects, and which parts of them it writes: data in one place.
- * (Kept next to restore rather than in calico/knowledge.ts, which other engineers were editing at the time;
- * it only reads knowledge.ts's group names.)
- */
+/** The order in which restore writes objects, and which parts of them it writes: data in one place. */
 import { CALICO_CRD_GROUP, OPERATOR_GROUP, SHARED_POLICY_GROUP } from '../calico/knowledge.js';
 import { groupOf, type KubeObject } from '../kube/types.js';
 
@@ -18,16 +14,19 @@ export interface RestorePhase {
 }
 
 /**
- * Issue 4: CRDs (handled before any phase) -> namespaces/config -> operator.tigera.io -> ClusterInformation ->
+ * CRDs (handled before any phase) -> namespaces/config -> operator.tigera.io -> ClusterInformation ->
  * IPPools/IPReservations -> IPAM -> BGP/Felix -> network sets/host endpoints -> policies -> everything else.
- * Pools come before IPAM because blocks are carved out of pools; IPAM is written under the datastore lock
- * so calico-node and kube-controllers do not garbage-collect half-restored blocks and handles.
+ * Pools come before IPAM because blocks are carved out of pools; pools and IPAM are written under the datastore
+ * lock so calico-node and kube-controllers neither allocate from a half-restored pool nor garbage-collect
+ * half-restored blocks and handles.
  */
 export const RESTORE_PHASES: RestorePhase[] = [
   { id: 'config', title: 'namespaces and config', groups: [''], kinds: ['Namespace', 'ConfigMap', 'Secret'] },
   { id: 'operator', title: 'operator.tigera.io', groups: [OPERATOR_GROUP] },
   { id: 'cluster-information', title: 'ClusterInformation', groups: [CALICO_CRD_GROUP], kinds: ['ClusterInformation'] },
-  { id: 'ip-pools', title: 'IP pools and reservations', groups: [CALICO_CRD_GROUP], kinds: ['IPPool', 'IPReservation'] },
+  // Pools are written under the lock too: a pool appearing while Calico runs makes every calico-node allocate its
+  // tunnel address from it, into blocks the IPAM phase then overwrites.
+  { id: 'ip-pools', title: 'IP pools and reservations', groups: [CALICO_CRD_GROUP], kinds: ['IPPool', 'IPReservation'], datastoreLock: true },
   { id: 'ipam', title: 'IPAM', groups: [CALICO_CRD_GROUP], kinds: ['IPAMConfig', 'BlockAffinity', 'IPAMBlock', 'IPAMHandle'], datastoreLock: true },
   {
     id: 'bgp-felix',
@@ -40,7 +39,7 @@ export const RESTORE_PHASES: RestorePhase[] = [
     id: 'policies',
     title: 'policies',
     groups: [CALICO_CRD_GROUP, SHARED_POLICY_GROUP],
-    kinds: ['Tier', 'GlobalNetworkPolicy', 'NetworkPolicy', 'StagedGlobalNetworkPolicy', 'StagedNetworkPolicy', 'StagedKubernetesNetworkPolicy', 'AdminNetworkPolicy', 'BaselineAdminNetworkPolicy'],
+    kinds: ['Tier', 'GlobalNetworkPolicy', 'NetworkPolicy', 'StagedGlobalNetworkPolicy', 'StagedNetworkPolicy', 'StagedKubernetesNetworkPolicy', 'AdminNetworkPolicy', 'BaselineAdminNetworkPolicy', 'ClusterNetworkPolicy'],
   },
 ];
 export const OTHER_PHASE: RestorePhase = { id: 'other', title: 'everything else', groups: [] };

@@ -1,11 +1,11 @@
 /**
- * Operator-managed IP pools (Calico issue #9100, DIFFERENCES.md "Operator-managed IP pools"): from operator
+ * Operator-managed IP pools (Calico issue #9100, docs/calico-differences.md "Operator-managed IP pools"): from operator
  * v1.34 (Calico 3.28) a pool listed in Installation.spec.calicoNetwork.ipPools, or labelled
  * app.kubernetes.io/managed-by=tigera-operator, is reconciled from the Installation entry. Writing such an
  * IPPool alone is reverted minutes later, so restore relies on the Installation entry (restored first) and says
  * so, and refuses a pool state the installed operator's pool API cannot express (e.g. disabled: true).
  */
-import { OPERATOR_MANAGED_LABEL, OPERATOR_MANAGED_VALUE, calicoMinorForOperator, calicoVersionForOperator, imageTag, operatorPoolBehaviour } from '../calico/knowledge.js';
+import { calicoLabels, OPERATOR_MANAGED_LABEL, OPERATOR_MANAGED_VALUE, calicoMinorForOperator, calicoVersionForOperator, imageTag, operatorPoolBehaviour } from '../calico/knowledge.js';
 import type { KubeObject } from '../kube/types.js';
 
 export interface PoolVerdict {
@@ -40,12 +40,15 @@ export function judgePool(pool: KubeObject, installation: KubeObject | undefined
   const behaviour = operatorPoolBehaviour(version);
   if (!behaviour.managesPools) return { managed: false };
   const entry = installationEntries(installation).find((e) => (e?.name && e.name === pool.metadata.name) || (e?.cidr && e.cidr === pool.spec?.cidr));
-  const labelled = pool.metadata.labels?.[OPERATOR_MANAGED_LABEL] === OPERATOR_MANAGED_VALUE;
+  const labelled = calicoLabels(pool)[OPERATOR_MANAGED_LABEL] === OPERATOR_MANAGED_VALUE;
   if (!entry && !labelled) return { managed: false };
   const entryName: string | undefined = entry ? (entry.name ?? entry.cidr) : undefined;
   const op = imageTag(operatorImage);
-  if (pool.spec?.disabled === true) {
-    const stop = behaviour.stopAllocations;
+  const stop = behaviour.stopAllocations;
+  // An entry that already stops allocations the operator's way (3.28 nodeSelector "!all()", 3.29+ disableNewAllocations)
+  // keeps the pool non-allocating: restored through the entry, nothing to refuse (a refusal there would loop).
+  const stoppedByEntry = !!entry && !!stop && JSON.stringify(entry[stop.field]) === JSON.stringify(stop.value);
+  if (pool.spec?.disabled === true && !stoppedByEntry) {
     return {
       managed: true,
       entry: entryName,

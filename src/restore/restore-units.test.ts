@@ -42,7 +42,7 @@ describe('restore order', () => {
       'SomethingNew',
     ]);
     expect(phaseOf(calico('IPAMBlock')).phase.datastoreLock).toBe(true);
-    expect(phaseOf(calico('IPPool')).phase.datastoreLock).toBeFalsy();
+    expect(phaseOf(calico('IPPool')).phase.datastoreLock).toBe(true); // pools too: calico-node would allocate tunnel addresses from them
   });
 });
 
@@ -99,6 +99,28 @@ describe('operator-managed IP pools', () => {
     expect(v134.refusal?.reason).toMatch(/has no "disabled" field/);
     expect(v134.refusal?.fix).toMatch(/nodeSelector: "!all\(\)"/);
     expect(judgePool(pool, installation, op('v1.36.16')).refusal?.fix).toMatch(/disableNewAllocations: true/);
+  });
+
+  it('does not refuse a disabled pool whose entry already stops it the operator\'s way (a refusal there would loop)', () => {
+    const pool = calico('IPPool', 'default-ipv4-ippool', { cidr: '192.168.0.0/16', disabled: true });
+    const stopped = (extra: any): KubeObject => ({ ...installation, spec: { calicoNetwork: { ipPools: [{ name: 'default-ipv4-ippool', cidr: '192.168.0.0/16', ...extra }] } } });
+    const v136 = judgePool(pool, stopped({ disableNewAllocations: true }), op('v1.36.16'));
+    expect(v136).toMatchObject({ managed: true, entry: 'default-ipv4-ippool' });
+    expect(v136.refusal).toBeUndefined();
+    expect(judgePool(pool, stopped({ nodeSelector: '!all()' }), op('v1.34.3')).refusal).toBeUndefined();
+    // The 3.29 field means nothing to operator v1.34: still refused there.
+    expect(judgePool(pool, stopped({ disableNewAllocations: true }), op('v1.34.3')).refusal).toBeDefined();
+  });
+
+  it('reads the managed-by label where the operator does: the projectcalico.org/metadata annotation wins over metadata.labels', () => {
+    const viaV3 = calico('IPPool', 'mine', { cidr: '10.9.0.0/16', disabled: true });
+    viaV3.metadata.annotations = { 'projectcalico.org/metadata': JSON.stringify({ labels: { 'app.kubernetes.io/managed-by': 'tigera-operator' } }) };
+    expect(judgePool(viaV3, installation, op('v1.34.3')).refusal).toBeDefined();
+    // A kubectl label on the crd.projectcalico.org object is not what the operator reads when the annotation exists.
+    const relabelled = calico('IPPool', 'mine', { cidr: '10.9.0.0/16', disabled: true });
+    relabelled.metadata.labels = { 'app.kubernetes.io/managed-by': 'tigera-operator' };
+    relabelled.metadata.annotations = { 'projectcalico.org/metadata': JSON.stringify({ labels: {} }) };
+    expect(judgePool(relabelled, installation, op('v1.34.3'))).toEqual({ managed: false });
   });
 
   it('leaves pools alone when the operator does not manage them (v1.32, no operator, not listed or labelled)', () => {

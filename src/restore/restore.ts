@@ -567,10 +567,12 @@ export async function executeRestore(
       let done = 0;
       const total = writes.filter((p) => p.action.action !== 'prune').length;
       const phases = [...RESTORE_PHASES, OTHER_PHASE];
+      let locked = false;
       for (const phase of phases) {
         const inPhase = writes.filter((p) => p.action.phase === phase.id && p.action.action !== 'prune');
         if (!inPhase.length) continue;
-        if (phase.datastoreLock) {
+        if (phase.datastoreLock && !locked) {
+          locked = true; // taken once, for every locked phase (pools, then IPAM), released at the end
           const lock = await timer.time('guards', () => lockDatastore(client, ciType, reporter, lockPrior));
           if (lock) {
             releases.push(lock);

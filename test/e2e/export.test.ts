@@ -252,13 +252,14 @@ describe('export, inspect, verify, list, diff on a populated Calico 3.28.1 clust
     });
     const future = crd('crd.projectcalico.org', 'FutureThing', 'futurethings');
     const anp = crd('policy.networking.k8s.io', 'AdminNetworkPolicy', 'adminnetworkpolicies');
-    const other = crd('policy.networking.k8s.io', 'ClusterNetworkPolicy', 'clusternetworkpolicies');
+    // A kind of the shared group that no Calico release ships (3.32's ClusterNetworkPolicy is Calico's and exported).
+    const other = crd('policy.networking.k8s.io', 'ExamplePolicy', 'examplepolicies');
     const { applyManifests } = await import('../../src/kube/manifests.js');
     await applyManifests(client, [future, anp, other] as any, { fieldManager: 'e2e' });
     await applyManifests(client, [
       { apiVersion: 'crd.projectcalico.org/v1alpha1', kind: 'FutureThing', metadata: { name: 'ft-1' }, spec: { x: 1 } },
       { apiVersion: 'policy.networking.k8s.io/v1alpha1', kind: 'AdminNetworkPolicy', metadata: { name: 'anp-1' }, spec: { priority: 10 } },
-      { apiVersion: 'policy.networking.k8s.io/v1alpha1', kind: 'ClusterNetworkPolicy', metadata: { name: 'cnp-1' }, spec: {} },
+      { apiVersion: 'policy.networking.k8s.io/v1alpha1', kind: 'ExamplePolicy', metadata: { name: 'ex-1' }, spec: {} },
     ] as any, { fieldManager: 'e2e' });
     const out = path.join(work, 'future');
     fs.rmSync(out, { recursive: true, force: true });
@@ -268,10 +269,10 @@ describe('export, inspect, verify, list, diff on a populated Calico 3.28.1 clust
       const m = JSON.parse((await runCli(['inspect', out, '-o', 'json'])).stdout);
       expect(m.counts['futurethings.crd.projectcalico.org']).toBe(1);
       expect(m.counts['adminnetworkpolicies.policy.networking.k8s.io']).toBe(1);
-      expect(m.counts['clusternetworkpolicies.policy.networking.k8s.io']).toBeUndefined();
+      expect(m.counts['examplepolicies.policy.networking.k8s.io']).toBeUndefined();
       expect(fs.existsSync(path.join(out, 'resources/crd.projectcalico.org/FutureThing/_cluster/ft-1.yaml'))).toBe(true);
       expect(fs.existsSync(path.join(out, 'crds/adminnetworkpolicies.policy.networking.k8s.io.yaml'))).toBe(true);
-      expect(fs.existsSync(path.join(out, 'crds/clusternetworkpolicies.policy.networking.k8s.io.yaml'))).toBe(false);
+      expect(fs.existsSync(path.join(out, 'crds/examplepolicies.policy.networking.k8s.io.yaml'))).toBe(false);
       expect((await runCli(['verify', out])).code).toBe(0);
       expect((await runCli(['diff', out])).code).toBe(0);
     } finally {

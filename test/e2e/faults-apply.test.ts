@@ -20,12 +20,12 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import { LocalCluster } from '../../src/local-cluster/cluster.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
-import { calicoFixturesDir } from '../../src/local-cluster/paths.js';
+import { releasesDir } from '../support/releases.js';
 import { deleteNodes, resetCalico, runCli, startCli, testClient } from './helpers.js';
 import { calicoSnapshot, expectDowngradedTo327, installCalico328, type CalicoSnapshot } from './plan-support.js';
 import { populateCalico, type Population } from './population.js';
 
-const fixtures = calicoFixturesDir();
+const fixtures = releasesDir();
 const STEPS = ['preflight', 'pause-operator', 'apply-crds', 'apply-operator', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data'];
 const noStack = (s: string) => expect(s).not.toMatch(/\n\s+at .+[(:]\d+|unexpected error/);
 

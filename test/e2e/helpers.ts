@@ -6,7 +6,8 @@ import { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import { applyManifests, parseManifests, pool } from '../../src/kube/manifests.js';
 import type { KubeObject, ResourceType } from '../../src/kube/types.js';
-import { calicoFixturesDir, packageRoot } from '../../src/local-cluster/paths.js';
+import { packageRoot } from '../../src/package-root.js';
+import { releaseFilePath, releaseText } from '../support/releases.js';
 
 export const kubeconfig = (): string => inject('kubeconfig');
 
@@ -14,12 +15,13 @@ export async function testClient(): Promise<KubeClient> {
   return KubeClient.connect({ kubeconfig: kubeconfig() });
 }
 
+/** A shipped release file as a plain file, for commands that take a path (kubectl -f). */
 export function fixturePath(version: string, file: string): string {
-  return path.join(calicoFixturesDir(), version, 'manifests', file);
+  return releaseFilePath(version, file);
 }
 
 export function fixtureObjects(version: string, file: string): KubeObject[] {
-  return parseManifests(readFileSync(fixturePath(version, file), 'utf8'), `${version}/${file}`);
+  return parseManifests(releaseText(version, file), `${version}/${file}`);
 }
 
 /** Apply a Calico release manifest from the fixtures (server-side, CRDs first). */

@@ -13,12 +13,12 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import { crdResourceType } from '../../src/kube/discovery.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
-import { calicoFixturesDir } from '../../src/local-cluster/paths.js';
+import { releasesDir } from '../support/releases.js';
 import { deleteNodes, fixtureObjects, resetCalico, runCli, testClient } from './helpers.js';
 import { applyKilledAtEachStep, calicoSnapshot, expectDowngradedTo327, installCalico328 } from './plan-support.js';
 import { populateCalico, type Population } from './population.js';
 
-const fixtures = calicoFixturesDir();
+const fixtures = releasesDir();
 
 describe('plan and apply: 3.28.1 -> 3.27.4 on a real cluster', () => {
   let client: KubeClient;

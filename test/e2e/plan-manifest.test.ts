@@ -17,13 +17,13 @@ import { pool, waitCrdsEstablished } from '../../src/kube/manifests.js';
 import { ResourceResolver } from '../../src/kube/resolver.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
-import { calicoFixturesDir } from '../../src/local-cluster/paths.js';
+import { releasesDir } from '../support/releases.js';
 import { canonicalJson } from '../../src/plan/compare.js';
 import { calicoType, deleteNodes, fixtureObjects, resetCalico, runCli, testClient } from './helpers.js';
 import { applyKilledAtEachStep, calicoSnapshot } from './plan-support.js';
 import { populateCalico, type Population } from './population.js';
 
-const fixtures = calicoFixturesDir();
+const fixtures = releasesDir();
 const NODES = ['fpm-1', 'fpm-2'];
 const MANIFEST_STEPS = ['preflight', 'apply-crds', 'apply-calico-manifest', 'wait-rollout', 'verify-data'];
 const CLUSTER_INFO = calicoType('clusterinformations', 'ClusterInformation');

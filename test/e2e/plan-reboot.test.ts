@@ -20,14 +20,14 @@ import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/executor/lock.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
-import { calicoFixturesDir } from '../../src/local-cluster/paths.js';
+import { releasesDir } from '../support/releases.js';
 import { startMoto, runMotoInstances, type Moto } from '../support/moto.js';
 import { startRecordingEc2Proxy, type Ec2Call, type RecordingEc2Proxy } from '../support/ec2-proxy.js';
 import { resetCalico, runCli, testClient } from './helpers.js';
 import { calicoSnapshot, installCalico328 } from './plan-support.js';
 import { populateCalico } from './population.js';
 
-const fixtures = calicoFixturesDir();
+const fixtures = releasesDir();
 const PREFIX = 'frb-';
 const APP_NS = 'frb-web';
 const NOT_READY_LABEL = 'node-not-ready.stage.kwok.x-k8s.io';

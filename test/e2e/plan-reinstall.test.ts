@@ -14,7 +14,7 @@ import { K } from '../../src/kube/builtin.js';
 import { crdResourceType } from '../../src/kube/discovery.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
-import { calicoFixturesDir } from '../../src/local-cluster/paths.js';
+import { releasesDir } from '../support/releases.js';
 import { canonicalJson } from '../../src/plan/compare.js';
 import { deleteNodes, fixtureObjects, resetCalico, runCli, testClient } from './helpers.js';
 import { calicoSnapshot, installCalico328 } from './plan-support.js';
@@ -47,7 +47,7 @@ describe('plan --strategy reinstall: delete-and-create without losing anything',
     const e = await runCli(['export', '--out', bundle]);
     expect(e.code, e.stderr).toBe(0);
     const plan = path.join(dir, 'plan.json');
-    const p = await runCli(['plan', '--to', '3.27.4', '--manifests', calicoFixturesDir(), '--bundle', bundle, '--no-disk-snapshots', '--strategy', 'reinstall', '--out', plan, '-o', 'json']);
+    const p = await runCli(['plan', '--to', '3.27.4', '--manifests', releasesDir(), '--bundle', bundle, '--no-disk-snapshots', '--strategy', 'reinstall', '--out', plan, '-o', 'json']);
     expect(p.code, p.stderr).toBe(0);
     const planned = JSON.parse(p.stdout);
     expect(planned.steps.map((s: any) => s.id)).toEqual(['preflight', 'pause-operator', 'remove-old', 'install-target', 'restore-data', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data']);

@@ -7,7 +7,7 @@ import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/executor/lock.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
-import { calicoFixturesDir } from '../../src/local-cluster/paths.js';
+import { releasesDir } from '../support/releases.js';
 import { canonicalJson } from '../../src/plan/compare.js';
 import { deleteNodes, fixtureObjects, resetCalico, runCli, testClient } from './helpers.js';
 import { calicoSnapshot, installCalicoExactly, INSTALLATION_327 } from './plan-support.js';
@@ -32,12 +32,37 @@ describe('plan and apply: upgrade 3.27.4 -> 3.28.1 in place', () => {
     client.close();
   });
 
+  it('refuses to upgrade while a disabled pool is listed in the Installation (calico#9100), until the entry stops it the 3.28 way', async () => {
+    const ippools = { group: 'crd.projectcalico.org', version: 'v1', plural: 'ippools', kind: 'IPPool', namespaced: false };
+    const installations = { group: 'operator.tigera.io', version: 'v1', plural: 'installations', kind: 'Installation', namespaced: false };
+    // The incident's 3.27 state: default-ipv4-ippool (the Installation's entry) disabled after a pool migration.
+    await client.apply(ippools, { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name: 'default-ipv4-ippool' }, spec: { cidr: '192.168.0.0/16', blockSize: 26, ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true, nodeSelector: 'all()', disabled: true } }, { fieldManager: 'fup' });
+    try {
+      const bundle = path.join(dir, 'bundle-9100');
+      expect((await runCli(['export', '--out', bundle])).code).toBe(0);
+      const p = await runCli(['plan', '--to', '3.28.1', '--bundle', bundle, '--no-disk-snapshots', '--out', path.join(dir, 'plan-9100.yaml')]);
+      expect(p.code, p.stdout + p.stderr).toBe(5);
+      expect(p.stdout + p.stderr).toMatch(/target-operator-pools/);
+      expect(p.stdout + p.stderr).toMatch(/default-ipv4-ippool is disabled, but the tigera operator of the target Calico v3\.28\.1 manages it/);
+      expect(p.stdout + p.stderr).toMatch(/kubectl patch installation default --type=json -p '\[\{"op":"add","path":"\/spec\/calicoNetwork\/ipPools\/0\/nodeSelector","value":"!all\(\)"\}\]'/);
+      // The printed fix, then the same plan passes that check.
+      const entry = INSTALLATION_327.spec.calicoNetwork.ipPools[0];
+      await client.mergePatch(installations, undefined, 'default', { spec: { calicoNetwork: { ipPools: [{ ...entry, nodeSelector: '!all()' }] } } });
+      const again = await runCli(['plan', '--to', '3.28.1', '--bundle', bundle, '--no-disk-snapshots', '-o', 'json']);
+      const out = JSON.parse(again.stdout);
+      expect(out.preflight.find((c: any) => c.name === 'target-operator-pools'), again.stderr).toMatchObject({ ok: true });
+    } finally {
+      await client.delete(ippools, undefined, 'default-ipv4-ippool');
+      await client.mergePatch(installations, undefined, 'default', { spec: { calicoNetwork: { ipPools: INSTALLATION_327.spec.calicoNetwork.ipPools } } });
+    }
+  });
+
   it('finds nothing to transform, applies 3.28.1 CRDs and operator v1.34.3, and keeps every Calico object as it was', async () => {
     const before = await calicoSnapshot(client);
     const bundle = path.join(dir, 'bundle');
     expect((await runCli(['export', '--out', bundle])).code).toBe(0);
     const plan = path.join(dir, 'plan.yaml');
-    const p = await runCli(['plan', '--to', '3.28.1', '--manifests', calicoFixturesDir(), '--bundle', bundle, '--no-disk-snapshots', '--out', plan, '-o', 'json']);
+    const p = await runCli(['plan', '--to', '3.28.1', '--manifests', releasesDir(), '--bundle', bundle, '--no-disk-snapshots', '--out', plan, '-o', 'json']);
     expect(p.code, p.stderr).toBe(0);
     const out = JSON.parse(p.stdout);
     expect(out).toMatchObject({ direction: 'upgrade', current: { version: 'v3.27.4' }, target: { version: 'v3.28.1' } });

@@ -135,7 +135,7 @@ describe('restore --resources on a real cluster', () => {
     await client.delete(K.namespace, undefined, APP_NS);
     await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
     await applyFixture(client, '3.28.1', 'custom-resources.yaml');
-    // The 3.28 operator writes name/allowedUses into the Installation pool entries itself (DIFFERENCES.md); kwok
+    // The 3.28 operator writes name/allowedUses into the Installation pool entries itself (docs/calico-differences.md); kwok
     // runs no real operator, so do what it would.
     const inst = await client.get(T.installation, undefined, 'default');
     inst.spec.calicoNetwork.ipPools[0].allowedUses = ['Workload', 'Tunnel'];
@@ -278,7 +278,7 @@ describe('restore --resources on a real cluster', () => {
       expect(await client.getOrUndefined(T.ipamblock, undefined, '192-168-10-0-26')).toBeDefined();
       expect(await client.getOrUndefined(T.gnp, undefined, 'default.allow-dns')).toBeDefined();
       expect(r.stderr).toMatch(/paused the tigera operator \(replicas 2 -> 0\)/);
-      expect(r.stderr).toMatch(/datastoreReady=false while IPAM is written/);
+      expect(r.stderr).toMatch(/datastoreReady=false while pools and IPAM are written/);
       expect(await operatorReplicas(client)).toBe(2);
       expect(await datastoreReady(client)).toBe(false);
       const dep = await client.get(K.deployment, 'tigera-operator', 'tigera-operator');
@@ -307,6 +307,25 @@ describe('restore --resources on a real cluster', () => {
     expect(await datastoreReady(client)).toBe(false);
     await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', { spec: { replicas: 1 } });
     await client.mergePatch(T.clusterinfo, undefined, 'default', { spec: { datastoreReady: true } });
+  });
+
+  it('takes the datastore lock before the pools, and releases a lock whose prior value was unset to true', async () => {
+    const bundle = await exportTo(work, 'lock');
+    // calico-node always writes datastoreReady; unset is what a hand-made or damaged ClusterInformation has. Calico's
+    // CNI plugin dereferences the field without a nil check, so the restore must leave it true, never unset.
+    await client.mergePatch(T.clusterinfo, undefined, 'default', { spec: { datastoreReady: null } });
+    expect(await datastoreReady(client)).toBeUndefined();
+    await client.delete(T.ippool, undefined, 'legacy-pool');
+    await client.delete(T.ipamblock, undefined, '192-168-10-0-26');
+    const r = await runCli(['restore', bundle, '--resources', '--yes']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(await datastoreReady(client)).toBe(true);
+    const lockedAt = r.stderr.indexOf('datastoreReady=false while pools and IPAM are written');
+    const poolsAt = r.stderr.indexOf('restoring IP pools and reservations');
+    expect(lockedAt, r.stderr).toBeGreaterThanOrEqual(0);
+    expect(poolsAt, r.stderr).toBeGreaterThan(lockedAt);
+    // One lock for both phases: locked and released once.
+    expect(r.stderr.match(/datastoreReady=false while/g)).toHaveLength(1);
   });
 
   it('refuses a bundle from another cluster unless --allow-other-cluster', async () => {

@@ -26,7 +26,7 @@ function kubectlPath(): string {
       /* not a version folder */
     }
   }
-  throw new Error(`kubectl not found under ${cache}: build the test control plane first (test/e2e-cluster/build.sh)`);
+  throw new Error(`kubectl not found under ${cache}: build the test control plane first (control-plane/build.sh)`);
 }
 
 describe('wrap: back up, run a risky command, check, restore on failure', () => {

@@ -1,6 +1,6 @@
 /**
  * A FAKE Proxmox VE API server for tests (no Proxmox emulator exists). It follows the documented API
- * (shared/guides/providers.md §4, qemu-server src/PVE/API2/Qemu.pm) for the routes the provider uses:
+ * (the Proxmox VE API viewer pve.proxmox.com/pve-docs/api-viewer and qemu-server src/PVE/API2/Qemu.pm) for the routes the provider uses:
  *   GET  /api2/json/cluster/resources?type=vm
  *   GET  /api2/json/nodes/{node}/qemu/{vmid}/status/current | config
  *   GET  /api2/json/nodes/{node}/qemu/{vmid}/snapshot                 (with the pseudo-entry `current`)

@@ -1,6 +1,6 @@
 /**
- * A real libvirtd for the tests, from Debian's packages, started without systemd (shared/guides/providers.md
- * §3 "Test target B"): log dirs and the libvirt-qemu user that libvirt-daemon-system would normally create,
+ * A real libvirtd for the tests, from Debian's packages, started without systemd (no systemd in a CI container):
+ * log dirs and the libvirt-qemu user that libvirt-daemon-system would normally create,
  * then `virtlogd -d` and `libvirtd -d`. Reuses a daemon that already answers; stops only what it started, by PID.
  * Domains are `<domain type='qemu'>` (TCG, no /dev/kvm) with qcow2 disks made by qemu-img; no OS is needed.
  */
@@ -19,7 +19,7 @@ export interface LibvirtdHandle {
 }
 
 function fail(what: string): never {
-  throw new Error(`libvirtd test setup: ${what} (run .ci/install-deps.sh as root)`);
+  throw new Error(`libvirtd test setup: ${what} (run bash test/prereqs.sh as root; npm test does)`);
 }
 
 async function answers(): Promise<string | undefined> {

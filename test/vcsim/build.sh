@@ -2,7 +2,7 @@
 # Builds vcsim (govmomi's vCenter simulator) from test/vcsim's wrapper main, once, into a cache outside the
 # repository keyed by the govmomi version and a hash of go.sum. Prints the binary's path on the last line.
 # Why a wrapper: `go install github.com/vmware/govmomi/vcsim@v0.56.0` is refused (nested module with a replace
-# directive; shared/guides/providers.md §5).
+# directive in its go.mod), so a tiny main in test/vcsim imports its simulator package instead.
 set -euo pipefail
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 here=$(cd "$(dirname "$0")" && pwd)

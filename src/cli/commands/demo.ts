@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,7 +7,7 @@ import { EnvironmentError, ExitCode } from '../../errors.js';
 import { KubeClient } from '../../kube/client.js';
 import { LocalCluster } from '../../local-cluster/cluster.js';
 import { createFakeNodes } from '../../local-cluster/nodes.js';
-import { calicoFixturesDir, packageRoot } from '../../local-cluster/paths.js';
+import { packageRoot } from '../../package-root.js';
 import { countPools, deleteCalicoCrds, installCalico, upgradeByHand } from '../../demo/actions.js';
 import { hasPattern, hasQemuTools, makeNodeImages, writePattern } from '../../demo/disks.js';
 import { demoSteps, type DemoAction, type DemoStep } from '../../demo/scenario.js';
@@ -29,8 +29,13 @@ export const demoCommand: Command<DemoArgs> = {
   describe: 'Play the Calico 3.28.1 incident and its safe resolution on a local cluster (starts and stops it itself)',
   builder: (y) => y.option('keep', { type: 'boolean', default: false, describe: 'leave the demo cluster running at the end (stop it with CNI_REWIND_CLUSTER_NAME=demo npm run cluster -- down)' }) as any,
   handler: handler<DemoArgs>(async (ctx, args) => {
-    if (!hasQemuTools()) {
-      throw new EnvironmentError('the demo needs qemu-img and qemu-io for its node disk images', { hint: 'install them: apt-get install qemu-utils (npm run demo does it for you when run as root)' });
+    // What the demo needs besides Node (Go, openssl, qemu-utils), checked and, where it can, installed by the
+    // script shipped in the package: an installed `cni-rewind demo` works like the repository's `npm run demo`.
+    if (!hasQemuTools() || process.env.CNI_REWIND_DEMO_PREREQS === 'always') {
+      const res = spawnSync('bash', [path.join(packageRoot(), 'scripts', 'demo-prereqs.sh')], { stdio: ['ignore', 'inherit', 'inherit'] });
+      if (res.status !== 0 || !hasQemuTools()) {
+        throw new EnvironmentError('the demo needs Go, openssl, qemu-img and qemu-io', { hint: 'install them: apt-get install qemu-utils openssl (Go >= 1.26 from go.dev)' });
+      }
     }
     const s = ctx.style;
     const say = (line = '') => process.stdout.write(line + '\n');
@@ -51,12 +56,10 @@ export const demoCommand: Command<DemoArgs> = {
       writeFileSync(config, `providers:\n  qcow2-files:\n    imagesDir: ${imagesDir}\n`);
       const mapping = path.join(work, 'node-mapping.yaml');
       writeFileSync(mapping, `nodes:\n${NODES.map((n) => `  ${n}:\n    provider: qcow2-files\n`).join('')}`);
-      const fixtures = calicoFixturesDir();
       const paths = {
         work,
         bundle: path.join(work, 'backups', 'before-upgrade'),
         plan: path.join(work, 'downgrade-plan.yaml'),
-        fixtures,
         mapping,
         config,
         providerName: 'qcow2-files',
@@ -80,7 +83,7 @@ export const demoCommand: Command<DemoArgs> = {
             throw new EnvironmentError(`demo step "${step.title}" exited ${code}`);
           }
         } else {
-          outcome = await runAction(step.action!, { client, fixtures, images, say });
+          outcome = await runAction(step.action!, { client, images, say });
         }
         results.push({ step: step.title, result: outcome, seconds: secs(t0) });
       }
@@ -120,15 +123,15 @@ function secs(t0: number): string {
   return ((Date.now() - t0) / 1000).toFixed(1);
 }
 
-async function runAction(action: DemoAction, c: { client: KubeClient; fixtures: string; images: string[]; say: (l: string) => void }): Promise<string> {
+async function runAction(action: DemoAction, c: { client: KubeClient; images: string[]; say: (l: string) => void }): Promise<string> {
   switch (action) {
     case 'install-3.27.4': {
-      const created = await installCalico(c.client, c.fixtures, '3.27.4', NODES);
+      const created = await installCalico(c.client, '3.27.4', NODES);
       c.say(`   created: ${Object.entries(created).map(([k, v]) => `${v} ${k}`).join(', ')}`);
       return 'installed';
     }
     case 'upgrade-3.28.1-by-hand': {
-      await upgradeByHand(c.client, c.fixtures);
+      await upgradeByHand(c.client);
       const pools = await countPools(c.client);
       c.say(`   pools now: ${pools.map((p) => `${p.name} (${p.disabled ? 'disabled' : 'ENABLED'})`).join(', ')}`);
       return 'default-ipv4-ippool re-enabled';

@@ -14,12 +14,13 @@ import { planCommand } from './plan.js';
 import { statusCommand } from './status.js';
 import { wrapCommand } from './wrap.js';
 import { versionCommand } from './version.js';
+import { releasesCommand } from './releases.js';
 
 /** Every CLI command, in the order `--help` lists them. Add new commands here. */
 export const commands: Command<any>[] = [versionCommand, statusCommand, backupCommand, snapshotsCommand];
 commands.push(exportCommand, inspectCommand, verifyCommand, listCommand, pruneCommand, diffCommand);
 commands.push(doctorCommand);
 commands.push(restoreCommand);
-commands.push(planCommand, applyCommand, wrapCommand);
+commands.push(planCommand, applyCommand, wrapCommand, releasesCommand);
 import { demoCommand } from './demo.js';
 commands.push(demoCommand);

@@ -1,11 +1,12 @@
 /**
- * IP pools and the tigera operator (DIFFERENCES.md, "Operator-managed IP pools"; Calico issue #9100).
+ * IP pools and the tigera operator (docs/calico-differences.md, "Operator-managed IP pools"; Calico issue #9100).
  * From operator v1.34 (Calico 3.28) Installation.spec.calicoNetwork.ipPools is desired state: the operator adopts
  * every pool that carries the managed-by label or that converts to an object equal to an Installation entry,
  * rewrites adopted pools to match their entry (its pool type has no `disabled`, so a disabled pool comes back
  * enabled) and deletes labelled pools that are no longer listed.
  */
 import {
+  calicoLabels,
   OPERATOR_MANAGED_LABEL,
   OPERATOR_MANAGED_VALUE,
   operatorPoolBehaviour,
@@ -16,8 +17,14 @@ import { parseCidr } from '../ip.js';
 import { installation, KEYS, objectsOf, ref, type CalicoState } from '../state.js';
 import type { Check, CheckContext, Finding, GoverningVersion } from '../types.js';
 
+/** Labelled as the operator reads it: from the projectcalico.org/metadata annotation when present. */
 export function isOperatorLabelled(pool: KubeObject): boolean {
-  return pool.metadata.labels?.[OPERATOR_MANAGED_LABEL] === OPERATOR_MANAGED_VALUE;
+  return calicoLabels(pool)[OPERATOR_MANAGED_LABEL] === OPERATOR_MANAGED_VALUE;
+}
+
+/** Label commands that reach the label the operator reads (the v3 API), with calicoctl as the alternative. */
+function relabel(name: string, label: string): string {
+  return `kubectl label ippools.projectcalico.org ${name} ${label}   (or: calicoctl label ippool ${name} ${label.endsWith('-') ? `${label.slice(0, -1)} --remove` : label.replace('=', ' ')})`;
 }
 
 export function installationPools(inst: KubeObject | undefined): any[] | undefined {
@@ -144,7 +151,8 @@ const managedPoolsNotListed: Check = {
         fix:
           `Either list the pool(s) in the Installation again (an entry with the same cidr, blockSize, encapsulation, natOutgoing and ` +
           `nodeSelector), or release them from the operator by removing the label:\n` +
-          names.map((n) => `  kubectl label ippools.crd.projectcalico.org ${n} ${OPERATOR_MANAGED_LABEL}-`).join('\n'),
+          names.map((n) => `  ${relabel(n, `${OPERATOR_MANAGED_LABEL}-`)}`).join('\n') +
+          '\n(through the Calico API server: the operator reads the label from the v3 metadata, not from the crd.projectcalico.org object)',
       },
     ];
   },
@@ -198,7 +206,7 @@ const entryCidrNotOwned: Check = {
           'the entry is never applied.',
         fix:
           `Make the entry describe the pool as it is (${differs.map((k) => `${k}: ${JSON.stringify(view[k])}`).join(', ') || `name: ${pool.metadata.name}`}), ` +
-          `or let the operator take the pool over and rewrite it to the entry: kubectl label ippools.crd.projectcalico.org ${pool.metadata.name} ${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE} ` +
+          `or let the operator take the pool over and rewrite it to the entry: ${relabel(pool.metadata.name, `${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE}`)} ` +
           '(check first that the entry is what you want: a disabled pool comes back enabled).',
       });
     });

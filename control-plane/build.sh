@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Builds the real control plane used by the end-to-end tests (kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl, etcd, kwok) from Go modules, once, into a cache outside the repository keyed by
-# the versions and a hash of the wrapper modules' go.sum files. Prints the bin directory on the last line.
+# Builds the local control plane used by `cni-rewind demo`, `npm run cluster` and the end-to-end tests
+# (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok) from Go modules, once, into a
+# cache outside the repository keyed by the versions and a hash of the wrapper modules' go.sum files. Prints the
+# bin directory on the last line (stdout); progress goes to stderr, a line at least every 30 s.
 #
-# Why wrapper modules: `go install k8s.io/kubernetes/cmd/...@v` is refused (replace directives), so
-# test/e2e-cluster/k8s/go.mod requires k8s.io/kubernetes and replaces each staging module with its
-# published v0.X.Y (see shared/guides/test-cluster.md §2).
+# Why wrapper modules: `go install k8s.io/kubernetes/cmd/...@v` is refused (the kubernetes module has replace
+# directives), so control-plane/k8s/go.mod requires k8s.io/kubernetes and replaces each staging module
+# (k8s.io/api, k8s.io/client-go, ...) with its published v0.X.Y; etcd and kwok get the same treatment.
 set -euo pipefail
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 
@@ -45,7 +46,22 @@ command -v go >/dev/null || { echo "build.sh: Go is required (go 1.26) to build 
 tmp="$BIN.tmp"
 rm -rf "$tmp"
 mkdir -p "$tmp"
-log() { echo "[e2e-build $(date +%H:%M:%S)] $*" >&2; }
+log() { echo "[control-plane build $(date +%H:%M:%S)] $*" >&2; }
+started=$SECONDS
+# Run a build step in the background and say every 30 s that it is still going: a cold build is minutes of
+# compiler silence, and a user (or CI log) must be able to tell it from a hang.
+step() {
+  local what=$1; shift
+  log "building $what"
+  "$@" &
+  local pid=$! t0=$SECONDS
+  while kill -0 "$pid" 2>/dev/null; do
+    for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    kill -0 "$pid" 2>/dev/null && log "still building $what: $((SECONDS - t0)) s for this step, $((SECONDS - started)) s in all"
+  done
+  wait "$pid" || { log "building $what failed"; exit 1; }
+  log "built $what in $((SECONDS - t0)) s"
+}
 
 MINOR=$(echo "$K8S" | cut -d. -f2)
 LDF="-s -w"
@@ -55,14 +71,12 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 
 # etcd and kwok are small; build them first so a partial failure is cheap to diagnose.
-log "building etcd $ETCD"
-(cd "$here/etcd" && go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3)
-log "building kwok $KWOK"
-(cd "$here/kwok" && go build -trimpath -ldflags "-s -w" -o "$tmp/kwok" sigs.k8s.io/kwok/cmd/kwok)
-log "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $K8S (cold: 15-30 min on 2 cores)"
-(cd "$here/k8s" && go build -trimpath -ldflags "$LDF" -o "$tmp/" \
+log "first run: building the local control plane from Go modules into $cache_root (10-30 min on 2 cores, once)"
+step "etcd $ETCD" bash -c "cd '$here/etcd' && go build -trimpath -ldflags '-s -w' -o '$tmp/etcd' go.etcd.io/etcd/server/v3"
+step "kwok $KWOK" bash -c "cd '$here/kwok' && go build -trimpath -ldflags '-s -w' -o '$tmp/kwok' sigs.k8s.io/kwok/cmd/kwok"
+step "kube-apiserver, kube-controller-manager, kube-scheduler and kubectl $K8S" bash -c "cd '$here/k8s' && go build -trimpath -ldflags '$LDF' -o '$tmp/' \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
+  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl"
 
 # kwok's stage definitions ship in its module; the standalone binary has none built in.
 KWOK_DIR=$(cd "$here/kwok" && go mod download -json "sigs.k8s.io/kwok@$KWOK" | node -p 'JSON.parse(require("fs").readFileSync(0,"utf8")).Dir')
@@ -75,5 +89,5 @@ done
 "$tmp/kube-apiserver" --version >&2
 rm -rf "$BIN"
 mv "$tmp" "$BIN"
-log "done: $BIN"
+log "done in $((SECONDS - started)) s: $BIN"
 echo "$BIN"
