@@ -14,6 +14,7 @@ import { extractArchive, readArchiveManifest } from './archive.js';
 import { decrypt, isBoundCiphertext, manifestMacValid } from './crypto.js';
 import { BUNDLE_FORMAT_VERSION } from './format.js';
 import { DIRS, MANIFEST_FILE, objectPathMismatch, parseResourcePath, unsafePathReason } from './paths.js';
+import { fetchBundle, isRemote } from './remote.js';
 import type { BundleManifest, BundleObject, ResourceTypeEntry } from './types.js';
 import { sha256 } from './writer.js';
 
@@ -53,7 +54,9 @@ export interface OpenBundleOptions {
   encryptionKey?: Buffer;
 }
 
-export async function openBundle(p: string, opts: OpenBundleOptions = {}): Promise<Bundle> {
+export async function openBundle(location: string, opts: OpenBundleOptions = {}): Promise<Bundle> {
+  // An s3:// bundle is downloaded to a private temporary archive first; messages still name the URL.
+  const p = isRemote(location) ? await fetchBundle(location) : location;
   let st;
   try {
     st = await fs.stat(p);
@@ -69,9 +72,9 @@ export async function openBundle(p: string, opts: OpenBundleOptions = {}): Promi
   await checkArchiveMagic(p);
   const root = await extractArchive(p);
   try {
-    const text = await readManifestFile(root, p);
-    const manifest = authenticated(parseManifest(text, p), text, p, opts.encryptionKey);
-    return new BundleImpl(root, p, manifest, root, opts.encryptionKey);
+    const text = await readManifestFile(root, location);
+    const manifest = authenticated(parseManifest(text, location), text, location, opts.encryptionKey);
+    return new BundleImpl(root, location, manifest, root, opts.encryptionKey);
   } catch (err) {
     await fs.rm(root, { recursive: true, force: true });
     throw err;
@@ -93,7 +96,8 @@ function authenticated(m: BundleManifest, text: string, shown: string, key: Buff
 }
 
 /** Just the manifest (for `list`): reads an archive only up to manifest.json. */
-export async function readBundleManifest(p: string): Promise<BundleManifest> {
+export async function readBundleManifest(location: string): Promise<BundleManifest> {
+  const p = isRemote(location) ? await fetchBundle(location) : location;
   const st = await fs.stat(p).catch(() => undefined);
   if (!st) throw new BadInputError(`${p}: no such bundle (file or directory not found)`);
   if (st.isDirectory()) return parseManifest(await readManifestFile(p), p);

@@ -17,6 +17,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { BadInputError, EnvironmentError } from '../errors.js';
+import { httpGet, type HttpGetResponse } from '../net/http-get.js';
 import { parseManifests } from '../kube/manifests.js';
 import type { KubeObject } from '../kube/types.js';
 import { readShippedFile, shippedReleases, shippedReleasesDir } from './shipped.js';
@@ -255,9 +256,9 @@ function urlFetcher(url: string, v: string, offline?: boolean): Fetcher {
     async read(name) {
       if (offline) throw new EnvironmentError(`Calico ${v} manifests would have to be fetched from ${base}, and the network is not allowed here`);
       const target = base + name;
-      let res: Response;
+      let res: HttpGetResponse;
       try {
-        res = await fetch(target, { signal: AbortSignal.timeout(60_000) });
+        res = await httpGet(target, { timeoutMs: 60_000 });
       } catch (err) {
         throw new EnvironmentError(`cannot fetch ${target}: ${(err as Error).message}`, {
           hint: 'for an air-gapped cluster, download the release manifests and pass --manifests <folder>',

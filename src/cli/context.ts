@@ -1,4 +1,5 @@
 import type { Argv, CommandModule } from 'yargs';
+import { parseDuration } from '../config/config.js';
 import { CniRewindError, EnvironmentError, ExitCode } from '../errors.js';
 import { Reporter } from '../io/host.js';
 import { redact } from '../io/redact.js';
@@ -10,6 +11,9 @@ import { escapeControl, renderData, styler, type OutputFormat, type Styler } fro
 export interface GlobalArgs {
   kubeconfig?: string;
   context?: string;
+  as?: string;
+  'as-group'?: string[];
+  'request-timeout'?: string;
   output: OutputFormat;
   yes: boolean;
   verbose: boolean;
@@ -31,7 +35,14 @@ export class CliContext {
   }
 
   client(): Promise<KubeClient> {
-    this.clientPromise ??= import('../kube/client.js').then(({ KubeClient }) => KubeClient.connect({ kubeconfig: this.args.kubeconfig, context: this.args.context }).then((c) => {
+    this.clientPromise ??= import('../kube/client.js').then(({ KubeClient }) =>
+      KubeClient.connect({
+        kubeconfig: this.args.kubeconfig,
+        context: this.args.context,
+        as: this.args.as,
+        asGroups: this.args['as-group'],
+        requestTimeoutMs: this.args['request-timeout'] === undefined ? undefined : parseDuration(this.args['request-timeout'], '--request-timeout'),
+      }).then((c) => {
       c.onRetry = (i) => this.reporter.debug('CNR_KUBE_RETRY', `retrying ${i.method} ${i.path} in ${i.delayMs} ms: ${i.reason}`);
       return c;
     }));
@@ -80,10 +91,7 @@ export function handler<A>(fn: (ctx: CliContext, args: A & GlobalArgs) => Promis
 
 export function reportError(err: unknown, verbose: boolean, s: Styler): number {
   let e = err;
-  if (isKubeApiError(e)) {
-    const code = e.statusCode === 401 || e.statusCode === 403 ? 'permission denied' : `HTTP ${e.statusCode}`;
-    e = new EnvironmentError(`Kubernetes API ${code}: ${e.message}`, { cause: e });
-  }
+  if (isKubeApiError(e)) e = apiErrorToEnvironment(e);
   if (!(e instanceof CniRewindError) && isLocalResourceError(e)) {
     // A full disk, a read-only or forbidden path: the machine's problem, not the input's and not a bug.
     const x = e as NodeJS.ErrnoException;
@@ -100,6 +108,34 @@ export function reportError(err: unknown, verbose: boolean, s: Styler): number {
   if (verbose && err instanceof Error && err.stack) process.stderr.write(redact(err.stack) + '\n');
   else process.stderr.write('  rerun with -v for details\n');
   return ExitCode.Differences;
+}
+
+/** 401 and 403 say which one it was, as whom and on what: the fixes differ (log in again vs ask for RBAC). */
+export function apiErrorToEnvironment(e: KubeApiError): EnvironmentError {
+  const who = e.user ? `user "${e.user}"` : 'the current user';
+  if (e.statusCode === 401) {
+    return new EnvironmentError(`Kubernetes API unauthorized (HTTP 401): the server did not accept the credentials of ${who} on ${e.method} ${e.path}`, {
+      cause: e,
+      hint: 'the token or certificate is invalid or expired (they were fetched anew once); log in again or check the kubeconfig user',
+    });
+  }
+  if (e.statusCode === 403) {
+    return new EnvironmentError(`Kubernetes API forbidden (HTTP 403): ${who} may not ${verbOf(e.method, e.path)} ${e.path}: ${e.message}`, {
+      cause: e,
+      hint: 'the credentials are valid but RBAC does not allow this; see docs/kubeconfig-and-storage.md for the permissions each command needs',
+    });
+  }
+  return new EnvironmentError(`Kubernetes API HTTP ${e.statusCode}: ${e.message}`, { cause: e });
+}
+
+function verbOf(method: string, path: string): string {
+  const verbs: Record<string, string> = { POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' };
+  if (verbs[method]) return verbs[method];
+  // GET of a collection (…/<plural> or …/namespaces/<ns>/<plural>) is a list, of one object a get.
+  const parts = path.split('?')[0]!.split('/').filter(Boolean);
+  const rest = parts[0] === 'api' ? parts.slice(2) : parts[0] === 'apis' ? parts.slice(3) : parts;
+  const items = rest[0] === 'namespaces' && rest.length > 2 ? rest.slice(2) : rest;
+  return items.length % 2 === 1 ? 'list' : 'get';
 }
 
 export type Command<A = {}> = CommandModule<GlobalArgs, A & GlobalArgs>;

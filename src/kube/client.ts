@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { EnvironmentError } from '../errors.js';
+import { makeAgent } from '../net/proxy.js';
 import { connect, type Connection, type ConnectionOptions } from './connection.js';
 import { defaultRetryPolicy, withRetry, type RetryPolicy } from './retry.js';
 import {
@@ -19,6 +20,8 @@ export class KubeApiError extends Error {
     readonly method: string,
     readonly path: string,
     readonly details?: unknown,
+    /** Who the request was made as (kubeconfig user or --as), for 401/403 messages. */
+    readonly user?: string,
   ) {
     super(message);
     this.name = 'KubeApiError';
@@ -54,6 +57,12 @@ export interface ClientStats {
 }
 
 const TRANSIENT_NET = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_SOCKET']);
+/**
+ * Errors that mean "nothing answers at that address": retried only once the server has answered this process
+ * (an API server restarting during a run), not on the first contact (a wrong context or a stopped cluster
+ * should fail in seconds, not after a minute of silent retries).
+ */
+const UNREACHABLE_NET = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
 /**
  * The one module through which cni-rewind talks to Kubernetes: raw REST over a keep-alive agent,
@@ -62,22 +71,27 @@ const TRANSIENT_NET = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
  */
 export class KubeClient {
   readonly stats: ClientStats = { requests: 0, retries: 0, throttled: 0 };
-  private readonly agent: http.Agent;
   private readonly url: URL;
+  /** Set once the API server has answered: from then on, connection refused is an outage worth waiting out. */
+  private reached = false;
   onRetry?: (info: { method: string; path: string; attempt: number; delayMs: number; reason: string }) => void;
 
   private constructor(
     readonly connection: Connection,
     readonly retryPolicy: RetryPolicy,
+    private readonly agent: http.Agent,
+    /** Per-request timeout (--request-timeout); 0 = none. */
+    private readonly requestTimeoutMs: number,
   ) {
     this.url = new URL(connection.server);
-    const agentOpts = { keepAlive: true, maxSockets: 16 };
-    this.agent = this.url.protocol === 'http:' ? new http.Agent(agentOpts) : new https.Agent({ ...agentOpts, ...pickTls(connection.httpsOptions) });
   }
 
-  static async connect(opts: ConnectionOptions & { retry?: Partial<RetryPolicy> } = {}): Promise<KubeClient> {
+  static async connect(opts: ConnectionOptions & { retry?: Partial<RetryPolicy>; requestTimeoutMs?: number } = {}): Promise<KubeClient> {
     const conn = await connect(opts);
-    return new KubeClient(conn, { ...defaultRetryPolicy, ...opts.retry });
+    const url = new URL(conn.server);
+    // Through a proxy, every request goes over the proxy's agent (CONNECT tunnels for https), kept alive too.
+    const agent = await makeAgent(url, conn.proxy, { keepAlive: true, maxSockets: 16, ...conn.tls });
+    return new KubeClient(conn, { ...defaultRetryPolicy, ...opts.retry }, agent, opts.requestTimeoutMs ?? 60_000);
   }
 
   close(): void {
@@ -87,6 +101,19 @@ export class KubeClient {
   // ---------- raw requests ----------
 
   async request<T = any>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    try {
+      return await this.requestWithRetries<T>(method, path, opts);
+    } catch (err) {
+      // Expired or revoked credentials: fetch new ones (exec plugin, OIDC, token file) and try once more.
+      if (err instanceof KubeApiError && err.statusCode === 401 && (await this.connection.refreshCredentials())) {
+        this.onRetry?.({ method, path, attempt: 0, delayMs: 0, reason: 'HTTP 401: credentials refreshed' });
+        return this.requestWithRetries<T>(method, path, opts);
+      }
+      throw err;
+    }
+  }
+
+  private requestWithRetries<T>(method: string, path: string, opts: RequestOptions): Promise<T> {
     const policy = opts.retry === false ? { ...this.retryPolicy, maxElapsedMs: 0 } : opts.retry ?? this.retryPolicy;
     return withRetry(
       () => this.once<T>(method, path, opts),
@@ -106,12 +133,13 @@ export class KubeClient {
       if ([500, 502, 503, 504].includes(err.statusCode)) return { retry: true, afterMs: (err.details as any)?.retryAfterMs };
       return { retry: false };
     }
-    if (err instanceof KubeConnectionError) return { retry: true };
+    if (err instanceof KubeConnectionError) return { retry: this.reached || !UNREACHABLE_NET.has(err.code ?? '') };
     return { retry: false };
   }
 
-  private once<T>(method: string, path: string, opts: RequestOptions): Promise<T> {
+  private async once<T>(method: string, path: string, opts: RequestOptions): Promise<T> {
     this.stats.requests++;
+    const auth = await this.connection.authHeaders();
     const qs = opts.query
       ? Object.entries(opts.query)
           .filter(([, v]) => v !== undefined && v !== '')
@@ -120,8 +148,8 @@ export class KubeClient {
       : '';
     const fullPath = `${this.url.pathname.replace(/\/$/, '')}${path}${qs ? (path.includes('?') ? '&' : '?') + qs : ''}`;
     const body = opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
-    const headers: Record<string, string | number> = {
-      ...(this.connection.httpsOptions.headers as Record<string, string> | undefined),
+    const headers: Record<string, string | number | string[]> = {
+      ...auth,
       Accept: 'application/json',
       'User-Agent': 'cni-rewind',
     };
@@ -140,9 +168,10 @@ export class KubeClient {
           path: fullPath,
           headers,
           agent: this.agent,
-          timeout: opts.timeoutMs ?? 60_000,
+          timeout: opts.timeoutMs ?? (this.requestTimeoutMs || undefined),
         },
         (res) => {
+          this.reached = true;
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('error', (e) => reject(netError(e, method, path)));
@@ -174,6 +203,7 @@ export class KubeClient {
                 method,
                 path,
                 details,
+                this.connection.userName,
               ),
             );
           });
@@ -304,10 +334,6 @@ export class KubeClient {
       await new Promise((r) => setTimeout(r, interval));
     }
   }
-}
-
-function pickTls(o: https.RequestOptions): https.AgentOptions {
-  return { ca: o.ca, cert: o.cert, key: o.key, pfx: o.pfx, passphrase: o.passphrase, rejectUnauthorized: o.rejectUnauthorized, servername: o.servername };
 }
 
 function netError(e: Error & { code?: string }, method: string, path: string): Error {

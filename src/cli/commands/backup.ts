@@ -1,5 +1,7 @@
+import { isRemote, writeRemote } from '../../bundle/remote.js';
 import type { Argv } from 'yargs';
 import { backup } from '../../backup/backup.js';
+import { defaultBundleName } from '../../export/export.js';
 import { emptyConfig, loadConfig, parseDuration, type CniRewindConfig } from '../../config/config.js';
 import { emptyMapping, loadNodeMapping, type NodeMapping } from '../../config/mapping.js';
 import { BadInputError, ExitCode } from '../../errors.js';
@@ -55,7 +57,7 @@ export const backupCommand: Command<BackupArgs> = {
     encryptionOptions(providerOptions(y))
       .option('nodes', { type: 'string', describe: 'only these nodes (comma-separated)' })
       .option('selector', { alias: 'l', type: 'string', describe: 'only nodes matching this label selector' })
-      .option('out', { type: 'string', describe: 'bundle path: a directory, or a .tar.gz (default ./cni-rewind-backups/<cluster>-<UTC time>/)' })
+      .option('out', { type: 'string', describe: 'bundle path: a directory, a .tar.gz, or s3://BUCKET/PREFIX[/NAME.tar.gz] (default ./cni-rewind-backups/<cluster>-<UTC time>/)' })
       .option('snapshot-timeout', { type: 'string', describe: 'how long snapshots may take to become usable (default 30m)' })
       .option('concurrency', { type: 'number', describe: 'nodes snapshotted at the same time (default 16)' })
       .option('cleanup-on-failure', { type: 'boolean', default: false, describe: 'delete the snapshots already made when the backup fails' })
@@ -68,14 +70,15 @@ export const backupCommand: Command<BackupArgs> = {
     const { config, mapping } = await loadProviderSettings(args);
     const keyed = newBundleKey(ctx, args);
     const timeout = args['snapshot-timeout'] ?? config.backup.snapshotTimeout ?? '30m';
-    const result = await backup(
-      await ctx.client(),
+    const client = await ctx.client();
+    const run = (out: string | undefined) => backup(
+      client,
       {
         provider: args.provider,
         providerModules: args.providerModule,
         nodes: splitList(args.nodes),
         selector: args.selector,
-        out: args.out,
+        out,
         snapshotTimeoutMs: parseDuration(timeout, '--snapshot-timeout'),
         concurrency: args.concurrency ?? config.backup.concurrency ?? 16,
         cleanupOnFailure: args['cleanup-on-failure'],
@@ -89,6 +92,7 @@ export const backupCommand: Command<BackupArgs> = {
       },
       ctx.reporter,
     );
+    const result = isRemote(args.out) ? await writeRemote(args.out, defaultBundleName(client.connection.clusterName), run) : await run(args.out);
     const { manifest: _m, ...data } = result;
     ctx.print(data, () => {
       const lines = [

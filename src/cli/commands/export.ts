@@ -1,4 +1,5 @@
-import { exportBundle } from '../../export/export.js';
+import { isRemote, writeRemote } from '../../bundle/remote.js';
+import { defaultBundleName, exportBundle } from '../../export/export.js';
 import { handler, type Command } from '../context.js';
 import { encryptionOptions, newBundleKey, type EncryptionArgs } from '../encryption.js';
 import { renderTable } from '../output.js';
@@ -14,13 +15,14 @@ export const exportCommand: Command<ExportArgs> = {
   describe: 'Export every Calico resource (CRDs, custom resources, config, node annotations) to a checksummed bundle',
   builder: (y) =>
     encryptionOptions(y)
-      .option('out', { type: 'string', describe: 'bundle directory, or a .tar.gz file (default ./cni-rewind-backups/<cluster>-<UTC time>/)' })
+      .option('out', { type: 'string', describe: 'bundle directory, a .tar.gz file, or s3://BUCKET/PREFIX[/NAME.tar.gz] (default ./cni-rewind-backups/<cluster>-<UTC time>/)' })
       .option('exclude-secrets', { type: 'boolean', default: false, describe: 'leave Secrets out of the bundle' })
       .option('encrypt', { type: 'boolean', default: false, describe: 'encrypt Secret material at rest (AES-256-GCM) with the key from --encryption-key-file, --encryption-passphrase-file or the environment' }) as any,
   handler: handler<ExportArgs>(async (ctx, args) => {
     const keyed = newBundleKey(ctx, args);
     const client = await ctx.client();
-    const { path, manifest } = await exportBundle(client, { out: args.out, excludeSecrets: args['exclude-secrets'], ...keyed }, ctx.reporter);
+    const run = (out: string | undefined) => exportBundle(client, { out, excludeSecrets: args['exclude-secrets'], ...keyed }, ctx.reporter);
+    const { path, manifest } = isRemote(args.out) ? await writeRemote(args.out, defaultBundleName(client.connection.clusterName), run) : await run(args.out);
     const objects = manifest.resources.reduce((s, r) => s + r.count, 0);
     ctx.print({ path, id: manifest.id, cluster: manifest.cluster, calico: manifest.calico, counts: manifest.counts, notes: manifest.notes }, () =>
       [

@@ -24,6 +24,11 @@ export const commandTable: CommandEntry[] = [
   { command: 'inspect <bundle>', describe: 'Summarize a bundle: cluster, versions, counts per kind, snapshot records', load: async () => (await import('./inspect.js')).inspectCommand },
   { command: 'verify <bundle>', describe: 'Check a bundle: format version, completeness and every checksum (exit 2 naming each bad file)', load: async () => (await import('./verify.js')).verifyCommand },
   { command: 'list [dir]', describe: 'List bundles under a directory (default ./cni-rewind-backups), newest first', load: async () => (await import('./list.js')).listCommand },
+  {
+    command: 'prune [dir]',
+    describe: 'Delete old bundles under a directory (default ./cni-rewind-backups): keep the newest N and/or those younger than an age',
+    load: async () => (await import('./prune.js')).pruneCommand,
+  },
   { command: 'diff <bundle>', describe: 'Compare the live cluster with a bundle; exit 0 no differences, 1 differences, 2 trouble (like diff(1))', load: async () => (await import('./diff.js')).diffCommand },
   {
     command: 'doctor [bundle]',
@@ -50,7 +55,7 @@ export const commandTable: CommandEntry[] = [
 export const commandName = (e: Pick<CommandEntry, 'command'>): string => e.command.split(' ')[0]!;
 
 /** Global options that take a value (their value is not the command word). */
-const VALUE_OPTIONS = new Set(['--kubeconfig', '--context', '--output', '-o']);
+const VALUE_OPTIONS = new Set(['--kubeconfig', '--context', '--output', '-o', '--as', '--as-group', '--request-timeout']);
 
 /**
  * The command word of a command line: the first word that is neither an option nor a global option's value.

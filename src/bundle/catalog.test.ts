@@ -1,0 +1,51 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { packageRoot } from '../local-cluster/paths.js';
+import { BUNDLE_FORMAT_VERSION } from './format.js';
+import { selectForPrune } from './catalog.js';
+
+const DAY = 86_400_000;
+const now = Date.parse('2026-12-01T00:00:00Z');
+const b = (daysAgo: number, complete = true) => ({ createdAt: new Date(now - daysAgo * DAY).toISOString(), complete, daysAgo });
+const ages = (xs: { daysAgo: number }[]) => xs.map((x) => x.daysAgo);
+
+describe('selectForPrune', () => {
+  const list = [b(1), b(2, false), b(3), b(10), b(40), b(50)];
+  it('--keep-last N keeps the N newest complete bundles and any incomplete one among them', () => {
+    const r = selectForPrune(list, { keepLast: 2 }, now);
+    expect(ages(r.keep)).toEqual([1, 2, 3]);
+    expect(ages(r.remove)).toEqual([10, 40, 50]);
+  });
+  it('--older-than removes only older bundles; with --keep-last both must hold', () => {
+    expect(ages(selectForPrune(list, { olderThanMs: 30 * DAY }, now).remove)).toEqual([40, 50]);
+    expect(ages(selectForPrune(list, { olderThanMs: 45 * DAY, keepLast: 3 }, now).remove)).toEqual([50]);
+    expect(ages(selectForPrune(list, { olderThanMs: 2.5 * DAY, keepLast: 1 }, now).remove)).toEqual([3, 10, 40, 50]);
+  });
+});
+
+describe('cni-rewind prune (built CLI)', () => {
+  const cli = (args: string[]) => spawnSync(process.execPath, [path.join(packageRoot(), 'dist', 'src', 'cli', 'main.js'), ...args], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+  it('--keep-last 2 leaves exactly the two newest bundles; --dry-run deletes nothing; not-bundles are left alone', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-prune-'));
+    for (const [i, daysAgo] of [5, 1, 3, 9].entries()) {
+      const d = path.join(dir, `bundle-${i}`);
+      mkdirSync(d);
+      writeFileSync(path.join(d, 'manifest.json'), JSON.stringify({ formatVersion: BUNDLE_FORMAT_VERSION, id: `b${i}`, createdAt: new Date(Date.now() - daysAgo * DAY).toISOString(), cluster: { uid: 'u', name: 'c' }, calico: {}, counts: {}, resources: [], files: {}, notes: [], snapshots: [] }));
+    }
+    mkdirSync(path.join(dir, 'notes'));
+    const dry = cli(['prune', dir, '--keep-last', '2', '--dry-run', '-o', 'json']);
+    expect(dry.status, dry.stderr).toBe(0);
+    expect(JSON.parse(dry.stdout).deleted.map((p: string) => path.basename(p))).toEqual(['bundle-0', 'bundle-3']);
+    expect(readdirSync(dir)).toHaveLength(5);
+    const real = cli(['prune', dir, '--keep-last', '2']);
+    expect(real.status, real.stderr).toBe(0);
+    expect(readdirSync(dir).sort()).toEqual(['bundle-1', 'bundle-2', 'notes']);
+    expect(existsSync(path.join(dir, 'notes'))).toBe(true);
+    const none = cli(['prune', dir]);
+    expect(none.status).toBe(2);
+    expect(none.stderr).toMatch(/prune needs --keep-last N, --older-than AGE or both/);
+  });
+});

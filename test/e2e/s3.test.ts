@@ -1,0 +1,92 @@
+/**
+ * Bundles in object storage, on moto's S3 and the real control plane (issue 17 "Done when"):
+ * - export --out s3://..., every Calico CRD deleted, restore s3://.../<id> --resources --yes from another working
+ *   directory brings everything back (diff exits 0); list and verify take the s3:// location;
+ * - an upload that never completed (a multipart upload left open, as a killed export leaves it) is never listed;
+ * - prune --keep-last 2 on s3:// leaves exactly the two newest bundles.
+ */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { CreateBucketCommand, CreateMultipartUploadCommand, S3Client, UploadPartCommand } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { K } from '../../src/kube/builtin.js';
+import type { KubeClient } from '../../src/kube/client.js';
+import { startMoto, type Moto } from '../support/moto.js';
+import { applyFixture, operatorType, resetCalico, runCli, testClient } from './helpers.js';
+import { populateCalico } from './population.js';
+
+const BUCKET = 'cnr-backups';
+const CALICO_GROUPS = ['crd.projectcalico.org', 'operator.tigera.io'];
+
+describe('bundles in S3 (moto)', () => {
+  let client: KubeClient;
+  let moto: Moto;
+  let env: Record<string, string>;
+  let s3: S3Client;
+
+  beforeAll(async () => {
+    moto = await startMoto();
+    env = { ...moto.env, AWS_ENDPOINT_URL_S3: moto.url };
+    s3 = new S3Client({ region: 'us-east-1', endpoint: moto.url, forcePathStyle: true, credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' } });
+    await s3.send(new CreateBucketCommand({ Bucket: BUCKET }));
+    client = await testClient();
+    await resetCalico(client);
+    await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
+    await populateCalico(client, { prefix: 's3p' });
+    // The 3.28 operator writes allowedUses into the Installation pool entries itself; kwok runs no operator, so do it.
+    const installation = operatorType('installations', 'Installation');
+    const inst = await client.get(installation, undefined, 'default');
+    inst.spec.calicoNetwork.ipPools[0].allowedUses = ['Workload', 'Tunnel'];
+    await client.replace(installation, inst);
+  }, 600_000);
+  afterAll(async () => {
+    client?.close();
+    s3?.destroy();
+    await moto?.stop();
+  });
+
+  it('export --out s3://, all Calico CRDs deleted, restore s3://.../<id> from another directory, diff exits 0', async () => {
+    const ex = await runCli(['export', '--out', `s3://${BUCKET}/prod`, '-o', 'json'], { env });
+    expect(ex.code, ex.stderr).toBe(0);
+    const { path: url, id } = JSON.parse(ex.stdout);
+    expect(url).toBe(`s3://${BUCKET}/prod/${id}.tar.gz`);
+
+    const listed = await runCli(['list', `s3://${BUCKET}/prod`, '-o', 'json'], { env });
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(JSON.parse(listed.stdout).map((b: any) => b.id)).toEqual([id]);
+    const verified = await runCli(['verify', `s3://${BUCKET}/prod/${id}`], { env });
+    expect(verified.code, verified.stderr).toBe(0);
+
+    const crds = (await client.listAll(K.crd)).filter((x) => CALICO_GROUPS.includes(x.spec.group));
+    for (const x of crds) await client.delete(K.crd, undefined, x.metadata.name);
+    await client.waitFor('Calico CRDs to be gone', async () => ((await client.listAll(K.crd)).some((x) => CALICO_GROUPS.includes(x.spec.group)) ? undefined : true), { timeoutMs: 180_000 });
+
+    const elsewhere = mkdtempSync(path.join(os.tmpdir(), 'cnr-s3-cwd-'));
+    const rs = await runCli(['restore', `s3://${BUCKET}/prod/${id}`, '--resources', '--yes'], { env, cwd: elsewhere });
+    expect(rs.code, rs.stderr + rs.stdout.slice(-2000)).toBe(0);
+    const d = await runCli(['diff', `s3://${BUCKET}/prod/${id}`], { env, cwd: elsewhere });
+    expect(d.code, d.stdout.slice(-2000) + d.stderr).toBe(0);
+  });
+
+  it('a bundle whose upload never completed is not listed; prune --keep-last 2 leaves the two newest', async () => {
+    // What a killed export leaves behind: a multipart upload begun, a part sent, never completed.
+    const open = await s3.send(new CreateMultipartUploadCommand({ Bucket: BUCKET, Key: 'nightly/killed.tar.gz', Metadata: { 'bundle-id': 'killed', 'created-at': new Date().toISOString() } }));
+    await s3.send(new UploadPartCommand({ Bucket: BUCKET, Key: 'nightly/killed.tar.gz', UploadId: open.UploadId, PartNumber: 1, Body: Buffer.alloc(5 * 1024 * 1024, 1) }));
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const ex = await runCli(['export', '--out', `s3://${BUCKET}/nightly`, '-o', 'json'], { env });
+      expect(ex.code, ex.stderr).toBe(0);
+      ids.push(JSON.parse(ex.stdout).id);
+      await new Promise((r) => setTimeout(r, 1100)); // distinct createdAt seconds
+    }
+    const listed = await runCli(['list', `s3://${BUCKET}/nightly`, '-o', 'json'], { env });
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(JSON.parse(listed.stdout).map((b: any) => b.id)).toEqual([...ids].reverse());
+
+    const pruned = await runCli(['prune', `s3://${BUCKET}/nightly`, '--keep-last', '2', '-o', 'json'], { env });
+    expect(pruned.code, pruned.stderr).toBe(0);
+    const after = await runCli(['list', `s3://${BUCKET}/nightly`, '-o', 'json'], { env });
+    expect(JSON.parse(after.stdout).map((b: any) => b.id)).toEqual([ids[2], ids[1]]);
+  });
+});
