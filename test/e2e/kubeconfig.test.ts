@@ -172,9 +172,11 @@ process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/
       const ex = await runCli(['export', '--out', bundle], { env, timeoutMs: 900_000 });
       const exportMs = Date.now() - t0;
       expect(ex.code, ex.stderr).toBe(0);
-      expect(exportMs).toBeGreaterThan(10_000);
+      // The property under test: a run longer than one token's life (5 s) that renewed its token on the way. On a
+      // quiet machine the export takes ~7 s, under load ~13 s: at least one renewal either way.
+      expect(exportMs).toBeGreaterThan(5_000);
       const afterExport = pluginRuns();
-      expect(afterExport).toBeGreaterThanOrEqual(3);
+      expect(afterExport).toBeGreaterThanOrEqual(2);
 
       // Lose the handles as in the incident (their CRD deleted), then restore them through the same plugin and proxy.
       await client.delete(K.crd, undefined, 'ipamhandles.crd.projectcalico.org');
