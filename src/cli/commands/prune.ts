@@ -1,16 +1,21 @@
-import { deleteBundle, listBundles, selectForPrune } from '../../bundle/catalog.js';
-import { isRemote } from '../../bundle/remote.js';
+import { providerSetFor } from '../../backup/backup.js';
+import { pruneBundles } from '../../backup/prune.js';
 import { parseDuration } from '../../config/config.js';
 import { BadInputError, PartialFailureError } from '../../errors.js';
 import { DEFAULT_BACKUP_DIR } from '../../export/export.js';
+import type { ProviderSet } from '../../providers/registry.js';
 import { handler, type Command } from '../context.js';
 import { renderTable } from '../output.js';
+import { loadProviderSettings } from './backup.js';
 
 interface PruneArgs {
   dir?: string;
   'keep-last'?: number;
   'older-than'?: string;
   'dry-run': boolean;
+  snapshots: boolean;
+  config?: string;
+  providerModule?: string[];
 }
 
 export const pruneCommand: Command<PruneArgs> = {
@@ -21,6 +26,9 @@ export const pruneCommand: Command<PruneArgs> = {
       .positional('dir', { type: 'string', describe: 'directory holding bundles, or s3://BUCKET/PREFIX' })
       .option('keep-last', { type: 'number', describe: 'keep the N newest complete bundles' })
       .option('older-than', { type: 'string', describe: 'delete only bundles older than this (e.g. 30d, 12h)' })
+      .option('snapshots', { type: 'boolean', default: false, describe: 'also delete the disk snapshots each deleted bundle recorded (never one a kept bundle records)' })
+      .option('config', { type: 'string', describe: 'cni-rewind config file (provider settings for --snapshots)' })
+      .option('provider-module', { type: 'string', array: true, describe: 'load a third-party provider module for --snapshots; repeatable' })
       .option('dry-run', { type: 'boolean', default: false, describe: 'show what would be deleted; delete nothing' }) as any,
   handler: handler<PruneArgs>(async (ctx, args) => {
     const dir = args.dir ?? DEFAULT_BACKUP_DIR;
@@ -28,29 +36,38 @@ export const pruneCommand: Command<PruneArgs> = {
     if (keepLast === undefined && args['older-than'] === undefined) throw new BadInputError('prune needs --keep-last N, --older-than AGE or both');
     if (keepLast !== undefined && (!Number.isInteger(keepLast) || keepLast < 1)) throw new BadInputError(`--keep-last must be a whole number of at least 1, not ${keepLast}`);
     const olderThanMs = args['older-than'] === undefined ? undefined : parseDuration(args['older-than'], '--older-than');
-    const bundles = await listBundles(dir, (p, why) => ctx.reporter.debug('CNR_PRUNE_SKIP', `${p}: ${why}`)).catch((err) => {
-      throw isRemote(dir) ? err : new BadInputError(`${dir}: no such directory`, { cause: err });
-    });
-    const { keep, remove } = selectForPrune(bundles, { keepLast, olderThanMs });
-    const failed: string[] = [];
-    if (!args['dry-run']) {
-      for (const b of remove) {
-        try {
-          await deleteBundle(b.path);
-        } catch (err) {
-          failed.push(`${b.path}: ${(err as Error).message}`);
-        }
-      }
+    let providers: ProviderSet | undefined;
+    if (args.snapshots) {
+      providers = providerSetFor((await loadProviderSettings({ provider: 'auto', config: args.config })).config, ctx.reporter);
+      for (const m of args.providerModule ?? []) await providers.addModule(m);
+    } else if (args.config || args.providerModule?.length) {
+      throw new BadInputError('--config and --provider-module are for --snapshots');
     }
-    const rows = [...remove.map((b) => ({ ...b, action: args['dry-run'] ? 'would delete' : 'deleted' })), ...keep.map((b) => ({ ...b, action: 'kept' }))];
-    ctx.print({ dryRun: args['dry-run'], deleted: remove.map((b) => b.path), kept: keep.map((b) => b.path), failed }, () =>
-      rows.length === 0 ? `no bundles under ${dir}` : renderTable(rows, [
-        { header: 'action', value: (b) => b.action },
-        { header: 'created', value: (b) => b.createdAt },
-        { header: 'complete', value: (b) => (b.complete ? 'yes' : 'no') },
-        { header: 'path', value: (b) => b.path },
-      ]),
+    const dryRun = args['dry-run'];
+    const res = await pruneBundles(dir, { keepLast, olderThanMs, dryRun, snapshots: providers }, ctx.reporter).finally(() => providers?.closeAll());
+    const removed = res.bundles.filter((b) => b.action === 'deleted' || b.action === 'would delete');
+    const snapshotIds = removed.flatMap((b) => b.snapshotIds ?? []);
+    ctx.print(
+      {
+        dryRun,
+        deleted: removed.map((b) => b.path),
+        kept: res.bundles.filter((b) => b.action.startsWith('kept')).map((b) => b.path),
+        failed: res.failed,
+        ...(args.snapshots ? { snapshots: { [dryRun ? 'wouldDelete' : 'deleted']: snapshotIds, sharedWithKept: res.sharedWithKept } } : {}),
+      },
+      () => {
+        if (!res.bundles.length) return `no bundles under ${dir}`;
+        const table = renderTable(res.bundles, [
+          { header: 'action', value: (b) => b.action },
+          { header: 'created', value: (b) => b.createdAt },
+          { header: 'complete', value: (b) => (b.complete ? 'yes' : 'no') },
+          ...(args.snapshots ? [{ header: 'snapshots', value: (b: (typeof res.bundles)[number]) => (b.snapshotIds ? b.snapshotIds.join(' ') || '-' : '') }] : []),
+          { header: 'path', value: (b) => b.path },
+        ]);
+        const shared = res.sharedWithKept.length ? `\nleft alone (a kept bundle records them too): ${res.sharedWithKept.join(' ')}` : '';
+        return table + shared;
+      },
     );
-    if (failed.length) throw new PartialFailureError(`${failed.length} of ${remove.length} bundles could not be deleted: ${failed[0]}`);
+    if (res.failed.length) throw new PartialFailureError(`${res.failed.length} of ${removed.length + res.failed.length} bundles could not be deleted and are kept: ${res.failed[0]}`);
   }),
 };

@@ -1,0 +1,67 @@
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { BUNDLE_FORMAT_VERSION } from '../bundle/format.js';
+import { RecordingIoHost, Reporter } from '../io/host.js';
+import type { ProviderSet } from '../providers/registry.js';
+import type { SnapshotRecord } from '../providers/types.js';
+import { pruneBundles } from './prune.js';
+
+const HOUR = 3_600_000;
+const rec = (snapshotId: string): SnapshotRecord => ({ provider: 'fake', node: 'n1', machine: 'm1', disk: 'd1', device: 'sda', snapshotId, state: 'completed', created: new Date().toISOString() });
+
+/** Bundles `b0` (newest) .. `bN` in a temporary directory, each recording the given snapshot ids. */
+function bundles(snapshots: string[][]): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-prune-snap-'));
+  for (const [i, ids] of snapshots.entries()) {
+    mkdirSync(path.join(dir, `b${i}`));
+    const manifest = { formatVersion: BUNDLE_FORMAT_VERSION, id: `b${i}`, createdAt: new Date(Date.now() - (i + 1) * HOUR).toISOString(), cluster: { uid: 'u', name: 'c' }, calico: {}, counts: {}, resources: [], files: {}, notes: [], snapshots: ids.map(rec), complete: true };
+    writeFileSync(path.join(dir, `b${i}`, 'manifest.json'), JSON.stringify(manifest));
+  }
+  return dir;
+}
+
+/** A provider set with one provider, `fake`, that records what it is asked to delete and refuses `refuse`. */
+function fakeProviders(refuse = new Set<string>()) {
+  const deleted: string[] = [];
+  const provider = {
+    async delete(records: SnapshotRecord[]) {
+      const bad = records.filter((r) => refuse.has(r.snapshotId));
+      deleted.push(...records.filter((r) => !refuse.has(r.snapshotId)).map((r) => r.snapshotId));
+      if (bad.length) throw new Error(`not allowed to delete ${bad.map((r) => r.snapshotId).join(', ')}`);
+    },
+  };
+  return { deleted, set: { get: async () => provider } as unknown as ProviderSet };
+}
+
+describe('pruneBundles with snapshots', () => {
+  it('deletes the snapshots of pruned bundles, never one a kept bundle still records', async () => {
+    const dir = bundles([['snap-shared', 'snap-new'], ['snap-shared', 'snap-old1'], ['snap-old2']]);
+    const p = fakeProviders();
+    const r = await pruneBundles(dir, { keepLast: 1, dryRun: false, snapshots: p.set }, new Reporter(new RecordingIoHost()));
+    expect(p.deleted.sort()).toEqual(['snap-old1', 'snap-old2']);
+    expect(r.sharedWithKept).toEqual(['snap-shared']);
+    expect(r.failed).toEqual([]);
+    expect(r.bundles.map((b) => `${b.id} ${b.action}`)).toEqual(['b0 kept', 'b1 deleted', 'b2 deleted']);
+    expect([0, 1, 2].map((i) => existsSync(path.join(dir, `b${i}`)))).toEqual([true, false, false]);
+  });
+
+  it('--dry-run deletes nothing and names the snapshots that would go', async () => {
+    const dir = bundles([['s0'], ['s1'], ['s2']]);
+    const p = fakeProviders();
+    const r = await pruneBundles(dir, { keepLast: 2, dryRun: true, snapshots: p.set }, new Reporter(new RecordingIoHost()));
+    expect(p.deleted).toEqual([]);
+    expect(r.bundles.find((b) => b.id === 'b2')).toMatchObject({ action: 'would delete', snapshotIds: ['s2'] });
+    expect(existsSync(path.join(dir, 'b2'))).toBe(true);
+  });
+
+  it('a bundle whose snapshots cannot all be deleted is kept and named; the others still go', async () => {
+    const dir = bundles([['s0'], ['s1', 'stuck'], ['s2']]);
+    const p = fakeProviders(new Set(['stuck']));
+    const r = await pruneBundles(dir, { keepLast: 1, dryRun: false, snapshots: p.set }, new Reporter(new RecordingIoHost()));
+    expect(r.failed).toEqual([expect.stringMatching(new RegExp(`^${path.join(dir, 'b1')}: .*stuck`))]);
+    expect(r.bundles.map((b) => `${b.id} ${b.action}`)).toEqual(['b0 kept', 'b1 kept (deletion failed)', 'b2 deleted']);
+    expect([0, 1, 2].map((i) => existsSync(path.join(dir, `b${i}`)))).toEqual([true, true, false]);
+  });
+});

@@ -1,0 +1,90 @@
+/**
+ * Retention (`prune`): delete the bundles a rule selects and, when asked, the disk snapshots they recorded, through
+ * the same provider plugins `snapshots delete` uses. A snapshot that a kept bundle still records is never deleted,
+ * and a bundle whose snapshots could not all be deleted is kept: its manifest is the record of what is left.
+ */
+import { deleteBundle, listBundles, selectForPrune, type ListedBundle, type PruneRule } from '../bundle/catalog.js';
+import { readBundleManifest } from '../bundle/reader.js';
+import { isRemote } from '../bundle/remote.js';
+import { BadInputError, errorMessage, EnvironmentError } from '../errors.js';
+import type { Reporter } from '../io/host.js';
+import type { ProviderSet } from '../providers/registry.js';
+import type { SnapshotRecord } from '../providers/types.js';
+import { deleteSnapshots } from './snapshots.js';
+
+export interface PruneOptions extends PruneRule {
+  dryRun: boolean;
+  /** Also delete the snapshots each pruned bundle recorded, through these providers. */
+  snapshots?: ProviderSet;
+}
+
+export type PruneAction = 'deleted' | 'would delete' | 'kept' | 'kept (deletion failed)';
+
+export interface PrunedBundle extends ListedBundle {
+  action: PruneAction;
+  /** With `snapshots`: the snapshot ids of this bundle that were (or would be) deleted. */
+  snapshotIds?: string[];
+}
+
+export interface PruneResult {
+  bundles: PrunedBundle[];
+  /** One line per bundle that could not be deleted (it is kept), naming it and why. */
+  failed: string[];
+  /** With `snapshots`: snapshots a pruned bundle recorded that a kept bundle records too, left alone. */
+  sharedWithKept: string[];
+}
+
+const snapshotKey = (r: Pick<SnapshotRecord, 'provider' | 'snapshotId'>) => `${r.provider}/${r.snapshotId}`;
+
+/** The snapshot records of bundles (only those that have some are read: for s3:// that is a download each). */
+async function recordsOf(b: ListedBundle): Promise<SnapshotRecord[]> {
+  if (!b.snapshots) return [];
+  return (await readBundleManifest(b.path)).snapshots ?? [];
+}
+
+export async function pruneBundles(dir: string, opts: PruneOptions, reporter: Reporter): Promise<PruneResult> {
+  const listed = await listBundles(dir, (p, why) => reporter.debug('CNR_PRUNE_SKIP', `${p}: ${why}`)).catch((err) => {
+    throw isRemote(dir) ? err : new BadInputError(`${dir}: no such directory`, { cause: err });
+  });
+  const { keep, remove } = selectForPrune(listed, opts);
+  const out: PrunedBundle[] = keep.map((b) => ({ ...b, action: 'kept' }));
+  const failed: string[] = [];
+  const shared = new Set<string>();
+
+  // Every snapshot a kept bundle records is off limits; not knowing them would make any deletion a guess.
+  const keptSnapshots = new Set<string>();
+  if (opts.snapshots) {
+    for (const b of keep) {
+      try {
+        for (const r of await recordsOf(b)) keptSnapshots.add(snapshotKey(r));
+      } catch (err) {
+        throw new EnvironmentError(`cannot read the snapshot records of kept bundle ${b.path}: ${errorMessage(err)}; nothing was deleted`, { cause: err });
+      }
+    }
+  }
+
+  for (const b of remove) {
+    const row: PrunedBundle = { ...b, action: opts.dryRun ? 'would delete' : 'deleted' };
+    try {
+      if (opts.snapshots) {
+        const all = await recordsOf(b);
+        const mine = all.filter((r) => !keptSnapshots.has(snapshotKey(r)));
+        for (const r of all) if (keptSnapshots.has(snapshotKey(r))) shared.add(r.snapshotId);
+        row.snapshotIds = mine.map((r) => r.snapshotId);
+        if (!opts.dryRun && mine.length) {
+          const res = await deleteSnapshots(opts.snapshots, mine, reporter);
+          if (res.failures.length) throw new Error(`its snapshots could not all be deleted: ${res.failures.join('; ')}`);
+          reporter.info('CNR_PRUNE_SNAPSHOTS', `${b.path}: deleted its ${mine.length} snapshot(s)`);
+        }
+      }
+      if (!opts.dryRun) await deleteBundle(b.path);
+    } catch (err) {
+      row.action = 'kept (deletion failed)';
+      failed.push(`${b.path}: ${errorMessage(err)}`);
+      reporter.warn('CNR_PRUNE_FAILED', `${b.path} is kept: ${errorMessage(err)}`);
+    }
+    out.push(row);
+  }
+  out.sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+  return { bundles: out, failed, sharedWithKept: [...shared] };
+}
