@@ -14,7 +14,7 @@ import { manifestSha256 } from '../plan/preflight.js';
 import type { Plan } from '../plan/types.js';
 import { runSteps, type StepOutcome } from './executor.js';
 import { Journal, journalPathFor } from './journal.js';
-import { ApplyLock, type LockHolder } from './lock.js';
+import { ApplyLock, LockLostError, type LockHolder } from './lock.js';
 import { buildSteps, preflightChecks } from './plan-steps.js';
 import { checkPlanIntegrity, type ApplyGiven } from './plan-trust.js';
 import { restoreResources } from '../restore/restore.js';
@@ -43,7 +43,7 @@ export interface ApplyResult {
   journal: string;
   steps: StepOutcome[];
   /** `refused`: the step stopped on a safety check (exit 5), not on a failure (exit 3). */
-  failed?: { step: string; error: string; refused?: boolean };
+  failed?: { step: string; error: string; refused?: boolean; lockLost?: boolean; notStarted?: boolean };
   /** The lock holder this run took over (stale or broken). */
   tookOverLock?: LockHolder;
   /** With `--reboot-nodes`: where each node stands (from the journal), in the order they are rebooted. */
@@ -117,14 +117,16 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
       journal.begin(plan.id, !!opts.resume);
       opts.onStarted?.(journal, lock);
       const steps = buildSteps({ client, plan, target, bundle, reporter, rolloutTimeoutMs: opts.rolloutTimeoutMs });
-      const r = await runSteps(steps, journal, { reporter, killAfterStep: opts.killAfterStep });
+      const r = await runSteps(steps, journal, { reporter, killAfterStep: opts.killAfterStep, beforeStep: () => lock.check() });
       const result: ApplyResult = { ...base, ok: r.ok, steps: r.steps, tookOverLock: lock.tookOver };
       if (plan.rolling) {
         result.nodes = plan.rolling.nodes.map((n) => ({ ...n, phase: (journal.current.remembered[`reboot-nodes/${n.node}`] as { phase?: 'done' } | undefined)?.phase ?? 'pending' }));
       }
       if (!r.ok && r.failed) {
-        result.failed = { step: r.failed.step, error: r.failed.error, ...(r.failed.cause instanceof RefusedError ? { refused: true } : {}) };
-        if (opts.autoRollback) {
+        const lockLost = r.failed.cause instanceof LockLostError;
+        result.failed = { step: r.failed.step, error: r.failed.error, ...(r.failed.cause instanceof RefusedError ? { refused: true } : {}), ...(lockLost ? { lockLost: true, notStarted: true } : {}) };
+        // Without the lock another run may be changing the cluster now: a rollback would race it.
+        if (opts.autoRollback && !lockLost) {
           reporter.warn('CNR_APPLY_ROLLBACK', `step ${r.failed.step} failed; restoring Calico resources from bundle ${plan.bundle.id} (--auto-rollback)`);
           try {
             await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true }, reporter);

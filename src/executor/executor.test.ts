@@ -67,6 +67,27 @@ describe('executor with a journal', () => {
     expect(readFileSync(path.join(dir, 'replicas'), 'utf8')).toBe('1');
   });
 
+  it('stops before the next step when the safe-point check throws; the journal names that step and resume starts there', async () => {
+    const dir = tmp();
+    writeFileSync(path.join(dir, 'replicas'), '3');
+    const j = path.join(dir, 'journal');
+    let checks = 0;
+    const beforeStep = async () => {
+      if (++checks === 3) throw new Error('the apply lock was lost');
+    };
+    const r1 = await runSteps(syntheticSteps(dir), Journal.open(j), { reporter: new Reporter(new RecordingIoHost()), beforeStep });
+    expect(r1.ok).toBe(false);
+    expect(r1.failed).toMatchObject({ step: 'three', error: 'the apply lock was lost' });
+    expect(r1.steps.map((s) => s.status)).toEqual(['done', 'done', 'not-run', 'not-run']);
+    expect(readFileSync(path.join(dir, 'effects'), 'utf8')).toBe('one\npause\n');
+    const st = Journal.read(j);
+    expect(st.records.at(-1)).toMatchObject({ event: 'stopped', step: 'three', index: 3, reason: 'the apply lock was lost' });
+    expect(st.unfinished).toEqual([]);
+    const r2 = await runSteps(syntheticSteps(dir), Journal.open(j), { reporter: new Reporter(new RecordingIoHost()), beforeStep: async () => undefined });
+    expect(r2.steps.map((s) => s.status)).toEqual(['skipped', 'skipped', 'done', 'done']);
+    expect(readFileSync(path.join(dir, 'replicas'), 'utf8')).toBe('3');
+  });
+
   it('ignores a torn last line (a process killed mid-append)', () => {
     const dir = tmp();
     const j = path.join(dir, 'journal');

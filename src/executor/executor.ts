@@ -49,6 +49,11 @@ export interface ExecOptions {
    * (1-based) is journaled as finished, to prove that resume continues correctly from every step boundary.
    */
   killAfterStep?: number;
+  /**
+   * Called before each step is started (the safe points); if it throws, the run stops there: the journal records
+   * where (`stopped`, naming the step not started) and --resume continues with that step.
+   */
+  beforeStep?: () => Promise<void>;
 }
 
 export async function runSteps(steps: ExecStep[], journal: Journal, opts: ExecOptions): Promise<ExecResult> {
@@ -63,6 +68,16 @@ export async function runSteps(steps: ExecStep[], journal: Journal, opts: ExecOp
       reporter.info('CNR_STEP_SKIP', `[${index}/${steps.length}] ${step.title}: already done (journal)`, { step: step.id, index });
       reporter.progress({ id: step.id, label: step.title, current: 1, total: 1, status: 'done earlier', done: true });
       continue;
+    }
+    if (opts.beforeStep) {
+      try {
+        await opts.beforeStep();
+      } catch (err) {
+        const msg = errorMessage(err);
+        journal.append({ event: 'stopped', step: step.id, index, reason: msg });
+        reporter.error('CNR_APPLY_STOPPED', `stopped before step [${index}/${steps.length}] ${step.title}: ${msg}`, { step: step.id, index });
+        return { ok: false, steps: outcomes, failed: { step: step.id, error: msg, cause: err } };
+      }
     }
     const rerun = journal.current.unfinished.includes(step.id);
     reporter.info('CNR_STEP_START', `[${index}/${steps.length}] ${step.title}${rerun ? ' (again: it was interrupted)' : ''}`, { step: step.id, index, rerun });

@@ -15,6 +15,8 @@ export type JournalRecord =
   | { event: 'step-failed'; time: string; step: string; index: number; error: string }
   | { event: 'remember'; time: string; key: string; value: unknown }
   | { event: 'interrupted'; time: string; signal: string }
+  /** The run stopped before starting `step` (e.g. its apply lock was lost); --resume starts there. */
+  | { event: 'stopped'; time: string; step: string; index: number; reason: string }
   | { event: 'done'; time: string };
 
 /** A record as callers write it: the time is added on append. */

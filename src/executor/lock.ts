@@ -5,7 +5,7 @@
  * or broken with `--break-lock`.
  */
 import os from 'node:os';
-import { RefusedError } from '../errors.js';
+import { EnvironmentError, errorMessage, RefusedError } from '../errors.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
 import type { KubeObject } from '../kube/types.js';
@@ -78,9 +78,15 @@ export function describeHolder(h: LockHolder): string {
   return `${h.identity}${h.ageSeconds !== undefined ? `, held for ${h.ageSeconds}s` : ''}${h.renewedAt ? `, last renewed ${h.renewedAt}` : ''}`;
 }
 
+/** The lock can no longer be trusted to be this run's: apply must stop before its next step (exit 4). */
+export class LockLostError extends EnvironmentError {}
+
 export class ApplyLock {
   private timer?: NodeJS.Timeout;
   private released = false;
+  /** When the lease was last seen held by us (acquired, renewed). */
+  private heldAt = Date.now();
+  private lostReason?: string;
 
   private constructor(
     private readonly client: KubeClient,
@@ -133,17 +139,46 @@ export class ApplyLock {
 
   private startRenewing(): this {
     this.timer = setInterval(() => {
-      void this.renew().catch(() => undefined);
+      void this.renew();
     }, RENEW_MS);
     this.timer.unref();
     return this;
   }
 
+  /**
+   * Renew the lease. A lease now held by someone else (or deleted), a renewal the server refuses (401 after the
+   * credentials were refreshed, 403), or renewals failing for longer than the lease lasts (another run may then
+   * take it as stale) mark the lock lost; `check()` reports it at the next safe point.
+   */
   async renew(): Promise<void> {
-    if (this.released) return;
-    const lease = await this.client.getOrUndefined(K.lease, LOCK_NAMESPACE, LOCK_NAME);
-    if (!lease || lease.spec?.holderIdentity !== this.identity) return; // broken by someone else: stop renewing
-    await this.client.replace(K.lease, { ...lease, spec: { ...lease.spec, renewTime: micro() } });
+    if (this.released || this.lostReason) return;
+    try {
+      const lease = await this.client.getOrUndefined(K.lease, LOCK_NAMESPACE, LOCK_NAME);
+      if (!lease?.spec?.holderIdentity) return this.lose('the lease was deleted or released by someone else');
+      if (lease.spec.holderIdentity !== this.identity) return this.lose(`the lease is now held by ${lease.spec.holderIdentity}`);
+      await this.client.replace(K.lease, { ...lease, spec: { ...lease.spec, renewTime: micro() } });
+      this.heldAt = Date.now();
+    } catch (err) {
+      // Written by someone else between our read and write: the next renewal reads who holds it now.
+      if (err instanceof KubeApiError && err.conflict) return;
+      if (err instanceof KubeApiError && (err.statusCode === 401 || err.statusCode === 403)) return this.lose(`renewing it was refused: ${errorMessage(err)}`);
+      if (Date.now() - this.heldAt > LEASE_SECONDS * 1000) return this.lose(`it could not be renewed for longer than its ${LEASE_SECONDS} s lease: ${errorMessage(err)}`);
+    }
+  }
+
+  private lose(reason: string): void {
+    this.lostReason = reason;
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  /** At a safe point (between steps): renew now, and throw LockLostError if the lock is no longer this run's. */
+  async check(): Promise<void> {
+    await this.renew();
+    if (this.lostReason) {
+      throw new LockLostError(`the apply lock was lost (${this.lostReason}); stopped so that no two runs change the cluster at once`, {
+        hint: 'make sure no other apply runs against this cluster, then continue with --resume (--break-lock if the lease is still held)',
+      });
+    }
   }
 
   /** Give the lock back (only if we still hold it). */

@@ -67,6 +67,8 @@ export const applyCommand: Command<ApplyArgs> = {
     if (result.cancelled) throw new RefusedError('not confirmed: nothing was changed', { hint: 'rerun with --yes to apply without asking' });
     ctx.print(result, () => renderResult(result, args.plan));
     if (result.ok) return ExitCode.Ok;
+    // The apply lock lost (taken over, refused, unrenewable) is the environment's doing: exit 4.
+    if (result.failed?.lockLost) return ExitCode.Environment;
     // A step that stopped on a safety check (the preflight run again, a node now on another machine) is a refusal.
     return result.failed?.refused ? ExitCode.Refused : ExitCode.Partial;
   }),
@@ -95,7 +97,7 @@ function renderResult(r: ApplyResult, planPath: string): string {
     lines.push(`plan ${r.planId} applied${r.resumed ? ' (resumed)' : ''}`);
     return lines.join('\n');
   }
-  lines.push(`plan ${r.planId} stopped at step ${r.failed?.step}: ${r.failed?.error}`);
+  lines.push(r.failed?.notStarted ? `plan ${r.planId} stopped before step ${r.failed.step}: ${r.failed.error}` : `plan ${r.planId} stopped at step ${r.failed?.step}: ${r.failed?.error}`);
   if (r.rollback) lines.push(r.rollback.ok ? 'Calico resources were restored from the bundle (--auto-rollback)' : `the automatic resource restore failed: ${r.rollback.error}`);
   lines.push(
     '',
