@@ -6,6 +6,7 @@ import type { Cluster, Context, KubeConfig, User } from '@kubernetes/client-node
 import { BadInputError, EnvironmentError, errorMessage } from '../errors.js';
 import { readInputFile } from '../io/safe-file.js';
 import { proxyFor } from '../net/proxy.js';
+import { useWorkingOidcClient, type LibraryOidcAuthenticator } from './oidc.js';
 
 export interface ConnectionOptions {
   /** Path to a kubeconfig; defaults to the merged $KUBECONFIG list, then ~/.kube/config, then in-cluster config. */
@@ -86,6 +87,7 @@ export async function connect(opts: ConnectionOptions): Promise<Connection> {
     throw new BadInputError(`kubeconfig ${source} has no current cluster`, { hint: 'set current-context or pass --context' });
   }
   const user = kc.getCurrentUser();
+  if (user?.authProvider?.name === 'oidc') useWorkingOidcClient(libraryAuthenticators(kc).oidc);
   const tlsOpts: https.RequestOptions = {};
   try {
     await kc.applyToHTTPSOptions(tlsOpts);
@@ -137,7 +139,7 @@ function loadMerged(kc: KubeConfig, Ctor: typeof KubeConfig, files: string[]): v
 /** What the library's authenticators keep between calls (they are not exported, so they are found by shape). */
 interface LibraryAuthenticators {
   exec?: { tokenCache: Record<string, { status?: { expirationTimestamp?: string } } | null> };
-  oidc?: { currentTokenExpiration: number };
+  oidc?: LibraryOidcAuthenticator;
   file?: { lastRead: Date | null };
 }
 
