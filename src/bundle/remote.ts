@@ -7,6 +7,7 @@
  *
  * Credentials and endpoint come from the standard AWS chain (AWS_PROFILE, AWS_ACCESS_KEY_ID, IRSA's web identity,
  * instance roles, ...), AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL for S3-compatible stores (then path-style addressing).
+ * HTTPS_PROXY (https:// endpoints, AWS itself), HTTP_PROXY (http:// endpoints), ALL_PROXY and NO_PROXY are honoured.
  * CNI_REWIND_S3_SSE (AES256 or aws:kms) and CNI_REWIND_S3_SSE_KMS_KEY_ID ask for server-side encryption.
  * The SDK is imported only when an s3:// location is used.
  */
@@ -46,11 +47,14 @@ let clientPromise: Promise<S3Client> | undefined;
 async function s3(): Promise<S3Client> {
   // The pinned SDK supports Node 20 (which this tool supports); its notice about future SDK releases is noise here.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-  clientPromise ??= import('@aws-sdk/client-s3').then(({ S3Client }) => {
+  clientPromise ??= Promise.all([import('@aws-sdk/client-s3'), import('../providers/proxy.js')]).then(([{ S3Client }, { envProxyAgent }]) => {
     const custom = !!(process.env.AWS_ENDPOINT_URL_S3 || process.env.AWS_ENDPOINT_URL);
+    // The SDK ignores HTTPS_PROXY/HTTP_PROXY/NO_PROXY; this agent applies them per request, as for the providers.
+    const agent = envProxyAgent();
     return new S3Client({
       region: process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1',
       forcePathStyle: custom || process.env.CNI_REWIND_S3_PATH_STYLE === 'true',
+      ...(agent ? { requestHandler: { httpAgent: agent, httpsAgent: agent } } : {}),
     });
   });
   return clientPromise;
