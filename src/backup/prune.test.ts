@@ -39,7 +39,7 @@ describe('pruneBundles with snapshots', () => {
   it('deletes the snapshots of pruned bundles, never one a kept bundle still records', async () => {
     const dir = bundles([['snap-shared', 'snap-new'], ['snap-shared', 'snap-old1'], ['snap-old2']]);
     const p = fakeProviders();
-    const r = await pruneBundles(dir, { keepLast: 1, dryRun: false, snapshots: p.set }, new Reporter(new RecordingIoHost()));
+    const r = await pruneBundles(dir, { keepLast: 1, dryRun: false, snapshots: p.set, staleUploadMs: 0 }, new Reporter(new RecordingIoHost()));
     expect(p.deleted.sort()).toEqual(['snap-old1', 'snap-old2']);
     expect(r.sharedWithKept).toEqual(['snap-shared']);
     expect(r.failed).toEqual([]);
@@ -50,7 +50,7 @@ describe('pruneBundles with snapshots', () => {
   it('--dry-run deletes nothing and names the snapshots that would go', async () => {
     const dir = bundles([['s0'], ['s1'], ['s2']]);
     const p = fakeProviders();
-    const r = await pruneBundles(dir, { keepLast: 2, dryRun: true, snapshots: p.set }, new Reporter(new RecordingIoHost()));
+    const r = await pruneBundles(dir, { keepLast: 2, dryRun: true, snapshots: p.set, staleUploadMs: 0 }, new Reporter(new RecordingIoHost()));
     expect(p.deleted).toEqual([]);
     expect(r.bundles.find((b) => b.id === 'b2')).toMatchObject({ action: 'would delete', snapshotIds: ['s2'] });
     expect(existsSync(path.join(dir, 'b2'))).toBe(true);
@@ -59,7 +59,7 @@ describe('pruneBundles with snapshots', () => {
   it('a bundle whose snapshots cannot all be deleted is kept and named; the others still go', async () => {
     const dir = bundles([['s0'], ['s1', 'stuck'], ['s2']]);
     const p = fakeProviders(new Set(['stuck']));
-    const r = await pruneBundles(dir, { keepLast: 1, dryRun: false, snapshots: p.set }, new Reporter(new RecordingIoHost()));
+    const r = await pruneBundles(dir, { keepLast: 1, dryRun: false, snapshots: p.set, staleUploadMs: 0 }, new Reporter(new RecordingIoHost()));
     expect(r.failed).toEqual([expect.stringMatching(new RegExp(`^${path.join(dir, 'b1')}: .*stuck`))]);
     expect(r.bundles.map((b) => `${b.id} ${b.action}`)).toEqual(['b0 kept', 'b1 kept (deletion failed)', 'b2 deleted']);
     expect([0, 1, 2].map((i) => existsSync(path.join(dir, `b${i}`)))).toEqual([true, true, false]);

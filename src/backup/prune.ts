@@ -5,7 +5,7 @@
  */
 import { deleteBundle, listBundles, selectForPrune, type ListedBundle, type PruneRule } from '../bundle/catalog.js';
 import { readBundleManifest } from '../bundle/reader.js';
-import { isRemote } from '../bundle/remote.js';
+import { isRemote, staleUploads, type OpenUpload } from '../bundle/remote.js';
 import { BadInputError, errorMessage, EnvironmentError } from '../errors.js';
 import type { Reporter } from '../io/host.js';
 import type { ProviderSet } from '../providers/registry.js';
@@ -16,6 +16,8 @@ export interface PruneOptions extends PruneRule {
   dryRun: boolean;
   /** Also delete the snapshots each pruned bundle recorded, through these providers. */
   snapshots?: ProviderSet;
+  /** s3:// only: abort the multipart uploads (bundles whose upload never completed) begun longer ago than this. */
+  staleUploadMs: number;
 }
 
 export type PruneAction = 'deleted' | 'would delete' | 'kept' | 'kept (deletion failed)';
@@ -32,6 +34,8 @@ export interface PruneResult {
   failed: string[];
   /** With `snapshots`: snapshots a pruned bundle recorded that a kept bundle records too, left alone. */
   sharedWithKept: string[];
+  /** s3://: open multipart uploads older than `staleUploadMs` that were (or, dry run, would be) aborted. */
+  abortedUploads: OpenUpload[];
 }
 
 const snapshotKey = (r: Pick<SnapshotRecord, 'provider' | 'snapshotId'>) => `${r.provider}/${r.snapshotId}`;
@@ -86,5 +90,11 @@ export async function pruneBundles(dir: string, opts: PruneOptions, reporter: Re
     out.push(row);
   }
   out.sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
-  return { bundles: out, failed, sharedWithKept: [...shared] };
+  const abortedUploads = isRemote(dir)
+    ? await staleUploads(dir, new Date(Date.now() - opts.staleUploadMs), {
+        abort: !opts.dryRun,
+        onFailure: (u, why) => failed.push(`${u.url} (upload ${u.uploadId}): cannot abort it: ${why}`),
+      })
+    : [];
+  return { bundles: out, failed, sharedWithKept: [...shared], abortedUploads };
 }

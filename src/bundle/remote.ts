@@ -2,7 +2,7 @@
  * Bundles in object storage: `s3://bucket/prefix[/name]`. A bundle is stored as ONE object, its `.tar.gz` archive,
  * uploaded with a streamed multipart upload that S3 makes visible only when it completes: a reader never sees a
  * half-written bundle, and an upload killed half-way leaves no object (only an incomplete multipart upload, which
- * list ignores and a bucket lifecycle rule aborts). The SHA-256 of the archive is sent as the object's checksum
+ * list ignores and prune or a bucket lifecycle rule aborts). The SHA-256 of the archive is sent as the object's checksum
  * (checked by S3 on upload, by the SDK on download); the bundle's own per-file checksums are checked on open.
  *
  * Credentials and endpoint come from the standard AWS chain (AWS_PROFILE, AWS_ACCESS_KEY_ID, IRSA's web identity,
@@ -193,6 +193,50 @@ export async function deleteRemoteBundle(url: string): Promise<void> {
   } catch (err) {
     throw storageError(`cannot delete ${url} (object lock or retention may protect it)`, err);
   }
+}
+
+export interface OpenUpload {
+  url: string;
+  uploadId: string;
+  initiated: string;
+}
+
+/**
+ * Multipart uploads under an s3:// prefix that were begun before `before` and never completed or aborted: what an
+ * export or backup killed half-way leaves (S3 keeps their parts, and bills them, until they are aborted). With
+ * `abort`, they are aborted; a failure to abort one is reported through `onFailure` and the others still go.
+ */
+export async function staleUploads(url: string, before: Date, opts: { abort: boolean; onFailure?: (u: OpenUpload, why: string) => void }): Promise<OpenUpload[]> {
+  const loc = parseS3Url(url);
+  const client = await s3();
+  const { ListMultipartUploadsCommand, AbortMultipartUploadCommand } = await import('@aws-sdk/client-s3');
+  const found: OpenUpload[] = [];
+  let keyMarker: string | undefined;
+  let uploadIdMarker: string | undefined;
+  try {
+    do {
+      const page = await client.send(new ListMultipartUploadsCommand({ Bucket: loc.bucket, Prefix: loc.key ? `${loc.key}/` : undefined, Delimiter: '/', KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }));
+      for (const u of page.Uploads ?? []) {
+        if (!u.Key?.endsWith(ARCHIVE) || !u.UploadId || !u.Initiated || u.Initiated >= before) continue;
+        found.push({ url: `s3://${loc.bucket}/${u.Key}`, uploadId: u.UploadId, initiated: u.Initiated.toISOString() });
+      }
+      keyMarker = page.IsTruncated ? page.NextKeyMarker : undefined;
+      uploadIdMarker = page.IsTruncated ? page.NextUploadIdMarker : undefined;
+    } while (keyMarker);
+  } catch (err) {
+    throw storageError(`cannot list the open uploads under ${url}`, err);
+  }
+  if (!opts.abort) return found;
+  const aborted: OpenUpload[] = [];
+  for (const u of found) {
+    try {
+      await client.send(new AbortMultipartUploadCommand({ Bucket: loc.bucket, Key: parseS3Url(u.url).key, UploadId: u.uploadId }));
+      aborted.push(u);
+    } catch (err) {
+      opts.onFailure?.(u, errorMessage(err));
+    }
+  }
+  return aborted;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { providerSetFor } from '../../backup/backup.js';
 import { pruneBundles } from '../../backup/prune.js';
+import { isRemote } from '../../bundle/remote.js';
 import { parseDuration } from '../../config/config.js';
 import { BadInputError, PartialFailureError } from '../../errors.js';
 import { DEFAULT_BACKUP_DIR } from '../../export/export.js';
@@ -14,6 +15,7 @@ interface PruneArgs {
   'older-than'?: string;
   'dry-run': boolean;
   snapshots: boolean;
+  'abort-uploads-older-than': string;
   config?: string;
   providerModule?: string[];
 }
@@ -27,6 +29,7 @@ export const pruneCommand: Command<PruneArgs> = {
       .option('keep-last', { type: 'number', describe: 'keep the N newest complete bundles' })
       .option('older-than', { type: 'string', describe: 'delete only bundles older than this (e.g. 30d, 12h)' })
       .option('snapshots', { type: 'boolean', default: false, describe: 'also delete the disk snapshots each deleted bundle recorded (never one a kept bundle records)' })
+      .option('abort-uploads-older-than', { type: 'string', default: '24h', describe: 's3:// only: abort the multipart uploads begun longer ago than this that never completed (bundles whose upload was killed)' })
       .option('config', { type: 'string', describe: 'cni-rewind config file (provider settings for --snapshots)' })
       .option('provider-module', { type: 'string', array: true, describe: 'load a third-party provider module for --snapshots; repeatable' })
       .option('dry-run', { type: 'boolean', default: false, describe: 'show what would be deleted; delete nothing' }) as any,
@@ -44,7 +47,8 @@ export const pruneCommand: Command<PruneArgs> = {
       throw new BadInputError('--config and --provider-module are for --snapshots');
     }
     const dryRun = args['dry-run'];
-    const res = await pruneBundles(dir, { keepLast, olderThanMs, dryRun, snapshots: providers }, ctx.reporter).finally(() => providers?.closeAll());
+    const staleUploadMs = parseDuration(args['abort-uploads-older-than'], '--abort-uploads-older-than');
+    const res = await pruneBundles(dir, { keepLast, olderThanMs, dryRun, snapshots: providers, staleUploadMs }, ctx.reporter).finally(() => providers?.closeAll());
     const removed = res.bundles.filter((b) => b.action === 'deleted' || b.action === 'would delete');
     const snapshotIds = removed.flatMap((b) => b.snapshotIds ?? []);
     ctx.print(
@@ -53,10 +57,11 @@ export const pruneCommand: Command<PruneArgs> = {
         deleted: removed.map((b) => b.path),
         kept: res.bundles.filter((b) => b.action.startsWith('kept')).map((b) => b.path),
         failed: res.failed,
+        ...(res.abortedUploads.length || isRemote(dir) ? { [dryRun ? 'wouldAbortUploads' : 'abortedUploads']: res.abortedUploads } : {}),
         ...(args.snapshots ? { snapshots: { [dryRun ? 'wouldDelete' : 'deleted']: snapshotIds, sharedWithKept: res.sharedWithKept } } : {}),
       },
       () => {
-        if (!res.bundles.length) return `no bundles under ${dir}`;
+        if (!res.bundles.length && !res.abortedUploads.length) return `no bundles under ${dir}`;
         const table = renderTable(res.bundles, [
           { header: 'action', value: (b) => b.action },
           { header: 'created', value: (b) => b.createdAt },
@@ -65,9 +70,10 @@ export const pruneCommand: Command<PruneArgs> = {
           { header: 'path', value: (b) => b.path },
         ]);
         const shared = res.sharedWithKept.length ? `\nleft alone (a kept bundle records them too): ${res.sharedWithKept.join(' ')}` : '';
-        return table + shared;
+        const uploads = res.abortedUploads.map((u) => `\n${dryRun ? 'would abort' : 'aborted'} the unfinished upload of ${u.url} (begun ${u.initiated})`).join('');
+        return table + shared + uploads;
       },
     );
-    if (res.failed.length) throw new PartialFailureError(`${res.failed.length} of ${removed.length + res.failed.length} bundles could not be deleted and are kept: ${res.failed[0]}`);
+    if (res.failed.length) throw new PartialFailureError(`${res.failed.length} bundle(s) or upload(s) could not be deleted: ${res.failed[0]}`);
   }),
 };
