@@ -90,11 +90,18 @@ export async function pruneBundles(dir: string, opts: PruneOptions, reporter: Re
     out.push(row);
   }
   out.sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
-  const abortedUploads = isRemote(dir)
-    ? await staleUploads(dir, new Date(Date.now() - opts.staleUploadMs), {
+  let abortedUploads: OpenUpload[] = [];
+  if (isRemote(dir)) {
+    try {
+      abortedUploads = await staleUploads(dir, new Date(Date.now() - opts.staleUploadMs), {
         abort: !opts.dryRun,
         onFailure: (u, why) => failed.push(`${u.url} (upload ${u.uploadId}): cannot abort it: ${why}`),
-      })
-    : [];
+      });
+    } catch (err) {
+      // Credentials made for prune before it aborted uploads may lack s3:ListBucketMultipartUploads: the bundles
+      // were pruned all the same, so this is a warning, not a failed run.
+      reporter.warn('CNR_PRUNE_UPLOADS', `${errorMessage(err)}; unfinished uploads are left (a bucket lifecycle rule AbortIncompleteMultipartUpload also cleans them up)`);
+    }
+  }
   return { bundles: out, failed, sharedWithKept: [...shared], abortedUploads };
 }
