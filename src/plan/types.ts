@@ -56,6 +56,10 @@ export interface InstallationTransform {
    * and its operator would otherwise re-enable the pool (calico#9100).
    */
   stopAllocations?: { cidrs: string[]; field: string; value: unknown };
+  /** Finalizers of a newer operator on Installation `default` that the target operator never removes (downgrades). */
+  removeFinalizers?: string[];
+  /** TigeraStatus objects only a newer operator writes: deleted so none keeps a stale Degraded (downgrades). */
+  deleteTigeraStatuses?: string[];
 }
 
 /**
