@@ -9,19 +9,17 @@
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
-import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/local-cluster/calico-programs.js';
-import { LocalCluster } from '../../src/local-cluster/cluster.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
-import { applyFixture, deleteNodes, fixturePath, operatorType, resetCalico, runCli, testClient } from './helpers.js';
-import { clearCalicoFinalizers, kubectl, waitApiServiceAvailable, waitOperator } from './calico-support.js';
+import type { LocalCluster } from '../../src/local-cluster/cluster.js';
+import { applyFixture, fixturePath, operatorType, runCli } from './helpers.js';
+import { kubectl, waitApiServiceAvailable, waitOperator, withRealCalico } from './calico-support.js';
 
 const INSTALLATION = operatorType('installations', 'Installation');
 const TIGERA_STATUS = operatorType('tigerastatuses', 'TigeraStatus');
-const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });
 let client: KubeClient;
+let cluster: LocalCluster;
 let dir: string;
 
 const condition = (ts: any, type: string) => ts?.status?.conditions?.find((c: any) => c.type === type)?.status;
@@ -34,28 +32,12 @@ async function waitTigeraStatusAvailable(name: string, timeoutMs = 300_000): Pro
 }
 
 describe('3.28.1 -> 3.27.4 downgrade with the real tigera operators', () => {
-  beforeAll(async () => {
-    await ensureCalicoProgram('operator', 'v1.32.10');
-    await ensureCalicoProgram('operator', 'v1.34.3');
-    await ensureCalicoProgram('calico', CALICO_PROGRAMS_VERSION);
-    client = await testClient();
+  const real = withRealCalico('cdg');
+  beforeAll(() => {
+    client = real.client();
+    cluster = real.cluster;
     dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-downgrade-real-'));
-    await cluster.stopCalico();
-    await clearCalicoFinalizers(client);
-    await resetCalico(client);
-    await createFakeNodes(client, [{ name: 'cdg-node-1' }, { name: 'cdg-node-2' }]);
-    await cluster.startCalico();
-  }, 60 * 60_000);
-
-  afterAll(async () => {
-    await cluster.stopCalico();
-    if (client) {
-      await clearCalicoFinalizers(client);
-      await resetCalico(client);
-      await deleteNodes(client, 'cdg-');
-      client.close();
-    }
-  }, 600_000);
+  });
 
   it('apply waits for the v1.32 operator\'s own rollout; afterwards the Installation can be deleted and no status stays Degraded', async () => {
     await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
