@@ -12,7 +12,7 @@
  * Restore: new disks from the snapshots (same zone and SKU), the machine deallocated, its OS disk and data disks
  * swapped to the new ones, started. A device that now holds another disk than the recorded one is refused.
  * Throttling (429 + Retry-After) and transient 5xx answers are retried by the SDK's pipeline; HTTPS_PROXY /
- * NO_PROXY are honoured by the pipeline's proxy policy.
+ * NO_PROXY are honoured through src/providers/proxy.ts, as for every provider.
  *
  * Config (providers.azure): subscriptionId (for `snapshots list` with no cluster; else AZURE_SUBSCRIPTION_ID),
  * snapshotResourceGroup, pollSeconds, and `endpoint` (another cloud's ARM endpoint, or a local fake in tests).
@@ -20,6 +20,7 @@
 import { EnvironmentError, errorMessage, RefusedError } from '../../src/errors.js';
 import { sleep } from '../../src/kube/retry.js';
 import { parseProviderId } from '../../src/providers/provider-id.js';
+import { envProxyAgent } from '../../src/providers/proxy.js';
 import {
   PROVIDER_API_VERSION,
   TOOL_TAG_VALUE,
@@ -77,9 +78,12 @@ export class AzureProvider implements SnapshotProvider {
     if (!c) {
       c = (async () => {
         const [{ ComputeManagementClient }, { DefaultAzureCredential }] = await Promise.all([import('@azure/arm-compute'), import('@azure/identity')]);
-        this.credential ??= Promise.resolve(new DefaultAzureCredential());
+        // The pipeline's own proxy support checks an IP address target's certificate against "localhost" and reads
+        // NO_PROXY its own way: with a proxy variable set, both clients get the agent every provider shares.
+        const agent = envProxyAgent();
+        this.credential ??= Promise.resolve(new DefaultAzureCredential(agent ? { agent } : {}));
         const credential = (await this.credential) as InstanceType<typeof DefaultAzureCredential>;
-        return new ComputeManagementClient(credential, subscription, this.config.endpoint ? { endpoint: this.config.endpoint } : {}) as Compute;
+        return new ComputeManagementClient(credential, subscription, { ...(this.config.endpoint ? { endpoint: this.config.endpoint } : {}), ...(agent ? { agent } : {}) }) as Compute;
       })();
       this.clients.set(subscription, c);
       c.catch(() => this.clients.delete(subscription));
