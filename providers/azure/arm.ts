@@ -4,21 +4,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { BadInputError, EnvironmentError, errorMessage } from '../../src/errors.js';
+import { FLAT_TAG_KEYS } from '../../src/providers/snapshot-helpers.js';
 
 /**
  * Tag names on what cni-rewind creates. Azure tag names may not contain `/` (nor `<>%&\?`), so the shared keys
  * (`cni-rewind/bundle-id`) are written with `-`; values are kept exact (up to 256 characters).
  */
-export const AZURE_TAGS = {
-  tool: 'cni-rewind',
-  bundle: 'cni-rewind-bundle-id',
-  cluster: 'cni-rewind-cluster-id',
-  node: 'cni-rewind-node',
-  machine: 'cni-rewind-machine',
-  device: 'cni-rewind-device',
-  boot: 'cni-rewind-boot',
-  restoredBy: 'cni-rewind-restored-by-run',
-} as const;
+export const AZURE_TAGS = FLAT_TAG_KEYS;
 
 /** What a resource id says: `/subscriptions/S/resourceGroups/RG/providers/Microsoft.Compute/<type>/<name>[/...]`. */
 export interface ArmId {

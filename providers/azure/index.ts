@@ -21,6 +21,7 @@ import { EnvironmentError, errorMessage, RefusedError } from '../../src/errors.j
 import { sleep } from '../../src/kube/retry.js';
 import { parseProviderId } from '../../src/providers/provider-id.js';
 import { envProxyAgent } from '../../src/providers/proxy.js';
+import { deleteEach, throwUnlessUsable } from '../../src/providers/snapshot-helpers.js';
 import {
   PROVIDER_API_VERSION,
   TOOL_TAG_VALUE,
@@ -217,14 +218,7 @@ export class AzureProvider implements SnapshotProvider {
         }
       }),
     );
-    const bad = out.filter((r) => r.state !== 'completed');
-    if (bad.length) {
-      const failed = bad.filter((r) => r.state === 'failed');
-      const what = failed.length
-        ? `snapshot(s) ${failed.map((r) => `${parseArmId(r.snapshotId).name} (${r.device})`).join(', ')} failed`
-        : `snapshot(s) ${bad.map((r) => parseArmId(r.snapshotId).name).join(', ')} not complete after ${Math.round(opts.timeoutMs / 1000)} s`;
-      throw Object.assign(new EnvironmentError(`Azure ${what}`), { records: out });
-    }
+    throwUnlessUsable('Azure', out, { timeoutMs: opts.timeoutMs, name: (r) => parseArmId(r.snapshotId).name });
     return out;
   }
 
@@ -334,19 +328,15 @@ export class AzureProvider implements SnapshotProvider {
   }
 
   async delete(records: SnapshotRecord[]): Promise<void> {
-    const failures: string[] = [];
-    await Promise.all(
-      records.map(async (r) => {
-        try {
-          const { subscription, resourceGroup, name } = parseArmId(r.snapshotId);
-          await this.call(`delete snapshot ${name}`, subscription, (c) => c.snapshots.delete(resourceGroup, name, { updateIntervalInMs: this.pollMs }));
-        } catch (err) {
-          if (isNotFound((err as { cause?: unknown }).cause)) return;
-          failures.push(`${r.snapshotId}: ${errorMessage(err)}`);
-        }
-      }),
+    await deleteEach(
+      'Azure',
+      records,
+      async (r) => {
+        const { subscription, resourceGroup, name } = parseArmId(r.snapshotId);
+        await this.call(`delete snapshot ${name}`, subscription, (c) => c.snapshots.delete(resourceGroup, name, { updateIntervalInMs: this.pollMs }));
+      },
+      (err) => isNotFound((err as { cause?: unknown }).cause),
     );
-    if (failures.length) throw new EnvironmentError(`Azure: ${failures.length} snapshot(s) could not be deleted: ${failures.slice(0, 5).join('; ')}`);
   }
 }
 
