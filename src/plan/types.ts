@@ -5,6 +5,7 @@
  */
 import type { InstallType } from '../calico/detect.js';
 import type { ManifestTransform } from './manifest-custom.js';
+import type { PlanSignature } from './signature.js';
 
 export const PLAN_API_VERSION = 'cni-rewind.io/v1';
 export const PLAN_KIND = 'Plan';
@@ -105,4 +106,6 @@ export interface Plan {
   /** Present when the plan reboots nodes (`--reboot-nodes`). */
   rolling?: RollingNodes;
   steps: PlanStep[];
+  /** HMAC of everything else, with the user's plan signing key (signature.ts); apply refuses a plan without a matching one. */
+  signature?: PlanSignature;
 }
