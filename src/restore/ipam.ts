@@ -16,11 +16,8 @@
  *   same node.
  * `--prune` never deletes IPAM objects: those the bundle lacks were allocated since the backup.
  */
-import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, IPAM_LIVE_KINDS } from '../calico/knowledge.js';
 import { groupOf, type KubeObject } from '../kube/types.js';
-
-/** IPAM kinds whose objects change with every pod (IPAMConfig is configuration and is restored as such). */
-export const IPAM_LIVE_KINDS: ReadonlySet<string> = new Set(['IPAMBlock', 'IPAMHandle', 'BlockAffinity']);
 
 export const isIpamLive = (o: Pick<KubeObject, 'apiVersion' | 'kind'>): boolean => IPAM_LIVE_KINDS.has(o.kind) && groupOf(o.apiVersion) === CALICO_CRD_GROUP;
 
