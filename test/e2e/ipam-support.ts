@@ -37,6 +37,13 @@ export interface Churn {
   stop(): Promise<number | null>;
 }
 
+const running = new Set<Churn>();
+
+/** Stop every churn still running (a test that failed before its own stop must not leave one behind). */
+export async function stopAllChurns(): Promise<void> {
+  await Promise.all([...running].map((c) => c.stop()));
+}
+
 /** Start `ipam-driver churn`, its JSON lines appended to `logFile`. */
 export async function startChurn(logFile: string, args: { nodes: string[]; prefix: string; rate: number; target: number; durationS: number; seed?: number }): Promise<Churn> {
   const dir = await ensureCalicoProgram('ipam-driver', CALICO_PROGRAMS_VERSION);
@@ -55,7 +62,7 @@ export async function startChurn(logFile: string, args: { nodes: string[]; prefi
       resolve(code);
     }),
   );
-  return {
+  const churn: Churn = {
     child,
     logFile,
     done,
@@ -64,6 +71,9 @@ export async function startChurn(logFile: string, args: { nodes: string[]; prefi
       return done;
     },
   };
+  running.add(churn);
+  void done.then(() => running.delete(churn));
+  return churn;
 }
 
 export function readEvents(logFile: string): DriverEvent[] {
@@ -122,6 +132,8 @@ export interface IpamCheck {
   multipleOwners: number;
   problems: number;
   leakedIps: Set<string>;
+  /** In use (by a pod) but in no active pool: the kwok pods' own addresses here. */
+  outsidePoolIps: string[];
   text: string;
 }
 
@@ -141,6 +153,7 @@ export async function ipamCheck(): Promise<IpamCheck> {
     multipleOwners: [...text.matchAll(/has multiple owners/g)].length,
     problems: num(/Check complete; found (\d+) problems/),
     leakedIps: new Set([...text.matchAll(/^\s+(\S+) leaked; attrs/gm)].map((m) => m[1]!)),
+    outsidePoolIps: [...text.matchAll(/^\s+(\S+) in use by .* is not in any active IP pool/gm)].map((m) => m[1]!),
     text,
   };
 }
