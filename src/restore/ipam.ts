@@ -9,15 +9,17 @@
  * - an IPAMBlock the cluster lacks is created: no live allocation can be in its CIDR, so it cannot double-book;
  *   at worst it brings back allocations released since the backup, which `calicoctl ipam check` reports as leaks
  *   and kube-controllers' IPAM garbage collection frees;
- * - an IPAMHandle the cluster lacks is created only when the block it names, as it will be after the restore
- *   (the live one, or the bundle's when that is created), still allocates an address to it; otherwise its pod was
- *   deleted since the backup and the handle would be a handle without addresses;
+ * - an IPAMHandle the cluster lacks is created when the block it names, as it will be after the restore (the live
+ *   one, or the bundle's when that is created), still allocates an address to it, or when that block is as the
+ *   bundle has it (nothing was released from it since the backup, so the handle was lost, not released);
+ *   otherwise its pod was deleted since the backup and the handle would be a handle without addresses;
  * - a BlockAffinity the cluster lacks is created only with its block, or when the live block is affine to the
  *   same node.
  * `--prune` never deletes IPAM objects: those the bundle lacks were allocated since the backup.
  */
 import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, IPAM_LIVE_KINDS } from '../calico/knowledge.js';
 import { groupOf, type KubeObject } from '../kube/types.js';
+import { canonical } from './normalize.js';
 
 export const isIpamLive = (o: Pick<KubeObject, 'apiVersion' | 'kind'>): boolean => IPAM_LIVE_KINDS.has(o.kind) && groupOf(o.apiVersion) === CALICO_CRD_GROUP;
 
@@ -30,20 +32,36 @@ export interface IpamPlanned {
 
 const SKIP_FIX = 'nothing to do: the cluster\'s IPAM is the truth for allocations; to find leaks or missing allocations run calicoctl ipam check';
 
-/**
- * Turns the plan's writes of IPAM objects into the merge described above. `liveBlocks` are the cluster's
- * IPAMBlocks (only read when a handle or affinity's block is not in the bundle).
- */
-export async function mergeIpamPlan(planned: IpamPlanned[], liveBlocks: () => Promise<KubeObject[]>): Promise<number> {
+/** Reads the merge needs beyond the plan, done only when a handle or affinity's block is not in the plan. */
+export interface IpamSources {
+  /** The cluster's IPAMBlocks. */
+  liveBlocks(): Promise<KubeObject[]>;
+  /** The bundle's IPAMBlocks (when the plan has none of them, as with `--kinds IPAMHandle`). */
+  bundleBlocks(): Promise<KubeObject[]>;
+}
+
+/** Turns the plan's writes of IPAM objects into the merge described above. */
+export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources): Promise<number> {
   const ipam = planned.filter((p) => p.desired && isIpamLive(p.desired));
   if (!ipam.length) return 0;
+  // The bundle's blocks by CIDR: from the plan, else read once from the bundle.
+  const before = new Map<string, KubeObject>();
+  let bundleRead = false;
+  const blockBefore = async (cidr: string): Promise<KubeObject | undefined> => {
+    if (!before.has(cidr) && !bundleRead) {
+      bundleRead = true;
+      for (const b of await sources.bundleBlocks()) if (!before.has(b.spec?.cidr)) before.set(b.spec?.cidr, b);
+    }
+    return before.get(cidr);
+  };
+  for (const p of ipam) if (p.desired!.kind === 'IPAMBlock') before.set(p.desired!.spec?.cidr, p.desired!);
   // The blocks as they will be after the restore, by CIDR: live ones stay, missing ones come from the bundle.
   const after = new Map<string, KubeObject>();
   let liveRead = false;
   const blockAfter = async (cidr: string): Promise<KubeObject | undefined> => {
     if (!after.has(cidr) && !liveRead) {
       liveRead = true;
-      for (const b of await liveBlocks()) if (!after.has(b.spec?.cidr)) after.set(b.spec?.cidr, b);
+      for (const b of await sources.liveBlocks()) if (!after.has(b.spec?.cidr)) after.set(b.spec?.cidr, b);
     }
     return after.get(cidr);
   };
@@ -74,7 +92,11 @@ export async function mergeIpamPlan(planned: IpamPlanned[], liveBlocks: () => Pr
       const handle: string = o.spec?.handleID ?? o.metadata.name;
       const blocks = Object.keys(o.spec?.block ?? {});
       let holds = false;
-      for (const cidr of blocks) if (allocatesTo(await blockAfter(cidr), handle)) holds = true;
+      for (const cidr of blocks) {
+        const now = await blockAfter(cidr);
+        const then = await blockBefore(cidr);
+        if (allocatesTo(now, handle) || (now && then && canonical(now.spec) === canonical(then.spec))) holds = true;
+      }
       if (!holds) skip(p, `released since the backup: no allocation in ${blocks.length ? `block ${blocks.join(', ')}` : 'any block'} carries this handle (its pod is gone)`);
     } else if (o.kind === 'BlockAffinity') {
       const block = await blockAfter(o.spec?.cidr);

@@ -223,9 +223,16 @@ export async function planRestore(
   await pool(objects, opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY, async (obj) => {
     planned.push(await planOne(client, resolver, obj, { existing, liveCrds, bundleCrds, dropUnknownFields: !!opts.dropUnknownFields, installation, operatorImage, inBundle, liveIndex, timer }));
   });
-  const ipamKept = await mergeIpamPlan(planned, async () => {
-    const t = await resolver.resolve(`${CALICO_CRD_GROUP}/v1`, 'IPAMBlock');
-    return t ? timer.time('readCluster', () => client.listAll(t)) : [];
+  const ipamKept = await mergeIpamPlan(planned, {
+    liveBlocks: async () => {
+      const t = await resolver.resolve(`${CALICO_CRD_GROUP}/v1`, 'IPAMBlock');
+      return t ? timer.time('readCluster', () => client.listAll(t)) : [];
+    },
+    bundleBlocks: () => timer.time('readBundle', async () => {
+      const out: KubeObject[] = [];
+      for await (const bo of bundle.objects({ groups: [CALICO_CRD_GROUP], kinds: ['IPAMBlock'], lenient: true })) out.push(bo.object);
+      return out;
+    }),
   });
   if (ipamKept) reporter.info('CNR_RESTORE_IPAM_LIVE', `${ipamKept} IPAM objects kept as the cluster has them: IPAM is live state (allocations made or released since the backup are not undone)`);
   planned.push(...refused);
