@@ -44,33 +44,17 @@ export interface IpamSources {
 export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources): Promise<number> {
   const ipam = planned.filter((p) => p.desired && isIpamLive(p.desired));
   if (!ipam.length) return 0;
-  // The bundle's blocks by CIDR: from the plan, else read once from the bundle.
-  const before = new Map<string, KubeObject>();
-  let bundleRead = false;
-  const blockBefore = async (cidr: string): Promise<KubeObject | undefined> => {
-    if (!before.has(cidr) && !bundleRead) {
-      bundleRead = true;
-      for (const b of await sources.bundleBlocks()) if (!before.has(b.spec?.cidr)) before.set(b.spec?.cidr, b);
-    }
-    return before.get(cidr);
-  };
-  for (const p of ipam) if (p.desired!.kind === 'IPAMBlock') before.set(p.desired!.spec?.cidr, p.desired!);
-  // The blocks as they will be after the restore, by CIDR: live ones stay, missing ones come from the bundle.
-  const after = new Map<string, KubeObject>();
-  let liveRead = false;
-  const blockAfter = async (cidr: string): Promise<KubeObject | undefined> => {
-    if (!after.has(cidr) && !liveRead) {
-      liveRead = true;
-      for (const b of await sources.liveBlocks()) if (!after.has(b.spec?.cidr)) after.set(b.spec?.cidr, b);
-    }
-    return after.get(cidr);
-  };
+  // The bundle's blocks by CIDR (from the plan, else read from the bundle), and the blocks as they will be after
+  // the restore (live ones stay, missing ones come from the bundle; else read from the cluster).
+  const before = blockIndex(sources.bundleBlocks);
+  const after = blockIndex(sources.liveBlocks);
+  for (const p of ipam) if (p.desired!.kind === 'IPAMBlock') before.set(p.desired!);
   const created = new Set<string>(); // CIDRs of the blocks this restore creates
   for (const p of ipam) {
     if (p.desired!.kind !== 'IPAMBlock') continue;
     if (!p.live && p.action.action === 'create') created.add(p.desired!.spec?.cidr);
     const b = p.live ?? (p.action.action === 'create' ? p.desired : undefined);
-    if (b?.spec?.cidr) after.set(b.spec.cidr, b);
+    if (b?.spec?.cidr) after.set(b);
   }
 
   let skipped = 0;
@@ -93,19 +77,38 @@ export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources
       const blocks = Object.keys(o.spec?.block ?? {});
       let holds = false;
       for (const cidr of blocks) {
-        const now = await blockAfter(cidr);
-        const then = await blockBefore(cidr);
-        if (allocatesTo(now, handle) || (now && then && canonical(now.spec) === canonical(then.spec))) holds = true;
+        const now = await after.get(cidr);
+        if (allocatesTo(now, handle)) holds = true;
+        else if (now) {
+          const then = await before.get(cidr);
+          if (then && canonical(now.spec) === canonical(then.spec)) holds = true;
+        }
       }
       if (!holds) skip(p, `released since the backup: no allocation in ${blocks.length ? `block ${blocks.join(', ')}` : 'any block'} carries this handle (its pod is gone)`);
     } else if (o.kind === 'BlockAffinity') {
-      const block = await blockAfter(o.spec?.cidr);
+      const block = await after.get(o.spec?.cidr);
       if (!created.has(o.spec?.cidr) && block?.spec?.affinity !== `${IPAM_HOST_AFFINITY_PREFIX}${o.spec?.node}`) {
         skip(p, `block ${o.spec?.cidr} ${block ? `is affine to ${block.spec?.affinity ?? 'no node'} in the cluster` : 'no longer exists'}; the affinity was released since the backup`);
       }
     }
   }
   return skipped;
+}
+
+/** IPAMBlocks by CIDR: those set first win; `read` fills in the rest, once, when a CIDR is not known. */
+function blockIndex(read: () => Promise<KubeObject[]>) {
+  const byCidr = new Map<string, KubeObject>();
+  let loaded = false;
+  return {
+    set: (b: KubeObject) => void byCidr.set(b.spec?.cidr, b),
+    async get(cidr: string): Promise<KubeObject | undefined> {
+      if (!byCidr.has(cidr) && !loaded) {
+        loaded = true;
+        for (const b of await read()) if (!byCidr.has(b.spec?.cidr)) byCidr.set(b.spec?.cidr, b);
+      }
+      return byCidr.get(cidr);
+    },
+  };
 }
 
 /** Whether an IPAMBlock has an address allocated to `handle`. */
