@@ -5,6 +5,7 @@
 #
 #   build-calico.sh operator v1.34.3   -> <bin>/operator
 #   build-calico.sh calico v3.28.1     -> <bin>/apiserver, <bin>/calicoctl, <bin>/kube-controllers
+#   build-calico.sh ipam-driver v3.28.1 -> <bin>/ipam-driver (control-plane/ipam-driver on that tree's libcalico-go)
 #
 # Source: the upstream tag archive (https://github.com/<repo>/archive/refs/tags/<tag>.tar.gz), or the file of
 # the same tree in the directory named by CNI_REWIND_SOURCE_MIRROR (git-archive files named
@@ -30,16 +31,23 @@ calico v3.28.1 6018563438f3aacf5e043dea0c567abe5d34c08a 2afe8b419d4ddd10165e4e2b
 calico v3.29.7 82fd18c202ac5400cd7760597a510de9d028b035 9e20b03304400476dfd683ec463c171f0acafb78cfb43d7bd83364b4c7638d18
 calico v3.30.7 74485ea40911c4868ae83ddb5da489c1533d1dba fd37f84efa2aa4b11743c06c58e66270b2ebcb544148715cd11a25ab4e581fd8
 "
-pin=$(echo "$PINS" | awk -v k="$kind" -v t="$tag" '$1 == k && $2 == t')
+# The IPAM driver is built on a Calico tree: same pins, same archive.
+pinkind=$kind
+[ "$kind" = ipam-driver ] && pinkind=calico
+pin=$(echo "$PINS" | awk -v k="$pinkind" -v t="$tag" '$1 == k && $2 == t')
 [ -n "$pin" ] || die "unknown program or version '$kind $tag' (known: $(echo "$PINS" | awk 'NF {printf "%s %s, ", $1, $2}'))"
 commit=$(echo "$pin" | awk '{print $3}')
 sha=$(echo "$pin" | awk '{print $4}')
 case $kind in
   operator) repo=tigera/operator; file=tigera-operator-$tag.tar.gz; bins="operator" ;;
   calico) repo=projectcalico/calico; file=projectcalico-calico-$tag.tar.gz; bins="apiserver calicoctl kube-controllers" ;;
+  ipam-driver) repo=projectcalico/calico; file=projectcalico-calico-$tag.tar.gz; bins="ipam-driver" ;;
 esac
 
+here=$(cd "$(dirname "$0")" && pwd)
 recipe=$(sha256sum "$0" | cut -c1-12)
+# The driver's own source is part of its recipe.
+[ "$kind" = ipam-driver ] && recipe=$(cat "$0" "$here/ipam-driver/go.mod" "$here/ipam-driver/main.go" | sha256sum | cut -c1-12)
 cache_root=${CNI_REWIND_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cni-rewind-e2e}
 BIN="$cache_root/calico-programs/$kind-${tag}_$recipe/bin"
 
@@ -120,6 +128,20 @@ case $kind in
     # It prints its own version before it looks for a datastore (a kubeconfig that does not exist: fails fast).
     v=$(DATASTORE_TYPE=kubernetes KUBECONFIG=/nonexistent timeout 20 "$tmp/calicoctl" version 2>&1 || true)
     [[ $v == *"$tag"* ]] || die "built calicoctl does not report $tag: $v" 1
+    ;;
+  ipam-driver)
+    # A module of its own whose replace lines point at the tree extracted into ./calico (ipam-driver/go.mod); the
+    # tree's go.sum covers the same dependency versions.
+    drv="$tmp/driver"
+    mkdir -p "$drv"
+    cp "$here/ipam-driver/go.mod" "$here/ipam-driver/main.go" "$drv/"
+    cp "$src/go.sum" "$drv/go.sum"
+    mv "$src" "$drv/calico"
+    src="$drv"
+    with_progress "go build ipam-driver ($tag libcalico-go)" \
+      bash -c "cd '$drv' && go build -p 2 -trimpath -ldflags '-s -w' -o '$tmp/ipam-driver' ."
+    v=$("$tmp/ipam-driver" 2>&1 || true)
+    [[ $v == *"usage: ipam-driver"* ]] || die "built ipam-driver does not run: $v" 1
     ;;
 esac
 

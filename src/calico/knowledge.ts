@@ -157,6 +157,11 @@ export const POOL_ENCAPSULATION: { ipipMode?: string; vxlanMode?: string; encaps
 /** IPAM: CNI handle ids are `k8s-pod-network.<containerID>`; tunnel addresses use `<kind>-tunnel-addr-<node>`. */
 export const IPAM_POD_HANDLE_PREFIX = 'k8s-pod-network.';
 export const IPAM_TUNNEL_HANDLE = /^(?:ipip|vxlan|vxlan-v6|wireguard|wireguard-v6)-tunnel-addr-(.+)$/;
+/**
+ * IPAM kinds whose objects change with every pod created or deleted: live state, never compared with a bundle as
+ * configuration nor written over the cluster's (src/restore/ipam.ts). IPAMConfig is configuration.
+ */
+export const IPAM_LIVE_KINDS: ReadonlySet<string> = new Set(['IPAMBlock', 'IPAMHandle', 'BlockAffinity']);
 /** IPAMBlock.spec.affinity is `host:<node>` for node-affine blocks. */
 export const IPAM_HOST_AFFINITY_PREFIX = 'host:';
 /** Pod annotations Calico's CNI plugin writes. */

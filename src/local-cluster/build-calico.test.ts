@@ -32,6 +32,13 @@ describe('build-calico.sh', () => {
     expect(r.stderr).toMatch(/tigera-operator-v1.34.3.tar.gz: sha256 [0-9a-f]{64}, expected 02e73295/);
   });
 
+  it('builds the IPAM driver from the pinned Calico tree (same archive and checks), and only for pinned trees', () => {
+    const r = run(['ipam-driver', 'v3.28.1'], { CNI_REWIND_SOURCE_MIRROR: path.join(tmp, 'empty') });
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain('projectcalico-calico-v3.28.1.tar.gz not found in CNI_REWIND_SOURCE_MIRROR');
+    expect(run(['ipam-driver', 'v3.99.0'], {}).stderr).toMatch(/unknown program or version 'ipam-driver v3.99.0'/);
+  });
+
   it('says which file a mirror lacks', () => {
     const r = run(['calico', 'v3.28.1'], { CNI_REWIND_SOURCE_MIRROR: path.join(tmp, 'empty') });
     expect(r.code).toBe(4);

@@ -6,7 +6,7 @@ import { packageRoot } from './paths.js';
  * Calico's own control-plane programs for the local cluster, built from the upstream release source by
  * control-plane/build-calico.sh and cached by version (docs/calico-programs.md).
  */
-export type CalicoProgramKind = 'operator' | 'calico';
+export type CalicoProgramKind = 'operator' | 'calico' | 'ipam-driver';
 
 /** The Calico tree whose API server, calicoctl and kube-controllers serve every installed Calico version. */
 export const CALICO_PROGRAMS_VERSION = 'v3.28.1';

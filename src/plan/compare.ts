@@ -7,6 +7,7 @@
 import type { Bundle } from '../bundle/reader.js';
 import { pruneUnknownFields } from '../calico/schema.js';
 import { CALICO_CRD_GROUP, OPERATOR_GROUP } from '../calico/knowledge.js';
+import { isIpamLive } from '../restore/ipam.js';
 import type { KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
 import { crdResourceType } from '../kube/discovery.js';
@@ -54,7 +55,9 @@ async function liveCalicoObjects(client: KubeClient): Promise<{ objects: Map<str
 
 /**
  * Every Calico data object of the bundle must be in the cluster with the same content, after what the cluster's
- * CRDs would prune and the planned Installation transform.
+ * CRDs would prune and the planned Installation transform. IPAM is live state (pods come and go during a change):
+ * handles and affinities may be gone and blocks may hold other allocations; only a lost IPAMBlock is a difference
+ * (blocks go only with their node, or with the CRDs as in the incident).
  */
 export async function bundleDataPresent(client: KubeClient, bundle: Bundle, transform: InstallationTransform): Promise<{ checked: number; differences: DataDifference[] }> {
   const live = await liveCalicoObjects(client);
@@ -65,6 +68,10 @@ export async function bundleDataPresent(client: KubeClient, bundle: Bundle, tran
     if (!isData(object)) continue;
     checked++;
     const l = live.objects.get(key(object));
+    if (isIpamLive(object)) {
+      if (!l && object.kind === 'IPAMBlock') differences.push({ object: objRef(object), problem: 'missing', detail: `IPAM block ${object.spec?.cidr} lost` });
+      continue;
+    }
     if (!l) {
       differences.push({ object: objRef(object), problem: 'missing' });
       continue;

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { detectCalico } from '../calico/detect.js';
-import { compareVersions } from '../calico/knowledge.js';
+import { IPAM_LIVE_KINDS, compareVersions } from '../calico/knowledge.js';
 import { loadRelease, type Release } from '../calico/release.js';
 import { BadInputError, RefusedError } from '../errors.js';
 import type { Reporter } from '../io/host.js';
@@ -89,7 +89,8 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
     if (install.installType === 'operator') preflight.push(await checkTargetPools(client, target, installation));
     // Objects changed since the backup (by people or by an operator, as in #9100): the plan names them and either
     // keeps them as they are or, with --restore-drift, puts them back from the bundle while the operator is paused.
-    const drifted = (await liveDataNotInBundle(client, bundle)).filter((d) => d.problem === 'changed' && !d.object.startsWith('Installation/'));
+    // IPAM objects change with every pod: live state, not drift (restore never writes them over the cluster's).
+    const drifted = (await liveDataNotInBundle(client, bundle)).filter((d) => d.problem === 'changed' && !d.object.startsWith('Installation/') && !IPAM_LIVE_KINDS.has(d.object.split('/')[0]!));
     const restoreDrift = flags.has(PLAN_FLAGS.restoreDrift);
     if (drifted.length) {
       findings.push({

@@ -25,6 +25,7 @@ import { judgePool } from './pools.js';
 import { PhaseTimer, type RestoreTimings } from './timings.js';
 import { findDrift } from './drift.js';
 import { admissionRefusal, isCalicoCrd, isReferenceOnlyConfig } from './admission.js';
+import { isIpamLive, mergeIpamPlan } from './ipam.js';
 
 /** What restore needs from a bundle (structurally the agreed `Bundle` of src/bundle/reader.ts). */
 export interface RestoreSource {
@@ -222,6 +223,18 @@ export async function planRestore(
   await pool(objects, opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY, async (obj) => {
     planned.push(await planOne(client, resolver, obj, { existing, liveCrds, bundleCrds, dropUnknownFields: !!opts.dropUnknownFields, installation, operatorImage, inBundle, liveIndex, timer }));
   });
+  const ipamKept = await mergeIpamPlan(planned, {
+    liveBlocks: async () => {
+      const t = await resolver.resolve(`${CALICO_CRD_GROUP}/v1`, 'IPAMBlock');
+      return t ? timer.time('readCluster', () => client.listAll(t)) : [];
+    },
+    bundleBlocks: () => timer.time('readBundle', async () => {
+      const out: KubeObject[] = [];
+      for await (const bo of bundle.objects({ groups: [CALICO_CRD_GROUP], kinds: ['IPAMBlock'], lenient: true })) out.push(bo.object);
+      return out;
+    }),
+  });
+  if (ipamKept) reporter.info('CNR_RESTORE_IPAM_LIVE', `${ipamKept} IPAM objects kept as the cluster has them: IPAM is live state (allocations made or released since the backup are not undone)`);
   planned.push(...refused);
   for (const p of planned) for (const n of p.action.notes ?? []) if (n.startsWith('ownerReferences')) reporter.warn('CNR_RESTORE_OWNER_DROPPED', `${p.action.id}: ${n}`);
 
@@ -396,7 +409,8 @@ async function planPrune(client: KubeClient, resolver: ResourceResolver, manifes
     const type = await resolver.resolve(`${r.group}/${r.version}`, r.kind);
     if (!type) continue;
     for (const live of await client.listAll(type)) {
-      if (inBundle.has(`${r.group}\0${idOf(live)}`)) continue;
+      // IPAM objects the bundle lacks hold allocations made since the backup (ipam.ts).
+      if (inBundle.has(`${r.group}\0${idOf(live)}`) || isIpamLive(live)) continue;
       const { phase, rank } = phaseOf(live);
       out.push({
         action: { ref: refOf(live), id: idOf(live), phase: phase.id, action: 'prune', reason: 'not in the bundle; --prune' },

@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import type { Bundle } from '../bundle/reader.js';
+import type { KubeClient } from '../kube/client.js';
+import type { KubeObject, ResourceType } from '../kube/types.js';
+import { bundleDataPresent } from './compare.js';
+
+const crd = (kind: string, plural: string): KubeObject => ({
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: `${plural}.crd.projectcalico.org` },
+  spec: { group: 'crd.projectcalico.org', scope: 'Cluster', names: { kind, plural }, versions: [{ name: 'v1', served: true, storage: true }] },
+});
+const CRDS = [crd('IPAMBlock', 'ipamblocks'), crd('IPAMHandle', 'ipamhandles'), crd('BlockAffinity', 'blockaffinities'), crd('IPPool', 'ippools')];
+const obj = (kind: string, name: string, spec: unknown): KubeObject => ({ apiVersion: 'crd.projectcalico.org/v1', kind, metadata: { name }, spec });
+
+/** Just what bundleDataPresent reads: CRDs and custom resources listed from the cluster, objects from a bundle. */
+function fakes(live: KubeObject[], inBundle: KubeObject[]) {
+  const client = {
+    listAll: async (t: ResourceType) => (t.kind === 'CustomResourceDefinition' ? CRDS : live.filter((o) => o.kind === t.kind)),
+  } as unknown as KubeClient;
+  const bundle = {
+    crds: async () => [],
+    objects: async function* () {
+      for (const object of inBundle) yield { object };
+    },
+  } as unknown as Bundle;
+  return { client, bundle };
+}
+
+const block = (cidr: string, handles: string[]) => obj('IPAMBlock', cidr.replace(/[./]/g, '-'), { cidr, allocations: handles.map((_, i) => i), attributes: handles.map((h) => ({ handle_id: h })) });
+const handle = (id: string) => obj('IPAMHandle', id, { handleID: id, block: { '10.0.0.0/30': 1 } });
+
+describe('verify-data: IPAM is live state', () => {
+  it('passes when pods came and went since the backup (blocks changed, handles released and added)', async () => {
+    const { client, bundle } = fakes(
+      [block('10.0.0.0/30', ['h2', 'h3']), handle('h2'), handle('h3'), obj('IPPool', 'p', { cidr: '10.0.0.0/16' })],
+      [block('10.0.0.0/30', ['h1', 'h2']), handle('h1'), handle('h2'), obj('BlockAffinity', 'n1-10-0-0-0-30', { node: 'n1' }), obj('IPPool', 'p', { cidr: '10.0.0.0/16' })],
+    );
+    const r = await bundleDataPresent(client, bundle, {} as never);
+    expect(r.differences).toEqual([]);
+    expect(r.checked).toBe(5);
+  });
+
+  it('still reports a lost IPAM block, and configuration that changed', async () => {
+    const { client, bundle } = fakes([obj('IPPool', 'p', { cidr: '10.1.0.0/16' })], [block('10.0.0.0/30', ['h1']), obj('IPPool', 'p', { cidr: '10.0.0.0/16' })]);
+    const r = await bundleDataPresent(client, bundle, {} as never);
+    expect(r.differences.map((d) => `${d.object} ${d.problem}`)).toEqual(['IPAMBlock/10-0-0-0-30 missing', 'IPPool/p changed']);
+  });
+});

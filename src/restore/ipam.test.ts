@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import type { KubeObject } from '../kube/types.js';
+import { allocatesTo, mergeIpamPlan, type IpamPlanned } from './ipam.js';
+
+const calico = (kind: string, name: string, spec: unknown): KubeObject => ({ apiVersion: 'crd.projectcalico.org/v1', kind, metadata: { name }, spec });
+/** A /30 block: ordinals 0-3, each allocated to the handle at that position (null = free). */
+const block = (cidr: string, handles: (string | null)[], affinity = 'host:n1') => {
+  const attributes: { handle_id: string }[] = [];
+  const allocations = handles.map((h) => (h === null ? null : attributes.push({ handle_id: h }) - 1));
+  return calico('IPAMBlock', cidr.replace(/[./]/g, '-'), { cidr, affinity, allocations, attributes, unallocated: [] });
+};
+const handle = (id: string, cidr: string) => calico('IPAMHandle', id, { handleID: id, block: { [cidr]: 1 } });
+const affinity = (node: string, cidr: string) => calico('BlockAffinity', `${node}-${cidr.replace(/[./]/g, '-')}`, { node, cidr, state: 'confirmed' });
+const plan = (action: string, desired: KubeObject, live?: KubeObject): IpamPlanned => ({ action: { action }, desired, ...(live ? { live } : {}) });
+const none = { liveBlocks: async () => [] as KubeObject[], bundleBlocks: async () => [] as KubeObject[] };
+
+describe('restore: IPAM is merged, never overwritten', () => {
+  it('keeps a live block that changed since the backup, whatever --existing asked (update, replace, skip)', async () => {
+    for (const a of ['update', 'replace', 'skip']) {
+      const p = plan(a, block('10.0.0.0/30', ['h1', null]), block('10.0.0.0/30', ['h1', 'h2']));
+      expect(await mergeIpamPlan([p], none)).toBe(1);
+      expect(p.action.action).toBe('skip');
+      expect(p.action.reason).toMatch(/IPAM is live state/);
+    }
+  });
+
+  it('creates a block the cluster lacks, and its handles and affinity', async () => {
+    const ps = [plan('create', block('10.0.0.4/30', ['h1', 'h2'])), plan('create', handle('h1', '10.0.0.4/30')), plan('create', affinity('n1', '10.0.0.4/30'))];
+    expect(await mergeIpamPlan(ps, none)).toBe(0);
+    expect(ps.map((p) => p.action.action)).toEqual(['create', 'create', 'create']);
+  });
+
+  it('does not re-create a handle released since the backup (the live block no longer allocates to it)', async () => {
+    const live = block('10.0.0.0/30', ['h1', 'h3']);
+    const released = plan('create', handle('h2', '10.0.0.0/30'));
+    const held = plan('create', handle('h3', '10.0.0.0/30')); // its handle object lost, its allocation live
+    const ps = [plan('update', block('10.0.0.0/30', ['h1', 'h2']), live), released, held];
+    expect(await mergeIpamPlan(ps, none)).toBe(2);
+    expect(released.action).toMatchObject({ action: 'skip', reason: expect.stringMatching(/released since the backup/) });
+    expect(held.action.action).toBe('create');
+  });
+
+  it('reads the live blocks when a handle\'s block is not in the bundle', async () => {
+    let reads = 0;
+    const live = async () => (reads++, [block('10.0.0.8/30', ['h9'])]);
+    const ps = [plan('create', handle('h9', '10.0.0.8/30')), plan('create', handle('h8', '10.0.0.8/30'))];
+    await mergeIpamPlan(ps, { liveBlocks: live, bundleBlocks: async () => [block('10.0.0.8/30', ['h8'])] });
+    expect(ps.map((p) => p.action.action)).toEqual(['create', 'skip']);
+    expect(reads).toBe(1);
+  });
+
+  it('re-creates handles lost while their block stayed as in the bundle (the IPAMHandle CRD deleted: lost, not released)', async () => {
+    // A handle whose block does not allocate to it (a leaked handle at the backup) is brought back as it was.
+    const same = block('10.0.0.0/30', ['h1']);
+    const ps = [plan('create', handle('h1', '10.0.0.0/30')), plan('create', handle('leaked', '10.0.0.0/30'))];
+    expect(await mergeIpamPlan(ps, { liveBlocks: async () => [same], bundleBlocks: async () => [block('10.0.0.0/30', ['h1'])] })).toBe(0);
+    expect(ps.map((p) => p.action.action)).toEqual(['create', 'create']);
+    // The same block changed since (h1 released, h2 allocated): the leaked handle stays gone.
+    const changed = [plan('create', handle('leaked', '10.0.0.0/30'))];
+    expect(await mergeIpamPlan(changed, { liveBlocks: async () => [block('10.0.0.0/30', ['h2'])], bundleBlocks: async () => [same] })).toBe(1);
+  });
+
+  it('creates a lost affinity of a live block only for the node the block is affine to', async () => {
+    const liveBlock = block('10.0.0.0/30', ['h1'], 'host:n2');
+    const ps = [plan('unchanged', liveBlock, liveBlock), plan('create', affinity('n1', '10.0.0.0/30')), plan('create', affinity('n2', '10.0.0.0/30'))];
+    await mergeIpamPlan(ps, none);
+    expect(ps.map((p) => p.action.action)).toEqual(['unchanged', 'skip', 'create']);
+  });
+
+  it('leaves other kinds alone', async () => {
+    const pool = plan('update', calico('IPPool', 'p', { cidr: '10.0.0.0/8' }), calico('IPPool', 'p', { cidr: '10.0.0.0/16' }));
+    const config = plan('update', calico('IPAMConfig', 'default', { strictAffinity: true }), calico('IPAMConfig', 'default', {}));
+    expect(await mergeIpamPlan([pool, config], none)).toBe(0);
+    expect([pool.action.action, config.action.action]).toEqual(['update', 'update']);
+  });
+
+  it('allocatesTo reads allocations through the attribute indexes', () => {
+    expect(allocatesTo(block('10.0.0.0/30', [null, 'h1']), 'h1')).toBe(true);
+    expect(allocatesTo(block('10.0.0.0/30', [null, 'h1']), 'h2')).toBe(false);
+    expect(allocatesTo(undefined, 'h1')).toBe(false);
+  });
+});

@@ -1,0 +1,119 @@
+/**
+ * IPAM objects are live state, not configuration. Every pod created or deleted since the backup changed an
+ * IPAMBlock (its allocations), an IPAMHandle (created or deleted) and maybe a BlockAffinity; the bundle's copy is
+ * an old picture of them. Writing it back frees every address allocated since the backup while its pod still
+ * uses it (the next pod gets it again: duplicate pod IPs) and brings back allocations of pods that are gone.
+ *
+ * So restore merges instead of overwriting:
+ * - an IPAM object that exists in the cluster is never written, whatever `--existing` says (skip, with why);
+ * - an IPAMBlock the cluster lacks is created: no live allocation can be in its CIDR, so it cannot double-book;
+ *   at worst it brings back allocations released since the backup, which `calicoctl ipam check` reports as leaks
+ *   and kube-controllers' IPAM garbage collection frees;
+ * - an IPAMHandle the cluster lacks is created when the block it names, as it will be after the restore (the live
+ *   one, or the bundle's when that is created), still allocates an address to it, or when that block is as the
+ *   bundle has it (nothing was released from it since the backup, so the handle was lost, not released);
+ *   otherwise its pod was deleted since the backup and the handle would be a handle without addresses;
+ * - a BlockAffinity the cluster lacks is created only with its block, or when the live block is affine to the
+ *   same node.
+ * `--prune` never deletes IPAM objects: those the bundle lacks were allocated since the backup.
+ */
+import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, IPAM_LIVE_KINDS } from '../calico/knowledge.js';
+import { groupOf, type KubeObject } from '../kube/types.js';
+import { canonical } from './normalize.js';
+
+export const isIpamLive = (o: Pick<KubeObject, 'apiVersion' | 'kind'>): boolean => IPAM_LIVE_KINDS.has(o.kind) && groupOf(o.apiVersion) === CALICO_CRD_GROUP;
+
+/** The part of a planned restore action this module reads and changes. */
+export interface IpamPlanned {
+  action: { action: string; reason?: string; fix?: string };
+  desired?: KubeObject;
+  live?: KubeObject;
+}
+
+const SKIP_FIX = 'nothing to do: the cluster\'s IPAM is the truth for allocations; to find leaks or missing allocations run calicoctl ipam check';
+
+/** Reads the merge needs beyond the plan, done only when a handle or affinity's block is not in the plan. */
+export interface IpamSources {
+  /** The cluster's IPAMBlocks. */
+  liveBlocks(): Promise<KubeObject[]>;
+  /** The bundle's IPAMBlocks (when the plan has none of them, as with `--kinds IPAMHandle`). */
+  bundleBlocks(): Promise<KubeObject[]>;
+}
+
+/** Turns the plan's writes of IPAM objects into the merge described above. */
+export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources): Promise<number> {
+  const ipam = planned.filter((p) => p.desired && isIpamLive(p.desired));
+  if (!ipam.length) return 0;
+  // The bundle's blocks by CIDR (from the plan, else read from the bundle), and the blocks as they will be after
+  // the restore (live ones stay, missing ones come from the bundle; else read from the cluster).
+  const before = blockIndex(sources.bundleBlocks);
+  const after = blockIndex(sources.liveBlocks);
+  for (const p of ipam) if (p.desired!.kind === 'IPAMBlock') before.set(p.desired!);
+  const created = new Set<string>(); // CIDRs of the blocks this restore creates
+  for (const p of ipam) {
+    if (p.desired!.kind !== 'IPAMBlock') continue;
+    if (!p.live && p.action.action === 'create') created.add(p.desired!.spec?.cidr);
+    const b = p.live ?? (p.action.action === 'create' ? p.desired : undefined);
+    if (b?.spec?.cidr) after.set(b);
+  }
+
+  let skipped = 0;
+  const skip = (p: IpamPlanned, reason: string) => {
+    p.action.action = 'skip';
+    p.action.reason = reason;
+    p.action.fix = SKIP_FIX;
+    skipped++;
+  };
+  for (const p of ipam) {
+    const a = p.action.action;
+    if (a === 'update' || a === 'replace' || (a === 'skip' && p.live)) {
+      skip(p, 'IPAM is live state: the cluster\'s object changed since the backup (addresses allocated or released) and is kept');
+      continue;
+    }
+    if (a !== 'create') continue;
+    const o = p.desired!;
+    if (o.kind === 'IPAMHandle') {
+      const handle: string = o.spec?.handleID ?? o.metadata.name;
+      const blocks = Object.keys(o.spec?.block ?? {});
+      let holds = false;
+      for (const cidr of blocks) {
+        const now = await after.get(cidr);
+        if (allocatesTo(now, handle)) holds = true;
+        else if (now) {
+          const then = await before.get(cidr);
+          if (then && canonical(now.spec) === canonical(then.spec)) holds = true;
+        }
+      }
+      if (!holds) skip(p, `released since the backup: no allocation in ${blocks.length ? `block ${blocks.join(', ')}` : 'any block'} carries this handle (its pod is gone)`);
+    } else if (o.kind === 'BlockAffinity') {
+      const block = await after.get(o.spec?.cidr);
+      if (!created.has(o.spec?.cidr) && block?.spec?.affinity !== `${IPAM_HOST_AFFINITY_PREFIX}${o.spec?.node}`) {
+        skip(p, `block ${o.spec?.cidr} ${block ? `is affine to ${block.spec?.affinity ?? 'no node'} in the cluster` : 'no longer exists'}; the affinity was released since the backup`);
+      }
+    }
+  }
+  return skipped;
+}
+
+/** IPAMBlocks by CIDR: those set first win; `read` fills in the rest, once, when a CIDR is not known. */
+function blockIndex(read: () => Promise<KubeObject[]>) {
+  const byCidr = new Map<string, KubeObject>();
+  let loaded = false;
+  return {
+    set: (b: KubeObject) => void byCidr.set(b.spec?.cidr, b),
+    async get(cidr: string): Promise<KubeObject | undefined> {
+      if (!byCidr.has(cidr) && !loaded) {
+        loaded = true;
+        for (const b of await read()) if (!byCidr.has(b.spec?.cidr)) byCidr.set(b.spec?.cidr, b);
+      }
+      return byCidr.get(cidr);
+    },
+  };
+}
+
+/** Whether an IPAMBlock has an address allocated to `handle`. */
+export function allocatesTo(block: KubeObject | undefined, handle: string): boolean {
+  if (!block) return false;
+  const attrs: { handle_id?: string }[] = block.spec?.attributes ?? [];
+  return ((block.spec?.allocations ?? []) as (number | null)[]).some((i) => i !== null && i !== undefined && attrs[i]?.handle_id === handle);
+}

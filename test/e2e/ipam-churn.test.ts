@@ -1,0 +1,200 @@
+/**
+ * IPAM is live state: while pods come and go, Calico's IPAM blocks and handles change every second. With the real
+ * Calico 3.28.1 programs (the v1.34.3 operator, the Calico API server, kube-controllers, calicoctl) and the IPAM
+ * driver (libcalico-go's IPAM client called as the CNI plugin calls it), pods are added and deleted during
+ * `backup`, after it, and during `restore --resources` into the same cluster. Afterwards every address the
+ * driver's log says is held is still allocated to its handle, no address is allocated twice, and
+ * `calicoctl ipam check` finds no problem but the churn's own (its fake pods have no Pod object, so every
+ * address they hold counts as "allocated but not in use").
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeClient } from '../../src/kube/client.js';
+import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/local-cluster/calico-programs.js';
+import { LocalCluster } from '../../src/local-cluster/cluster.js';
+import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { clearCalicoFinalizers, waitApiServiceAvailable, waitOperator } from './calico-support.js';
+import { releasesDir } from '../support/releases.js';
+import { applyFixture, calicoType, deleteNodes, resetCalico, runCli, testClient } from './helpers.js';
+import { heldByLog, ipamCheck, readEvents, readIpam, startChurn, stopAllChurns, type DriverEvent, type IpamCheck } from './ipam-support.js';
+
+const POOL = calicoType('ippools', 'IPPool');
+const CLUSTER_INFO = calicoType('clusterinformations', 'ClusterInformation');
+const NODES = ['ipam-node-1', 'ipam-node-2'];
+const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });
+const dir = mkdtempSync(path.join(os.tmpdir(), 'ipam-churn-'));
+const log = path.join(dir, 'driver.jsonl');
+const bundle = path.join(dir, 'bundle');
+let client: KubeClient;
+let baseline: IpamCheck;
+let backupStart = '';
+let backupEnd = '';
+// Fake pods' container ids derive from their names: names unique to this run never meet an earlier run's handles.
+const run = Date.now().toString(36);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const events = () => readEvents(log);
+const count = (op: DriverEvent['op'], after = '', prefix = '') => events().filter((e) => e.op === op && e.t > after && (e.pod ?? '').startsWith(prefix)).length;
+async function until(what: string, ok: () => boolean, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(200);
+  }
+}
+
+/**
+ * Every address the driver's log says is held is allocated to its handle (and only to it), nothing it released is
+ * allocated, and calicoctl ipam check finds no problem but the churn's own pod-less allocations.
+ */
+async function expectIpamIntact(evs: DriverEvent[]): Promise<void> {
+  const held = heldByLog(evs);
+  const ipam = await readIpam(client);
+  const lost: string[] = [];
+  for (const [handle, ip] of held) {
+    const owners = ipam.owners.get(ip) ?? [];
+    if (owners.length !== 1 || owners[0] !== handle) lost.push(`${ip} of ${handle}: allocated to ${owners.join(', ') || 'nobody'}`);
+    const recorded = Object.values(ipam.handles.get(handle) ?? {}).reduce((a, n) => a + n, 0);
+    if (recorded !== 1) lost.push(`IPAMHandle ${handle} records ${recorded} addresses, not 1`);
+  }
+  expect(lost).toEqual([]);
+  const twice = [...ipam.owners].filter(([, o]) => o.length > 1);
+  expect(twice).toEqual([]);
+  // Nothing the driver released (before or after the backup) is allocated again to its old handle.
+  const podHandles = [...ipam.owners.values()].flat().filter((h) => h.startsWith('k8s-pod-network.'));
+  expect(podHandles.sort()).toEqual([...held.keys()].sort());
+
+  const check = await ipamCheck();
+  expect(check.leakedIps).toEqual(new Set(held.values()));
+  expect(check.leaked).toBe(held.size);
+  expect({ noAllocation: check.noAllocation, handlesWithoutIps: check.handlesWithoutIps, missingHandles: check.missingHandles }).toEqual({ noAllocation: 0, handlesWithoutIps: 0, missingHandles: 0 });
+  // The kwok pods' addresses (kwok assigns them, not Calico) are the only ones in use outside the pools.
+  expect(check.outsidePoolIps.length).toBe(check.notInPools);
+  expect(check.outsidePoolIps.filter((ip) => ip.startsWith('192.168.'))).toEqual([]);
+}
+
+describe('IPAM under churn through backup, diff and restore --resources (real Calico 3.28.1 and libcalico-go IPAM)', () => {
+  beforeAll(async () => {
+    await ensureCalicoProgram('operator', 'v1.32.10');
+    await ensureCalicoProgram('operator', 'v1.34.3');
+    await ensureCalicoProgram('calico', CALICO_PROGRAMS_VERSION);
+    await ensureCalicoProgram('ipam-driver', CALICO_PROGRAMS_VERSION);
+    client = await testClient();
+    await cluster.stopCalico();
+    await clearCalicoFinalizers(client);
+    await resetCalico(client);
+    await createFakeNodes(client, NODES.map((name) => ({ name })));
+    await cluster.startCalico();
+    await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
+    await applyFixture(client, '3.28.1', 'custom-resources.yaml');
+    await waitOperator(cluster, 'v1.34.3');
+    await waitApiServiceAvailable(client, 240_000);
+    // The operator creates the Installation's pool through the v3 API; the CNI plugin refuses to work until
+    // ClusterInformation default says datastoreReady.
+    await client.waitFor('default-ipv4-ippool and a ready datastore', async () => {
+      const pool = await client.getOrUndefined(POOL, undefined, 'default-ipv4-ippool');
+      const ci = await client.getOrUndefined(CLUSTER_INFO, undefined, 'default');
+      return pool && ci?.spec?.datastoreReady === true ? true : undefined;
+    }, { timeoutMs: 240_000, intervalMs: 500 });
+    baseline = await ipamCheck();
+  }, 60 * 60_000);
+
+  afterAll(async () => {
+    await stopAllChurns();
+    await cluster.stopCalico();
+    if (client) {
+      await clearCalicoFinalizers(client);
+      await resetCalico(client);
+      await deleteNodes(client, 'ipam-node-');
+      client.close();
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }, 600_000);
+
+  it('starts from a clean IPAM', () => {
+    // Nothing allocated yet: the only problems are the kwok pods' addresses, which are outside every pool.
+    expect(baseline.leaked).toBe(0);
+    expect(baseline.outsidePoolIps.length).toBe(baseline.notInPools);
+    expect(baseline.noAllocation + baseline.handlesWithoutIps + baseline.missingHandles, baseline.text).toBe(0);
+    expect(baseline.problems).toBe(baseline.notInPools);
+  });
+
+  it('pods come and go during and after `backup`; `diff` names the handles added and released since', async () => {
+    const churn = await startChurn(log, { nodes: NODES, prefix: `${run}a`, rate: 8, target: 12, durationS: 600 });
+    await until('8 allocations before the backup', () => count('assign') >= 8);
+    backupStart = new Date().toISOString();
+    const b = await runCli(['backup', '--allow-unprotected-nodes', '--out', bundle, '-o', 'json']);
+    backupEnd = new Date().toISOString();
+    expect(b.code, b.stderr).toBe(0);
+    await until('allocations and releases after the backup', () => count('assign', backupEnd) >= 10 && count('release', backupEnd) >= 4);
+    expect(await churn.stop()).toBe(0);
+    const evs = events();
+    const end = evs.filter((e) => e.op === 'end').pop()!;
+    expect(end.unsettled ?? []).toEqual([]);
+    console.log(`churn a: ${count('assign')} assigns, ${count('release')} releases, ${count('fail')} failures; ${count('assign', backupEnd)} assigns and ${count('release', backupEnd)} releases after the backup; ${end.held} held`);
+
+    const d = await runCli(['diff', bundle, '-o', 'json']);
+    expect(d.code, d.stderr).toBe(1);
+    const diff = JSON.parse(d.stdout);
+    const names = (refs: { kind: string; name: string }[], kind: string) => new Set(refs.filter((r) => r.kind === kind).map((r) => r.name));
+    const held = heldByLog(evs);
+    // Allocated after the backup and still held: handles the bundle does not have.
+    const added = evs.filter((e) => e.op === 'assign' && e.t > backupEnd && held.has(e.handle!)).map((e) => e.handle!);
+    // Allocated before the backup started, released after it ended: handles only the bundle has.
+    const assignedBefore = new Set(evs.filter((e) => e.op === 'assign' && e.t < backupStart).map((e) => e.handle!));
+    const released = evs.filter((e) => e.op === 'release' && e.t > backupEnd && assignedBefore.has(e.handle!)).map((e) => e.handle!);
+    expect(added.length).toBeGreaterThan(0);
+    const onlyInCluster = names(diff.onlyInCluster, 'IPAMHandle');
+    for (const h of added) expect(onlyInCluster.has(h), `${h} only in the cluster`).toBe(true);
+    const onlyInBundle = names(diff.onlyInBundle, 'IPAMHandle');
+    for (const h of released) expect(onlyInBundle.has(h), `${h} only in the bundle`).toBe(true);
+    expect(diff.changed.some((c: any) => c.ref.kind === 'IPAMBlock')).toBe(true);
+  }, 600_000);
+
+  it('`restore --resources` while pods still come and go: no allocation lost, none held twice, ipam check clean but for the churn', async () => {
+    const churn = await startChurn(log, { nodes: NODES, prefix: `${run}b`, rate: 8, target: 12, durationS: 600, seed: 2 });
+    await until('allocations before the restore', () => count('assign', '', `${run}b-`) >= 4);
+    const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
+    const restoreEnd = new Date().toISOString();
+    expect(r.code, r.stderr).toBe(0);
+    const result = JSON.parse(r.stdout);
+    // The CNI plugin works again once the restore has released the datastore lock.
+    await until('allocations after the restore', () => count('assign', restoreEnd, `${run}b-`) >= 4 && count('release', restoreEnd, `${run}b-`) >= 2);
+    expect(await churn.stop()).toBe(0);
+    const evs = events();
+    expect(evs.filter((e) => e.op === 'end').pop()!.unsettled ?? []).toEqual([]);
+    const written = result.actions.filter((a: any) => a.phase === 'ipam' && ['create', 'update', 'replace'].includes(a.action)).length;
+    console.log(`churn b: ${count('assign', '', `${run}b-`)} assigns, ${count('release', '', `${run}b-`)} releases, ${count('fail', '', `${run}b-`)} failures (datastore lock); restore wrote ${written} IPAM objects; counts ${JSON.stringify(result.counts)}`);
+
+    await expectIpamIntact(evs);
+  }, 600_000);
+
+  it('`apply` of a 3.28.1 -> 3.27.4 downgrade plan while pods come and go: the real v1.32 operator takes over, verify-data passes, IPAM intact', async () => {
+    const churn = await startChurn(log, { nodes: NODES, prefix: `${run}c`, rate: 8, target: 12, durationS: 900, seed: 3 });
+    await until('allocations before the backup', () => count('assign', '', `${run}c-`) >= 4);
+    const bundle2 = path.join(dir, 'bundle-apply');
+    const b = await runCli(['backup', '--allow-unprotected-nodes', '--out', bundle2, '-o', 'json']);
+    expect(b.code, b.stderr).toBe(0);
+    const plan = path.join(dir, 'plan.yaml');
+    const p = await runCli(['plan', '--to', '3.27.4', '--manifests', releasesDir(), '--bundle', bundle2, '--no-disk-snapshots', '--out', plan, '-o', 'json']);
+    expect(p.code, p.stderr).toBe(0);
+    const planned = JSON.parse(p.stdout);
+    // Blocks changed by the churn between backup and plan are live state, not drift to undo.
+    expect(planned.findings.find((f: any) => f.id === 'changed-since-backup')?.objects ?? []).toEqual([]);
+    const applyStart = new Date().toISOString();
+    const a = await runCli(['apply', plan, '--yes', '-o', 'json']);
+    const applyEnd = new Date().toISOString();
+    expect(a.code, `${a.stdout}\n${a.stderr}`).toBe(0);
+    await waitOperator(cluster, 'v1.32.10');
+    await until('allocations after the apply', () => count('assign', applyEnd, `${run}c-`) >= 4 && count('release', applyEnd, `${run}c-`) >= 2);
+    expect(await churn.stop()).toBe(0);
+    const evs = events();
+    expect(evs.filter((e) => e.op === 'end').pop()!.unsettled ?? []).toEqual([]);
+    const during = (op: DriverEvent['op']) => evs.filter((e) => e.op === op && e.t > applyStart && e.t < applyEnd && e.pod?.startsWith(`${run}c-`)).length;
+    console.log(`churn c: during apply ${during('assign')} assigns, ${during('release')} releases, ${during('fail')} failures; apply ${JSON.stringify(JSON.parse(a.stdout).steps?.map((s: any) => s.id ?? s) ?? a.stdout.slice(0, 300))}`);
+    expect(during('assign') + during('release')).toBeGreaterThan(0);
+    await expectIpamIntact(evs);
+  }, 1_200_000);
+});

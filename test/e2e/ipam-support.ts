@@ -1,0 +1,159 @@
+/**
+ * The IPAM driver (control-plane/ipam-driver: libcalico-go's IPAM client, called as the CNI plugin calls it) and
+ * readers of the IPAM state it leaves: its JSON-lines log replayed into the set of addresses it holds, the
+ * IPAMBlocks/IPAMHandles as stored, and `calicoctl ipam check` parsed into its problem counts.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import path from 'node:path';
+import type { KubeClient } from '../../src/kube/client.js';
+import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/local-cluster/calico-programs.js';
+import { calicoctl } from './calico-support.js';
+import { calicoType, kubeconfig } from './helpers.js';
+
+export const IPAM_BLOCK = calicoType('ipamblocks', 'IPAMBlock');
+export const IPAM_HANDLE = calicoType('ipamhandles', 'IPAMHandle');
+
+export interface DriverEvent {
+  t: string;
+  op: 'assign' | 'release' | 'fail' | 'end';
+  call?: 'assign' | 'release';
+  handle?: string;
+  pod?: string;
+  node?: string;
+  ip?: string;
+  error?: string;
+  held?: number;
+  unsettled?: string[];
+}
+
+export interface Churn {
+  child: ChildProcess;
+  logFile: string;
+  /** Resolves with the driver's exit code once it has written its `end` line. */
+  done: Promise<number | null>;
+  /** SIGTERM: the driver finishes the call in flight, writes `end` and exits. */
+  stop(): Promise<number | null>;
+}
+
+const running = new Set<Churn>();
+
+/** Stop every churn still running (a test that failed before its own stop must not leave one behind). */
+export async function stopAllChurns(): Promise<void> {
+  await Promise.all([...running].map((c) => c.stop()));
+}
+
+/** Start `ipam-driver churn`, its JSON lines appended to `logFile`. */
+export async function startChurn(logFile: string, args: { nodes: string[]; prefix: string; rate: number; target: number; durationS: number; seed?: number }): Promise<Churn> {
+  const dir = await ensureCalicoProgram('ipam-driver', CALICO_PROGRAMS_VERSION);
+  const out = await open(logFile, 'a');
+  const child = spawn(
+    path.join(dir, 'ipam-driver'),
+    ['churn', '--nodes', args.nodes.join(','), '--prefix', args.prefix, '--rate', String(args.rate), '--target', String(args.target), '--duration', `${args.durationS}s`, '--seed', String(args.seed ?? 1)],
+    { env: { ...process.env, KUBECONFIG: kubeconfig(), DATASTORE_TYPE: 'kubernetes' }, stdio: ['ignore', out.fd, 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr!.on('data', (b) => (stderr += b));
+  const done = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
+      void out.close();
+      if (code !== 0) console.error(`ipam-driver exited ${code}: ${stderr.slice(-2000)}`);
+      resolve(code);
+    }),
+  );
+  const churn: Churn = {
+    child,
+    logFile,
+    done,
+    stop: () => {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      return done;
+    },
+  };
+  running.add(churn);
+  void done.then(() => running.delete(churn));
+  return churn;
+}
+
+export function readEvents(logFile: string): DriverEvent[] {
+  // Go writes RFC 3339 with up to 9 fraction digits and trailing zeros cut: as ISO strings of JavaScript's form,
+  // times compare as strings.
+  return readFileSync(logFile, 'utf8').split('\n').filter((l) => l.trim()).map((l) => {
+    const e = JSON.parse(l) as DriverEvent;
+    return { ...e, t: new Date(e.t.replace(/(\.\d{3})\d+/, '$1')).toISOString() };
+  });
+}
+
+/** Replays assign/release lines: handle -> address it holds (a handle holds one IPv4 address). */
+export function heldByLog(events: DriverEvent[]): Map<string, string> {
+  const held = new Map<string, string>();
+  for (const e of events) {
+    if (e.op === 'assign') held.set(e.handle!, e.ip!);
+    else if (e.op === 'release') held.delete(e.handle!);
+  }
+  return held;
+}
+
+const ipToInt = (ip: string) => ip.split('.').reduce((a, o) => a * 256 + Number(o), 0);
+const intToIp = (n: number) => [24, 16, 8, 0].map((s) => Math.floor(n / 2 ** s) % 256).join('.');
+
+export interface IpamState {
+  /** address -> handles allocated to it (more than one = held twice) */
+  owners: Map<string, string[]>;
+  /** handle -> the blocks and counts its IPAMHandle records */
+  handles: Map<string, Record<string, number>>;
+}
+
+/** IPAM as stored: every allocated address of every IPAMBlock with its handle, and every IPAMHandle. */
+export async function readIpam(client: KubeClient): Promise<IpamState> {
+  const owners = new Map<string, string[]>();
+  for (const b of await client.listAll(IPAM_BLOCK)) {
+    const [base] = (b.spec.cidr as string).split('/');
+    const attrs: { handle_id?: string }[] = b.spec.attributes ?? [];
+    (b.spec.allocations as (number | null)[]).forEach((a, ordinal) => {
+      if (a === null || a === undefined) return;
+      const ip = intToIp(ipToInt(base!) + ordinal);
+      owners.set(ip, [...(owners.get(ip) ?? []), attrs[a]?.handle_id ?? '<no handle>']);
+    });
+  }
+  const handles = new Map<string, Record<string, number>>();
+  for (const h of await client.listAll(IPAM_HANDLE)) handles.set(h.spec.handleID, h.spec.block ?? {});
+  return { owners, handles };
+}
+
+/** `calicoctl ipam check` counts (its "Found N ..." lines) and the addresses it lists as leaked. */
+export interface IpamCheck {
+  leaked: number;
+  notInPools: number;
+  noAllocation: number;
+  handlesWithoutIps: number;
+  missingHandles: number;
+  multipleOwners: number;
+  problems: number;
+  leakedIps: Set<string>;
+  /** In use (by a pod) but in no active pool: the kwok pods' own addresses here. */
+  outsidePoolIps: string[];
+  text: string;
+}
+
+export async function ipamCheck(): Promise<IpamCheck> {
+  const text = await calicoctl(['ipam', 'check', '--show-problem-ips']);
+  const num = (re: RegExp) => {
+    const m = re.exec(text);
+    if (!m) throw new Error(`calicoctl ipam check: no line matching ${re}:\n${text}`);
+    return Number(m[1]);
+  };
+  return {
+    leaked: num(/Found (\d+) IPs that are allocated in IPAM but not actually in use/),
+    notInPools: num(/Found (\d+) in-use IPs that are not in active IP pools/),
+    noAllocation: num(/Found (\d+) in-use IPs that are in active IP pools but have no corresponding IPAM allocation/),
+    handlesWithoutIps: num(/Found (\d+) handles with no matching IPs/),
+    missingHandles: num(/Found (\d+) handles mentioned in blocks with no matching handle resource/),
+    multipleOwners: [...text.matchAll(/has multiple owners/g)].length,
+    problems: num(/Check complete; found (\d+) problems/),
+    leakedIps: new Set([...text.matchAll(/^\s+(\S+) leaked; attrs/gm)].map((m) => m[1]!)),
+    outsidePoolIps: [...text.matchAll(/^\s+(\S+) in use by .* is not in any active IP pool/gm)].map((m) => m[1]!),
+    text,
+  };
+}
