@@ -51,11 +51,16 @@ async function ensureHandles(client: KubeClient, n: number): Promise<void> {
   for await (const o of client.listItems(HANDLE, { labelSelector: BENCH_LABEL })) have.add(o.metadata.name);
   const want = Array.from({ length: n }, (_, i) => `bench-${String(i).padStart(7, '0')}`).filter((x) => !have.has(x));
   await putHandles(etcdFor(client.connection.server), want, { [BENCH_LABEL]: 'true' });
+  // The API server's cache catches up with etcd through its watch; a list meanwhile may answer "too large resource version".
   await client.waitFor(`${n} bench handles listed`, async () => {
     let k = 0;
-    for await (const page of client.listPages(HANDLE, { labelSelector: BENCH_LABEL, limit: 5000 })) k += page.items.length;
+    try {
+      for await (const page of client.listPages(HANDLE, { labelSelector: BENCH_LABEL, limit: 5000 })) k += page.items.length;
+    } catch {
+      return undefined;
+    }
     return k >= n ? true : undefined;
-  }, { timeoutMs: 300_000, intervalMs: 2000 });
+  }, { timeoutMs: 600_000, intervalMs: 2000 });
 }
 
 /** `kubectl get <kind> -A -o <format>` for every kind, one process each: summed wall time, largest peak RSS, bytes. */

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -6,6 +7,7 @@ import { packedResourcePath, packedV3Path, resourcePathFor } from './paths.js';
 import { openBundle } from './reader.js';
 import { verifyBundle } from './verify.js';
 import { BundleWriter } from './writer.js';
+import { packageRoot } from '../package-root.js';
 
 let dir: string;
 beforeEach(() => {
@@ -142,5 +144,15 @@ describe('packed kinds (bundle format 2)', () => {
     expect((await verifyBundle(b)).problems).toEqual([]);
     await expect(b.readObject(HANDLES)).rejects.toThrow(/not a Kubernetes object|not valid YAML/);
     await b.close();
+  });
+
+  it('the built CLI refuses a .tar.gz bundle cut off inside a packed file with one line (exit 2), not a hang', async () => {
+    const tgz = await writePacked(path.join(dir, 'b.tar.gz'), 20_000);
+    const full = fs.readFileSync(tgz);
+    const cut = path.join(dir, 'cut.tar.gz');
+    fs.writeFileSync(cut, full.subarray(0, Math.floor(full.length / 2)));
+    const r = spawnSync(process.execPath, [path.join(packageRoot(), 'dist', 'src', 'cli', 'main.js'), 'verify', cut], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' }, timeout: 60_000 });
+    expect(r.stderr).toMatch(/cut\.tar\.gz is truncated or not a complete tar\.gz archive/);
+    expect(r.status).toBe(2);
   });
 });
