@@ -127,11 +127,17 @@ export interface OperatorPoolBehaviour {
   managesPools: boolean;
   stopAllocations?: { field: string; value: unknown; text: string };
   onePoolPerFamily: boolean;
+  /**
+   * The operator converts a pool's `disabled` into its own `disableNewAllocations` when comparing it with an entry
+   * (v1.36+, Calico 3.29+: `FromProjectCalicoV1`), and defaults a missing entry value to false. So a disabled pool
+   * equals only an entry that says `disableNewAllocations: true`; v1.34 (3.28) has no such field and ignores it.
+   */
+  comparesDisabled?: boolean;
 }
 export const OPERATOR_POOL_BEHAVIOUR: OperatorPoolBehaviour[] = [
   { since: 'v3.0', managesPools: false, onePoolPerFamily: true },
   { since: 'v3.28', managesPools: true, stopAllocations: { field: 'nodeSelector', value: '!all()', text: 'nodeSelector: "!all()"' }, onePoolPerFamily: false },
-  { since: 'v3.29', managesPools: true, stopAllocations: { field: 'disableNewAllocations', value: true, text: 'disableNewAllocations: true' }, onePoolPerFamily: false },
+  { since: 'v3.29', managesPools: true, stopAllocations: { field: 'disableNewAllocations', value: true, text: 'disableNewAllocations: true' }, onePoolPerFamily: false, comparesDisabled: true },
 ];
 
 export function operatorPoolBehaviour(calicoVersion: string): OperatorPoolBehaviour {

@@ -79,6 +79,10 @@ const invokedDirectly = (() => {
   return /(?:main\.js|cni-rewind|kubectl-cni_rewind)$/.test(arg);
 })();
 if (invokedDirectly) {
+  // The AWS SDK warns on every run under Node 20 that its releases after January 2027 need Node 22. This tool pins
+  // an SDK release that supports Node 20 (its supported range), so the eight-line warning tells the user nothing
+  // they can act on; a user who wants it back sets the variable to anything but "true".
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   main().catch((err) => {
     process.stderr.write(`cni-rewind: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exitCode = ExitCode.BadInput;

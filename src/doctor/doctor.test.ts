@@ -51,6 +51,15 @@ describe('pools under the tigera operator', () => {
     expect(f.fix).toContain('disableNewAllocations: true');
   });
 
+  it('from 3.29 the operator compares disabled as disableNewAllocations: an unlabelled disabled pool is not adopted, so not reported', () => {
+    // v1.36+ FromProjectCalicoV1 turns disabled into disableNewAllocations: true and defaults the entry to false,
+    // so the disabled pool no longer equals its entry (verified with operator v1.36.13, docs/calico-programs.md).
+    expect(ids(runChecks(incident('v1.38.13')))).not.toContain('pool-disabled-will-be-reenabled');
+    expect(ids(runChecks(incident('v1.38.13')))).toContain('pool-cidr-not-owned');
+    // 3.28 has no such field: the same pool is adopted and re-enabled.
+    expect(ids(runChecks(incident('v1.34.3')))).toContain('pool-disabled-will-be-reenabled');
+  });
+
   it('is quiet under operator v1.32 (3.27 never writes pools) but warns for --target 3.28', async () => {
     const st = incident('v1.32.10');
     expect(ids(runChecks(st))).not.toContain('pool-disabled-will-be-reenabled');

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { loadRelease } from '../calico/release.js';
 import { checkAgainstSchema } from '../calico/schema.js';
 import type { KubeObject } from '../kube/types.js';
+import { entry, installationWith, makeState, operatorWorkload, pool } from '../doctor/testing.js';
 import { changedCrds, computeFindings, deletePath, transformInstallation } from './findings.js';
+import { targetPoolsCheck } from './preflight.js';
 
 /** The Installation as the 3.28 operator leaves it: name and allowedUses written into its pool. */
 export const installation328 = (pools = [{ name: 'default-ipv4-ippool', cidr: '192.168.0.0/16', blockSize: 26, encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', nodeSelector: 'all()', allowedUses: ['Workload', 'Tunnel'] }]): KubeObject => ({
@@ -119,5 +121,51 @@ describe('pools stopped with disableNewAllocations, downgraded below 3.29 (calic
     }
     const r27 = computeFindings(live(installation330()), await loadRelease('3.27.4'), { version: 'v3.30.7' }, new Set());
     expect(r27.findings.find((x) => x.id === 'operator-pool-management-changes')!.details.join(' ')).toMatch(/does not write IPPools/);
+  });
+});
+
+describe('plan findings for the calico#9100 incident: 3.27.4 with the disabled default pool still listed', async () => {
+  const [v327, v328, v329] = await Promise.all(['3.27.4', '3.28.1', '3.29.7'].map((v) => loadRelease(v, { offline: true })));
+  const MANAGED = { 'app.kubernetes.io/managed-by': 'tigera-operator' };
+  const objects = (labels?: Record<string, string>) => [
+    pool('default-ipv4-ippool', '192.168.0.0/16', { disabled: true, allowedUses: ['Workload', 'Tunnel'] }, labels),
+    pool('new-pool', '10.10.0.0/16'),
+    installationWith([entry('default-ipv4-ippool', '192.168.0.0/16')]),
+  ];
+  const live = (objs: KubeObject[]) => ({
+    crds: v327.crds,
+    objects: new Map([
+      ['ippools.crd.projectcalico.org', objs.filter((o) => o.kind === 'IPPool')],
+      ['installations.operator.tigera.io', objs.filter((o) => o.kind === 'Installation')],
+    ]),
+  });
+  const state = (objs: KubeObject[]) => makeState({ objects: objs, workloads: [operatorWorkload('v1.32.10')] });
+
+  it('to 3.28.1: stops the pool on its entry with nodeSelector "!all()", which the blocking pool preflight then accepts', () => {
+    const r = computeFindings(live(objects()), v328, { version: 'v3.27.4' }, new Set());
+    const f = r.findings.find((x) => x.id === 'installation-disabled-pool-stop-allocations');
+    expect(f).toMatchObject({ action: 'transform', severity: 'warning', objects: ['IPPool/default-ipv4-ippool', 'Installation/default'] });
+    expect(r.installation.stopAllocations).toEqual({ cidrs: ['192.168.0.0/16'], field: 'nodeSelector', value: '!all()' });
+    // Without the transform the plan's own preflight refuses; with it, the target operator leaves the pool stopped.
+    expect(targetPoolsCheck(state(objects()), v328, { removeFields: [], trimPoolsPerFamily: false }).ok).toBe(false);
+    expect(targetPoolsCheck(state(objects()), v328, r.installation).ok).toBe(true);
+    // Only the listed, disabled pool's entry changes.
+    const inst = objects().find((o) => o.kind === 'Installation')!;
+    expect(transformInstallation(inst, r.installation).spec.calicoNetwork.ipPools[0].nodeSelector).toBe('!all()');
+  });
+
+  it('to 3.29.7: an unlabelled disabled pool needs nothing (that operator does not adopt it); a labelled one gets disableNewAllocations', () => {
+    const plain = computeFindings(live(objects()), v329, { version: 'v3.27.4' }, new Set());
+    expect(plain.findings.map((x) => x.id)).not.toContain('installation-disabled-pool-stop-allocations');
+    expect(plain.installation.stopAllocations).toBeUndefined();
+    const labelled = computeFindings(live(objects(MANAGED)), v329, { version: 'v3.27.4' }, new Set());
+    expect(labelled.installation.stopAllocations).toEqual({ cidrs: ['192.168.0.0/16'], field: 'disableNewAllocations', value: true });
+    expect(targetPoolsCheck(state(objects(MANAGED)), v329, labelled.installation).ok).toBe(true);
+    expect(targetPoolsCheck(state(objects(MANAGED)), v329, { removeFields: [], trimPoolsPerFamily: false }).ok).toBe(false);
+  });
+
+  it('to 3.27.5 (an operator that never writes pools): no conversion', async () => {
+    const r = computeFindings(live(objects()), await loadRelease('3.27.5', { offline: true }), { version: 'v3.27.4' }, new Set());
+    expect(r.installation.stopAllocations).toBeUndefined();
   });
 });

@@ -3,7 +3,8 @@
  * Pure functions over (live CRDs, live objects, target release) so they can be tested with the real manifests.
  */
 import { checkAgainstSchema, schemaFor } from '../calico/schema.js';
-import { CALICO_CRD_GROUP, compareVersions, OPERATOR_GROUP, operatorPoolBehaviour } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, compareVersions, OPERATOR_GROUP, operatorPoolBehaviour, type OperatorPoolBehaviour } from '../calico/knowledge.js';
+import { adoptionReason } from '../doctor/checks/pools.js';
 import type { Release } from '../calico/release.js';
 import type { KubeObject } from '../kube/types.js';
 import { INSTALLATION_POOL_RULES, PLAN_FLAGS, RUNTIME_KINDS } from './rules.js';
@@ -179,6 +180,32 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
     });
   }
 
+  // 5. Pools disabled on the IPPool object (the way before 3.28) that are listed in the Installation and that the
+  // target operator would take over: it rewrites them without `disabled` (calico#9100, the incident this tool exists
+  // for). Stop them on their entries in the target's own terms: 3.28's entry then no longer equals the pool, so
+  // v1.34 leaves the disabled pool alone (a labelled one is rewritten with nodeSelector "!all()": still no new
+  // allocations); from 3.29 the entry says disableNewAllocations, which is what the operator reads `disabled` as.
+  const disabledListed = disabledPoolsTheTargetWouldEnable(live, pools, targetPools).filter((p) => !installation.stopAllocations?.cidrs.includes(String(p.spec.cidr)));
+  if (disabledListed.length && targetPools.stopAllocations) {
+    const { field, value, text } = targetPools.stopAllocations;
+    const cidrs = [...(installation.stopAllocations?.cidrs ?? []), ...disabledListed.map((p) => String(p.spec.cidr))];
+    installation.stopAllocations = { cidrs, field, value };
+    findings.push({
+      id: 'installation-disabled-pool-stop-allocations',
+      severity: 'warning',
+      title: `disabled IP pool(s) listed in the Installation: the ${target.version} operator would re-enable them (calico#9100)`,
+      objects: disabledListed.map((p) => `IPPool/${p.metadata.name}`).concat('Installation/default'),
+      details: disabledListed.map((p) => {
+        const entry = pools.find((e) => e.cidr === p.spec.cidr);
+        return `${p.metadata.name} (${p.spec.cidr}): disabled: true on the pool; its Installation entry gets ${text}${entry?.[field] !== undefined ? ` (was ${field}: ${JSON.stringify(entry[field])})` : ''}`;
+      }),
+      action: 'transform',
+      plan:
+        `set ${text} on their Installation entries while the operator is paused, so the ${target.operatorImage ?? 'target'} operator keeps them ` +
+        'non-allocating (the pools themselves and the bundle are not changed)',
+    });
+  }
+
   if (current.version && compareVersions(target.version, current.version) < 0 && pools.length > 0) {
     const currentPools = operatorPoolBehaviour(current.version);
     const detail = !targetPools.managesPools
@@ -196,6 +223,21 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
     });
   }
   return { findings, installation };
+}
+
+/**
+ * Live pools with `disabled: true` whose CIDR an Installation entry lists, that the target operator would adopt
+ * and whose entry does not already stop allocations its way.
+ */
+function disabledPoolsTheTargetWouldEnable(live: LiveCalico, entries: any[], behaviour: OperatorPoolBehaviour): KubeObject[] {
+  const stop = behaviour.stopAllocations;
+  if (!behaviour.managesPools || !stop) return [];
+  return (live.objects.get(`ippools.${CALICO_CRD_GROUP}`) ?? []).filter((p) => {
+    if (p.spec?.disabled !== true) return false;
+    const entry = entries.find((e) => e.cidr === p.spec.cidr);
+    if (!entry || JSON.stringify(entry[stop.field]) === JSON.stringify(stop.value)) return false;
+    return adoptionReason(p, entries, behaviour) !== undefined;
+  });
 }
 
 function withoutStatus(o: KubeObject): KubeObject {

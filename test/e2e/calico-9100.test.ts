@@ -12,7 +12,7 @@ import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/local-cl
 import { LocalCluster } from '../../src/local-cluster/cluster.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
 import { applyFixture, calicoType, deleteNodes, resetCalico, testClient } from './helpers.js';
-import { calicoctl, clearCalicoFinalizers, ippoolsWide, kubectl, waitApiServiceAvailable, waitOperator } from './calico-support.js';
+import { clearCalicoFinalizers, installIncident327, ippoolsWide, kubectl, waitOperator } from './calico-support.js';
 
 const POOL = calicoType('ippools', 'IPPool');
 const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });
@@ -46,20 +46,8 @@ describe('calico#9100 with the real tigera operator and Calico API server', () =
   }, 600_000);
 
   it('3.27.4 keeps the disabled pool; after the upgrade to 3.28.1 the v1.34 operator re-enables it and a patch back does not stick', async () => {
-    // Calico 3.27.4 as its docs install it: tigera-operator.yaml, then custom-resources.yaml (the pool listed).
-    await applyFixture(client, '3.27.4', 'tigera-operator.yaml');
-    await applyFixture(client, '3.27.4', 'custom-resources.yaml');
-    await waitOperator(cluster, 'v1.32.10');
-    // The v1.32 operator renders the Calico API server; the supervisor serves it: v3 becomes available.
-    await waitApiServiceAvailable(client, 240_000);
-
-    // calico-node would create the default pool from the Installation; it does not run here, so calicoctl writes
-    // it the same way (libcalico-go, defaults applied). The user then moves to a new pool and disables the old one.
-    const pool = (name: string, cidr: string) =>
-      JSON.stringify({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name }, spec: { cidr, blockSize: 26, ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true, nodeSelector: 'all()' } });
-    await calicoctl(['create', '-f', '-'], pool('default-ipv4-ippool', '192.168.0.0/16'));
-    await calicoctl(['create', '-f', '-'], pool('new-ipv4-pool', '10.100.0.0/16'));
-    await calicoctl(['patch', 'ippool', 'default-ipv4-ippool', '-p', '{"spec":{"disabled":true}}']);
+    // Calico 3.27.4 as its docs install it, the pool migration done (default-ipv4-ippool disabled, still listed).
+    await installIncident327(client, cluster);
 
     // v1.32 leaves a pool alone once it exists: still disabled after several of its reconciles.
     await new Promise((r) => setTimeout(r, 10_000));

@@ -8,7 +8,7 @@ import type { ResourceType } from '../../src/kube/types.js';
 import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/local-cluster/calico-programs.js';
 import type { SupervisorStatus } from '../../src/local-cluster/calico-supervisor.js';
 import type { LocalCluster } from '../../src/local-cluster/cluster.js';
-import { kubeconfig } from './helpers.js';
+import { applyFixture, kubeconfig } from './helpers.js';
 
 function run(bin: string, args: string[], input?: string, env: Record<string, string> = {}): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -102,4 +102,22 @@ export async function clearCalicoFinalizers(client: KubeClient): Promise<number>
   // The operator's APIService would outlive its Service and make discovery of projectcalico.org/v3 fail.
   await client.request('DELETE', '/apis/apiregistration.k8s.io/v1/apiservices/v3.projectcalico.org').catch(() => undefined);
   return cleared;
+}
+
+/**
+ * The incident's starting point with the real programs: Calico 3.27.4 installed as its docs say (tigera-operator.yaml,
+ * then custom-resources.yaml with default-ipv4-ippool listed) under the real v1.32.10 operator, the v3 API served,
+ * and the user's pool migration done: new-ipv4-pool created and default-ipv4-ippool disabled (through calicoctl,
+ * as calico-node would have created the default pool from the Installation, defaults applied).
+ */
+export async function installIncident327(client: KubeClient, cluster: LocalCluster): Promise<void> {
+  await applyFixture(client, '3.27.4', 'tigera-operator.yaml');
+  await applyFixture(client, '3.27.4', 'custom-resources.yaml');
+  await waitOperator(cluster, 'v1.32.10');
+  await waitApiServiceAvailable(client, 240_000);
+  const pool = (name: string, cidr: string) =>
+    JSON.stringify({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name }, spec: { cidr, blockSize: 26, ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true, nodeSelector: 'all()' } });
+  await calicoctl(['create', '-f', '-'], pool('default-ipv4-ippool', '192.168.0.0/16'));
+  await calicoctl(['create', '-f', '-'], pool('new-ipv4-pool', '10.100.0.0/16'));
+  await calicoctl(['patch', 'ippool', 'default-ipv4-ippool', '-p', '{"spec":{"disabled":true}}']);
 }

@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { EC2Client } from '@aws-sdk/client-ec2';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Journal, journalPathFor } from '../../src/executor/journal.js';
 import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/executor/lock.js';
 import type { KubeClient } from '../../src/kube/client.js';
@@ -41,6 +41,8 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
   /** What the simulated machine side saw at each reboot. */
   const reboots: { node: string; instance: string; cordoned: boolean; evictablePods: string[]; done: Promise<void> }[] = [];
   let simulate = true;
+  /** When set, the answer to the RebootInstances call that makes this many reboots is held until the promise settles. */
+  let holdReboot: { nth: number; until: Promise<unknown> } | undefined;
 
   const env = () => ({ ...moto.env, AWS_ENDPOINT_URL_EC2: proxy.url, NODE_NO_WARNINGS: '1' });
   const bootId = async (node: string) => (await client.get(K.node, undefined, node)).status?.nodeInfo?.bootID as string;
@@ -56,7 +58,7 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     await client.mergePatch(K.node, undefined, node, { metadata: { labels: { [NOT_READY_LABEL]: null } } });
   }
 
-  function onEc2Call(call: Ec2Call): void {
+  function onEc2Call(call: Ec2Call): void | Promise<unknown> {
     if (call.action !== 'RebootInstances' || !simulate) return;
     const instance = call.params['InstanceId.1']!;
     const n = nodes.find((x) => x.instance === instance);
@@ -75,6 +77,8 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
       await rebootLikeAMachine(n.node);
     })();
     reboots.push(rec);
+    // moto performs the reboot when the call is forwarded; holding the forward holds cni-rewind's answer.
+    if (holdReboot && reboots.length === holdReboot.nth) return holdReboot.until;
   }
 
   /** Samples the nodes' cordon state until stopped: the most nodes cordoned at once, and in which order. */
@@ -160,6 +164,13 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     await client.create(K.pdb, { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'web', namespace: APP_NS }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'web' } } } });
     await workloadAvailable();
   }, 600_000);
+
+  // Each test starts from every node schedulable and no apply lock, so one test's failure (a node left cordoned, a
+  // killed run's lock) shows as that test's failure only, not as three.
+  beforeEach(async () => {
+    for (const n of nodes) await client.mergePatch(K.node, undefined, n.node, { spec: { unschedulable: null } });
+    await client.delete(K.lease, LOCK_NAMESPACE, LOCK_NAME);
+  });
 
   afterAll(async () => {
     simulate = false;
@@ -250,16 +261,22 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     expect(first.code, first.stderr).not.toBe(0);
     expect(Journal.read(journal).finished.size).toBe(out.steps.length - 1);
     expect(reboots.length).toBe(rebootsBefore);
-    // Then, resumed, killed the moment the second machine's RebootInstances reaches EC2 (before cni-rewind hears back).
+    // Then, resumed, killed while the second machine's RebootInstances is at EC2: the proxy holds EC2's answer until
+    // the process is dead, so cni-rewind never hears back (a timer racing the call was flaky on a loaded machine).
     let child: import('node:child_process').ChildProcess | undefined;
+    let release!: () => void;
+    holdReboot = { nth: rebootsBefore + 2, until: new Promise<void>((r) => (release = r)) };
     const killer = setInterval(() => {
       if (reboots.length - rebootsBefore >= 2 && child?.pid) {
-        child.kill('SIGKILL');
         clearInterval(killer);
+        child.once('exit', () => release());
+        child.kill('SIGKILL');
       }
     }, 20);
     const killed = await runCli(['apply', plan, '--yes', '--resume'], { env: env(), onSpawn: (c) => (child = c) });
     clearInterval(killer);
+    release();
+    holdReboot = undefined;
     expect(killed.code, killed.stderr).not.toBe(0);
     expect(reboots.length - rebootsBefore).toBe(2);
     const st = Journal.read(journal);

@@ -32,28 +32,27 @@ describe('plan and apply: upgrade 3.27.4 -> 3.28.1 in place', () => {
     client.close();
   });
 
-  it('refuses to upgrade while a disabled pool is listed in the Installation (calico#9100), until the entry stops it the 3.28 way', async () => {
+  it('a disabled pool listed in the Installation (calico#9100): the plan stops it on its entry the 3.28 way instead of letting the operator re-enable it', async () => {
     const ippools = { group: 'crd.projectcalico.org', version: 'v1', plural: 'ippools', kind: 'IPPool', namespaced: false };
-    const installations = { group: 'operator.tigera.io', version: 'v1', plural: 'installations', kind: 'Installation', namespaced: false };
     // The incident's 3.27 state: default-ipv4-ippool (the Installation's entry) disabled after a pool migration.
     await client.apply(ippools, { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name: 'default-ipv4-ippool' }, spec: { cidr: '192.168.0.0/16', blockSize: 26, ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true, nodeSelector: 'all()', disabled: true } }, { fieldManager: 'fup' });
     try {
       const bundle = path.join(dir, 'bundle-9100');
       expect((await runCli(['export', '--out', bundle])).code).toBe(0);
-      const p = await runCli(['plan', '--to', '3.28.1', '--bundle', bundle, '--no-disk-snapshots', '--out', path.join(dir, 'plan-9100.yaml')]);
-      expect(p.code, p.stdout + p.stderr).toBe(5);
-      expect(p.stdout + p.stderr).toMatch(/target-operator-pools/);
-      expect(p.stdout + p.stderr).toMatch(/default-ipv4-ippool is disabled, but the tigera operator of the target Calico v3\.28\.1 manages it/);
-      expect(p.stdout + p.stderr).toMatch(/kubectl patch installation default --type=json -p '\[\{"op":"add","path":"\/spec\/calicoNetwork\/ipPools\/0\/nodeSelector","value":"!all\(\)"\}\]'/);
-      // The printed fix, then the same plan passes that check.
-      const entry = INSTALLATION_327.spec.calicoNetwork.ipPools[0];
-      await client.mergePatch(installations, undefined, 'default', { spec: { calicoNetwork: { ipPools: [{ ...entry, nodeSelector: '!all()' }] } } });
-      const again = await runCli(['plan', '--to', '3.28.1', '--bundle', bundle, '--no-disk-snapshots', '-o', 'json']);
-      const out = JSON.parse(again.stdout);
-      expect(out.preflight.find((c: any) => c.name === 'target-operator-pools'), again.stderr).toMatchObject({ ok: true });
+      // doctor --target names the trap and its fix ...
+      const d = await runCli(['doctor', '--target', '3.28.1', '-o', 'json']);
+      expect(JSON.parse(d.stdout).findings.map((f: any) => f.id), d.stderr).toContain('pool-disabled-will-be-reenabled');
+      // ... and the plan carries the fix out itself: a transform, shown, with the pool preflight passing on it.
+      const p = await runCli(['plan', '--to', '3.28.1', '--bundle', bundle, '--no-disk-snapshots', '--out', path.join(dir, 'plan-9100.yaml'), '-o', 'json']);
+      expect(p.code, p.stdout + p.stderr).toBe(0);
+      const out = JSON.parse(p.stdout);
+      expect(out.findings.find((f: any) => f.id === 'installation-disabled-pool-stop-allocations')).toMatchObject({ action: 'transform', objects: ['IPPool/default-ipv4-ippool', 'Installation/default'] });
+      expect(out.transforms.installation.stopAllocations).toEqual({ cidrs: ['192.168.0.0/16'], field: 'nodeSelector', value: '!all()' });
+      expect(out.preflight.find((c: any) => c.name === 'target-operator-pools')).toMatchObject({ ok: true, blocking: true });
+      const table = await runCli(['plan', '--to', '3.28.1', '--bundle', bundle, '--no-disk-snapshots']);
+      expect(table.stdout + table.stderr).toMatch(/disabled IP pool\(s\) listed in the Installation: the v3\.28\.1 operator would re-enable them/);
     } finally {
       await client.delete(ippools, undefined, 'default-ipv4-ippool');
-      await client.mergePatch(installations, undefined, 'default', { spec: { calicoNetwork: { ipPools: INSTALLATION_327.spec.calicoNetwork.ipPools } } });
     }
   });
 

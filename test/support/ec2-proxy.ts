@@ -20,13 +20,20 @@ export interface RecordingEc2Proxy {
   close(): Promise<void>;
 }
 
-export async function startRecordingEc2Proxy(target: string, onCall?: (call: Ec2Call) => void): Promise<RecordingEc2Proxy> {
+/**
+ * The hook sees each call before it is forwarded. When it returns a promise, the call is forwarded (and so answered)
+ * only once that promise settles: a test uses this to hold a call "in flight" at an exact point (e.g. kill the client
+ * after EC2 received a RebootInstances but before the client heard back), instead of racing a timer against it.
+ */
+export type Ec2CallHook = (call: Ec2Call) => void | Promise<unknown>;
+
+export async function startRecordingEc2Proxy(target: string, onCall?: Ec2CallHook): Promise<RecordingEc2Proxy> {
   const calls: Ec2Call[] = [];
   const server = await ec2Server(async (req, res, body, form) => {
     const call: Ec2Call = { action: form.get('Action') ?? '', params: Object.fromEntries(form.entries()), time: Date.now() };
     calls.push(call);
     try {
-      onCall?.(call);
+      await onCall?.(call);
     } catch {
       /* a hook's failure is the test's business, not the proxy's */
     }

@@ -11,6 +11,7 @@ import {
   OPERATOR_MANAGED_VALUE,
   operatorPoolBehaviour,
   POOL_ENCAPSULATION,
+  type OperatorPoolBehaviour,
 } from '../../calico/knowledge.js';
 import type { KubeObject } from '../../kube/types.js';
 import { parseCidr } from '../ip.js';
@@ -32,11 +33,15 @@ export function installationPools(inst: KubeObject | undefined): any[] | undefin
   return Array.isArray(p) ? p : undefined;
 }
 
-/** The operator's view of a crd.projectcalico.org IPPool (its FromProjectCalicoV1 conversion); `disabled` has no place in it. */
-export function operatorViewOfPool(pool: KubeObject): Record<string, unknown> {
+/**
+ * The operator's view of a crd.projectcalico.org IPPool (its FromProjectCalicoV1 conversion). Before 3.29 `disabled`
+ * has no place in it; from 3.29 it becomes `disableNewAllocations` (`behaviour.comparesDisabled`).
+ */
+export function operatorViewOfPool(pool: KubeObject, behaviour?: OperatorPoolBehaviour): Record<string, unknown> {
   const s = pool.spec ?? {};
   const enc = POOL_ENCAPSULATION.find((e) => (e.ipipMode && e.ipipMode === s.ipipMode) || (e.vxlanMode && e.vxlanMode === s.vxlanMode));
   return {
+    ...(behaviour?.comparesDisabled ? { disableNewAllocations: s.disabled === true } : {}),
     name: pool.metadata.name,
     cidr: s.cidr,
     encapsulation: enc?.encapsulation ?? 'None',
@@ -57,16 +62,21 @@ function sameValue(a: unknown, b: unknown): boolean {
  * Does the pool equal this Installation entry as the operator compares them? The operator fills the entry's
  * defaults before comparing; fields the entry leaves out are treated as defaulted to what the pool has.
  */
-export function entryMatchesPool(entry: Record<string, unknown>, pool: KubeObject): boolean {
-  const view = operatorViewOfPool(pool);
+export function entryMatchesPool(entry: Record<string, unknown>, pool: KubeObject, behaviour?: OperatorPoolBehaviour): boolean {
+  const view = operatorViewOfPool(pool, behaviour);
   if (entry.cidr !== view.cidr) return false;
-  return Object.entries(entry).every(([k, v]) => v === undefined || !(k in view) || view[k] === undefined || sameValue(v, view[k]));
+  // The operators that compare disableNewAllocations default a missing entry value to false, not to the pool's.
+  const filled = behaviour?.comparesDisabled ? { ...entry, disableNewAllocations: entry.disableNewAllocations ?? false } : entry;
+  return Object.entries(filled).every(([k, v]) => v === undefined || !(k in view) || view[k] === undefined || sameValue(v, view[k]));
 }
 
-/** Why the operator treats a pool as its own, or undefined when it leaves it alone. */
-export function adoptionReason(pool: KubeObject, entries: any[] | undefined): string | undefined {
+/**
+ * Why the operator (of the Calico version whose pool behaviour is given) treats a pool as its own, or undefined
+ * when it leaves it alone.
+ */
+export function adoptionReason(pool: KubeObject, entries: any[] | undefined, behaviour?: OperatorPoolBehaviour): string | undefined {
   if (isOperatorLabelled(pool)) return `it carries the label ${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE}`;
-  const i = (entries ?? []).findIndex((e) => entryMatchesPool(e, pool));
+  const i = (entries ?? []).findIndex((e) => entryMatchesPool(e, pool, behaviour));
   if (i >= 0) return `it equals entry ${i} of Installation default's spec.calicoNetwork.ipPools once converted to the operator's pool type`;
   return undefined;
 }
@@ -96,7 +106,7 @@ const disabledAdoptedPools: Check = {
     const out: Finding[] = [];
     for (const pool of objectsOf(state, KEYS.ipPools)) {
       if (pool.spec?.disabled !== true) continue;
-      const reason = adoptionReason(pool, entries);
+      const reason = adoptionReason(pool, entries, behaviour);
       if (!reason) continue;
       const idx = entries.findIndex((e) => e.cidr === pool.spec?.cidr);
       if (idx < 0) continue; // labelled but not listed: the operator deletes it (reported by the next check)
@@ -192,8 +202,9 @@ const entryCidrNotOwned: Check = {
     const out: Finding[] = [];
     entries.forEach((e, i) => {
       const pool = objectsOf(state, KEYS.ipPools).find((p) => p.spec?.cidr === e.cidr);
-      if (!pool || adoptionReason(pool, entries)) return;
-      const view = operatorViewOfPool(pool);
+      const behaviour = operatorPoolBehaviour(g.version);
+      if (!pool || adoptionReason(pool, entries, behaviour)) return;
+      const view = operatorViewOfPool(pool, behaviour);
       const differs = Object.keys(e).filter((k) => k in view && view[k] !== undefined && e[k] !== undefined && !sameValue(e[k], view[k]));
       out.push({
         id: 'pool-cidr-not-owned',
@@ -202,8 +213,9 @@ const entryCidrNotOwned: Check = {
         objects: [ref(pool), ref(inst)],
         why:
           `The pool has no ${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE} label and differs from the entry (${differs.join(', ') || 'name'}), ` +
-          'so the operator refuses to touch it: TigeraStatus ippools goes Degraded ("Cannot update an IP pool not owned by the operator") and ' +
-          'the entry is never applied.',
+          'so the operator refuses to touch it: it logs "Cannot update an IP pool not owned by the operator" on every reconcile ' +
+          '(TigeraStatus ippools stays Available: operator v1.34.3 clears the condition at the end of the same reconcile) and the entry is never applied.' +
+          (pool.spec?.disabled === true ? ` That keeps ${pool.metadata.name} disabled, which is what a plan that stops a disabled pool on its entry relies on.` : ''),
         fix:
           `Make the entry describe the pool as it is (${differs.map((k) => `${k}: ${JSON.stringify(view[k])}`).join(', ') || `name: ${pool.metadata.name}`}), ` +
           `or let the operator take the pool over and rewrite it to the entry: ${relabel(pool.metadata.name, `${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE}`)} ` +
@@ -217,8 +229,8 @@ const entryCidrNotOwned: Check = {
 export const poolChecks: Check[] = [disabledAdoptedPools, managedPoolsNotListed, entryCidrNotOwned, onePoolPerFamily];
 
 /** Exported for tests and for plan: is this pool the operator's (by label or by equality)? */
-export function operatorAdopts(state: CalicoState, pool: KubeObject): boolean {
-  return adoptionReason(pool, installationPools(installation(state))) !== undefined;
+export function operatorAdopts(state: CalicoState, pool: KubeObject, behaviour?: OperatorPoolBehaviour): boolean {
+  return adoptionReason(pool, installationPools(installation(state)), behaviour) !== undefined;
 }
 
 export type { CheckContext };
