@@ -24,6 +24,7 @@ export { describeGcpError, GCP_LABELS, isRetryableGcpError, labelValue, resource
 import { defaultRetryPolicy, sleep, withRetry, type RetryPolicy } from '../../src/kube/retry.js';
 import { parseProviderId } from '../../src/providers/provider-id.js';
 import { envProxyAgent } from '../../src/providers/proxy.js';
+import { deleteEach, throwUnlessUsable } from '../../src/providers/snapshot-helpers.js';
 import {
   PROVIDER_API_VERSION,
   TAG_KEYS,
@@ -298,14 +299,7 @@ export class GcpProvider implements SnapshotProvider {
         }
       }),
     );
-    const bad = out.filter((r) => r.state !== 'completed');
-    if (bad.length) {
-      const failed = bad.filter((r) => r.state === 'failed');
-      const what = failed.length
-        ? `snapshot(s) ${failed.map((r) => `${r.snapshotId} (${r.device})`).join(', ')} failed`
-        : `snapshot(s) ${bad.map((r) => r.snapshotId).join(', ')} not READY after ${Math.round(opts.timeoutMs / 1000)} s`;
-      throw Object.assign(new EnvironmentError(`GCP ${what}`), { records: out });
-    }
+    throwUnlessUsable('GCP', out, { timeoutMs: opts.timeoutMs, readyWord: 'READY' });
     return out;
   }
 
@@ -424,20 +418,16 @@ export class GcpProvider implements SnapshotProvider {
   }
 
   async delete(records: SnapshotRecord[]): Promise<void> {
-    const failures: string[] = [];
-    await Promise.all(
-      records.map(async (r) => {
+    await deleteEach(
+      'GCP',
+      records,
+      async (r) => {
         const project = r.location?.project ?? this.projects()[0]!;
-        try {
-          const res = await this.call('snapshots.delete', (c) => c.snapshots.delete({ project, snapshot: r.snapshotId }));
-          await this.waitOperation(`delete snapshot ${r.snapshotId}`, project, undefined, this.opName(res));
-        } catch (err) {
-          if (isNotFound(err)) return;
-          failures.push(`${r.snapshotId}: ${errorMessage(err)}`);
-        }
-      }),
+        const res = await this.call('snapshots.delete', (c) => c.snapshots.delete({ project, snapshot: r.snapshotId }));
+        await this.waitOperation(`delete snapshot ${r.snapshotId}`, project, undefined, this.opName(res));
+      },
+      isNotFound,
     );
-    if (failures.length) throw new EnvironmentError(`GCP: ${failures.length} snapshot(s) could not be deleted: ${failures.slice(0, 5).join('; ')}`);
   }
 
   async close(): Promise<void> {

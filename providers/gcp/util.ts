@@ -1,18 +1,10 @@
 /** GCE naming, labels, disk references and error mapping for the GCP provider (providers/gcp/index.ts). */
 import { randomBytes } from 'node:crypto';
 import { BadInputError, EnvironmentError, errorMessage } from '../../src/errors.js';
+import { FLAT_TAG_KEYS } from '../../src/providers/snapshot-helpers.js';
 
 /** Shared tag keys mapped to GCE label syntax, plus the keys this provider adds. */
-export const GCP_LABELS = {
-  tool: 'cni-rewind',
-  bundle: 'cni-rewind-bundle-id',
-  cluster: 'cni-rewind-cluster-id',
-  node: 'cni-rewind-node',
-  machine: 'cni-rewind-machine',
-  device: 'cni-rewind-device',
-  boot: 'cni-rewind-boot',
-  restoredBy: 'cni-rewind-restored-by-run',
-} as const;
+export const GCP_LABELS = FLAT_TAG_KEYS;
 
 /** A value as a GCE label value: lowercase, [a-z0-9_-], at most 63 characters. */
 export function labelValue(v: string): string {

@@ -59,6 +59,7 @@ export class VimClient {
   private cookie?: string;
   private sc?: ServiceContent;
   private credentials?: { userName: string; password: string };
+  private relogin?: Promise<void>;
   /** Told when an expired session is logged in again (for a debug message and tests). */
   onRelogin?: () => void;
 
@@ -77,13 +78,22 @@ export class VimClient {
    */
   async call(method: string, args: [string, SoapValue | undefined][]): Promise<XmlNode> {
     const once = () => withRetry(() => this.callOnce(method, args), (err) => ({ retry: isTransient(err, READ_ONLY.test(method)) }), this.retry);
+    const cookieUsed = this.cookie;
     try {
       return await once();
     } catch (err) {
-      if (!this.credentials || SESSION_METHODS.has(method) || !isNotAuthenticated(err)) throw err;
-      this.cookie = undefined;
-      this.onRelogin?.();
-      await this.login(this.credentials.userName, this.credentials.password);
+      const credentials = this.credentials;
+      if (!credentials || SESSION_METHODS.has(method) || !isNotAuthenticated(err)) throw err;
+      // Calls running in parallel all see the session die: the first logs in again, the others wait for that
+      // login (or, when it is already done, see a new cookie) instead of each opening a session of its own.
+      if (this.cookie === cookieUsed) {
+        this.relogin ??= (async () => {
+          this.cookie = undefined;
+          this.onRelogin?.();
+          await this.login(credentials.userName, credentials.password);
+        })().finally(() => (this.relogin = undefined));
+      }
+      await this.relogin;
       return once();
     }
   }

@@ -1,8 +1,10 @@
 /**
- * Compares the live cluster with a bundle: objects only in the bundle, only in the cluster, and changed
- * ones as unified diffs of normalized YAML (server-owned fields removed). Covers the Calico custom resources
- * and the Calico CRDs. Streams the live side page by page and reads bundle files one at a time; only the
- * set of bundle paths is held in memory.
+ * Compares the live cluster with a bundle: objects only in the bundle, only in the cluster, moved ones (the
+ * bundle has an object at one namespace/name and the cluster has it at another), and changed ones as unified
+ * diffs of normalized YAML (server-owned fields removed). Covers the Calico custom resources and the Calico CRDs.
+ * Streams the live side page by page and reads bundle files one at a time; only the set of bundle paths and the
+ * objects found on one side only are held in memory. Every bundle file diff relies on is read, so a file whose
+ * content does not belong at its path is refused (exit 2, naming it) instead of being reported by its path.
  */
 import { createTwoFilesPatch } from 'diff';
 import { matchesKind, type Bundle } from '../bundle/reader.js';
@@ -27,6 +29,11 @@ export interface DiffResult {
   onlyInBundle: Ref[];
   onlyInCluster: Ref[];
   changed: { ref: Ref; diff: string }[];
+  /**
+   * Objects of one kind that the bundle has at one place and the cluster at another: the same content under
+   * another namespace/name, or the same name in another namespace (`diff` then holds the content change too).
+   */
+  moved: { from: Ref; to: Ref; diff?: string }[];
   /** Objects compared and found equal. */
   same: number;
   /** Resource types compared (`<plural>.<group>`). */
@@ -52,7 +59,7 @@ function sortKeys(v: unknown): unknown {
 }
 
 export async function diffBundle(client: KubeClient, bundle: Bundle, opts: DiffOptions = {}, reporter?: Reporter): Promise<DiffResult> {
-  const result: DiffResult = { onlyInBundle: [], onlyInCluster: [], changed: [], same: 0, compared: [] };
+  const result: DiffResult = { onlyInBundle: [], onlyInCluster: [], changed: [], moved: [], same: 0, compared: [] };
   const kinds = opts.kinds?.length ? opts.kinds : undefined;
   // A mistyped --kinds word must not turn into "no differences".
   const crdWords = ['crds', 'crd', 'customresourcedefinitions', resourceKey(K.crd)];
@@ -80,6 +87,7 @@ export async function diffBundle(client: KubeClient, bundle: Bundle, opts: DiffO
         return p?.group === r.group && p.kind === r.kind;
       }),
     );
+    const liveOnly: KubeObject[] = [];
     try {
       for await (const page of client.listPages(type, { limit: 500 })) {
         for (const live of page.items) {
@@ -87,7 +95,7 @@ export async function diffBundle(client: KubeClient, bundle: Bundle, opts: DiffO
           live.kind ??= type.kind;
           const p = resourcePathFor(live);
           if (remaining.delete(p)) await compare(live, p);
-          else result.onlyInCluster.push(refOf(live));
+          else liveOnly.push(live);
         }
       }
     } catch (err) {
@@ -95,7 +103,10 @@ export async function diffBundle(client: KubeClient, bundle: Bundle, opts: DiffO
       if (!(err instanceof KubeApiError && err.notFound)) throw err;
       reporter?.warn('CNR_DIFF_KIND_GONE', `${r.key} is not served by the cluster any more`);
     }
-    for (const p of [...remaining].sort()) result.onlyInBundle.push(refFromPath(p, type));
+    // Read, not just listed by path: readObject refuses a file whose content names another kind, namespace or name.
+    const bundleOnly: { path: string; object: KubeObject }[] = [];
+    for (const p of [...remaining].sort()) bundleOnly.push({ path: p, object: await bundle.readObject(p) });
+    pairMoved(bundleOnly, liveOnly, result);
   }
 
   // 2. Live Calico kinds that the bundle does not know at all (a CRD added since).
@@ -136,7 +147,7 @@ export async function diffBundle(client: KubeClient, bundle: Bundle, opts: DiffO
 
 /**
  * A packed kind (format 2): the bundle's objects of the kind, normalized, by namespace/name (one kind at a time,
- * as text: a few hundred bytes per object), then the live list against them.
+ * with their normalized text), then the live list against them; what is on one side only is paired as moved.
  */
 async function diffPacked(
   client: KubeClient,
@@ -148,8 +159,9 @@ async function diffPacked(
   reporter: Reporter | undefined,
 ): Promise<void> {
   const id = (o: KubeObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
-  const saved = new Map<string, { ref: Ref; yaml: string }>();
-  for await (const bo of bundle.objects({ kinds: [key] })) saved.set(id(bo.object), { ref: refOf(bo.object), yaml: normalizedYaml(bo.object) });
+  const saved = new Map<string, { path: string; object: KubeObject; yaml: string }>();
+  for await (const bo of bundle.objects({ kinds: [key] })) saved.set(id(bo.object), { path: bo.path, object: bo.object, yaml: normalizedYaml(bo.object) });
+  const liveOnly: KubeObject[] = [];
   try {
     for await (const page of client.listPages(type, { limit: 500 })) {
       for (const live of page.items) {
@@ -157,7 +169,7 @@ async function diffPacked(
         live.kind ??= type.kind;
         const s = saved.get(id(live));
         if (!s) {
-          result.onlyInCluster.push(refOf(live));
+          liveOnly.push(live);
           continue;
         }
         saved.delete(id(live));
@@ -168,14 +180,48 @@ async function diffPacked(
     if (!(err instanceof KubeApiError && err.notFound)) throw err;
     reporter?.warn('CNR_DIFF_KIND_GONE', `${key} is not served by the cluster any more`);
   }
-  for (const k of [...saved.keys()].sort()) result.onlyInBundle.push(saved.get(k)!.ref);
+  pairMoved([...saved.keys()].sort().map((k) => saved.get(k)!), liveOnly, result);
 }
 
-function refFromPath(p: string, type: ResourceType): Ref {
-  const parsed = parseResourcePath(p)!;
-  return { apiVersion: apiVersionOf(type), kind: type.kind, ...(parsed.namespace ? { namespace: parsed.namespace } : {}), name: parsed.name };
+/** The object as compared, without where it is (namespace and name): equal for an object that only moved. */
+function contentKey(o: KubeObject): string {
+  const s = stripServerFields(o, { ownerUids: true });
+  const { name: _n, namespace: _ns, ...metadata } = s.metadata ?? {};
+  return JSON.stringify(sortKeys({ ...s, metadata }));
+}
+
+/**
+ * Objects of one type found on one side only: a bundle object and a live one with the same content (another
+ * namespace or name), or else with the same name in another namespace, are one object that moved.
+ */
+function pairMoved(bundleOnly: { path: string; object: KubeObject }[], liveOnly: KubeObject[], result: DiffResult): void {
+  const live = new Map(liveOnly.map((o, i) => [i, o]));
+  const unpaired: { path: string; object: KubeObject }[] = [];
+  const byContent = new Map<string, number[]>();
+  for (const [i, o] of live) byContent.set(contentKey(o), [...(byContent.get(contentKey(o)) ?? []), i]);
+  for (const b of bundleOnly) {
+    const i = byContent.get(contentKey(b.object))?.find((j) => live.has(j));
+    if (i === undefined) {
+      unpaired.push(b);
+      continue;
+    }
+    result.moved.push({ from: refOf(b.object), to: refOf(live.get(i)!) });
+    live.delete(i);
+  }
+  for (const b of unpaired) {
+    const hit = [...live].find(([, o]) => o.metadata.name === b.object.metadata.name);
+    if (!hit) {
+      result.onlyInBundle.push(refOf(b.object));
+      continue;
+    }
+    const [i, o] = hit;
+    const diff = createTwoFilesPatch(`bundle/${b.path}`, `cluster/${resourcePathFor(o)}`, normalizedYaml(b.object), normalizedYaml(o), undefined, undefined, { context: 3 });
+    result.moved.push({ from: refOf(b.object), to: refOf(o), diff });
+    live.delete(i);
+  }
+  for (const o of live.values()) result.onlyInCluster.push(refOf(o));
 }
 
 export function hasDifferences(r: DiffResult): boolean {
-  return r.onlyInBundle.length + r.onlyInCluster.length + r.changed.length > 0;
+  return r.onlyInBundle.length + r.onlyInCluster.length + r.changed.length + r.moved.length > 0;
 }

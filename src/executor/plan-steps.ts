@@ -21,12 +21,12 @@ import { bundleDataPresent, liveDataNotInBundle } from '../plan/compare.js';
 import { isManagedCrd, transformInstallation } from '../plan/findings.js';
 import { checkBundle, checkCluster, checkTargetPools, refuseOnFailure } from '../plan/preflight.js';
 import { parseDuration } from '../config/config.js';
-import { CALICO_POD_NAMESPACES, MANIFEST_POD_SELECTOR } from '../plan/rules.js';
-import { applyManifestEdits, type ManifestTransform } from '../plan/manifest-custom.js';
+import { applyManifestEdits } from '../plan/manifest-custom.js';
 import type { Plan, PreflightCheck } from '../plan/types.js';
 import type { ExecStep, StepRuntime } from './executor.js';
 import { restoreResources } from '../restore/restore.js';
 import { rebootNodes } from '../drain/rolling-reboot.js';
+import { TIGERA_STATUS, waitRollout } from './wait-rollout.js';
 
 export interface StepDeps {
   client: KubeClient;
@@ -54,7 +54,7 @@ export function buildSteps(deps: StepDeps): ExecStep[] {
     'restore-data': () => restoreData(deps),
     'restore-drift': () => restoreDrift(deps),
     'resume-operator': (rt) => resumeOperator(deps, rt),
-    'wait-rollout': () => waitRollout(deps),
+    'wait-rollout': () => waitRollout(deps.client, deps.plan, deps.target, deps.rolloutTimeoutMs ?? 300_000),
     'verify-data': () => verifyData(deps),
     'reboot-nodes': (rt) => {
       if (!deps.plan.rolling?.nodes) throw new RefusedError('the plan has a reboot-nodes step but no node list (plan.rolling): make a new plan with --reboot-nodes');
@@ -124,6 +124,9 @@ async function pauseOperator({ client }: StepDeps, rt: StepRuntime): Promise<str
 async function resumeOperator({ client }: StepDeps, rt: StepRuntime): Promise<string> {
   const prior = rt.recall<number>('operatorReplicas') ?? 1;
   if (!(await client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT))) throw new EnvironmentError('the operator Deployment is missing after the target manifest was applied');
+  // The old operator's last word (TigeraStatus calico Available) would otherwise pass wait-rollout before the
+  // target operator has looked at anything: delete it while no operator runs; the target operator writes its own.
+  await client.delete(TIGERA_STATUS, undefined, 'calico');
   await client.mergePatch(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT, { spec: { replicas: prior } });
   return `operator scaled back to ${prior} replicas`;
 }
@@ -214,10 +217,13 @@ async function transformInstallationStep({ client, plan }: StepDeps): Promise<st
   // Strict validation proves the result is valid for the target CRD (it fails instead of pruning silently).
   await client.replace(type, desired, { fieldValidation: 'Strict' });
   const t = plan.transforms.installation;
+  for (const name of t.deleteTigeraStatuses ?? []) await client.delete(TIGERA_STATUS, undefined, name);
+  const leftovers = [...(t.removeFinalizers ?? []).map((f) => `finalizer ${f}`), ...(t.deleteTigeraStatuses ?? []).map((n) => `TigeraStatus ${n}`)];
+  const cleared = leftovers.length ? `; removed the newer operator's ${leftovers.join(', ')}` : '';
   const removed = t.removeFields;
   const stopped = t.stopAllocations ? `; ${t.stopAllocations.field}: ${JSON.stringify(t.stopAllocations.value)} on ${t.stopAllocations.cidrs.join(', ')}` : '';
-  return removed.length || t.trimPoolsPerFamily || stopped
-    ? `Installation rewritten without ${removed.join(', ') || 'nothing'}${t.trimPoolsPerFamily ? ' and with one pool per family' : ''}${stopped}`
+  return removed.length || t.trimPoolsPerFamily || stopped || cleared
+    ? `Installation rewritten without ${removed.join(', ') || 'nothing'}${t.trimPoolsPerFamily ? ' and with one pool per family' : ''}${stopped}${cleared}`
     : 'Installation already valid for the target';
 }
 
@@ -264,109 +270,6 @@ async function restoreData({ client, bundle, reporter }: StepDeps): Promise<stri
   }
   for (const d of r.drifted) reporter.warn('CNR_APPLY_RESTORE_DRIFT', `${d.id} differs from the bundle after the restore at ${d.paths.join(', ')}`);
   return `restored from bundle ${bundle.manifest.id} (${r.actions.filter((a) => a.action !== 'unchanged' && a.action !== 'skip').length} objects written)`;
-}
-
-/**
- * What the wait checks: the operator Deployment has the target image, observed its generation and has all
- * replicas updated and available; TigeraStatus `calico` (when the operator has written one) is Available; the
- * calico-node DaemonSet (when present) finished its rollout; every pod in the Calico namespaces is Ready.
- * On the test cluster kwok runs the pods (Ready without running anything), so the operator never writes a
- * TigeraStatus or a calico-node DaemonSet there and those checks pass vacuously.
- */
-async function waitRollout({ client, plan, target, rolloutTimeoutMs }: StepDeps): Promise<string> {
-  const timeoutMs = rolloutTimeoutMs ?? 300_000;
-  const checked: string[] = [];
-  if (plan.current.installType === 'operator') {
-    await client.waitFor('the operator Deployment to roll out', async () => {
-      const d = await client.get(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
-      const want = d.spec?.replicas ?? 1;
-      const image = d.spec?.template?.spec?.containers?.[0]?.image;
-      const s = d.status ?? {};
-      return image === plan.target.operatorImage && (s.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) && (s.updatedReplicas ?? 0) >= want && (s.availableReplicas ?? 0) >= want && (s.replicas ?? 0) === want ? true : undefined;
-    }, { timeoutMs, intervalMs: 1000 });
-    checked.push(`operator ${plan.target.operatorImage} available`);
-    const ts = await client.getOrUndefined({ group: 'operator.tigera.io', version: 'v1', plural: 'tigerastatuses', kind: 'TigeraStatus', namespaced: false }, undefined, 'calico').catch(() => undefined);
-    if (ts) {
-      await client.waitFor('TigeraStatus calico to be Available', async () => {
-        const t = await client.get({ group: 'operator.tigera.io', version: 'v1', plural: 'tigerastatuses', kind: 'TigeraStatus', namespaced: false }, undefined, 'calico');
-        return t.status?.conditions?.some((c: any) => c.type === 'Available' && c.status === 'True') ? true : undefined;
-      }, { timeoutMs, intervalMs: 2000 });
-      checked.push('TigeraStatus calico Available');
-    } else checked.push('no TigeraStatus yet');
-  }
-  const namespaces = CALICO_POD_NAMESPACES[plan.current.installType === 'operator' ? 'operator' : 'manifest'];
-  const dsNs = plan.current.installType === 'operator' ? 'calico-system' : 'kube-system';
-  const ds = await client.getOrUndefined(K.daemonSet, dsNs, 'calico-node');
-  if (plan.current.installType === 'manifest') {
-    // calico.yaml's workloads are ours to check: they must carry the target's images (a rollout status alone
-    // also says "complete" for a DaemonSet nobody changed) and finish rolling out, kube-controllers included.
-    for (const w of manifestWorkloads(target, plan.transforms.manifest)) {
-      await waitWorkloadRollout(client, w, timeoutMs);
-      checked.push(`${w.kind} ${w.name} ${w.images.join(', ')} rolled out`);
-    }
-  } else if (ds) {
-    await client.waitFor('the calico-node DaemonSet to roll out', async () => {
-      const d = await client.get(K.daemonSet, dsNs, 'calico-node');
-      const s = d.status ?? {};
-      return (s.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) && s.updatedNumberScheduled === s.desiredNumberScheduled && s.numberAvailable === s.desiredNumberScheduled ? true : undefined;
-    }, { timeoutMs, intervalMs: 2000 });
-    checked.push('calico-node rolled out');
-  }
-  let pods = 0;
-  // kube-system holds more than Calico: for a manifest install only Calico's pods (by their k8s-app label) count.
-  const labelSelector = plan.current.installType === 'manifest' ? MANIFEST_POD_SELECTOR : undefined;
-  await client.waitFor('the Calico pods to be Ready', async () => {
-    pods = 0;
-    for (const ns of namespaces) {
-      for (const p of await client.listAll(K.pod, { namespace: ns, labelSelector })) {
-        if (p.metadata.deletionTimestamp || p.status?.phase === 'Succeeded') continue;
-        if (!p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')) return undefined;
-        pods++;
-      }
-    }
-    return true;
-  }, { timeoutMs, intervalMs: 1000 });
-  checked.push(`${pods} pods Ready in ${namespaces.join(', ')}`);
-  return checked.join('; ');
-}
-
-interface ManifestWorkload {
-  kind: 'DaemonSet' | 'Deployment';
-  namespace: string;
-  name: string;
-  /** Every container image of the release's pod template, in order. */
-  images: string[];
-}
-
-/** The DaemonSets and Deployments of the target calico.yaml (calico-node, calico-kube-controllers, ...). */
-function manifestWorkloads(target: Release, edits: ManifestTransform | undefined): ManifestWorkload[] {
-  return applyManifestEdits(target.calicoManifest ?? [], edits)
-    .filter((o) => o.kind === 'DaemonSet' || o.kind === 'Deployment')
-    .map((o) => ({ kind: o.kind as ManifestWorkload['kind'], namespace: o.metadata.namespace ?? 'kube-system', name: o.metadata.name, images: podImages(o) }));
-}
-
-function podImages(o: KubeObject | undefined): string[] {
-  const spec = o?.spec?.template?.spec ?? {};
-  return [...(spec.initContainers ?? []), ...(spec.containers ?? [])].map((c: any) => c.image);
-}
-
-/** Wait until a DaemonSet/Deployment runs the given images everywhere: generation observed, every pod updated and available, no old pod left. */
-async function waitWorkloadRollout(client: KubeClient, w: ManifestWorkload, timeoutMs: number): Promise<void> {
-  const type = w.kind === 'DaemonSet' ? K.daemonSet : K.deployment;
-  await client.waitFor(`${w.kind} ${w.namespace}/${w.name} to roll out ${w.images[w.images.length - 1]}`, async () => {
-    const live = await client.getOrUndefined(type, w.namespace, w.name);
-    if (!live) throw new EnvironmentError(`${w.kind} ${w.namespace}/${w.name} of calico.yaml is missing after the manifest was applied`);
-    const images = podImages(live);
-    if (images.join(' ') !== w.images.join(' ')) throw new EnvironmentError(`${w.kind} ${w.namespace}/${w.name} runs ${images.join(', ')}, not the target's ${w.images.join(', ')}: something else changed it`);
-    const s = live.status ?? {};
-    if ((s.observedGeneration ?? 0) < (live.metadata.generation ?? 0)) return undefined;
-    if (w.kind === 'DaemonSet') {
-      const want = s.desiredNumberScheduled ?? 0;
-      return (s.updatedNumberScheduled ?? 0) === want && (s.numberAvailable ?? 0) === want && (s.currentNumberScheduled ?? 0) === want ? true : undefined;
-    }
-    const want = live.spec?.replicas ?? 1;
-    return (s.updatedReplicas ?? 0) >= want && (s.availableReplicas ?? 0) >= want && (s.replicas ?? 0) === want ? true : undefined;
-  }, { timeoutMs, intervalMs: 1000 });
 }
 
 /** Put back, from the bundle, the kinds of the objects the plan found changed since the backup. */

@@ -61,7 +61,8 @@ export async function wrap(client: KubeClient, opts: WrapOptions, reporter: Repo
     const check: WrapResult['check'] = { healthy: true, lost: [], changed: [], errors: [] };
     try {
       const diff = await diffBundle(client, bundle, {}, reporter);
-      check.lost = diff.onlyInBundle.filter(isData);
+      // An object that moved (another namespace or name) is gone from where the backup had it.
+      check.lost = [...diff.onlyInBundle, ...diff.moved.map((m) => m.from)].filter(isData);
       check.changed = diff.changed.filter((c) => isData(c.ref));
       const state = await loadLiveState(client);
       check.errors = runChecks(state)

@@ -41,6 +41,23 @@ describe('plan findings 3.28.1 -> 3.27.4 with the real CRDs', async () => {
     expect(inst.spec.calicoNetwork.ipPools[0].name).toBe('default-ipv4-ippool'); // input untouched
   });
 
+  it('clears what only the 3.28 operator clears: its Installation finalizers and TigeraStatus ippools (else delete hangs, Degraded stays)', async () => {
+    const inst = installation328();
+    inst.metadata.finalizers = ['operator.tigera.io/installation-controller', 'tigera.io/operator-cleanup', 'operator.tigera.io/apiserver-controller'];
+    const statuses = ['calico', 'apiserver', 'ippools'].map((name): KubeObject => ({ apiVersion: 'operator.tigera.io/v1', kind: 'TigeraStatus', metadata: { name } }));
+    const objs = { 'installations.operator.tigera.io': [inst], 'tigerastatuses.operator.tigera.io': statuses };
+    const r = computeFindings(live(objs), to, { version: 'v3.28.1' }, new Set());
+    expect(r.findings.find((x) => x.id === 'newer-operator-leftovers')).toMatchObject({ action: 'transform', objects: ['Installation/default', 'TigeraStatus/ippools'] });
+    expect(r.installation.removeFinalizers).toEqual(['operator.tigera.io/installation-controller', 'operator.tigera.io/apiserver-controller']);
+    expect(r.installation.deleteTigeraStatuses).toEqual(['ippools']);
+    // v1.32's own finalizer stays: it is how that operator cleans up on delete.
+    expect(transformInstallation(inst, r.installation).metadata.finalizers).toEqual(['tigera.io/operator-cleanup']);
+    // Upgrades and downgrades that stay on a 3.28+ operator leave them alone.
+    const r29 = computeFindings(live(objs), await loadRelease('3.29.7', { offline: true }), { version: 'v3.28.1' }, new Set());
+    expect(r29.findings.map((x) => x.id)).not.toContain('newer-operator-leftovers');
+    expect(r29.installation.removeFinalizers).toBeUndefined();
+  });
+
   it('requires a flag for a second IPv4 pool in the Installation, and for FelixConfiguration fields 3.27 prunes', () => {
     const inst = installation328([
       { name: 'a', cidr: '10.0.0.0/16' } as any,

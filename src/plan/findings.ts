@@ -3,7 +3,7 @@
  * Pure functions over (live CRDs, live objects, target release) so they can be tested with the real manifests.
  */
 import { checkAgainstSchema, schemaFor } from '../calico/schema.js';
-import { CALICO_CRD_GROUP, compareVersions, OPERATOR_GROUP, operatorPoolBehaviour, type OperatorPoolBehaviour } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, compareVersions, leftoversUnknownTo, OPERATOR_GROUP, operatorPoolBehaviour, type OperatorPoolBehaviour } from '../calico/knowledge.js';
 import { adoptionReason } from '../doctor/checks/pools.js';
 import type { Release } from '../calico/release.js';
 import type { KubeObject } from '../kube/types.js';
@@ -206,6 +206,27 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
     });
   }
 
+  // 6. What the newer operator leaves that the target operator never clears (a downgrade across 3.28).
+  const leftovers = leftoversUnknownTo(target.version);
+  const finalizers = (inst?.metadata.finalizers ?? []).filter((f) => leftovers.installationFinalizers.includes(f));
+  const statuses = (live.objects.get(`tigerastatuses.${OPERATOR_GROUP}`) ?? []).map((t) => t.metadata.name).filter((n) => leftovers.tigeraStatuses.includes(n));
+  if (finalizers.length || statuses.length) {
+    if (finalizers.length) installation.removeFinalizers = finalizers;
+    if (statuses.length) installation.deleteTigeraStatuses = statuses;
+    findings.push({
+      id: 'newer-operator-leftovers',
+      severity: 'warning',
+      title: `the newer operator's finalizers and status objects, which the ${target.operatorImage ?? target.version} operator never clears`,
+      objects: [...(finalizers.length ? ['Installation/default'] : []), ...statuses.map((n) => `TigeraStatus/${n}`)],
+      details: [
+        ...finalizers.map((f) => `finalizer ${f}: a later kubectl delete installation default would hang on it`),
+        ...statuses.map((n) => `TigeraStatus ${n}: nothing would update it again (it keeps its last condition, e.g. Degraded)`),
+      ],
+      action: 'transform',
+      plan: 'remove these finalizers from Installation default and delete these TigeraStatus objects while the operator is paused (the target operator puts back its own)',
+    });
+  }
+
   if (current.version && compareVersions(target.version, current.version) < 0 && pools.length > 0) {
     const currentPools = operatorPoolBehaviour(current.version);
     const detail = !targetPools.managesPools
@@ -248,6 +269,7 @@ function withoutStatus(o: KubeObject): KubeObject {
 /** Apply the Installation transform to a copy of the live Installation. */
 export function transformInstallation(inst: KubeObject, t: InstallationTransform): KubeObject {
   const out = structuredClone(inst);
+  if (t.removeFinalizers?.length && out.metadata.finalizers) out.metadata.finalizers = out.metadata.finalizers.filter((f) => !t.removeFinalizers!.includes(f));
   // Before removing fields: the stop is read from the entries' own disableNewAllocations.
   if (t.stopAllocations) {
     for (const p of out.spec?.calicoNetwork?.ipPools ?? []) {

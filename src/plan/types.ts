@@ -5,6 +5,7 @@
  */
 import type { InstallType } from '../calico/detect.js';
 import type { ManifestTransform } from './manifest-custom.js';
+import type { PlanSignature } from './signature.js';
 
 export const PLAN_API_VERSION = 'cni-rewind.io/v1';
 export const PLAN_KIND = 'Plan';
@@ -56,6 +57,10 @@ export interface InstallationTransform {
    * and its operator would otherwise re-enable the pool (calico#9100).
    */
   stopAllocations?: { cidrs: string[]; field: string; value: unknown };
+  /** Finalizers of a newer operator on Installation `default` that the target operator never removes (downgrades). */
+  removeFinalizers?: string[];
+  /** TigeraStatus objects only a newer operator writes: deleted so none keeps a stale Degraded (downgrades). */
+  deleteTigeraStatuses?: string[];
 }
 
 /**
@@ -101,4 +106,6 @@ export interface Plan {
   /** Present when the plan reboots nodes (`--reboot-nodes`). */
   rolling?: RollingNodes;
   steps: PlanStep[];
+  /** HMAC of everything else, with the user's plan signing key (signature.ts); apply refuses a plan without a matching one. */
+  signature?: PlanSignature;
 }

@@ -22,7 +22,7 @@ const goodModule = `export default { apiVersion: 'cni-rewind.provider/v1', name:
 
 describe('provider registry', () => {
   it('knows the built-in providers by name, loaded lazily', () => {
-    expect(Object.keys(builtinProviders).sort()).toEqual(['aws', 'gcp', 'libvirt', 'proxmox', 'vsphere']);
+    expect(Object.keys(builtinProviders).sort()).toEqual(['aws', 'azure', 'gcp', 'libvirt', 'proxmox', 'vsphere']);
   });
 
   it('loads a built-in provider module (aws) with the right apiVersion', async () => {

@@ -18,6 +18,7 @@ export const builtinProviders: Record<string, () => Promise<ProviderModule>> = {
   libvirt: async () => moduleExport(await import('../../providers/libvirt/index.js' as string), 'libvirt'),
   proxmox: async () => moduleExport(await import('../../providers/proxmox/index.js' as string), 'proxmox'),
   vsphere: async () => moduleExport(await import('../../providers/vsphere/index.js' as string), 'vsphere'),
+  azure: async () => moduleExport(await import('../../providers/azure/index.js' as string), 'azure'),
 };
 
 export function isBuiltinProvider(name: string): boolean {

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
+import { packageRoot } from '../../src/package-root.js';
 import { applyFixture, runCli, testClient } from './helpers.js';
 import { populateCalico } from './population.js';
 import { trustCases, trustSetup, type TrustBase } from './trust-cases.js';
@@ -157,6 +158,7 @@ const tgzIn = (sb: Sandbox, entries: TarEntry[], name = 'x.tar.gz') => writeIn(s
 const manifestEntry = (): TarEntry => ({ name: 'manifest.json', body: fs.readFileSync(path.join(base, 'manifest.json')) });
 
 const trust = {} as TrustBase;
+const trustList = trustCases(trust, { bundleCopy, writeIn, tgzIn, manifestEntry, someObject, sha256 });
 const cases: Case[] = [
   // ---- malformed bundle directories ----
   { name: 'manifest.json is not JSON (inspect)', code: 2, message: /manifest\.json is not valid JSON/, args: (sb) => ['inspect', bundleCopy(sb, rawManifest('{"formatVersion": "1.0.0",'))] },
@@ -278,7 +280,7 @@ const cases: Case[] = [
     args: (sb) => ['restore', bundleCopy(sb, (_, m) => (m.cluster.uid = '00000000-0000-0000-0000-000000000000')), '--resources', '--yes'],
   },
   // ---- issue 18: trust boundaries (plans, journals, bundles and key files as hostile input) ----
-  ...trustCases(trust, { bundleCopy, writeIn, tgzIn, manifestEntry, someObject, sha256 }),
+  ...trustList,
 ];
 
 function planSkeleton() {
@@ -307,9 +309,12 @@ describe('bad input: one clear line, the documented exit code, nothing written',
     fs.rmSync(work, { recursive: true, force: true });
   });
 
-  it('the corpus has at least 50 cases with distinct names', () => {
+  it('the corpus has at least 100 cases with distinct names, and docs/RELIABILITY.md gives its true size', () => {
     expect(cases.length).toBeGreaterThanOrEqual(100);
     expect(new Set(cases.map((c) => c.name)).size).toBe(cases.length);
+    const doc = fs.readFileSync(path.join(packageRoot(), 'docs', 'RELIABILITY.md'), 'utf8');
+    expect(doc.match(/is a corpus of (\d+) cases/)?.[1], 'the count in docs/RELIABILITY.md').toBe(String(cases.length));
+    expect(doc.match(/the (\d+) cases of issue 18 live in/)?.[1], 'the issue-18 count in docs/RELIABILITY.md').toBe(String(trustList.length));
   });
 
   for (const c of cases) {

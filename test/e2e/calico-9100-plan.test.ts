@@ -8,48 +8,30 @@
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
-import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/local-cluster/calico-programs.js';
-import { LocalCluster } from '../../src/local-cluster/cluster.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
-import { calicoType, deleteNodes, operatorType, resetCalico, runCli, testClient } from './helpers.js';
-import { clearCalicoFinalizers, installIncident327, ippoolsWide, waitOperator } from './calico-support.js';
+import type { LocalCluster } from '../../src/local-cluster/cluster.js';
+import { calicoType, operatorType, runCli } from './helpers.js';
+import { installIncident327, ippoolsWide, waitOperator, withRealCalico } from './calico-support.js';
 
 const POOL = calicoType('ippools', 'IPPool');
 const INSTALLATION = operatorType('installations', 'Installation');
-const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });
 /** How long the pool is watched under the target operator: the ten minutes of reconciles. */
 const WATCH_MS = 10 * 60_000;
 let client: KubeClient;
+let cluster: LocalCluster;
 let dir: string;
 
 /** No new address can come from the pool: disabled, or a node selector that selects no node. */
 const nonAllocating = (p: any) => p?.spec?.disabled === true || p?.spec?.nodeSelector === '!all()';
 
 describe('calico#9100 avoided: doctor, plan and apply with the real tigera operators and Calico API server', () => {
-  beforeAll(async () => {
-    await ensureCalicoProgram('operator', 'v1.32.10');
-    await ensureCalicoProgram('operator', 'v1.34.3');
-    await ensureCalicoProgram('calico', CALICO_PROGRAMS_VERSION);
-    client = await testClient();
+  const real = withRealCalico('c9p');
+  beforeAll(() => {
+    client = real.client();
+    cluster = real.cluster;
     dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-9100-plan-'));
-    await cluster.stopCalico();
-    await clearCalicoFinalizers(client);
-    await resetCalico(client);
-    await createFakeNodes(client, [{ name: 'c9p-node-1' }, { name: 'c9p-node-2' }]);
-    await cluster.startCalico();
-  }, 60 * 60_000);
-
-  afterAll(async () => {
-    await cluster.stopCalico();
-    if (client) {
-      await clearCalicoFinalizers(client);
-      await resetCalico(client);
-      await deleteNodes(client, 'c9p-');
-      client.close();
-    }
-  }, 600_000);
+  });
 
   it('doctor names the trap, the plan stops the pool on its entry, and the v1.34 operator leaves it non-allocating for ten minutes', async () => {
     await installIncident327(client, cluster);

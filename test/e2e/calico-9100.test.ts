@@ -6,44 +6,22 @@
  * projectcalico.org/v3 API (served by the real Calico API server behind the aggregation layer), and disabling
  * it again does not stick.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
-import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/local-cluster/calico-programs.js';
-import { LocalCluster } from '../../src/local-cluster/cluster.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
-import { applyFixture, calicoType, deleteNodes, resetCalico, testClient } from './helpers.js';
-import { clearCalicoFinalizers, installIncident327, ippoolsWide, kubectl, waitOperator } from './calico-support.js';
+import type { LocalCluster } from '../../src/local-cluster/cluster.js';
+import { applyFixture, calicoType } from './helpers.js';
+import { installIncident327, ippoolsWide, kubectl, waitOperator, withRealCalico } from './calico-support.js';
 
 const POOL = calicoType('ippools', 'IPPool');
-const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });
-let client: KubeClient;
-
-const BUILD_TIMEOUT = 60 * 60_000;
 
 describe('calico#9100 with the real tigera operator and Calico API server', () => {
-  beforeAll(async () => {
-    // Cold builds take minutes each (cached afterwards); the build script serialises them.
-    await ensureCalicoProgram('operator', 'v1.32.10');
-    await ensureCalicoProgram('operator', 'v1.34.3');
-    await ensureCalicoProgram('calico', CALICO_PROGRAMS_VERSION);
-    client = await testClient();
-    // Start from nothing: no programs of an earlier run (`cluster up --calico`) acting while Calico is removed.
-    await cluster.stopCalico();
-    await clearCalicoFinalizers(client);
-    await resetCalico(client);
-    await createFakeNodes(client, [{ name: 'c9100-node-1' }, { name: 'c9100-node-2' }]);
-    await cluster.startCalico();
-  }, BUILD_TIMEOUT);
-
-  afterAll(async () => {
-    await cluster.stopCalico();
-    if (client) {
-      await clearCalicoFinalizers(client);
-      await resetCalico(client);
-      await deleteNodes(client, 'c9100-');
-      client.close();
-    }
-  }, 600_000);
+  const real = withRealCalico('c9100');
+  let client: KubeClient;
+  let cluster: LocalCluster;
+  beforeAll(() => {
+    client = real.client();
+    cluster = real.cluster;
+  });
 
   it('3.27.4 keeps the disabled pool; after the upgrade to 3.28.1 the v1.34 operator re-enables it and a patch back does not stick', async () => {
     // Calico 3.27.4 as its docs install it, the pool migration done (default-ipv4-ippool disabled, still listed).

@@ -7,8 +7,10 @@ import { crdResourceType } from '../../src/kube/discovery.js';
 import type { ResourceType } from '../../src/kube/types.js';
 import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/local-cluster/calico-programs.js';
 import type { SupervisorStatus } from '../../src/local-cluster/calico-supervisor.js';
-import type { LocalCluster } from '../../src/local-cluster/cluster.js';
-import { applyFixture, kubeconfig } from './helpers.js';
+import { LocalCluster } from '../../src/local-cluster/cluster.js';
+import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { afterAll, beforeAll } from 'vitest';
+import { applyFixture, deleteNodes, kubeconfig, resetCalico, testClient } from './helpers.js';
 
 function run(bin: string, args: string[], input?: string, env: Record<string, string> = {}): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -120,4 +122,42 @@ export async function installIncident327(client: KubeClient, cluster: LocalClust
   await calicoctl(['create', '-f', '-'], pool('default-ipv4-ippool', '192.168.0.0/16'));
   await calicoctl(['create', '-f', '-'], pool('new-ipv4-pool', '10.100.0.0/16'));
   await calicoctl(['patch', 'ippool', 'default-ipv4-ippool', '-p', '{"spec":{"disabled":true}}']);
+}
+
+/**
+ * Registers the set-up every test file with Calico's real programs shares: the programs built (cold builds take
+ * minutes each, cached afterwards; the build script serialises them), Calico removed with no program of an earlier
+ * run acting meanwhile, two kwok nodes named `<prefix>-node-N` for the rendered pods, the supervisor started; and
+ * afterwards everything stopped and removed again. Returns the cluster and a getter for the connected client.
+ */
+export function withRealCalico(nodePrefix: string): { cluster: LocalCluster; client: () => KubeClient } {
+  const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });
+  let client: KubeClient | undefined;
+  beforeAll(async () => {
+    await ensureCalicoProgram('operator', 'v1.32.10');
+    await ensureCalicoProgram('operator', 'v1.34.3');
+    await ensureCalicoProgram('calico', CALICO_PROGRAMS_VERSION);
+    client = await testClient();
+    await cluster.stopCalico();
+    await clearCalicoFinalizers(client);
+    await resetCalico(client);
+    await createFakeNodes(client, [{ name: `${nodePrefix}-node-1` }, { name: `${nodePrefix}-node-2` }]);
+    await cluster.startCalico();
+  }, 60 * 60_000);
+  afterAll(async () => {
+    await cluster.stopCalico();
+    if (client) {
+      await clearCalicoFinalizers(client);
+      await resetCalico(client);
+      await deleteNodes(client, `${nodePrefix}-`);
+      client.close();
+    }
+  }, 600_000);
+  return {
+    cluster,
+    client: () => {
+      if (!client) throw new Error('the real-Calico set-up has not run');
+      return client;
+    },
+  };
 }

@@ -1,7 +1,9 @@
 /**
  * Issue 18 against the real test cluster: a crafted bundle restored with `restore --resources --yes` writes only
  * Calico objects and the config export takes, names every object it refuses, and restores the rest; control
- * characters from a bundle never reach the terminal raw; a key file others can read gets a warning.
+ * characters from a bundle never reach the terminal raw; a key file others can read gets a warning; `diff` names
+ * objects that moved and refuses a file whose content is not what its path says; `apply --resume` re-checks the
+ * cluster and the bundle before it continues.
  * (The one-line refusals of hostile plans, journals, bundles and key files are in the bad-input corpus.)
  */
 import { createHash } from 'node:crypto';
@@ -11,7 +13,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configPathFor, resourcePathFor } from '../../src/bundle/paths.js';
 import { dumpYaml } from '../../src/bundle/writer.js';
+import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/executor/lock.js';
 import { K } from '../../src/kube/builtin.js';
+import { loadPlanKey, signPlan } from '../../src/plan/signature.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { applyFixture, calicoType, resetCalico, runCli, testClient } from './helpers.js';
@@ -124,5 +128,83 @@ describe('trust boundaries against the test cluster', () => {
     const quiet = await runCli(['verify', path.join(work, 'warned'), '--encryption-key-file', key]);
     expect(quiet.code, quiet.stderr).toBe(0);
     expect(quiet.stderr).not.toMatch(/can be read by other users/);
+  });
+
+  it('diff names objects that moved (another namespace, another name) and refuses a file whose content lies about its path', async () => {
+    const netpols = calicoType('networkpolicies', 'NetworkPolicy', true);
+    const gnps = calicoType('globalnetworkpolicies', 'GlobalNetworkPolicy');
+    const np = pop.objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === 'trust-allow-dns')!;
+    const gnp = pop.objects.find((o) => o.kind === 'GlobalNetworkPolicy')!;
+    await client.delete(netpols, pop.namespace, np.metadata.name);
+    await client.create(netpols, { ...np, metadata: { name: np.metadata.name, namespace: 'default' } });
+    await client.delete(gnps, undefined, gnp.metadata.name);
+    await client.create(gnps, { ...gnp, metadata: { name: 'trust-renamed' } });
+    try {
+      const r = await runCli(['diff', base, '--kinds', 'NetworkPolicy,GlobalNetworkPolicy']);
+      expect(r.code, r.stderr).toBe(1);
+      expect(r.stdout).toContain(`moved:           NetworkPolicy ${pop.namespace}/trust-allow-dns (bundle) -> NetworkPolicy default/trust-allow-dns (cluster)`);
+      expect(r.stdout).toContain(`moved:           GlobalNetworkPolicy ${gnp.metadata.name} (bundle) -> GlobalNetworkPolicy trust-renamed (cluster)`);
+      expect(r.stdout).not.toMatch(/only in (bundle|cluster): .*(trust-allow-dns|trust-deny-metadata|trust-renamed)/);
+      const j = JSON.parse((await runCli(['diff', base, '--kinds', 'NetworkPolicy,GlobalNetworkPolicy', '-o', 'json'])).stdout);
+      expect(j.moved.map((m: any) => `${m.from.name}->${m.to.namespace ?? ''}/${m.to.name}`).sort()).toEqual(['trust-allow-dns->default/trust-allow-dns', `${gnp.metadata.name}->/trust-renamed`]);
+
+      // A bundle file moved to another namespace's path (checksums right): its path has no live object, so reading
+      // it is the only way to see that it is trust-app's policy; diff refuses the bundle naming the file.
+      const dir = path.join(work, 'misplaced');
+      fs.cpSync(base, dir, { recursive: true });
+      const m = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
+      const rel = Object.keys(m.files).find((f) => f.endsWith(`/NetworkPolicy/${pop.namespace}/trust-deny-db.yaml`))!;
+      const moved = rel.replace(`/${pop.namespace}/`, '/kube-system/');
+      fs.mkdirSync(path.dirname(path.join(dir, moved)), { recursive: true });
+      fs.renameSync(path.join(dir, rel), path.join(dir, moved));
+      m.files[moved] = m.files[rel];
+      delete m.files[rel];
+      fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(m, null, 2));
+      const d = await runCli(['diff', dir, '--kinds', 'NetworkPolicy']);
+      expect(d.code, d.stdout + d.stderr).toBe(2);
+      expect(d.stderr).toMatch(/NetworkPolicy\/kube-system\/trust-deny-db\.yaml holds .*NetworkPolicy trust-app\/trust-deny-db, which belongs at .*NetworkPolicy\/trust-app\/trust-deny-db\.yaml/);
+    } finally {
+      await client.delete(netpols, 'default', np.metadata.name);
+      await client.delete(gnps, undefined, 'trust-renamed');
+      await client.apply(netpols, np, { fieldManager: 'cni-rewind-e2e' });
+      await client.apply(gnps, gnp, { fieldManager: 'cni-rewind-e2e' });
+    }
+  });
+
+  it('apply --resume re-checks the cluster and the bundle: an edited bundle or another cluster is refused (exit 5)', async () => {
+    await client.delete(K.lease, LOCK_NAMESPACE, LOCK_NAME);
+    const bundle = path.join(work, 'resume-base');
+    const ex = await runCli(['export', '--out', bundle]);
+    expect(ex.code, ex.stderr).toBe(0);
+    const plan = path.join(work, 'resume-plan.json');
+    const p = await runCli(['plan', '--to', '3.27.4', '--bundle', bundle, '--no-disk-snapshots', '--out', plan]);
+    expect(p.code, p.stdout + p.stderr).toBe(0);
+    // Started, then killed after its first step (preflight, which changes nothing): a run to resume.
+    const started = await runCli(['apply', plan, '--yes'], { env: { CNI_REWIND_TEST_KILL_AFTER_STEP: '1' } });
+    expect(started.code, started.stderr).not.toBe(0);
+    expect(fs.readdirSync(work).filter((f) => f.startsWith('resume-base.') && f.endsWith('.journal'))).toHaveLength(1);
+    try {
+      // The bundle edited since the run started (checksum not fixed: verify catches it).
+      const rel = Object.keys(JSON.parse(fs.readFileSync(path.join(bundle, 'manifest.json'), 'utf8')).files).find((f) => f.includes('/IPPool/'))!;
+      const original = fs.readFileSync(path.join(bundle, rel));
+      fs.appendFileSync(path.join(bundle, rel), '# edited\n');
+      const edited = await runCli(['apply', plan, '--resume', '--yes']);
+      expect(edited.code, edited.stdout + edited.stderr).toBe(5);
+      expect(edited.stderr).toMatch(/the plan's bundle .*resume-base fails verify: .*IPPool/);
+      fs.writeFileSync(path.join(bundle, rel), original);
+      // The same journal resumed against another cluster: the plan (signed by its user) names another uid than
+      // this cluster's, as a plan made on cluster A and resumed with a kubeconfig of cluster B does.
+      const other = path.join(work, 'resume-plan-other.json');
+      const pj = JSON.parse(fs.readFileSync(plan, 'utf8'));
+      pj.cluster.uid = '00000000-0000-0000-0000-000000000001';
+      fs.writeFileSync(other, JSON.stringify(signPlan(pj, loadPlanKey()!)));
+      const elsewhere = await runCli(['apply', other, '--resume', '--yes']);
+      expect(elsewhere.code, elsewhere.stdout + elsewhere.stderr).toBe(5);
+      expect(elsewhere.stderr).toMatch(/this plan was made for cluster .*uid 00000000-0000-0000-0000-000000000001.*not this one/);
+      // Nothing after the preflight step ran: the operator was never paused.
+      expect((await client.get(K.deployment, 'tigera-operator', 'tigera-operator')).spec.replicas).toBe(1);
+    } finally {
+      await client.delete(K.lease, LOCK_NAMESPACE, LOCK_NAME);
+    }
   });
 });

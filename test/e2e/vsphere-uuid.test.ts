@@ -2,7 +2,7 @@
  * vSphere nodes as the vSphere cloud provider names them (`vsphere://<BIOS UUID>`), their VMs moved into folders
  * of vcsim (govmomi's simulator, test/support/vcsim.ts): backup and restore --disks find them through
  * SearchIndex.FindByUuid with no mapping file. A session terminated from a second client between two calls of
- * one provider run is logged in again.
+ * one provider run is logged in again, and so is one terminated while a CLI backup of four nodes runs.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,7 +15,7 @@ import { RecordingIoHost, Reporter } from '../../src/io/host.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
 import { startVcsim, type VcsimHandle } from '../support/vcsim.js';
-import { deleteNodes, runCli, testClient } from './helpers.js';
+import { deleteNodes, runCli, startCli, testClient } from './helpers.js';
 
 const PREFIX = 'cnr-vsuuid-';
 const SELECTOR = 'cnr-test=vsphere-uuid';
@@ -118,5 +118,41 @@ describe('vSphere: vsphere://<uuid> providerIDs, VMs in folders, expired session
     } finally {
       await provider.close?.();
     }
+  });
+  it('a session terminated through the SessionManager while a CLI backup of four nodes runs is re-established: the backup succeeds', async () => {
+    // Two more nodes, for vcsim's other VMs (outside the folders), so the run lasts several calls per node.
+    const more: { node: string; uuid: string }[] = [];
+    for (const [i, name] of ['DC0_C0_RP0_VM0', 'DC0_C0_RP0_VM1'].entries()) {
+      const ref = (await vim.findByInventoryPath(`DC0/vm/${name}`))!;
+      more.push({ node: `${PREFIX}more-${i + 1}`, uuid: (await prop(ref, 'config.uuid'))! });
+    }
+    await createFakeNodes(client, more.map((v) => ({ name: v.node, providerID: `vsphere://${v.uuid}` })));
+    const all = [...vms.map((v) => v.node), ...more.map((v) => v.node)];
+    const sc = await vim.serviceContent();
+    const sessionKeys = async () => {
+      const [sm] = await vim.retrieve('SessionManager', ['sessionList'], [sc.sessionManager]);
+      return childrenNamed(sm!.props.get('sessionList'), 'UserSession').map((s) => textOf(s, 'key')!);
+    };
+    const before = new Set(await sessionKeys());
+    const out = path.join(dir, 'b-killed');
+    const run = startCli(['backup', '--nodes', all.join(','), '--concurrency', '4', '--out', out, '-o', 'json', '-v'], env);
+    // Terminate the CLI's session as soon as it exists, while the backup goes on.
+    let killed: string | undefined;
+    while (!killed && !run.exited()) {
+      killed = (await sessionKeys()).find((k) => !before.has(k));
+      if (!killed) await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(killed, 'the CLI logged in to vcsim').toBeDefined();
+    await vim.call('TerminateSession', [['_this', sc.sessionManager], ['sessionId', [killed!]]]);
+    const ran = await run.done;
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(run.exited()).toBe(true);
+    // The four nodes' calls run in parallel and all find the session gone: one login serves them all.
+    expect(ran.stderr.match(/session with 127\.0\.0\.1:\d+ expired; logged in again/g)).toHaveLength(1);
+    const manifest = JSON.parse(readFileSync(path.join(out, 'manifest.json'), 'utf8'));
+    expect(manifest.complete).toBe(true);
+    expect([...new Set(manifest.snapshots.map((s: any) => s.node))].sort()).toEqual([...all].sort());
+    expect(manifest.snapshots.every((s: any) => s.state === 'completed')).toBe(true);
+    expect(ran.stdout + ran.stderr).not.toContain(vcsim.password);
   });
 });

@@ -2,6 +2,7 @@ import type { Argv } from 'yargs';
 import { ExitCode, RefusedError } from '../../errors.js';
 import { applyPlan, type ApplyResult } from '../../executor/apply.js';
 import { readPlan } from '../../plan/file.js';
+import { checkPlanSignature, loadPlanKey, PLAN_KEY_ENV } from '../../plan/signature.js';
 import { handler, type Command } from '../context.js';
 import { renderTable } from '../output.js';
 import { renderPlan } from './plan.js';
@@ -14,6 +15,7 @@ interface ApplyArgs {
   'provider-module'?: string[];
   config?: string;
   mapping?: string;
+  'plan-key-file'?: string;
 }
 
 /** TEST-ONLY hook: the apply process SIGKILLs itself right after step N is journaled (proves resume at every boundary). */
@@ -31,9 +33,12 @@ export const applyCommand: Command<ApplyArgs> = {
       // A plan file is input: the code and files its --reboot-nodes step would load are used only when named here too.
       .option('provider-module', { type: 'string', array: true, describe: 'allow a provider module the plan names (--reboot-nodes plans); repeatable' })
       .option('config', { type: 'string', describe: 'allow the config file the plan names (--reboot-nodes plans)' })
-      .option('mapping', { type: 'string', describe: 'allow the node mapping file the plan names (--reboot-nodes plans)' }) as any,
+      .option('mapping', { type: 'string', describe: 'allow the node mapping file the plan names (--reboot-nodes plans)' })
+      .option('plan-key-file', { type: 'string', describe: `key the plan was signed with (default $${PLAN_KEY_ENV}, else ~/.config/cni-rewind/plan-signing.key); an unsigned or edited plan is refused` }) as any,
   handler: handler<ApplyArgs>(async (ctx, args) => {
     const plan = await readPlan(args.plan);
+    // Before anything else reads the plan's values: its policy (max backup age, snapshots, consent flags) is the signer's.
+    checkPlanSignature(plan, args.plan, loadPlanKey({ file: args['plan-key-file'], warn: (m) => ctx.reporter.warn('CNR_KEY_FILE_MODE', m) }));
     const kill = process.env[TEST_KILL_ENV] ? Number(process.env[TEST_KILL_ENV]) : undefined;
     const result = await applyPlan(
       await ctx.client(),

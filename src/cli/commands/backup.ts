@@ -19,7 +19,7 @@ export interface ProviderArgs {
 
 export function providerOptions<T>(y: Argv<T>): Argv<T & ProviderArgs> {
   return y
-    .option('provider', { type: 'string', default: 'auto', describe: 'auto (per node from spec.providerID and the mapping file) or one provider for every node: aws, gcp, libvirt, proxmox, vsphere, or a --provider-module name' })
+    .option('provider', { type: 'string', default: 'auto', describe: 'auto (per node from spec.providerID and the mapping file) or one provider for every node: aws, azure, gcp, libvirt, proxmox, vsphere, or a --provider-module name' })
     .option('provider-module', { type: 'string', array: true, describe: 'load a third-party provider module (file path or package name); repeatable' })
     .option('config', { type: 'string', describe: 'cni-rewind config file (provider settings; see examples/cni-rewind.yaml)' })
     .option('mapping', { type: 'string', describe: 'node mapping file: node -> provider/machine (see examples/node-mapping.yaml)' }) as Argv<T & ProviderArgs>;

@@ -28,8 +28,10 @@ export const diffCommand: Command<DiffArgs> = {
           const lines: string[] = [];
           for (const x of r.onlyInBundle) lines.push(`only in bundle:  ${show(x)}`);
           for (const x of r.onlyInCluster) lines.push(`only in cluster: ${show(x)}`);
+          for (const m of r.moved) lines.push(`moved:           ${show(m.from)} (bundle) -> ${show(m.to)} (cluster)${m.diff ? ', content changed too' : ''}`);
           for (const c of r.changed) lines.push(`changed:         ${show(c.ref)}`);
           for (const c of r.changed) lines.push('', c.diff.trimEnd());
+          for (const m of r.moved) if (m.diff) lines.push('', m.diff.trimEnd());
           return lines.join('\n');
         });
         return hasDifferences(r) ? ExitCode.Differences : ExitCode.Ok;

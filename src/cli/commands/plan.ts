@@ -3,6 +3,7 @@ import { ExitCode } from '../../errors.js';
 import { writePlan } from '../../plan/file.js';
 import { buildPlan, planBlockers } from '../../plan/plan.js';
 import { PLAN_FLAGS } from '../../plan/rules.js';
+import { loadPlanKey, PLAN_KEY_ENV, signPlan } from '../../plan/signature.js';
 import type { Plan, Strategy } from '../../plan/types.js';
 import { handler, type Command } from '../context.js';
 import type { Styler } from '../output.js';
@@ -21,6 +22,7 @@ interface PlanArgs extends ProviderArgs {
   'disk-snapshots': boolean;
   'allow-field-loss': boolean;
   'trim-installation-pools': boolean;
+  'plan-key-file'?: string;
 }
 
 export const planCommand: Command<PlanArgs> = {
@@ -40,13 +42,15 @@ export const planCommand: Command<PlanArgs> = {
       .option('disk-snapshots', { type: 'boolean', default: true, describe: 'require completed disk snapshots of every node in the bundle (--no-disk-snapshots to waive)' })
       .option(PLAN_FLAGS.dropFields, { type: 'boolean', default: false, describe: 'allow fields the target CRDs prune from Calico objects (they stay in the bundle)' })
       .option(PLAN_FLAGS.restoreDrift, { type: 'boolean', default: false, describe: 'put Calico objects that changed since the backup back as the bundle has them (default: keep them and say so)' })
+      .option('plan-key-file', { type: 'string', describe: `key the plan is signed with (64 hex characters; default $${PLAN_KEY_ENV}, else ~/.config/cni-rewind/plan-signing.key, created on first use)` })
       .option(PLAN_FLAGS.trimPools, { type: 'boolean', default: false, describe: 'keep only the first pool per IP family in the Installation when the target operator allows one (the IPPool objects stay)' }) as any,
   handler: handler<PlanArgs>(async (ctx, args) => {
     const flags = Object.values(PLAN_FLAGS).filter((f) => (args as any)[f]);
     if (!args['reboot-nodes'] && (args.provider !== 'auto' || args.providerModule?.length || args.config || args.mapping)) {
       ctx.reporter.warn('CNR_PLAN_PROVIDER_UNUSED', 'provider options only matter with --reboot-nodes; ignored');
     }
-    const plan = await buildPlan(
+    const key = loadPlanKey({ file: args['plan-key-file'], create: true, warn: (m) => ctx.reporter.warn('CNR_KEY_FILE_MODE', m) })!;
+    const built = await buildPlan(
       await ctx.client(),
       {
         to: args.to,
@@ -68,6 +72,8 @@ export const planCommand: Command<PlanArgs> = {
       },
       ctx.reporter,
     );
+    // Signed, so that apply can tell an edited plan (a looser maxBackupAge, consent flags, findings) from this one.
+    const plan = signPlan(built, key);
     if (args.out) await writePlan(args.out, plan);
     const blockers = planBlockers(plan);
     ctx.print(plan, () => renderPlan(plan, ctx.style) + (args.out ? `\n\nPlan written to ${args.out}.${blockers.length ? '' : ` Apply it with: cni-rewind apply ${args.out}`}` : ''));
