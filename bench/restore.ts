@@ -21,16 +21,17 @@ import path from 'node:path';
 import yaml from 'js-yaml';
 import { openBundle } from '../src/bundle/reader.js';
 import { exportBundle } from '../src/export/export.js';
+import { deleteAllHandles, etcdFor, putHandles } from './etcd.js';
 import { RecordingIoHost, Reporter } from '../src/io/host.js';
 import { KubeClient } from '../src/kube/client.js';
 import { K } from '../src/kube/builtin.js';
 import { stripServerFields } from '../src/kube/normalize.js';
-import { applyManifests, parseManifests, pool, waitCrdsEstablished } from '../src/kube/manifests.js';
+import { applyManifests, parseManifests, waitCrdsEstablished } from '../src/kube/manifests.js';
 import type { KubeObject, ResourceType } from '../src/kube/types.js';
 import { readShippedFile } from '../src/calico/shipped.js';
 import { packageRoot } from '../src/package-root.js';
-import { arg, findKubectl, kubeconfigPath, replaceBenchmarkSection } from './lib.js';
-import { DEFAULT_RESTORE_CONCURRENCY, restoreResources } from '../src/restore/restore.js';
+import { arg, benchHeader, findKubectl, kubeconfigPath, replaceBenchmarkSection } from './lib.js';
+import { DEFAULT_RESTORE_CONCURRENCY } from '../src/restore/restore.js';
 import type { RestoreTimings } from '../src/restore/timings.js';
 
 const HANDLE: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'ipamhandles', kind: 'IPAMHandle', namespaced: false };
@@ -45,8 +46,13 @@ async function countHandles(client: KubeClient): Promise<number> {
   return n;
 }
 
-/** Lose every IPAM handle as in the incident (delete the CRD), then put the empty CRD back for kubectl. */
+/**
+ * Lose every IPAM handle as in the incident (delete the CRD), then put the empty CRD back for kubectl. The
+ * handles are first removed from etcd (bench/etcd.ts): the API server would take minutes deleting 100k of them
+ * one by one before the CRD goes, and that deletion is not what is measured.
+ */
 async function loseHandles(client: KubeClient, crd: KubeObject, recreate: boolean, n: number): Promise<void> {
+  await deleteAllHandles(etcdFor(client.connection.server));
   await client.delete(K.crd, undefined, HANDLE_CRD);
   // The API server deletes a CRD's objects one by one before the CRD goes: allow for that with large N.
   await client.waitFor('ipamhandles CRD gone', async () => ((await client.getOrUndefined(K.crd, undefined, HANDLE_CRD)) ? undefined : true), { timeoutMs: 300_000 + 20 * n, intervalMs: 1000 });
@@ -56,19 +62,32 @@ async function loseHandles(client: KubeClient, crd: KubeObject, recreate: boolea
   }
 }
 
+/** Exactly n handles: any others removed, the missing ones put into etcd (bench/etcd.ts), then seen by the API server. */
 async function makeHandles(client: KubeClient, n: number): Promise<void> {
-  const have = await countHandles(client).catch(() => 0);
-  const todo = Array.from({ length: Math.max(0, n - have) }, (_, i) => have + i);
-  await pool(todo, 16, async (i) => {
-    const id = `bench-${String(i).padStart(6, '0')}`;
-    await client.create(HANDLE, { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPAMHandle', metadata: { name: `k8s-pod-network.${id}` }, spec: { handleID: `k8s-pod-network.${id}`, block: { '10.128.0.0/26': 1 }, deleted: false } });
-  });
+  const etcd = etcdFor(client.connection.server);
+  await deleteAllHandles(etcd);
+  await putHandles(etcd, Array.from({ length: n }, (_, i) => `k8s-pod-network.bench-${String(i).padStart(6, '0')}`));
+  // The API server's cache catches up with etcd through its watch; a list meanwhile may answer "too large resource version".
+  await client.waitFor(`${n} IPAM handles listed`, async () => ((await countHandles(client).catch(() => -1)) === n ? true : undefined), { timeoutMs: 600_000, intervalMs: 2000 });
+}
+
+/** The restore engine in a process of its own (bench/restore-worker.ts) under GNU time: wall time, peak RSS, its result. */
+function runWorker(kubeconfig: string, bundle: string, concurrency: number): { seconds: number; rssMiB: number; out: { ok: boolean; failures: { id: string; reason: string }[]; timings: RestoreTimings; stats: { requests: number; retries: number; throttled: number } } } {
+  const tf = path.join(os.tmpdir(), `cnr-bench-restore-time-${process.pid}`);
+  const t0 = process.hrtime.bigint();
+  const r = spawnSync('/usr/bin/time', ['-f', '%M', '-o', tf, process.execPath, path.join(packageRoot(), 'dist/bench/restore-worker.js'), kubeconfig, bundle, String(concurrency)], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  if (r.status !== 0) throw new Error(`restore worker failed (${r.status}): ${r.stderr.slice(-800)}`);
+  const kib = Number(fs.readFileSync(tf, 'utf8').trim().split('\n').pop());
+  fs.rmSync(tf, { force: true });
+  return { seconds, rssMiB: kib / 1024, out: JSON.parse(r.stdout.trim().split('\n').pop()!) };
 }
 
 
 interface Row {
   n: number;
   cni: number;
+  cniRssMiB: number;
   cniThrottled: number;
   cniRequests: number;
   cniRetries: number;
@@ -127,18 +146,16 @@ async function main(): Promise<void> {
       for await (const bo of bundle.objects({ kinds: ['IPAMHandle'] })) fs.writeSync(fd, '---\n' + yaml.dump(stripServerFields(bo.object)));
       fs.closeSync(fd);
 
-      // A. cni-rewind restore engine (fresh client, so its stats count only this restore).
+      await bundle.close();
+      // A. cni-rewind restore engine, in a process of its own (its peak RSS; its client's stats count only this restore).
       step(n, 'deleting the CRD (and its handles)');
       await loseHandles(setup, handleCrd, false, n);
       step(n, 'cni-rewind restore');
-      const client = await KubeClient.connect({ kubeconfig });
-      const t0 = process.hrtime.bigint();
-      const res = await restoreResources(client, bundle, { kinds: ['IPAMHandle'], concurrency }, new Reporter(new RecordingIoHost(true)));
-      const cni = Number(process.hrtime.bigint() - t0) / 1e9;
-      const cniStats = { ...client.stats };
-      client.close();
-      await bundle.close();
-      if (!res.ok) throw new Error(`restore of ${n} handles reported failures: ${res.failures.slice(0, 3).map((f) => `${f.id}: ${f.reason}`).join('; ')}`);
+      const w = runWorker(kubeconfig, out, concurrency);
+      const cni = w.seconds;
+      const res = w.out;
+      const cniStats = res.stats;
+      if (!res.ok) throw new Error(`restore of ${n} handles reported failures: ${res.failures.map((f) => `${f.id}: ${f.reason}`).join('; ')}`);
       const afterA = await countHandles(setup);
       if (afterA !== n) throw new Error(`cni-rewind restore left ${afterA} handles, expected ${n}`);
 
@@ -157,9 +174,9 @@ async function main(): Promise<void> {
       const kRequests = (logText.match(/\b[1-5]\d\d [A-Z][A-Za-z ]+"? (in )?\d+ ?milliseconds|\bstatus="[1-5]\d\d /g) ?? []).length;
       const afterB = await countHandles(setup);
       if (afterB !== n) throw new Error(`kubectl apply left ${afterB} handles, expected ${n}`);
-      rows.push({ n, cni, cniThrottled: cniStats.throttled, cniRequests: cniStats.requests, cniRetries: cniStats.retries, timings: res.timings, kubectl: kt, kubectl429: k429, kubectlRequests: kRequests });
+      rows.push({ n, cni, cniRssMiB: w.rssMiB, cniThrottled: cniStats.throttled, cniRequests: cniStats.requests, cniRetries: cniStats.retries, timings: res.timings, kubectl: kt, kubectl429: k429, kubectlRequests: kRequests });
       process.stderr.write(
-        `n=${n}: cni-rewind ${cni.toFixed(1)} s (${cniStats.requests} requests, ${cniStats.throttled} x 429; ${PHASES.map(([key, label]) => `${label} ${sec(res.timings[key])}`).join(', ')}), ` +
+        `n=${n}: cni-rewind ${cni.toFixed(1)} s, ${w.rssMiB.toFixed(0)} MiB (${cniStats.requests} requests, ${cniStats.throttled} x 429; ${PHASES.map(([key, label]) => `${label} ${sec(res.timings[key])}`).join(', ')}), ` +
           `kubectl ${kt.toFixed(1)} s (${kRequests} requests, ${k429} x 429)\n`,
       );
       if (process.argv.includes('--keep')) fs.copyFileSync(log, path.join(work, `kubectl-${n}.kept.log`));
@@ -184,20 +201,21 @@ function writeSection(r: { rows: Row[]; sizes: number[]; concurrency: number; st
   const section = [
     '## Restore',
     '',
-    `Measured by \`bench/restore.ts\` on ${r.started.toISOString().slice(0, 16).replace('T', ' ')} UTC (\`--sizes ${r.sizes.join(',')}\`, write concurrency ${r.concurrency}): ` +
-      `local control plane (kube-apiserver ${r.serverVersion} and etcd on 127.0.0.1), kubectl ${r.kubectlVersion}, Node ${process.version}, ` +
-      `${os.cpus().length} CPU cores shared with other engineers' work (1-minute load average ${r.loadStart.toFixed(1)} at the start, ${load.toFixed(1)} when this was written). ` +
+    benchHeader('bench/restore.ts', `node dist/bench/restore.js --sizes ${r.sizes.join(',')} --concurrency ${r.concurrency}`, [`kube-apiserver ${r.serverVersion}`, `kubectl ${r.kubectlVersion}`]) +
+      ` Started ${r.started.toISOString().slice(0, 16).replace('T', ' ')} UTC at 1-minute load average ${r.loadStart.toFixed(1)}; local control plane (kube-apiserver and etcd on 127.0.0.1). ` +
       (notRun.length ? `Sizes asked for but not (yet) run when this was written: ${notRun.map(fmt).join(', ')}. ` : '') +
-      'N IPAM handles are lost as in the incident (their CRD deleted, which deletes them), then brought back by cni-rewind\'s restore engine ' +
-      '(`restore --resources --kinds IPAMHandle`, in-process: re-creates the CRD from the bundle, reads and checks every bundle file, plans, creates each object with strict field validation, re-reads for drift) ' +
+      'N IPAM handles are lost as in the incident (their CRD deleted), then brought back by cni-rewind\'s restore engine ' +
+      '(`restore --resources --kinds IPAMHandle`, in a process of its own, `bench/restore-worker.ts`: re-creates the CRD from the bundle, reads and checks the bundle, plans, creates each object with strict field validation, re-reads for drift) ' +
       'and by `kubectl apply --server-side -f` of the same objects in one file (with the empty CRD put back first), one after the other in the same run. Both must end with exactly N handles or the script fails. ' +
-      'HTTP 429s: cni-rewind\'s from `KubeClient.stats.throttled`, kubectl\'s from its `-v=6` response log; requests counted the same way.',
+      'Times are wall clock of each process (Node or kubectl start-up included); peak RSS is GNU time\'s maximum resident set size of the restore process. ' +
+      'HTTP 429s: cni-rewind\'s from `KubeClient.stats.throttled`, kubectl\'s from its `-v=6` response log; requests counted the same way. ' +
+      'Set-up, not measured: the N handles are put into etcd directly and removed from etcd before each CRD deletion (`bench/etcd.ts`), which takes seconds where the API server takes minutes per 100k objects; the bundle is a real `export` of them.',
     '',
-    '| IPAM handles | cni-rewind restore | kubectl apply --server-side | kubectl / cni-rewind | ms/object cni-rewind | ms/object kubectl | HTTP 429 cni-rewind | HTTP 429 kubectl | requests cni-rewind | requests kubectl |',
-    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| IPAM handles | cni-rewind restore | kubectl apply --server-side | kubectl / cni-rewind | peak RSS cni-rewind | ms/object cni-rewind | ms/object kubectl | HTTP 429 cni-rewind | HTTP 429 kubectl | requests cni-rewind | requests kubectl |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows.map(
       (x) =>
-        `| ${fmt(x.n)} | ${x.cni.toFixed(1)} s | ${x.kubectl.toFixed(1)} s | ${(x.kubectl / x.cni).toFixed(2)}x | ${perObj(x.cni, x.n)} | ${perObj(x.kubectl, x.n)} | ${x.cniThrottled} | ${x.kubectl429} | ${fmt(x.cniRequests)} | ${fmt(x.kubectlRequests)} |`,
+        `| ${fmt(x.n)} | ${x.cni.toFixed(1)} s | ${x.kubectl.toFixed(1)} s | ${(x.kubectl / x.cni).toFixed(2)}x | ${x.cniRssMiB.toFixed(0)} MiB | ${perObj(x.cni, x.n)} | ${perObj(x.kubectl, x.n)} | ${x.cniThrottled} | ${x.kubectl429} | ${fmt(x.cniRequests)} | ${fmt(x.kubectlRequests)} |`,
     ),
     '',
     'Where cni-rewind\'s time goes (`RestoreResult.timings`, shown by `restore -v` and in `-o json`; wall time per phase):',

@@ -106,8 +106,10 @@ async function walkArchive(file: string, limits: ExtractLimits, onFile: EntryHan
     input.pipe(parser as unknown as NodeJS.WritableStream);
   }).catch(async (err) => {
     // Let a file write already in flight finish, so the caller can remove everything that was extracted.
-    // Bounded: a body still waiting for data from the aborted stream never finishes.
-    await Promise.race([queue.catch(() => undefined), new Promise((r) => setTimeout(r, 500).unref())]);
+    // Bounded: a body still waiting for data from the aborted stream never finishes. The timer is not unref'd:
+    // with that body the only thing pending, an unref'd timer let the process exit with the read unsettled
+    // (an archive truncated inside a large file, e.g. a packed kind of format 2).
+    await Promise.race([queue.catch(() => undefined), new Promise((r) => setTimeout(r, 500))]);
     throw err;
   });
   await queue;

@@ -63,7 +63,7 @@ describe('BundleWriter + openBundle + verifyBundle', () => {
     expect(fs.statSync(out).mode & 0o777).toBe(0o700);
     expect(fs.statSync(path.join(out, 'config/calico-system/Secret/node-certs.yaml')).mode & 0o777).toBe(0o600);
     const b = await openBundle(out);
-    expect(b.manifest.formatVersion).toMatch(/^1\./);
+    expect(b.manifest.formatVersion).toMatch(/^2\./);
     const objs = [];
     for await (const o of b.objects()) objs.push(o.object.metadata.name);
     expect(objs.sort()).toEqual(['a', 'allow', 'b']);
@@ -148,8 +148,10 @@ describe('bad input gives one clear BadInputError', () => {
     await bad(path.join(dir, 'trunc.tar.gz'), /truncated|not a valid gzip|cannot be read/);
     const d = await writeSample(path.join(dir, 'bd'));
     const man = JSON.parse(fs.readFileSync(path.join(d, 'manifest.json'), 'utf8'));
-    fs.writeFileSync(path.join(d, 'manifest.json'), JSON.stringify({ ...man, formatVersion: '2.0.0' }));
-    await bad(d, /format 2\.0\.0, newer/);
+    fs.writeFileSync(path.join(d, 'manifest.json'), JSON.stringify({ ...man, formatVersion: '3.0.0' }));
+    await bad(d, /format 3\.0\.0, newer than this cni-rewind reads \(1\.x to 2\.x\)/);
+    fs.writeFileSync(path.join(d, 'manifest.json'), JSON.stringify({ ...man, formatVersion: '0.9.0' }));
+    await bad(d, /format 0\.9\.0, older/);
     fs.writeFileSync(path.join(d, 'manifest.json'), '{"formatVersion": "1.0.0", "id": 3');
     await bad(d, /not valid JSON/);
     fs.writeFileSync(path.join(d, 'manifest.json'), JSON.stringify({ ...man, files: { '../../etc/passwd': { sha256: 'a'.repeat(64), size: 1 } } }));

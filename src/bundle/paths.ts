@@ -28,6 +28,27 @@ export function resourcePathFor(obj: KubeObject): string {
   return `${DIRS.resources}/${encodeSegment(groupOf(obj.apiVersion) || 'core')}/${encodeSegment(obj.kind)}/${nsDir(obj.metadata.namespace)}/${encodeSegment(obj.metadata.name)}.yaml`;
 }
 
+/**
+ * Format 2: a kind with more objects than one list page holds is stored as one packed file, one JSON object per
+ * line (`resources/<group>/<Kind>.jsonl`, `v3/<Kind>.jsonl`): one checksum for the kind instead of one per object.
+ */
+export const PACKED_EXT = '.jsonl';
+
+/** `resources/<group>/<Kind>.jsonl` */
+export function packedResourcePath(group: string, kind: string): string {
+  return `${DIRS.resources}/${encodeSegment(group || 'core')}/${encodeSegment(kind)}${PACKED_EXT}`;
+}
+
+/** `v3/<Kind>.jsonl` */
+export function packedV3Path(kind: string): string {
+  return `${DIRS.v3}/${encodeSegment(kind)}${PACKED_EXT}`;
+}
+
+/** Is this bundle path a packed file (format 2)? */
+export function isPackedPath(p: string): boolean {
+  return p.endsWith(PACKED_EXT);
+}
+
 /** `v3/<Kind>/<namespace|_cluster>/<name>.yaml` (the projectcalico.org/v3 view) */
 export function v3PathFor(obj: KubeObject): string {
   return `${DIRS.v3}/${encodeSegment(obj.kind)}/${nsDir(obj.metadata.namespace)}/${encodeSegment(obj.metadata.name)}.yaml`;
@@ -46,12 +67,20 @@ export function nodePathFor(name: string): string {
   return `${DIRS.nodes}/${encodeSegment(name)}.yaml`;
 }
 
-/** The parts of a `resources/...` path, or undefined when the path is not one. */
+/** The parts of a `resources/...` object path, or undefined when the path is not one. */
 export function parseResourcePath(p: string): { group: string; kind: string; namespace?: string; name: string } | undefined {
   const m = /^resources\/([^/]+)\/([^/]+)\/([^/]+)\/([^/]+)\.yaml$/.exec(p);
   if (!m) return undefined;
   const group = decodeSegment(m[1]!);
   return { group: group === 'core' ? '' : group, kind: decodeSegment(m[2]!), namespace: m[3] === CLUSTER_SCOPE_DIR ? undefined : decodeSegment(m[3]!), name: decodeSegment(m[4]!) };
+}
+
+/** The group and kind of a packed `resources/<group>/<Kind>.jsonl` path, or undefined when the path is not one. */
+export function parsePackedResourcePath(p: string): { group: string; kind: string } | undefined {
+  const m = /^resources\/([^/]+)\/([^/]+)\.jsonl$/.exec(p);
+  if (!m) return undefined;
+  const group = decodeSegment(m[1]!);
+  return { group: group === 'core' ? '' : group, kind: decodeSegment(m[2]!) };
 }
 
 /** Why a relative bundle path is unsafe, or undefined when it is fine. */
@@ -70,6 +99,11 @@ export function unsafePathReason(p: string): string | undefined {
 /** Where the writer would have put this object, for the folder `rel` is in (undefined: not an object folder). */
 function expectedPathFor(rel: string, obj: KubeObject): string | undefined {
   const top = rel.split('/')[0];
+  if (isPackedPath(rel)) {
+    if (top === DIRS.resources) return packedResourcePath(groupOf(obj.apiVersion), obj.kind);
+    if (top === DIRS.v3) return packedV3Path(obj.kind);
+    return undefined;
+  }
   if (top === DIRS.resources) return resourcePathFor(obj);
   if (top === DIRS.v3) return v3PathFor(obj);
   if (top === DIRS.config) return configPathFor(obj);

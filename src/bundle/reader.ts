@@ -12,8 +12,9 @@ import { BadInputError } from '../errors.js';
 import type { KubeObject } from '../kube/types.js';
 import { extractArchive, readArchiveManifest } from './archive.js';
 import { decrypt, isBoundCiphertext, manifestMacValid } from './crypto.js';
-import { BUNDLE_FORMAT_VERSION } from './format.js';
-import { DIRS, MANIFEST_FILE, objectPathMismatch, parseResourcePath, unsafePathReason } from './paths.js';
+import { BUNDLE_FORMAT_VERSION, OLDEST_READ_MAJOR } from './format.js';
+import { DIRS, MANIFEST_FILE, isPackedPath, objectPathMismatch, parsePackedResourcePath, parseResourcePath, unsafePathReason } from './paths.js';
+import { readPacked } from './packed.js';
 import { fetchBundle, isRemote } from './remote.js';
 import type { BundleManifest, BundleObject, ResourceTypeEntry } from './types.js';
 import { sha256 } from './writer.js';
@@ -142,10 +143,11 @@ export function parseManifest(text: string, shown: string): BundleManifest {
   const mm = typeof fv === 'string' ? /^(\d+)\.(\d+)\.(\d+)$/.exec(fv) : null;
   if (!mm) throw new BadInputError(`${shown}: ${MANIFEST_FILE} has no valid formatVersion`);
   const ours = Number(BUNDLE_FORMAT_VERSION.split('.')[0]);
+  const reads = OLDEST_READ_MAJOR === ours ? `${ours}.x` : `${OLDEST_READ_MAJOR}.x to ${ours}.x`;
   if (Number(mm[1]) > ours) {
-    throw new BadInputError(`${shown} uses bundle format ${fv}, newer than this cni-rewind reads (${ours}.x)`, { hint: 'upgrade cni-rewind to read it' });
+    throw new BadInputError(`${shown} uses bundle format ${fv}, newer than this cni-rewind reads (${reads})`, { hint: 'upgrade cni-rewind to read it' });
   }
-  if (Number(mm[1]) < ours) throw new BadInputError(`${shown} uses bundle format ${fv}, older than this cni-rewind reads (${ours}.x)`);
+  if (Number(mm[1]) < OLDEST_READ_MAJOR) throw new BadInputError(`${shown} uses bundle format ${fv}, older than this cni-rewind reads (${reads})`);
   const need: [string, (v: any) => boolean][] = [
     ['id', (v) => typeof v === 'string'],
     ['createdAt', (v) => typeof v === 'string' && !Number.isNaN(Date.parse(v))],
@@ -164,6 +166,7 @@ export function parseManifest(text: string, shown: string): BundleManifest {
     const bad = unsafePathReason(f);
     if (bad || f === MANIFEST_FILE) throw new BadInputError(`${shown}: ${MANIFEST_FILE} lists an unsafe file ${JSON.stringify(f)} (${bad ?? 'reserved name'})`);
     if (!e || typeof e.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(e.sha256) || !Number.isInteger(e.size)) throw new BadInputError(`${shown}: ${MANIFEST_FILE} has an invalid entry for ${f}`);
+    if (e.objects !== undefined && !(Number.isInteger(e.objects) && e.objects >= 0 && !e.secret && !e.encrypted)) throw new BadInputError(`${shown}: ${MANIFEST_FILE} has an invalid entry for ${f}`);
   }
   m.secretsExcluded = !!m.secretsExcluded;
   m.complete = m.complete !== false;
@@ -231,6 +234,7 @@ class BundleImpl implements Bundle {
   private load(rel: string): { object: KubeObject; problem?: string } {
     const entry = Object.hasOwn(this.manifest.files, rel) ? this.manifest.files[rel] : undefined;
     if (!entry) throw new BadInputError(`${this.source}: ${rel} is not listed in the manifest`);
+    if (this.packs && isPackedPath(rel)) throw new BadInputError(`${this.source}: ${rel} holds many objects (a packed file), not one`);
     let data: Buffer;
     try {
       // Only regular files, reached through real directories: a link inside a bundle directory could point anywhere.
@@ -268,12 +272,37 @@ class BundleImpl implements Bundle {
     return { path: rel, object, ...(problem ? { problem } : {}) };
   }
 
+  /** Format 2 and later: `.jsonl` files are packed kinds (in a 1.x bundle such a name is no object file). */
+  private get packs(): boolean {
+    return Number(this.manifest.formatVersion.split('.')[0]) >= 2;
+  }
+
+  /** Every object of a packed file, streamed, after its checksum was checked (see packed.ts). */
+  private async *packed(rel: string, lenient: boolean | undefined, namespaced?: boolean): AsyncIterable<BundleObject> {
+    const entry = this.manifest.files[rel]!;
+    this.checkDirs(rel);
+    for await (const object of readPacked(path.join(this.root, rel), entry, `${this.source}: ${rel}`)) {
+      let problem = objectPathMismatch(rel, object);
+      if (!problem && namespaced !== undefined && namespaced !== !!object.metadata.namespace) {
+        problem = `${rel} holds ${object.kind} ${object.metadata.namespace ?? ''}/${object.metadata.name}, ${namespaced ? 'without the namespace its kind needs' : 'with a namespace its cluster-scoped kind has not'}`;
+      }
+      if (problem && !lenient) throw new BadInputError(`${this.source}: ${problem}`);
+      yield { path: rel, object, ...(problem ? { problem } : {}) };
+    }
+  }
+
   async *objects(filter: ObjectFilter = {}): AsyncIterable<BundleObject> {
     const types = this.manifest.resources.filter(
       (r) => (!filter.groups?.length || filter.groups.includes(r.group)) && (!filter.kinds?.length || matchesKind(r, filter.kinds)),
     );
-    const wanted = new Set(types.map((t) => `${t.group}\0${t.kind}`));
+    const wanted = new Map(types.map((t) => [`${t.group}\0${t.kind}`, t]));
     for (const f of this.filesUnder(DIRS.resources)) {
+      const packed = this.packs && isPackedPath(f) ? parsePackedResourcePath(f) : undefined;
+      if (packed) {
+        const t = wanted.get(`${packed.group}\0${packed.kind}`);
+        if (t) yield* this.packed(f, filter.lenient, t.namespaced);
+        continue;
+      }
       const p = parseResourcePath(f);
       if (!p || !wanted.has(`${p.group}\0${p.kind}`)) continue;
       yield this.yieldable(f, filter.lenient);
@@ -291,7 +320,10 @@ class BundleImpl implements Bundle {
   }
 
   async *v3Objects(): AsyncIterable<BundleObject> {
-    for (const f of this.filesUnder(DIRS.v3)) yield { path: f, object: await this.readObject(f) };
+    for (const f of this.filesUnder(DIRS.v3)) {
+      if (this.packs && isPackedPath(f)) yield* this.packed(f, false);
+      else yield { path: f, object: await this.readObject(f) };
+    }
   }
 
   async *nodeObjects(): AsyncIterable<BundleObject> {

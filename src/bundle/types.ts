@@ -4,8 +4,10 @@
  *
  *   manifest.json                                  BundleManifest below (the only file without a checksum)
  *   crds/<crd-name>.yaml                           CustomResourceDefinitions in force at export time
- *   resources/<group>/<Kind>/<namespace|_cluster>/<name>.yaml   one file per custom object
+ *   resources/<group>/<Kind>/<namespace|_cluster>/<name>.yaml   one file per custom object, or (format 2)
+ *   resources/<group>/<Kind>.jsonl                 every object of a kind larger than one list page, one JSON per line
  *   v3/<Kind>/<namespace|_cluster>/<name>.yaml     projectcalico.org/v3 view, when the Calico API server answers
+ *   v3/<Kind>.jsonl                                (format 2) the same, packed, for a kind larger than one page
  *   config/<namespace>/<Kind>/<name>.yaml          ConfigMaps, Secrets (0600), operator Deployment, calico-node DaemonSet
  *   nodes/<node>.yaml                              the node's projectcalico.org/* annotations (and providerID)
  *
@@ -33,6 +35,8 @@ export interface FileEntry {
   /** Holds Secret material (mode 0600; encrypted when the bundle was written with --encrypt). */
   secret?: boolean;
   encrypted?: boolean;
+  /** Format 2 packed file (`.jsonl`): the number of objects it holds, one JSON object per line. */
+  objects?: number;
 }
 
 export interface BundleManifest {

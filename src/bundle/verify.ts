@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { MANIFEST_FILE, parseResourcePath, DIRS } from './paths.js';
+import { MANIFEST_FILE, parsePackedResourcePath, parseResourcePath, isPackedPath, DIRS } from './paths.js';
 import type { Bundle } from './reader.js';
 
 export interface VerifyProblem {
@@ -34,6 +34,7 @@ export async function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): Pr
   await walk(bundle.root, '', onDisk, problems);
 
   let checked = 0;
+  const packs = Number(m.formatVersion.split('.')[0]) >= 2;
   const listed = Object.entries(m.files).sort(([a], [b]) => (a < b ? -1 : 1));
   // Hash a few files at a time: I/O bound, and 100k small files would take long one by one.
   let i = 0;
@@ -44,10 +45,11 @@ export async function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): Pr
         problems.push({ file: rel, problem: 'missing' });
         continue;
       }
-      const { size, hash } = await hashFile(path.join(bundle.root, rel));
+      const { size, hash, lines } = await hashFile(path.join(bundle.root, rel));
       checked++;
       if (size !== entry.size) problems.push({ file: rel, problem: `size ${size} differs from the manifest (${entry.size})` });
       else if (hash !== entry.sha256) problems.push({ file: rel, problem: 'sha256 does not match the manifest (file edited or corrupted)' });
+      else if (packs && isPackedPath(rel) && lines !== entry.objects) problems.push({ file: rel, problem: `holds ${lines} lines, but the manifest says ${entry.objects ?? 'nothing about'} objects` });
     }
   };
   await Promise.all(Array.from({ length: 8 }, worker));
@@ -56,16 +58,17 @@ export async function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): Pr
 
   // Completeness: each resource type's count equals the files of that kind, and nothing is uncounted.
   const perKind = new Map<string, number>();
-  for (const f of Object.keys(m.files)) {
-    const p = parseResourcePath(f);
-    if (p) perKind.set(`${p.group}\0${p.kind}`, (perKind.get(`${p.group}\0${p.kind}`) ?? 0) + 1);
+  for (const [f, e] of Object.entries(m.files)) {
+    const packed = packs && isPackedPath(f) ? parsePackedResourcePath(f) : undefined;
+    const p = packed ?? parseResourcePath(f);
+    if (p) perKind.set(`${p.group}\0${p.kind}`, (perKind.get(`${p.group}\0${p.kind}`) ?? 0) + (packed ? e.objects ?? 0 : 1));
   }
   for (const r of m.resources) {
     const n = perKind.get(`${r.group}\0${r.kind}`) ?? 0;
     perKind.delete(`${r.group}\0${r.kind}`);
-    if (n !== r.count || m.counts[r.key] !== r.count) problems.push({ file: MANIFEST_FILE, problem: `${r.key}: counted ${m.counts[r.key] ?? 'nothing'} / ${r.count}, but the bundle holds ${n} files` });
+    if (n !== r.count || m.counts[r.key] !== r.count) problems.push({ file: MANIFEST_FILE, problem: `${r.key}: counted ${m.counts[r.key] ?? 'nothing'} / ${r.count}, but the bundle holds ${n} objects` });
   }
-  for (const [k, n] of perKind) problems.push({ file: MANIFEST_FILE, problem: `${n} ${k.replace('\0', ' ')} files belong to no resource type in the manifest` });
+  for (const [k, n] of perKind) problems.push({ file: MANIFEST_FILE, problem: `${n} ${k.replace('\0', ' ')} objects belong to no resource type in the manifest` });
   const crdFiles = Object.keys(m.files).filter((f) => f.startsWith(DIRS.crds + '/')).length;
   const crdKey = 'customresourcedefinitions.apiextensions.k8s.io';
   if (Object.hasOwn(m.counts, crdKey) && m.counts[crdKey] !== crdFiles) problems.push({ file: MANIFEST_FILE, problem: `${crdKey}: counted ${m.counts[crdKey]}, but the bundle holds ${crdFiles} CRD files` });
@@ -92,16 +95,19 @@ async function walk(root: string, rel: string, out: Set<string>, problems: Verif
   }
 }
 
-function hashFile(file: string): Promise<{ size: number; hash: string }> {
+function hashFile(file: string): Promise<{ size: number; hash: string; lines: number }> {
   return new Promise((resolve, reject) => {
     const h = createHash('sha256');
     let size = 0;
+    let lines = 0;
     createReadStream(file)
       .on('data', (c) => {
-        size += c.length;
-        h.update(c);
+        const b = c as Buffer;
+        size += b.length;
+        h.update(b);
+        for (let i = b.indexOf(0x0a); i >= 0; i = b.indexOf(0x0a, i + 1)) lines++;
       })
-      .on('end', () => resolve({ size, hash: h.digest('hex') }))
+      .on('end', () => resolve({ size, hash: h.digest('hex'), lines }))
       .on('error', reject);
   });
 }

@@ -16,7 +16,7 @@ import type { KubeObject } from '../kube/types.js';
 import { toolVersion } from '../version.js';
 import { encrypt, manifestMac } from './crypto.js';
 import { BUNDLE_FORMAT_VERSION } from './format.js';
-import { MANIFEST_FILE, unsafePathReason } from './paths.js';
+import { MANIFEST_FILE, isPackedPath, unsafePathReason } from './paths.js';
 import type { BundleManifest } from './types.js';
 
 export function isArchivePath(p: string): boolean {
@@ -36,8 +36,15 @@ export interface BundleWriterOptions {
   encryption?: BundleManifest['encryption'];
 }
 
+/** A packed file being written: `write` appends one object, `close` records it and returns its object count. */
+export interface PackedFileWriter {
+  write(obj: KubeObject): Promise<void>;
+  close(): Promise<number>;
+}
+
 export class BundleWriter {
   private readonly madeDirs = new Set<string>();
+  private readonly openPacks = new Set<string>();
   private finished = false;
 
   private constructor(
@@ -93,19 +100,73 @@ export class BundleWriter {
     const encrypted = !!(opts.secret && this.encryptionKey);
     const data = encrypted ? encrypt(this.encryptionKey!, content, relPath) : content;
     const full = path.join(this.workDir, relPath);
-    const dir = path.dirname(full);
-    if (!this.madeDirs.has(dir)) {
-      await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-      this.madeDirs.add(dir);
-    }
+    await this.mkdirFor(full);
     // Record before the write so two concurrent writes of one path are caught above.
     this.manifest.files[relPath] = { sha256: sha256(data), size: data.length, ...(opts.secret ? { secret: true } : {}), ...(encrypted ? { encrypted: true } : {}) };
     await fs.writeFile(full, data, { mode: opts.secret ? 0o600 : 0o644, flag: 'wx' });
   }
 
+  /**
+   * Open a packed file (format 2): objects appended one JSON line each, the checksum computed as they stream
+   * out, so a kind of any size costs one open file and one manifest entry. `close()` records it; never Secrets.
+   */
+  async openPacked(relPath: string): Promise<PackedFileWriter> {
+    if (this.finished) throw new Error('bundle writer already committed or aborted');
+    const bad = unsafePathReason(relPath);
+    if (bad || !isPackedPath(relPath)) throw new BadInputError(`refusing to write packed bundle file ${JSON.stringify(relPath)}: ${bad ?? 'not a .jsonl path'}`);
+    if (this.manifest.files[relPath] || this.openPacks.has(relPath)) throw new BadInputError(`bundle file ${relPath} written twice`);
+    const full = path.join(this.workDir, relPath);
+    await this.mkdirFor(full);
+    this.openPacks.add(relPath);
+    const fh = await fs.open(full, 'wx', 0o644);
+    const hash = createHash('sha256');
+    let size = 0;
+    let objects = 0;
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    const flush = async () => {
+      if (!pendingBytes) return;
+      const buf = Buffer.concat(pending, pendingBytes);
+      pending = [];
+      pendingBytes = 0;
+      await fh.write(buf);
+    };
+    return {
+      write: async (obj: KubeObject) => {
+        const line = Buffer.from(JSON.stringify(obj) + '\n', 'utf8');
+        hash.update(line);
+        size += line.length;
+        objects++;
+        pending.push(line);
+        pendingBytes += line.length;
+        // Buffered in ~1 MiB writes: one system call per few thousand small objects, memory bounded.
+        if (pendingBytes >= 1 << 20) await flush();
+      },
+      close: async () => {
+        try {
+          await flush();
+        } finally {
+          await fh.close();
+          this.openPacks.delete(relPath);
+        }
+        this.manifest.files[relPath] = { sha256: hash.digest('hex'), size, objects };
+        return objects;
+      },
+    };
+  }
+
+  private async mkdirFor(full: string): Promise<void> {
+    const dir = path.dirname(full);
+    if (!this.madeDirs.has(dir)) {
+      await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+      this.madeDirs.add(dir);
+    }
+  }
+
   /** Finish: write manifest.json, move the bundle into place. Returns the final path. */
   async commit(): Promise<string> {
     if (this.finished) throw new Error('bundle writer already committed or aborted');
+    if (this.openPacks.size) throw new Error(`bundle writer committed with packed files still open: ${[...this.openPacks].join(', ')}`);
     this.finished = true;
     try {
       if (this.encryptionKey && this.manifest.encryption) {

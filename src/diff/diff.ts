@@ -8,7 +8,7 @@
  */
 import { createTwoFilesPatch } from 'diff';
 import { matchesKind, type Bundle } from '../bundle/reader.js';
-import { crdPathFor, parseResourcePath, resourcePathFor } from '../bundle/paths.js';
+import { crdPathFor, packedResourcePath, parseResourcePath, resourcePathFor } from '../bundle/paths.js';
 import { dumpYaml } from '../bundle/writer.js';
 import { BadInputError } from '../errors.js';
 import { isCalicoCrd } from '../export/export.js';
@@ -65,9 +65,8 @@ export async function diffBundle(client: KubeClient, bundle: Bundle, opts: DiffO
   const crdWords = ['crds', 'crd', 'customresourcedefinitions', resourceKey(K.crd)];
   const unknownKinds = (kinds ?? []).filter((k) => !crdWords.includes(k.toLowerCase()) && !bundle.manifest.resources.some((r) => matchesKind(r, [k])));
   if (unknownKinds.length) throw new BadInputError(`--kinds ${unknownKinds.join(', ')}: no such kind in bundle ${bundle.manifest.id}`, { hint: 'see the kinds it holds with: cni-rewind inspect BUNDLE' });
-  const compare = async (live: KubeObject, bundlePath: string) => {
-    const saved = await bundle.readObject(bundlePath);
-    const a = normalizedYaml(saved);
+  const compare = async (live: KubeObject, bundlePath: string, savedYaml?: string) => {
+    const a = savedYaml ?? normalizedYaml(await bundle.readObject(bundlePath));
     const b = normalizedYaml(live);
     if (a === b) result.same++;
     else result.changed.push({ ref: refOf(live), diff: createTwoFilesPatch(`bundle/${bundlePath}`, `cluster/${bundlePath}`, a, b, undefined, undefined, { context: 3 }) });
@@ -78,6 +77,10 @@ export async function diffBundle(client: KubeClient, bundle: Bundle, opts: DiffO
     if (kinds && !matchesKind(r, kinds)) continue;
     result.compared.push(r.key);
     const type: ResourceType = { group: r.group, version: r.version, plural: r.plural, kind: r.kind, namespaced: r.namespaced };
+    if (Number(bundle.manifest.formatVersion.split('.')[0]) >= 2 && Object.hasOwn(bundle.manifest.files, packedResourcePath(r.group, r.kind))) {
+      await diffPacked(client, bundle, r.key, type, compare, result, reporter);
+      continue;
+    }
     const remaining = new Set(
       Object.keys(bundle.manifest.files).filter((f) => {
         const p = parseResourcePath(f);
@@ -140,6 +143,44 @@ export async function diffBundle(client: KubeClient, bundle: Bundle, opts: DiffO
     }
   }
   return result;
+}
+
+/**
+ * A packed kind (format 2): the bundle's objects of the kind, normalized, by namespace/name (one kind at a time,
+ * with their normalized text), then the live list against them; what is on one side only is paired as moved.
+ */
+async function diffPacked(
+  client: KubeClient,
+  bundle: Bundle,
+  key: string,
+  type: ResourceType,
+  compare: (live: KubeObject, label: string, savedYaml: string) => Promise<void>,
+  result: DiffResult,
+  reporter: Reporter | undefined,
+): Promise<void> {
+  const id = (o: KubeObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+  const saved = new Map<string, { path: string; object: KubeObject; yaml: string }>();
+  for await (const bo of bundle.objects({ kinds: [key] })) saved.set(id(bo.object), { path: bo.path, object: bo.object, yaml: normalizedYaml(bo.object) });
+  const liveOnly: KubeObject[] = [];
+  try {
+    for await (const page of client.listPages(type, { limit: 500 })) {
+      for (const live of page.items) {
+        live.apiVersion ??= apiVersionOf(type);
+        live.kind ??= type.kind;
+        const s = saved.get(id(live));
+        if (!s) {
+          liveOnly.push(live);
+          continue;
+        }
+        saved.delete(id(live));
+        await compare(live, resourcePathFor(live), s.yaml);
+      }
+    }
+  } catch (err) {
+    if (!(err instanceof KubeApiError && err.notFound)) throw err;
+    reporter?.warn('CNR_DIFF_KIND_GONE', `${key} is not served by the cluster any more`);
+  }
+  pairMoved([...saved.keys()].sort().map((k) => saved.get(k)!), liveOnly, result);
 }
 
 /** The object as compared, without where it is (namespace and name): equal for an object that only moved. */

@@ -4,8 +4,8 @@
  * stays flat in the number of objects: one page in flight while the previous one is written).
  */
 import path from 'node:path';
-import { BundleWriter, isArchivePath } from '../bundle/writer.js';
-import { configPathFor, crdPathFor, nodePathFor, resourcePathFor, v3PathFor } from '../bundle/paths.js';
+import { BundleWriter, isArchivePath, type PackedFileWriter } from '../bundle/writer.js';
+import { configPathFor, crdPathFor, nodePathFor, packedResourcePath, packedV3Path, resourcePathFor, v3PathFor } from '../bundle/paths.js';
 import type { BundleManifest, ResourceTypeEntry } from '../bundle/types.js';
 import { detectCalico } from '../calico/detect.js';
 import {
@@ -20,6 +20,7 @@ import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { crdResourceType, discoverGroup, listCrds } from '../kube/discovery.js';
+import { pool } from '../kube/manifests.js';
 import { apiVersionOf, resourceKey, type KubeObject, type ResourceType } from '../kube/types.js';
 
 export interface ExportOptions {
@@ -61,14 +62,17 @@ export async function exportCalico(client: KubeClient, writer: BundleWriter, opt
   for (const crd of crds) await writer.writeObject(crdPathFor(crd), forBundle(crd));
   m.counts[resourceKey(K.crd)] = crds.length;
   if (crds.length === 0) m.notes.push('no Calico CRDs are installed: nothing but config was exported');
-  for (const crd of crds) {
+  const served = crds.filter((crd) => {
+    if (crdResourceType(crd).version) return true;
+    m.notes.push(`${crd.metadata.name}: CRD has no served version; its objects were not exported`);
+    return false;
+  });
+  // Kinds in parallel: most are a single small list, so one large kind (IPAM handles) no longer waits behind the rest.
+  await pool(served, KIND_CONCURRENCY, async (crd) => {
     const type = crdResourceType(crd);
-    if (!type.version) {
-      m.notes.push(`${crd.metadata.name}: CRD has no served version; its objects were not exported`);
-      continue;
-    }
-    await exportType(client, writer, type, (o) => resourcePathFor(o), pageSize, reporter, m.resources);
-  }
+    await exportType(client, writer, type, { object: resourcePathFor, packed: () => packedResourcePath(type.group, type.kind) }, pageSize, reporter, m.resources);
+  });
+  m.resources.sort((a, b) => a.key.localeCompare(b.key));
 
   // 2. The projectcalico.org/v3 view, when the Calico API server serves it.
   await exportV3(client, writer, pageSize, reporter);
@@ -92,24 +96,37 @@ export async function exportCalico(client: KubeClient, writer: BundleWriter, opt
   reporter.info('CNR_EXPORT_DONE', `exported ${Object.keys(m.files).length} files (${m.resources.reduce((s, r) => s + r.count, 0)} Calico objects)`);
 }
 
-/** Pages of a list with apiVersion/kind put back on each item (lists omit them). */
-async function* itemPages(client: KubeClient, type: ResourceType, limit: number): AsyncGenerator<KubeObject[]> {
+/** Kinds exported at once (each one list request in flight at a time). */
+const KIND_CONCURRENCY = 4;
+
+/** Pages of a list with apiVersion/kind put back on each item (lists omit them); `more`: another page follows. */
+async function* itemPages(client: KubeClient, type: ResourceType, limit: number): AsyncGenerator<{ items: KubeObject[]; more: boolean }> {
   const apiVersion = apiVersionOf(type);
   for await (const page of client.listPages(type, { limit })) {
     for (const o of page.items) {
       o.apiVersion ??= apiVersion;
       o.kind ??= type.kind;
     }
-    yield page.items;
+    yield { items: page.items, more: !!page.metadata?.continue };
   }
 }
 
-/** List one resource type page by page, writing each object as it arrives; records its count. */
+/** Where a kind's objects go: one file per object, or (a kind larger than one page) one packed file. */
+interface KindPaths {
+  object: (o: KubeObject) => string;
+  packed: () => string;
+}
+
+/**
+ * List one resource type page by page, writing each object as it arrives; records its count. A kind whose list
+ * spans more than one page goes into one packed file (format 2): one open file and one checksum entry however
+ * many objects it has, so neither the time per object nor the manifest grows with thousands of IPAM objects.
+ */
 async function exportType(
   client: KubeClient,
   writer: BundleWriter,
   type: ResourceType,
-  pathOf: (o: KubeObject) => string,
+  paths: KindPaths,
   pageSize: number,
   reporter: Reporter,
   entries: ResourceTypeEntry[],
@@ -118,19 +135,29 @@ async function exportType(
   const m = writer.manifest;
   let count = 0;
   const pages = itemPages(client, type, pageSize);
+  let pack: PackedFileWriter | undefined;
+  let next: Promise<IteratorResult<{ items: KubeObject[]; more: boolean }>> | undefined;
   try {
     // Ask for the next page while this one is written: the network and the disk overlap.
-    let next = pages.next();
+    next = pages.next();
     for (;;) {
       const r = await next;
       if (r.done) break;
       next = pages.next();
-      await Promise.all(r.value.map((o) => writer.writeObject(pathOf(o), forBundle(o))));
-      count += r.value.length;
+      if (!pack && count === 0 && r.value.more) pack = await writer.openPacked(paths.packed());
+      if (pack) for (const o of r.value.items) await pack.write(forBundle(o));
+      else await Promise.all(r.value.items.map((o) => writer.writeObject(paths.object(o), forBundle(o))));
+      count += r.value.items.length;
       // Intermediate progress only for kinds that span pages (large IPAM tables); every kind gets a final line.
       if (count >= pageSize) reporter.progress({ id: key, label: `export ${key}`, current: count });
     }
+    if (pack) await pack.close();
   } catch (err) {
+    // Let the page in flight settle (never an unhandled rejection) and the generator end; a half-written packed
+    // file goes with the aborted bundle.
+    await next?.catch(() => undefined);
+    await pages.return(undefined).catch(() => undefined);
+    if (pack) await pack.close().catch(() => undefined);
     if (err instanceof KubeApiError && (err.statusCode === 404 || err.statusCode === 405)) {
       m.notes.push(`${key}: not served by the API server (${err.statusCode}); not exported`);
       reporter.warn('CNR_EXPORT_SKIPPED', `${key}: not served by the API server; not exported`);
@@ -161,7 +188,7 @@ async function exportV3(client: KubeClient, writer: BundleWriter, pageSize: numb
   const ignored: ResourceTypeEntry[] = [];
   for (const t of types.filter((t) => t.verbs?.includes('list') ?? true)) {
     try {
-      const n = await exportType(client, writer, t, v3PathFor, pageSize, reporter, ignored);
+      const n = await exportType(client, writer, t, { object: v3PathFor, packed: () => packedV3Path(t.kind) }, pageSize, reporter, ignored);
       if (n !== undefined) m.counts[resourceKey(t)] = n;
     } catch (err) {
       // An aggregated API that is up but failing for one kind must not sink the whole export.

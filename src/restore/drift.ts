@@ -3,7 +3,7 @@ import type { Reporter } from '../io/host.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { pool } from '../kube/manifests.js';
 import type { ResourceResolver } from '../kube/resolver.js';
-import type { KubeObject, ResourceType } from '../kube/types.js';
+import { apiVersionOf, type KubeObject, type ResourceType } from '../kube/types.js';
 import { comparable, missingFrom } from './normalize.js';
 import { CLUSTER_INFORMATION } from './order.js';
 
@@ -29,9 +29,11 @@ const LIST_READBACK_MIN = 50;
  */
 export async function findDrift(client: KubeClient, resolver: ResourceResolver, done: DriftTarget[], concurrency: number, reporter: Reporter): Promise<{ id: string; paths: string[] }[]> {
   const drifted: { id: string; paths: string[] }[] = [];
+  // `desired` may be re-parsed on each read (restore keeps it as text): read it once per use.
   const compare = (p: DriftTarget, live: KubeObject | undefined) => {
-    const wanted = comparable(p.written ?? p.desired!);
-    if (p.desired!.kind === CLUSTER_INFORMATION.kind) delete wanted.spec?.datastoreReady; // set by the lock release
+    const desired = p.desired!;
+    const wanted = comparable(p.written ?? desired);
+    if (desired.kind === CLUSTER_INFORMATION.kind) delete wanted.spec?.datastoreReady; // set by the lock release
     const paths = live ? missingFrom(wanted, comparable(live)) : ['(object is gone)'];
     if (paths.length) {
       p.action.drift = paths;
@@ -42,13 +44,17 @@ export async function findDrift(client: KubeClient, resolver: ResourceResolver, 
   const key = (namespace: string | undefined, name: string) => `${namespace ?? ''}/${name}`;
   const byType = new Map<string, { type: ResourceType; left: Map<string, DriftTarget> }>();
   for (const p of done) {
-    const type = (await resolver.forObject(p.desired!)) ?? p.type!;
+    const desired = p.desired!;
+    const type = (await resolver.forObject(desired)) ?? p.type!;
     const tk = `${type.group}/${type.version}/${type.plural}`;
     let t = byType.get(tk);
     if (!t) byType.set(tk, (t = { type, left: new Map() }));
-    t.left.set(key(type.namespaced ? p.desired!.metadata.namespace : undefined, p.desired!.metadata.name), p);
+    t.left.set(key(type.namespaced ? desired.metadata.namespace : undefined, desired.metadata.name), p);
   }
-  const one = async (type: ResourceType, p: DriftTarget) => compare(p, await client.getOrUndefined(type, p.desired!.metadata.namespace, p.desired!.metadata.name));
+  const one = async (type: ResourceType, p: DriftTarget) => {
+    const { namespace, name } = p.desired!.metadata;
+    compare(p, await client.getOrUndefined(type, namespace, name));
+  };
   const singles: [ResourceType, DriftTarget][] = [];
   for (const { type, left } of byType.values()) {
     if (!type.group || left.size < LIST_READBACK_MIN) {
@@ -61,7 +67,7 @@ export async function findDrift(client: KubeClient, resolver: ResourceResolver, 
           const p = left.get(key(live.metadata.namespace, live.metadata.name));
           if (!p) continue;
           left.delete(key(live.metadata.namespace, live.metadata.name));
-          compare(p, { ...live, apiVersion: live.apiVersion ?? p.desired!.apiVersion, kind: live.kind ?? p.desired!.kind });
+          compare(p, { ...live, apiVersion: live.apiVersion ?? apiVersionOf(type), kind: live.kind ?? type.kind });
         }
       }
       for (const p of left.values()) compare(p, undefined);

@@ -120,13 +120,41 @@ export interface RestoreResult extends RestorePlan {
 
 interface Planned {
   action: RestoreAction;
-  /** What is written (server fields stripped, maybe pruned to the installed schema). */
-  desired?: KubeObject;
+  /**
+   * What is written (server fields stripped, maybe pruned to the installed schema), as JSON text: a plan of
+   * 100k objects holds a few hundred bytes per object instead of the parsed object (see `desiredOf`).
+   */
+  desiredText?: string;
   /** What was actually sent (owner references re-linked or dropped): the drift check compares against it. */
   written?: KubeObject;
   live?: KubeObject;
   type?: ResourceType;
   rank: number;
+}
+
+/** The object a planned entry writes: parsed afresh from its text on each call, so the caller may change it. */
+function desiredOf(p: Planned): KubeObject {
+  return JSON.parse(p.desiredText!) as KubeObject;
+}
+
+/** Run `fn` over an async stream of items, at most `limit` at once, without collecting the stream first. */
+async function poolStream<T>(items: AsyncIterable<T>, limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  const running = new Set<Promise<void>>();
+  let failed: unknown;
+  for await (const item of items) {
+    if (failed) break;
+    const p: Promise<void> = fn(item).then(
+      () => void running.delete(p),
+      (err) => {
+        running.delete(p);
+        failed ??= { err };
+      },
+    );
+    running.add(p);
+    if (running.size >= limit) await Promise.race(running);
+  }
+  await Promise.all(running);
+  if (failed) throw (failed as { err: unknown }).err;
 }
 
 const idOf = (o: { kind: string; metadata?: { namespace?: string; name: string }; namespace?: string; name?: string }): string => {
@@ -176,23 +204,46 @@ export async function planRestore(
   }
   if (!sameCluster) reporter.warn('CNR_RESTORE_OTHER_CLUSTER', `restoring bundle of cluster ${m.cluster?.name} (${m.cluster?.uid}) into cluster ${uid} (--allow-other-cluster)`);
 
-  // Read everything first: a corrupt bundle file fails here, before anything is written.
+  // Two passes over the bundle, so the plan never holds the bundle's objects: the first reads and checks every
+  // file (a corrupt one fails here, before anything is written) and keeps only what planning needs of all of
+  // them (their keys, namespaces, groups, the Installation); the second plans object by object as it reads.
   reporter.info('CNR_RESTORE_READ', `reading bundle ${m.id}`);
-  const objects: KubeObject[] = [];
   // Objects the bundle holds but restore never writes (not Calico's, or filed under another path): named, refused.
   const refused: Planned[] = [];
   const refuse = (o: KubeObject, reason: string) => refused.push({ action: { ref: refOf(o), id: idOf(o), phase: phaseOf(o).phase.id, action: 'refused', reason }, rank: phaseOf(o).rank });
-  const bundleCrdList = await timer.time('readBundle', async () => {
+  /** The bundle objects restore writes, in the order read; the first pass also records the refused ones. */
+  async function* restorable(first: boolean): AsyncGenerator<KubeObject> {
     for await (const bo of bundle.objects({ ...(opts.kinds?.length ? { kinds: opts.kinds } : {}), lenient: true })) {
       const no = admissionRefusal(bo, 'resources');
-      if (no) refuse(bo.object, no);
-      else if (!NEVER_RESTORED_KINDS.has(bo.object.kind)) objects.push(bo.object);
+      if (no) {
+        if (first) refuse(bo.object, no);
+      } else if (!NEVER_RESTORED_KINDS.has(bo.object.kind)) yield bo.object;
     }
     for await (const bo of bundle.configObjects({ lenient: true })) {
       if (!matchesKinds(bo.object, opts.kinds) || isReferenceOnlyConfig(bo)) continue;
       const no = admissionRefusal(bo, 'config');
-      if (no) refuse(bo.object, no);
-      else objects.push(bo.object);
+      if (no) {
+        if (first) refuse(bo.object, no);
+      } else yield bo.object;
+    }
+  }
+  const inBundle = new Set<string>();
+  /** `<group>\0<id>` of every object restored: what --prune keeps. */
+  const bundleIds = new Set<string>();
+  const namespaces = new Set<string>();
+  const haveNs = new Set<string>();
+  const neededGroups = new Set<string>();
+  let installation: KubeObject | undefined;
+  let count = 0;
+  const bundleCrdList = await timer.time('readBundle', async () => {
+    for await (const o of restorable(true)) {
+      count++;
+      inBundle.add(ownerKey(o.apiVersion, o.kind, o.metadata.name, o.metadata.namespace));
+      bundleIds.add(`${groupOf(o.apiVersion)}\0${idOf(o)}`);
+      neededGroups.add(groupOf(o.apiVersion));
+      if (o.metadata.namespace) namespaces.add(o.metadata.namespace);
+      if (o.kind === 'Namespace') haveNs.add(o.metadata.name);
+      if (o.kind === INSTALLATION_KIND && groupOf(o.apiVersion) === 'operator.tigera.io' && o.metadata.name === INSTALLATION_NAME) installation = o;
     }
     const crds = await bundle.crds();
     for (const c of crds) if (!isCalicoCrd(c)) refuse(c, `not restored: CustomResourceDefinition ${c.metadata.name} is not of a Calico group`);
@@ -202,28 +253,45 @@ export async function planRestore(
   const bundleCrds = new Map(bundleCrdList.map((c) => [crdKey(c.spec.group, c.spec.names.kind), c]));
 
   // Namespaces the namespaced objects need (the bundle records objects, not their namespaces).
-  const haveNs = new Set(objects.filter((o) => o.kind === 'Namespace').map((o) => o.metadata.name));
-  for (const ns of new Set(objects.map((o) => o.metadata.namespace).filter((x): x is string => !!x))) {
-    if (!haveNs.has(ns)) objects.push({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+  const extraNs: KubeObject[] = [...namespaces].filter((ns) => !haveNs.has(ns)).map((ns) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }));
+  for (const o of extraNs) {
+    inBundle.add(ownerKey(o.apiVersion, o.kind, o.metadata.name, undefined));
+    bundleIds.add(`\0${idOf(o)}`);
+    neededGroups.add('');
   }
 
   const liveCrds = new Map((await timer.time('readCluster', () => listCrds(client))).map((c) => [crdKey(c.spec.group, c.spec.names.kind), c]));
-  const neededGroups = new Set(objects.map((o) => groupOf(o.apiVersion)));
   const crdsToCreate = bundleCrdList.filter((c) => neededGroups.has(c.spec.group) && !liveCrds.has(crdKey(c.spec.group, c.spec.names.kind)));
 
   // Planning creates no CRD, so a group-version found missing stays missing: ask discovery once, not per object.
   const resolver = new ResourceResolver(client, { cacheMissing: true });
   const operator = await timer.time('readCluster', () => client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT));
   const operatorImage: string | undefined = (operator?.spec?.template?.spec?.containers ?? []).find((c: any) => c.name === 'tigera-operator')?.image ?? operator?.spec?.template?.spec?.containers?.[0]?.image;
-  const installation = objects.find((o) => o.kind === INSTALLATION_KIND && groupOf(o.apiVersion) === 'operator.tigera.io' && o.metadata.name === INSTALLATION_NAME);
 
-  const inBundle = new Set(objects.map((o) => ownerKey(o.apiVersion, o.kind, o.metadata.name, o.metadata.namespace)));
   const liveIndex = new LiveIndex(client, timer);
   const planned: Planned[] = [];
-  await pool(objects, opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY, async (obj) => {
-    planned.push(await planOne(client, resolver, obj, { existing, liveCrds, bundleCrds, dropUnknownFields: !!opts.dropUnknownFields, installation, operatorImage, inBundle, liveIndex, timer }));
+  const ctx = { existing, liveCrds, bundleCrds, dropUnknownFields: !!opts.dropUnknownFields, installation, operatorImage, inBundle, liveIndex, timer };
+  // The second pass: its reading is timed as reading the bundle, the rest as planning.
+  async function* secondPass(): AsyncGenerator<KubeObject> {
+    const it = restorable(false)[Symbol.asyncIterator]();
+    for (;;) {
+      const r = await timer.time('readBundle', () => it.next());
+      if (r.done) break;
+      yield r.value;
+    }
+    yield* extraNs;
+  }
+  await poolStream(secondPass(), opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY, async (obj) => {
+    planned.push(await planOne(client, resolver, obj, ctx));
   });
-  const ipamKept = await mergeIpamPlan(planned, {
+  // The bundle changed between the two passes (it is read twice): what was checked is not what was planned.
+  if (planned.length !== count + extraNs.length) throw new BadInputError(`bundle ${m.id} changed while it was read (${count + extraNs.length} objects, then ${planned.length})`);
+  // The merge reads the desired object of IPAM entries only; the plan keeps objects as JSON text, so each is parsed
+  // when read (a getter), never held parsed for the whole plan.
+  const ipamViews = planned
+    .filter((p) => p.desiredText && isIpamLive(p.action.ref))
+    .map((p) => ({ action: p.action, live: p.live, get desired() { return desiredOf(p); } }));
+  const ipamKept = await mergeIpamPlan(ipamViews, {
     liveBlocks: async () => {
       const t = await resolver.resolve(`${CALICO_CRD_GROUP}/v1`, 'IPAMBlock');
       return t ? timer.time('readCluster', () => client.listAll(t)) : [];
@@ -238,7 +306,7 @@ export async function planRestore(
   planned.push(...refused);
   for (const p of planned) for (const n of p.action.notes ?? []) if (n.startsWith('ownerReferences')) reporter.warn('CNR_RESTORE_OWNER_DROPPED', `${p.action.id}: ${n}`);
 
-  if (opts.prune) planned.push(...(await timer.time('readCluster', () => planPrune(client, resolver, bundle.manifest, objects, opts.kinds))));
+  if (opts.prune) planned.push(...(await timer.time('readCluster', () => planPrune(client, resolver, bundle.manifest, bundleIds, opts.kinds))));
   planned.sort((a, b) => a.rank - b.rank || a.action.id.localeCompare(b.action.id));
 
   const actions = planned.map((p) => p.action);
@@ -351,7 +419,9 @@ async function planOne(
       action.diff = objectDiff(live, desired, action.id);
     }
   }
-  return { action, desired, live, type, rank };
+  // Text, not the object: the plan of a large bundle holds every entry until the restore ends. The live object is
+  // kept only where a write needs it (a replace's resourceVersion, a dry run's check); creates have none.
+  return { action, desiredText: JSON.stringify(desired), ...(live && action.action !== 'unchanged' ? { live } : {}), type, rank };
 }
 
 /** The live values of RUNTIME_FIELDS replace the bundle's. */
@@ -400,8 +470,7 @@ class LiveIndex {
 }
 
 /** Live objects of the bundle's Calico kinds that the bundle does not have. */
-async function planPrune(client: KubeClient, resolver: ResourceResolver, manifest: BundleManifest, objects: KubeObject[], kinds?: string[]): Promise<Planned[]> {
-  const inBundle = new Set(objects.map((o) => `${groupOf(o.apiVersion)}\0${idOf(o)}`));
+async function planPrune(client: KubeClient, resolver: ResourceResolver, manifest: BundleManifest, inBundle: Set<string>, kinds?: string[]): Promise<Planned[]> {
   const out: Planned[] = [];
   for (const r of manifest.resources) {
     if (![...CALICO_GROUPS, SHARED_POLICY_GROUP].includes(r.group) || NEVER_RESTORED_KINDS.has(r.kind)) continue;
@@ -428,7 +497,7 @@ async function planPrune(client: KubeClient, resolver: ResourceResolver, manifes
 
 /** Dry run: ask the API server whether each write would be accepted (strict field validation), writing nothing. */
 async function serverDryRun(client: KubeClient, planned: Planned[], concurrency: number): Promise<void> {
-  const writes = planned.filter((p) => p.type && p.desired && ['create', 'update', 'replace'].includes(p.action.action) && p.action.phase !== 'config');
+  const writes = planned.filter((p) => p.type && p.desiredText && ['create', 'update', 'replace'].includes(p.action.action) && p.action.phase !== 'config');
   await pool(writes, concurrency, async (p) => {
     // Objects whose CRD does not exist yet cannot be checked by the server; the schema check covered them.
     if (!p.live && p.action.action !== 'create') return;
@@ -449,9 +518,9 @@ async function serverDryRun(client: KubeClient, planned: Planned[], concurrency:
  * missing is dropped and listed in `dropped`). `ownerUids` undefined (dry run): references left as they are.
  */
 function bodyFor(p: Planned, ownerUids: Map<string, string | undefined> | undefined, dropped?: string[]): KubeObject {
-  // Nothing to re-link: send desired itself (it is never changed after planning), not a copy of every object.
-  if (!p.desired!.metadata.ownerReferences?.length || !ownerUids) return p.desired!;
-  const body = structuredClone(p.desired!);
+  // desiredOf parses a fresh copy: re-linking changes it, never the plan.
+  const body = desiredOf(p);
+  if (!body.metadata.ownerReferences?.length || !ownerUids) return body;
   const refs = body.metadata.ownerReferences;
   if (refs?.length) {
     const kept = [];
@@ -466,14 +535,14 @@ function bodyFor(p: Planned, ownerUids: Map<string, string | undefined> | undefi
   return body;
 }
 
-async function ownerUidsFor(client: KubeClient, resolver: ResourceResolver, p: Planned, cache: Map<string, string | undefined>): Promise<Map<string, string | undefined>> {
+async function ownerUidsFor(client: KubeClient, resolver: ResourceResolver, desired: KubeObject, cache: Map<string, string | undefined>): Promise<Map<string, string | undefined>> {
   const out = new Map<string, string | undefined>();
-  for (const r of p.desired?.metadata.ownerReferences ?? []) {
+  for (const r of desired.metadata.ownerReferences ?? []) {
     const key = `${r.apiVersion}\0${r.kind}\0${r.name}`;
-    const cacheKey = `${key}\0${p.desired!.metadata.namespace ?? ''}`;
+    const cacheKey = `${key}\0${desired.metadata.namespace ?? ''}`;
     if (!cache.has(cacheKey)) {
       const t = await resolver.resolve(r.apiVersion, r.kind);
-      const owner = t ? await client.getOrUndefined(t, t.namespaced ? p.desired!.metadata.namespace : undefined, r.name) : undefined;
+      const owner = t ? await client.getOrUndefined(t, t.namespaced ? desired.metadata.namespace : undefined, r.name) : undefined;
       cache.set(cacheKey, owner?.metadata.uid);
     }
     out.set(key, cache.get(cacheKey));
@@ -482,8 +551,9 @@ async function ownerUidsFor(client: KubeClient, resolver: ResourceResolver, p: P
 }
 
 async function writeOne(client: KubeClient, resolver: ResourceResolver, p: Planned, ownerCache: Map<string, string | undefined>, reporter: Reporter): Promise<KubeObject> {
-  const type = (await resolver.forObject(p.desired!)) ?? p.type!;
-  const owners = await ownerUidsFor(client, resolver, p, ownerCache);
+  const desired = desiredOf(p);
+  const type = (await resolver.forObject(desired)) ?? p.type!;
+  const owners = await ownerUidsFor(client, resolver, desired, ownerCache);
   const dropped: string[] = [];
   const body = bodyFor(p, owners, dropped);
   if (dropped.length) {
@@ -491,7 +561,8 @@ async function writeOne(client: KubeClient, resolver: ResourceResolver, p: Plann
     (p.action.notes ??= []).push(note);
     reporter.warn('CNR_RESTORE_OWNER_DROPPED', `${p.action.id}: ${note}`);
   }
-  p.written = body;
+  // Kept for the drift check only when it differs from the plan's text (owner references re-linked or dropped).
+  if (desired.metadata.ownerReferences?.length) p.written = body;
   const strict = { fieldValidation: 'Strict' as const };
   switch (p.action.action) {
     case 'create':
@@ -551,11 +622,12 @@ export async function executeRestore(
   // A ClusterInformation this run creates is created already locked when IPAM will be written, so Calico never
   // sees datastoreReady=true with IPAM half-restored; the lock is released to the bundle's value.
   const ipamWrites = writes.some((p) => RESTORE_PHASES.find((ph) => ph.id === p.action.phase)?.datastoreLock && p.action.action !== 'prune');
-  const ciCreate = writes.find((p) => p.action.action === 'create' && p.desired?.kind === CLUSTER_INFORMATION.kind && p.desired.metadata.name === CLUSTER_INFORMATION.name);
+  const ciCreate = writes.find((p) => p.action.action === 'create' && p.action.ref.kind === CLUSTER_INFORMATION.kind && p.action.ref.name === CLUSTER_INFORMATION.name && p.desiredText);
   let lockPrior: boolean | undefined = ciBefore ? (ciBefore.spec?.datastoreReady as boolean | undefined) : undefined;
-  if (ipamWrites && ciCreate?.desired) {
-    lockPrior = ciCreate.desired.spec?.datastoreReady as boolean | undefined;
-    ciCreate.desired = { ...ciCreate.desired, spec: { ...ciCreate.desired.spec, datastoreReady: false } };
+  if (ipamWrites && ciCreate) {
+    const ci = desiredOf(ciCreate);
+    lockPrior = ci.spec?.datastoreReady as boolean | undefined;
+    ciCreate.desiredText = JSON.stringify({ ...ci, spec: { ...ci.spec, datastoreReady: false } });
   }
 
   // Ctrl-C or SIGTERM while writing: finish the writes in flight, write nothing more, put the operator and the
@@ -618,7 +690,8 @@ export async function executeRestore(
             try {
               const written = await writeOne(client, resolver, p, ownerCache, reporter);
               p.action.outcome = 'done';
-              if (written?.metadata?.uid) ownerCache.set(`${p.desired!.apiVersion}\0${p.desired!.kind}\0${p.desired!.metadata.name}\0${p.desired!.metadata.namespace ?? ''}`, written.metadata.uid);
+              const ref = p.action.ref;
+              if (written?.metadata?.uid) ownerCache.set(`${ref.apiVersion}\0${ref.kind}\0${ref.name}\0${ref.namespace ?? ''}`, written.metadata.uid);
               reporter.info('CNR_RESTORE_OBJECT', `${pastTense(p.action.action)} ${p.action.id}`, { id: p.action.id, action: p.action.action });
             } catch (err) {
               p.action.outcome = 'failed';
@@ -657,7 +730,9 @@ export async function executeRestore(
   }
 
   // 5. Re-read what was written: someone else (a controller, a person) may have changed it meanwhile.
-  const readBack = writes.filter((p) => p.action.outcome === 'done' && p.action.action !== 'prune');
+  const readBack = writes
+    .filter((p) => p.action.outcome === 'done' && p.action.action !== 'prune')
+    .map((p) => ({ action: p.action, written: p.written, type: p.type, get desired() { return desiredOf(p); } }));
   const drifted = await timer.time('driftCheck', () => findDrift(client, resolver, readBack, concurrency, reporter));
 
   const failures = plan.actions

@@ -167,7 +167,7 @@ const cases: Case[] = [
   { name: 'manifest.json is YAML, not JSON (restore)', code: 2, message: /manifest\.json is not valid JSON/, args: (sb) => ['restore', bundleCopy(sb, rawManifest('formatVersion: 1.0.0\nid: x\n')), '--resources', '--dry-run'] },
   { name: 'manifest without formatVersion (inspect)', code: 2, message: /no valid formatVersion/, args: (sb) => ['inspect', bundleCopy(sb, (_, m) => delete m.formatVersion)] },
   { name: 'formatVersion is not semver (verify)', code: 2, message: /no valid formatVersion/, args: (sb) => ['verify', bundleCopy(sb, (_, m) => (m.formatVersion = 'one'))] },
-  { name: 'newer format major (restore)', code: 2, message: /format 2\.0\.0, newer than this cni-rewind reads/, args: (sb) => ['restore', bundleCopy(sb, (_, m) => (m.formatVersion = '2.0.0')), '--resources', '--dry-run'] },
+  { name: 'newer format major (restore)', code: 2, message: /format 3\.0\.0, newer than this cni-rewind reads/, args: (sb) => ['restore', bundleCopy(sb, (_, m) => (m.formatVersion = '3.0.0')), '--resources', '--dry-run'] },
   { name: 'newer format major (doctor offline)', code: 2, message: /format 9\.1\.0, newer than this cni-rewind reads/, args: (sb) => ['doctor', bundleCopy(sb, (_, m) => (m.formatVersion = '9.1.0'))] },
   { name: 'older format major (verify)', code: 2, message: /format 0\.9\.0, older than this cni-rewind reads/, args: (sb) => ['verify', bundleCopy(sb, (_, m) => (m.formatVersion = '0.9.0'))] },
   { name: 'manifest lists ../../x (inspect)', code: 2, message: /lists an unsafe file "\.\.\/\.\.\/x" \('\.\.' in path\)/, args: (sb) => ['inspect', bundleCopy(sb, (_, m) => (m.files['../../x'] = { sha256: sha256('x'), size: 1 }))] },

@@ -75,7 +75,7 @@ describe('export, inspect, verify, list, diff on a populated Calico 3.28.1 clust
     const ns = await client.get(K.namespace, undefined, 'kube-system');
     expect(m.cluster.uid).toBe(ns.metadata.uid);
     expect(m.calico).toMatchObject({ installType: 'operator', version: 'v3.28.1' });
-    expect(m.formatVersion).toMatch(/^1\.\d+\.\d+$/);
+    expect(m.formatVersion).toMatch(/^2\.\d+\.\d+$/);
     expect(m.notes.join('\n')).toMatch(/projectcalico\.org\/v3 view skipped/);
     expect(m.snapshots).toEqual([]);
 
@@ -197,9 +197,9 @@ describe('export, inspect, verify, list, diff on a populated Calico 3.28.1 clust
         const p = path.join(work, 'future');
         fs.cpSync(bundle, p, { recursive: true });
         const mf = JSON.parse(fs.readFileSync(path.join(p, 'manifest.json'), 'utf8'));
-        fs.writeFileSync(path.join(p, 'manifest.json'), JSON.stringify({ ...mf, formatVersion: '2.0.0' }));
+        fs.writeFileSync(path.join(p, 'manifest.json'), JSON.stringify({ ...mf, formatVersion: '3.0.0' }));
         return p;
-      }, /format 2\.0\.0, newer than this cni-rewind reads/],
+      }, /format 3\.0\.0, newer than this cni-rewind reads/],
     ];
     for (const [what, make, re] of cases) {
       const p = make();
@@ -293,7 +293,8 @@ describe('export, inspect, verify, list, diff on a populated Calico 3.28.1 clust
       const deadline = Date.now() + 60_000;
       for (;;) {
         const partial = fs.readdirSync(dir).find((f) => f.startsWith('.b.partial-'));
-        if (partial && fs.existsSync(path.join(dir, partial, 'resources/crd.projectcalico.org/IPAMHandle/_cluster'))) break;
+        // 4,000 handles are more than one list page: they go into one packed file (bundle format 2).
+        if (partial && fs.existsSync(path.join(dir, partial, 'resources/crd.projectcalico.org/IPAMHandle.jsonl'))) break;
         if (Date.now() > deadline) throw new Error('export never started writing IPAM handles');
         await new Promise((r) => setTimeout(r, 20));
       }

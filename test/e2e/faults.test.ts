@@ -43,7 +43,7 @@ async function until(what: string, cond: () => boolean | Promise<boolean>, timeo
 
 /** A partial bundle directory under `dir` is writing IPAM handles (the export is in its longest phase). */
 const writingHandles = (dir: string) => () =>
-  fs.readdirSync(dir).some((f) => f.includes('.partial-') && fs.existsSync(path.join(dir, f, 'resources/crd.projectcalico.org/IPAMHandle/_cluster')));
+  fs.readdirSync(dir).some((f) => f.includes('.partial-') && ['IPAMHandle/_cluster', 'IPAMHandle.jsonl'].some((h) => fs.existsSync(path.join(dir, f, 'resources/crd.projectcalico.org', h))));
 
 describe('faults: API server restarts and a full disk', () => {
   let client: KubeClient;

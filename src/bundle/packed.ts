@@ -1,0 +1,95 @@
+/**
+ * Reading a packed bundle file (format 2): one JSON object per line, one sha256 for the file. The file is
+ * streamed twice through one open descriptor: first its size and checksum are checked, so nothing is handed to a
+ * caller (restore writes what it reads) from a file that was edited; then it is parsed line by line, hashed
+ * again, and a file that changed between the two passes fails at its end. Memory: one read buffer and one line.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs/promises';
+import { BadInputError } from '../errors.js';
+import type { KubeObject } from '../kube/types.js';
+import type { FileEntry } from './types.js';
+
+const CHUNK = 1 << 20;
+
+/** Whole chunks of the file, from the start, through one descriptor. */
+async function* chunks(fh: fs.FileHandle): AsyncGenerator<Buffer> {
+  const buf = Buffer.allocUnsafe(CHUNK);
+  let pos = 0;
+  for (;;) {
+    const { bytesRead } = await fh.read(buf, 0, CHUNK, pos);
+    if (!bytesRead) return;
+    pos += bytesRead;
+    yield buf.subarray(0, bytesRead);
+  }
+}
+
+async function digest(fh: fs.FileHandle): Promise<{ sha256: string; size: number }> {
+  const h = createHash('sha256');
+  let size = 0;
+  for await (const c of chunks(fh)) {
+    h.update(c);
+    size += c.length;
+  }
+  return { sha256: h.digest('hex'), size };
+}
+
+/** Is this parsed value shaped like a Kubernetes object (what every bundle file must hold)? */
+export function isKubeObject(obj: any): obj is KubeObject {
+  return (
+    !!obj &&
+    typeof obj === 'object' &&
+    !Array.isArray(obj) &&
+    typeof obj.apiVersion === 'string' &&
+    typeof obj.kind === 'string' &&
+    typeof obj.metadata?.name === 'string' &&
+    ['string', 'undefined'].includes(typeof obj.metadata.namespace)
+  );
+}
+
+/** The objects of a packed file, checked against its manifest entry. `shown` names the file in errors. */
+export async function* readPacked(file: string, entry: FileEntry, shown: string): AsyncGenerator<KubeObject> {
+  const verifyHint = { hint: 'run: cni-rewind verify on the bundle' };
+  let fh: fs.FileHandle;
+  try {
+    // O_NOFOLLOW: a link planted at the file's own name is refused like any other link in a bundle.
+    fh = await fs.open(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+  } catch {
+    throw new BadInputError(`${shown} is missing or not a regular file`, verifyHint);
+  }
+  try {
+    if (!(await fh.stat()).isFile()) throw new BadInputError(`${shown} is not a regular file`);
+    const first = await digest(fh);
+    if (first.size !== entry.size || first.sha256 !== entry.sha256) throw new BadInputError(`${shown} does not match its checksum (edited or corrupted)`, verifyHint);
+    const h = createHash('sha256');
+    let rest = Buffer.alloc(0);
+    let line = 0;
+    const parse = (text: string): KubeObject => {
+      line++;
+      let obj: unknown;
+      try {
+        obj = JSON.parse(text);
+      } catch {
+        throw new BadInputError(`${shown}: line ${line} is not valid JSON`);
+      }
+      if (!isKubeObject(obj)) throw new BadInputError(`${shown}: line ${line} is not a Kubernetes object`);
+      return obj;
+    };
+    for await (const c of chunks(fh)) {
+      h.update(c);
+      // Split on the byte 0x0a (never inside a UTF-8 multi-byte character); the unfinished line waits as bytes.
+      const nl = c.lastIndexOf(0x0a);
+      if (nl < 0) {
+        rest = Buffer.concat([rest, c]);
+        continue;
+      }
+      const lines = Buffer.concat([rest, c.subarray(0, nl)]).toString('utf8').split('\n');
+      rest = Buffer.from(c.subarray(nl + 1)); // a copy: chunks() reuses its buffer
+      for (const l of lines) yield parse(l);
+    }
+    if (rest.length) yield parse(rest.toString('utf8'));
+    if (h.digest('hex') !== entry.sha256 || line !== (entry.objects ?? line)) throw new BadInputError(`${shown} changed while it was read, or holds ${line} objects where the manifest says ${entry.objects}`, verifyHint);
+  } finally {
+    await fh.close();
+  }
+}
