@@ -228,3 +228,11 @@ export function leftoversUnknownTo(target: string): { installationFinalizers: st
   const newer = OPERATOR_LEFTOVERS.filter((r) => compareVersions(target, `${r.since}.0`) < 0);
   return { installationFinalizers: newer.flatMap((r) => r.installationFinalizers), tigeraStatuses: newer.flatMap((r) => r.tigeraStatuses) };
 }
+
+/**
+ * Fields of FelixConfiguration `default` that the tigera operator fills in when they are unset (read in
+ * tigera/operator v1.34.3 `pkg/controller/installation/core_controller.go` setDefaultsOnFelixConfiguration and
+ * `bpf.go`; seen live: v1.34.3 writes `bpfEnabled: false` within seconds of starting). A value the operator writes
+ * where the bundle has none is the target version's default, not a change to the user's data.
+ */
+export const OPERATOR_FILLED_FELIX_FIELDS = ['bpfEnabled', 'bpfHostConntrackBypass', 'healthPort', 'vxlanVNI', 'routeTableRange'] as const;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Bundle } from '../bundle/reader.js';
 import type { KubeClient } from '../kube/client.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
-import { bundleDataPresent } from './compare.js';
+import { bundleDataPresent, withoutOperatorDefaults } from './compare.js';
 
 const crd = (kind: string, plural: string): KubeObject => ({
   apiVersion: 'apiextensions.k8s.io/v1',
@@ -45,5 +45,18 @@ describe('verify-data: IPAM is live state', () => {
     const { client, bundle } = fakes([obj('IPPool', 'p', { cidr: '10.1.0.0/16' })], [block('10.0.0.0/30', ['h1']), obj('IPPool', 'p', { cidr: '10.0.0.0/16' })]);
     const r = await bundleDataPresent(client, bundle, {} as never);
     expect(r.differences.map((d) => `${d.object} ${d.problem}`)).toEqual(['IPAMBlock/10-0-0-0-30 missing', 'IPPool/p changed']);
+  });
+});
+
+describe('withoutOperatorDefaults: what the tigera operator fills into FelixConfiguration default is not a change', () => {
+  const felix = (spec: Record<string, unknown>, name = 'default') => ({ apiVersion: 'crd.projectcalico.org/v1', kind: 'FelixConfiguration', metadata: { name }, spec });
+  it('drops a field the operator filled where the bundle had none (v1.34.3 writes bpfEnabled: false)', () => {
+    const out = withoutOperatorDefaults(felix({ bpfEnabled: false, logSeverityScreen: 'Info' }), felix({ logSeverityScreen: 'Info' }));
+    expect(out.spec).toEqual({ logSeverityScreen: 'Info' });
+  });
+  it('keeps comparing a field the bundle sets, other fields, and other objects', () => {
+    expect(withoutOperatorDefaults(felix({ bpfEnabled: true }), felix({ bpfEnabled: false })).spec).toEqual({ bpfEnabled: true });
+    expect(withoutOperatorDefaults(felix({ debugPort: 6060 }), felix({})).spec).toEqual({ debugPort: 6060 });
+    expect(withoutOperatorDefaults(felix({ bpfEnabled: false }, 'node.a'), felix({}, 'node.a')).spec).toEqual({ bpfEnabled: false });
   });
 });

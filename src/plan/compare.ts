@@ -6,7 +6,7 @@
  */
 import type { Bundle } from '../bundle/reader.js';
 import { pruneUnknownFields } from '../calico/schema.js';
-import { CALICO_CRD_GROUP, OPERATOR_GROUP } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, OPERATOR_FILLED_FELIX_FIELDS, OPERATOR_GROUP } from '../calico/knowledge.js';
 import { isIpamLive } from '../restore/ipam.js';
 import type { KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
@@ -83,12 +83,25 @@ export async function bundleDataPresent(client: KubeClient, bundle: Bundle, tran
     // an upgrade's CRDs show them again (a value pruned on read under the older schema is still stored, e.g.
     // FelixConfiguration debugPort after 3.28 -> 3.27 -> 3.28 on a manifest install) or default them.
     const bundleCrd = bundleCrds.get(`${object.apiVersion.split('/')[0]}/${object.kind}`);
-    const seen = bundleCrd ? pruneUnknownFields(l, bundleCrd) : l;
+    const seen = withoutOperatorDefaults(bundleCrd ? pruneUnknownFields(l, bundleCrd) : l, expected);
     if (content(expected) !== content(seen)) {
       differences.push({ object: objRef(object), problem: 'changed', detail: firstDifference({ spec: expected.spec, data: expected.data }, { spec: seen.spec, data: seen.data }) });
     }
   }
   return { checked, differences };
+}
+
+/**
+ * The live object without the FelixConfiguration fields the operator fills in where the bundle's object leaves them
+ * unset (the target operator's defaults); a field the bundle sets is still compared.
+ */
+export function withoutOperatorDefaults(live: KubeObject, expected: KubeObject): KubeObject {
+  if (live.kind !== 'FelixConfiguration' || live.metadata.name !== 'default' || !live.spec) return live;
+  const filled = OPERATOR_FILLED_FELIX_FIELDS.filter((f) => expected.spec?.[f] === undefined && live.spec[f] !== undefined);
+  if (!filled.length) return live;
+  const spec = { ...live.spec };
+  for (const f of filled) delete spec[f];
+  return { ...live, spec };
 }
 
 /** Calico data in the cluster that the bundle does not hold or holds differently (it would be lost by a delete-and-restore). */
