@@ -17,7 +17,7 @@ import type { Reporter } from '../io/host.js';
 import { DEFAULT_BACKUP_DIR, defaultBundleName, exportCalico } from '../export/export.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
-import { pool } from '../kube/manifests.js';
+import { pool } from '../util/pool.js';
 import { ProviderSet } from '../providers/registry.js';
 import { nodeInfo, resolveNodes, type UnresolvedNode } from '../providers/resolve.js';
 import { loadPvIndex, selectDisks, type PvIndex } from '../providers/disk-policy.js';

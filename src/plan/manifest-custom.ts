@@ -16,7 +16,7 @@ import { errorMessage } from '../errors.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
 import type { KubeObject } from '../kube/types.js';
-import { canonicalJson } from './compare.js';
+import { canonicalJson } from '../util/canonical.js';
 import type { PlanFinding } from './types.js';
 
 export interface ManifestTransform {

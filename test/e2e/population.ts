@@ -6,7 +6,7 @@
  */
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
-import { pool } from '../../src/kube/manifests.js';
+import { pool } from '../../src/util/pool.js';
 import { resourceKey, type KubeObject, type ResourceType } from '../../src/kube/types.js';
 import { applyFixture, calicoType } from './helpers.js';
 

@@ -3,7 +3,7 @@ import { providerSetFor } from '../../backup/backup.js';
 import { deleteSnapshots, listSnapshots, providersToQuery, type ListedSnapshot } from '../../backup/snapshots.js';
 import { parseDuration } from '../../config/config.js';
 import { BadInputError, ExitCode, PartialFailureError, RefusedError } from '../../errors.js';
-import { K } from '../../kube/builtin.js';
+import { clusterUid } from '../../kube/cluster-uid.js';
 import type { KubeClient } from '../../kube/client.js';
 import type { SnapshotFilter } from '../../providers/types.js';
 import { handler, type CliContext, type Command, type GlobalArgs } from '../context.js';
@@ -33,7 +33,7 @@ async function find(ctx: CliContext, args: SnapshotsArgs) {
   // providers and --all-clusters, snapshots can be found with no cluster at all.
   const client: KubeClient | undefined = explicit && args['all-clusters'] ? undefined : await ctx.client();
   const filter: SnapshotFilter = { bundleId: args.bundle };
-  if (client && !args['all-clusters']) filter.clusterId = (await client.get(K.namespace, undefined, 'kube-system')).metadata.uid;
+  if (client && !args['all-clusters']) filter.clusterId = await clusterUid(client);
   if (args['older-than']) filter.createdBefore = new Date(Date.now() - parseDuration(args['older-than'], '--older-than'));
   const names = await providersToQuery(client, providers, { provider: args.provider, mapping });
   if (!names.length) throw new BadInputError('no provider to ask: no node of this cluster has one', { hint: 'name one with --provider aws|gcp|...' });
