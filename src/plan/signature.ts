@@ -18,18 +18,10 @@ import { BadInputError, RefusedError } from '../errors.js';
 import { registerSecret } from '../io/redact.js';
 import { readInputFile } from '../io/safe-file.js';
 import { canonicalJson } from '../util/canonical.js';
-import type { Plan } from './types.js';
+import { PLAN_SIGNATURE_ALGORITHM, type Plan } from './types.js';
 
 export const PLAN_KEY_ENV = 'CNI_REWIND_PLAN_KEY_FILE';
-export const PLAN_SIGNATURE_ALGORITHM = 'HMAC-SHA256';
 const MAX_KEY_FILE_BYTES = 4096;
-
-export interface PlanSignature {
-  algorithm: typeof PLAN_SIGNATURE_ALGORITHM;
-  /** Which key signed it (a hash of the key, not the key), so a mismatch can say "another key". */
-  keyId: string;
-  value: string;
-}
 
 export interface PlanKey {
   key: Buffer;
