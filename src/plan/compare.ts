@@ -2,7 +2,7 @@
  * Compare Calico data in the cluster with a bundle: what `apply` checks at the end (nothing lost or changed
  * apart from the planned transforms) and before the reinstall strategy deletes anything (nothing in the cluster
  * that the bundle would not bring back). A small local comparison of `spec` (and `data`) per object; the
- * full `diff` command (engine A's diffBundle) renders differences for people.
+ * full `diff` command (diffBundle in src/diff/) renders differences for people.
  */
 import type { Bundle } from '../bundle/reader.js';
 import { pruneUnknownFields } from '../calico/schema.js';

@@ -1,5 +1,5 @@
 /**
- * `restore BUNDLE --disks`: the options and the handler body that engine B's `restore` command calls
+ * `restore BUNDLE --disks`: the options and the handler body that the `restore` command calls
  * (restoreDisksOptions in its builder, runRestoreDisks when --disks is given).
  */
 import type { Argv } from 'yargs';
