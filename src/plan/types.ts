@@ -6,6 +6,7 @@
 import type { InstallType } from '../calico/detect.js';
 import type { ManifestTransform } from './manifest-custom.js';
 import type { PlanSignature } from './signature.js';
+import type { StepKind } from './steps.js';
 
 export const PLAN_API_VERSION = 'cni-rewind.io/v1';
 export const PLAN_KIND = 'Plan';
@@ -40,7 +41,8 @@ export interface PreflightCheck {
 }
 
 export interface PlanStep {
-  id: string;
+  /** One of the step catalogue's kinds (steps.ts); apply checks a plan file's ids against it. */
+  id: StepKind;
   title: string;
   /** What the step does, for people reading the plan. */
   description: string;
