@@ -99,7 +99,7 @@ function create(ctx) {
         if ((await snapshotNames(image)).includes(snap)) throw new ProviderError(`qcow2-files: ${image} already has snapshot ${snap}`, 5);
         await qemuImg(['snapshot', '-c', snap, image]);
         await writeSidecar(image, { ...(await readSidecar(image)), [snap]: { ...tags, created } });
-        ctx.reporter.debug('CNR_QCOW2_SNAPSHOT', `qcow2-files: snapshot ${snap} of ${image}`);
+        ctx.reporter.debug('CNR_EXT_QCOW2_SNAPSHOT', `qcow2-files: snapshot ${snap} of ${image}`);
         records.push({ provider: NAME, node: target.node, machine: target.machine, disk: image, device: `disk${i}`, boot: i === 0, snapshotId: snap, state: 'completed', created, location: { image } });
       }
       return records;
@@ -118,7 +118,7 @@ function create(ctx) {
       const mine = records.filter((r) => r.node === target.node && (!opts.devices || opts.devices.includes(r.device)));
       for (const r of mine) {
         await qemuImg(['snapshot', '-a', r.snapshotId, r.disk]);
-        ctx.reporter.info('CNR_QCOW2_REVERT', `qcow2-files: ${r.disk} reverted to ${r.snapshotId}`);
+        ctx.reporter.info('CNR_EXT_QCOW2_REVERT', `qcow2-files: ${r.disk} reverted to ${r.snapshotId}`);
       }
       return { node: target.node, restored: mine.map((r) => ({ device: r.device, snapshotId: r.snapshotId })), notes: [] };
     },

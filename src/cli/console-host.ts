@@ -9,14 +9,18 @@ export interface ConsoleHostOptions {
   color: boolean;
   /** Structured output goes to stdout; keep stderr for humans. */
   stderr?: NodeJS.WriteStream;
+  stdout?: NodeJS.WritableStream;
 }
 
 /**
  * Renders engine messages for a person: info/warn/error lines on stderr (stdout is kept for results,
  * so `-o json | jq` works), and progress as a redrawn line on a TTY or as occasional lines otherwise.
+ * The CLI's own output (results, previews, summary lines) goes through it too, so that everything printed is
+ * redacted and has its control characters escaped.
  */
 export class ConsoleIoHost implements IoHost {
   private readonly out: NodeJS.WriteStream;
+  private readonly resultOut: NodeJS.WritableStream;
   private readonly s: Styler;
   private readonly tty: boolean;
   private lastProgressLine = '';
@@ -24,6 +28,7 @@ export class ConsoleIoHost implements IoHost {
 
   constructor(private readonly opts: ConsoleHostOptions) {
     this.out = opts.stderr ?? process.stderr;
+    this.resultOut = opts.stdout ?? process.stdout;
     this.tty = !!this.out.isTTY;
     this.s = styler(opts.color && this.tty);
   }
@@ -36,6 +41,17 @@ export class ConsoleIoHost implements IoHost {
     const prefix = msg.level === 'warn' ? this.s.yellow('warning: ') : msg.level === 'error' ? this.s.red('error: ') : msg.level === 'debug' ? this.s.dim('debug: ') : '';
     this.clearProgress();
     this.out.write(`${prefix}${text}\n`);
+  }
+
+  /** A text of the CLI's own for a person (a preview before a question, a summary line): on stderr, even with -q. */
+  text(text: string): void {
+    this.clearProgress();
+    this.out.write(`${escapeControl(redact(text), { multiline: true })}\n`);
+  }
+
+  /** A command's result on stdout, the stream `-o json|yaml` and pipes read. */
+  result(text: string): void {
+    this.resultOut.write(`${escapeControl(redact(text), { multiline: true })}\n`);
   }
 
   progress(u: ProgressUpdate): void {

@@ -56,7 +56,7 @@ export class CliContext {
   /** Print a result: `-o json|yaml` as data, otherwise the given human rendering. */
   print(data: unknown, human: () => string): void {
     const text = this.args.output === 'table' ? human() : renderData(data, this.args.output);
-    if (text) process.stdout.write(escapeControl(redact(text), { multiline: true }) + '\n');
+    if (text) this.host.result(text);
   }
 }
 

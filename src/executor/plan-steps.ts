@@ -24,6 +24,7 @@ import { isManagedCrd, transformInstallation } from '../plan/findings.js';
 import { checkBundle, checkCluster, checkTargetPools, refuseOnFailure } from '../plan/preflight.js';
 import { parseDuration } from '../config/config.js';
 import { applyManifestEdits } from '../plan/manifest-custom.js';
+import { isStepKind, type StepKind } from '../plan/steps.js';
 import type { Plan, PreflightCheck } from '../plan/types.js';
 import type { ExecStep, StepRuntime } from './executor.js';
 import { restoreResources } from '../restore/restore.js';
@@ -43,30 +44,36 @@ export interface StepDeps {
 const FIELD_MANAGER = 'cni-rewind';
 const INSTALLATION_CRD = 'installations.operator.tigera.io';
 
+/** What a step does; it returns the one-line summary the journal and the output show. */
+export type StepImpl = (deps: StepDeps, rt: StepRuntime) => Promise<string | void>;
+
+/** One implementation per kind of the step catalogue (plan/steps.ts): a kind without one does not compile. */
+export const STEP_IMPLEMENTATIONS: { readonly [K in StepKind]: StepImpl } = {
+  preflight: (deps) => preflight(deps),
+  'pause-operator': (deps, rt) => pauseOperator(deps, rt),
+  'apply-crds': (deps) => applyCrds(deps),
+  'apply-operator': (deps) => applyOperator(deps),
+  'apply-calico-manifest': (deps) => applyCalicoManifest(deps),
+  'transform-installation': (deps) => transformInstallationStep(deps),
+  'remove-old': (deps) => removeOld(deps),
+  'install-target': async (deps) => `${await applyCrds(deps)}; ${await applyOperator(deps)}`,
+  'restore-data': (deps) => restoreData(deps),
+  'restore-drift': (deps) => restoreDrift(deps),
+  'resume-operator': (deps, rt) => resumeOperator(deps, rt),
+  'wait-rollout': (deps) => waitRollout(deps.client, deps.plan, deps.target, deps.rolloutTimeoutMs ?? 300_000),
+  'verify-data': (deps) => verifyData(deps),
+  'reboot-nodes': (deps, rt) => {
+    if (!deps.plan.rolling?.nodes) throw new RefusedError('the plan has a reboot-nodes step but no node list (plan.rolling): make a new plan with --reboot-nodes');
+    return rebootNodes(deps.client, deps.plan.rolling, rt);
+  },
+};
+
 export function buildSteps(deps: StepDeps): ExecStep[] {
-  const impl: Record<string, (rt: StepRuntime) => Promise<string | void>> = {
-    preflight: () => preflight(deps),
-    'pause-operator': (rt) => pauseOperator(deps, rt),
-    'apply-crds': () => applyCrds(deps),
-    'apply-operator': () => applyOperator(deps),
-    'apply-calico-manifest': () => applyCalicoManifest(deps),
-    'transform-installation': () => transformInstallationStep(deps),
-    'remove-old': () => removeOld(deps),
-    'install-target': async () => `${await applyCrds(deps)}; ${await applyOperator(deps)}`,
-    'restore-data': () => restoreData(deps),
-    'restore-drift': () => restoreDrift(deps),
-    'resume-operator': (rt) => resumeOperator(deps, rt),
-    'wait-rollout': () => waitRollout(deps.client, deps.plan, deps.target, deps.rolloutTimeoutMs ?? 300_000),
-    'verify-data': () => verifyData(deps),
-    'reboot-nodes': (rt) => {
-      if (!deps.plan.rolling?.nodes) throw new RefusedError('the plan has a reboot-nodes step but no node list (plan.rolling): make a new plan with --reboot-nodes');
-      return rebootNodes(deps.client, deps.plan.rolling, rt);
-    },
-  };
   return deps.plan.steps.map((s) => {
-    const run = impl[s.id];
-    if (!run) throw new RefusedError(`the plan has a step this cni-rewind does not know: ${s.id}`);
-    return { id: s.id, title: s.title, run };
+    // The ids come from a file: typed as the catalogue's kinds, checked again here.
+    if (!isStepKind(s.id)) throw new RefusedError(`the plan has a step this cni-rewind does not know: ${String(s.id)}`);
+    const impl = STEP_IMPLEMENTATIONS[s.id];
+    return { id: s.id, title: s.title, run: (rt: StepRuntime) => impl(deps, rt) };
   });
 }
 

@@ -3,11 +3,13 @@
  * (tables, progress bars, JSON) and tests record. Modelled on the CDK toolkit's I/O host:
  * every message carries a stable code so hosts and tests can react to specific events.
  */
-export type Level = 'debug' | 'info' | 'warn' | 'error' | 'result';
+import type { CodeOf, Level, MessageCode, ExternalCode, PayloadOf } from './messages.js';
+
+export type { Level } from './messages.js';
 
 export interface IoMessage<T = unknown> {
-  /** Stable code, e.g. `CNR_EXPORT_KIND`, `CNR_RESTORE_OBJECT`. */
-  code: string;
+  /** Stable code from the catalogue (src/io/messages.ts), e.g. `CNR_EXPORT_DONE`, or a third party's `CNR_EXT_*`. */
+  code: MessageCode | ExternalCode;
   level: Level;
   /** Human text, already free of secrets. */
   message: string;
@@ -33,20 +35,23 @@ export interface IoHost {
   confirm?(question: string): Promise<boolean>;
 }
 
-/** Convenience wrapper the engine modules use. */
+/**
+ * Convenience wrapper the engine modules use. Each method takes only the catalogue's codes of its level and
+ * their payload type (src/io/messages.ts), so an unknown code or a wrong payload does not compile.
+ */
 export class Reporter {
   constructor(private readonly host: IoHost) {}
 
-  debug(code: string, message: string, data?: unknown): void {
+  debug<C extends CodeOf<'debug'>>(code: C, message: string, data?: PayloadOf<C>): void {
     this.emit('debug', code, message, data);
   }
-  info(code: string, message: string, data?: unknown): void {
+  info<C extends CodeOf<'info'>>(code: C, message: string, data?: PayloadOf<C>): void {
     this.emit('info', code, message, data);
   }
-  warn(code: string, message: string, data?: unknown): void {
+  warn<C extends CodeOf<'warn'>>(code: C, message: string, data?: PayloadOf<C>): void {
     this.emit('warn', code, message, data);
   }
-  error(code: string, message: string, data?: unknown): void {
+  error<C extends CodeOf<'error'>>(code: C, message: string, data?: PayloadOf<C>): void {
     this.emit('error', code, message, data);
   }
   progress(update: ProgressUpdate): void {
@@ -56,7 +61,7 @@ export class Reporter {
     return this.host.confirm ? this.host.confirm(question) : false;
   }
 
-  private emit(level: Level, code: string, message: string, data?: unknown): void {
+  private emit(level: Level, code: MessageCode | ExternalCode, message: string, data?: unknown): void {
     this.host.notify({ code, level, message, data, time: new Date() });
   }
 }

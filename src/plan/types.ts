@@ -4,6 +4,7 @@
  * bundle it relies on, the findings and the steps.
  */
 import type { InstallType } from '../calico/detect.js';
+import type { StepKind } from './steps.js';
 
 export const PLAN_API_VERSION = 'cni-rewind.io/v1';
 export const PLAN_KIND = 'Plan';
@@ -38,7 +39,8 @@ export interface PreflightCheck {
 }
 
 export interface PlanStep {
-  id: string;
+  /** One of the step catalogue's kinds (steps.ts); apply checks a plan file's ids against it. */
+  id: StepKind;
   title: string;
   /** What the step does, for people reading the plan. */
   description: string;

@@ -51,7 +51,7 @@ export const applyCommand: Command<ApplyArgs> = {
         killAfterStep: Number.isFinite(kill) ? kill : undefined,
         confirm: async (p) => {
           if (args.yes) return true;
-          process.stderr.write(renderPlan(p, ctx.style) + '\n\n');
+          ctx.host.text(renderPlan(p, ctx.style) + '\n');
           return ctx.reporter.confirm(`Apply plan ${p.id} to cluster ${p.cluster.name}${args.resume ? ' (resume)' : ''}?`);
         },
         onStarted: (journal, lock) => {
@@ -59,7 +59,7 @@ export const applyCommand: Command<ApplyArgs> = {
           const stop = (sig: NodeJS.Signals) => {
             journal.append({ event: 'interrupted', signal: sig });
             void lock.release().finally(() => {
-              process.stderr.write(`cni-rewind: interrupted; continue with: cni-rewind apply ${args.plan} --resume\n`);
+              ctx.host.text(`cni-rewind: interrupted; continue with: cni-rewind apply ${args.plan} --resume`);
               process.exit(130);
             });
           };

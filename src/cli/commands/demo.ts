@@ -38,7 +38,7 @@ export const demoCommand: Command<DemoArgs> = {
       }
     }
     const s = ctx.style;
-    const say = (line = '') => process.stdout.write(line + '\n');
+    const say = (line = '') => ctx.host.result(line);
     const work = mkdtempSync(path.join(os.tmpdir(), 'cni-rewind-demo-'));
     const cluster = new LocalCluster({ name: 'demo', portBase: Number(process.env.CNI_REWIND_DEMO_PORT_BASE ?? 17443), log: (l) => say(s.dim(`  [cluster] ${l}`)) });
     const results: { step: string; result: string; seconds: string }[] = [];

@@ -78,7 +78,7 @@ export const planCommand: Command<PlanArgs> = {
     const blockers = planBlockers(plan);
     ctx.print(plan, () => renderPlan(plan, ctx.style) + (args.out ? `\n\nPlan written to ${args.out}.${blockers.length ? '' : ` Apply it with: cni-rewind apply ${args.out}`}` : ''));
     if (blockers.length) {
-      process.stderr.write(`cni-rewind: apply would refuse this plan:\n${blockers.map((b) => `  - ${b}`).join('\n')}\n`);
+      ctx.host.text(`cni-rewind: apply would refuse this plan:\n${blockers.map((b) => `  - ${b}`).join('\n')}`);
       return ExitCode.Refused;
     }
     return ExitCode.Ok;

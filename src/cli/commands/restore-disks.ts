@@ -73,7 +73,7 @@ export async function runRestoreDisks(ctx: CliContext, args: RestoreDisksArgs & 
         confirm: args.yes
           ? undefined
           : async (plan) => {
-              process.stderr.write(planText(plan) + '\n');
+              ctx.host.text(planText(plan));
               return ctx.reporter.confirm(`Restore the disks of ${plan.length} node(s) (their current disk contents are replaced)?`);
             },
       },

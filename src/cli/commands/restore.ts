@@ -77,9 +77,9 @@ export const restoreCommand: Command<RestoreArgs> = {
   }),
 };
 
-async function confirmPlan(ctx: CliContext, plan: RestorePlan): Promise<boolean> {
+export async function confirmPlan(ctx: CliContext, plan: RestorePlan): Promise<boolean> {
   // The preview goes to stderr so stdout keeps only the result (for -o json).
-  process.stderr.write(renderPlan(plan, ctx.style, ctx.args.verbose) + '\n');
+  ctx.host.text(renderPlan(plan, ctx.style, ctx.args.verbose));
   return ctx.reporter.confirm(`Restore these objects into the cluster?`);
 }
 

@@ -27,7 +27,7 @@ export const verifyCommand: Command<VerifyArgs> = {
       if (!r.ok) {
         // One summary line on stderr too, so scripts that only keep stderr see which file is bad.
         const first = r.problems[0]!;
-        process.stderr.write(`cni-rewind: bundle ${oneLine(args.bundle)} failed verification: ${oneLine(first.file)}: ${oneLine(first.problem)}${r.problems.length > 1 ? ` (and ${r.problems.length - 1} more)` : ''}\n`);
+        ctx.host.text(`cni-rewind: bundle ${oneLine(args.bundle)} failed verification: ${oneLine(first.file)}: ${oneLine(first.problem)}${r.problems.length > 1 ? ` (and ${r.problems.length - 1} more)` : ''}`);
         return ExitCode.BadInput;
       }
     } finally {
