@@ -2,6 +2,7 @@ import readline from 'node:readline';
 import type { IoHost, IoMessage, ProgressUpdate } from '../io/host.js';
 import { redact } from '../io/redact.js';
 import { escapeControl, styler, type Styler } from './output.js';
+import { ProgressBars } from './progress-bars.js';
 
 export interface ConsoleHostOptions {
   verbose: boolean;
@@ -14,7 +15,7 @@ export interface ConsoleHostOptions {
 
 /**
  * Renders engine messages for a person: info/warn/error lines on stderr (stdout is kept for results,
- * so `-o json | jq` works), and progress as a redrawn line on a TTY or as occasional lines otherwise.
+ * so `-o json | jq` works), and progress as one bar per running task on a TTY or as occasional lines otherwise.
  * The CLI's own output (results, previews, summary lines) goes through it too, so that everything printed is
  * redacted and has its control characters escaped.
  */
@@ -23,14 +24,15 @@ export class ConsoleIoHost implements IoHost {
   private readonly resultOut: NodeJS.WritableStream;
   private readonly s: Styler;
   private readonly tty: boolean;
-  private lastProgressLine = '';
   private readonly lastPrinted = new Map<string, number>();
+  private readonly bars?: ProgressBars;
 
   constructor(private readonly opts: ConsoleHostOptions) {
     this.out = opts.stderr ?? process.stderr;
     this.resultOut = opts.stdout ?? process.stdout;
     this.tty = !!this.out.isTTY;
     this.s = styler(opts.color && this.tty);
+    if (this.tty) this.bars = new ProgressBars(this.out, (u) => ({ label: escapeControl(u.label), status: u.status ? this.s.dim(escapeControl(u.status)) : undefined }));
   }
 
   notify(msg: IoMessage): void {
@@ -39,14 +41,12 @@ export class ConsoleIoHost implements IoHost {
     if (msg.level === 'result') return;
     const text = escapeControl(redact(msg.message));
     const prefix = msg.level === 'warn' ? this.s.yellow('warning: ') : msg.level === 'error' ? this.s.red('error: ') : msg.level === 'debug' ? this.s.dim('debug: ') : '';
-    this.clearProgress();
-    this.out.write(`${prefix}${text}\n`);
+    this.writeHuman(`${prefix}${text}\n`);
   }
 
   /** A text of the CLI's own for a person (a preview before a question, a summary line): on stderr, even with -q. */
   text(text: string): void {
-    this.clearProgress();
-    this.out.write(`${escapeControl(redact(text), { multiline: true })}\n`);
+    this.writeHuman(`${escapeControl(redact(text), { multiline: true })}\n`);
   }
 
   /** A command's result on stdout, the stream `-o json|yaml` and pipes read. */
@@ -59,14 +59,8 @@ export class ConsoleIoHost implements IoHost {
     const pct = u.total ? ` ${Math.floor((100 * u.current) / Math.max(1, u.total))}%` : '';
     const count = u.total ? ` ${u.current}/${u.total}` : u.current ? ` ${u.current}` : '';
     const line = `${escapeControl(u.label)}${count}${pct}${u.status ? ` ${this.s.dim(escapeControl(u.status))}` : ''}`;
-    if (this.tty) {
-      this.clearProgress();
-      if (u.done) {
-        this.out.write(`${line}\n`);
-      } else {
-        this.out.write(line.slice(0, (this.out.columns ?? 120) - 1));
-        this.lastProgressLine = line;
-      }
+    if (this.bars) {
+      this.bars.update(u, line);
       return;
     }
     // Not a TTY: print at most every 2 s per task, and the final state.
@@ -79,7 +73,7 @@ export class ConsoleIoHost implements IoHost {
 
   async confirm(question: string): Promise<boolean> {
     if (!process.stdin.isTTY) return false;
-    this.clearProgress();
+    this.close();
     const rl = readline.createInterface({ input: process.stdin, output: this.out });
     try {
       const answer: string = await new Promise((resolve) => rl.question(`${question} [y/N] `, resolve));
@@ -89,10 +83,14 @@ export class ConsoleIoHost implements IoHost {
     }
   }
 
-  private clearProgress(): void {
-    if (this.tty && this.lastProgressLine) {
-      this.out.write('\r\x1b[2K');
-      this.lastProgressLine = '';
-    }
+  /** Stop drawing progress (bars removed, cursor shown): before a question, an error line, or the end. */
+  close(): void {
+    this.bars?.stop();
+  }
+
+  /** A line for a person on stderr: above the progress bars while they are drawn. */
+  private writeHuman(text: string): void {
+    if (this.bars) this.bars.log(text);
+    else this.out.write(text);
   }
 }

@@ -50,6 +50,7 @@ export class CliContext {
   }
 
   async close(): Promise<void> {
+    this.host.close();
     if (this.clientPromise) (await this.clientPromise.catch(() => undefined))?.close();
   }
 
@@ -80,6 +81,7 @@ export function handler<A>(fn: (ctx: CliContext, args: A & GlobalArgs) => Promis
       const code = await fn(ctx, args);
       process.exitCode = code ?? ExitCode.Ok;
     } catch (err) {
+      ctx.host.close();
       process.exitCode = reportError(err, args.verbose, ctx.style);
     } finally {
       settled = true;

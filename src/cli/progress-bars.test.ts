@@ -43,6 +43,15 @@ describe('progress bars on a terminal', () => {
     expect(out.text().endsWith('after\n')).toBe(true);
   });
 
+  it('prints the lines logged just before it stops', () => {
+    const out = fakeTerminal();
+    const bars = new ProgressBars(out, (u) => ({ label: u.label }));
+    bars.update({ id: 'a', label: 'node-a', current: 1, total: 2 }, '');
+    bars.log('error: the last words\n');
+    bars.stop();
+    expect(out.text()).toContain('error: the last words\n');
+  });
+
   it('shows a count without a bar for a task with no total', async () => {
     const out = fakeTerminal();
     const bars = new ProgressBars(out, (u) => ({ label: u.label }));

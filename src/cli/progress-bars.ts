@@ -64,6 +64,8 @@ export class ProgressBars {
   /** Remove the bars and give the terminal back (cursor shown, timers stopped); idempotent. */
   stop(): void {
     if (!this.multi) return;
+    // MultiBar.stop() drops lines still waiting for the next redraw: draw once more so they are printed.
+    this.multi.update();
     this.multi.stop();
     this.multi = undefined;
     this.bars.clear();
