@@ -4,7 +4,7 @@
  */
 import type { Argv } from 'yargs';
 import { providerSetFor } from '../../backup/backup.js';
-import { restoreNodeDisks, type NodeRestorePlan, type RestoreDisksRun } from '../../backup/restore-disks.js';
+import { restoreNodeDisks, type NodeRestorePlan, type RestoreDisksRun } from '../../restore/disks.js';
 import { readBundleManifest } from '../../bundle/reader.js';
 import { parseDuration } from '../../config/config.js';
 import { ExitCode } from '../../errors.js';
