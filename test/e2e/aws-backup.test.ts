@@ -130,7 +130,7 @@ describe('backup with the AWS EC2 provider (moto server)', () => {
   });
 
   /**
-   * restore --disks goes through runRestoreDisks (src/cli/commands/restore-disks.ts), which engineer B's `restore`
+   * restore --disks goes through runRestoreDisks (src/cli/commands/restore-disks.ts), which the `restore`
    * command calls; these tests run the same engine in-process (real cluster, real moto), with the provider
    * environment a user would set.
    */
