@@ -4,25 +4,16 @@
  * - the datastore lock taken before the pools and released to true when it was unset;
  * - a bundle from another cluster refused unless --allow-other-cluster.
  */
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { runCli } from './helpers.js';
-import { T, c, datastoreReady, exportTo, operatorReplicas, setUpRestoreCluster } from './restore-support.js';
+import { T, c, datastoreReady, exportTo, operatorReplicas, restoreSuite } from './restore-support.js';
 
 describe('restore --resources guards on a real cluster', () => {
   let client: KubeClient;
-  const work = mkdtempSync(path.join(os.tmpdir(), 'cnr-restore-'));
-
-  beforeAll(async () => {
-    client = await setUpRestoreCluster();
-  });
-  afterAll(async () => {
-    client.close();
-  });
+  const work = restoreSuite((c) => (client = c));
 
   it('puts the operator replicas and datastoreReady back after a failed restore, and reports each failure', async () => {
     const bundle = await exportTo(work, 'failing');

@@ -1,6 +1,8 @@
 /** What the restore e2e files share: a small but complete Calico datastore on the real cluster, and readers of its state. */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject, ResourceType } from '../../src/kube/types.js';
@@ -118,7 +120,7 @@ export async function exportTo(dir: string, name: string): Promise<string> {
 }
 
 /** A client on a cluster reset to Calico 3.28.1 (operator install) holding the population. */
-export async function setUpRestoreCluster(): Promise<KubeClient> {
+async function setUpRestoreCluster(): Promise<KubeClient> {
   const client = await testClient();
   await resetCalico(client);
   await client.delete(K.namespace, undefined, APP_NS);
@@ -131,4 +133,15 @@ export async function setUpRestoreCluster(): Promise<KubeClient> {
   await client.replace(T.installation, inst);
   await populate(client);
   return client;
+}
+
+/** Sets a restore e2e file's cluster up before its tests (handing the client to `onClient`) and closes it after; returns a fresh working folder. */
+export function restoreSuite(onClient: (client: KubeClient) => void): string {
+  let client: KubeClient | undefined;
+  beforeAll(async () => {
+    client = await setUpRestoreCluster();
+    onClient(client);
+  });
+  afterAll(() => client?.close());
+  return mkdtempSync(path.join(os.tmpdir(), 'cnr-restore-'));
 }

@@ -7,26 +7,16 @@
  * - a disabled operator-managed pool under operator v1.34 is refused with the fix.
  * The guards (operator, datastore lock, other cluster) are in restore-guards.test.ts.
  */
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { applyFixture, runCli } from './helpers.js';
-import { APP_NS, T, c, datastoreReady, deleteCalicoCrds, exportTo, operatorReplicas, population, resourceVersions, setUpRestoreCluster, specs } from './restore-support.js';
+import { APP_NS, T, c, datastoreReady, deleteCalicoCrds, exportTo, operatorReplicas, population, resourceVersions, restoreSuite, specs } from './restore-support.js';
 
 describe('restore --resources on a real cluster', () => {
   let client: KubeClient;
-  const work = mkdtempSync(path.join(os.tmpdir(), 'cnr-restore-'));
-
-  beforeAll(async () => {
-    client = await setUpRestoreCluster();
-  });
-  afterAll(async () => {
-    client.close();
-  });
+  const work = restoreSuite((c) => (client = c));
 
   it('brings everything back after every Calico CRD was deleted (the incident), and diff then exits 0', async () => {
     const before = await specs(client);
