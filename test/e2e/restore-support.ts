@@ -124,6 +124,8 @@ async function setUpRestoreCluster(): Promise<KubeClient> {
   const client = await testClient();
   await resetCalico(client);
   await client.delete(K.namespace, undefined, APP_NS);
+  // Left by the other restore file: populate writes into it, which a namespace still terminating refuses.
+  await client.waitFor(`namespace ${APP_NS} to be gone`, async () => ((await client.getOrUndefined(K.namespace, undefined, APP_NS)) ? undefined : true), { timeoutMs: 120_000 });
   await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
   await applyFixture(client, '3.28.1', 'custom-resources.yaml');
   // The 3.28 operator writes name/allowedUses into the Installation pool entries itself (docs/calico-differences.md); kwok
