@@ -11,7 +11,8 @@
  *
  * Credentials, region and endpoint come from the standard AWS chain and environment (AWS_PROFILE,
  * AWS_REGION, AWS_ENDPOINT_URL_EC2, ...): nothing custom. The region of a node is its zone's region as EC2 reports it.
- * Throttling (RequestLimitExceeded, HTTP 429/503) is retried with backoff through src/kube/retry.ts.
+ * Throttling and transient errors (RequestLimitExceeded, HTTP 429/500/502/503/504, timeouts) are retried with
+ * backoff through src/kube/retry.ts; CreateSnapshots, which takes no ClientToken, adopts what a lost attempt made.
  */
 import {
   AttachVolumeCommand,
@@ -118,6 +119,20 @@ export class AwsProvider implements SnapshotProvider {
       this.clients.set(region, c);
     }
     return c;
+  }
+
+  /** The snapshots an earlier attempt of this backup made of this node (found by the tags it gave them). */
+  private async snapshotsTagged(c: EC2Client, bundleId: string, node: string): Promise<Snapshot[]> {
+    const r = await c.send(
+      new DescribeSnapshotsCommand({
+        OwnerIds: ['self'],
+        Filters: [
+          { Name: `tag:${TAG_KEYS.bundle}`, Values: [bundleId] },
+          { Name: `tag:${TAG_KEYS.node}`, Values: [node] },
+        ],
+      }),
+    );
+    return r.Snapshots ?? [];
   }
 
   /** One EC2 call with throttling retries and errors mapped to one clear line. */
@@ -227,8 +242,15 @@ export class AwsProvider implements SnapshotProvider {
       Name: `cni-rewind ${tags.node}`,
     };
     const created = new Date().toISOString();
-    const out = await this.call(region, 'CreateSnapshots', (c) =>
-      c.send(
+    let attempts = 0;
+    const out = await this.call(region, 'CreateSnapshots', async (c) => {
+      // CreateSnapshots takes no ClientToken: a retry after an answer that never arrived (a 5xx from a proxy, a
+      // cut connection) must not make a second set, of which the bundle would record one and orphan the other.
+      if (attempts++ > 0) {
+        const earlier = await this.snapshotsTagged(c, tags.bundleId, tags.node);
+        if (earlier.length) return { Snapshots: earlier };
+      }
+      return c.send(
         new CreateSnapshotsCommand({
           InstanceSpecification: {
             InstanceId: target.machine,
@@ -239,8 +261,8 @@ export class AwsProvider implements SnapshotProvider {
           CopyTagsFromSource: 'volume',
           TagSpecifications: [{ ResourceType: 'snapshot', Tags: toTags(baseTags) }],
         }),
-      ),
-    );
+      );
+    });
     // An endpoint that ignores ExcludeDataVolumeIds (moto 5.2 does) must not leave a snapshot of a volume the
     // policy left out: delete it at once rather than record application data the user did not ask for.
     const unwanted = (out.Snapshots ?? []).filter((s) => !wanted.has(s.VolumeId ?? ''));
