@@ -272,6 +272,8 @@ export async function exportBundle(
     const final = await Promise.race([work, interrupted]);
     return { path: final, manifest: writer.manifest };
   } catch (err) {
+    // Aborted: the export in flight fails on the writer being aborted under it; what counts is the interruption.
+    if (opts.signal?.aborted) await interrupted;
     await writer.abort();
     throw err;
   } finally {
