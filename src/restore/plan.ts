@@ -11,6 +11,7 @@ import type { BundleManifest } from '../bundle/types.js';
 import { BadInputError, RefusedError } from '../errors.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
+import { clusterUid } from '../kube/cluster-uid.js';
 import type { KubeClient } from '../kube/client.js';
 import { listCrds } from '../kube/discovery.js';
 import { ResourceResolver } from '../kube/resolver.js';
@@ -24,11 +25,6 @@ import {
   DEFAULT_RESTORE_CONCURRENCY, countActions, desiredOf, idOf, refOf,
   type ExistingPolicy, type Planned, type RestoreOptions, type RestorePlan, type RestoreSource,
 } from './types.js';
-
-/** The cluster's identity: the kube-system namespace UID (what export records as manifest.cluster.uid). */
-export async function clusterUid(client: KubeClient): Promise<string> {
-  return (await client.get(K.namespace, undefined, 'kube-system')).metadata.uid ?? '';
-}
 
 /** What the first pass keeps of the bundle. */
 interface BundleSummary {

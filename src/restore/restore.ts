@@ -18,8 +18,7 @@ import { DEFAULT_RESTORE_CONCURRENCY, WRITES, type RestoreOptions, type RestoreR
 import { serverDryRun } from './write.js';
 
 export { executeRestore } from './execute.js';
-export { canonical } from './normalize.js';
-export { clusterUid, planRestore } from './plan.js';
+export { planRestore } from './plan.js';
 export {
   DEFAULT_RESTORE_CONCURRENCY,
   type ExistingPolicy, type ObjectRef, type RestoreAction, type RestoreActionKind, type RestoreOptions, type RestorePlan, type RestoreResult, type RestoreSource,

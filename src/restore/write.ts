@@ -1,6 +1,6 @@
 /** Writing one planned object (create, update, replace), and the API server's dry run of every write. */
 import { KubeApiError, type KubeClient } from '../kube/client.js';
-import { pool } from '../kube/manifests.js';
+import { pool } from '../util/pool.js';
 import type { ResourceResolver } from '../kube/resolver.js';
 import type { KubeObject } from '../kube/types.js';
 import type { Reporter } from '../io/host.js';
