@@ -13,6 +13,7 @@ import type { BundleManifest } from '../bundle/types.js';
 import type { CniRewindConfig } from '../config/config.js';
 import type { NodeMapping } from '../config/mapping.js';
 import { BadInputError, errorMessage, RefusedError } from '../errors.js';
+import { whenAborted } from '../io/abort.js';
 import type { Reporter } from '../io/host.js';
 import { DEFAULT_BACKUP_DIR, defaultBundleName, exportCalico } from '../export/export.js';
 import { K } from '../kube/builtin.js';
@@ -46,6 +47,8 @@ export interface BackupOptions {
   includeVolumes?: boolean;
   config: CniRewindConfig;
   mapping: NodeMapping;
+  /** Aborted while snapshotting = stop: the snapshots in flight are finished and recorded, no new node is started. */
+  signal?: AbortSignal;
 }
 
 export interface NodeBackupResult {
@@ -127,14 +130,12 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
     const results: NodeBackupResult[] = [];
     const policy = { includeVolumes: !!opts.includeVolumes, index: undefined as Promise<PvIndex> | undefined, client };
     const deadline = Date.now() + opts.snapshotTimeoutMs;
-    const interrupted = { signal: undefined as NodeJS.Signals | undefined };
-    const onSignal = (sig: NodeJS.Signals) => {
+    const interrupted = { signal: undefined as string | undefined };
+    const stopListening = whenAborted(opts.signal, (why) => {
       // Finish recording what exists rather than dying with snapshots nobody knows about.
-      interrupted.signal = sig;
-      reporter.warn('CNR_BACKUP_INTERRUPTED', `${sig}: finishing the snapshots in flight and recording them; no new node is started`);
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+      interrupted.signal = why;
+      reporter.warn('CNR_BACKUP_INTERRUPTED', `${why}: finishing the snapshots in flight and recording them; no new node is started`);
+    });
     try {
       // The concurrency bounds the nodes being snapshotted. With a provider whose waits share their polling
       // (sharedWait), a node waiting for its snapshots to become usable gives its slot back: 200 nodes' snapshots
@@ -154,8 +155,7 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
       });
       await Promise.all(waits);
     } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      stopListening();
     }
 
     const failed = results.filter((r) => !r.ok);

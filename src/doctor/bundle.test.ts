@@ -7,8 +7,8 @@ import { configPathFor, crdPathFor, nodePathFor, resourcePathFor } from '../bund
 import { openBundle } from '../bundle/reader.js';
 import { BundleWriter } from '../bundle/writer.js';
 import { doctorReport, loadBundleState } from './doctor.js';
-import { fixtureCrd } from './testing-fixtures.js';
-import { entry, installationWith, pool } from './testing.js';
+import { fixtureCrd } from '../../test/support/doctor-fixtures.js';
+import { entry, installationWith, pool } from '../../test/support/doctor-state.js';
 
 /** doctor BUNDLE, offline: a bundle written by the real BundleWriter (an encrypted Secret in it, no key given). */
 describe('loadBundleState', () => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { loadRelease } from '../calico/release.js';
-import { fixtureCrd } from './testing-fixtures.js';
+import { fixtureCrd } from '../../test/support/doctor-fixtures.js';
 import { doctorExitCode, doctorReport, runChecks } from './doctor.js';
 import { addressAt, canonicalIp, cidrContains, parseCidr, parseIp } from './ip.js';
-import { affinity, block, calicoNode, entry, handle, installationWith, makeState, operatorWorkload, pool, podAt } from './testing.js';
+import { affinity, block, calicoNode, entry, handle, installationWith, makeState, operatorWorkload, pool, podAt } from '../../test/support/doctor-state.js';
 
 const MANAGED = { 'app.kubernetes.io/managed-by': 'tigera-operator' };
 const ids = (fs: { id: string }[]) => fs.map((f) => f.id);

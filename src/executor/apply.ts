@@ -25,8 +25,6 @@ export interface ApplyOptions {
   autoRollback?: boolean;
   /** Asked once the plan is checked and before the lock is taken; false stops without changes. */
   confirm?: (plan: Plan) => Promise<boolean>;
-  /** TEST-ONLY: see ExecOptions.killAfterStep. */
-  killAfterStep?: number;
   /** Provider modules, config and mapping named on the command line (a plan's own are used only when given here too). */
   given?: ApplyGiven;
   /** Called once the journal is open, so the CLI can record an interruption (Ctrl-C) in it. */
@@ -117,7 +115,7 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
       journal.begin(plan.id, !!opts.resume);
       opts.onStarted?.(journal, lock);
       const steps = buildSteps({ client, plan, target, bundle, reporter, rolloutTimeoutMs: opts.rolloutTimeoutMs });
-      const r = await runSteps(steps, journal, { reporter, killAfterStep: opts.killAfterStep, beforeStep: () => lock.check() });
+      const r = await runSteps(steps, journal, { reporter, beforeStep: () => lock.check() });
       const result: ApplyResult = { ...base, ok: r.ok, steps: r.steps, tookOverLock: lock.tookOver };
       if (plan.rolling) {
         result.nodes = plan.rolling.nodes.map((n) => ({ ...n, phase: (journal.current.remembered[`reboot-nodes/${n.node}`] as { phase?: 'done' } | undefined)?.phase ?? 'pending' }));

@@ -6,28 +6,29 @@ import { describe, expect, it } from 'vitest';
 import { RecordingIoHost, Reporter } from '../io/host.js';
 import { packageRoot } from '../package-root.js';
 import { runSteps } from './executor.js';
-import { syntheticSteps } from './test-support.js';
+import { syntheticSteps } from '../../test/support/executor-steps.js';
 import { Journal, journalPathFor } from './journal.js';
+import { KILL_AFTER_STEP_ENV } from '../../test/support/kill-after-step.js';
 
-/** A child process that runs the synthetic steps with the built executor (dist/), optionally killing itself. */
+/** A child process that runs the synthetic steps with the built executor (dist/), optionally killed after a step (the harness's hook). */
 function runChild(dir: string, killAfter?: number): Promise<{ code: number | null; signal: string | null }> {
   const root = packageRoot();
   const script = path.join(dir, 'child.mjs');
   writeFileSync(
     script,
     `import path from 'node:path';
-const { syntheticSteps } = await import(${JSON.stringify(path.join(root, 'dist/src/executor/test-support.js'))});
+const { syntheticSteps } = await import(${JSON.stringify(path.join(root, 'dist/test/support/executor-steps.js'))});
+await import(${JSON.stringify(path.join(root, 'dist/test/support/kill-after-step.js'))});
 const { runSteps } = await import(${JSON.stringify(path.join(root, 'dist/src/executor/executor.js'))});
 const { Journal } = await import(${JSON.stringify(path.join(root, 'dist/src/executor/journal.js'))});
 const { Reporter, silentHost } = await import(${JSON.stringify(path.join(root, 'dist/src/io/host.js'))});
 const dir = ${JSON.stringify(dir)};
-const kill = process.env.KILL_AFTER ? Number(process.env.KILL_AFTER) : undefined;
-const r = await runSteps(syntheticSteps(dir), Journal.open(path.join(dir, 'journal')), { reporter: new Reporter(silentHost), killAfterStep: kill });
+const r = await runSteps(syntheticSteps(dir), Journal.open(path.join(dir, 'journal')), { reporter: new Reporter(silentHost) });
 process.exit(r.ok ? 0 : 3);
 `,
   );
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [script], { env: { ...process.env, KILL_AFTER: killAfter ? String(killAfter) : '' } }, () => undefined);
+    const child = execFile(process.execPath, [script], { env: { ...process.env, [KILL_AFTER_STEP_ENV]: killAfter ? String(killAfter) : '' } }, () => undefined);
     child.on('exit', (code, signal) => resolve({ code, signal }));
   });
 }

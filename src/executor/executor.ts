@@ -4,9 +4,23 @@
  * step is written to be idempotent). Values that must not be re-read after the step changed them (the operator's
  * replica count before it was scaled to 0) are remembered in the journal.
  */
+import { channel } from 'node:diagnostics_channel';
 import { errorMessage } from '../errors.js';
 import type { Reporter } from '../io/host.js';
 import { Journal } from './journal.js';
+
+/**
+ * Published (synchronously) right after a step's end is durably journaled: a step boundary, where an observer
+ * (tracing, a kill-and-resume test harness) may act before the next step starts. Nothing here depends on it.
+ */
+export const STEP_JOURNALED_CHANNEL = 'cni-rewind:step-journaled';
+export interface StepJournaled {
+  step: string;
+  /** 1-based. */
+  index: number;
+  journal: string;
+}
+const stepJournaled = channel(STEP_JOURNALED_CHANNEL);
 
 export interface StepRuntime {
   /** Record a value durably (in the journal) before acting on it. */
@@ -44,11 +58,6 @@ export interface ExecResult {
 
 export interface ExecOptions {
   reporter: Reporter;
-  /**
-   * TEST-ONLY (env CNI_REWIND_TEST_KILL_AFTER_STEP, read by the CLI): SIGKILL this process right after step N
-   * (1-based) is journaled as finished, to prove that resume continues correctly from every step boundary.
-   */
-  killAfterStep?: number;
   /**
    * Called before each step is started (the safe points); if it throws, the run stops there: the journal records
    * where (`stopped`, naming the step not started) and --resume continues with that step.
@@ -98,7 +107,7 @@ export async function runSteps(steps: ExecStep[], journal: Journal, opts: ExecOp
       out.ms = Date.now() - t0;
       reporter.info('CNR_STEP_DONE', `[${index}/${steps.length}] ${step.title}: ${summary || 'done'}`, { step: step.id, index, ms: out.ms });
       reporter.progress({ id: step.id, label: step.title, current: 1, total: 1, status: 'done', done: true });
-      if (opts.killAfterStep === index) process.kill(process.pid, 'SIGKILL');
+      if (stepJournaled.hasSubscribers) stepJournaled.publish({ step: step.id, index, journal: journal.path } satisfies StepJournaled);
     } catch (err) {
       const msg = errorMessage(err);
       journal.append({ event: 'step-failed', step: step.id, index, error: msg });

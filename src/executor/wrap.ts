@@ -24,6 +24,13 @@ export interface WrapOptions {
   excludeSecrets?: boolean;
   /** Take the bundle another way (`backup` with disk snapshots); default: export only. */
   takeBackup?: () => Promise<{ path: string; diskSnapshots: number }>;
+  /** Passed to the export and the restore: aborted = they stop as they do on their own. */
+  signal?: AbortSignal;
+  /**
+   * Told when the user's command starts and ends. The command shares our terminal, so a Ctrl-C reaches it too:
+   * the caller lets the command decide and keeps checking Calico after it (the CLI ignores SIGINT meanwhile).
+   */
+  onCommandRunning?: (running: boolean) => void;
 }
 
 export interface WrapResult {
@@ -49,13 +56,14 @@ export async function wrap(client: KubeClient, opts: WrapOptions, reporter: Repo
   if (!opts.command.length) throw new BadInputError('wrap needs a command after --, e.g. cni-rewind wrap -- kubectl apply -f calico.yaml');
   const backup = opts.takeBackup
     ? await opts.takeBackup()
-    : { ...(await exportBundle(client, { out: opts.out, excludeSecrets: opts.excludeSecrets }, reporter)), diskSnapshots: 0 };
+    : { ...(await exportBundle(client, { out: opts.out, excludeSecrets: opts.excludeSecrets, signal: opts.signal }, reporter)), diskSnapshots: 0 };
   if (!opts.takeBackup) reporter.warn('CNR_WRAP_EXPORT_ONLY', 'backed up Calico resources only (no disk snapshots); use --disk-snapshots to snapshot node disks through their providers');
   const bundle = await openBundle(backup.path);
   const restoreCommand = `cni-rewind restore ${backup.path} --resources`;
   try {
     reporter.info('CNR_WRAP_RUN', `backup ${bundle.manifest.id} taken; running: ${opts.command.join(' ')}`);
-    const command = await run(opts.command, !!opts.commandStdoutToStderr);
+    opts.onCommandRunning?.(true);
+    const command = await run(opts.command, !!opts.commandStdoutToStderr).finally(() => opts.onCommandRunning?.(false));
     reporter.info('CNR_WRAP_EXIT', `command exited with ${command.signal ? `signal ${command.signal}` : `code ${command.exitCode}`}; checking Calico`);
 
     const check: WrapResult['check'] = { healthy: true, lost: [], changed: [], errors: [] };
@@ -78,7 +86,7 @@ export async function wrap(client: KubeClient, opts: WrapOptions, reporter: Repo
       if (opts.restoreOnFailure) {
         reporter.warn('CNR_WRAP_RESTORE', `restoring Calico resources from ${bundle.manifest.id} (--restore-on-failure)`);
         try {
-          const r = await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true }, reporter);
+          const r = await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true, signal: opts.signal }, reporter);
           result.restored = { ok: r.failures.length === 0, failures: r.failures.map((f) => ({ id: f.id, reason: f.reason })) };
         } catch (err) {
           result.restored = { ok: false, failures: [], error: errorMessage(err) };
@@ -104,14 +112,10 @@ function describe(check: WrapResult['check'], command: WrapResult['command']): s
 function run(argv: string[], stdoutToStderr: boolean): Promise<{ argv: string[]; exitCode: number; signal?: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0]!, argv.slice(1), { stdio: stdoutToStderr ? [0, 2, 2] : 'inherit' });
-    const ignore = () => undefined;
-    process.on('SIGINT', ignore);
     child.on('error', (err) => {
-      process.off('SIGINT', ignore);
       reject(new BadInputError(`cannot run ${argv[0]}: ${err.message}`));
     });
     child.on('exit', (code, signal) => {
-      process.off('SIGINT', ignore);
       // A command killed by a signal exits like a shell reports it: 128 + signal number.
       const sigNum = signal ? ({ SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 } as Record<string, number>)[signal] ?? 1 : 0;
       resolve({ argv, exitCode: code ?? 128 + sigNum, signal: signal ?? undefined });

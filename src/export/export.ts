@@ -16,6 +16,7 @@ import {
   SHARED_POLICY_KINDS,
 } from '../calico/knowledge.js';
 import { errorMessage } from '../errors.js';
+import { InterruptedError, whenAborted } from '../io/abort.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import { clusterUid } from '../kube/cluster-uid.js';
@@ -245,31 +246,38 @@ export const DEFAULT_BACKUP_DIR = 'cni-rewind-backups';
 /** Export into a new bundle (default `./cni-rewind-backups/<cluster-name>-<UTC timestamp>/`), atomically. */
 export async function exportBundle(
   client: KubeClient,
-  opts: { out?: string; excludeSecrets?: boolean; pageSize?: number; encryptionKey?: Buffer; encryption?: BundleManifest['encryption'] },
+  opts: {
+    out?: string;
+    excludeSecrets?: boolean;
+    pageSize?: number;
+    encryptionKey?: Buffer;
+    encryption?: BundleManifest['encryption'];
+    /** Aborted = the bundle being written is removed and the export rejects with InterruptedError. */
+    signal?: AbortSignal;
+  },
   reporter: Reporter,
 ): Promise<{ path: string; manifest: BundleManifest }> {
   const out = opts.out ?? path.join(DEFAULT_BACKUP_DIR, defaultBundleName(client.connection.clusterName));
   const writer = await BundleWriter.open(out, { secretsExcluded: opts.excludeSecrets, encryptionKey: opts.encryptionKey, encryption: opts.encryption });
   if (!opts.out) writer.manifest.id = path.basename(out);
   else if (isArchivePath(out)) writer.manifest.id = path.basename(out).replace(/\.(tar\.gz|tgz)$/i, '');
-  // An interrupted export removes its temporary directory, then lets the signal do what it would have done.
-  // (Even a SIGKILL leaves only a hidden directory without manifest.json, which no reader accepts.)
-  const stop = (sig: NodeJS.Signals) => {
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
-    void writer.abort().finally(() => process.kill(process.pid, sig));
-  };
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
+  // Aborted: the export removes its temporary directory and stops at once (InterruptedError); its caller ends the
+  // process. (Even a SIGKILL leaves only a hidden directory without manifest.json, which no reader accepts.)
+  let stopListening = () => undefined as void;
+  const interrupted = new Promise<never>((_, reject) => {
+    stopListening = whenAborted(opts.signal, (why) => void writer.abort().finally(() => reject(new InterruptedError(why))));
+  });
+  const work = exportCalico(client, writer, opts, reporter).then(() => writer.commit());
+  work.catch(() => undefined); // once interrupted, what the export in flight does next no longer matters
   try {
-    await exportCalico(client, writer, opts, reporter);
-    const final = await writer.commit();
+    const final = await Promise.race([work, interrupted]);
     return { path: final, manifest: writer.manifest };
   } catch (err) {
+    // Aborted: the export in flight fails on the writer being aborted under it; what counts is the interruption.
+    if (opts.signal?.aborted) await interrupted;
     await writer.abort();
     throw err;
   } finally {
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
+    stopListening();
   }
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadRelease } from '../calico/release.js';
 import { checkAgainstSchema } from '../calico/schema.js';
 import type { KubeObject } from '../kube/types.js';
-import { entry, installationWith, makeState, operatorWorkload, pool } from '../doctor/testing.js';
+import { entry, installationWith, makeState, operatorWorkload, pool } from '../../test/support/doctor-state.js';
 import { changedCrds, computeFindings, deletePath, transformInstallation } from './findings.js';
 import { targetPoolsCheck } from './preflight.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadRelease } from '../calico/release.js';
-import { entry, installationWith, makeState, operatorWorkload, pool } from '../doctor/testing.js';
+import { entry, installationWith, makeState, operatorWorkload, pool } from '../../test/support/doctor-state.js';
 import { targetPoolsCheck } from './preflight.js';
 import type { InstallationTransform } from './types.js';
 

@@ -19,7 +19,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
 import { providerSetFor } from '../../src/providers/session.js';
-import { restoreNodeDisks } from '../../src/backup/restore-disks.js';
+import { restoreNodeDisks } from '../../src/restore/disks.js';
 import { readBundleManifest } from '../../src/bundle/reader.js';
 import { emptyMapping } from '../../src/config/mapping.js';
 import { RecordingIoHost, Reporter } from '../../src/io/host.js';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { DescribeInstancesCommand, DescribeVolumesCommand, EC2Client } from '@aws-sdk/client-ec2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { providerSetFor } from '../../src/providers/session.js';
-import { restoreNodeDisks } from '../../src/backup/restore-disks.js';
+import { restoreNodeDisks } from '../../src/restore/disks.js';
 import { readBundleManifest } from '../../src/bundle/reader.js';
 import { emptyMapping } from '../../src/config/mapping.js';
 import { RecordingIoHost, Reporter } from '../../src/io/host.js';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { providerSetFor } from '../../src/providers/session.js';
-import { restoreNodeDisks } from '../../src/backup/restore-disks.js';
+import { restoreNodeDisks } from '../../src/restore/disks.js';
 import { readBundleManifest } from '../../src/bundle/reader.js';
 import { loadConfig } from '../../src/config/config.js';
 import { emptyMapping } from '../../src/config/mapping.js';

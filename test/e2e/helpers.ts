@@ -1,6 +1,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { inject } from 'vitest';
 import { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
@@ -8,6 +9,7 @@ import { applyManifests, parseManifests } from '../../src/kube/manifests.js';
 import { pool } from '../../src/util/pool.js';
 import type { KubeObject, ResourceType } from '../../src/kube/types.js';
 import { packageRoot } from '../../src/package-root.js';
+import { KILL_AFTER_STEP_ENV } from '../support/kill-after-step.js';
 import { releaseFilePath, releaseText } from '../support/releases.js';
 
 export const kubeconfig = (): string => inject('kubeconfig');
@@ -75,16 +77,23 @@ export interface CliResult {
 }
 
 /** Run the built CLI as a user would (a child process), with the test cluster's kubeconfig. */
+/** Node options that load the kill-after-step hook (test/support/kill-after-step.ts) when `env` names a step. */
+function killHook(env: NodeJS.ProcessEnv): string[] {
+  if (!env[KILL_AFTER_STEP_ENV]) return [];
+  return ['--import', pathToFileURL(path.join(packageRoot(), 'dist', 'test', 'support', 'kill-after-step.js')).href];
+}
+
 export function runCli(
   args: string[],
   opts: { env?: Record<string, string>; cwd?: string; timeoutMs?: number; input?: string; onSpawn?: (child: import('node:child_process').ChildProcess) => void } = {},
 ): Promise<CliResult> {
   const main = path.join(packageRoot(), 'dist', 'src', 'cli', 'main.js');
+  const env = { ...process.env, KUBECONFIG: kubeconfig(), NO_COLOR: '1', ...opts.env };
   return new Promise((resolve) => {
     const child = execFile(
       process.execPath,
-      [main, ...args],
-      { env: { ...process.env, KUBECONFIG: kubeconfig(), NO_COLOR: '1', ...opts.env }, cwd: opts.cwd, timeout: opts.timeoutMs ?? 600_000, maxBuffer: 256 * 1024 * 1024 },
+      [...killHook(env), main, ...args],
+      { env, cwd: opts.cwd, timeout: opts.timeoutMs ?? 600_000, maxBuffer: 256 * 1024 * 1024 },
       (err, stdout, stderr) => {
         const code = err ? (typeof (err as any).code === 'number' ? (err as any).code : 1) : 0;
         resolve({ code, stdout, stderr });
@@ -99,8 +108,9 @@ export function runCli(
 export function startCli(args: string[], env: Record<string, string> = {}) {
   let stdout = '';
   let stderr = '';
-  const child = spawn(process.execPath, [path.join(packageRoot(), 'dist', 'src', 'cli', 'main.js'), ...args], {
-    env: { ...process.env, KUBECONFIG: kubeconfig(), NO_COLOR: '1', ...env },
+  const childEnv = { ...process.env, KUBECONFIG: kubeconfig(), NO_COLOR: '1', ...env };
+  const child = spawn(process.execPath, [...killHook(childEnv), path.join(packageRoot(), 'dist', 'src', 'cli', 'main.js'), ...args], {
+    env: childEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout.on('data', (b) => (stdout += b));

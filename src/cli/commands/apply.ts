@@ -18,9 +18,6 @@ interface ApplyArgs {
   'plan-key-file'?: string;
 }
 
-/** TEST-ONLY hook: the apply process SIGKILLs itself right after step N is journaled (proves resume at every boundary). */
-const TEST_KILL_ENV = 'CNI_REWIND_TEST_KILL_AFTER_STEP';
-
 export const applyCommand: Command<ApplyArgs> = {
   command: 'apply <plan>',
   describe: 'Execute a plan: journaled, resumable steps under a cluster lock; stops with the restore commands if a step fails',
@@ -39,7 +36,6 @@ export const applyCommand: Command<ApplyArgs> = {
     const plan = await readPlan(args.plan);
     // Before anything else reads the plan's values: its policy (max backup age, snapshots, consent flags) is the signer's.
     checkPlanSignature(plan, args.plan, loadPlanKey({ file: args['plan-key-file'], warn: (m) => ctx.reporter.warn('CNR_KEY_FILE_MODE', m) }));
-    const kill = process.env[TEST_KILL_ENV] ? Number(process.env[TEST_KILL_ENV]) : undefined;
     const result = await applyPlan(
       await ctx.client(),
       plan,
@@ -48,7 +44,6 @@ export const applyCommand: Command<ApplyArgs> = {
         breakLock: args['break-lock'],
         autoRollback: args['auto-rollback'],
         given: { providerModules: args['provider-module'], config: args.config, mapping: args.mapping },
-        killAfterStep: Number.isFinite(kill) ? kill : undefined,
         confirm: async (p) => {
           if (args.yes) return true;
           ctx.host.text(renderPlan(p, ctx.style) + '\n');

@@ -1,3 +1,4 @@
+import { SignalScope } from '../signals.js';
 import { isRemote, writeRemote } from '../../bundle/remote.js';
 import type { Argv } from 'yargs';
 import { backup } from '../../backup/backup.js';
@@ -63,7 +64,7 @@ export const backupCommand: Command<BackupArgs> = {
     const keyed = newBundleKey(ctx, args);
     const timeout = args['snapshot-timeout'] ?? config.backup.snapshotTimeout ?? '30m';
     const client = await ctx.client();
-    const run = (out: string | undefined) => backup(
+    const run = (out: string | undefined, signal: AbortSignal) => backup(
       client,
       {
         provider: args.provider,
@@ -81,10 +82,13 @@ export const backupCommand: Command<BackupArgs> = {
         includeVolumes: args['include-volumes'],
         config,
         mapping,
+        signal,
       },
       ctx.reporter,
     );
-    const result = isRemote(args.out) ? await writeRemote(args.out, defaultBundleName(client.connection.clusterName), run) : await run(args.out);
+    const result = await SignalScope.run(({ signal }) =>
+      isRemote(args.out) ? writeRemote(args.out, defaultBundleName(client.connection.clusterName), (out) => run(out, signal)) : run(args.out, signal),
+    );
     const { manifest: _m, ...data } = result;
     ctx.print(data, () => {
       const lines = [

@@ -1,3 +1,4 @@
+import { SignalScope } from '../signals.js';
 import { isRemote, writeRemote } from '../../bundle/remote.js';
 import { defaultBundleName, exportBundle } from '../../export/export.js';
 import { handler, type Command } from '../context.js';
@@ -21,8 +22,10 @@ export const exportCommand: Command<ExportArgs> = {
   handler: handler<ExportArgs>(async (ctx, args) => {
     const keyed = newBundleKey(ctx, args);
     const client = await ctx.client();
-    const run = (out: string | undefined) => exportBundle(client, { out, excludeSecrets: args['exclude-secrets'], ...keyed }, ctx.reporter);
-    const { path, manifest } = isRemote(args.out) ? await writeRemote(args.out, defaultBundleName(client.connection.clusterName), run) : await run(args.out);
+    const { path, manifest } = await SignalScope.run(({ signal }) => {
+      const run = (out: string | undefined) => exportBundle(client, { out, excludeSecrets: args['exclude-secrets'], ...keyed, signal }, ctx.reporter);
+      return isRemote(args.out) ? writeRemote(args.out, defaultBundleName(client.connection.clusterName), run) : run(args.out);
+    });
     const objects = manifest.resources.reduce((s, r) => s + r.count, 0);
     ctx.print({ path, id: manifest.id, cluster: manifest.cluster, calico: manifest.calico, counts: manifest.counts, notes: manifest.notes }, () =>
       [

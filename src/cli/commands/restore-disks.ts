@@ -3,7 +3,7 @@
  * (restoreDisksOptions in its builder, runRestoreDisks when --disks is given).
  */
 import type { Argv } from 'yargs';
-import { restoreNodeDisks, type NodeRestorePlan, type RestoreDisksRun } from '../../backup/restore-disks.js';
+import { restoreNodeDisks, type NodeRestorePlan, type RestoreDisksRun } from '../../restore/disks.js';
 import { readBundleManifest } from '../../bundle/reader.js';
 import { parseDuration } from '../../config/config.js';
 import { ExitCode } from '../../errors.js';

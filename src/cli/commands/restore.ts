@@ -1,3 +1,4 @@
+import { SignalScope } from '../signals.js';
 import { BadInputError, ExitCode } from '../../errors.js';
 import { DEFAULT_RESTORE_CONCURRENCY, restoreResources, type RestoreAction, type RestorePlan, type RestoreResult } from '../../restore/restore.js';
 import type { RestoreTimings } from '../../restore/timings.js';
@@ -53,7 +54,7 @@ export const restoreCommand: Command<RestoreArgs> = {
     const client = await ctx.client();
     const bundle = await openKeyedBundle(ctx, args.bundle, args);
     try {
-      const result = await restoreResources(
+      const result = await SignalScope.run((signals) => restoreResources(
         client,
         bundle,
         {
@@ -65,9 +66,10 @@ export const restoreCommand: Command<RestoreArgs> = {
           kinds: args.kinds,
           concurrency,
           confirm: args.yes ? undefined : (plan) => confirmPlan(ctx, plan),
+          signal: signals.signal,
         },
         ctx.reporter,
-      );
+      ));
       ctx.print(result, () => renderResult(result, ctx.style, args.verbose) + (args.verbose ? `\n${renderTimings(result.timings)}` : ''));
       if (result.dryRun) return result.ok ? ExitCode.Ok : ExitCode.Differences;
       return result.ok ? ExitCode.Ok : ExitCode.Partial;

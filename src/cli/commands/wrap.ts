@@ -1,3 +1,4 @@
+import { SignalScope } from '../signals.js';
 import type { Argv } from 'yargs';
 import { backup } from '../../backup/backup.js';
 import { parseDuration } from '../../config/config.js';
@@ -33,7 +34,7 @@ export const wrapCommand: Command<WrapArgs> = {
   handler: handler<WrapArgs>(async (ctx, args) => {
     const argv = [...(args.command ?? []), ...(args['--'] ?? [])].map(String);
     const client = await ctx.client();
-    const result = await wrap(
+    const result = await SignalScope.run((signals) => wrap(
       client,
       {
         command: argv,
@@ -55,15 +56,20 @@ export const wrapCommand: Command<WrapArgs> = {
                   excludeSecrets: args['exclude-secrets'],
                   config,
                   mapping,
+                  signal: signals.signal,
                 },
                 ctx.reporter,
               );
               return { path: r.path, diskSnapshots: r.snapshots.length };
             }
           : undefined,
+        signal: signals.signal,
+        onCommandRunning: (running) => {
+          signals.ignoreInterrupt = running;
+        },
       },
       ctx.reporter,
-    );
+    ));
     ctx.print(result, () => render(result));
     // The command's exit code passes through; a command that "succeeded" but left Calico broken exits 1
     // (3 when the restore we ran did not fully succeed).

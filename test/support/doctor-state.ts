@@ -1,7 +1,7 @@
 /** Builders of in-memory CalicoStates for unit tests (and for plan/wrap tests that reuse the checks). */
-import type { KubeObject } from '../kube/types.js';
-import type { CalicoState, PodInfo, WorkloadInfo } from './state.js';
-import { KEYS } from './state.js';
+import type { KubeObject } from '../../src/kube/types.js';
+import type { CalicoState, PodInfo, WorkloadInfo } from '../../src/doctor/state.js';
+import { KEYS } from '../../src/doctor/state.js';
 
 const crdObj = (kind: string, name: string, spec: any, extra: Partial<KubeObject> = {}): KubeObject => ({
   apiVersion: kind === 'Installation' || kind === 'TigeraStatus' ? 'operator.tigera.io/v1' : 'crd.projectcalico.org/v1',

@@ -1,11 +1,11 @@
 /**
- * TEST-ONLY: synthetic steps with side effects in a folder, used by executor.test.ts both in-process and in a
+ * Synthetic steps with side effects in a folder, used by executor.test.ts both in-process and in a
  * child process that kills itself at a step boundary. `effects` logs every effect; `replicas` plays the operator's
  * replica count (step 2 remembers it before setting it to 0, step 4 puts the remembered value back).
  */
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { ExecStep } from './executor.js';
+import type { ExecStep } from '../../src/executor/executor.js';
 
 export function syntheticSteps(dir: string): ExecStep[] {
   const effect = (id: string) => appendFileSync(path.join(dir, 'effects'), id + '\n');

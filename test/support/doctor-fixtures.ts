@@ -1,7 +1,7 @@
 /** A CRD from the shipped Calico releases, by kind (unit tests only). */
-import { readShippedFile } from '../calico/shipped.js';
-import { parseManifests } from '../kube/manifests.js';
-import type { KubeObject } from '../kube/types.js';
+import { readShippedFile } from '../../src/calico/shipped.js';
+import { parseManifests } from '../../src/kube/manifests.js';
+import type { KubeObject } from '../../src/kube/types.js';
 
 const cache = new Map<string, KubeObject[]>();
 

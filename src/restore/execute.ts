@@ -1,0 +1,183 @@
+/**
+ * Carrying a restore plan out: the CRDs the cluster lacks, then the operator paused, then phase by phase (the
+ * datastore lock held for pools and IPAM), then --prune; the guards are always put back, then what was written
+ * is read back (read-back.ts).
+ */
+import { performance } from 'node:perf_hooks';
+import { CALICO_CRD_GROUP } from '../calico/knowledge.js';
+import { errorMessage } from '../errors.js';
+import { whenAborted } from '../io/abort.js';
+import type { Reporter } from '../io/host.js';
+import { K } from '../kube/builtin.js';
+import type { KubeClient } from '../kube/client.js';
+import { waitCrdsEstablished } from '../kube/manifests.js';
+import { pool } from '../util/pool.js';
+import { ResourceResolver } from '../kube/resolver.js';
+import type { KubeObject, ResourceType } from '../kube/types.js';
+import { lockDatastore, pauseOperator, releaseAll, type Release } from './guards.js';
+import { stripServerFields } from './normalize.js';
+import { CLUSTER_INFORMATION, OTHER_PHASE, RESTORE_PHASES } from './order.js';
+import { readBack } from './read-back.js';
+import { PhaseTimer } from './timings.js';
+import { DEFAULT_RESTORE_CONCURRENCY, WRITES, desiredOf, type Planned, type RestoreOptions, type RestorePlan, type RestoreResult } from './types.js';
+import { pastTense, writeOne } from './write.js';
+
+const CI_TYPE: ResourceType = { group: CALICO_CRD_GROUP, version: 'v1', plural: 'clusterinformations', kind: CLUSTER_INFORMATION.kind, namespaced: false };
+
+/** One execution's shared state: what it changed to put back, and whether it was told to stop. */
+interface Execution {
+  client: KubeClient;
+  resolver: ResourceResolver;
+  reporter: Reporter;
+  timer: PhaseTimer;
+  concurrency: number;
+  releases: Release[];
+  paused: string[];
+  /** Set when the caller's signal aborts: nothing more is written. */
+  interrupted?: string;
+}
+
+export async function executeRestore(
+  client: KubeClient,
+  plan: RestorePlan,
+  planned: Planned[],
+  bundleCrds: Map<string, KubeObject>,
+  opts: RestoreOptions,
+  reporter: Reporter,
+  timer = new PhaseTimer(),
+): Promise<RestoreResult> {
+  const ex: Execution = { client, resolver: new ResourceResolver(client), reporter, timer, concurrency: opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY, releases: [], paused: [] };
+  const writes = planned.filter((p) => WRITES.has(p.action.action));
+  const lockPrior = await prepareDatastoreLock(ex, plan, writes);
+  let releaseProblems: string[] = [];
+  if (writes.length || plan.crdsToCreate.length) {
+    // Stopped while writing: finish the writes in flight, write nothing more, put the operator and the datastore
+    // lock back, and report what was left.
+    const stopListening = whenAborted(opts.signal, (why) => {
+      ex.interrupted = why;
+      reporter.warn('CNR_RESTORE_INTERRUPTED', `${why}: stopping after the writes in flight, then putting the operator and the datastore lock back`);
+    });
+    try {
+      await createMissingCrds(ex, plan, bundleCrds);
+      await pauseTheOperator(ex);
+      await writePhases(ex, writes, lockPrior);
+      await prune(ex, writes);
+    } finally {
+      releaseProblems = await timer.time('guards', () => releaseAll(ex.releases, reporter));
+      stopListening();
+    }
+  }
+  return readBack(ex.client, ex.resolver, plan, writes, { paused: ex.paused, releaseProblems }, ex.concurrency, reporter, timer);
+}
+
+/**
+ * The datastore lock's prior value. A ClusterInformation this run creates is created already locked when IPAM
+ * will be written, so Calico never sees datastoreReady=true with IPAM half-restored; the lock is released to the
+ * bundle's value.
+ */
+async function prepareDatastoreLock(ex: Execution, plan: RestorePlan, writes: Planned[]): Promise<boolean | undefined> {
+  const ciBefore = plan.crdsToCreate.includes(`clusterinformations.${CALICO_CRD_GROUP}`)
+    ? undefined
+    : await ex.timer.time('guards', () => ex.client.getOrUndefined(CI_TYPE, undefined, CLUSTER_INFORMATION.name).catch(() => undefined));
+  const ipamWrites = writes.some((p) => RESTORE_PHASES.find((ph) => ph.id === p.action.phase)?.datastoreLock && p.action.action !== 'prune');
+  const ciCreate = writes.find((p) => p.action.action === 'create' && p.action.ref.kind === CLUSTER_INFORMATION.kind && p.action.ref.name === CLUSTER_INFORMATION.name && p.desiredText);
+  if (!(ipamWrites && ciCreate)) return ciBefore ? (ciBefore.spec?.datastoreReady as boolean | undefined) : undefined;
+  const ci = desiredOf(ciCreate);
+  ciCreate.desiredText = JSON.stringify({ ...ci, spec: { ...ci.spec, datastoreReady: false } });
+  return ci.spec?.datastoreReady as boolean | undefined;
+}
+
+/** 1. CRDs missing from the cluster, from the bundle, until Established. */
+async function createMissingCrds(ex: Execution, plan: RestorePlan, bundleCrds: Map<string, KubeObject>): Promise<void> {
+  if (!plan.crdsToCreate.length) return;
+  const crds = [...bundleCrds.values()].filter((c) => plan.crdsToCreate.includes(c.metadata.name));
+  ex.reporter.info('CNR_RESTORE_CRDS', `creating ${crds.length} CRD(s) from the bundle: ${plan.crdsToCreate.join(', ')}`);
+  await ex.timer.time('createCrds', async () => {
+    await pool(crds, 4, async (c) => {
+      const body = stripServerFields(c);
+      await ex.client.create(K.crd, body);
+    });
+    await waitCrdsEstablished(ex.client, plan.crdsToCreate);
+  });
+  ex.resolver.forget();
+}
+
+/** 2. Keep the operator from rewriting what we write. */
+async function pauseTheOperator(ex: Execution): Promise<void> {
+  const op = await ex.timer.time('guards', () => pauseOperator(ex.client, ex.reporter));
+  if (op) {
+    ex.releases.push(op);
+    ex.paused.push(op.what);
+  }
+}
+
+/** 3. Phase by phase; within a phase kind by kind (rank), objects of one kind in parallel. */
+async function writePhases(ex: Execution, writes: Planned[], lockPrior: boolean | undefined): Promise<void> {
+  const ownerCache = new Map<string, string | undefined>();
+  const progress = { done: 0, total: writes.filter((p) => p.action.action !== 'prune').length };
+  let locked = false;
+  for (const phase of [...RESTORE_PHASES, OTHER_PHASE]) {
+    const inPhase = writes.filter((p) => p.action.phase === phase.id && p.action.action !== 'prune');
+    if (!inPhase.length) continue;
+    if (phase.datastoreLock && !locked) {
+      locked = true; // taken once, for every locked phase (pools, then IPAM), released at the end
+      const lock = await ex.timer.time('guards', () => lockDatastore(ex.client, CI_TYPE, ex.reporter, lockPrior));
+      if (lock) {
+        ex.releases.push(lock);
+        ex.paused.push(lock.what);
+      }
+    }
+    ex.reporter.info('CNR_RESTORE_PHASE', `restoring ${phase.title} (${inPhase.length} object(s))`, { phase: phase.id, count: inPhase.length });
+    const ranks = [...new Set(inPhase.map((p) => p.rank))].sort((a, b) => a - b);
+    for (const rank of ranks) {
+      await ex.timer.time('write', () => pool(inPhase.filter((p) => p.rank === rank), ex.concurrency, async (p) => {
+        if (ex.interrupted) {
+          p.action.outcome = 'failed';
+          p.action.error = `not written: restore interrupted (${ex.interrupted})`;
+          return;
+        }
+        await writeEntry(ex, p, ownerCache);
+        ex.reporter.progress({ id: 'restore', label: 'restoring objects', current: ++progress.done, total: progress.total });
+      }));
+    }
+  }
+  if (progress.total) ex.reporter.progress({ id: 'restore', label: 'restoring objects', current: progress.done, total: progress.total, done: true });
+}
+
+/** Writes one entry and records its outcome; a failure is reported and recorded, never thrown. */
+async function writeEntry(ex: Execution, p: Planned, ownerCache: Map<string, string | undefined>): Promise<void> {
+  try {
+    const written = await writeOne(ex.client, ex.resolver, p, ownerCache, ex.reporter);
+    p.action.outcome = 'done';
+    const ref = p.action.ref;
+    if (written?.metadata?.uid) ownerCache.set(`${ref.apiVersion}\0${ref.kind}\0${ref.name}\0${ref.namespace ?? ''}`, written.metadata.uid);
+    ex.reporter.info('CNR_RESTORE_OBJECT', `${pastTense(p.action.action)} ${p.action.id}`, { id: p.action.id, action: p.action.action });
+  } catch (err) {
+    p.action.outcome = 'failed';
+    p.action.error = errorMessage(err);
+    ex.reporter.error('CNR_RESTORE_OBJECT_FAILED', `${p.action.id}: ${p.action.action} failed: ${p.action.error}`, { id: p.action.id, action: p.action.action });
+  }
+}
+
+/** 4. Prune last, most dependent kinds first. */
+async function prune(ex: Execution, writes: Planned[]): Promise<void> {
+  const prunes = writes.filter((x) => x.action.action === 'prune');
+  const pruneStart = performance.now();
+  for (const p of prunes) {
+    if (ex.interrupted) {
+      p.action.outcome = 'failed';
+      p.action.error = `not pruned: restore interrupted (${ex.interrupted})`;
+      continue;
+    }
+    try {
+      await ex.client.delete(p.type!, p.live!.metadata.namespace, p.live!.metadata.name);
+      p.action.outcome = 'done';
+      ex.reporter.info('CNR_RESTORE_OBJECT', `pruned ${p.action.id}`, { id: p.action.id, action: 'prune' });
+    } catch (err) {
+      p.action.outcome = 'failed';
+      p.action.error = errorMessage(err);
+      ex.reporter.error('CNR_RESTORE_OBJECT_FAILED', `${p.action.id}: prune failed: ${p.action.error}`);
+    }
+  }
+  if (prunes.length) ex.timer.add('prune', performance.now() - pruneStart);
+}

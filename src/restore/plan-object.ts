@@ -1,0 +1,208 @@
+/**
+ * Planning one object of a restore: which RestoreAction it gets (create, update, unchanged, blocked, ...) and the
+ * exact object a write would send. Also the live objects planning compares against and the --prune candidates.
+ */
+import { CALICO_CRD_GROUP, CALICO_GROUPS, SHARED_POLICY_GROUP } from '../calico/knowledge.js';
+import { checkAgainstSchema, pruneUnknownFields } from '../calico/schema.js';
+import type { BundleManifest } from '../bundle/types.js';
+import { KubeApiError, type KubeClient } from '../kube/client.js';
+import { crdResourceType } from '../kube/discovery.js';
+import type { ResourceResolver } from '../kube/resolver.js';
+import { groupOf, type KubeObject, type ResourceType } from '../kube/types.js';
+import { isIpamLive } from './ipam.js';
+import { objectDiff, sameContent, stripServerFields } from './normalize.js';
+import { NEVER_RESTORED_KINDS, RUNTIME_FIELDS, phaseOf } from './order.js';
+import { judgePool } from './pools.js';
+import type { PhaseTimer } from './timings.js';
+import { idOf, refOf, type ExistingPolicy, type Planned, type RestoreAction } from './types.js';
+
+export const crdKey = (group: string, kind: string) => `${group}\0${kind}`;
+export const ownerKey = (apiVersion: string, kind: string, name: string, namespace: string | undefined) => `${apiVersion}\0${kind}\0${namespace ?? ''}\0${name}`;
+
+/** What planning one object needs to know of the whole restore. */
+export interface PlanContext {
+  existing: ExistingPolicy;
+  liveCrds: Map<string, KubeObject>;
+  bundleCrds: Map<string, KubeObject>;
+  dropUnknownFields: boolean;
+  installation?: KubeObject;
+  operatorImage?: string;
+  /** ownerKey of every object the bundle restores. */
+  inBundle: Set<string>;
+  liveIndex: LiveIndex;
+  timer: PhaseTimer;
+}
+
+export async function planOne(client: KubeClient, resolver: ResourceResolver, obj: KubeObject, ctx: PlanContext): Promise<Planned> {
+  const { phase, rank } = phaseOf(obj);
+  const action: RestoreAction = { ref: refOf(obj), id: idOf(obj), phase: phase.id, action: 'create' };
+  const group = groupOf(obj.apiVersion);
+  const liveCrd = ctx.liveCrds.get(crdKey(group, obj.kind));
+  const crd = liveCrd ?? ctx.bundleCrds.get(crdKey(group, obj.kind));
+  const type = await typeFor(resolver, obj, crd, liveCrd);
+  if (!type) {
+    return { action: { ...action, action: 'unsupported', reason: `the cluster does not serve ${obj.apiVersion} ${obj.kind} and the bundle has no CRD for it` }, rank };
+  }
+
+  const notes: string[] = [];
+  let desired = stripServerFields(obj);
+  if (crd) desired = checkSchema(desired, crd, !!liveCrd, action, notes, ctx);
+  if (obj.kind === 'IPPool' && group === CALICO_CRD_GROUP) {
+    const verdict = judgePool(desired, ctx.installation, ctx.operatorImage);
+    if (verdict.refusal && action.action !== 'blocked') {
+      action.action = 'refused';
+      action.reason = verdict.refusal.reason;
+      action.fix = verdict.refusal.fix;
+    }
+    if (verdict.note) notes.push(verdict.note);
+  }
+  await dropMissingOwners(client, resolver, desired, ctx.inBundle, notes);
+  if (notes.length) action.notes = notes;
+
+  let live: KubeObject | undefined;
+  if (liveCrd || !crd) live = await ctx.liveIndex.get(type, obj.metadata.namespace, obj.metadata.name);
+  if (live) desired = keepRuntimeFields(desired, live);
+  if (action.action === 'create') compareWithLive(action, live, desired, ctx.existing, obj.kind === 'Namespace' && group === '');
+  // Text, not the object: the plan of a large bundle holds every entry until the restore ends. The live object is
+  // kept only where a write needs it (a replace's resourceVersion, a dry run's check); creates have none.
+  return { action, desiredText: JSON.stringify(desired), ...(live && action.action !== 'unchanged' ? { live } : {}), type, rank };
+}
+
+/** The served type of the object, or the one its CRD from the bundle will serve once created. */
+async function typeFor(resolver: ResourceResolver, obj: KubeObject, crd: KubeObject | undefined, liveCrd: KubeObject | undefined): Promise<ResourceType | undefined> {
+  const type = await resolver.forObject(obj);
+  if (type || !crd || liveCrd) return type;
+  const group = groupOf(obj.apiVersion);
+  const t = crdResourceType(crd);
+  if (`${t.group}/${t.version}` === obj.apiVersion || crd.spec.versions?.some((v: any) => `${group}/${v.name}` === obj.apiVersion && v.served)) return { ...t, version: obj.apiVersion.split('/')[1]! };
+  return undefined;
+}
+
+/** Checks the object against its CRD's schema: blocks the action, or (--drop-unknown-fields) returns it pruned. */
+function checkSchema(desired: KubeObject, crd: KubeObject, installed: boolean, action: RestoreAction, notes: string[], ctx: PlanContext): KubeObject {
+  const findings = ctx.timer.sync('schemaCheck', () => checkAgainstSchema(desired, crd));
+  if (!findings.length) return desired;
+  action.findings = findings;
+  const rejected = findings.filter((f) => f.kind === 'rejected');
+  const pruned = findings.filter((f) => f.kind === 'pruned');
+  const where = installed ? 'the CRD installed in the cluster' : 'the CRD from the bundle';
+  if (rejected.length) {
+    action.action = 'blocked';
+    action.reason = `${where} rejects ${rejected.map((f) => `${f.path} (${f.detail})`).join('; ')}`;
+    action.fix = 'install CRDs that accept these values (e.g. plan/apply to the bundle\'s Calico version), then restore again';
+    return desired;
+  }
+  if (!ctx.dropUnknownFields) {
+    action.action = 'blocked';
+    action.reason = `${where} does not know ${pruned.map((f) => f.path).join(', ')}: writing it would lose them`;
+    action.fix = 'restore with --drop-unknown-fields to write the object without these fields, or install the bundle\'s CRD version first';
+    return desired;
+  }
+  notes.push(`written without ${pruned.map((f) => f.path).join(', ')} (unknown to the installed CRD; --drop-unknown-fields)`);
+  return ctx.timer.sync('schemaCheck', () => pruneUnknownFields(desired, crd));
+}
+
+/**
+ * Owners neither in the cluster nor in the bundle will not exist: drop those references now (in `desired`), so
+ * the preview says so and an object restored before is not seen as changed on every run.
+ */
+async function dropMissingOwners(client: KubeClient, resolver: ResourceResolver, desired: KubeObject, inBundle: Set<string>, notes: string[]): Promise<void> {
+  const refs = desired.metadata.ownerReferences;
+  if (!refs?.length) return;
+  const kept = [];
+  for (const r of refs) {
+    const ns = desired.metadata.namespace;
+    if (inBundle.has(ownerKey(r.apiVersion, r.kind, r.name, ns)) || inBundle.has(ownerKey(r.apiVersion, r.kind, r.name, undefined))) kept.push(r);
+    else {
+      const t = await resolver.resolve(r.apiVersion, r.kind);
+      const owner = t ? await client.getOrUndefined(t, t.namespaced ? ns : undefined, r.name) : undefined;
+      if (owner) kept.push(r);
+      else notes.push(`ownerReferences to ${r.kind} ${r.name} dropped: the owner is neither in the cluster nor in the bundle`);
+    }
+  }
+  if (kept.length) desired.metadata.ownerReferences = kept;
+  else delete desired.metadata.ownerReferences;
+}
+
+/** create, unchanged, skip, update or replace: what the live object and --existing make of a writable object. */
+function compareWithLive(action: RestoreAction, live: KubeObject | undefined, desired: KubeObject, existing: ExistingPolicy, alwaysUnchanged: boolean): void {
+  if (!live) action.action = 'create';
+  else if (sameContent(live, desired) || alwaysUnchanged) action.action = 'unchanged';
+  else if (existing === 'skip') {
+    action.action = 'skip';
+    action.reason = 'exists and differs; --existing skip';
+    action.diff = objectDiff(live, desired, action.id);
+  } else {
+    action.action = existing;
+    action.diff = objectDiff(live, desired, action.id);
+  }
+}
+
+/** The live values of RUNTIME_FIELDS replace the bundle's. */
+function keepRuntimeFields(desired: KubeObject, live: KubeObject): KubeObject {
+  const out = structuredClone(desired);
+  for (const f of RUNTIME_FIELDS) {
+    if (f.kind !== desired.kind) continue;
+    const get = (o: any) => f.path.reduce((x, k) => (x && typeof x === 'object' ? x[k] : undefined), o);
+    const parent = f.path.slice(0, -1).reduce((x: any, k) => (x[k] ??= {}), out as any);
+    const last = f.path[f.path.length - 1]!;
+    const v = get(live);
+    if (v === undefined) delete parent[last];
+    else parent[last] = v;
+  }
+  return out;
+}
+
+/**
+ * Live objects for planning: custom resources are listed once per type (paged) instead of one GET per object,
+ * which matters for thousands of IPAM blocks and handles; core objects (a few ConfigMaps, Secrets, Namespaces)
+ * are fetched one by one rather than listing every Secret of the cluster.
+ */
+export class LiveIndex {
+  private readonly lists = new Map<string, Promise<Map<string, KubeObject>>>();
+  constructor(
+    private readonly client: KubeClient,
+    private readonly timer: PhaseTimer,
+  ) {}
+
+  async get(type: ResourceType, namespace: string | undefined, name: string): Promise<KubeObject | undefined> {
+    if (!type.group) return this.timer.time('readCluster', () => this.client.getOrUndefined(type, namespace, name));
+    const key = `${type.group}/${type.version}/${type.plural}`;
+    let list = this.lists.get(key);
+    if (!list) {
+      list = this.timer.time('readCluster', () => this.client.listAll(type)).then(
+        (items) => new Map(items.map((o) => [`${o.metadata.namespace ?? ''}/${o.metadata.name}`, o])),
+        (err) => {
+          if (err instanceof KubeApiError && err.notFound) return new Map<string, KubeObject>();
+          throw err;
+        },
+      );
+      this.lists.set(key, list);
+    }
+    return (await list).get(`${type.namespaced ? namespace ?? '' : ''}/${name}`);
+  }
+}
+
+/** Live objects of the bundle's Calico kinds that the bundle does not have. */
+export async function planPrune(client: KubeClient, resolver: ResourceResolver, manifest: BundleManifest, inBundle: Set<string>, kinds?: string[]): Promise<Planned[]> {
+  const out: Planned[] = [];
+  for (const r of manifest.resources) {
+    if (![...CALICO_GROUPS, SHARED_POLICY_GROUP].includes(r.group) || NEVER_RESTORED_KINDS.has(r.kind)) continue;
+    if (kinds?.length && !kinds.some((k) => [r.kind, r.plural, r.key].map((x) => x.toLowerCase()).includes(k.toLowerCase()))) continue;
+    const type = await resolver.resolve(`${r.group}/${r.version}`, r.kind);
+    if (!type) continue;
+    for (const live of await client.listAll(type)) {
+      // IPAM objects the bundle lacks hold allocations made since the backup (ipam.ts).
+      if (inBundle.has(`${r.group}\0${idOf(live)}`) || isIpamLive(live)) continue;
+      const { phase, rank } = phaseOf(live);
+      out.push({
+        action: { ref: refOf(live), id: idOf(live), phase: phase.id, action: 'prune', reason: 'not in the bundle; --prune' },
+        live,
+        type,
+        // Deleted after everything is written, last-written kinds first.
+        rank: 100_000 - rank,
+      });
+    }
+  }
+  return out;
+}

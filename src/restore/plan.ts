@@ -1,0 +1,231 @@
+/**
+ * Planning a restore: read the bundle and the cluster, decide one RestoreAction per object (plan-object.ts),
+ * write nothing. Two passes over the bundle, so the plan never holds the bundle's objects: the first reads and
+ * checks every file (a corrupt one fails here, before anything is written) and keeps only what planning needs of
+ * all of them (their keys, namespaces, groups, the Installation); the second plans object by object as it reads.
+ */
+import { performance } from 'node:perf_hooks';
+import { CALICO_CRD_GROUP, OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE } from '../calico/knowledge.js';
+import { matchesKind } from '../bundle/reader.js';
+import type { BundleManifest } from '../bundle/types.js';
+import { BadInputError, RefusedError } from '../errors.js';
+import type { Reporter } from '../io/host.js';
+import { K } from '../kube/builtin.js';
+import { clusterUid } from '../kube/cluster-uid.js';
+import type { KubeClient } from '../kube/client.js';
+import { listCrds } from '../kube/discovery.js';
+import { ResourceResolver } from '../kube/resolver.js';
+import { groupOf, type KubeObject } from '../kube/types.js';
+import { admissionRefusal, isCalicoCrd, isReferenceOnlyConfig } from './admission.js';
+import { isIpamLive, mergeIpamPlan } from './ipam.js';
+import { INSTALLATION_KIND, INSTALLATION_NAME, NEVER_RESTORED_KINDS, RESTORED_CONFIG_KINDS, phaseOf } from './order.js';
+import { LiveIndex, crdKey, ownerKey, planOne, planPrune } from './plan-object.js';
+import { PhaseTimer } from './timings.js';
+import {
+  DEFAULT_RESTORE_CONCURRENCY, countActions, desiredOf, idOf, refOf,
+  type ExistingPolicy, type Planned, type RestoreOptions, type RestorePlan, type RestoreSource,
+} from './types.js';
+
+/** What the first pass keeps of the bundle. */
+interface BundleSummary {
+  /** ownerKey of every object restored. */
+  inBundle: Set<string>;
+  /** `<group>\0<id>` of every object restored: what --prune keeps. */
+  bundleIds: Set<string>;
+  namespaces: Set<string>;
+  haveNs: Set<string>;
+  neededGroups: Set<string>;
+  installation?: KubeObject;
+  count: number;
+  /** The bundle's Calico CRDs. */
+  crds: KubeObject[];
+  /** Objects the bundle holds but restore never writes (not Calico's, or filed under another path): named, refused. */
+  refused: Planned[];
+}
+
+export async function planRestore(
+  client: KubeClient,
+  bundle: RestoreSource,
+  opts: RestoreOptions,
+  reporter: Reporter,
+  timer = new PhaseTimer(),
+): Promise<{ plan: RestorePlan; planned: Planned[]; bundleCrds: Map<string, KubeObject> }> {
+  const planStart = performance.now();
+  const before = { readBundle: timer.spent('readBundle'), readCluster: timer.spent('readCluster'), schemaCheck: timer.spent('schemaCheck') };
+  const existing = checkOptions(bundle.manifest, opts);
+  const m = bundle.manifest;
+  const { uid, sameCluster } = await checkCluster(client, m, opts, reporter, timer);
+
+  reporter.info('CNR_RESTORE_READ', `reading bundle ${m.id}`);
+  const summary = await timer.time('readBundle', () => firstPass(bundle, opts));
+  for (const r of summary.refused) reporter.warn('CNR_RESTORE_REFUSED_OBJECT', `${r.action.id}: ${r.action.reason}`);
+  const bundleCrds = new Map(summary.crds.map((c) => [crdKey(c.spec.group, c.spec.names.kind), c]));
+  const extraNs = namespacesNeeded(summary);
+
+  const liveCrds = new Map((await timer.time('readCluster', () => listCrds(client))).map((c) => [crdKey(c.spec.group, c.spec.names.kind), c]));
+  const crdsToCreate = summary.crds.filter((c) => summary.neededGroups.has(c.spec.group) && !liveCrds.has(crdKey(c.spec.group, c.spec.names.kind)));
+
+  // Planning creates no CRD, so a group-version found missing stays missing: ask discovery once, not per object.
+  const resolver = new ResourceResolver(client, { cacheMissing: true });
+  const operatorImage = await timer.time('readCluster', () => operatorImageOf(client));
+  const ctx = { existing, liveCrds, bundleCrds, dropUnknownFields: !!opts.dropUnknownFields, installation: summary.installation, operatorImage, inBundle: summary.inBundle, liveIndex: new LiveIndex(client, timer), timer };
+  const planned: Planned[] = [];
+  await poolStream(secondPass(bundle, opts, timer, extraNs), opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY, async (obj) => {
+    planned.push(await planOne(client, resolver, obj, ctx));
+  });
+  // The bundle changed between the two passes (it is read twice): what was checked is not what was planned.
+  if (planned.length !== summary.count + extraNs.length) throw new BadInputError(`bundle ${m.id} changed while it was read (${summary.count + extraNs.length} objects, then ${planned.length})`);
+  await keepLiveIpam(client, resolver, bundle, planned, reporter, timer);
+  planned.push(...summary.refused);
+  for (const p of planned) for (const n of p.action.notes ?? []) if (n.startsWith('ownerReferences')) reporter.warn('CNR_RESTORE_OWNER_DROPPED', `${p.action.id}: ${n}`);
+
+  if (opts.prune) planned.push(...(await timer.time('readCluster', () => planPrune(client, resolver, bundle.manifest, summary.bundleIds, opts.kinds))));
+  planned.sort((a, b) => a.rank - b.rank || a.action.id.localeCompare(b.action.id));
+
+  const actions = planned.map((p) => p.action);
+  const plan: RestorePlan = {
+    bundle: { id: m.id, cluster: m.cluster, calicoVersion: m.calico?.version },
+    cluster: { uid, sameCluster },
+    dryRun: !!opts.dryRun,
+    existing,
+    crdsToCreate: crdsToCreate.map((c) => c.metadata.name).sort(),
+    actions,
+    counts: countActions(actions),
+  };
+  // What planning spent that is not reading the bundle or the cluster or checking schemas: comparing, diffing, ordering.
+  const spent = (k: keyof typeof before) => timer.spent(k) - before[k];
+  timer.add('plan', Math.max(0, performance.now() - planStart - spent('readBundle') - spent('readCluster') - spent('schemaCheck')));
+  return { plan, planned, bundleCrds };
+}
+
+/** --existing and --kinds, checked before anything is read. Returns the --existing policy. */
+function checkOptions(m: BundleManifest, opts: RestoreOptions): ExistingPolicy {
+  const existing = opts.existing ?? 'update';
+  if (!['skip', 'update', 'replace'].includes(existing)) throw new BadInputError(`--existing must be skip, update or replace (got "${existing}")`);
+  // A mistyped --kinds word must not turn into a restore of nothing that reports success.
+  const configKind = (k: string) => [...RESTORED_CONFIG_KINDS].some((c) => [c.toLowerCase(), `${c.toLowerCase()}s`].includes(k.toLowerCase()));
+  const unknownKinds = (opts.kinds ?? []).filter((k) => !configKind(k) && !m.resources.some((r) => matchesKind(r, [k])));
+  if (unknownKinds.length) throw new BadInputError(`--kinds ${unknownKinds.join(', ')}: no such kind in bundle ${m.id}`, { hint: 'see the kinds it holds with: cni-rewind inspect BUNDLE' });
+  return existing;
+}
+
+/** Refuses another cluster's bundle unless --allow-other-cluster. */
+async function checkCluster(client: KubeClient, m: BundleManifest, opts: RestoreOptions, reporter: Reporter, timer: PhaseTimer): Promise<{ uid: string; sameCluster: boolean }> {
+  const uid = await timer.time('readCluster', () => clusterUid(client));
+  const sameCluster = !!m.cluster?.uid && m.cluster.uid === uid;
+  if (!sameCluster && !opts.allowOtherCluster) {
+    throw new RefusedError(`bundle ${m.id} was exported from cluster ${m.cluster?.name ?? '?'} (${m.cluster?.uid || 'no uid'}), not from this cluster (${uid})`, {
+      hint: 'restoring another cluster\'s IP pools and IPAM here can hand out addresses that are in use elsewhere; add --allow-other-cluster if this is really what you want',
+    });
+  }
+  if (!sameCluster) reporter.warn('CNR_RESTORE_OTHER_CLUSTER', `restoring bundle of cluster ${m.cluster?.name} (${m.cluster?.uid}) into cluster ${uid} (--allow-other-cluster)`);
+  return { uid, sameCluster };
+}
+
+function matchesKinds(obj: KubeObject, kinds: string[] | undefined): boolean {
+  if (!kinds?.length) return true;
+  return kinds.some((k) => k.toLowerCase() === obj.kind.toLowerCase() || k.toLowerCase() === `${obj.kind.toLowerCase()}s`);
+}
+
+/** The bundle objects restore writes, in the order read; `refuse` hears of those it never writes. */
+async function* restorable(bundle: RestoreSource, opts: RestoreOptions, refuse?: (o: KubeObject, reason: string) => void): AsyncGenerator<KubeObject> {
+  for await (const bo of bundle.objects({ ...(opts.kinds?.length ? { kinds: opts.kinds } : {}), lenient: true })) {
+    const no = admissionRefusal(bo, 'resources');
+    if (no) refuse?.(bo.object, no);
+    else if (!NEVER_RESTORED_KINDS.has(bo.object.kind)) yield bo.object;
+  }
+  for await (const bo of bundle.configObjects({ lenient: true })) {
+    if (!matchesKinds(bo.object, opts.kinds) || isReferenceOnlyConfig(bo)) continue;
+    const no = admissionRefusal(bo, 'config');
+    if (no) refuse?.(bo.object, no);
+    else yield bo.object;
+  }
+}
+
+async function firstPass(bundle: RestoreSource, opts: RestoreOptions): Promise<BundleSummary> {
+  const s: BundleSummary = { inBundle: new Set(), bundleIds: new Set(), namespaces: new Set(), haveNs: new Set(), neededGroups: new Set(), count: 0, crds: [], refused: [] };
+  const refuse = (o: KubeObject, reason: string) => s.refused.push({ action: { ref: refOf(o), id: idOf(o), phase: phaseOf(o).phase.id, action: 'refused', reason }, rank: phaseOf(o).rank });
+  for await (const o of restorable(bundle, opts, refuse)) {
+    s.count++;
+    s.inBundle.add(ownerKey(o.apiVersion, o.kind, o.metadata.name, o.metadata.namespace));
+    s.bundleIds.add(`${groupOf(o.apiVersion)}\0${idOf(o)}`);
+    s.neededGroups.add(groupOf(o.apiVersion));
+    if (o.metadata.namespace) s.namespaces.add(o.metadata.namespace);
+    if (o.kind === 'Namespace') s.haveNs.add(o.metadata.name);
+    if (o.kind === INSTALLATION_KIND && groupOf(o.apiVersion) === 'operator.tigera.io' && o.metadata.name === INSTALLATION_NAME) s.installation = o;
+  }
+  const crds = await bundle.crds();
+  for (const c of crds) if (!isCalicoCrd(c)) refuse(c, `not restored: CustomResourceDefinition ${c.metadata.name} is not of a Calico group`);
+  s.crds = crds.filter(isCalicoCrd);
+  return s;
+}
+
+/** Namespaces the namespaced objects need (the bundle records objects, not their namespaces); added to `s`. */
+function namespacesNeeded(s: BundleSummary): KubeObject[] {
+  const extraNs: KubeObject[] = [...s.namespaces].filter((ns) => !s.haveNs.has(ns)).map((ns) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }));
+  for (const o of extraNs) {
+    s.inBundle.add(ownerKey(o.apiVersion, o.kind, o.metadata.name, undefined));
+    s.bundleIds.add(`\0${idOf(o)}`);
+    s.neededGroups.add('');
+  }
+  return extraNs;
+}
+
+/** The second pass: its reading is timed as reading the bundle, the rest as planning. */
+async function* secondPass(bundle: RestoreSource, opts: RestoreOptions, timer: PhaseTimer, extraNs: KubeObject[]): AsyncGenerator<KubeObject> {
+  const it = restorable(bundle, opts)[Symbol.asyncIterator]();
+  for (;;) {
+    const r = await timer.time('readBundle', () => it.next());
+    if (r.done) break;
+    yield r.value;
+  }
+  yield* extraNs;
+}
+
+async function operatorImageOf(client: KubeClient): Promise<string | undefined> {
+  const operator = await client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
+  const containers = operator?.spec?.template?.spec?.containers ?? [];
+  return containers.find((c: any) => c.name === 'tigera-operator')?.image ?? containers[0]?.image;
+}
+
+/**
+ * IPAM entries the cluster has stay as they are (ipam.ts). The merge reads the desired object of IPAM entries
+ * only; the plan keeps objects as JSON text, so each is parsed when read (a getter), never held parsed.
+ */
+async function keepLiveIpam(client: KubeClient, resolver: ResourceResolver, bundle: RestoreSource, planned: Planned[], reporter: Reporter, timer: PhaseTimer): Promise<void> {
+  const ipamViews = planned
+    .filter((p) => p.desiredText && isIpamLive(p.action.ref))
+    .map((p) => ({ action: p.action, live: p.live, get desired() { return desiredOf(p); } }));
+  const ipamKept = await mergeIpamPlan(ipamViews, {
+    liveBlocks: async () => {
+      const t = await resolver.resolve(`${CALICO_CRD_GROUP}/v1`, 'IPAMBlock');
+      return t ? timer.time('readCluster', () => client.listAll(t)) : [];
+    },
+    bundleBlocks: () => timer.time('readBundle', async () => {
+      const out: KubeObject[] = [];
+      for await (const bo of bundle.objects({ groups: [CALICO_CRD_GROUP], kinds: ['IPAMBlock'], lenient: true })) out.push(bo.object);
+      return out;
+    }),
+  });
+  if (ipamKept) reporter.info('CNR_RESTORE_IPAM_LIVE', `${ipamKept} IPAM objects kept as the cluster has them: IPAM is live state (allocations made or released since the backup are not undone)`);
+}
+
+/** Run `fn` over an async stream of items, at most `limit` at once, without collecting the stream first. */
+async function poolStream<T>(items: AsyncIterable<T>, limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  const running = new Set<Promise<void>>();
+  let failed: unknown;
+  for await (const item of items) {
+    if (failed) break;
+    const p: Promise<void> = fn(item).then(
+      () => void running.delete(p),
+      (err) => {
+        running.delete(p);
+        failed ??= { err };
+      },
+    );
+    running.add(p);
+    if (running.size >= limit) await Promise.race(running);
+  }
+  await Promise.all(running);
+  if (failed) throw (failed as { err: unknown }).err;
+}

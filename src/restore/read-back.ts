@@ -1,0 +1,47 @@
+/**
+ * After the writes: re-read what was written (someone else, a controller or a person, may have changed it
+ * meanwhile) and sum the restore up: every object that is not as in the bundle, with the reason.
+ */
+import type { Reporter } from '../io/host.js';
+import type { KubeClient } from '../kube/client.js';
+import type { ResourceResolver } from '../kube/resolver.js';
+import { findDrift } from './drift.js';
+import type { PhaseTimer } from './timings.js';
+import { NOT_RESTORED, countActions, desiredOf, type Planned, type RestorePlan, type RestoreResult } from './types.js';
+
+/** 5. Re-read what was written, then the result of the restore. */
+export async function readBack(
+  client: KubeClient,
+  resolver: ResourceResolver,
+  plan: RestorePlan,
+  writes: Planned[],
+  guards: RestoreResult['guards'],
+  concurrency: number,
+  reporter: Reporter,
+  timer: PhaseTimer,
+): Promise<RestoreResult> {
+  const targets = writes
+    .filter((p) => p.action.outcome === 'done' && p.action.action !== 'prune')
+    .map((p) => ({ action: p.action, written: p.written, type: p.type, get desired() { return desiredOf(p); } }));
+  const drifted = await timer.time('driftCheck', () => findDrift(client, resolver, targets, concurrency, reporter));
+  const failures = plan.actions
+    .filter((a) => a.outcome === 'failed' || NOT_RESTORED.has(a.action))
+    .map((a) => ({ id: a.id, action: a.action, reason: a.error ?? a.reason ?? 'failed' }));
+  return {
+    ...plan,
+    counts: countActions(plan.actions),
+    failures,
+    drifted,
+    guards,
+    ok: failures.length === 0 && drifted.length === 0 && guards.releaseProblems.length === 0,
+    timings: timer.result(),
+  };
+}
+
+/** A dry run's result: `ok` tells whether a real run would restore everything (planning and the server's dry run). */
+export function dryRunResult(plan: RestorePlan, timer: PhaseTimer): RestoreResult {
+  const failures = plan.actions
+    .filter((a) => NOT_RESTORED.has(a.action) || a.serverDryRunError)
+    .map((a) => ({ id: a.id, action: a.action, reason: a.serverDryRunError ? `the API server would refuse it: ${a.serverDryRunError}` : a.reason ?? '' }));
+  return { ...plan, failures, drifted: [], guards: { paused: [], releaseProblems: [] }, ok: failures.length === 0, timings: timer.result() };
+}

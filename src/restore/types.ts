@@ -1,0 +1,134 @@
+/** The restore's contract: its options, the plan it makes (one RestoreAction per object) and its result. */
+import type { SchemaFinding } from '../calico/schema.js';
+import type { BundleManifest, BundleObject } from '../bundle/types.js';
+import type { KubeObject, ResourceType } from '../kube/types.js';
+import type { RestoreTimings } from './timings.js';
+
+/** What restore needs from a bundle (structurally the agreed `Bundle` of src/bundle/reader.ts). */
+export interface RestoreSource {
+  manifest: BundleManifest;
+  objects(filter?: { groups?: string[]; kinds?: string[]; lenient?: boolean }): AsyncIterable<BundleObject>;
+  crds(): Promise<KubeObject[]>;
+  configObjects(opts?: { lenient?: boolean }): AsyncIterable<BundleObject>;
+}
+
+export type ExistingPolicy = 'skip' | 'update' | 'replace';
+
+export interface RestoreOptions {
+  dryRun?: boolean;
+  /** What to do with objects that exist in the cluster and differ (default update). */
+  existing?: ExistingPolicy;
+  /** Delete in-scope objects the bundle does not have. */
+  prune?: boolean;
+  /** Write objects without the fields the installed CRD would prune (otherwise such objects are not written). */
+  dropUnknownFields?: boolean;
+  allowOtherCluster?: boolean;
+  /** Only these kinds (kind, plural or `<plural>.<group>`, case-insensitive). */
+  kinds?: string[];
+  /** Asked with the plan before anything is written; false = refused (exit 5). Not asked on a dry run. */
+  confirm?: (plan: RestorePlan) => Promise<boolean>;
+  /** Requests in flight at once while planning, writing and re-reading (default DEFAULT_RESTORE_CONCURRENCY). */
+  concurrency?: number;
+  /**
+   * Aborted = stop: while writing, the writes in flight finish, nothing more is written, the operator and the
+   * datastore lock are put back and the result lists what was left (the CLI aborts it on SIGINT/SIGTERM).
+   */
+  signal?: AbortSignal;
+}
+
+/**
+ * Writes in flight at once. 16 keeps a 2-core local API server busy without a single 429 (bench/restore.ts counts
+ * them); KubeClient's agent opens at most 16 sockets, so more would only queue client-side.
+ */
+export const DEFAULT_RESTORE_CONCURRENCY = 16;
+
+export type RestoreActionKind = 'create' | 'update' | 'replace' | 'unchanged' | 'skip' | 'prune' | 'blocked' | 'refused' | 'unsupported';
+/** Actions that write (or delete). */
+export const WRITES: ReadonlySet<RestoreActionKind> = new Set(['create', 'update', 'replace', 'prune']);
+/** Actions that mean "this object will not be as in the bundle": a partial restore. */
+export const NOT_RESTORED: ReadonlySet<RestoreActionKind> = new Set(['blocked', 'refused', 'unsupported']);
+
+export interface ObjectRef {
+  apiVersion: string;
+  kind: string;
+  namespace?: string;
+  name: string;
+}
+
+export interface RestoreAction {
+  ref: ObjectRef;
+  /** `Kind namespace/name` */
+  id: string;
+  phase: string;
+  action: RestoreActionKind;
+  /** Why: for skip/blocked/refused/unsupported. */
+  reason?: string;
+  fix?: string;
+  /** Fields the installed CRD would prune or reject. */
+  findings?: SchemaFinding[];
+  /** live -> bundle, for update/replace. */
+  diff?: string;
+  notes?: string[];
+  /** Set by a dry run when the API server's own dry run (fieldValidation=Strict) refuses the write. */
+  serverDryRunError?: string;
+  outcome?: 'done' | 'failed';
+  error?: string;
+  /** Paths that differ from what was written when re-read (someone else changed them). */
+  drift?: string[];
+}
+
+export interface RestorePlan {
+  bundle: { id: string; cluster: BundleManifest['cluster']; calicoVersion?: string };
+  cluster: { uid: string; sameCluster: boolean };
+  dryRun: boolean;
+  existing: ExistingPolicy;
+  /** CRDs missing from the cluster that the bundle has: created first and waited on until Established. */
+  crdsToCreate: string[];
+  actions: RestoreAction[];
+  counts: Partial<Record<RestoreActionKind, number>>;
+}
+
+export interface RestoreResult extends RestorePlan {
+  /** Every object that is not as in the bundle afterwards, with the reason. */
+  failures: { id: string; action: RestoreActionKind; reason: string }[];
+  drifted: { id: string; paths: string[] }[];
+  /** Operator / datastore state changed for the restore and put back, or problems putting it back. */
+  guards: { paused: string[]; releaseProblems: string[] };
+  /** Everything restored as planned and nothing drifted. */
+  ok: boolean;
+  /** Milliseconds per phase (see timings.ts), and `total`. */
+  timings: RestoreTimings;
+}
+
+/** One entry of a plan in the making: its action and what executing it needs. */
+export interface Planned {
+  action: RestoreAction;
+  /**
+   * What is written (server fields stripped, maybe pruned to the installed schema), as JSON text: a plan of
+   * 100k objects holds a few hundred bytes per object instead of the parsed object (see `desiredOf`).
+   */
+  desiredText?: string;
+  /** What was actually sent (owner references re-linked or dropped): the drift check compares against it. */
+  written?: KubeObject;
+  live?: KubeObject;
+  type?: ResourceType;
+  rank: number;
+}
+
+/** The object a planned entry writes: parsed afresh from its text on each call, so the caller may change it. */
+export function desiredOf(p: Planned): KubeObject {
+  return JSON.parse(p.desiredText!) as KubeObject;
+}
+
+export const idOf = (o: { kind: string; metadata?: { namespace?: string; name: string }; namespace?: string; name?: string }): string => {
+  const ns = o.metadata?.namespace ?? o.namespace;
+  const name = o.metadata?.name ?? o.name;
+  return `${o.kind} ${ns ? `${ns}/` : ''}${name}`;
+};
+export const refOf = (o: KubeObject): ObjectRef => ({ apiVersion: o.apiVersion, kind: o.kind, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}), name: o.metadata.name });
+
+export function countActions(actions: RestoreAction[]): Partial<Record<RestoreActionKind, number>> {
+  const counts: Partial<Record<RestoreActionKind, number>> = {};
+  for (const a of actions) counts[a.action] = (counts[a.action] ?? 0) + 1;
+  return counts;
+}

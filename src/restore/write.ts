@@ -1,0 +1,118 @@
+/** Writing one planned object (create, update, replace), and the API server's dry run of every write. */
+import { KubeApiError, type KubeClient } from '../kube/client.js';
+import { pool } from '../util/pool.js';
+import type { ResourceResolver } from '../kube/resolver.js';
+import type { KubeObject } from '../kube/types.js';
+import type { Reporter } from '../io/host.js';
+import { desiredOf, type Planned, type RestoreActionKind } from './types.js';
+
+/** Dry run: ask the API server whether each write would be accepted (strict field validation), writing nothing. */
+export async function serverDryRun(client: KubeClient, planned: Planned[], concurrency: number): Promise<void> {
+  const writes = planned.filter((p) => p.type && p.desiredText && ['create', 'update', 'replace'].includes(p.action.action) && p.action.phase !== 'config');
+  await pool(writes, concurrency, async (p) => {
+    // Objects whose CRD does not exist yet cannot be checked by the server; the schema check covered them.
+    if (!p.live && p.action.action !== 'create') return;
+    try {
+      const body = bodyFor(p, undefined);
+      if (p.action.action === 'create') await client.create(p.type!, body, { dryRun: true, fieldValidation: 'Strict' });
+      else await client.replace(p.type!, { ...body, metadata: { ...body.metadata, resourceVersion: p.live!.metadata.resourceVersion } }, { dryRun: true, fieldValidation: 'Strict' });
+    } catch (err) {
+      if (err instanceof KubeApiError && err.statusCode === 404) return; // CRD not installed yet
+      if (err instanceof KubeApiError && err.statusCode >= 400 && err.statusCode < 500) p.action.serverDryRunError = err.message;
+      else throw err;
+    }
+  });
+}
+
+/**
+ * The body to write: desired with ownerReferences re-linked to the owners' current UIDs (an owner that is
+ * missing is dropped and listed in `dropped`). `ownerUids` undefined (dry run): references left as they are.
+ */
+function bodyFor(p: Planned, ownerUids: Map<string, string | undefined> | undefined, dropped?: string[]): KubeObject {
+  // desiredOf parses a fresh copy: re-linking changes it, never the plan.
+  const body = desiredOf(p);
+  if (!body.metadata.ownerReferences?.length || !ownerUids) return body;
+  const refs = body.metadata.ownerReferences;
+  if (refs?.length) {
+    const kept = [];
+    for (const r of refs) {
+      const uid = ownerUids.get(`${r.apiVersion}\0${r.kind}\0${r.name}`);
+      if (uid) kept.push({ ...r, uid });
+      else dropped?.push(`${r.kind} ${r.name}`);
+    }
+    if (kept.length) body.metadata.ownerReferences = kept;
+    else delete body.metadata.ownerReferences;
+  }
+  return body;
+}
+
+async function ownerUidsFor(client: KubeClient, resolver: ResourceResolver, desired: KubeObject, cache: Map<string, string | undefined>): Promise<Map<string, string | undefined>> {
+  const out = new Map<string, string | undefined>();
+  for (const r of desired.metadata.ownerReferences ?? []) {
+    const key = `${r.apiVersion}\0${r.kind}\0${r.name}`;
+    const cacheKey = `${key}\0${desired.metadata.namespace ?? ''}`;
+    if (!cache.has(cacheKey)) {
+      const t = await resolver.resolve(r.apiVersion, r.kind);
+      const owner = t ? await client.getOrUndefined(t, t.namespaced ? desired.metadata.namespace : undefined, r.name) : undefined;
+      cache.set(cacheKey, owner?.metadata.uid);
+    }
+    out.set(key, cache.get(cacheKey));
+  }
+  return out;
+}
+
+export async function writeOne(client: KubeClient, resolver: ResourceResolver, p: Planned, ownerCache: Map<string, string | undefined>, reporter: Reporter): Promise<KubeObject> {
+  const desired = desiredOf(p);
+  const type = (await resolver.forObject(desired)) ?? p.type!;
+  const owners = await ownerUidsFor(client, resolver, desired, ownerCache);
+  const dropped: string[] = [];
+  const body = bodyFor(p, owners, dropped);
+  if (dropped.length) {
+    const note = `ownerReferences to ${dropped.join(', ')} dropped: the owner does not exist in the cluster`;
+    (p.action.notes ??= []).push(note);
+    reporter.warn('CNR_RESTORE_OWNER_DROPPED', `${p.action.id}: ${note}`);
+  }
+  // Kept for the drift check only when it differs from the plan's text (owner references re-linked or dropped).
+  if (desired.metadata.ownerReferences?.length) p.written = body;
+  const strict = { fieldValidation: 'Strict' as const };
+  switch (p.action.action) {
+    case 'create':
+      try {
+        return await client.create(type, body, strict);
+      } catch (err) {
+        if (!(err instanceof KubeApiError && err.conflict)) throw err;
+        // Created meanwhile (by a controller): make it what the bundle says.
+        const live = await client.get(type, body.metadata.namespace, body.metadata.name);
+        return await client.replace(type, withLiveMeta(body, live), strict);
+      }
+    case 'update': {
+      const live = await client.get(type, body.metadata.namespace, body.metadata.name);
+      return await client.replace(type, withLiveMeta(body, live), strict);
+    }
+    case 'replace': {
+      await client.delete(type, body.metadata.namespace, body.metadata.name);
+      await client.waitFor(`${p.action.id} to be deleted`, async () => ((await client.getOrUndefined(type, body.metadata.namespace, body.metadata.name)) ? undefined : true), { timeoutMs: 60_000, intervalMs: 200 });
+      return await client.create(type, body, strict);
+    }
+    default:
+      throw new Error(`not a write: ${p.action.action}`);
+  }
+}
+
+/** An update keeps what the server and other controllers own in metadata (finalizers, owners we do not know of). */
+function withLiveMeta(body: KubeObject, live: KubeObject): KubeObject {
+  return {
+    ...body,
+    metadata: {
+      ...body.metadata,
+      resourceVersion: live.metadata.resourceVersion,
+      ...(body.metadata.finalizers === undefined && live.metadata.finalizers ? { finalizers: live.metadata.finalizers } : {}),
+    },
+    // Status is not restored; keep the live one so a PUT to a CRD without a status subresource does not wipe it.
+    ...(live.status !== undefined ? { status: live.status } : {}),
+  };
+}
+
+export function pastTense(a: RestoreActionKind): string {
+  return ({ create: 'created', update: 'updated', replace: 'replaced', prune: 'pruned' } as Record<string, string>)[a] ?? a;
+}
