@@ -47,7 +47,7 @@ export function validateProviderModule(candidate: unknown, source: string): Prov
 }
 
 /** Methods every provider instance must have (checked so a broken plugin fails at load, not mid-backup). */
-const REQUIRED_METHODS = ['resolve', 'snapshot', 'waitUsable', 'restoreDisks', 'reboot', 'list', 'delete'] as const;
+const REQUIRED_METHODS = ['resolve', 'snapshot', 'waitUsable', 'restoreDisks', 'list', 'delete'] as const;
 
 function validateProviderInstance(p: unknown, source: string): SnapshotProvider {
   const inst = p as Record<string, unknown> | undefined;
