@@ -41,33 +41,39 @@ import {
   type Tag,
   type Volume,
 } from '@aws-sdk/client-ec2';
-import { BadInputError, EnvironmentError, errorMessage } from '../../src/errors.js';
-import { describeAwsError, isRetryableAwsError, regionPrefix } from './errors.js';
-export { describeAwsError, isRetryableAwsError, regionPrefix } from './errors.js';
-import { registerSecret } from '../../src/io/redact.js';
-import { defaultRetryPolicy, sleep, withRetry, type RetryPolicy } from '../../src/kube/retry.js';
-import { parseProviderId } from '../../src/providers/provider-id.js';
-import { envProxyAgent, type EnvProxyAgent } from '../../src/providers/proxy.js';
-import { SnapshotWatcher } from './snapshot-watch.js';
 import {
-  PROVIDER_API_VERSION,
-  TAG_KEYS,
-  TOOL_TAG_VALUE,
+  BadInputError,
+  defaultRetryPolicy,
+  EnvironmentError,
+  envProxyAgent,
+  type EnvProxyAgent,
+  errorMessage,
+  type MachineDisk,
   type NodeInfo,
   type NodeMappingEntry,
   type NodeTarget,
+  parseProviderId,
+  PROVIDER_API_VERSION,
   type ProviderContext,
   type ProviderModule,
+  registerSecret,
   type RestoreDisksOptions,
   type RestoreDisksResult,
+  type RetryPolicy,
+  sleep,
   type SnapshotFilter,
-  type MachineDisk,
   type SnapshotOptions,
   type SnapshotProvider,
   type SnapshotRecord,
   type SnapshotTags,
+  TAG_KEYS,
+  TOOL_TAG_VALUE,
   type WaitOptions,
-} from '../../src/providers/types.js';
+  withRetry,
+} from '../../src/provider-kit/index.js';
+import { describeAwsError, isRetryableAwsError, regionPrefix } from './errors.js';
+export { describeAwsError, isRetryableAwsError, regionPrefix } from './errors.js';
+import { SnapshotWatcher } from './snapshot-watch.js';
 
 /** Extra tags this provider adds so `snapshots list` can rebuild a full record from the snapshot alone. */
 export const AWS_TAGS = { machine: 'cni-rewind/machine', device: 'cni-rewind/device', boot: 'cni-rewind/boot', replacedBy: 'cni-rewind/replaced-by-run', restoredBy: 'cni-rewind/restored-by-run' } as const;

@@ -18,32 +18,38 @@
  * the snapshot description.
  */
 import { DisksClient, GlobalOperationsClient, InstancesClient, RegionDisksClient, RegionOperationsClient, SnapshotsClient, ZoneOperationsClient } from '@google-cloud/compute';
-import { BadInputError, EnvironmentError, errorMessage } from '../../src/errors.js';
-import { describeGcpError, descriptionTags, diskRef, GCP_LABELS, isNotFound, isRetryableGcpError, labelValue, lastPath, resourceName } from './util.js';
-export { describeGcpError, GCP_LABELS, isRetryableGcpError, labelValue, resourceName } from './util.js';
-import { defaultRetryPolicy, sleep, withRetry, type RetryPolicy } from '../../src/kube/retry.js';
-import { parseProviderId } from '../../src/providers/provider-id.js';
-import { envProxyAgent } from '../../src/providers/proxy.js';
-import { deleteEach, throwUnlessUsable } from '../../src/providers/snapshot-helpers.js';
 import {
-  PROVIDER_API_VERSION,
-  TAG_KEYS,
-  TOOL_TAG_VALUE,
+  BadInputError,
+  defaultRetryPolicy,
+  deleteEach,
+  EnvironmentError,
+  envProxyAgent,
+  errorMessage,
+  type MachineDisk,
   type NodeInfo,
   type NodeMappingEntry,
   type NodeTarget,
+  parseProviderId,
+  PROVIDER_API_VERSION,
   type ProviderContext,
   type ProviderModule,
   type RestoreDisksOptions,
   type RestoreDisksResult,
+  type RetryPolicy,
+  sleep,
   type SnapshotFilter,
-  type MachineDisk,
   type SnapshotOptions,
   type SnapshotProvider,
   type SnapshotRecord,
   type SnapshotTags,
+  TAG_KEYS,
+  throwUnlessUsable,
+  TOOL_TAG_VALUE,
   type WaitOptions,
-} from '../../src/providers/types.js';
+  withRetry,
+} from '../../src/provider-kit/index.js';
+import { describeGcpError, descriptionTags, diskRef, GCP_LABELS, isNotFound, isRetryableGcpError, labelValue, lastPath, resourceName } from './util.js';
+export { describeGcpError, GCP_LABELS, isRetryableGcpError, labelValue, resourceName } from './util.js';
 
 export interface GcpProviderConfig {
   project?: string;
