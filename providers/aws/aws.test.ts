@@ -11,6 +11,13 @@ describe('AWS error handling', () => {
     expect(isRetryableAwsError({ name: 'UnauthorizedOperation', $metadata: { httpStatusCode: 403 } }).retry).toBe(false);
   });
 
+  it('retries the transient statuses a proxy or load balancer answers with no EC2 error body, and timeouts', () => {
+    for (const status of [500, 502, 504]) expect(isRetryableAwsError({ name: 'Unknown', $metadata: { httpStatusCode: status } }).retry).toBe(true);
+    expect(isRetryableAwsError({ name: 'TimeoutError' }).retry).toBe(true);
+    expect(isRetryableAwsError({ code: 'ETIMEDOUT' }).retry).toBe(true);
+    expect(isRetryableAwsError({ name: 'Unknown', $metadata: { httpStatusCode: 501 } }).retry).toBe(false);
+  });
+
   it('maps credentials and permission errors to environment errors (exit 4) with a hint', () => {
     const a = describeAwsError('CreateSnapshots', Object.assign(new Error('Could not load credentials from any providers'), { name: 'CredentialsProviderError' })) as any;
     expect(a.exitCode).toBe(ExitCode.Environment);

@@ -4,7 +4,7 @@
  * Describe* calls the provider's parts share.
  */
 import { DescribeInstancesCommand, DescribeSnapshotsCommand, DescribeVolumesCommand, EC2Client, type Instance, type Snapshot, type Tag, type Volume } from '@aws-sdk/client-ec2';
-import { defaultRetryPolicy, EnvironmentError, envProxyAgent, type EnvProxyAgent, type Reporter, type RetryPolicy, withRetry } from '../../src/provider-kit/index.js';
+import { defaultRetryPolicy, EnvironmentError, envProxyAgent, type EnvProxyAgent, type Reporter, type RetryPolicy, TAG_KEYS, withRetry } from '../../src/provider-kit/index.js';
 import { describeAwsError, isRetryableAwsError } from './errors.js';
 
 /** Extra tags this provider adds so `snapshots list` can rebuild a full record from the snapshot alone. */
@@ -23,6 +23,20 @@ export interface AwsProviderConfig {
 
 export const tagsOf = (tags: Tag[] | undefined): Record<string, string> => Object.fromEntries((tags ?? []).map((t) => [t.Key ?? '', t.Value ?? '']));
 export const toTags = (m: Record<string, string>): Tag[] => Object.entries(m).map(([Key, Value]) => ({ Key, Value }));
+
+/** The snapshots an earlier attempt of this backup made of this node (found by the tags it gave them). */
+export async function snapshotsTagged(c: EC2Client, bundleId: string, node: string): Promise<Snapshot[]> {
+  const r = await c.send(
+    new DescribeSnapshotsCommand({
+      OwnerIds: ['self'],
+      Filters: [
+        { Name: `tag:${TAG_KEYS.bundle}`, Values: [bundleId] },
+        { Name: `tag:${TAG_KEYS.node}`, Values: [node] },
+      ],
+    }),
+  );
+  return r.Snapshots ?? [];
+}
 
 export class AwsApi {
   private readonly clients = new Map<string, EC2Client>();

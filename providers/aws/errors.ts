@@ -2,17 +2,25 @@
 import { EnvironmentError } from '../../src/provider-kit/index.js';
 
 const THROTTLE_CODES = new Set(['RequestLimitExceeded', 'Throttling', 'ThrottlingException', 'RequestThrottled', 'TooManyRequestsException', 'SnapshotCreationPerVolumeRateExceeded', 'ServiceUnavailable', 'Unavailable', 'InternalError']);
+const TRANSIENT_STATUSES = new Set([429, 500, 502, 503, 504]);
+const TIMEOUT_NAMES = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException']);
 const PERMISSION_CODES = new Set(['UnauthorizedOperation', 'AuthFailure', 'InvalidClientTokenId', 'SignatureDoesNotMatch', 'OptInRequired', 'ExpiredToken', 'InvalidToken']);
 
-/** Throttling and transient server errors are retried; everything else fails at once. */
+/**
+ * Throttling and transient server errors are retried; everything else fails at once. The transient statuses are
+ * the SDK's own (500, 502, 503, 504: a load balancer in front of EC2, or a proxy, answers 502/504 with no EC2 error
+ * body), and a connection cut or timed out mid-call. A retried call may have been done the first time: calls that
+ * create something carry a ClientToken, and CreateSnapshots, which has none, looks for its snapshots first.
+ */
 export function isRetryableAwsError(err: unknown): { retry: boolean; afterMs?: number } {
   const e = err as { name?: string; Code?: string; code?: string; $metadata?: { httpStatusCode?: number }; $retryable?: { throttling?: boolean } };
   const code = e?.name ?? e?.Code;
   if (code && THROTTLE_CODES.has(code)) return { retry: true };
   if (e?.$retryable?.throttling) return { retry: true };
   const status = e?.$metadata?.httpStatusCode;
-  if (status === 429 || status === 503) return { retry: true };
-  if (e?.code === 'ECONNRESET' || e?.code === 'EPIPE') return { retry: true };
+  if (status !== undefined && TRANSIENT_STATUSES.has(status)) return { retry: true };
+  if (code && TIMEOUT_NAMES.has(code)) return { retry: true };
+  if (e?.code === 'ECONNRESET' || e?.code === 'EPIPE' || e?.code === 'ETIMEDOUT') return { retry: true };
   return { retry: false };
 }
 

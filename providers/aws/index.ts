@@ -11,7 +11,8 @@
  *
  * Credentials, region and endpoint come from the standard AWS chain and environment (AWS_PROFILE,
  * AWS_REGION, AWS_ENDPOINT_URL_EC2, ...): nothing custom. The region of a node is its zone's region as EC2 reports it.
- * Throttling (RequestLimitExceeded, HTTP 429/503) is retried with backoff (the provider kit's withRetry).
+ * Throttling and transient errors (RequestLimitExceeded, HTTP 429/500/502/503/504, timeouts) are retried with
+ * backoff (the provider kit's withRetry); CreateSnapshots, which takes no ClientToken, adopts what a lost attempt made.
  *
  * Files: client.ts (clients per region, retried calls, Describe*), errors.ts (retry and error mapping), restore.ts
  * (disk restore), snapshot-watch.ts (the shared snapshot poller).
@@ -76,7 +77,7 @@ import {
 } from '../../src/provider-kit/index.js';
 import { describeAwsError, isRetryableAwsError, regionPrefix } from './errors.js';
 export { describeAwsError, isRetryableAwsError, regionPrefix } from './errors.js';
-import { AwsApi, AWS_TAGS, type AwsProviderConfig, tagsOf, toTags } from './client.js';
+import { AwsApi, AWS_TAGS, type AwsProviderConfig, snapshotsTagged, tagsOf, toTags } from './client.js';
 import { restoreAwsDisks } from './restore.js';
 import { SnapshotWatcher } from './snapshot-watch.js';
 export { AWS_TAGS, type AwsProviderConfig } from './client.js';
@@ -181,8 +182,15 @@ export class AwsProvider implements SnapshotProvider {
       Name: `cni-rewind ${tags.node}`,
     };
     const created = new Date().toISOString();
-    const out = await this.api.call(region, 'CreateSnapshots', (c) =>
-      c.send(
+    let attempts = 0;
+    const out = await this.api.call(region, 'CreateSnapshots', async (c) => {
+      // CreateSnapshots takes no ClientToken: a retry after an answer that never arrived (a 5xx from a proxy, a
+      // cut connection) must not make a second set, of which the bundle would record one and orphan the other.
+      if (attempts++ > 0) {
+        const earlier = await snapshotsTagged(c, tags.bundleId, tags.node);
+        if (earlier.length) return { Snapshots: earlier };
+      }
+      return c.send(
         new CreateSnapshotsCommand({
           InstanceSpecification: {
             InstanceId: target.machine,
@@ -193,8 +201,8 @@ export class AwsProvider implements SnapshotProvider {
           CopyTagsFromSource: 'volume',
           TagSpecifications: [{ ResourceType: 'snapshot', Tags: toTags(baseTags) }],
         }),
-      ),
-    );
+      );
+    });
     // An endpoint that ignores ExcludeDataVolumeIds (moto 5.2 does) must not leave a snapshot of a volume the
     // policy left out: delete it at once rather than record application data the user did not ask for.
     const unwanted = (out.Snapshots ?? []).filter((s) => !wanted.has(s.VolumeId ?? ''));

@@ -65,7 +65,7 @@ export async function diffBundle(client: KubeClient, bundle: Bundle, opts: DiffO
   const crdWords = ['crds', 'crd', 'customresourcedefinitions', resourceKey(K.crd)];
   const unknownKinds = (kinds ?? []).filter((k) => !crdWords.includes(k.toLowerCase()) && !bundle.manifest.resources.some((r) => matchesKind(r, [k])));
   if (unknownKinds.length) throw new BadInputError(`--kinds ${unknownKinds.join(', ')}: no such kind in bundle ${bundle.manifest.id}`, { hint: 'see the kinds it holds with: cni-rewind inspect BUNDLE' });
-  const compare = async (live: KubeObject, bundlePath: string, savedYaml?: string) => {
+  const compare: Compare = async (live, bundlePath, savedYaml) => {
     const a = savedYaml ?? normalizedYaml(await bundle.readObject(bundlePath));
     const b = normalizedYaml(live);
     if (a === b) result.same++;
@@ -87,22 +87,10 @@ export async function diffBundle(client: KubeClient, bundle: Bundle, opts: DiffO
         return p?.group === r.group && p.kind === r.kind;
       }),
     );
-    const liveOnly: KubeObject[] = [];
-    try {
-      for await (const page of client.listPages(type, { limit: 500 })) {
-        for (const live of page.items) {
-          live.apiVersion ??= apiVersionOf(type);
-          live.kind ??= type.kind;
-          const p = resourcePathFor(live);
-          if (remaining.delete(p)) await compare(live, p);
-          else liveOnly.push(live);
-        }
-      }
-    } catch (err) {
-      // The kind is gone from the cluster (its CRD deleted): everything the bundle holds of it is missing.
-      if (!(err instanceof KubeApiError && err.notFound)) throw err;
-      reporter?.warn('CNR_DIFF_KIND_GONE', `${r.key} is not served by the cluster any more`);
-    }
+    const liveOnly = await compareLive(client, type, r.key, compare, reporter, (live) => {
+      const p = resourcePathFor(live);
+      return remaining.delete(p) ? { label: p } : undefined;
+    });
     // Read, not just listed by path: readObject refuses a file whose content names another kind, namespace or name.
     const bundleOnly: { path: string; object: KubeObject }[] = [];
     for (const p of [...remaining].sort()) bundleOnly.push({ path: p, object: await bundle.readObject(p) });
@@ -127,7 +115,7 @@ export async function diffBundle(client: KubeClient, bundle: Bundle, opts: DiffO
   }
 
   // 3. The CRDs themselves (schemas in force), unless narrowed to other kinds.
-  if (!kinds || kinds.some((k) => ['crds', 'crd', 'customresourcedefinitions', resourceKey(K.crd)].includes(k.toLowerCase()))) {
+  if (!kinds || kinds.some((k) => crdWords.includes(k.toLowerCase()))) {
     result.compared.push(resourceKey(K.crd));
     const remaining = new Set(Object.keys(bundle.manifest.files).filter((f) => f.startsWith('crds/')));
     for (const live of (await client.listAll(K.crd)).filter(isCalicoCrd)) {
@@ -154,33 +142,52 @@ async function diffPacked(
   bundle: Bundle,
   key: string,
   type: ResourceType,
-  compare: (live: KubeObject, label: string, savedYaml: string) => Promise<void>,
+  compare: Compare,
   result: DiffResult,
   reporter: Reporter | undefined,
 ): Promise<void> {
   const id = (o: KubeObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
   const saved = new Map<string, { path: string; object: KubeObject; yaml: string }>();
   for await (const bo of bundle.objects({ kinds: [key] })) saved.set(id(bo.object), { path: bo.path, object: bo.object, yaml: normalizedYaml(bo.object) });
+  const liveOnly = await compareLive(client, type, key, compare, reporter, (live) => {
+    const s = saved.get(id(live));
+    if (!s) return undefined;
+    saved.delete(id(live));
+    return { label: resourcePathFor(live), savedYaml: s.yaml };
+  });
+  pairMoved([...saved.keys()].sort().map((k) => saved.get(k)!), liveOnly, result);
+}
+
+type Compare = (live: KubeObject, label: string, savedYaml?: string) => Promise<void>;
+
+/**
+ * The live objects of one kind, page by page: each the bundle also has (`saved` says so, and under which label)
+ * is compared; the others are returned. A kind the cluster no longer serves (its CRD deleted) has none.
+ */
+async function compareLive(
+  client: KubeClient,
+  type: ResourceType,
+  key: string,
+  compare: Compare,
+  reporter: Reporter | undefined,
+  saved: (live: KubeObject) => { label: string; savedYaml?: string } | undefined,
+): Promise<KubeObject[]> {
   const liveOnly: KubeObject[] = [];
   try {
     for await (const page of client.listPages(type, { limit: 500 })) {
       for (const live of page.items) {
         live.apiVersion ??= apiVersionOf(type);
         live.kind ??= type.kind;
-        const s = saved.get(id(live));
-        if (!s) {
-          liveOnly.push(live);
-          continue;
-        }
-        saved.delete(id(live));
-        await compare(live, resourcePathFor(live), s.yaml);
+        const s = saved(live);
+        if (s) await compare(live, s.label, s.savedYaml);
+        else liveOnly.push(live);
       }
     }
   } catch (err) {
     if (!(err instanceof KubeApiError && err.notFound)) throw err;
     reporter?.warn('CNR_DIFF_KIND_GONE', `${key} is not served by the cluster any more`);
   }
-  pairMoved([...saved.keys()].sort().map((k) => saved.get(k)!), liveOnly, result);
+  return liveOnly;
 }
 
 /** The object as compared, without where it is (namespace and name): equal for an object that only moved. */

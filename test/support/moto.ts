@@ -80,6 +80,8 @@ export interface ThrottlingProxy {
   /** Requests answered with RequestLimitExceeded so far. */
   throttled: number;
   forwarded: number;
+  /** Requests done by moto whose answer was replaced by a 502 (loseAnswer). */
+  lost: number;
   close(): Promise<void>;
 }
 
@@ -89,15 +91,20 @@ type ServerResponse = import('node:http').ServerResponse;
 /** Pass one request on to moto unchanged and copy its answer back. */
 export async function forward(target: string, req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
   try {
-    const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k))) as Record<string, string>;
-    const r = await fetch(target + (req.url ?? '/'), { method: req.method, headers, body: body.length ? body : undefined });
-    const out = Buffer.from(await r.arrayBuffer());
-    res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'text/xml', 'content-length': out.length });
-    res.end(out);
+    const r = await relay(target, req, body);
+    res.writeHead(r.status, { 'content-type': r.contentType, 'content-length': r.body.length });
+    res.end(r.body);
   } catch (err) {
     res.writeHead(502);
     res.end(String(err));
   }
+}
+
+/** Send one proxied request on to `target` and read its whole answer. */
+async function relay(target: string, req: IncomingMessage, body: Buffer): Promise<{ status: number; contentType: string; body: Buffer }> {
+  const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k))) as Record<string, string>;
+  const r = await fetch(target + (req.url ?? '/'), { method: req.method, headers, body: body.length ? body : undefined });
+  return { status: r.status, contentType: r.headers.get('content-type') ?? 'text/xml', body: Buffer.from(await r.arrayBuffer()) };
 }
 
 /** An error answer in EC2's query-protocol XML (what the SDK parses into an error named after `code`). */
@@ -130,18 +137,28 @@ export async function ec2Server(handle: (req: IncomingMessage, res: ServerRespon
 /**
  * A stand-in for EC2's API throttling, which moto never does: an HTTP proxy in front of moto that answers every
  * `every`-th request with the error EC2 returns when throttled (HTTP 503, Code RequestLimitExceeded, EC2 query
- * error XML) and forwards the rest unchanged.
+ * error XML) and forwards the rest unchanged. With `loseAnswer`, every `every`-th request of that action is done
+ * by moto but its answer is replaced by a 502 with no EC2 body (a load balancer or proxy failing on the way back):
+ * the caller cannot know whether the call happened.
  */
-export async function startThrottlingProxy(target: string, opts: { every: number }): Promise<ThrottlingProxy> {
+export async function startThrottlingProxy(target: string, opts: { every: number; loseAnswer?: { action: string; every: number } }): Promise<ThrottlingProxy> {
   let n = 0;
-  const state = { throttled: 0, forwarded: 0 };
-  const server = await ec2Server(async (req, res, body) => {
+  let seen = 0;
+  const state = { throttled: 0, forwarded: 0, lost: 0 };
+  const server = await ec2Server(async (req, res, body, form) => {
     if (++n % opts.every === 0) {
       state.throttled++;
       ec2Error(res, 503, 'RequestLimitExceeded', 'Request limit exceeded.');
       return;
     }
     state.forwarded++;
+    if (opts.loseAnswer && form.get('Action') === opts.loseAnswer.action && ++seen % opts.loseAnswer.every === 0) {
+      state.lost++;
+      await relay(target, req, body);
+      res.writeHead(502, { 'content-type': 'text/html' });
+      res.end('<html><body>502 Bad Gateway</body></html>');
+      return;
+    }
     await forward(target, req, res, body);
   });
   return {
@@ -151,6 +168,9 @@ export async function startThrottlingProxy(target: string, opts: { every: number
     },
     get forwarded() {
       return state.forwarded;
+    },
+    get lost() {
+      return state.lost;
     },
     close: server.close,
   };

@@ -1,0 +1,80 @@
+/**
+ * Progress on a terminal as one bar per running task (cli-progress's MultiBar): a backup of 40 nodes shows the
+ * nodes in flight together, each with its own count and status, instead of one line overwritten by whichever
+ * node reported last. A finished task leaves its final line above the bars; messages are printed above them too.
+ */
+import cliProgress from 'cli-progress';
+import type { ProgressUpdate } from '../io/host.js';
+
+export interface BarText {
+  label: string;
+  status?: string;
+}
+
+export class ProgressBars {
+  private multi?: cliProgress.MultiBar;
+  private readonly bars = new Map<string, cliProgress.SingleBar>();
+
+  /** `render` turns a task's label and status (already escaped and styled) into the text beside its bar. */
+  constructor(
+    private readonly out: NodeJS.WriteStream,
+    private readonly render: (u: ProgressUpdate) => BarText,
+  ) {}
+
+  get active(): boolean {
+    return this.bars.size > 0;
+  }
+
+  update(u: ProgressUpdate, finalLine: string): void {
+    const bar = this.bars.get(u.id);
+    if (u.done) {
+      if (bar) {
+        this.multi!.remove(bar);
+        this.bars.delete(u.id);
+      }
+      this.log(`${finalLine}\n`);
+      if (!this.bars.size) this.stop();
+      return;
+    }
+    const payload = this.render(u);
+    if (bar) {
+      if (u.total !== undefined) bar.setTotal(u.total);
+      bar.update(u.current, payload);
+      return;
+    }
+    this.multi ??= new cliProgress.MultiBar({
+      stream: this.out,
+      format: (options, params, p) => formatBar(options, params, p as BarText & { hasTotal: boolean }),
+      hideCursor: true,
+      clearOnComplete: true,
+      gracefulExit: false,
+      autopadding: true,
+      barsize: 24,
+      fps: 8,
+    });
+    this.bars.set(u.id, this.multi.create(u.total ?? 0, u.current, { ...payload, hasTotal: u.total !== undefined }));
+  }
+
+  /** Print a line above the bars (or straight away when no bar is shown). `text` ends with a newline. */
+  log(text: string): void {
+    if (this.multi && this.bars.size) this.multi.log(text);
+    else this.out.write(text);
+  }
+
+  /** Remove the bars and give the terminal back (cursor shown, timers stopped); idempotent. */
+  stop(): void {
+    if (!this.multi) return;
+    this.multi.stop();
+    this.multi = undefined;
+    this.bars.clear();
+  }
+}
+
+function formatBar(options: cliProgress.Options, params: cliProgress.Params, p: BarText & { hasTotal: boolean }): string {
+  const status = p.status ? ` ${p.status}` : '';
+  if (!p.hasTotal) return `${p.label} ${params.value}${status}`;
+  const width = options.barsize ?? 24;
+  const done = Math.round(Math.min(1, Math.max(0, params.progress)) * width);
+  const bar = '█'.repeat(done) + '░'.repeat(width - done);
+  return `${p.label} ${bar} ${params.value}/${params.total} ${Math.floor(params.progress * 100)}%${status}`;
+}
