@@ -18,39 +18,18 @@
  * (disk restore), snapshot-watch.ts (the shared snapshot poller).
  */
 import {
-  AttachVolumeCommand,
-  CreateReplaceRootVolumeTaskCommand,
   CreateSnapshotsCommand,
   CreateTagsCommand,
-  CreateVolumeCommand,
   DeleteSnapshotCommand,
-  DeleteVolumeCommand,
   DescribeAvailabilityZonesCommand,
   DescribeInstancesCommand,
-  DescribeReplaceRootVolumeTasksCommand,
   DescribeSnapshotsCommand,
-  DescribeVolumesCommand,
-  DetachVolumeCommand,
-  EC2Client,
-  ModifyInstanceAttributeCommand,
   RebootInstancesCommand,
-  StartInstancesCommand,
-  StopInstancesCommand,
-  waitUntilInstanceRunning,
-  waitUntilInstanceStopped,
-  waitUntilVolumeAvailable,
-  waitUntilVolumeInUse,
-  type Instance,
   type Snapshot,
-  type Tag,
-  type Volume,
 } from '@aws-sdk/client-ec2';
 import {
   BadInputError,
-  defaultRetryPolicy,
   EnvironmentError,
-  envProxyAgent,
-  type EnvProxyAgent,
   errorMessage,
   type MachineDisk,
   type NodeInfo,
@@ -63,8 +42,6 @@ import {
   registerSecret,
   type RestoreDisksOptions,
   type RestoreDisksResult,
-  type RetryPolicy,
-  sleep,
   type SnapshotFilter,
   type SnapshotOptions,
   type SnapshotProvider,
@@ -73,9 +50,8 @@ import {
   TAG_KEYS,
   TOOL_TAG_VALUE,
   type WaitOptions,
-  withRetry,
 } from '../../src/provider-kit/index.js';
-import { describeAwsError, isRetryableAwsError, regionPrefix } from './errors.js';
+import { regionPrefix } from './errors.js';
 export { describeAwsError, isRetryableAwsError, regionPrefix } from './errors.js';
 import { AwsApi, AWS_TAGS, type AwsProviderConfig, snapshotsTagged, tagsOf, toTags } from './client.js';
 import { restoreAwsDisks } from './restore.js';
