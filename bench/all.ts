@@ -11,7 +11,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { LocalCluster } from '../src/local-cluster/cluster.js';
-import { packageRoot } from '../src/local-cluster/paths.js';
+import { packageRoot } from '../src/package-root.js';
 import { arg } from './lib.js';
 
 const SUITE: { name: string; small: string[] | null; big: string[] }[] = [

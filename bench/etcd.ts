@@ -6,7 +6,7 @@
  * create leaves: uid, creationTimestamp, generation, managedFields).
  */
 import { randomUUID } from 'node:crypto';
-import { pool } from '../src/kube/manifests.js';
+import { pool } from '../src/util/pool.js';
 
 const PREFIX = '/registry/crd.projectcalico.org/ipamhandles/';
 const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');

@@ -17,8 +17,9 @@ import type { Reporter } from '../io/host.js';
 import { DEFAULT_BACKUP_DIR, defaultBundleName, exportCalico } from '../export/export.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
-import { pool } from '../kube/manifests.js';
-import { ProviderSet } from '../providers/registry.js';
+import { pool } from '../util/pool.js';
+import type { ProviderSet } from '../providers/registry.js';
+import { openProviders } from '../providers/session.js';
 import { nodeInfo, resolveNodes, type UnresolvedNode } from '../providers/resolve.js';
 import { loadPvIndex, selectDisks, type PvIndex } from '../providers/disk-policy.js';
 import type { NodeInfo, NodeTarget, SkippedDisk, SnapshotRecord } from '../providers/types.js';
@@ -84,18 +85,13 @@ export async function selectNodes(client: KubeClient, opts: { nodes?: string[]; 
   return all.map(nodeInfo).sort((a, b) => a.name.localeCompare(b.name));
 }
 
-export function providerSetFor(config: CniRewindConfig, reporter: Reporter): ProviderSet {
-  return new ProviderSet((name) => ({ reporter, config: config.providers[name] ?? {} }));
-}
-
 export async function backup(client: KubeClient, opts: BackupOptions, reporter: Reporter): Promise<BackupResult> {
   if (!(opts.concurrency >= 1)) throw new BadInputError('--concurrency must be at least 1');
-  const providers = providerSetFor(opts.config, reporter);
+  const providers = await openProviders(
+    { config: opts.config, modules: opts.providerModules, onModule: (m, name) => reporter.info('CNR_PROVIDER_MODULE', `loaded provider module ${m} (provider ${name})`) },
+    reporter,
+  );
   try {
-    for (const m of opts.providerModules ?? []) {
-      const name = await providers.addModule(m);
-      reporter.info('CNR_PROVIDER_MODULE', `loaded provider module ${m} (provider ${name})`);
-    }
     const nodes = await selectNodes(client, opts);
     const provider = opts.provider && opts.provider !== 'auto' && !providers.has(opts.provider) ? undefined : opts.provider;
     if (opts.provider && opts.provider !== 'auto' && !provider) {

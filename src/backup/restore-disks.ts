@@ -10,8 +10,9 @@ import type { NodeMapping } from '../config/mapping.js';
 import { BadInputError, errorMessage, RefusedError } from '../errors.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
+import { clusterUid } from '../kube/cluster-uid.js';
 import type { KubeClient } from '../kube/client.js';
-import { pool } from '../kube/manifests.js';
+import { pool } from '../util/pool.js';
 import type { ProviderSet } from '../providers/registry.js';
 import { chooseProvider, nodeInfo } from '../providers/resolve.js';
 import { matchRecordedDisks } from '../providers/disk-policy.js';
@@ -79,9 +80,9 @@ export async function restoreNodeDisks(client: KubeClient, manifest: BundleManif
     if (bad.length) throw new RefusedError(`node ${n}: ${bad.length} snapshot(s) in the bundle are not usable (${bad.map((r) => `${r.snapshotId} ${r.state}`).join(', ')})`, { hint: 'this backup was incomplete; restore another bundle' });
   }
 
-  const ns = await client.get(K.namespace, undefined, 'kube-system');
-  if (manifest.cluster?.uid && ns.metadata.uid !== manifest.cluster.uid && !opts.allowOtherCluster) {
-    throw new RefusedError(`bundle ${manifest.id} was made for cluster ${manifest.cluster.name} (${manifest.cluster.uid}), not this one (${ns.metadata.uid})`, { hint: 'pass --allow-other-cluster if this is really meant' });
+  const uid = await clusterUid(client);
+  if (manifest.cluster?.uid && uid !== manifest.cluster.uid && !opts.allowOtherCluster) {
+    throw new RefusedError(`bundle ${manifest.id} was made for cluster ${manifest.cluster.name} (${manifest.cluster.uid}), not this one (${uid})`, { hint: 'pass --allow-other-cluster if this is really meant' });
   }
 
   // Resolve each node's machine now and check it is the machine that was snapshotted.

@@ -1,4 +1,4 @@
-/** Issue 18: bundles are data in a box; encryption binds each ciphertext to its path and the manifest to the key. */
+/** Bundles are data in a box: encryption binds each ciphertext to its path and the manifest to the key. */
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';

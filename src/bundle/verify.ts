@@ -9,6 +9,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { MANIFEST_FILE, parsePackedResourcePath, parseResourcePath, isPackedPath, DIRS } from './paths.js';
 import type { Bundle } from './reader.js';
+import { pool } from '../util/pool.js';
 
 export interface VerifyProblem {
   file: string;
@@ -37,22 +38,17 @@ export async function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): Pr
   const packs = Number(m.formatVersion.split('.')[0]) >= 2;
   const listed = Object.entries(m.files).sort(([a], [b]) => (a < b ? -1 : 1));
   // Hash a few files at a time: I/O bound, and 100k small files would take long one by one.
-  let i = 0;
-  const worker = async () => {
-    while (i < listed.length) {
-      const [rel, entry] = listed[i++]!;
-      if (!onDisk.has(rel)) {
-        problems.push({ file: rel, problem: 'missing' });
-        continue;
-      }
-      const { size, hash, lines } = await hashFile(path.join(bundle.root, rel));
-      checked++;
-      if (size !== entry.size) problems.push({ file: rel, problem: `size ${size} differs from the manifest (${entry.size})` });
-      else if (hash !== entry.sha256) problems.push({ file: rel, problem: 'sha256 does not match the manifest (file edited or corrupted)' });
-      else if (packs && isPackedPath(rel) && lines !== entry.objects) problems.push({ file: rel, problem: `holds ${lines} lines, but the manifest says ${entry.objects ?? 'nothing about'} objects` });
+  await pool(listed, 8, async ([rel, entry]) => {
+    if (!onDisk.has(rel)) {
+      problems.push({ file: rel, problem: 'missing' });
+      return;
     }
-  };
-  await Promise.all(Array.from({ length: 8 }, worker));
+    const { size, hash, lines } = await hashFile(path.join(bundle.root, rel));
+    checked++;
+    if (size !== entry.size) problems.push({ file: rel, problem: `size ${size} differs from the manifest (${entry.size})` });
+    else if (hash !== entry.sha256) problems.push({ file: rel, problem: 'sha256 does not match the manifest (file edited or corrupted)' });
+    else if (packs && isPackedPath(rel) && lines !== entry.objects) problems.push({ file: rel, problem: `holds ${lines} lines, but the manifest says ${entry.objects ?? 'nothing about'} objects` });
+  });
   // Object.hasOwn, not `in`: an unlisted file named constructor or __proto__ is still unlisted.
   for (const f of onDisk) if (!Object.hasOwn(m.files, f)) problems.push({ file: f, problem: 'not listed in the manifest (extra file)' });
 

@@ -113,7 +113,7 @@ export function compareVersions(a: string, b: string): number {
   return 0;
 }
 
-// ---------- doctor: operator IP-pool behaviour, IPAM conventions, CRD schema markers (engineer E) ----------
+// ---------- doctor: operator IP-pool behaviour, IPAM conventions, CRD schema markers ----------
 
 /**
  * How the tigera operator of a Calico minor treats IP pools (docs/calico-differences.md, "Operator-managed IP pools").

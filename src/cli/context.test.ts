@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../local-cluster/paths.js';
+import { packageRoot } from '../package-root.js';
 
 /** Run a handler of the built CLI (npm test builds first) in a fresh Node process: what is tested is how it exits. */
 function runHandler(body: string) {

@@ -1,7 +1,8 @@
 import { readShippedFile } from '../calico/shipped.js';
 import type { KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
-import { applyManifests, parseManifests, pool } from '../kube/manifests.js';
+import { applyManifests, parseManifests } from '../kube/manifests.js';
+import { pool } from '../util/pool.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
 import { OPERATOR_MANAGED_LABEL, OPERATOR_MANAGED_VALUE } from '../calico/knowledge.js';
 import { CALICO_TYPES, createDemoPopulation } from './population.js';

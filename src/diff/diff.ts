@@ -17,6 +17,7 @@ import { K } from '../kube/builtin.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { stripServerFields } from '../kube/normalize.js';
 import { apiVersionOf, resourceKey, type KubeObject, type ResourceType } from '../kube/types.js';
+import { canonicalJson, sortKeys } from '../util/canonical.js';
 
 export interface Ref {
   apiVersion: string;
@@ -50,12 +51,6 @@ const refOf = (o: KubeObject): Ref => ({ apiVersion: o.apiVersion, kind: o.kind,
 /** YAML as compared: server fields gone, keys sorted so field order never shows as a change. */
 export function normalizedYaml(o: KubeObject): string {
   return dumpYaml(sortKeys(stripServerFields(o, { ownerUids: true })));
-}
-
-function sortKeys(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(sortKeys);
-  if (v && typeof v === 'object') return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortKeys((v as any)[k])]));
-  return v;
 }
 
 export async function diffBundle(client: KubeClient, bundle: Bundle, opts: DiffOptions = {}, reporter?: Reporter): Promise<DiffResult> {
@@ -194,7 +189,7 @@ async function compareLive(
 function contentKey(o: KubeObject): string {
   const s = stripServerFields(o, { ownerUids: true });
   const { name: _n, namespace: _ns, ...metadata } = s.metadata ?? {};
-  return JSON.stringify(sortKeys({ ...s, metadata }));
+  return canonicalJson({ ...s, metadata });
 }
 
 /**

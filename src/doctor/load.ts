@@ -4,7 +4,7 @@ import type { Bundle } from '../bundle/reader.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
 import { crdResourceType, listCrds } from '../kube/discovery.js';
-import { pool } from '../kube/manifests.js';
+import { pool } from '../util/pool.js';
 import { groupOf, resourceKey, type KubeObject } from '../kube/types.js';
 import { installTypeOf, toNodeInfo, toPodInfo, toWorkloadInfo, type CalicoState, type WorkloadInfo } from './state.js';
 

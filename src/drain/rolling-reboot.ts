@@ -15,9 +15,8 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { providerSetFor } from '../backup/backup.js';
-import { emptyConfig, loadConfig, parseDuration } from '../config/config.js';
-import { emptyMapping, loadNodeMapping, type NodeMapping } from '../config/mapping.js';
+import { parseDuration } from '../config/config.js';
+import type { NodeMapping } from '../config/mapping.js';
 import { cordon, describePreflight, drainNode, drainPreflight, isNodeReady, podsToEvict, uncordon } from './drain.js';
 import { BadInputError, EnvironmentError, errorMessage, RefusedError } from '../errors.js';
 import type { Reporter } from '../io/host.js';
@@ -27,7 +26,7 @@ import type { KubeObject } from '../kube/types.js';
 import type { PreflightCheck, RollingNodes } from '../plan/types.js';
 import type { ProviderSet } from '../providers/registry.js';
 import { chooseProvider, nodeInfo, resolveNodes } from '../providers/resolve.js';
-import type { StepRuntime } from '../executor/executor.js';
+import { loadProviderSettings, openProviders } from '../providers/session.js';
 
 export interface RollingSettings {
   provider?: string;
@@ -52,18 +51,9 @@ function moduleSpec(spec: string): string {
 }
 
 /** The provider set and mapping the settings describe (the same sources as `backup`). Close the set when done. */
-async function openProviders(s: Pick<RollingSettings, 'providerModules' | 'config' | 'mapping'>, reporter: Reporter): Promise<{ providers: ProviderSet; mapping: NodeMapping }> {
-  const config = s.config ? await loadConfig(s.config) : emptyConfig();
-  const mappingFile = s.mapping ?? config.mapping;
-  const mapping = mappingFile ? await loadNodeMapping(mappingFile) : emptyMapping();
-  const providers = providerSetFor(config, reporter);
-  try {
-    for (const m of s.providerModules ?? []) await providers.addModule(m);
-  } catch (err) {
-    await providers.closeAll();
-    throw err;
-  }
-  return { providers, mapping };
+async function openRollingProviders(s: Pick<RollingSettings, 'providerModules' | 'config' | 'mapping'>, reporter: Reporter): Promise<{ providers: ProviderSet; mapping: NodeMapping }> {
+  const { config, mapping } = await loadProviderSettings(s);
+  return { providers: await openProviders({ config, modules: s.providerModules }, reporter), mapping };
 }
 
 /**
@@ -81,7 +71,7 @@ export async function planRollingNodes(client: KubeClient, s: RollingSettings, r
     config: s.config ? path.resolve(s.config) : undefined,
     mapping: s.mapping ? path.resolve(s.mapping) : undefined,
   };
-  const { providers, mapping } = await openProviders(settings, reporter);
+  const { providers, mapping } = await openRollingProviders(settings, reporter);
   try {
     if (settings.provider !== 'auto' && !providers.has(settings.provider)) {
       throw new BadInputError(`unknown provider '${settings.provider}'`, { hint: `built-in providers: ${providers.names().join(', ')}; a third-party one is given with --provider-module` });
@@ -131,12 +121,19 @@ interface NodeProgress {
 const progressKey = (node: string) => `reboot-nodes/${node}`;
 const bootIdOf = (n: KubeObject | undefined): string => n?.status?.nodeInfo?.bootID ?? '';
 
+/** What the step needs of the executor's runtime (its StepRuntime has these): the journal and the reporter. */
+export interface RollingRuntime {
+  remember(key: string, value: unknown): void;
+  recall<T = unknown>(key: string): T | undefined;
+  reporter: Reporter;
+}
+
 /** Apply time: the step itself. Returns the one-line summary the executor journals. */
-export async function rebootNodes(client: KubeClient, rolling: RollingNodes, rt: StepRuntime): Promise<string> {
+export async function rebootNodes(client: KubeClient, rolling: RollingNodes, rt: RollingRuntime): Promise<string> {
   const { reporter } = rt;
   const drainTimeoutMs = parseDuration(rolling.drainTimeout, 'drainTimeout');
   const readyTimeoutMs = parseDuration(rolling.readyTimeout, 'readyTimeout');
-  const { providers, mapping } = await openProviders(rolling, reporter);
+  const { providers, mapping } = await openRollingProviders(rolling, reporter);
   const total = rolling.nodes.length;
   let rebootedNow = 0;
   try {

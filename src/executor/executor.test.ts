@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RecordingIoHost, Reporter } from '../io/host.js';
-import { packageRoot } from '../local-cluster/paths.js';
+import { packageRoot } from '../package-root.js';
 import { runSteps } from './executor.js';
 import { syntheticSteps } from './test-support.js';
 import { Journal, journalPathFor } from './journal.js';

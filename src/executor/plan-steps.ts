@@ -13,8 +13,10 @@ import { EnvironmentError, RefusedError } from '../errors.js';
 import type { Reporter } from '../io/host.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
+import { clusterUid } from '../kube/cluster-uid.js';
 import { crdResourceType } from '../kube/discovery.js';
-import { pool, waitCrdsEstablished } from '../kube/manifests.js';
+import { waitCrdsEstablished } from '../kube/manifests.js';
+import { pool } from '../util/pool.js';
 import { ResourceResolver } from '../kube/resolver.js';
 import type { KubeObject } from '../kube/types.js';
 import { bundleDataPresent, liveDataNotInBundle } from '../plan/compare.js';
@@ -80,7 +82,7 @@ async function preflight(deps: StepDeps): Promise<string> {
  * (identity and bundle; not its age nor the nodes, which a half-done change may have in flux). Refuses (exit 5).
  */
 export async function preflightChecks({ client, plan, bundle, target }: Pick<StepDeps, 'client' | 'plan' | 'bundle' | 'target'>, what: string, resumeOnly = false): Promise<PreflightCheck[]> {
-  const uid = (await client.get(K.namespace, undefined, 'kube-system')).metadata.uid!;
+  const uid = await clusterUid(client);
   if (uid !== plan.cluster.uid) throw new RefusedError(`this plan was made for cluster ${plan.cluster.name} (uid ${plan.cluster.uid}), not this one (uid ${uid})`);
   const cluster = await checkCluster(client, plan.options.rebootNodes);
   const checks = [

@@ -8,7 +8,8 @@ import { EnvironmentError } from '../errors.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
-import { applyManifestEdits, type ManifestTransform } from '../plan/manifest-custom.js';
+import { applyManifestEdits } from '../plan/manifest-custom.js';
+import type { ManifestTransform } from '../plan/types.js';
 import { CALICO_POD_NAMESPACES, MANIFEST_POD_SELECTOR } from '../plan/rules.js';
 import type { Plan } from '../plan/types.js';
 

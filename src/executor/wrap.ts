@@ -22,7 +22,7 @@ export interface WrapOptions {
   commandStdoutToStderr?: boolean;
   out?: string;
   excludeSecrets?: boolean;
-  /** Take the bundle another way (engine C's `backup` with disk snapshots); default: export only. */
+  /** Take the bundle another way (`backup` with disk snapshots); default: export only. */
   takeBackup?: () => Promise<{ path: string; diskSnapshots: number }>;
 }
 

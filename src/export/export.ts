@@ -18,9 +18,10 @@ import {
 import { errorMessage } from '../errors.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
+import { clusterUid } from '../kube/cluster-uid.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { crdResourceType, discoverGroup, listCrds } from '../kube/discovery.js';
-import { pool } from '../kube/manifests.js';
+import { pool } from '../util/pool.js';
 import { apiVersionOf, resourceKey, type KubeObject, type ResourceType } from '../kube/types.js';
 
 export interface ExportOptions {
@@ -46,8 +47,8 @@ function forBundle(obj: KubeObject): KubeObject {
 export async function exportCalico(client: KubeClient, writer: BundleWriter, opts: ExportOptions, reporter: Reporter): Promise<void> {
   const m = writer.manifest;
   const pageSize = opts.pageSize ?? 500;
-  const [ns, version, calico] = await Promise.all([client.get(K.namespace, undefined, 'kube-system'), client.serverVersion(), detectCalico(client)]);
-  m.cluster = { uid: ns.metadata.uid ?? '', name: client.connection.clusterName, server: client.connection.server, kubernetesVersion: version.gitVersion };
+  const [uid, version, calico] = await Promise.all([clusterUid(client), client.serverVersion(), detectCalico(client)]);
+  m.cluster = { uid, name: client.connection.clusterName, server: client.connection.server, kubernetesVersion: version.gitVersion };
   m.calico = {
     installType: calico.installType,
     ...(calico.version ? { version: calico.version } : {}),

@@ -5,6 +5,7 @@ import { K } from './builtin.js';
 import { crdEstablished } from './discovery.js';
 import { ResourceResolver } from './resolver.js';
 import type { KubeObject } from './types.js';
+import { pool } from '../util/pool.js';
 
 /** Split a multi-document YAML text into objects, dropping empty documents and `List` wrappers. */
 export function parseManifests(text: string, source = 'manifest'): KubeObject[] {
@@ -71,16 +72,4 @@ export async function waitCrdsEstablished(client: KubeClient, names: string[], t
   for (const name of names) {
     await client.waitFor(`CRD ${name} to be Established`, async () => (crdEstablished(await client.getOrUndefined(K.crd, undefined, name)) ? true : undefined), { timeoutMs, intervalMs: 200 });
   }
-}
-
-/** Run `fn` over items with at most `limit` in flight. */
-export async function pool<T>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      await fn(items[i]!, i);
-    }
-  });
-  await Promise.all(workers);
 }

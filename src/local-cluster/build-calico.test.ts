@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { packageRoot } from './paths.js';
+import { packageRoot } from '../package-root.js';
 
 // The source checks of control-plane/build-calico.sh, run against a private cache and mirror (no build).
 const script = path.join(packageRoot(), 'control-plane', 'build-calico.sh');

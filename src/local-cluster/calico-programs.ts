@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { packageRoot } from './paths.js';
+import { packageRoot } from '../package-root.js';
 
 /**
  * Calico's own control-plane programs for the local cluster, built from the upstream release source by

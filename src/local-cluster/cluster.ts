@@ -4,7 +4,8 @@ import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
 import { makePki, writeKubeconfig } from './pki.js';
-import { packageRoot, stateRoot } from './paths.js';
+import { packageRoot } from '../package-root.js';
+import { stateRoot } from './paths.js';
 import { serviceCidr } from './calico-desired.js';
 import { SUPERVISOR_STATUS_FILE, type SupervisorStatus } from './calico-supervisor.js';
 

@@ -2,7 +2,7 @@
  * Compare Calico data in the cluster with a bundle: what `apply` checks at the end (nothing lost or changed
  * apart from the planned transforms) and before the reinstall strategy deletes anything (nothing in the cluster
  * that the bundle would not bring back). A small local comparison of `spec` (and `data`) per object; the
- * full `diff` command (engine A's diffBundle) renders differences for people.
+ * full `diff` command (diffBundle in src/diff/) renders differences for people.
  */
 import type { Bundle } from '../bundle/reader.js';
 import { pruneUnknownFields } from '../calico/schema.js';
@@ -14,21 +14,13 @@ import { crdResourceType } from '../kube/discovery.js';
 import type { KubeObject } from '../kube/types.js';
 import { isManagedCrd, objRef, transformInstallation } from './findings.js';
 import { RUNTIME_KINDS } from './rules.js';
+import { canonicalJson } from '../util/canonical.js';
 import type { InstallationTransform } from './types.js';
 
 export interface DataDifference {
   object: string;
   problem: 'missing' | 'changed' | 'not-in-bundle';
   detail?: string;
-}
-
-/** Key-sorted JSON so that equal content compares equal whatever the key order. */
-export function canonicalJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
-  if (v && typeof v === 'object') {
-    return `{${Object.keys(v as object).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((v as any)[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(v ?? null);
 }
 
 const content = (o: KubeObject) => canonicalJson({ spec: o.spec ?? null, data: o.data ?? null });

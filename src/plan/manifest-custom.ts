@@ -16,25 +16,9 @@ import { errorMessage } from '../errors.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
 import type { KubeObject } from '../kube/types.js';
-import { canonicalJson } from './compare.js';
-import type { PlanFinding } from './types.js';
+import { canonicalJson } from '../util/canonical.js';
+import { MANIFEST_CONTAINER_FIELDS, type ManifestTransform, type PlanFinding } from './types.js';
 
-export interface ManifestTransform {
-  /** The release calico.yaml these edits were found against (`vX.Y.Z`). */
-  from: string;
-  /** calico-node container env of the calico-node DaemonSet: entries written as given (replacing the release's), names removed. */
-  calicoNodeEnv: { set: { name: string; value?: string; valueFrom?: unknown }[]; remove: string[] };
-  /** calico-config ConfigMap data keys written with the live value. */
-  calicoConfig: Record<string, string>;
-  /** Image repositories that differ from the release's (same tag): the release's `<registry>/calico/node` -> `registry.local/calico/node`. */
-  repositories: Record<string, string>;
-  /** Container fields the API server never defaults, edited (e.g. the bird checks removed from the probes for VXLAN). */
-  containerFields?: { workload: string; container: string; field: ContainerField; value: unknown }[];
-}
-
-/** Container fields compared and carried: `kind/name` of the workload, container name, dotted field. */
-const CONTAINER_FIELDS = ['command', 'args', 'livenessProbe.exec.command', 'readinessProbe.exec.command'] as const;
-type ContainerField = (typeof CONTAINER_FIELDS)[number];
 const getField = (c: any, f: string) => f.split('.').reduce((o, k) => o?.[k], c);
 function setField(c: any, f: string, v: unknown): void {
   const parts = f.split('.');
@@ -102,7 +86,7 @@ export function findManifestEdits(live: { ds?: KubeObject; config?: KubeObject; 
     const relContainers = new Map(containersOf(rel).map((c) => [c.name, c]));
     for (const c of containersOf(w)) {
       const rc = relContainers.get(c.name);
-      for (const f of rc ? CONTAINER_FIELDS : []) {
+      for (const f of rc ? MANIFEST_CONTAINER_FIELDS : []) {
         const v = getField(c, f);
         if (canonicalJson(v ?? null) === canonicalJson(getField(rc, f) ?? null)) continue;
         t.containerFields!.push({ workload: `${w.kind}/${w.metadata.name}`, container: c.name, field: f, value: v });

@@ -23,11 +23,6 @@ import type { InstallationTransform, PreflightCheck } from './types.js';
 
 export const DEFAULT_BACKUP_DIR = 'cni-rewind-backups';
 
-export async function clusterUid(client: KubeClient): Promise<string> {
-  const ns = await client.get(K.namespace, undefined, 'kube-system');
-  return ns.metadata.uid!;
-}
-
 /** The newest bundle of this cluster in `dir` (default ./cni-rewind-backups), or undefined. */
 export async function newestBundleFor(uid: string, dir = DEFAULT_BACKUP_DIR): Promise<string | undefined> {
   let names: string[];

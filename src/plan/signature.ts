@@ -17,18 +17,11 @@ import path from 'node:path';
 import { BadInputError, RefusedError } from '../errors.js';
 import { registerSecret } from '../io/redact.js';
 import { readInputFile } from '../io/safe-file.js';
-import type { Plan } from './types.js';
+import { canonicalJson } from '../util/canonical.js';
+import { PLAN_SIGNATURE_ALGORITHM, type Plan } from './types.js';
 
 export const PLAN_KEY_ENV = 'CNI_REWIND_PLAN_KEY_FILE';
-export const PLAN_SIGNATURE_ALGORITHM = 'HMAC-SHA256';
 const MAX_KEY_FILE_BYTES = 4096;
-
-export interface PlanSignature {
-  algorithm: typeof PLAN_SIGNATURE_ALGORITHM;
-  /** Which key signed it (a hash of the key, not the key), so a mismatch can say "another key". */
-  keyId: string;
-  value: string;
-}
 
 export interface PlanKey {
   key: Buffer;
@@ -78,19 +71,9 @@ function createKeyFile(file: string): void {
   }
 }
 
-/** JSON with sorted keys and no undefined members: the same plan gives the same bytes whether read from YAML or JSON. */
-function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map((x) => (x === undefined ? 'null' : canonical(x))).join(',')}]`;
-  if (v && typeof v === 'object' && !(v instanceof Date)) {
-    const o = v as Record<string, unknown>;
-    return `{${Object.keys(o).sort().filter((k) => o[k] !== undefined).map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(v) ?? 'null';
-}
-
 function mac(plan: Plan, key: Buffer): string {
   const { signature: _ignored, ...rest } = plan;
-  return createHmac('sha256', key).update('cni-rewind plan v1\n').update(canonical(rest)).digest('hex');
+  return createHmac('sha256', key).update('cni-rewind plan v1\n').update(canonicalJson(rest)).digest('hex');
 }
 
 export function signPlan(plan: Plan, k: PlanKey): Plan {

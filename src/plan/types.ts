@@ -4,8 +4,6 @@
  * bundle it relies on, the findings and the steps.
  */
 import type { InstallType } from '../calico/detect.js';
-import type { ManifestTransform } from './manifest-custom.js';
-import type { PlanSignature } from './signature.js';
 
 export const PLAN_API_VERSION = 'cni-rewind.io/v1';
 export const PLAN_KIND = 'Plan';
@@ -77,6 +75,34 @@ export interface RollingNodes {
   drainTimeout: string;
   readyTimeout: string;
   nodes: { node: string; provider: string; machine: string }[];
+}
+
+/** Container fields compared and carried for a calico.yaml install: dotted paths inside a container. */
+export const MANIFEST_CONTAINER_FIELDS = ['command', 'args', 'livenessProbe.exec.command', 'readinessProbe.exec.command'] as const;
+export type ContainerField = (typeof MANIFEST_CONTAINER_FIELDS)[number];
+
+/** Edits of a calico.yaml install found by the plan (manifest-custom.ts) and written into the target's objects. */
+export interface ManifestTransform {
+  /** The release calico.yaml these edits were found against (`vX.Y.Z`). */
+  from: string;
+  /** calico-node container env of the calico-node DaemonSet: entries written as given (replacing the release's), names removed. */
+  calicoNodeEnv: { set: { name: string; value?: string; valueFrom?: unknown }[]; remove: string[] };
+  /** calico-config ConfigMap data keys written with the live value. */
+  calicoConfig: Record<string, string>;
+  /** Image repositories that differ from the release's (same tag): the release's `<registry>/calico/node` -> `registry.local/calico/node`. */
+  repositories: Record<string, string>;
+  /** Container fields the API server never defaults, edited (e.g. the bird checks removed from the probes for VXLAN): `kind/name` of the workload, container name, field. */
+  containerFields?: { workload: string; container: string; field: ContainerField; value: unknown }[];
+}
+
+export const PLAN_SIGNATURE_ALGORITHM = 'HMAC-SHA256';
+
+/** The plan's HMAC (signature.ts). */
+export interface PlanSignature {
+  algorithm: typeof PLAN_SIGNATURE_ALGORITHM;
+  /** Which key signed it (a hash of the key, not the key), so a mismatch can say "another key". */
+  keyId: string;
+  value: string;
 }
 
 export interface Plan {

@@ -16,6 +16,7 @@ import type { KubeObject } from '../kube/types.js';
 import { parseProviderId } from './provider-id.js';
 import type { ProviderSet } from './registry.js';
 import type { NodeInfo, NodeMappingEntry, NodeTarget } from './types.js';
+import { pool } from '../util/pool.js';
 
 export interface UnresolvedNode {
   node: string;
@@ -50,30 +51,25 @@ export async function resolveNodes(
 ): Promise<NodeResolution> {
   const targets: (NodeTarget | undefined)[] = new Array(nodes.length);
   const unresolved: UnresolvedNode[] = [];
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < nodes.length; i = next++) {
-      const node = nodes[i]!;
-      const choice = chooseProvider(node, opts.mapping, opts.provider);
-      if (!choice.provider) {
-        unresolved.push({ node: node.name, reason: choice.why });
-        continue;
-      }
-      if (!providers.has(choice.provider)) {
-        unresolved.push({ node: node.name, reason: `provider '${choice.provider}' (from ${choice.why}) is not built in and was not given with --provider-module` });
-        continue;
-      }
-      const provider = await providers.get(choice.provider);
-      try {
-        const t = await provider.resolve(node, choice.entry);
-        if (t) targets[i] = t;
-        else unresolved.push({ node: node.name, reason: `provider ${choice.provider} (from ${choice.why}) could not find its machine` });
-      } catch (err) {
-        unresolved.push({ node: node.name, reason: `provider ${choice.provider}: ${errorMessage(err)}` });
-      }
+  await pool(nodes, Math.max(1, opts.concurrency ?? 8), async (node, i) => {
+    const choice = chooseProvider(node, opts.mapping, opts.provider);
+    if (!choice.provider) {
+      unresolved.push({ node: node.name, reason: choice.why });
+      return;
     }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency ?? 8, nodes.length)) }, worker));
+    if (!providers.has(choice.provider)) {
+      unresolved.push({ node: node.name, reason: `provider '${choice.provider}' (from ${choice.why}) is not built in and was not given with --provider-module` });
+      return;
+    }
+    const provider = await providers.get(choice.provider);
+    try {
+      const t = await provider.resolve(node, choice.entry);
+      if (t) targets[i] = t;
+      else unresolved.push({ node: node.name, reason: `provider ${choice.provider} (from ${choice.why}) could not find its machine` });
+    } catch (err) {
+      unresolved.push({ node: node.name, reason: `provider ${choice.provider}: ${errorMessage(err)}` });
+    }
+  });
   unresolved.sort((a, b) => a.node.localeCompare(b.node));
   return { targets: targets.filter((t): t is NodeTarget => !!t), unresolved };
 }

@@ -1,7 +1,7 @@
 /** Restore's drift check: what was written, read back after all writes and compared with what was sent. */
 import type { Reporter } from '../io/host.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
-import { pool } from '../kube/manifests.js';
+import { pool } from '../util/pool.js';
 import type { ResourceResolver } from '../kube/resolver.js';
 import { apiVersionOf, type KubeObject, type ResourceType } from '../kube/types.js';
 import { comparable, missingFrom } from './normalize.js';

@@ -19,7 +19,7 @@
  */
 import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, IPAM_LIVE_KINDS } from '../calico/knowledge.js';
 import { groupOf, type KubeObject } from '../kube/types.js';
-import { canonical } from './normalize.js';
+import { canonicalJson } from '../util/canonical.js';
 
 export const isIpamLive = (o: Pick<KubeObject, 'apiVersion' | 'kind'>): boolean => IPAM_LIVE_KINDS.has(o.kind) && groupOf(o.apiVersion) === CALICO_CRD_GROUP;
 
@@ -81,7 +81,7 @@ export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources
         if (allocatesTo(now, handle)) holds = true;
         else if (now) {
           const then = await before.get(cidr);
-          if (then && canonical(now.spec) === canonical(then.spec)) holds = true;
+          if (then && canonicalJson(now.spec) === canonicalJson(then.spec)) holds = true;
         }
       }
       if (!holds) skip(p, `released since the backup: no allocation in ${blocks.length ? `block ${blocks.join(', ')}` : 'any block'} carries this handle (its pod is gone)`);

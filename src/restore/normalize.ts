@@ -7,6 +7,7 @@ import yaml from 'js-yaml';
 import { createTwoFilesPatch } from 'diff';
 import type { KubeObject } from '../kube/types.js';
 import { stripServerFields as stripShared } from '../kube/normalize.js';
+import { canonicalJson, sortKeys } from '../util/canonical.js';
 /** Annotations that describe a previous write, not desired state. */
 const VOLATILE_ANNOTATIONS = ['kubectl.kubernetes.io/last-applied-configuration'];
 
@@ -29,25 +30,8 @@ export function comparable(obj: KubeObject): KubeObject {
   return c;
 }
 
-/** Stable JSON (sorted keys) so comparisons do not depend on key order. */
-export function canonical(v: unknown): string {
-  return JSON.stringify(sortKeys(v));
-}
-
-function sortKeys(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(sortKeys);
-  if (v && typeof v === 'object') {
-    return Object.fromEntries(
-      Object.keys(v as object)
-        .sort()
-        .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]),
-    );
-  }
-  return v;
-}
-
 export function sameContent(a: KubeObject, b: KubeObject): boolean {
-  return canonical(comparable(a)) === canonical(comparable(b));
+  return canonicalJson(comparable(a)) === canonicalJson(comparable(b));
 }
 
 /** A unified diff live -> desired of the parts restore writes. */
@@ -75,7 +59,7 @@ export function missingFrom(wanted: unknown, actual: unknown, path = ''): string
     if (!Array.isArray(actual) || actual.length !== wanted.length) return [path];
     return wanted.flatMap((w, i) => missingFrom(w, actual[i], `${path}[${i}]`));
   }
-  return canonical(wanted) === canonical(actual) ? [] : [path];
+  return canonicalJson(wanted) === canonicalJson(actual) ? [] : [path];
 }
 
 /** Per-process key: fingerprints of Secret values compare within one run but reveal nothing about the values. */

@@ -13,13 +13,15 @@ import type { BundleManifest, BundleObject } from '../bundle/types.js';
 import { BadInputError, RefusedError, errorMessage } from '../errors.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
+import { clusterUid } from '../kube/cluster-uid.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { crdResourceType, listCrds } from '../kube/discovery.js';
-import { pool, waitCrdsEstablished } from '../kube/manifests.js';
+import { waitCrdsEstablished } from '../kube/manifests.js';
+import { pool } from '../util/pool.js';
 import { ResourceResolver } from '../kube/resolver.js';
 import { groupOf, type KubeObject, type ResourceType } from '../kube/types.js';
 import { lockDatastore, pauseOperator, releaseAll, type Release } from './guards.js';
-import { canonical, objectDiff, sameContent, stripServerFields } from './normalize.js';
+import { objectDiff, sameContent, stripServerFields } from './normalize.js';
 import { CLUSTER_INFORMATION, INSTALLATION_KIND, INSTALLATION_NAME, NEVER_RESTORED_KINDS, RESTORED_CONFIG_KINDS, RESTORE_PHASES, OTHER_PHASE, RUNTIME_FIELDS, phaseOf } from './order.js';
 import { judgePool } from './pools.js';
 import { PhaseTimer, type RestoreTimings } from './timings.js';
@@ -169,11 +171,6 @@ const ownerKey = (apiVersion: string, kind: string, name: string, namespace: str
 function matchesKinds(obj: KubeObject, kinds: string[] | undefined): boolean {
   if (!kinds?.length) return true;
   return kinds.some((k) => k.toLowerCase() === obj.kind.toLowerCase() || k.toLowerCase() === `${obj.kind.toLowerCase()}s`);
-}
-
-/** The cluster's identity: the kube-system namespace UID (what export records as manifest.cluster.uid). */
-export async function clusterUid(client: KubeClient): Promise<string> {
-  return (await client.get(K.namespace, undefined, 'kube-system')).metadata.uid ?? '';
 }
 
 // ---------- planning ----------
@@ -773,6 +770,3 @@ export async function restoreResources(client: KubeClient, bundle: RestoreSource
   }
   return executeRestore(client, plan, planned, bundleCrds, opts, reporter, timer);
 }
-
-/** For tests and renderers: the canonical form used to compare objects. */
-export { canonical };

@@ -1,5 +1,5 @@
 /**
- * The apply lock lost mid-run (issue 17): while `apply` runs the in-place downgrade 3.28.1 -> 3.27.4 on the real
+ * The apply lock lost mid-run: while `apply` runs the in-place downgrade 3.28.1 -> 3.27.4 on the real
  * control plane, another party takes its Lease (the test overwrites it, as a run on another host that judged it stale
  * would). apply must stop at the next safe point, before the next step, with exit 4 and a line saying so, leave the
  * other holder's Lease alone, and record in the journal where to resume; `--resume` is refused while the other

@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
-import { providerSetFor } from '../../src/backup/backup.js';
+import { providerSetFor } from '../../src/providers/session.js';
 import { restoreNodeDisks } from '../../src/backup/restore-disks.js';
 import { readBundleManifest } from '../../src/bundle/reader.js';
 import { emptyMapping } from '../../src/config/mapping.js';
@@ -130,7 +130,7 @@ describe('backup with the AWS EC2 provider (moto server)', () => {
   });
 
   /**
-   * restore --disks goes through runRestoreDisks (src/cli/commands/restore-disks.ts), which engineer B's `restore`
+   * restore --disks goes through runRestoreDisks (src/cli/commands/restore-disks.ts), which the `restore`
    * command calls; these tests run the same engine in-process (real cluster, real moto), with the provider
    * environment a user would set.
    */

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DescribeInstancesCommand, DescribeVolumesCommand, EC2Client } from '@aws-sdk/client-ec2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { providerSetFor } from '../../src/backup/backup.js';
+import { providerSetFor } from '../../src/providers/session.js';
 import { restoreNodeDisks } from '../../src/backup/restore-disks.js';
 import { readBundleManifest } from '../../src/bundle/reader.js';
 import { emptyMapping } from '../../src/config/mapping.js';

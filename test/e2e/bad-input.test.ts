@@ -1,5 +1,5 @@
 /**
- * Bad-input corpus (issue 10): malformed and hostile bundles (directories and hand-built tar.gz archives),
+ * Bad-input corpus: malformed and hostile bundles (directories and hand-built tar.gz archives),
  * bad plan files, bad config/mapping files, unknown providers and kinds, a broken --provider-module and wrong
  * flags, for every command that takes input. Each case runs the built CLI in its own sandbox and checks:
  *   - the documented exit code (2 bad input, 4 environment, 5 refused);
@@ -279,7 +279,7 @@ const cases: Case[] = [
     message: /another cluster|other cluster|different cluster/i,
     args: (sb) => ['restore', bundleCopy(sb, (_, m) => (m.cluster.uid = '00000000-0000-0000-0000-000000000000')), '--resources', '--yes'],
   },
-  // ---- issue 18: trust boundaries (plans, journals, bundles and key files as hostile input) ----
+  // ---- trust boundaries (plans, journals, bundles and key files as hostile input) ----
   ...trustList,
 ];
 

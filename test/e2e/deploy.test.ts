@@ -1,5 +1,5 @@
 /**
- * deploy/ on the real control plane (issue 17 "Done when"): the CronJob passes a server-side dry run; the RBAC of
+ * deploy/ on the real control plane: the CronJob passes a server-side dry run; the RBAC of
  * deploy/rbac.yaml grants exactly what `backup` (which includes `export`) uses: every verb it grants is used by a
  * real run as the ServiceAccount, that run succeeds (so every verb it uses is granted), and `kubectl auth can-i
  * --as system:serviceaccount:...` agrees for each rule. The run goes through the in-cluster code path (token and CA
@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { SERVICE_ACCOUNT_DIR } from '../../src/kube/connection.js';
-import { packageRoot } from '../../src/local-cluster/paths.js';
+import { packageRoot } from '../../src/package-root.js';
 import { findKubectl } from '../../bench/lib.js';
 import { apiForwarder, apiServerAccess, startConnectProxy } from '../support/kube-proxies.js';
 import { applyFixture, kubeconfig, runCli, testClient } from './helpers.js';

@@ -8,7 +8,7 @@ import { K } from '../../src/kube/builtin.js';
 import { crdResourceType } from '../../src/kube/discovery.js';
 import { resourceKey } from '../../src/kube/types.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
-import { packageRoot } from '../../src/local-cluster/paths.js';
+import { packageRoot } from '../../src/package-root.js';
 import { applyFixture, calicoType, deleteNodes, kubeconfig, resetCalico, runCli, testClient } from './helpers.js';
 import { populateCalico, type Population } from './population.js';
 

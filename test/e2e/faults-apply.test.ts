@@ -1,5 +1,5 @@
 /**
- * Fault tests for `apply PLAN` (issue 10): kube-apiserver SIGKILLed in the middle of a step that writes (the
+ * Fault tests for `apply PLAN`: kube-apiserver SIGKILLed in the middle of a step that writes (the
  * in-place downgrade Calico 3.28.1 -> 3.27.4 with the real release manifests and a population, as in
  * plan-apply.test.ts) and restarted:
  *   - within the retry budget: apply completes (exit 0) and the end state equals the fault-free run;

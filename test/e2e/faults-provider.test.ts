@@ -1,5 +1,5 @@
 /**
- * Fault tests for provider errors during `cni-rewind backup` (issue 10): three kwok nodes whose providerIDs name
+ * Fault tests for provider errors during `cni-rewind backup`: three kwok nodes whose providerIDs name
  * instances in a real moto server, reached through a fault proxy (test/support/moto.ts startFaultProxy: a stand-in
  * for EC2 errors moto never returns) that answers chosen calls with EC2's XML errors:
  *   - a permanent error on CreateSnapshots for one node's instance (`UnauthorizedOperation`, HTTP 403, and

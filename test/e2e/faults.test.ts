@@ -1,5 +1,5 @@
 /**
- * Fault tests (issue 10): the end state equals the fault-free run, or the command fails with one clear line and
+ * Fault tests: the end state equals the fault-free run, or the command fails with one clear line and
  * nothing is lost (no bundle that `verify` accepts when it is incomplete, no half-restored state left unreported).
  *   - kube-apiserver SIGKILLed and restarted during export and during restore (the client retries with backoff);
  *   - kube-apiserver down for longer than the retry budget (CNI_REWIND_KUBE_RETRY_MS): exit 4, nothing accepted;

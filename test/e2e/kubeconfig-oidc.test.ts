@@ -1,5 +1,5 @@
 /**
- * OIDC credentials that expire during a run (issue 17): a kubeconfig with `auth-provider: oidc` whose id-token has
+ * OIDC credentials that expire during a run: a kubeconfig with `auth-provider: oidc` whose id-token has
  * already expired, a fake OIDC issuer on 127.0.0.1 (test/support/fake-oidc.ts) issuing id-tokens valid 3 s, and the
  * token-validating proxy of the exec-plugin test (test/support/kube-proxies.ts) in front of the real API server,
  * accepting only unexpired id-tokens signed by that issuer. `wrap -- sleep 4` (a backup, a command longer than one

@@ -1,5 +1,5 @@
 /**
- * Kubeconfigs as kubectl takes them, through the CLI against the real control plane (issue 17 "Done when"):
+ * Kubeconfigs as kubectl takes them, through the CLI against the real control plane:
  * - an exec plugin issuing short-lived tokens, checked by a token-validating proxy in front of the API server: an
  *   export of 20,000 objects on 1-s tokens (the export now takes ~2.5-5 s) and a restore --resources of them on 5-s
  *   tokens (over a minute) succeed, and the plugin ran several times in each;

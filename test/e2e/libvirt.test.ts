@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { providerSetFor } from '../../src/backup/backup.js';
+import { providerSetFor } from '../../src/providers/session.js';
 import { restoreNodeDisks } from '../../src/backup/restore-disks.js';
 import { readBundleManifest } from '../../src/bundle/reader.js';
 import { loadNodeMapping } from '../../src/config/mapping.js';

@@ -15,7 +15,7 @@ import { crdResourceType } from '../../src/kube/discovery.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
 import { releasesDir } from '../support/releases.js';
-import { canonicalJson } from '../../src/plan/compare.js';
+import { canonicalJson } from '../../src/util/canonical.js';
 import { deleteNodes, fixtureObjects, resetCalico, runCli, testClient } from './helpers.js';
 import { calicoSnapshot, installCalico328 } from './plan-support.js';
 import { populateCalico, type Population } from './population.js';

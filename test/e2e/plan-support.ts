@@ -5,7 +5,7 @@ import { crdResourceType } from '../../src/kube/discovery.js';
 import { waitCrdsEstablished } from '../../src/kube/manifests.js';
 import { ResourceResolver } from '../../src/kube/resolver.js';
 import type { KubeObject } from '../../src/kube/types.js';
-import { canonicalJson } from '../../src/plan/compare.js';
+import { canonicalJson } from '../../src/util/canonical.js';
 import { expect } from 'vitest';
 import { checkAgainstSchema } from '../../src/calico/schema.js';
 import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/executor/lock.js';

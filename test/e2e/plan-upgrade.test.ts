@@ -8,7 +8,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
 import { releasesDir } from '../support/releases.js';
-import { canonicalJson } from '../../src/plan/compare.js';
+import { canonicalJson } from '../../src/util/canonical.js';
 import { deleteNodes, fixtureObjects, resetCalico, runCli, testClient } from './helpers.js';
 import { calicoSnapshot, installCalicoExactly, INSTALLATION_327 } from './plan-support.js';
 import { populateCalico } from './population.js';

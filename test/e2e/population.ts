@@ -1,12 +1,12 @@
 /**
- * A realistic Calico population for e2e tests (reusable by every engineer): several IP pools (one disabled),
+ * A realistic Calico population for e2e tests (shared by the e2e files): several IP pools (one disabled),
  * IPAM blocks/handles/affinities that agree with each other, IPAMConfig, Calico and global policies, network
  * sets, BGP and Felix configuration, plus the Installation and APIServer of custom-resources.yaml.
  * Needs the Calico CRDs installed first (applyFixture(client, '3.28.1', 'tigera-operator.yaml')).
  */
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
-import { pool } from '../../src/kube/manifests.js';
+import { pool } from '../../src/util/pool.js';
 import { resourceKey, type KubeObject, type ResourceType } from '../../src/kube/types.js';
 import { applyFixture, calicoType } from './helpers.js';
 

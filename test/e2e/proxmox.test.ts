@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { providerSetFor } from '../../src/backup/backup.js';
+import { providerSetFor } from '../../src/providers/session.js';
 import { restoreNodeDisks } from '../../src/backup/restore-disks.js';
 import { readBundleManifest } from '../../src/bundle/reader.js';
 import { emptyMapping } from '../../src/config/mapping.js';

@@ -1,5 +1,5 @@
 /**
- * `prune --snapshots` (issue 17): with the AWS provider on a real moto server (EC2 and S3) and the real control plane
+ * `prune --snapshots`: with the AWS provider on a real moto server (EC2 and S3) and the real control plane
  * whose kwok nodes carry moto instance ids. Four backups go to s3://; `prune --keep-last 2 --snapshots` leaves exactly
  * the two newest bundles and their snapshots (DescribeSnapshots shows the others gone). A snapshot deletion that fails
  * (EC2 answering UnauthorizedOperation, through test/support/moto.ts's fault proxy, a stand-in for an IAM denial that

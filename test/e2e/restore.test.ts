@@ -1,5 +1,5 @@
 /**
- * restore --resources on the real control plane (issue 4 "Done when"):
+ * restore --resources on the real control plane:
  * - the incident: export, delete every Calico CRD, restore --yes: everything back with the same spec, diff exits 0;
  * - export, edit and delete a few objects: --dry-run lists exactly those and writes nothing; the real run fixes exactly those;
  * - operator replicas and ClusterInformation datastoreReady back to their prior values after a successful and a failed restore;

@@ -1,5 +1,5 @@
 /**
- * The S3 transport of bundles (issue 17), on moto's S3 and the real control plane:
+ * The S3 transport of bundles, on moto's S3 and the real control plane:
  * - proxies: `backup --out s3://` with HTTP_PROXY/HTTPS_PROXY set sends every S3 call through a counting proxy
  *   (test/support/counting-proxy.ts); NO_PROXY=127.0.0.1 sends them direct. moto speaks plain http, and by the
  *   convention curl and proxy-from-env follow HTTPS_PROXY covers https:// endpoints (AWS itself) and HTTP_PROXY

@@ -1,5 +1,5 @@
 /**
- * Bundles in object storage, on moto's S3 and the real control plane (issue 17 "Done when"):
+ * Bundles in object storage, on moto's S3 and the real control plane:
  * - export --out s3://..., every Calico CRD deleted, restore s3://.../<id> --resources --yes from another working
  *   directory brings everything back (diff exits 0); list and verify take the s3:// location;
  * - an upload that never completed (a multipart upload left open, as a killed export leaves it) is never listed;

@@ -1,5 +1,5 @@
 /**
- * Security (issue 10): recognisable canary values in a Secret in calico-system and in AWS credentials must never
+ * Security: recognisable canary values in a Secret in calico-system and in AWS credentials must never
  * appear in any output (table, -o json, -o yaml, -v debug/progress, errors) of the commands that touch them;
  * Secret files are 0600 and the bundle directory 0700; Secret material written with an encryption key is
  * encrypted at rest (verify works without the key, reading needs it); restore refuses another cluster's bundle

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
-import { packageRoot } from '../../src/local-cluster/paths.js';
+import { packageRoot } from '../../src/package-root.js';
 import { qemuIo } from '../support/libvirtd.js';
 import { deleteNodes, runCli, testClient } from './helpers.js';
 

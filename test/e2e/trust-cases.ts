@@ -1,5 +1,5 @@
 /**
- * Issue 18's cases for the bad-input corpus (bad-input.test.ts runs them with its sandbox checks: the exit code,
+ * Trust-boundary cases for the bad-input corpus (bad-input.test.ts runs them with its sandbox checks: the exit code,
  * one `cni-rewind:` line, no stack trace, nothing written). Plans edited after `plan`, journals that are links or
  * directories, bundles with linked directories, prototype-named files, swapped or re-labelled encrypted files,
  * archives with a file and a directory of one name, a manifest nested 5,000 deep, FIFOs and /dev/zero as

@@ -1,5 +1,5 @@
 /**
- * Issue 18 against the real test cluster: a crafted bundle restored with `restore --resources --yes` writes only
+ * Trust boundaries against the real test cluster: a crafted bundle restored with `restore --resources --yes` writes only
  * Calico objects and the config export takes, names every object it refuses, and restores the rest; control
  * characters from a bundle never reach the terminal raw; a key file others can read gets a warning; `diff` names
  * objects that moved and refuses a file whose content is not what its path says; `apply --resume` re-checks the

@@ -6,7 +6,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { packageRoot } from '../../src/local-cluster/paths.js';
+import { packageRoot } from '../../src/package-root.js';
 
 const run = promisify(execFile);
 

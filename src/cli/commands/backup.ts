@@ -2,9 +2,9 @@ import { isRemote, writeRemote } from '../../bundle/remote.js';
 import type { Argv } from 'yargs';
 import { backup } from '../../backup/backup.js';
 import { defaultBundleName } from '../../export/export.js';
-import { emptyConfig, loadConfig, parseDuration, type CniRewindConfig } from '../../config/config.js';
-import { emptyMapping, loadNodeMapping, type NodeMapping } from '../../config/mapping.js';
+import { parseDuration } from '../../config/config.js';
 import { BadInputError, ExitCode } from '../../errors.js';
+import { loadProviderSettings } from '../../providers/session.js';
 import { handler, type Command, type GlobalArgs } from '../context.js';
 import { encryptionOptions, newBundleKey, type EncryptionArgs } from '../encryption.js';
 import { renderTable } from '../output.js';
@@ -23,14 +23,6 @@ export function providerOptions<T>(y: Argv<T>): Argv<T & ProviderArgs> {
     .option('provider-module', { type: 'string', array: true, describe: 'load a third-party provider module (file path or package name); repeatable' })
     .option('config', { type: 'string', describe: 'cni-rewind config file (provider settings; see examples/cni-rewind.yaml)' })
     .option('mapping', { type: 'string', describe: 'node mapping file: node -> provider/machine (see examples/node-mapping.yaml)' }) as Argv<T & ProviderArgs>;
-}
-
-/** Config file and mapping file named by the flags (the mapping may also come from the config file). */
-export async function loadProviderSettings(args: ProviderArgs): Promise<{ config: CniRewindConfig; mapping: NodeMapping }> {
-  const config = args.config ? await loadConfig(args.config) : emptyConfig();
-  const mappingFile = args.mapping ?? config.mapping;
-  const mapping = mappingFile ? await loadNodeMapping(mappingFile) : emptyMapping();
-  return { config, mapping };
 }
 
 export const splitList = (v: string | string[] | undefined): string[] | undefined =>

@@ -1,13 +1,12 @@
-import { providerSetFor } from '../../backup/backup.js';
 import { pruneBundles } from '../../backup/prune.js';
 import { isRemote } from '../../bundle/remote.js';
-import { parseDuration } from '../../config/config.js';
+import { parseDuration, type CniRewindConfig } from '../../config/config.js';
 import { BadInputError, PartialFailureError } from '../../errors.js';
 import { DEFAULT_BACKUP_DIR } from '../../export/export.js';
 import type { ProviderSet } from '../../providers/registry.js';
+import { loadProviderSettings, withProviders } from '../../providers/session.js';
 import { handler, type Command } from '../context.js';
 import { renderTable } from '../output.js';
-import { loadProviderSettings } from './backup.js';
 
 interface PruneArgs {
   dir?: string;
@@ -39,16 +38,16 @@ export const pruneCommand: Command<PruneArgs> = {
     if (keepLast === undefined && args['older-than'] === undefined) throw new BadInputError('prune needs --keep-last N, --older-than AGE or both');
     if (keepLast !== undefined && (!Number.isInteger(keepLast) || keepLast < 1)) throw new BadInputError(`--keep-last must be a whole number of at least 1, not ${keepLast}`);
     const olderThanMs = args['older-than'] === undefined ? undefined : parseDuration(args['older-than'], '--older-than');
-    let providers: ProviderSet | undefined;
+    let config: CniRewindConfig | undefined;
     if (args.snapshots) {
-      providers = providerSetFor((await loadProviderSettings({ provider: 'auto', config: args.config })).config, ctx.reporter);
-      for (const m of args.providerModule ?? []) await providers.addModule(m);
+      config = (await loadProviderSettings({ config: args.config })).config;
     } else if (args.config || args.providerModule?.length) {
       throw new BadInputError('--config and --provider-module are for --snapshots');
     }
     const dryRun = args['dry-run'];
     const staleUploadMs = parseDuration(args['abort-uploads-older-than'], '--abort-uploads-older-than');
-    const res = await pruneBundles(dir, { keepLast, olderThanMs, dryRun, snapshots: providers, staleUploadMs }, ctx.reporter).finally(() => providers?.closeAll());
+    const prune = (snapshots?: ProviderSet) => pruneBundles(dir, { keepLast, olderThanMs, dryRun, snapshots, staleUploadMs }, ctx.reporter);
+    const res = config ? await withProviders({ config, modules: args.providerModule }, ctx.reporter, prune) : await prune();
     const removed = res.bundles.filter((b) => b.action === 'deleted' || b.action === 'would delete');
     const snapshotIds = removed.flatMap((b) => b.snapshotIds ?? []);
     ctx.print(

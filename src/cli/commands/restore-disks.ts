@@ -1,16 +1,16 @@
 /**
- * `restore BUNDLE --disks`: the options and the handler body that engine B's `restore` command calls
+ * `restore BUNDLE --disks`: the options and the handler body that the `restore` command calls
  * (restoreDisksOptions in its builder, runRestoreDisks when --disks is given).
  */
 import type { Argv } from 'yargs';
-import { providerSetFor } from '../../backup/backup.js';
 import { restoreNodeDisks, type NodeRestorePlan, type RestoreDisksRun } from '../../backup/restore-disks.js';
 import { readBundleManifest } from '../../bundle/reader.js';
 import { parseDuration } from '../../config/config.js';
 import { ExitCode } from '../../errors.js';
 import type { CliContext, GlobalArgs } from '../context.js';
 import { renderTable } from '../output.js';
-import { loadProviderSettings, providerOptions, splitList, type ProviderArgs } from './backup.js';
+import { loadProviderSettings, openProviders } from '../../providers/session.js';
+import { providerOptions, splitList, type ProviderArgs } from './backup.js';
 
 export interface RestoreDisksArgs extends ProviderArgs {
   bundle: string;
@@ -53,10 +53,9 @@ function planText(plan: NodeRestorePlan[]): string {
 export async function runRestoreDisks(ctx: CliContext, args: RestoreDisksArgs & GlobalArgs): Promise<number> {
   const { config, mapping } = await loadProviderSettings(args);
   const manifest = await readBundleManifest(args.bundle);
-  const providers = providerSetFor(config, ctx.reporter);
+  const providers = await openProviders({ config, modules: args.providerModule }, ctx.reporter);
   let run: RestoreDisksRun;
   try {
-    for (const m of args.providerModule ?? []) await providers.addModule(m);
     run = await restoreNodeDisks(
       await ctx.client(),
       manifest,

@@ -1,14 +1,16 @@
 import type { Argv } from 'yargs';
-import { providerSetFor } from '../../backup/backup.js';
 import { deleteSnapshots, listSnapshots, providersToQuery, type ListedSnapshot } from '../../backup/snapshots.js';
 import { parseDuration } from '../../config/config.js';
 import { BadInputError, ExitCode, PartialFailureError, RefusedError } from '../../errors.js';
-import { K } from '../../kube/builtin.js';
+import { clusterUid } from '../../kube/cluster-uid.js';
 import type { KubeClient } from '../../kube/client.js';
+import type { NodeMapping } from '../../config/mapping.js';
+import type { ProviderSet } from '../../providers/registry.js';
+import { loadProviderSettings, withProviders } from '../../providers/session.js';
 import type { SnapshotFilter } from '../../providers/types.js';
 import { handler, type CliContext, type Command, type GlobalArgs } from '../context.js';
 import { renderTable } from '../output.js';
-import { loadProviderSettings, providerOptions, type ProviderArgs } from './backup.js';
+import { providerOptions, type ProviderArgs } from './backup.js';
 
 interface SnapshotsArgs extends ProviderArgs {
   bundle?: string;
@@ -24,21 +26,27 @@ function common(y: Argv<GlobalArgs>) {
     .option('all-clusters', { type: 'boolean', default: false, describe: 'include snapshots made for other clusters (default: only the current cluster\'s)' });
 }
 
-async function find(ctx: CliContext, args: SnapshotsArgs) {
+/** Find the snapshots the flags select and run `fn` on them; the providers are closed afterwards, also on an error. */
+async function withSnapshots<T>(ctx: CliContext, args: SnapshotsArgs, fn: (providers: ProviderSet, found: ListedSnapshot[], failures: string[]) => Promise<T>): Promise<T> {
   const { config, mapping } = await loadProviderSettings(args);
-  const providers = providerSetFor(config, ctx.reporter);
-  for (const m of args.providerModule ?? []) await providers.addModule(m);
+  return withProviders({ config, modules: args.providerModule }, ctx.reporter, async (providers) => {
+    const { found, failures } = await find(ctx, args, providers, mapping);
+    return fn(providers, found, failures);
+  });
+}
+
+async function find(ctx: CliContext, args: SnapshotsArgs, providers: ProviderSet, mapping: NodeMapping) {
   const explicit = args.provider && args.provider !== 'auto';
   // The cluster tells which providers/regions to ask and which cluster id to filter on; with explicit
   // providers and --all-clusters, snapshots can be found with no cluster at all.
   const client: KubeClient | undefined = explicit && args['all-clusters'] ? undefined : await ctx.client();
   const filter: SnapshotFilter = { bundleId: args.bundle };
-  if (client && !args['all-clusters']) filter.clusterId = (await client.get(K.namespace, undefined, 'kube-system')).metadata.uid;
+  if (client && !args['all-clusters']) filter.clusterId = await clusterUid(client);
   if (args['older-than']) filter.createdBefore = new Date(Date.now() - parseDuration(args['older-than'], '--older-than'));
   const names = await providersToQuery(client, providers, { provider: args.provider, mapping });
   if (!names.length) throw new BadInputError('no provider to ask: no node of this cluster has one', { hint: 'name one with --provider aws|gcp|...' });
   const { snapshots: found, failures } = await listSnapshots(providers, names, filter, ctx.reporter, { tolerant: !explicit });
-  return { providers, found, names, failures };
+  return { found, failures };
 }
 
 function table(rows: ListedSnapshot[]): string {
@@ -60,12 +68,10 @@ const listCommand: Command<SnapshotsArgs> = {
   describe: 'List the disk snapshots cni-rewind made (found by their tags, no bundle needed)',
   builder: (y: Argv<GlobalArgs>) => common(y) as any,
   handler: handler<SnapshotsArgs>(async (ctx, args) => {
-    const { providers, found, failures } = await find(ctx, args);
-    try {
+    const failures = await withSnapshots(ctx, args, async (_providers, found, failures) => {
       ctx.print(found, () => table(found));
-    } finally {
-      await providers.closeAll();
-    }
+      return failures;
+    });
     // Some providers could not be asked: the list may be missing snapshots.
     return failures.length ? ExitCode.Partial : ExitCode.Ok;
   }),
@@ -77,8 +83,7 @@ const deleteCommand: Command<SnapshotsArgs> = {
   builder: (y: Argv<GlobalArgs>) => common(y).option('dry-run', { type: 'boolean', default: false, describe: 'only list what would be deleted' }) as any,
   handler: handler<SnapshotsArgs>(async (ctx, args) => {
     if (!args.bundle && !args['older-than']) throw new BadInputError('say which snapshots to delete: --bundle ID or --older-than DURATION');
-    const { providers, found, failures: listFailures } = await find(ctx, args);
-    try {
+    return withSnapshots(ctx, args, async (providers, found, listFailures) => {
       if (listFailures.length) throw new PartialFailureError(`not deleting: ${listFailures.length} provider(s) could not be asked (${listFailures.join('; ')})`, { hint: 'fix their access, or name the providers to use with --provider' });
       if (args['dry-run'] || !found.length) {
         ctx.print({ dryRun: !!args['dry-run'], wouldDelete: found, deleted: 0 }, () => (found.length ? `would delete:\n${table(found)}` : 'no snapshots found: nothing to delete'));
@@ -92,9 +97,8 @@ const deleteCommand: Command<SnapshotsArgs> = {
         [`deleted ${res.deleted} snapshot(s)`, ...res.failures.map((f) => `failed: ${f}`)].join('\n'),
       );
       if (res.failures.length) throw new PartialFailureError(`${res.failures.length} provider(s) failed to delete snapshots`);
-    } finally {
-      await providers.closeAll();
-    }
+      return ExitCode.Ok;
+    });
   }),
 };
 

@@ -4,7 +4,8 @@ import { parseDuration } from '../../config/config.js';
 import { ExitCode } from '../../errors.js';
 import { wrap, type WrapResult } from '../../executor/wrap.js';
 import { handler, type Command } from '../context.js';
-import { loadProviderSettings, providerOptions, type ProviderArgs } from './backup.js';
+import { loadProviderSettings } from '../../providers/session.js';
+import { providerOptions, type ProviderArgs } from './backup.js';
 
 interface WrapArgs extends ProviderArgs {
   command?: string[];
