@@ -20,7 +20,7 @@ import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/executor/lock.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
-import { packageRoot } from '../../src/local-cluster/paths.js';
+import { packageRoot } from '../../src/package-root.js';
 import { releasesDir } from '../support/releases.js';
 import { startMoto, runMotoInstances, type Moto } from '../support/moto.js';
 import { startRecordingEc2Proxy, type Ec2Call, type RecordingEc2Proxy } from '../support/ec2-proxy.js';
