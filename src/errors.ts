@@ -17,7 +17,33 @@ export const ExitCode = {
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
-export class CniRewindError extends Error {
+/**
+ * The brand every cni-rewind error carries. `Symbol.for` gives the same symbol in every copy of the package
+ * (a provider built against its own copy, a plugin bundling the kit), where `instanceof` would only recognise
+ * errors made by this copy's classes. Recognise errors with `isCniRewindError`, never with `instanceof`.
+ */
+export const ERROR_BRAND: unique symbol = Symbol.for('cni-rewind.error') as never;
+
+export type ErrorKind = 'bad-input' | 'environment' | 'refused' | 'partial' | 'error';
+
+const KIND_OF_EXIT: Record<number, ErrorKind> = {
+  [ExitCode.BadInput]: 'bad-input',
+  [ExitCode.Environment]: 'environment',
+  [ExitCode.Refused]: 'refused',
+  [ExitCode.Partial]: 'partial',
+};
+
+/** What an error from any copy of cni-rewind (or any object branded like one) looks like. */
+export interface BrandedError extends Error {
+  readonly [ERROR_BRAND]: true;
+  readonly kind: ErrorKind;
+  readonly exitCode: ExitCode;
+  readonly hint?: string;
+}
+
+export class CniRewindError extends Error implements BrandedError {
+  readonly [ERROR_BRAND] = true as const;
+  readonly kind: ErrorKind;
   /** What the user can do about it, printed on a second line when present. */
   readonly hint?: string;
   constructor(
@@ -28,7 +54,22 @@ export class CniRewindError extends Error {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = new.target.name;
     this.hint = opts.hint;
+    this.kind = KIND_OF_EXIT[exitCode] ?? 'error';
   }
+}
+
+const EXIT_CODES = new Set<number>(Object.values(ExitCode).filter((c) => c !== ExitCode.Ok));
+
+/** True for an error carrying the cni-rewind brand with a valid exit code, whichever copy of the package made it. */
+export function isCniRewindError(err: unknown): err is BrandedError {
+  if (typeof err !== 'object' || err === null) return false;
+  const e = err as Partial<BrandedError>;
+  return e[ERROR_BRAND] === true && typeof e.message === 'string' && typeof e.exitCode === 'number' && EXIT_CODES.has(e.exitCode);
+}
+
+/** Whether `err` is a branded error of this kind (in place of `instanceof BadInputError` and friends). */
+export function isErrorKind(err: unknown, kind: ErrorKind): err is BrandedError {
+  return isCniRewindError(err) && err.kind === kind;
 }
 
 /** Bad flags, a file that is not what it should be, a bundle that fails to parse. Exit 2. */

@@ -1,8 +1,8 @@
 // @ts-check
 /**
  * Example third-party cni-rewind provider: "qcow2-files". It snapshots plain qcow2 image files (for example the
- * disks of VMs managed by a hand-written qemu script) with `qemu-img snapshot`, and depends on nothing but Node
- * and qemu-img. Load it with `cni-rewind backup --provider-module ./examples/third-party-provider/index.js`
+ * disks of VMs managed by a hand-written qemu script) with `qemu-img snapshot`, and depends on Node, qemu-img and
+ * cni-rewind's provider kit. Load it with `cni-rewind backup --provider-module ./examples/third-party-provider/index.js`
  * (or, once published, `--provider-module cni-rewind-provider-qcow2-files`).
  *
  * Config (providers.qcow2-files in the cni-rewind config file):
@@ -13,38 +13,39 @@
  * `<image>.cni-rewind.json` next to each image, written atomically. The images must not be in use by a running
  * VM while they are snapshotted or reverted (qemu-img takes a write lock and says so).
  *
- * The contract is src/providers/types.ts (PROVIDER_API_VERSION 'cni-rewind.provider/v1'); it is restated in
- * the JSDoc types below so this file needs nothing from cni-rewind at run time.
+ * Errors: it throws the kit's branded errors, so the CLI exits with their code and prints their one line, e.g.
+ * `imagesDir` that is not a folder -> BadInputError, exit 2 ("qcow2-files: imagesDir ... is not a folder");
+ * qemu-img missing or failing -> EnvironmentError, exit 4; a snapshot of that name already there -> RefusedError, exit 5.
+ *
+ * Everything it uses from cni-rewind comes from `cni-rewind/provider` (the provider kit: the contract types and
+ * the errors); see README.md next to this file for how that import resolves inside the repository, from the
+ * installed package, and for a provider published as its own package.
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { BadInputError, EnvironmentError, PROVIDER_API_VERSION, RefusedError } from 'cni-rewind/provider';
 
-/** @typedef {{ name: string, providerID?: string, labels: Record<string,string>, annotations: Record<string,string> }} NodeInfo */
-/** @typedef {{ node: string, provider: string, machine: string, location: Record<string,string> }} NodeTarget */
-/** @typedef {{ provider: string, node: string, machine: string, disk: string, device: string, boot?: boolean, snapshotId: string, sizeGiB?: number, state: 'pending'|'completed'|'failed'|'deleted', created: string, location?: Record<string,string>, details?: Record<string,unknown> }} SnapshotRecord */
-/** @typedef {{ bundleId: string, clusterId: string, node: string }} SnapshotTags */
-/** @typedef {{ reporter: { info(code: string, msg: string, data?: unknown): void, debug(code: string, msg: string, data?: unknown): void }, config: Record<string, unknown> }} ProviderContext */
+/** @typedef {import('cni-rewind/provider').NodeInfo} NodeInfo */
+/** @typedef {import('cni-rewind/provider').NodeTarget} NodeTarget */
+/** @typedef {import('cni-rewind/provider').SnapshotRecord} SnapshotRecord */
+/** @typedef {import('cni-rewind/provider').SnapshotTags} SnapshotTags */
+/** @typedef {import('cni-rewind/provider').SnapshotFilter} SnapshotFilter */
+/** @typedef {import('cni-rewind/provider').NodeMappingEntry} NodeMappingEntry */
+/** @typedef {import('cni-rewind/provider').RestoreDisksOptions} RestoreDisksOptions */
+/** @typedef {import('cni-rewind/provider').ProviderContext} ProviderContext */
+/** @typedef {import('cni-rewind/provider').SnapshotProvider} SnapshotProvider */
 
 const NAME = 'qcow2-files';
-
-/** An error with a clear one-line message (cni-rewind reports it for the node); exitCode says what kind (4 environment, 2 bad input, 5 refused). */
-class ProviderError extends Error {
-  /** @param {string} message @param {number} exitCode */
-  constructor(message, exitCode) {
-    super(message);
-    this.exitCode = exitCode;
-  }
-}
 
 /** @param {string[]} args @returns {Promise<string>} */
 function qemuImg(args) {
   return new Promise((resolve, reject) => {
     execFile('qemu-img', args, { timeout: 600_000 }, (err, stdout, stderr) => {
       if (!err) return resolve(stdout);
-      if (/** @type {NodeJS.ErrnoException} */ (err).code === 'ENOENT') return reject(new ProviderError('qcow2-files: qemu-img is not installed', 4));
-      reject(new ProviderError(`qcow2-files: qemu-img ${args[0]} ${args[1] ?? ''} failed: ${String(stderr).trim() || err.message}`, 4));
+      if (/** @type {NodeJS.ErrnoException} */ (err).code === 'ENOENT') return reject(new EnvironmentError('qcow2-files: qemu-img is not installed', { hint: 'install qemu-utils' }));
+      reject(new EnvironmentError(`qcow2-files: qemu-img ${args[0]} ${args[1] ?? ''} failed: ${String(stderr).trim() || err.message}`));
     });
   });
 }
@@ -70,13 +71,16 @@ async function writeSidecar(image, data) {
 /** @param {string} image @returns {Promise<string[]>} */
 async function snapshotNames(image) {
   const info = JSON.parse(await qemuImg(['info', '--force-share', '--output=json', image]));
-  if (info.format !== 'qcow2') throw new ProviderError(`qcow2-files: ${image} is ${info.format}, not qcow2`, 2);
+  if (info.format !== 'qcow2') throw new BadInputError(`qcow2-files: ${image} is ${info.format}, not qcow2`);
   return (info.snapshots ?? []).map((/** @type {{name: string}} */ s) => s.name);
 }
 
-/** @param {ProviderContext} ctx */
+/** @param {ProviderContext} ctx @returns {SnapshotProvider} */
 function create(ctx) {
   const imagesDir = typeof ctx.config.imagesDir === 'string' ? ctx.config.imagesDir : undefined;
+  if (imagesDir !== undefined && !statSync(imagesDir, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new BadInputError(`qcow2-files: imagesDir ${imagesDir} is not a folder`, { hint: 'set providers.qcow2-files.imagesDir in the config file to the folder holding the node images' });
+  }
 
   return {
     name: NAME,
@@ -96,7 +100,7 @@ function create(ctx) {
       /** @type {SnapshotRecord[]} */
       const records = [];
       for (const [i, image] of images.entries()) {
-        if ((await snapshotNames(image)).includes(snap)) throw new ProviderError(`qcow2-files: ${image} already has snapshot ${snap}`, 5);
+        if ((await snapshotNames(image)).includes(snap)) throw new RefusedError(`qcow2-files: ${image} already has snapshot ${snap}`);
         await qemuImg(['snapshot', '-c', snap, image]);
         await writeSidecar(image, { ...(await readSidecar(image)), [snap]: { ...tags, created } });
         ctx.reporter.debug('CNR_EXT_QCOW2_SNAPSHOT', `qcow2-files: snapshot ${snap} of ${image}`);
@@ -108,7 +112,7 @@ function create(ctx) {
     /** qemu-img snapshot -c is synchronous: check the snapshots are there. @param {SnapshotRecord[]} records */
     async waitUsable(records) {
       for (const r of records) {
-        if (!(await snapshotNames(r.disk)).includes(r.snapshotId)) throw new ProviderError(`qcow2-files: snapshot ${r.snapshotId} of ${r.disk} is missing`, 4);
+        if (!(await snapshotNames(r.disk)).includes(r.snapshotId)) throw new EnvironmentError(`qcow2-files: snapshot ${r.snapshotId} of ${r.disk} is missing`);
       }
       return records.map((r) => ({ ...r, state: /** @type {const} */ ('completed') }));
     },
@@ -121,10 +125,6 @@ function create(ctx) {
         ctx.reporter.info('CNR_EXT_QCOW2_REVERT', `qcow2-files: ${r.disk} reverted to ${r.snapshotId}`);
       }
       return { node: target.node, restored: mine.map((r) => ({ device: r.device, snapshotId: r.snapshotId })), notes: [] };
-    },
-
-    async reboot() {
-      throw new ProviderError('qcow2-files: cannot reboot a machine (it only knows image files)', 4);
     },
 
     /** @param {{ bundleId?: string, clusterId?: string, createdBefore?: Date }} filter */
@@ -161,5 +161,8 @@ function create(ctx) {
   };
 }
 
-/** The module cni-rewind loads: apiVersion must match the interface version this provider was written for. */
-export default { apiVersion: 'cni-rewind.provider/v1', name: NAME, create };
+/**
+ * The module cni-rewind loads: apiVersion must match the interface version this provider was written for.
+ * It has no `reboot` (an optional capability): it only knows image files, so plans with --reboot-nodes refuse its nodes.
+ */
+export default { apiVersion: PROVIDER_API_VERSION, name: NAME, create };

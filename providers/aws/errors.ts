@@ -1,5 +1,5 @@
 /** EC2 error classification and zone names for the AWS provider (providers/aws/index.ts). */
-import { EnvironmentError } from '../../src/errors.js';
+import { EnvironmentError } from '../../src/provider-kit/index.js';
 
 const THROTTLE_CODES = new Set(['RequestLimitExceeded', 'Throttling', 'ThrottlingException', 'RequestThrottled', 'TooManyRequestsException', 'SnapshotCreationPerVolumeRateExceeded', 'ServiceUnavailable', 'Unavailable', 'InternalError']);
 const TRANSIENT_STATUSES = new Set([429, 500, 502, 503, 504]);

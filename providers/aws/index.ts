@@ -12,144 +12,73 @@
  * Credentials, region and endpoint come from the standard AWS chain and environment (AWS_PROFILE,
  * AWS_REGION, AWS_ENDPOINT_URL_EC2, ...): nothing custom. The region of a node is its zone's region as EC2 reports it.
  * Throttling and transient errors (RequestLimitExceeded, HTTP 429/500/502/503/504, timeouts) are retried with
- * backoff through src/kube/retry.ts; CreateSnapshots, which takes no ClientToken, adopts what a lost attempt made.
+ * backoff (the provider kit's withRetry); CreateSnapshots, which takes no ClientToken, adopts what a lost attempt made.
+ *
+ * Files: client.ts (clients per region, retried calls, Describe*), errors.ts (retry and error mapping), restore.ts
+ * (disk restore), snapshot-watch.ts (the shared snapshot poller).
  */
 import {
-  AttachVolumeCommand,
-  CreateReplaceRootVolumeTaskCommand,
   CreateSnapshotsCommand,
   CreateTagsCommand,
-  CreateVolumeCommand,
   DeleteSnapshotCommand,
-  DeleteVolumeCommand,
   DescribeAvailabilityZonesCommand,
   DescribeInstancesCommand,
-  DescribeReplaceRootVolumeTasksCommand,
   DescribeSnapshotsCommand,
-  DescribeVolumesCommand,
-  DetachVolumeCommand,
-  EC2Client,
-  ModifyInstanceAttributeCommand,
   RebootInstancesCommand,
-  StartInstancesCommand,
-  StopInstancesCommand,
-  waitUntilInstanceRunning,
-  waitUntilInstanceStopped,
-  waitUntilVolumeAvailable,
-  waitUntilVolumeInUse,
-  type Instance,
   type Snapshot,
-  type Tag,
-  type Volume,
 } from '@aws-sdk/client-ec2';
-import { BadInputError, EnvironmentError, errorMessage } from '../../src/errors.js';
-import { describeAwsError, isRetryableAwsError, regionPrefix } from './errors.js';
-export { describeAwsError, isRetryableAwsError, regionPrefix } from './errors.js';
-import { registerSecret } from '../../src/io/redact.js';
-import { defaultRetryPolicy, sleep, withRetry, type RetryPolicy } from '../../src/kube/retry.js';
-import { parseProviderId } from '../../src/providers/provider-id.js';
-import { envProxyAgent, type EnvProxyAgent } from '../../src/providers/proxy.js';
-import { SnapshotWatcher } from './snapshot-watch.js';
 import {
-  PROVIDER_API_VERSION,
-  TAG_KEYS,
-  TOOL_TAG_VALUE,
+  BadInputError,
+  EnvironmentError,
+  errorMessage,
+  type MachineDisk,
   type NodeInfo,
   type NodeMappingEntry,
   type NodeTarget,
+  parseProviderId,
+  PROVIDER_API_VERSION,
   type ProviderContext,
   type ProviderModule,
+  registerSecret,
   type RestoreDisksOptions,
   type RestoreDisksResult,
   type SnapshotFilter,
-  type MachineDisk,
   type SnapshotOptions,
   type SnapshotProvider,
   type SnapshotRecord,
   type SnapshotTags,
+  TAG_KEYS,
+  TOOL_TAG_VALUE,
   type WaitOptions,
-} from '../../src/providers/types.js';
-
-/** Extra tags this provider adds so `snapshots list` can rebuild a full record from the snapshot alone. */
-export const AWS_TAGS = { machine: 'cni-rewind/machine', device: 'cni-rewind/device', boot: 'cni-rewind/boot', replacedBy: 'cni-rewind/replaced-by-run', restoredBy: 'cni-rewind/restored-by-run' } as const;
-
-export interface AwsProviderConfig {
-  /** Regions searched by `snapshots list|delete` besides AWS_REGION and the regions of resolved nodes. */
-  regions?: string[];
-  /** How the root volume is restored: CreateReplaceRootVolumeTask (default), a stop/detach/attach swap, or not at all. */
-  rootRestore?: 'replace-root-task' | 'swap' | 'skip';
-  /** Seconds between waiter polls (SDK waiters default 15). */
-  pollSeconds?: number;
-  /** Total time budget for retrying one throttled call (ms). */
-  retryBudgetMs?: number;
-}
-
-const tagsOf = (tags: Tag[] | undefined): Record<string, string> => Object.fromEntries((tags ?? []).map((t) => [t.Key ?? '', t.Value ?? '']));
-const toTags = (m: Record<string, string>): Tag[] => Object.entries(m).map(([Key, Value]) => ({ Key, Value }));
+} from '../../src/provider-kit/index.js';
+import { regionPrefix } from './errors.js';
+export { describeAwsError, isRetryableAwsError, regionPrefix } from './errors.js';
+import { AwsApi, AWS_TAGS, type AwsProviderConfig, snapshotsTagged, tagsOf, toTags } from './client.js';
+import { restoreAwsDisks } from './restore.js';
+import { SnapshotWatcher } from './snapshot-watch.js';
+export { AWS_TAGS, type AwsProviderConfig } from './client.js';
 
 export class AwsProvider implements SnapshotProvider {
   readonly name = 'aws';
   /** Waits share one DescribeSnapshots poller per region (snapshot-watch.ts). */
   readonly sharedWait = true;
-  private readonly clients = new Map<string, EC2Client>();
+  private readonly api: AwsApi;
   private readonly regionsSeen = new Set<string>();
   private readonly watchers = new Map<string, SnapshotWatcher>();
   private readonly zoneRegions = new Map<string, Promise<string>>();
-  private readonly retry: RetryPolicy;
-  private proxyAgent?: EnvProxyAgent;
-  /** Throttled calls retried (for progress and the fan-out benchmark). */
-  throttled = 0;
 
   constructor(
     private readonly ctx: ProviderContext,
     private readonly config: AwsProviderConfig = {},
   ) {
-    this.retry = { ...defaultRetryPolicy, initialDelayMs: 500, maxDelayMs: 20_000, maxElapsedMs: config.retryBudgetMs ?? 5 * 60_000 };
+    this.api = new AwsApi(ctx.reporter, config);
     registerSecret(process.env.AWS_SECRET_ACCESS_KEY);
     registerSecret(process.env.AWS_SESSION_TOKEN);
   }
 
-  private client(region: string): EC2Client {
-    let c = this.clients.get(region);
-    if (!c) {
-      // maxAttempts 1: retries are ours (withRetry), so throttling is counted and bounded the same way everywhere.
-      // With HTTPS_PROXY & co. set, requests go through the proxy (NO_PROXY honoured per request).
-      this.proxyAgent ??= envProxyAgent();
-      c = new EC2Client({ region, maxAttempts: 1, ...(this.proxyAgent ? { requestHandler: { httpAgent: this.proxyAgent, httpsAgent: this.proxyAgent } } : {}) });
-      this.clients.set(region, c);
-    }
-    return c;
-  }
-
-  /** The snapshots an earlier attempt of this backup made of this node (found by the tags it gave them). */
-  private async snapshotsTagged(c: EC2Client, bundleId: string, node: string): Promise<Snapshot[]> {
-    const r = await c.send(
-      new DescribeSnapshotsCommand({
-        OwnerIds: ['self'],
-        Filters: [
-          { Name: `tag:${TAG_KEYS.bundle}`, Values: [bundleId] },
-          { Name: `tag:${TAG_KEYS.node}`, Values: [node] },
-        ],
-      }),
-    );
-    return r.Snapshots ?? [];
-  }
-
-  /** One EC2 call with throttling retries and errors mapped to one clear line. */
-  private async call<T>(region: string, op: string, fn: (c: EC2Client) => Promise<T>): Promise<T> {
-    try {
-      return await withRetry(() => fn(this.client(region)), isRetryableAwsError, this.retry, (err, attempt, delay) => {
-        this.throttled++;
-        this.ctx.reporter.debug('CNR_AWS_RETRY', `AWS ${op} throttled or unavailable (${(err as Error)?.name}), retry ${attempt + 1} in ${delay} ms`);
-      });
-    } catch (err) {
-      throw describeAwsError(op, err);
-    }
-  }
-
-  private pollDelays(): { minDelay: number; maxDelay: number } {
-    const s = Math.max(1, this.config.pollSeconds ?? 15);
-    return { minDelay: s, maxDelay: Math.max(s, 120) };
+  /** Throttled calls retried (for progress and the fan-out benchmark). */
+  get throttled(): number {
+    return this.api.throttled;
   }
 
   async resolve(node: NodeInfo, mapping?: NodeMappingEntry): Promise<NodeTarget | undefined> {
@@ -185,35 +114,22 @@ export class AwsProvider implements SnapshotProvider {
   private async lookupRegion(zone: string, instanceId: string): Promise<string> {
     const candidate = regionPrefix(zone);
     if (!candidate) throw new BadInputError(`AWS zone '${zone}' does not start with a region name`, { hint: 'set region in the node mapping file' });
-    const zones = await this.call(candidate, 'DescribeAvailabilityZones', (c) => c.send(new DescribeAvailabilityZonesCommand({ AllAvailabilityZones: true, ZoneNames: [zone] }))).catch(() => undefined);
+    const zones = await this.api.call(candidate, 'DescribeAvailabilityZones', (c) => c.send(new DescribeAvailabilityZonesCommand({ AllAvailabilityZones: true, ZoneNames: [zone] }))).catch(() => undefined);
     const known = zones?.AvailabilityZones?.find((z) => z.ZoneName === zone)?.RegionName;
     if (known) return known;
     // The region does not list the zone (an endpoint that knows no Local Zones, or no permission): the
     // instance's own placement decides.
-    const out = await this.call(candidate, 'DescribeInstances', (c) => c.send(new DescribeInstancesCommand({ InstanceIds: [instanceId] })));
+    const out = await this.api.call(candidate, 'DescribeInstances', (c) => c.send(new DescribeInstancesCommand({ InstanceIds: [instanceId] })));
     const placed = out.Reservations?.flatMap((r) => r.Instances ?? [])[0]?.Placement?.AvailabilityZone;
     if (placed !== zone) throw new EnvironmentError(`AWS instance ${instanceId} is not in zone ${zone} of region ${candidate}${placed ? ` (it is in ${placed})` : ''}`);
     return candidate;
   }
 
-  private async describeInstance(region: string, instanceId: string): Promise<Instance> {
-    const out = await this.call(region, 'DescribeInstances', (c) => c.send(new DescribeInstancesCommand({ InstanceIds: [instanceId] })));
-    const inst = out.Reservations?.flatMap((r) => r.Instances ?? [])[0];
-    if (!inst) throw new EnvironmentError(`AWS instance ${instanceId} not found in ${region}`);
-    return inst;
-  }
-
-  private async describeVolumes(region: string, ids: string[]): Promise<Map<string, Volume>> {
-    if (!ids.length) return new Map();
-    const out = await this.call(region, 'DescribeVolumes', (c) => c.send(new DescribeVolumesCommand({ VolumeIds: ids })));
-    return new Map((out.Volumes ?? []).map((v) => [v.VolumeId!, v]));
-  }
-
   async attachedDisks(target: NodeTarget): Promise<MachineDisk[]> {
     const region = target.location.region!;
-    const inst = await this.describeInstance(region, target.machine);
+    const inst = await this.api.describeInstance(region, target.machine);
     const maps = (inst.BlockDeviceMappings ?? []).filter((m) => m.Ebs?.VolumeId);
-    const volumes = await this.describeVolumes(region, maps.map((m) => m.Ebs!.VolumeId!));
+    const volumes = await this.api.describeVolumes(region, maps.map((m) => m.Ebs!.VolumeId!));
     return maps.map((m) => {
       const v = volumes.get(m.Ebs!.VolumeId!);
       return { disk: m.Ebs!.VolumeId!, device: m.DeviceName ?? '', boot: m.DeviceName === inst.RootDeviceName, tags: tagsOf(v?.Tags), sourceSnapshot: v?.SnapshotId || undefined };
@@ -222,7 +138,7 @@ export class AwsProvider implements SnapshotProvider {
 
   async snapshot(target: NodeTarget, tags: SnapshotTags, opts: SnapshotOptions = {}): Promise<SnapshotRecord[]> {
     const region = target.location.region!;
-    const inst = await this.describeInstance(region, target.machine);
+    const inst = await this.api.describeInstance(region, target.machine);
     const devices = new Map<string, { device: string; deleteOnTermination?: boolean }>();
     for (const m of inst.BlockDeviceMappings ?? []) if (m.Ebs?.VolumeId) devices.set(m.Ebs.VolumeId, { device: m.DeviceName ?? '', deleteOnTermination: m.Ebs.DeleteOnTermination });
     if (!devices.size) throw new EnvironmentError(`AWS instance ${target.machine} (node ${target.node}) has no EBS volumes to snapshot`);
@@ -232,7 +148,7 @@ export class AwsProvider implements SnapshotProvider {
     // volume would not); the volumes left out (PersistentVolumes, by the disk policy) are excluded by id.
     const excluded = [...devices.keys()].filter((v) => !wanted.has(v) && v !== rootVolume);
     if (excluded.length > 40) throw new EnvironmentError(`AWS instance ${target.machine}: ${excluded.length} volumes to exclude, CreateSnapshots takes at most 40`);
-    const volumes = await this.describeVolumes(region, [...devices.keys()]);
+    const volumes = await this.api.describeVolumes(region, [...devices.keys()]);
     const baseTags = {
       [TAG_KEYS.tool]: TOOL_TAG_VALUE,
       [TAG_KEYS.bundle]: tags.bundleId,
@@ -243,11 +159,11 @@ export class AwsProvider implements SnapshotProvider {
     };
     const created = new Date().toISOString();
     let attempts = 0;
-    const out = await this.call(region, 'CreateSnapshots', async (c) => {
+    const out = await this.api.call(region, 'CreateSnapshots', async (c) => {
       // CreateSnapshots takes no ClientToken: a retry after an answer that never arrived (a 5xx from a proxy, a
       // cut connection) must not make a second set, of which the bundle would record one and orphan the other.
       if (attempts++ > 0) {
-        const earlier = await this.snapshotsTagged(c, tags.bundleId, tags.node);
+        const earlier = await snapshotsTagged(c, tags.bundleId, tags.node);
         if (earlier.length) return { Snapshots: earlier };
       }
       return c.send(
@@ -268,7 +184,7 @@ export class AwsProvider implements SnapshotProvider {
     const unwanted = (out.Snapshots ?? []).filter((s) => !wanted.has(s.VolumeId ?? ''));
     for (const s of unwanted) {
       this.ctx.reporter.debug('CNR_AWS_UNWANTED_SNAPSHOT', `AWS CreateSnapshots also snapshotted excluded volume ${s.VolumeId}: deleting ${s.SnapshotId}`);
-      await this.call(region, 'DeleteSnapshot', (c) => c.send(new DeleteSnapshotCommand({ SnapshotId: s.SnapshotId! })));
+      await this.api.call(region, 'DeleteSnapshot', (c) => c.send(new DeleteSnapshotCommand({ SnapshotId: s.SnapshotId! })));
     }
     out.Snapshots = (out.Snapshots ?? []).filter((s) => wanted.has(s.VolumeId ?? ''));
     const records: SnapshotRecord[] = [];
@@ -302,7 +218,7 @@ export class AwsProvider implements SnapshotProvider {
     try {
       await Promise.all(
         records.map((r) =>
-          this.call(region, 'CreateTags', (c) => c.send(new CreateTagsCommand({ Resources: [r.snapshotId], Tags: toTags({ [AWS_TAGS.device]: r.device, [AWS_TAGS.boot]: String(!!r.boot) }) }))),
+          this.api.call(region, 'CreateTags', (c) => c.send(new CreateTagsCommand({ Resources: [r.snapshotId], Tags: toTags({ [AWS_TAGS.device]: r.device, [AWS_TAGS.boot]: String(!!r.boot) }) }))),
         ),
       );
     } catch (err) {
@@ -355,7 +271,7 @@ export class AwsProvider implements SnapshotProvider {
   private watcher(region: string): SnapshotWatcher {
     let w = this.watchers.get(region);
     if (!w) {
-      w = new SnapshotWatcher((ids) => this.describeSnapshots(region, ids), Math.max(1, this.config.pollSeconds ?? 15) * 1000);
+      w = new SnapshotWatcher((ids) => this.api.describeSnapshots(region, ids), Math.max(1, this.config.pollSeconds ?? 15) * 1000);
       this.watchers.set(region, w);
     }
     return w;
@@ -366,147 +282,12 @@ export class AwsProvider implements SnapshotProvider {
     return [...this.watchers.values()].reduce((n, w) => n + w.polls, 0);
   }
 
-  private async describeSnapshots(region: string, ids: string[]): Promise<Map<string, Snapshot>> {
-    const out = new Map<string, Snapshot>();
-    for (let i = 0; i < ids.length; i += 200) {
-      const chunk = ids.slice(i, i + 200);
-      const r = await this.call(region, 'DescribeSnapshots', (c) => c.send(new DescribeSnapshotsCommand({ SnapshotIds: chunk }))).catch((err) => {
-        // One deleted id makes the whole call fail with InvalidSnapshot.NotFound: fall back to one at a time.
-        if (/InvalidSnapshot\.NotFound/.test(String((err as any)?.cause?.name ?? err))) return undefined;
-        throw err;
-      });
-      if (r) for (const s of r.Snapshots ?? []) out.set(s.SnapshotId!, s);
-      else
-        for (const id of chunk) {
-          const one = await this.call(region, 'DescribeSnapshots', (c) => c.send(new DescribeSnapshotsCommand({ SnapshotIds: [id] }))).catch(() => undefined);
-          for (const s of one?.Snapshots ?? []) out.set(s.SnapshotId!, s);
-        }
-    }
-    return out;
-  }
-
-  async restoreDisks(target: NodeTarget, records: SnapshotRecord[], opts: RestoreDisksOptions): Promise<RestoreDisksResult> {
-    const region = target.location.region!;
-    const chosen = records.filter((r) => r.machine === target.machine && (!opts.devices || opts.devices.includes(r.device)));
-    const result: RestoreDisksResult = { node: target.node, restored: [], notes: [] };
-    if (!chosen.length) {
-      result.notes.push('no snapshot records for this machine');
-      return result;
-    }
-    const inst = await this.describeInstance(region, target.machine);
-    const zone = inst.Placement?.AvailabilityZone ?? target.location.zone;
-    if (!zone) throw new EnvironmentError(`AWS instance ${target.machine}: no availability zone`);
-    const attached = new Map((inst.BlockDeviceMappings ?? []).map((m) => [m.DeviceName ?? '', m]));
-    const rootMode = this.config.rootRestore ?? 'replace-root-task';
-    const root = chosen.find((r) => r.boot || r.device === inst.RootDeviceName);
-    const swaps = chosen.filter((r) => r !== root || rootMode === 'swap');
-    if (root && rootMode === 'skip') result.notes.push(`root volume ${root.device} not restored (rootRestore: skip)`);
-    const runTags = { [TAG_KEYS.tool]: TOOL_TAG_VALUE, [TAG_KEYS.node]: target.node, [AWS_TAGS.restoredBy]: opts.runId };
-
-    if (swaps.length) {
-      // Create the new volumes first (the instance keeps running meanwhile), then stop, swap, start.
-      const created: { rec: SnapshotRecord; volumeId: string }[] = [];
-      for (const rec of swaps) {
-        const d = (rec.details ?? {}) as { volumeType?: string; iops?: number; throughput?: number; encrypted?: boolean; kmsKeyId?: string };
-        const v = await this.call(region, 'CreateVolume', (c) =>
-          c.send(
-            new CreateVolumeCommand({
-              AvailabilityZone: zone,
-              SnapshotId: rec.snapshotId,
-              VolumeType: d.volumeType as any,
-              Iops: d.volumeType === 'io1' || d.volumeType === 'io2' || d.volumeType === 'gp3' ? d.iops : undefined,
-              Throughput: d.volumeType === 'gp3' ? d.throughput : undefined,
-              ...(d.kmsKeyId ? { Encrypted: true, KmsKeyId: d.kmsKeyId } : {}),
-              ClientToken: `${opts.runId}-${rec.snapshotId}`.slice(0, 64),
-              TagSpecifications: [{ ResourceType: 'volume', Tags: toTags({ ...runTags, Name: `cni-rewind restore ${target.node} ${rec.device}` }) }],
-            }),
-          ),
-        );
-        created.push({ rec, volumeId: v.VolumeId! });
-      }
-      await waitUntilVolumeAvailable({ client: this.client(region), maxWaitTime: 900, ...this.pollDelays() }, { VolumeIds: created.map((c) => c.volumeId) });
-      const state = inst.State?.Name;
-      if (state !== 'stopped') {
-        await this.call(region, 'StopInstances', (c) => c.send(new StopInstancesCommand({ InstanceIds: [target.machine] })));
-        await waitUntilInstanceStopped({ client: this.client(region), maxWaitTime: 900, ...this.pollDelays() }, { InstanceIds: [target.machine] });
-      }
-      for (const { rec, volumeId } of created) {
-        const old = attached.get(rec.device)?.Ebs?.VolumeId;
-        if (old) {
-          await this.call(region, 'DetachVolume', (c) => c.send(new DetachVolumeCommand({ VolumeId: old, InstanceId: target.machine, Device: rec.device })));
-          await waitUntilVolumeAvailable({ client: this.client(region), maxWaitTime: 900, ...this.pollDelays() }, { VolumeIds: [old] });
-        } else result.notes.push(`${rec.device} was not attached any more; attaching the restored volume there`);
-        await this.call(region, 'AttachVolume', (c) => c.send(new AttachVolumeCommand({ VolumeId: volumeId, InstanceId: target.machine, Device: rec.device })));
-        await waitUntilVolumeInUse({ client: this.client(region), maxWaitTime: 900, ...this.pollDelays() }, { VolumeIds: [volumeId] });
-        // AttachVolume leaves DeleteOnTermination false: put the original setting back.
-        const dot = attached.get(rec.device)?.Ebs?.DeleteOnTermination ?? (rec.details as any)?.deleteOnTermination;
-        if (dot) {
-          await this.call(region, 'ModifyInstanceAttribute', (c) =>
-            c.send(new ModifyInstanceAttributeCommand({ InstanceId: target.machine, BlockDeviceMappings: [{ DeviceName: rec.device, Ebs: { DeleteOnTermination: true } }] })),
-          );
-        }
-        if (old) await this.disposeReplaced(region, old, opts, result);
-        result.restored.push({ device: rec.device, snapshotId: rec.snapshotId, newDisk: volumeId, replacedDisk: old });
-      }
-      await this.call(region, 'StartInstances', (c) => c.send(new StartInstancesCommand({ InstanceIds: [target.machine] })));
-      await waitUntilInstanceRunning({ client: this.client(region), maxWaitTime: 900, ...this.pollDelays() }, { InstanceIds: [target.machine] });
-    }
-
-    if (root && rootMode === 'replace-root-task') {
-      // The instance must be running; the task swaps the root volume in place and restarts the guest OS.
-      const oldRoot = attached.get(root.device)?.Ebs?.VolumeId;
-      const task = await this.call(region, 'CreateReplaceRootVolumeTask', (c) =>
-        c.send(
-          new CreateReplaceRootVolumeTaskCommand({
-            InstanceId: target.machine,
-            SnapshotId: root.snapshotId,
-            DeleteReplacedRootVolume: !!opts.deleteReplaced,
-            ClientToken: `${opts.runId}-${target.machine}`.slice(0, 64),
-            TagSpecifications: [{ ResourceType: 'replace-root-volume-task', Tags: toTags(runTags) }],
-          }),
-        ),
-      );
-      const taskId = task.ReplaceRootVolumeTask?.ReplaceRootVolumeTaskId;
-      if (!taskId) throw new EnvironmentError(`AWS CreateReplaceRootVolumeTask for ${target.machine} returned no task id`);
-      const final = await this.pollReplaceRootTask(region, taskId);
-      if (final !== 'succeeded') throw new EnvironmentError(`AWS replace-root-volume task ${taskId} for ${target.machine} ended ${final}`);
-      const after = await this.describeInstance(region, target.machine);
-      const newRoot = after.BlockDeviceMappings?.find((m) => m.DeviceName === after.RootDeviceName)?.Ebs?.VolumeId;
-      if (newRoot && oldRoot && newRoot !== oldRoot) {
-        await this.call(region, 'CreateTags', (c) => c.send(new CreateTagsCommand({ Resources: [newRoot], Tags: toTags(runTags) })));
-        if (!opts.deleteReplaced) await this.call(region, 'CreateTags', (c) => c.send(new CreateTagsCommand({ Resources: [oldRoot], Tags: toTags({ [AWS_TAGS.replacedBy]: opts.runId }) }))).catch(() => undefined);
-      }
-      result.restored.push({ device: root.device, snapshotId: root.snapshotId, newDisk: newRoot, replacedDisk: oldRoot });
-      result.notes.push(`root volume replaced by task ${taskId}`);
-    }
-    return result;
-  }
-
-  /** Poll DescribeReplaceRootVolumeTasks (there is no SDK waiter) until a final state. */
-  private async pollReplaceRootTask(region: string, taskId: string, timeoutMs = 30 * 60_000): Promise<string> {
-    const deadline = Date.now() + timeoutMs;
-    const delay = Math.max(1, this.config.pollSeconds ?? 15) * 1000;
-    for (;;) {
-      const out = await this.call(region, 'DescribeReplaceRootVolumeTasks', (c) => c.send(new DescribeReplaceRootVolumeTasksCommand({ ReplaceRootVolumeTaskIds: [taskId] })));
-      const state = out.ReplaceRootVolumeTasks?.[0]?.TaskState;
-      if (state === 'succeeded' || state === 'failed' || state === 'failed-detached') return state;
-      if (Date.now() > deadline) return `still ${state ?? 'unknown'} after ${Math.round(timeoutMs / 60000)} min`;
-      await sleep(delay);
-    }
-  }
-
-  private async disposeReplaced(region: string, volumeId: string, opts: RestoreDisksOptions, result: RestoreDisksResult): Promise<void> {
-    if (opts.deleteReplaced) {
-      await this.call(region, 'DeleteVolume', (c) => c.send(new DeleteVolumeCommand({ VolumeId: volumeId })));
-      result.notes.push(`deleted replaced volume ${volumeId}`);
-    } else {
-      await this.call(region, 'CreateTags', (c) => c.send(new CreateTagsCommand({ Resources: [volumeId], Tags: toTags({ [TAG_KEYS.tool]: TOOL_TAG_VALUE, [AWS_TAGS.replacedBy]: opts.runId }) })));
-      result.notes.push(`kept replaced volume ${volumeId} (tagged ${AWS_TAGS.replacedBy}=${opts.runId})`);
-    }
+  restoreDisks(target: NodeTarget, records: SnapshotRecord[], opts: RestoreDisksOptions): Promise<RestoreDisksResult> {
+    return restoreAwsDisks(this.api, target, records, opts);
   }
 
   async reboot(target: NodeTarget): Promise<void> {
-    await this.call(target.location.region!, 'RebootInstances', (c) => c.send(new RebootInstancesCommand({ InstanceIds: [target.machine] })));
+    await this.api.call(target.location.region!, 'RebootInstances', (c) => c.send(new RebootInstancesCommand({ InstanceIds: [target.machine] })));
   }
 
   private listRegions(): string[] {
@@ -525,7 +306,7 @@ export class AwsProvider implements SnapshotProvider {
       if (filter.clusterId) Filters.push({ Name: `tag:${TAG_KEYS.cluster}`, Values: [filter.clusterId] });
       let NextToken: string | undefined;
       do {
-        const page = await this.call(region, 'DescribeSnapshots', (c) => c.send(new DescribeSnapshotsCommand({ OwnerIds: ['self'], Filters, NextToken, MaxResults: 1000 })));
+        const page = await this.api.call(region, 'DescribeSnapshots', (c) => c.send(new DescribeSnapshotsCommand({ OwnerIds: ['self'], Filters, NextToken, MaxResults: 1000 })));
         for (const s of page.Snapshots ?? []) {
           if (filter.createdBefore && s.StartTime && s.StartTime >= filter.createdBefore) continue;
           const t = tagsOf(s.Tags);
@@ -557,7 +338,7 @@ export class AwsProvider implements SnapshotProvider {
       for (let i = next++; i < records.length; i = next++) {
         const r = records[i]!;
         try {
-          await this.call(r.location?.region ?? this.listRegions()[0]!, 'DeleteSnapshot', (c) => c.send(new DeleteSnapshotCommand({ SnapshotId: r.snapshotId })));
+          await this.api.call(r.location?.region ?? this.listRegions()[0]!, 'DeleteSnapshot', (c) => c.send(new DeleteSnapshotCommand({ SnapshotId: r.snapshotId })));
         } catch (err) {
           // Already gone is what we wanted.
           if (/InvalidSnapshot\.NotFound/.test(String((err as any)?.cause?.name ?? '') + errorMessage(err))) continue;
@@ -569,10 +350,9 @@ export class AwsProvider implements SnapshotProvider {
     if (failures.length) throw new EnvironmentError(`AWS: ${failures.length} snapshot(s) could not be deleted: ${failures.slice(0, 5).join('; ')}`);
   }
 
-  async close(): Promise<void> {
-    for (const c of this.clients.values()) c.destroy();
-    this.clients.clear();
-    this.proxyAgent?.destroy();
+  close(): Promise<void> {
+    this.api.close();
+    return Promise.resolve();
   }
 }
 

@@ -7,7 +7,7 @@
  * at once (up to 200 ids a call) every poll interval, and hands each waiter its states once they are all final.
  */
 import type { Snapshot } from '@aws-sdk/client-ec2';
-import { sleep } from '../../src/kube/retry.js';
+import { sleep } from '../../src/provider-kit/index.js';
 
 /** Describe these snapshot ids; ids missing from the answer no longer exist. */
 export type DescribeSnapshots = (ids: string[]) => Promise<Map<string, Snapshot>>;

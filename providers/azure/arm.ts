@@ -3,8 +3,7 @@
  * resource naming and error mapping. No SDK import here, so this file loads without @azure/*.
  */
 import { randomBytes } from 'node:crypto';
-import { BadInputError, EnvironmentError, errorMessage } from '../../src/errors.js';
-import { FLAT_TAG_KEYS } from '../../src/providers/snapshot-helpers.js';
+import { BadInputError, EnvironmentError, errorMessage, FLAT_TAG_KEYS, isErrorKind } from '../../src/provider-kit/index.js';
 
 /**
  * Tag names on what cni-rewind creates. Azure tag names may not contain `/` (nor `<>%&\?`), so the shared keys
@@ -48,7 +47,7 @@ export function statusOf(err: unknown): number | undefined {
 export const isNotFound = (err: unknown) => statusOf(err) === 404;
 
 export function describeAzureError(op: string, err: unknown): Error {
-  if (err instanceof EnvironmentError || err instanceof BadInputError) return err;
+  if (isErrorKind(err, 'environment') || isErrorKind(err, 'bad-input')) return err;
   const name = (err as { name?: string })?.name ?? '';
   const msg = errorMessage(err).split('\n')[0];
   if (/CredentialUnavailableError|AggregateAuthenticationError|AuthenticationError/.test(name)) {

@@ -17,29 +17,32 @@
  * Config (providers.azure): subscriptionId (for `snapshots list` with no cluster; else AZURE_SUBSCRIPTION_ID),
  * snapshotResourceGroup, pollSeconds, and `endpoint` (another cloud's ARM endpoint, or a local fake in tests).
  */
-import { EnvironmentError, errorMessage, RefusedError } from '../../src/errors.js';
-import { sleep } from '../../src/kube/retry.js';
-import { parseProviderId } from '../../src/providers/provider-id.js';
-import { envProxyAgent } from '../../src/providers/proxy.js';
-import { deleteEach, throwUnlessUsable } from '../../src/providers/snapshot-helpers.js';
 import {
-  PROVIDER_API_VERSION,
-  TOOL_TAG_VALUE,
+  deleteEach,
+  EnvironmentError,
+  envProxyAgent,
+  errorMessage,
   type MachineDisk,
   type NodeInfo,
   type NodeMappingEntry,
   type NodeTarget,
+  parseProviderId,
+  PROVIDER_API_VERSION,
   type ProviderContext,
   type ProviderModule,
+  RefusedError,
   type RestoreDisksOptions,
   type RestoreDisksResult,
+  sleep,
   type SnapshotFilter,
   type SnapshotOptions,
   type SnapshotProvider,
   type SnapshotRecord,
   type SnapshotTags,
+  throwUnlessUsable,
+  TOOL_TAG_VALUE,
   type WaitOptions,
-} from '../../src/providers/types.js';
+} from '../../src/provider-kit/index.js';
 import { AZURE_TAGS, azureName, describeAzureError, deviceOf, isNotFound, lunOf, parseArmId, sameId } from './arm.js';
 import { machineOps, type Compute, type MachineOps } from './machine.js';
 

@@ -4,7 +4,7 @@
  * a VM through PATCH (virtualMachines.update), a scale set instance through PUT (its only update).
  */
 import type { ComputeManagementClient, StorageProfile } from '@azure/arm-compute';
-import type { NodeTarget } from '../../src/providers/types.js';
+import type { NodeTarget } from '../../src/provider-kit/index.js';
 import { deviceOf } from './arm.js';
 
 export type Compute = ComputeManagementClient;

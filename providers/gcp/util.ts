@@ -1,7 +1,6 @@
 /** GCE naming, labels, disk references and error mapping for the GCP provider (providers/gcp/index.ts). */
 import { randomBytes } from 'node:crypto';
-import { BadInputError, EnvironmentError, errorMessage } from '../../src/errors.js';
-import { FLAT_TAG_KEYS } from '../../src/providers/snapshot-helpers.js';
+import { EnvironmentError, errorMessage, FLAT_TAG_KEYS, isErrorKind } from '../../src/provider-kit/index.js';
 
 /** Shared tag keys mapped to GCE label syntax, plus the keys this provider adds. */
 export const GCP_LABELS = FLAT_TAG_KEYS;
@@ -44,7 +43,7 @@ export function isNotFound(err: unknown): boolean {
 }
 
 export function describeGcpError(op: string, err: unknown): Error {
-  if (err instanceof EnvironmentError || err instanceof BadInputError) return err;
+  if (isErrorKind(err, 'environment') || isErrorKind(err, 'bad-input')) return err;
   const e = err as { code?: unknown; message?: string };
   const code = Number(e?.code);
   const msg = errorMessage(err).split('\n')[0];

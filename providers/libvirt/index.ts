@@ -14,24 +14,31 @@
  * which this provider checks against the daemon's version and reports instead of failing obscurely.
  */
 import path from 'node:path';
-import { BadInputError, EnvironmentError, RefusedError } from '../../src/errors.js';
-import type {
-  NodeInfo,
-  NodeMappingEntry,
-  NodeTarget,
-  ProviderContext,
-  ProviderModule,
-  RestoreDisksOptions,
-  RestoreDisksResult,
-  SnapshotFilter,
-  SnapshotProvider,
-  SnapshotRecord,
-  SnapshotTags,
-  WaitOptions,
-} from '../../src/providers/types.js';
-import { PROVIDER_API_VERSION } from '../../src/providers/types.js';
-import type { Reporter } from '../../src/io/host.js';
-import { describeTags, diskSnapshotId, hypervisorSnapshot, matchesFilter, parseTags, snapshotName } from './tags.js';
+import {
+  BadInputError,
+  describeTags,
+  diskSnapshotId,
+  EnvironmentError,
+  hypervisorSnapshot,
+  matchesFilter,
+  type NodeInfo,
+  type NodeMappingEntry,
+  type NodeTarget,
+  parseTags,
+  PROVIDER_API_VERSION,
+  type ProviderContext,
+  type ProviderModule,
+  RefusedError,
+  type Reporter,
+  type RestoreDisksOptions,
+  type RestoreDisksResult,
+  type SnapshotFilter,
+  snapshotName,
+  type SnapshotProvider,
+  type SnapshotRecord,
+  type SnapshotTags,
+  type WaitOptions,
+} from '../../src/provider-kit/index.js';
 import { Virsh, VirshError, parseDaemonVersion, parseDomainDisks, parseSnapshotXml, type DomainDisk } from './virsh.js';
 
 export type LibvirtMode = 'internal' | 'external';

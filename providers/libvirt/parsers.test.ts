@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeTags, diskSnapshotId, hypervisorSnapshot, matchesFilter, parseTags, snapshotName } from './tags.js';
+import { describeTags, diskSnapshotId, hypervisorSnapshot, matchesFilter, parseTags, snapshotName } from '../../src/provider-kit/index.js';
 import { parseDaemonVersion, parseDomainDisks, parseSnapshotXml } from './virsh.js';
 
 describe('virsh output parsing', () => {

@@ -5,7 +5,7 @@
  * commands in one virsh process.)
  */
 import { execFile } from 'node:child_process';
-import { EnvironmentError } from '../../src/errors.js';
+import { EnvironmentError } from '../../src/provider-kit/index.js';
 
 export interface VirshOptions {
   /** The virsh binary (default `virsh` from PATH). */

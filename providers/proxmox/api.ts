@@ -4,10 +4,17 @@
  * and task (UPID) following: every write call returns a UPID that is polled on the node named inside it until
  * `status == 'stopped'`; `exitstatus == 'OK'` is success, anything else is the task's error.
  */
-import { BadInputError, EnvironmentError } from '../../src/errors.js';
-import { registerSecret } from '../../src/io/redact.js';
-import { defaultRetryPolicy, withRetry, type RetryPolicy } from '../../src/kube/retry.js';
-import { HttpClient, isTransient, type TlsOptions } from './https.js';
+import {
+  BadInputError,
+  defaultRetryPolicy,
+  EnvironmentError,
+  HttpClient,
+  isTransient,
+  registerSecret,
+  type RetryPolicy,
+  type TlsOptions,
+  withRetry,
+} from '../../src/provider-kit/index.js';
 
 export class ProxmoxApiError extends EnvironmentError {
   constructor(

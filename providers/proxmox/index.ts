@@ -15,24 +15,30 @@
  * (`start=1`) when it was running at snapshot time.
  */
 import { readFileSync } from 'node:fs';
-import { BadInputError, EnvironmentError } from '../../src/errors.js';
-import type { Reporter } from '../../src/io/host.js';
-import type {
-  NodeInfo,
-  NodeMappingEntry,
-  NodeTarget,
-  ProviderContext,
-  ProviderModule,
-  RestoreDisksOptions,
-  RestoreDisksResult,
-  SnapshotFilter,
-  SnapshotProvider,
-  SnapshotRecord,
-  SnapshotTags,
-  WaitOptions,
-} from '../../src/providers/types.js';
-import { PROVIDER_API_VERSION } from '../../src/providers/types.js';
-import { describeTags, diskSnapshotId, hypervisorSnapshot, matchesFilter, parseTags, snapshotName } from '../libvirt/tags.js';
+import {
+  BadInputError,
+  describeTags,
+  diskSnapshotId,
+  EnvironmentError,
+  hypervisorSnapshot,
+  matchesFilter,
+  type NodeInfo,
+  type NodeMappingEntry,
+  type NodeTarget,
+  parseTags,
+  PROVIDER_API_VERSION,
+  type ProviderContext,
+  type ProviderModule,
+  type Reporter,
+  type RestoreDisksOptions,
+  type RestoreDisksResult,
+  type SnapshotFilter,
+  snapshotName,
+  type SnapshotProvider,
+  type SnapshotRecord,
+  type SnapshotTags,
+  type WaitOptions,
+} from '../../src/provider-kit/index.js';
 import { ProxmoxApi, ProxmoxTaskError } from './api.js';
 
 const truthy = (v: unknown) => v === true || (typeof v === 'string' && /^(1|true|yes)$/i.test(v));

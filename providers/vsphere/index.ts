@@ -15,26 +15,31 @@
  * A snapshot covers every disk of the VM. Reverting a snapshot taken without memory leaves the VM powered
  * off, so a VM that was powered on at snapshot time is powered on again after the revert.
  */
-import { BadInputError, EnvironmentError } from '../../src/errors.js';
-import type { Reporter } from '../../src/io/host.js';
-import { registerSecret } from '../../src/io/redact.js';
-import type {
-  NodeInfo,
-  NodeMappingEntry,
-  NodeTarget,
-  ProviderContext,
-  ProviderModule,
-  RestoreDisksOptions,
-  RestoreDisksResult,
-  SnapshotFilter,
-  SnapshotProvider,
-  SnapshotRecord,
-  SnapshotTags,
-  WaitOptions,
-} from '../../src/providers/types.js';
-import { PROVIDER_API_VERSION } from '../../src/providers/types.js';
-import { parseProviderId } from '../../src/providers/provider-id.js';
-import { describeTags, diskSnapshotId, matchesFilter, parseTags, snapshotName } from '../libvirt/tags.js';
+import {
+  BadInputError,
+  describeTags,
+  diskSnapshotId,
+  EnvironmentError,
+  matchesFilter,
+  type NodeInfo,
+  type NodeMappingEntry,
+  type NodeTarget,
+  parseProviderId,
+  parseTags,
+  PROVIDER_API_VERSION,
+  type ProviderContext,
+  type ProviderModule,
+  registerSecret,
+  type Reporter,
+  type RestoreDisksOptions,
+  type RestoreDisksResult,
+  type SnapshotFilter,
+  snapshotName,
+  type SnapshotProvider,
+  type SnapshotRecord,
+  type SnapshotTags,
+  type WaitOptions,
+} from '../../src/provider-kit/index.js';
 import { SoapFault, VimClient, moref, type MoRef } from './soap.js';
 import { child, childrenNamed, textOf, type XmlNode } from './xml.js';
 

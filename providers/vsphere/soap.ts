@@ -4,9 +4,7 @@
  * FindByInventoryPath, CreateSnapshot_Task, RevertToSnapshot_Task, RemoveSnapshot_Task, PowerOnVM_Task,
  * RetrievePropertiesEx for task state and VM properties, CreateContainerView for listing).
  */
-import { EnvironmentError } from '../../src/errors.js';
-import { defaultRetryPolicy, withRetry, type RetryPolicy } from '../../src/kube/retry.js';
-import { HttpClient, isTransient, type TlsOptions } from '../proxmox/https.js';
+import { defaultRetryPolicy, EnvironmentError, HttpClient, isTransient, type RetryPolicy, type TlsOptions, withRetry } from '../../src/provider-kit/index.js';
 import { child, childrenNamed, escapeXml, find, parseXml, textOf, type XmlNode } from './xml.js';
 
 export interface MoRef {

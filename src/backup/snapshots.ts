@@ -2,7 +2,7 @@
  * `snapshots list|delete`: the snapshots cni-rewind made, found through the providers by their tags/labels
  * (bundle id, cluster id, node, tool), so they can be listed and cleaned up without the bundle.
  */
-import { CniRewindError, errorMessage, EnvironmentError } from '../errors.js';
+import { errorMessage, EnvironmentError, isCniRewindError } from '../errors.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
@@ -54,7 +54,7 @@ export async function listSnapshots(
     try {
       recs = await (await providers.get(name)).list(filter);
     } catch (err) {
-      const e = err instanceof CniRewindError ? err : new EnvironmentError(`provider ${name}: listing snapshots failed: ${errorMessage(err)}`, { cause: err });
+      const e = isCniRewindError(err) ? err : new EnvironmentError(`provider ${name}: listing snapshots failed: ${errorMessage(err)}`, { cause: err });
       if (!opts.tolerant) throw e;
       failures.push(`${name}: ${e.message}`);
       reporter.warn('CNR_SNAPSHOTS_PROVIDER_FAILED', `provider ${name}: ${e.message}`);

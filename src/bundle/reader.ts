@@ -8,7 +8,7 @@ import fs from 'node:fs/promises';
 import { lstatSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import yaml from 'js-yaml';
-import { BadInputError } from '../errors.js';
+import { BadInputError, isErrorKind } from '../errors.js';
 import type { KubeObject } from '../kube/types.js';
 import { extractArchive, readArchiveManifest } from './archive.js';
 import { decrypt, isBoundCiphertext, manifestMacValid } from './crypto.js';
@@ -125,7 +125,7 @@ async function readManifestFile(dir: string, shown = dir): Promise<string> {
     if (st.size > 512 * 1024 * 1024) throw new BadInputError(`${shown}: ${MANIFEST_FILE} is implausibly large`);
     return await fs.readFile(path.join(dir, MANIFEST_FILE), 'utf8');
   } catch (err) {
-    if (err instanceof BadInputError) throw err;
+    if (isErrorKind(err, 'bad-input')) throw err;
     throw new BadInputError(`${shown} is not a bundle: it has no ${MANIFEST_FILE}`, { hint: 'an interrupted export leaves no manifest; export again' });
   }
 }
@@ -244,7 +244,7 @@ class BundleImpl implements Bundle {
       if (!lstatSync(path.join(this.root, rel)).isFile()) throw new BadInputError(`${this.source}: ${rel} is not a regular file`);
       data = readFileSync(path.join(this.root, rel));
     } catch (err) {
-      if (err instanceof BadInputError) throw err;
+      if (isErrorKind(err, 'bad-input')) throw err;
       throw new BadInputError(`${this.source}: ${rel} is missing`, { hint: `run: cni-rewind verify ${this.source}` });
     }
     if (sha256(data) !== entry.sha256) throw new BadInputError(`${this.source}: ${rel} does not match its checksum (edited or corrupted)`, { hint: `run: cni-rewind verify ${this.source}` });

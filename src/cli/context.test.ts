@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../package-root.js';
 
@@ -22,5 +23,12 @@ describe('handler()', () => {
   it('a command that finishes keeps its own exit code', () => {
     expect(runHandler('return 3;').status).toBe(3);
     expect(runHandler('return;').status).toBe(0);
+  });
+
+  it('an error from another copy of the package (a second instance of errors.js) keeps its exit code and hint', () => {
+    const copy = JSON.stringify(`${pathToFileURL(path.join(packageRoot(), 'dist', 'src', 'errors.js')).href}?another-copy`);
+    const r = runHandler(`const { EnvironmentError } = await import(${copy}); throw new EnvironmentError('provider x: unreachable', { hint: 'check the VPN' });`);
+    expect(r.stderr).toBe('cni-rewind: provider x: unreachable\n  check the VPN\n');
+    expect(r.status).toBe(4);
   });
 });

@@ -1,6 +1,6 @@
 import type { Argv, CommandModule } from 'yargs';
 import { parseDuration } from '../config/config.js';
-import { CniRewindError, EnvironmentError, ExitCode } from '../errors.js';
+import { EnvironmentError, ExitCode, isCniRewindError } from '../errors.js';
 import { Reporter } from '../io/host.js';
 import { redact } from '../io/redact.js';
 // Types only: the Kubernetes client is imported when a command first asks for it (not for --help, version, inspect).
@@ -94,14 +94,14 @@ export function handler<A>(fn: (ctx: CliContext, args: A & GlobalArgs) => Promis
 export function reportError(err: unknown, verbose: boolean, s: Styler): number {
   let e = err;
   if (isKubeApiError(e)) e = apiErrorToEnvironment(e);
-  if (!(e instanceof CniRewindError) && isLocalResourceError(e)) {
+  if (!isCniRewindError(e) && isLocalResourceError(e)) {
     // A full disk, a read-only or forbidden path: the machine's problem, not the input's and not a bug.
     const x = e as NodeJS.ErrnoException;
     e = new EnvironmentError(`${x.message.replace(/^E[A-Z]+: /, '')}`, { cause: e, hint: x.code === 'ENOSPC' || x.code === 'EDQUOT' ? 'free some space, or choose another --out' : undefined });
   }
-  if (e instanceof CniRewindError) {
+  if (isCniRewindError(e)) {
     process.stderr.write(`${s.red('cni-rewind:')} ${escapeControl(redact(e.message))}\n`);
-    if (e.hint) process.stderr.write(`  ${escapeControl(redact(e.hint))}\n`);
+    if (typeof e.hint === 'string' && e.hint) process.stderr.write(`  ${escapeControl(redact(e.hint))}\n`);
     if (verbose && e.stack) process.stderr.write(redact(String(e.stack)) + '\n');
     return e.exitCode;
   }

@@ -80,15 +80,19 @@ export async function planRollingNodes(client: KubeClient, s: RollingSettings, r
     const { targets, unresolved } = await resolveNodes(nodes.map(nodeInfo), providers, { mapping, provider: settings.provider });
     const byNode = new Map(targets.map((t) => [t.node, t]));
     const ordered = nodes.map((n) => byNode.get(n.metadata.name)).filter((t) => !!t);
+    // `reboot` is an optional capability: a node whose provider lacks it cannot take part in a rolling reboot.
+    const noReboot: string[] = [];
+    for (const t of ordered) if (!(await providers.get(t.provider)).reboot) noReboot.push(`${t.node} (provider ${t.provider} cannot reboot machines)`);
+    const cannot = [...unresolved.map((u) => `${u.node} (${u.reason})`), ...noReboot];
     const drain = await drainPreflight(client, nodes.map((n) => n.metadata.name));
     const problems = describePreflight(drain);
     const checks: PreflightCheck[] = [
       {
         name: 'node-providers',
-        ok: unresolved.length === 0,
+        ok: cannot.length === 0,
         blocking: true,
-        detail: unresolved.length
-          ? `cannot reboot ${unresolved.length} node(s) through a provider: ${unresolved.map((u) => `${u.node} (${u.reason})`).join('; ')}`
+        detail: cannot.length
+          ? `cannot reboot ${cannot.length} node(s) through a provider: ${cannot.join('; ')}`
           : `${ordered.length} node(s) resolved: ${ordered.map((t) => `${t.node} -> ${t.provider} ${t.machine}`).join(', ')}`,
       },
       {
@@ -158,6 +162,7 @@ export async function rebootNodes(client: KubeClient, rolling: RollingNodes, rt:
       const target = await provider.resolve(info, chooseProvider(info, mapping, planned.provider).entry);
       if (!target) throw new RefusedError(`node ${node}: provider ${planned.provider} cannot find its machine ${planned.machine} any more`);
       if (target.machine !== planned.machine) throw new RefusedError(`node ${node} now runs on ${target.machine}, the plan was made when it ran on ${planned.machine}`, { hint: 'make a new plan' });
+      if (!provider.reboot) throw new RefusedError(`node ${node}: provider ${planned.provider} cannot reboot machines (it has no reboot)`, { hint: 'make a new plan without --reboot-nodes, or use a provider that can reboot' });
 
       const remember = (next: NodeProgress) => {
         rt.remember(progressKey(node), next);
@@ -183,7 +188,7 @@ export async function rebootNodes(client: KubeClient, rolling: RollingNodes, rt:
           } else {
             show(`reboot ${planned.provider} ${planned.machine}`);
             reporter.info('CNR_REBOOT_NODE', `${node}: rebooting ${planned.provider} machine ${planned.machine}`, { node, provider: planned.provider, machine: planned.machine });
-            await provider.reboot(target);
+            await provider.reboot!(target);
             rebootedNow++;
           }
           remember({ ...st!, phase: 'rebooted' });

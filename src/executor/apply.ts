@@ -6,7 +6,7 @@
 import { openBundle, type Bundle } from '../bundle/reader.js';
 import { verifyBundle } from '../bundle/verify.js';
 import { loadRelease, type Release } from '../calico/release.js';
-import { BadInputError, errorMessage, RefusedError } from '../errors.js';
+import { BadInputError, errorMessage, isErrorKind, RefusedError } from '../errors.js';
 import type { Reporter } from '../io/host.js';
 import type { KubeClient } from '../kube/client.js';
 import { planBlockers } from '../plan/plan.js';
@@ -122,7 +122,7 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
       }
       if (!r.ok && r.failed) {
         const lockLost = r.failed.cause instanceof LockLostError;
-        result.failed = { step: r.failed.step, error: r.failed.error, ...(r.failed.cause instanceof RefusedError ? { refused: true } : {}), ...(lockLost ? { lockLost: true, notStarted: true } : {}) };
+        result.failed = { step: r.failed.step, error: r.failed.error, ...(isErrorKind(r.failed.cause, 'refused') ? { refused: true } : {}), ...(lockLost ? { lockLost: true, notStarted: true } : {}) };
         // Without the lock another run may be changing the cluster now: a rollback would race it.
         if (opts.autoRollback && !lockLost) {
           reporter.warn('CNR_APPLY_ROLLBACK', `step ${r.failed.step} failed; restoring Calico resources from bundle ${plan.bundle.id} (--auto-rollback)`);

@@ -1,7 +1,7 @@
 /** Reading and writing plan files (YAML, or JSON when the name ends in .json), atomically. */
 import yaml from 'js-yaml';
 import { writeFileAtomic } from '../bundle/writer.js';
-import { BadInputError } from '../errors.js';
+import { BadInputError, isErrorKind } from '../errors.js';
 import { readInputFile } from '../io/safe-file.js';
 import { PLAN_API_VERSION, PLAN_KIND, type Plan } from './types.js';
 
@@ -15,7 +15,7 @@ export async function readPlan(file: string): Promise<Plan> {
   try {
     text = readInputFile(file, 'plan file').data.toString('utf8');
   } catch (err) {
-    if (err instanceof BadInputError && / does not exist$/.test(err.message)) throw new BadInputError(`${file}: no such plan file`);
+    if (isErrorKind(err, 'bad-input') && / does not exist$/.test(err.message)) throw new BadInputError(`${file}: no such plan file`);
     throw err;
   }
   let p: any;

@@ -16,7 +16,7 @@ import { poolChecks } from '../doctor/checks/pools.js';
 import { loadLiveState, runChecks } from '../doctor/doctor.js';
 import { installation as installationOf, KEYS, type CalicoState } from '../doctor/state.js';
 import { transformInstallation } from './findings.js';
-import { BadInputError, RefusedError } from '../errors.js';
+import { isErrorKind, RefusedError } from '../errors.js';
 import type { KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
 import type { InstallationTransform, PreflightCheck } from './types.js';
@@ -138,7 +138,7 @@ export async function openPlanBundle(p: string): Promise<Bundle> {
   try {
     return await openBundle(p);
   } catch (err) {
-    if (err instanceof BadInputError) throw new RefusedError(`the plan's bundle cannot be used: ${err.message}`);
+    if (isErrorKind(err, 'bad-input')) throw new RefusedError(`the plan's bundle cannot be used: ${err.message}`);
     throw err;
   }
 }

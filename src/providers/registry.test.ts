@@ -39,9 +39,15 @@ describe('provider registry', () => {
     await expect(loadProvider(write('noversion.mjs', `export default { name: 'x', create() {} };`), ctx)).rejects.toThrow(/apiVersion is missing/);
     await expect(loadProvider(write('oldversion.mjs', `export default { apiVersion: 'cni-rewind.provider/v0', name: 'x', create() {} };`), ctx)).rejects.toThrow(/apiVersion is 'cni-rewind.provider\/v0'/);
     await expect(loadProvider(write('nocreate.mjs', `export default { apiVersion: 'cni-rewind.provider/v1', name: 'x' };`), ctx)).rejects.toThrow(/create is missing/);
-    await expect(loadProvider(write('nomethods.mjs', `export default { apiVersion: 'cni-rewind.provider/v1', name: 'x', create: () => ({ name: 'x', resolve() {} }) };`), ctx)).rejects.toThrow(/lacks snapshot, waitUsable, restoreDisks, reboot, list, delete/);
+    await expect(loadProvider(write('nomethods.mjs', `export default { apiVersion: 'cni-rewind.provider/v1', name: 'x', create: () => ({ name: 'x', resolve() {} }) };`), ctx)).rejects.toThrow(/lacks snapshot, waitUsable, restoreDisks, list, delete/);
     await expect(loadProvider(path.join(dir, 'missing.mjs'), ctx)).rejects.toThrow(/not found/);
     await expect(loadProvider('nosuchprovider', ctx)).rejects.toThrow(/unknown provider 'nosuchprovider'/);
+  });
+
+  it('loads a provider without reboot: rebooting is an optional capability', async () => {
+    const p = await loadProvider(write('noreboot.mjs', goodModule.replace('reboot: async () => {}, ', '')), ctx);
+    expect(p.name).toBe('toy');
+    expect(p.reboot).toBeUndefined();
   });
 
   it('accepts a named `provider` export', async () => {

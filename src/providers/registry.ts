@@ -5,7 +5,7 @@
  */
 import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { BadInputError, EnvironmentError, errorMessage } from '../errors.js';
+import { BadInputError, EnvironmentError, errorMessage, isErrorKind } from '../errors.js';
 import { PROVIDER_API_VERSION, type ProviderContext, type ProviderModule, type SnapshotProvider } from './types.js';
 
 /**
@@ -47,7 +47,7 @@ export function validateProviderModule(candidate: unknown, source: string): Prov
 }
 
 /** Methods every provider instance must have (checked so a broken plugin fails at load, not mid-backup). */
-const REQUIRED_METHODS = ['resolve', 'snapshot', 'waitUsable', 'restoreDisks', 'reboot', 'list', 'delete'] as const;
+const REQUIRED_METHODS = ['resolve', 'snapshot', 'waitUsable', 'restoreDisks', 'list', 'delete'] as const;
 
 function validateProviderInstance(p: unknown, source: string): SnapshotProvider {
   const inst = p as Record<string, unknown> | undefined;
@@ -82,7 +82,7 @@ export async function loadProviderModule(nameOrModulePath: string): Promise<Prov
     try {
       return await builtinProviders[nameOrModulePath]!();
     } catch (err) {
-      if (err instanceof BadInputError) throw err;
+      if (isErrorKind(err, 'bad-input')) throw err;
       const code = (err as { code?: string }).code;
       if (code === 'ERR_MODULE_NOT_FOUND') throw new EnvironmentError(`built-in provider ${nameOrModulePath} is not available in this build`, { cause: err });
       throw err;
@@ -93,7 +93,7 @@ export async function loadProviderModule(nameOrModulePath: string): Promise<Prov
     try {
       return moduleExport(await importThirdParty(nameOrModulePath), nameOrModulePath);
     } catch (err) {
-      if (err instanceof BadInputError && /not found/.test(err.message)) {
+      if (isErrorKind(err, 'bad-input') && /not found/.test(err.message)) {
         throw new BadInputError(`unknown provider '${nameOrModulePath}'`, { hint: `built-in providers: ${Object.keys(builtinProviders).join(', ')}; a third-party one is given with --provider-module PATH|PACKAGE` });
       }
       throw err;

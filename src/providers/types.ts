@@ -1,6 +1,7 @@
 /**
  * The snapshot provider interface: one small, typed contract that every provider implements, built-in
- * (providers/<name>/) or third-party (`--provider-module`). Providers depend only on this file and their SDK.
+ * (providers/<name>/) or third-party (`--provider-module`). Providers import it through the provider kit
+ * (src/provider-kit/, `cni-rewind/provider`) and depend on nothing else but their SDK.
  *
  * Life of a backup: resolve(node) -> NodeTarget; snapshot(target) -> records (pending); waitUsable(records)
  * -> records (completed) or an error; the records go into the bundle manifest. A restore hands the records
@@ -145,8 +146,11 @@ export interface SnapshotProvider {
   waitUsable(records: SnapshotRecord[], opts: WaitOptions): Promise<SnapshotRecord[]>;
   /** Put the machine's disks back to the snapshots (stopping/starting the machine as the provider needs). */
   restoreDisks(target: NodeTarget, records: SnapshotRecord[], opts: RestoreDisksOptions): Promise<RestoreDisksResult>;
-  /** Reboot the machine (used by plan's rolling node step). */
-  reboot(target: NodeTarget): Promise<void>;
+  /**
+   * Optional: reboot the machine (used by plan's rolling node step, `--reboot-nodes`). A provider without it
+   * still backs up and restores; a plan that would reboot its nodes fails its `node-providers` check.
+   */
+  reboot?(target: NodeTarget): Promise<void>;
   /** Snapshots this tool made, found by their tags. */
   list(filter: SnapshotFilter): Promise<SnapshotRecord[]>;
   /** Delete snapshots; already-deleted ones are not an error. */

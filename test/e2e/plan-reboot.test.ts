@@ -9,7 +9,7 @@
  * and Ready again. A workload with a PodDisruptionBudget runs on the nodes, and a monitor samples which nodes are
  * cordoned throughout.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -20,6 +20,7 @@ import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/executor/lock.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { packageRoot } from '../../src/package-root.js';
 import { releasesDir } from '../support/releases.js';
 import { startMoto, runMotoInstances, type Moto } from '../support/moto.js';
 import { startRecordingEc2Proxy, type Ec2Call, type RecordingEc2Proxy } from '../support/ec2-proxy.js';
@@ -203,6 +204,21 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
       expect(p.stderr).toMatch(/node-providers: cannot reboot 1 node\(s\) through a provider: frb-orphan \(no spec\.providerID/);
     } finally {
       await client.delete(K.node, undefined, `${PREFIX}orphan`);
+    }
+
+    // A node whose provider has no reboot (an optional capability; the example provider lacks it) refuses the same way.
+    const image = path.join(dir, 'noreboot.qcow2');
+    writeFileSync(image, '');
+    const mapping = path.join(dir, 'noreboot-mapping.yaml');
+    writeFileSync(mapping, `nodes:\n  ${PREFIX}noreboot: { provider: qcow2-files, images: ['${image}'] }\n`);
+    await createFakeNodes(client, [{ name: `${PREFIX}noreboot` }]);
+    try {
+      const module = path.join(packageRoot(), 'examples', 'third-party-provider', 'index.js');
+      const p = await runCli(['plan', '--to', '3.27.4', '--manifests', fixtures, '--reboot-nodes', '--no-disk-snapshots', '--provider-module', module, '--mapping', mapping, '--bundle', path.join(dir, 'bundle-plan-only')], { env: env() });
+      expect(p.code, p.stderr).toBe(5);
+      expect(p.stderr).toMatch(/node-providers: cannot reboot 1 node\(s\) through a provider: frb-noreboot \(provider qcow2-files cannot reboot machines\)/);
+    } finally {
+      await client.delete(K.node, undefined, `${PREFIX}noreboot`);
     }
   });
 

@@ -1,7 +1,8 @@
 /**
  * The example third-party provider (examples/third-party-provider, plain JavaScript, qcow2 files snapshotted with
  * qemu-img) loaded the way users load one: `--provider-module <path>` on the CLI, against the real test cluster.
- * Also: a broken module gives one clear error naming what is missing.
+ * Also: a broken module gives one clear error naming what is missing, and an error the module throws from the
+ * provider kit (`cni-rewind/provider`, resolved by the package's self-reference) keeps its exit code.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -88,6 +89,17 @@ describe('third-party provider module loaded by path (examples/third-party-provi
     const r = await cli(['snapshots', 'delete', '--provider-module', MODULE, '--provider', 'qcow2-files', '--config', configFile, '--bundle', bundleId, '--yes']);
     expect(r.code, r.stderr).toBe(0);
     expect(execFileSync('qemu-img', ['snapshot', '-l', path.join(imagesDir, `${PREFIX}1.qcow2`)], { encoding: 'utf8' })).not.toContain('cnr.');
+  });
+
+  it('a branded error the module throws from the kit keeps its exit code and its one line (imagesDir not a folder: exit 2)', async () => {
+    const badConfig = path.join(dir, 'bad-images-dir.yaml');
+    const missing = path.join(dir, 'no-such-folder');
+    writeFileSync(badConfig, `providers:\n  qcow2-files:\n    imagesDir: ${missing}\n`);
+    const r = await cli(['snapshots', 'list', '--provider-module', MODULE, '--provider', 'qcow2-files', '--config', badConfig]);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toBe(
+      `cni-rewind: qcow2-files: imagesDir ${missing} is not a folder\n  set providers.qcow2-files.imagesDir in the config file to the folder holding the node images\n`,
+    );
   });
 
   it('a broken module: one clear line naming what is missing, exit 2', async () => {

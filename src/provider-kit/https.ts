@@ -8,8 +8,8 @@ import http from 'node:http';
 import https from 'node:https';
 import tls from 'node:tls';
 import { readFileSync } from 'node:fs';
-import { BadInputError, EnvironmentError } from '../../src/errors.js';
-import { envProxyAgent } from '../../src/providers/proxy.js';
+import { BadInputError, EnvironmentError } from '../errors.js';
+import { envProxyAgent } from '../providers/proxy.js';
 
 export interface TlsOptions {
   /** PEM file with the CA (or the self-signed certificate) to trust in addition to the system CAs. */
