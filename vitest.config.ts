@@ -9,7 +9,7 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['src/**/*.test.ts', 'providers/**/*.test.ts', 'examples/**/*.test.ts', 'test/docs/**/*.test.ts'],
+          include: ['src/**/*.test.ts', 'providers/**/*.test.ts', 'examples/**/*.test.ts', 'test/docs/**/*.test.ts', 'test/architecture/**/*.test.ts'],
           testTimeout: 30_000,
         },
       },

@@ -10,8 +10,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { LocalCluster } from '../src/local-cluster/cluster.js';
-import { packageRoot } from '../src/package-root.js';
+import { LocalCluster } from '../src/dev/local-cluster/cluster.js';
+import { packageRoot } from '../src/core/package-root.js';
 import { arg } from './lib.js';
 
 const SUITE: { name: string; small: string[] | null; big: string[] }[] = [

@@ -22,7 +22,7 @@ import { emptyMapping } from '../src/config/mapping.js';
 import { Reporter, silentHost } from '../src/io/host.js';
 import { K } from '../src/kube/builtin.js';
 import { KubeClient } from '../src/kube/client.js';
-import { createFakeNodes } from '../src/local-cluster/nodes.js';
+import { createFakeNodes } from '../src/dev/local-cluster/nodes.js';
 import { startEc2StandIn } from '../test/support/ec2-standin.js';
 import { runMotoInstances, startMoto } from '../test/support/moto.js';
 import { arg, benchHeader, kubeconfigPath, replaceBenchmarkSection } from './lib.js';

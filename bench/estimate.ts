@@ -8,7 +8,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { packageRoot } from '../src/package-root.js';
+import { packageRoot } from '../src/core/package-root.js';
 import { DEFAULT_LIMITS } from '../src/bundle/archive.js';
 import { arg, replaceBenchmarkSection } from './lib.js';
 

@@ -6,7 +6,7 @@
  * timed in the same run, with the peak RSS of each (GNU time's %M; for B the largest of the kubectl processes).
  * Writes the figures into the "Export" section of docs/BENCHMARKS.md.
  *
- *   npx tsc -p . && node dist/src/local-cluster/cli.js up
+ *   npx tsc -p . && node dist/src/dev/local-cluster/cli.js up
  *   node dist/bench/export.js [--sizes 10000,100000] [--keep]
  * Uses $KUBECONFIG, or the kubeconfig of the local cluster instance ($CNI_REWIND_CLUSTER_NAME).
  */
@@ -21,7 +21,7 @@ import { applyManifests, parseManifests } from '../src/kube/manifests.js';
 import { deleteHandles, etcdFor, putHandles } from './etcd.js';
 import type { ResourceType } from '../src/kube/types.js';
 import { readShippedFile } from '../src/calico/shipped.js';
-import { packageRoot } from '../src/package-root.js';
+import { packageRoot } from '../src/core/package-root.js';
 import { arg, benchHeader, findKubectl, kubeconfigPath, replaceBenchmarkSection } from './lib.js';
 
 const HANDLE: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'ipamhandles', kind: 'IPAMHandle', namespaced: false };

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { packageRoot } from '../src/package-root.js';
+import { packageRoot } from '../src/core/package-root.js';
 
 /** `--name value` from the command line. */
 export function arg(name: string): string | undefined {

@@ -10,7 +10,7 @@
  * Writes the "Restore" section of docs/BENCHMARKS.md after each size, so a run stopped at a larger size still
  * leaves the figures of the sizes it finished (the section says which sizes were asked for and which ran).
  *
- *   npx tsc -p . && node dist/src/local-cluster/cli.js up
+ *   npx tsc -p . && node dist/src/dev/local-cluster/cli.js up
  *   node dist/bench/restore.js [--sizes 1000,10000,100000] [--concurrency 16] [--keep]
  * Uses $KUBECONFIG, or the kubeconfig of the local cluster instance ($CNI_REWIND_CLUSTER_NAME).
  */
@@ -29,7 +29,7 @@ import { stripServerFields } from '../src/kube/normalize.js';
 import { applyManifests, parseManifests, waitCrdsEstablished } from '../src/kube/manifests.js';
 import type { KubeObject, ResourceType } from '../src/kube/types.js';
 import { readShippedFile } from '../src/calico/shipped.js';
-import { packageRoot } from '../src/package-root.js';
+import { packageRoot } from '../src/core/package-root.js';
 import { arg, benchHeader, findKubectl, kubeconfigPath, replaceBenchmarkSection } from './lib.js';
 import { DEFAULT_RESTORE_CONCURRENCY } from '../src/restore/restore.js';
 import type { RestoreTimings } from '../src/restore/timings.js';

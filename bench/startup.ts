@@ -18,8 +18,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { resourcePathFor } from '../src/bundle/paths.js';
 import { BundleWriter } from '../src/bundle/writer.js';
-import { packageRoot } from '../src/package-root.js';
-import { toolVersion } from '../src/version.js';
+import { packageRoot } from '../src/core/package-root.js';
+import { toolVersion } from '../src/core/version.js';
 import { heavyModules, moduleTrace, type ModuleTrace } from '../test/support/module-trace.js';
 import { arg, benchHeader, findKubectl, kubeconfigPath, median, replaceBenchmarkSection } from './lib.js';
 

@@ -1,6 +1,6 @@
 import type { TestProject } from 'vitest/node';
 import { KubeClient } from '../src/kube/client.js';
-import { LocalCluster } from '../src/local-cluster/cluster.js';
+import { LocalCluster } from '../src/dev/local-cluster/cluster.js';
 
 /**
  * Starts the real control plane once for all end-to-end tests (or reuses one started with

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ExitCode } from '../../src/errors.js';
+import { ExitCode } from '../../src/core/errors.js';
 import { describeAwsError, isRetryableAwsError, regionPrefix } from './index.js';
 
 describe('AWS error handling', () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Reporter, silentHost } from '../../src/io/host.js';
-import type { NodeTarget, SnapshotRecord } from '../../src/providers/types.js';
+import type { NodeTarget, SnapshotRecord } from '../../src/provider-kit/types.js';
 import { startEc2StandIn, type Ec2StandIn } from '../../test/support/ec2-standin.js';
 import { AwsProvider } from './index.js';
 

@@ -12,7 +12,7 @@
  * Restore: new disks from the snapshots (same zone and SKU), the machine deallocated, its OS disk and data disks
  * swapped to the new ones, started. A device that now holds another disk than the recorded one is refused.
  * Throttling (429 + Retry-After) and transient 5xx answers are retried by the SDK's pipeline; HTTPS_PROXY /
- * NO_PROXY are honoured through src/providers/proxy.ts, as for every provider.
+ * NO_PROXY are honoured through src/provider-kit/proxy.ts, as for every provider.
  *
  * Config (providers.azure): subscriptionId (for `snapshots list` with no cluster; else AZURE_SUBSCRIPTION_ID),
  * snapshotResourceGroup, pollSeconds, and `endpoint` (another cloud's ARM endpoint, or a local fake in tests).

@@ -12,7 +12,7 @@ import { BundleWriter, isArchivePath } from '../bundle/writer.js';
 import type { BundleManifest } from '../bundle/types.js';
 import type { CniRewindConfig } from '../config/config.js';
 import type { NodeMapping } from '../config/mapping.js';
-import { BadInputError, errorMessage, RefusedError } from '../errors.js';
+import { BadInputError, errorMessage, RefusedError } from '../core/errors.js';
 import { whenAborted } from '../io/abort.js';
 import type { Reporter } from '../io/host.js';
 import { DEFAULT_BACKUP_DIR, defaultBundleName, exportCalico } from '../export/export.js';
@@ -23,7 +23,7 @@ import type { ProviderSet } from '../providers/registry.js';
 import { openProviders } from '../providers/session.js';
 import { nodeInfo, resolveNodes, type UnresolvedNode } from '../providers/resolve.js';
 import { loadPvIndex, selectDisks, type PvIndex } from '../providers/disk-policy.js';
-import type { NodeInfo, NodeTarget, SkippedDisk, SnapshotRecord } from '../providers/types.js';
+import type { NodeInfo, NodeTarget, SkippedDisk, SnapshotRecord } from '../provider-kit/types.js';
 
 export interface BackupOptions {
   /** `auto` (default: per node from providerID / mapping) or one provider name for every node. */

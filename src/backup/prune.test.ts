@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { BUNDLE_FORMAT_VERSION } from '../bundle/format.js';
 import { RecordingIoHost, Reporter } from '../io/host.js';
 import type { ProviderSet } from '../providers/registry.js';
-import type { SnapshotRecord } from '../providers/types.js';
+import type { SnapshotRecord } from '../provider-kit/types.js';
 import { pruneBundles } from './prune.js';
 
 const HOUR = 3_600_000;

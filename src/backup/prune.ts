@@ -6,10 +6,10 @@
 import { deleteBundle, listBundles, selectForPrune, type ListedBundle, type PruneRule } from '../bundle/catalog.js';
 import { readBundleManifest } from '../bundle/reader.js';
 import { isRemote, staleUploads, type OpenUpload } from '../bundle/remote.js';
-import { BadInputError, errorMessage, EnvironmentError } from '../errors.js';
+import { BadInputError, errorMessage, EnvironmentError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import type { ProviderSet } from '../providers/registry.js';
-import type { SnapshotRecord } from '../providers/types.js';
+import type { SnapshotRecord } from '../provider-kit/types.js';
 import { deleteSnapshots } from './snapshots.js';
 
 export interface PruneOptions extends PruneRule {

@@ -2,14 +2,14 @@
  * `snapshots list|delete`: the snapshots cni-rewind made, found through the providers by their tags/labels
  * (bundle id, cluster id, node, tool), so they can be listed and cleaned up without the bundle.
  */
-import { errorMessage, EnvironmentError, isCniRewindError } from '../errors.js';
+import { errorMessage, EnvironmentError, isCniRewindError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
 import type { ProviderSet } from '../providers/registry.js';
 import { chooseProvider, nodeInfo, resolveNodes } from '../providers/resolve.js';
 import type { NodeMapping } from '../config/mapping.js';
-import type { SnapshotFilter, SnapshotRecord } from '../providers/types.js';
+import type { SnapshotFilter, SnapshotRecord } from '../provider-kit/types.js';
 import { groupByProvider } from './backup.js';
 
 export interface ListedSnapshot extends SnapshotRecord {

@@ -9,7 +9,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import * as tar from 'tar';
-import { BadInputError } from '../errors.js';
+import { BadInputError } from '../core/errors.js';
 import { MANIFEST_FILE, unsafePathReason } from './paths.js';
 
 export interface ExtractLimits {

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as tar from 'tar';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BadInputError } from '../errors.js';
+import { BadInputError } from '../core/errors.js';
 import { resourcePathFor, configPathFor, crdPathFor, parseResourcePath, encodeSegment } from './paths.js';
 import { openBundle, readBundleManifest } from './reader.js';
 import { verifyBundle } from './verify.js';

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from '
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../package-root.js';
+import { packageRoot } from '../core/package-root.js';
 import { BUNDLE_FORMAT_VERSION } from './format.js';
 import { selectForPrune } from './catalog.js';
 

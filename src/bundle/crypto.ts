@@ -9,7 +9,7 @@
  * The checksums in the manifest cover the stored (encrypted) bytes, so a bundle verifies without the key.
  */
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, scryptSync, timingSafeEqual } from 'node:crypto';
-import { BadInputError } from '../errors.js';
+import { BadInputError } from '../core/errors.js';
 
 const MAGIC_V1 = Buffer.from('CNRENC1');
 const MAGIC_V2 = Buffer.from('CNRENC2');

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { BadInputError } from '../errors.js';
+import { BadInputError } from '../core/errors.js';
 import { registerSecret } from '../io/redact.js';
 import { readInputFile } from '../io/safe-file.js';
 import { keyFromPassphrase, SCRYPT_DEFAULTS } from './crypto.js';

@@ -7,7 +7,7 @@ import { packedResourcePath, packedV3Path, resourcePathFor } from './paths.js';
 import { openBundle } from './reader.js';
 import { verifyBundle } from './verify.js';
 import { BundleWriter } from './writer.js';
-import { packageRoot } from '../package-root.js';
+import { packageRoot } from '../core/package-root.js';
 
 let dir: string;
 beforeEach(() => {

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
-import { BadInputError } from '../errors.js';
+import { BadInputError } from '../core/errors.js';
 import type { KubeObject } from '../kube/types.js';
 import type { FileEntry } from './types.js';
 

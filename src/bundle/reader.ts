@@ -8,7 +8,7 @@ import fs from 'node:fs/promises';
 import { lstatSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import yaml from 'js-yaml';
-import { BadInputError, isErrorKind } from '../errors.js';
+import { BadInputError, isErrorKind } from '../core/errors.js';
 import type { KubeObject } from '../kube/types.js';
 import { extractArchive, readArchiveManifest } from './archive.js';
 import { decrypt, isBoundCiphertext, manifestMacValid } from './crypto.js';

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { BadInputError, EnvironmentError, errorMessage } from '../errors.js';
+import { BadInputError, EnvironmentError, errorMessage } from '../core/errors.js';
 import type { BundleManifest } from './types.js';
 
 export const isRemote = (p: string | undefined): p is string => !!p && /^s3:\/\//i.test(p);
@@ -47,7 +47,7 @@ let clientPromise: Promise<S3Client> | undefined;
 async function s3(): Promise<S3Client> {
   // The pinned SDK supports Node 20 (which this tool supports); its notice about future SDK releases is noise here.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-  clientPromise ??= Promise.all([import('@aws-sdk/client-s3'), import('../providers/proxy.js')]).then(([{ S3Client }, { envProxyAgent }]) => {
+  clientPromise ??= Promise.all([import('@aws-sdk/client-s3'), import('../provider-kit/proxy.js')]).then(([{ S3Client }, { envProxyAgent }]) => {
     const custom = !!(process.env.AWS_ENDPOINT_URL_S3 || process.env.AWS_ENDPOINT_URL);
     // The SDK ignores HTTPS_PROXY/HTTP_PROXY/NO_PROXY; this agent applies them per request, as for the providers.
     const agent = envProxyAgent();

@@ -16,7 +16,7 @@
  */
 import type { InstallType } from '../calico/detect.js';
 import type { KubeObject } from '../kube/types.js';
-import type { SkippedDisk, SnapshotRecord } from '../providers/types.js';
+import type { SkippedDisk, SnapshotRecord } from '../provider-kit/types.js';
 
 export interface ResourceTypeEntry {
   /** `<plural>.<group>` */

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BadInputError } from '../errors.js';
+import { BadInputError } from '../core/errors.js';
 import { loadRelease, releaseBaseUrl } from './release.js';
 import { readShippedFile, shippedReleasesDir } from './shipped.js';
 

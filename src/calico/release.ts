@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { BadInputError, EnvironmentError } from '../errors.js';
+import { BadInputError, EnvironmentError } from '../core/errors.js';
 import { httpGet, type HttpGetResponse } from '../net/http-get.js';
 import { parseManifests } from '../kube/manifests.js';
 import type { KubeObject } from '../kube/types.js';

@@ -7,8 +7,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { packageRoot } from '../package-root.js';
-import { EnvironmentError } from '../errors.js';
+import { packageRoot } from '../core/package-root.js';
+import { EnvironmentError } from '../core/errors.js';
 
 export interface ShippedFile {
   sha256: string;

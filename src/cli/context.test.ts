@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../package-root.js';
+import { packageRoot } from '../core/package-root.js';
 
 /** Run a handler of the built CLI (npm test builds first) in a fresh Node process: what is tested is how it exits. */
 function runHandler(body: string) {
@@ -26,7 +26,7 @@ describe('handler()', () => {
   });
 
   it('an error from another copy of the package (a second instance of errors.js) keeps its exit code and hint', () => {
-    const copy = JSON.stringify(`${pathToFileURL(path.join(packageRoot(), 'dist', 'src', 'errors.js')).href}?another-copy`);
+    const copy = JSON.stringify(`${pathToFileURL(path.join(packageRoot(), 'dist', 'src', 'core', 'errors.js')).href}?another-copy`);
     const r = runHandler(`const { EnvironmentError } = await import(${copy}); throw new EnvironmentError('provider x: unreachable', { hint: 'check the VPN' });`);
     expect(r.stderr).toBe('cni-rewind: provider x: unreachable\n  check the VPN\n');
     expect(r.status).toBe(4);

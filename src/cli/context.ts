@@ -1,6 +1,6 @@
 import type { Argv, CommandModule } from 'yargs';
 import { parseDuration } from '../config/config.js';
-import { EnvironmentError, ExitCode, isCniRewindError } from '../errors.js';
+import { EnvironmentError, ExitCode, isCniRewindError } from '../core/errors.js';
 import { Reporter } from '../io/host.js';
 import { redact } from '../io/redact.js';
 // Types only: the Kubernetes client is imported when a command first asks for it (not for --help, version, inspect).

@@ -3,7 +3,7 @@ import type { Argv } from 'yargs';
 import { ENCRYPTION_KEY_ENV, ENCRYPTION_PASSPHRASE_ENV, keyForNewBundle, loadKeySource, openBundleWithKey } from '../bundle/key.js';
 import type { Bundle } from '../bundle/reader.js';
 import type { BundleManifest } from '../bundle/types.js';
-import { BadInputError } from '../errors.js';
+import { BadInputError } from '../core/errors.js';
 import type { CliContext } from './context.js';
 
 export interface EncryptionArgs {

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { ExitCode } from '../errors.js';
-import { toolVersion } from '../version.js';
+import { ExitCode } from '../core/errors.js';
+import { toolVersion } from '../core/version.js';
 import { commandName, commandTable, commandWord, type CommandEntry } from './commands/index.js';
 import type { Command, GlobalArgs } from './context.js';
 

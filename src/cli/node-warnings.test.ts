@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../package-root.js';
+import { packageRoot } from '../core/package-root.js';
 
 /**
  * Under Node 20 (a supported runtime) the AWS SDK prints an eight-line NodeVersionSupportWarning on every run that

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { heavyModules, moduleTrace, type ModuleTrace } from '../../test/support/module-trace.js';
 import { resourcePathFor } from '../bundle/paths.js';
 import { BundleWriter } from '../bundle/writer.js';
-import { packageRoot } from '../package-root.js';
+import { packageRoot } from '../core/package-root.js';
 
 /**
  * `--help`, `version` and `inspect` (the commands that need no cluster) must start without importing the Kubernetes

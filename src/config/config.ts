@@ -10,7 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import yaml from 'js-yaml';
-import { BadInputError, errorMessage } from '../errors.js';
+import { BadInputError, errorMessage } from '../core/errors.js';
 
 export interface CniRewindConfig {
   providers: Record<string, Record<string, unknown>>;

@@ -9,8 +9,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import yaml from 'js-yaml';
-import { BadInputError, errorMessage } from '../errors.js';
-import type { NodeMappingEntry } from '../providers/types.js';
+import { BadInputError, errorMessage } from '../core/errors.js';
+import type { NodeMappingEntry } from '../provider-kit/types.js';
 
 export interface NodeMapping {
   defaults?: NodeMappingEntry;

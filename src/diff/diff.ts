@@ -10,7 +10,7 @@ import { createTwoFilesPatch } from 'diff';
 import { matchesKind, type Bundle } from '../bundle/reader.js';
 import { crdPathFor, packedResourcePath, parseResourcePath, resourcePathFor } from '../bundle/paths.js';
 import { dumpYaml } from '../bundle/writer.js';
-import { BadInputError } from '../errors.js';
+import { BadInputError } from '../core/errors.js';
 import { isCalicoCrd } from '../export/export.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../package-root.js';
+import { packageRoot } from '../core/package-root.js';
 
 /** Every finding id a check can emit is explained in docs/troubleshooting.md (what, why, the exact fix). */
 describe('docs/troubleshooting.md', () => {

@@ -3,7 +3,7 @@
  * registered in CHECKS; `plan` and `wrap` call runChecks() instead of repeating them.
  */
 import type { Release } from '../calico/release.js';
-import { ExitCode } from '../errors.js';
+import { ExitCode } from '../core/errors.js';
 import { healthChecks } from './checks/health.js';
 import { ipamChecks } from './checks/ipam.js';
 import { poolChecks } from './checks/pools.js';

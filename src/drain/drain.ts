@@ -7,11 +7,11 @@
  * drainPreflight() finds, before anything is touched, what would make a drain hang or lose data:
  * PDBs that allow no disruption for pods on the nodes, and pods no controller would recreate.
  */
-import { EnvironmentError, errorMessage } from '../errors.js';
+import { EnvironmentError, errorMessage } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
-import { sleep } from '../kube/retry.js';
+import { sleep } from '../util/retry.js';
 import type { KubeObject } from '../kube/types.js';
 
 export interface DrainOptions {

@@ -15,7 +15,7 @@ import {
   SHARED_POLICY_GROUP,
   SHARED_POLICY_KINDS,
 } from '../calico/knowledge.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import { InterruptedError, whenAborted } from '../io/abort.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';

@@ -4,7 +4,7 @@
  * so a FIFO, /dev/zero or a directory gives one clear line instead of a hang or an unexpected error.
  */
 import { closeSync, constants, fstatSync, fchmodSync, openSync, readSync, type Stats } from 'node:fs';
-import { BadInputError, RefusedError } from '../errors.js';
+import { BadInputError, RefusedError } from '../core/errors.js';
 
 const { O_RDONLY, O_WRONLY, O_APPEND, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
 

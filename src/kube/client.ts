@@ -1,9 +1,9 @@
 import http from 'node:http';
 import https from 'node:https';
-import { EnvironmentError } from '../errors.js';
+import { EnvironmentError } from '../core/errors.js';
 import { makeAgent } from '../net/proxy.js';
 import { connect, type Connection, type ConnectionOptions } from './connection.js';
-import { defaultRetryPolicy, withRetry, type RetryPolicy } from './retry.js';
+import { defaultRetryPolicy, withRetry, type RetryPolicy } from '../util/retry.js';
 import {
   resourcePath,
   type KubeList,

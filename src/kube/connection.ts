@@ -3,7 +3,7 @@ import type https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import type { Cluster, Context, KubeConfig, User } from '@kubernetes/client-node';
-import { BadInputError, EnvironmentError, errorMessage } from '../errors.js';
+import { BadInputError, EnvironmentError, errorMessage } from '../core/errors.js';
 import { readInputFile } from '../io/safe-file.js';
 import { proxyFor } from '../net/proxy.js';
 import { useWorkingOidcClient, type LibraryOidcAuthenticator } from './oidc.js';

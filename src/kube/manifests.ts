@@ -1,5 +1,5 @@
 import yaml from 'js-yaml';
-import { BadInputError } from '../errors.js';
+import { BadInputError } from '../core/errors.js';
 import type { KubeClient } from './client.js';
 import { K } from './builtin.js';
 import { crdEstablished } from './discovery.js';

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { BadInputError } from '../errors.js';
+import { BadInputError } from '../core/errors.js';
 
 /**
  * Outgoing HTTP(S) through proxies the way kubectl does: a proxy named in the configuration (the kubeconfig's

@@ -1,7 +1,7 @@
 /** Reading and writing plan files (YAML, or JSON when the name ends in .json), atomically. */
 import yaml from 'js-yaml';
 import { writeFileAtomic } from '../bundle/writer.js';
-import { BadInputError, isErrorKind } from '../errors.js';
+import { BadInputError, isErrorKind } from '../core/errors.js';
 import { readInputFile } from '../io/safe-file.js';
 import { PLAN_API_VERSION, PLAN_KIND, type Plan } from './types.js';
 

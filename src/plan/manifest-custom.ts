@@ -12,7 +12,7 @@
  */
 import { imageTag } from '../calico/knowledge.js';
 import { loadRelease, type Release } from '../calico/release.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
 import type { KubeObject } from '../kube/types.js';

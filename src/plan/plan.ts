@@ -7,7 +7,7 @@ import path from 'node:path';
 import { detectCalico } from '../calico/detect.js';
 import { IPAM_LIVE_KINDS, compareVersions } from '../calico/knowledge.js';
 import { loadRelease, type Release } from '../calico/release.js';
-import { BadInputError, RefusedError } from '../errors.js';
+import { BadInputError, RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import type { KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
@@ -19,7 +19,7 @@ import { planManifestEdits } from './manifest-custom.js';
 import { checkBundle, checkCluster, checkTargetPools, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
 import { parseDuration } from '../config/config.js';
 import { PLAN_FLAGS } from './rules.js';
-import { planRollingNodes, type RollingSettings } from '../drain/rolling-reboot.js';
+import { planRollingNodes, type RollingSettings } from './rolling-nodes.js';
 import { MANIFEST_STEP_TEXT, STEP_TEXT, type StepKind } from './steps.js';
 import { PLAN_API_VERSION, PLAN_KIND, type Plan, type PlanStep, type Strategy } from './types.js';
 

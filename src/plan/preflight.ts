@@ -16,7 +16,7 @@ import { poolChecks } from '../doctor/checks/pools.js';
 import { loadLiveState, runChecks } from '../doctor/doctor.js';
 import { installation as installationOf, KEYS, type CalicoState } from '../doctor/state.js';
 import { transformInstallation } from './findings.js';
-import { isErrorKind, RefusedError } from '../errors.js';
+import { isErrorKind, RefusedError } from '../core/errors.js';
 import type { KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
 import type { InstallationTransform, PreflightCheck } from './types.js';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import yaml from 'js-yaml';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RefusedError } from '../errors.js';
+import { RefusedError } from '../core/errors.js';
 import { checkPlanSignature, loadPlanKey, signPlan } from './signature.js';
 import type { Plan } from './types.js';
 

@@ -14,7 +14,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { BadInputError, RefusedError } from '../errors.js';
+import { BadInputError, RefusedError } from '../core/errors.js';
 import { registerSecret } from '../io/redact.js';
 import { readInputFile } from '../io/safe-file.js';
 import { canonicalJson } from '../util/canonical.js';

@@ -2,14 +2,14 @@
  * One HTTP(S) request with the TLS choices hypervisor APIs need: verification on by default, an extra CA
  * (self-signed Proxmox/vCenter certificates), or an explicit insecure flag. node:https rather than fetch,
  * because fetch cannot take a per-request CA without an extra dependency. Used by the Proxmox and vSphere providers.
- * HTTPS_PROXY / NO_PROXY are honoured (src/providers/proxy.ts).
+ * HTTPS_PROXY / NO_PROXY are honoured (src/provider-kit/proxy.ts).
  */
 import http from 'node:http';
 import https from 'node:https';
 import tls from 'node:tls';
 import { readFileSync } from 'node:fs';
-import { BadInputError, EnvironmentError } from '../errors.js';
-import { envProxyAgent } from '../providers/proxy.js';
+import { BadInputError, EnvironmentError } from '../core/errors.js';
+import { envProxyAgent } from './proxy.js';
 
 export interface TlsOptions {
   /** PEM file with the CA (or the self-signed certificate) to trust in addition to the system CAs. */

@@ -10,7 +10,7 @@
  * - helpers shared by providers: snapshot deletion/usability checks, tags in hypervisor snapshot descriptions,
  *   an HTTPS client with the TLS options hypervisor APIs need.
  */
-export * from '../providers/types.js';
+export * from './types.js';
 export {
   BadInputError,
   CniRewindError,
@@ -24,12 +24,12 @@ export {
   RefusedError,
   type BrandedError,
   type ErrorKind,
-} from '../errors.js';
-export { defaultRetryPolicy, sleep, withRetry, type RetryPolicy } from '../kube/retry.js';
-export { envProxyAgent, type EnvProxyAgent } from '../providers/proxy.js';
-export { parseProviderId, type ProviderIdInfo } from '../providers/provider-id.js';
+} from '../core/errors.js';
+export { defaultRetryPolicy, sleep, withRetry, type RetryPolicy } from '../util/retry.js';
+export { envProxyAgent, type EnvProxyAgent } from './proxy.js';
+export { parseProviderId, type ProviderIdInfo } from './provider-id.js';
 export { registerSecret } from '../io/redact.js';
 export type { IoHost, IoMessage, Level, ProgressUpdate, Reporter } from '../io/host.js';
-export { deleteEach, FLAT_TAG_KEYS, throwUnlessUsable } from '../providers/snapshot-helpers.js';
+export { deleteEach, FLAT_TAG_KEYS, throwUnlessUsable } from './snapshot-helpers.js';
 export { describeTags, diskSnapshotId, hypervisorSnapshot, matchesFilter, parseTags, snapshotName } from './tags.js';
 export { HttpClient, isTransient, type HttpResponse, type TlsOptions } from './https.js';

@@ -5,8 +5,8 @@
  * and `list` finds its snapshots by parsing it back. Shared by the three hypervisor providers.
  */
 import { createHash } from 'node:crypto';
-import type { SnapshotFilter, SnapshotTags } from '../providers/types.js';
-import { TOOL_TAG_VALUE } from '../providers/types.js';
+import type { SnapshotFilter, SnapshotTags } from './types.js';
+import { TOOL_TAG_VALUE } from './types.js';
 
 export function describeTags(tags: SnapshotTags, text?: string): string {
   const clean = (v: string) => v.replace(/\s+/g, '_');

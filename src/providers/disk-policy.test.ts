@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { RefusedError } from '../errors.js';
+import { RefusedError } from '../core/errors.js';
 import type { KubeObject } from '../kube/types.js';
 import { matchRecordedDisks, normalizeHandle, PvIndex, selectDisks } from './disk-policy.js';
-import type { MachineDisk, NodeTarget, SnapshotRecord } from './types.js';
+import type { MachineDisk, NodeTarget, SnapshotRecord } from '../provider-kit/types.js';
 
 const pv = (name: string, spec: Record<string, unknown>): KubeObject => ({ apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name }, spec }) as KubeObject;
 const target: NodeTarget = { node: 'n1', provider: 'aws', machine: 'i-1', location: {} };

@@ -11,10 +11,10 @@
  * that is no longer attached (a PV that moved to another node) is left untouched; a device that now holds a
  * different disk than the recorded one (replaced by hand since the backup) is refused, naming both.
  */
-import { RefusedError } from '../errors.js';
+import { RefusedError } from '../core/errors.js';
 import type { KubeClient } from '../kube/client.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
-import type { MachineDisk, NodeTarget, SkippedDisk, SnapshotRecord } from './types.js';
+import type { MachineDisk, NodeTarget, SkippedDisk, SnapshotRecord } from '../provider-kit/types.js';
 
 const PV: ResourceType = { group: '', version: 'v1', plural: 'persistentvolumes', kind: 'PersistentVolume', namespaced: false };
 

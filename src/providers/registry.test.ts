@@ -6,7 +6,7 @@ import { emptyMapping, parseNodeMapping } from '../config/mapping.js';
 import { RecordingIoHost, Reporter } from '../io/host.js';
 import { builtinProviders, loadProvider, loadProviderModule, ProviderSet } from './registry.js';
 import { chooseProvider, resolveNodes } from './resolve.js';
-import type { NodeInfo } from './types.js';
+import type { NodeInfo } from '../provider-kit/types.js';
 
 const ctx = { reporter: new Reporter(new RecordingIoHost()), config: {} };
 const dir = mkdtempSync(path.join(tmpdir(), 'cnr-registry-'));

@@ -5,8 +5,8 @@
  */
 import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { BadInputError, EnvironmentError, errorMessage, isErrorKind } from '../errors.js';
-import { PROVIDER_API_VERSION, type ProviderContext, type ProviderModule, type SnapshotProvider } from './types.js';
+import { BadInputError, EnvironmentError, errorMessage, isErrorKind } from '../core/errors.js';
+import { PROVIDER_API_VERSION, type ProviderContext, type ProviderModule, type SnapshotProvider } from '../provider-kit/types.js';
 
 /**
  * Built-in providers: name -> lazy import of `providers/<name>/index.js` (compiled next to dist/src/).

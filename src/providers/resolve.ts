@@ -11,11 +11,11 @@
  */
 import type { NodeMapping } from '../config/mapping.js';
 import { mappingEntryFor } from '../config/mapping.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import type { KubeObject } from '../kube/types.js';
-import { parseProviderId } from './provider-id.js';
+import { parseProviderId } from '../provider-kit/provider-id.js';
 import type { ProviderSet } from './registry.js';
-import type { NodeInfo, NodeMappingEntry, NodeTarget } from './types.js';
+import type { NodeInfo, NodeMappingEntry, NodeTarget } from '../provider-kit/types.js';
 import { pool } from '../util/pool.js';
 
 export interface UnresolvedNode {

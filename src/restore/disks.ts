@@ -7,7 +7,7 @@
  */
 import type { BundleManifest } from '../bundle/types.js';
 import type { NodeMapping } from '../config/mapping.js';
-import { BadInputError, errorMessage, RefusedError } from '../errors.js';
+import { BadInputError, errorMessage, RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import { clusterUid } from '../kube/cluster-uid.js';
@@ -16,7 +16,7 @@ import { pool } from '../util/pool.js';
 import type { ProviderSet } from '../providers/registry.js';
 import { chooseProvider, nodeInfo } from '../providers/resolve.js';
 import { matchRecordedDisks } from '../providers/disk-policy.js';
-import type { NodeTarget, RestoreDisksResult, SnapshotRecord } from '../providers/types.js';
+import type { NodeTarget, RestoreDisksResult, SnapshotRecord } from '../provider-kit/types.js';
 import { cordon, describePreflight, drainNode, drainPreflight, uncordon, waitNodeReady, type DrainPreflight } from '../drain/drain.js';
 
 export type NodeRestoreState = 'pending' | 'cordoned' | 'drained' | 'disks-restored' | 'ready' | 'done' | 'failed';

@@ -5,7 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { CALICO_CRD_GROUP } from '../calico/knowledge.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import { whenAborted } from '../io/abort.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';

@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { CALICO_CRD_GROUP, OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE } from '../calico/knowledge.js';
 import { matchesKind } from '../bundle/reader.js';
 import type { BundleManifest } from '../bundle/types.js';
-import { BadInputError, RefusedError } from '../errors.js';
+import { BadInputError, RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import { clusterUid } from '../kube/cluster-uid.js';

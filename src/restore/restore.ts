@@ -7,7 +7,7 @@
  * re-reads what was written and sums the restore up. `restoreResources` is all three, with the confirmation
  * between planning and executing.
  */
-import { RefusedError } from '../errors.js';
+import { RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import type { KubeClient } from '../kube/client.js';
 import { executeRestore } from './execute.js';

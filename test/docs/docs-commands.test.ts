@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/package-root.js';
+import { packageRoot } from '../../src/core/package-root.js';
 
 /**
  * Every `cni-rewind ...` invocation written in the README and docs/ must be valid for the CLI as built:

@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/package-root.js';
+import { packageRoot } from '../../src/core/package-root.js';
 
 describe('the npm package', () => {
   it('lists no test, benchmark, fake or test-support file, and has what the CLI needs', { timeout: 60_000 }, () => {

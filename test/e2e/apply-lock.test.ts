@@ -9,12 +9,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Journal, journalPathFor } from '../../src/executor/journal.js';
-import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/executor/lock.js';
+import { Journal, journalPathFor } from '../../src/apply/journal.js';
+import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/apply/lock.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import { releasesDir } from '../support/releases.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { deleteNodes, resetCalico, runCli, startCli, testClient } from './helpers.js';
 import { installCalico328 } from './plan-support.js';
 

@@ -17,7 +17,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { providerSetFor } from '../../src/providers/session.js';
 import { restoreNodeDisks } from '../../src/restore/disks.js';
 import { readBundleManifest } from '../../src/bundle/reader.js';

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { DescribeSnapshotsCommand, EC2Client } from '@aws-sdk/client-ec2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { runMotoInstances, startMoto, startThrottlingProxy, type Moto, type ThrottlingProxy } from '../support/moto.js';
 import { deleteNodes, runCli, testClient } from './helpers.js';
 

@@ -16,7 +16,7 @@ import { emptyMapping } from '../../src/config/mapping.js';
 import { RecordingIoHost, Reporter } from '../../src/io/host.js';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { runMotoInstances, startMoto, startReplaceRootStandIn, type Moto, type ReplaceRootStandIn } from '../support/moto.js';
 import { deleteNodes, runCli, testClient } from './helpers.js';
 

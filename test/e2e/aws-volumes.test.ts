@@ -26,7 +26,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import type { ResourceType } from '../../src/kube/types.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { ec2Server, forward, startMoto, type Moto } from '../support/moto.js';
 import { deleteNodes, runCli, testClient } from './helpers.js';
 

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { ResourceType } from '../../src/kube/types.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { startAzureArmFake, type AzureArmFake, type FakeMachine } from '../fakes/azure-arm-fake.js';
 import { deleteNodes, runCli, testClient } from './helpers.js';
 

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
-import { packageRoot } from '../../src/package-root.js';
+import { packageRoot } from '../../src/core/package-root.js';
 import { applyFixture, runCli, testClient } from './helpers.js';
 import { populateCalico } from './population.js';
 import { trustCases, trustSetup, type TrustBase } from './trust-cases.js';

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
-import type { LocalCluster } from '../../src/local-cluster/cluster.js';
+import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { calicoType, operatorType, runCli } from './helpers.js';
 import { installIncident327, ippoolsWide, waitOperator, withRealCalico } from './calico-support.js';
 

@@ -8,7 +8,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
-import type { LocalCluster } from '../../src/local-cluster/cluster.js';
+import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { applyFixture, calicoType } from './helpers.js';
 import { installIncident327, ippoolsWide, kubectl, waitOperator, withRealCalico } from './calico-support.js';
 

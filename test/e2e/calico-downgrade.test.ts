@@ -12,7 +12,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
-import type { LocalCluster } from '../../src/local-cluster/cluster.js';
+import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { applyFixture, fixturePath, operatorType, runCli } from './helpers.js';
 import { kubectl, waitApiServiceAvailable, waitOperator, withRealCalico } from './calico-support.js';
 

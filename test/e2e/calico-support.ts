@@ -5,10 +5,10 @@ import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { crdResourceType } from '../../src/kube/discovery.js';
 import type { ResourceType } from '../../src/kube/types.js';
-import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/local-cluster/calico-programs.js';
-import type { SupervisorStatus } from '../../src/local-cluster/calico-supervisor.js';
-import { LocalCluster } from '../../src/local-cluster/cluster.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
+import type { SupervisorStatus } from '../../src/dev/local-cluster/calico-supervisor.js';
+import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { afterAll, beforeAll } from 'vitest';
 import { applyFixture, deleteNodes, kubeconfig, resetCalico, testClient } from './helpers.js';
 

@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { alive, LocalCluster } from '../../src/local-cluster/cluster.js';
-import { packageRoot } from '../../src/package-root.js';
+import { alive, LocalCluster } from '../../src/dev/local-cluster/cluster.js';
+import { packageRoot } from '../../src/core/package-root.js';
 
 /**
  * `cni-rewind demo` as a user runs it: its own control plane (instance "demo", on other ports than the e2e

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { SERVICE_ACCOUNT_DIR } from '../../src/kube/connection.js';
-import { packageRoot } from '../../src/package-root.js';
+import { packageRoot } from '../../src/core/package-root.js';
 import { findKubectl } from '../../bench/lib.js';
 import { apiForwarder, apiServerAccess, startConnectProxy } from '../support/kube-proxies.js';
 import { applyFixture, kubeconfig, runCli, testClient } from './helpers.js';

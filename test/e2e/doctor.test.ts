@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeObject } from '../../src/kube/types.js';
-import { createFakeNodes, waitNodeReady } from '../../src/local-cluster/nodes.js';
+import { createFakeNodes, waitNodeReady } from '../../src/dev/local-cluster/nodes.js';
 import { applyFixture, calicoType, deleteNodes, operatorType, resetCalico, runCli, testClient } from './helpers.js';
 
 const NS = 'doctor-e2e';

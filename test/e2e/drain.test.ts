@@ -8,7 +8,7 @@ import { RecordingIoHost, Reporter } from '../../src/io/host.js';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { deleteNodes, testClient } from './helpers.js';
 
 const NS = 'cnr-drain';

@@ -7,8 +7,8 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import { crdResourceType } from '../../src/kube/discovery.js';
 import { resourceKey } from '../../src/kube/types.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
-import { packageRoot } from '../../src/package-root.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
+import { packageRoot } from '../../src/core/package-root.js';
 import { applyFixture, calicoType, deleteNodes, kubeconfig, resetCalico, runCli, testClient } from './helpers.js';
 import { populateCalico, type Population } from './population.js';
 

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { DescribeInstancesCommand, DescribeSnapshotsCommand, EC2Client, type Snapshot } from '@aws-sdk/client-ec2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { runMotoInstances, startFaultProxy, startMoto, type FaultProxy, type FaultRule, type Moto } from '../support/moto.js';
 import { deleteNodes, runCli, testClient } from './helpers.js';
 

@@ -16,7 +16,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import { crdResourceType } from '../../src/kube/discovery.js';
 import { resourceKey } from '../../src/kube/types.js';
-import { LocalCluster } from '../../src/local-cluster/cluster.js';
+import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { applyFixture, calicoType, runCli, startCli, testClient } from './helpers.js';
 import { populateCalico } from './population.js';
 

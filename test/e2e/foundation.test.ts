@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { applyFixture, deleteNodes, resetCalico, runCli, testClient } from './helpers.js';
 
 describe('foundation: real control plane, status', () => {

@@ -15,7 +15,7 @@ import { emptyMapping } from '../../src/config/mapping.js';
 import { RecordingIoHost, Reporter } from '../../src/io/host.js';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { startGcpComputeFake, type GcpComputeFake } from '../fakes/gcp-compute-fake.js';
 import { deleteNodes, runCli, testClient } from './helpers.js';
 

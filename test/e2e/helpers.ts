@@ -8,7 +8,7 @@ import { K } from '../../src/kube/builtin.js';
 import { applyManifests, parseManifests } from '../../src/kube/manifests.js';
 import { pool } from '../../src/util/pool.js';
 import type { KubeObject, ResourceType } from '../../src/kube/types.js';
-import { packageRoot } from '../../src/package-root.js';
+import { packageRoot } from '../../src/core/package-root.js';
 import { KILL_AFTER_STEP_ENV } from '../support/kill-after-step.js';
 import { releaseFilePath, releaseText } from '../support/releases.js';
 

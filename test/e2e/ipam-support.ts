@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
 import type { KubeClient } from '../../src/kube/client.js';
-import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/local-cluster/calico-programs.js';
+import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
 import { calicoctl } from './calico-support.js';
 import { calicoType, kubeconfig } from './helpers.js';
 

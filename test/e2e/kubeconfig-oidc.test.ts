@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { startFakeOidcIssuer } from '../support/fake-oidc.js';
 import { apiServerAccess, startTokenProxy, type ApiServerAccess } from '../support/kube-proxies.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { deleteNodes, kubeconfig, resetCalico, runCli, testClient } from './helpers.js';
 import { installCalico328 } from './plan-support.js';
 

@@ -15,7 +15,7 @@ import { loadNodeMapping } from '../../src/config/mapping.js';
 import { RecordingIoHost, Reporter } from '../../src/io/host.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import libvirtModule from '../../providers/libvirt/index.js';
 import { defineTestDomain, qemuIo, removeTestDomain, startLibvirtd, SYSTEM_URI, type LibvirtdHandle } from '../support/libvirtd.js';
 import { deleteNodes, runCli, testClient } from './helpers.js';

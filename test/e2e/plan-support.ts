@@ -8,8 +8,8 @@ import type { KubeObject } from '../../src/kube/types.js';
 import { canonicalJson } from '../../src/util/canonical.js';
 import { expect } from 'vitest';
 import { checkAgainstSchema } from '../../src/calico/schema.js';
-import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/executor/lock.js';
-import { Journal, journalPathFor, type JournalState } from '../../src/executor/journal.js';
+import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/apply/lock.js';
+import { Journal, journalPathFor, type JournalState } from '../../src/apply/journal.js';
 import { fixtureObjects, runCli } from './helpers.js';
 import type { Population } from './population.js';
 

@@ -15,7 +15,7 @@ import { readBundleManifest } from '../../src/bundle/reader.js';
 import { emptyMapping } from '../../src/config/mapping.js';
 import { RecordingIoHost, Reporter } from '../../src/io/host.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { ProxmoxFake } from '../fakes/proxmox-fake.js';
 import { deleteNodes, runCli, testClient } from './helpers.js';
 

@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
-import { packageRoot } from '../../src/package-root.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
+import { packageRoot } from '../../src/core/package-root.js';
 import { qemuIo } from '../support/libvirtd.js';
 import { deleteNodes, runCli, testClient } from './helpers.js';
 

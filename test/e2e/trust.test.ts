@@ -13,7 +13,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configPathFor, resourcePathFor } from '../../src/bundle/paths.js';
 import { dumpYaml } from '../../src/bundle/writer.js';
-import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/executor/lock.js';
+import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/apply/lock.js';
 import { K } from '../../src/kube/builtin.js';
 import { loadPlanKey, signPlan } from '../../src/plan/signature.js';
 import type { KubeClient } from '../../src/kube/client.js';

@@ -13,7 +13,7 @@ import { VimClient, moref, type MoRef } from '../../providers/vsphere/soap.js';
 import { child, childrenNamed, textOf, type XmlNode } from '../../providers/vsphere/xml.js';
 import { RecordingIoHost, Reporter } from '../../src/io/host.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { startVcsim, type VcsimHandle } from '../support/vcsim.js';
 import { deleteNodes, runCli, startCli, testClient } from './helpers.js';
 

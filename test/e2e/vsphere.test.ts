@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RecordingIoHost, Reporter } from '../../src/io/host.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import { createFakeNodes } from '../../src/local-cluster/nodes.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import vsphereModule from '../../providers/vsphere/index.js';
 import { VimClient } from '../../providers/vsphere/soap.js';
 import { childrenNamed, textOf, type XmlNode } from '../../providers/vsphere/xml.js';

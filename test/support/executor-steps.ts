@@ -5,7 +5,7 @@
  */
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { ExecStep } from '../../src/executor/executor.js';
+import type { ExecStep } from '../../src/apply/executor.js';
 
 export function syntheticSteps(dir: string): ExecStep[] {
   const effect = (id: string) => appendFileSync(path.join(dir, 'effects'), id + '\n');

@@ -5,7 +5,7 @@
  * engine has no test-only code path.
  */
 import { subscribe } from 'node:diagnostics_channel';
-import { STEP_JOURNALED_CHANNEL, type StepJournaled } from '../../src/executor/executor.js';
+import { STEP_JOURNALED_CHANNEL, type StepJournaled } from '../../src/apply/executor.js';
 
 export const KILL_AFTER_STEP_ENV = 'CNI_REWIND_TEST_KILL_AFTER_STEP';
 

@@ -1,6 +1,6 @@
 import type { Argv } from 'yargs';
-import { ExitCode, RefusedError } from '../../errors.js';
-import { applyPlan, type ApplyResult } from '../../executor/apply.js';
+import { ExitCode, RefusedError } from '../../core/errors.js';
+import { applyPlan, type ApplyResult } from '../../apply/apply.js';
 import { readPlan } from '../../plan/file.js';
 import { checkPlanSignature, loadPlanKey, PLAN_KEY_ENV } from '../../plan/signature.js';
 import { handler, type Command } from '../context.js';

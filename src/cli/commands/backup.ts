@@ -4,7 +4,7 @@ import type { Argv } from 'yargs';
 import { backup } from '../../backup/backup.js';
 import { defaultBundleName } from '../../export/export.js';
 import { parseDuration } from '../../config/config.js';
-import { BadInputError, ExitCode } from '../../errors.js';
+import { BadInputError, ExitCode } from '../../core/errors.js';
 import { loadProviderSettings } from '../../providers/session.js';
 import { handler, type Command, type GlobalArgs } from '../context.js';
 import { encryptionOptions, newBundleKey, type EncryptionArgs } from '../encryption.js';

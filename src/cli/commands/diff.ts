@@ -1,6 +1,6 @@
 import { openBundle } from '../../bundle/reader.js';
 import { diffBundle, hasDifferences, type Ref } from '../../diff/diff.js';
-import { ExitCode } from '../../errors.js';
+import { ExitCode } from '../../core/errors.js';
 import { handler, reportError, type Command } from '../context.js';
 
 interface DiffArgs {

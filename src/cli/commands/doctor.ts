@@ -2,7 +2,7 @@ import { openBundle } from '../../bundle/reader.js';
 import { loadRelease, type Release } from '../../calico/release.js';
 import { doctorExitCode, doctorReport, loadBundleState, loadLiveState, type DoctorReport } from '../../doctor/doctor.js';
 import type { Finding } from '../../doctor/types.js';
-import { BadInputError } from '../../errors.js';
+import { BadInputError } from '../../core/errors.js';
 import { handler, type CliContext, type Command } from '../context.js';
 import { oneLine } from '../output.js';
 

@@ -1,6 +1,6 @@
 import { listBundles, type ListedBundle } from '../../bundle/catalog.js';
 import { isRemote } from '../../bundle/remote.js';
-import { BadInputError } from '../../errors.js';
+import { BadInputError } from '../../core/errors.js';
 import { DEFAULT_BACKUP_DIR } from '../../export/export.js';
 import { handler, type Command } from '../context.js';
 import { renderTable } from '../output.js';

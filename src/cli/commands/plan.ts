@@ -1,5 +1,5 @@
 import type { Argv } from 'yargs';
-import { ExitCode } from '../../errors.js';
+import { ExitCode } from '../../core/errors.js';
 import { writePlan } from '../../plan/file.js';
 import { buildPlan, planBlockers } from '../../plan/plan.js';
 import { PLAN_FLAGS } from '../../plan/rules.js';

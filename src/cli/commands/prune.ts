@@ -1,7 +1,7 @@
 import { pruneBundles } from '../../backup/prune.js';
 import { isRemote } from '../../bundle/remote.js';
 import { parseDuration, type CniRewindConfig } from '../../config/config.js';
-import { BadInputError, PartialFailureError } from '../../errors.js';
+import { BadInputError, PartialFailureError } from '../../core/errors.js';
 import { DEFAULT_BACKUP_DIR } from '../../export/export.js';
 import type { ProviderSet } from '../../providers/registry.js';
 import { loadProviderSettings, withProviders } from '../../providers/session.js';

@@ -6,7 +6,7 @@ import type { Argv } from 'yargs';
 import { restoreNodeDisks, type NodeRestorePlan, type RestoreDisksRun } from '../../restore/disks.js';
 import { readBundleManifest } from '../../bundle/reader.js';
 import { parseDuration } from '../../config/config.js';
-import { ExitCode } from '../../errors.js';
+import { ExitCode } from '../../core/errors.js';
 import type { CliContext, GlobalArgs } from '../context.js';
 import { renderTable } from '../output.js';
 import { loadProviderSettings, openProviders } from '../../providers/session.js';

@@ -1,5 +1,5 @@
 import { SignalScope } from '../signals.js';
-import { BadInputError, ExitCode } from '../../errors.js';
+import { BadInputError, ExitCode } from '../../core/errors.js';
 import { DEFAULT_RESTORE_CONCURRENCY, restoreResources, type RestoreAction, type RestorePlan, type RestoreResult } from '../../restore/restore.js';
 import type { RestoreTimings } from '../../restore/timings.js';
 import { handler, type CliContext, type Command } from '../context.js';

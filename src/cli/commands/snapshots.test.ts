@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../../package-root.js';
+import { packageRoot } from '../../core/package-root.js';
 
 /**
  * `snapshots list|delete` close the providers they opened when listing fails: a provider left open keeps its SDK

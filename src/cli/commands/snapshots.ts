@@ -1,13 +1,13 @@
 import type { Argv } from 'yargs';
 import { deleteSnapshots, listSnapshots, providersToQuery, type ListedSnapshot } from '../../backup/snapshots.js';
 import { parseDuration } from '../../config/config.js';
-import { BadInputError, ExitCode, PartialFailureError, RefusedError } from '../../errors.js';
+import { BadInputError, ExitCode, PartialFailureError, RefusedError } from '../../core/errors.js';
 import { clusterUid } from '../../kube/cluster-uid.js';
 import type { KubeClient } from '../../kube/client.js';
 import type { NodeMapping } from '../../config/mapping.js';
 import type { ProviderSet } from '../../providers/registry.js';
 import { loadProviderSettings, withProviders } from '../../providers/session.js';
-import type { SnapshotFilter } from '../../providers/types.js';
+import type { SnapshotFilter } from '../../provider-kit/types.js';
 import { handler, type CliContext, type Command, type GlobalArgs } from '../context.js';
 import { renderTable } from '../output.js';
 import { providerOptions, type ProviderArgs } from './backup.js';

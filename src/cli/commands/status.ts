@@ -1,4 +1,4 @@
-import { clusterStatus } from '../../status.js';
+import { clusterStatus } from '../../status/status.js';
 import { handler, type Command } from '../context.js';
 import { renderTable } from '../output.js';
 

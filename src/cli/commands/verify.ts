@@ -1,5 +1,5 @@
 import { verifyBundle } from '../../bundle/verify.js';
-import { ExitCode } from '../../errors.js';
+import { ExitCode } from '../../core/errors.js';
 import { handler, type Command } from '../context.js';
 import { oneLine } from '../output.js';
 import { encryptionOptions, openKeyedBundle, type EncryptionArgs } from '../encryption.js';

@@ -1,4 +1,4 @@
-import { toolVersion } from '../../version.js';
+import { toolVersion } from '../../core/version.js';
 import { handler, type Command } from '../context.js';
 import { BUNDLE_FORMAT_VERSION } from '../../bundle/format.js';
 

@@ -1,0 +1,144 @@
+/**
+ * `apply PLAN`: check the plan still holds (its bundle verifies and is the one it was made with, the target
+ * manifests are the same files, nothing refuses), take the cluster lock, then run the steps with the journal.
+ * On a failed step: stop, report the state and the exact restore commands, or restore resources with autoRollback.
+ */
+import { openBundle, type Bundle } from '../bundle/reader.js';
+import { verifyBundle } from '../bundle/verify.js';
+import { loadRelease, type Release } from '../calico/release.js';
+import { BadInputError, errorMessage, isErrorKind, RefusedError } from '../core/errors.js';
+import type { Reporter } from '../io/host.js';
+import type { KubeClient } from '../kube/client.js';
+import { planBlockers } from '../plan/plan.js';
+import { manifestSha256 } from '../plan/preflight.js';
+import type { Plan } from '../plan/types.js';
+import { runSteps, type StepOutcome } from './executor.js';
+import { Journal, journalPathFor } from './journal.js';
+import { ApplyLock, LockLostError, type LockHolder } from './lock.js';
+import { buildSteps, preflightChecks } from './plan-steps.js';
+import { checkPlanIntegrity, type ApplyGiven } from './plan-trust.js';
+import { restoreResources } from '../restore/restore.js';
+
+export interface ApplyOptions {
+  resume?: boolean;
+  breakLock?: boolean;
+  autoRollback?: boolean;
+  /** Asked once the plan is checked and before the lock is taken; false stops without changes. */
+  confirm?: (plan: Plan) => Promise<boolean>;
+  /** Provider modules, config and mapping named on the command line (a plan's own are used only when given here too). */
+  given?: ApplyGiven;
+  /** Called once the journal is open, so the CLI can record an interruption (Ctrl-C) in it. */
+  onStarted?: (journal: Journal, lock: ApplyLock) => void;
+  rolloutTimeoutMs?: number;
+}
+
+export interface ApplyResult {
+  planId: string;
+  ok: boolean;
+  /** Steps were already recorded before this run (a resume). */
+  resumed: boolean;
+  cancelled?: boolean;
+  journal: string;
+  steps: StepOutcome[];
+  /** `refused`: the step stopped on a safety check (exit 5), not on a failure (exit 3). */
+  failed?: { step: string; error: string; refused?: boolean; lockLost?: boolean; notStarted?: boolean };
+  /** The lock holder this run took over (stale or broken). */
+  tookOverLock?: LockHolder;
+  /** With `--reboot-nodes`: where each node stands (from the journal), in the order they are rebooted. */
+  nodes?: { node: string; provider: string; machine: string; phase: 'pending' | 'draining' | 'rebooting' | 'rebooted' | 'done' }[];
+  /** Exact commands to get back to the bundle's state. */
+  restoreCommands: string[];
+  rollback?: { ran: boolean; ok: boolean; error?: string };
+}
+
+/** Everything `apply` checks before it may touch the cluster. Refusals exit 5. */
+export async function checkPlanForApply(plan: Plan, given: ApplyGiven = {}): Promise<{ bundle: Bundle; target: Release; steps: Plan['steps'] }> {
+  const blockers = planBlockers(plan);
+  if (blockers.length) throw new RefusedError(`the plan cannot be applied: ${blockers.join('; ')}`, { hint: 'fix what it says and make a new plan' });
+  let bundle: Bundle;
+  try {
+    bundle = await openBundle(plan.bundle.path);
+  } catch (err) {
+    throw new RefusedError(`the plan's bundle ${plan.bundle.path} cannot be read: ${errorMessage(err)}`);
+  }
+  try {
+    const v = await verifyBundle(bundle);
+    if (!v.ok) throw new RefusedError(`the plan's bundle ${plan.bundle.path} fails verify: ${v.problems.slice(0, 3).map((p) => `${p.file}: ${p.problem}`).join('; ')}`, { hint: 'nothing was changed; take a new backup and make a new plan' });
+    if (bundle.manifest.id !== plan.bundle.id || manifestSha256(bundle) !== plan.bundle.manifestSha256) {
+      throw new RefusedError(`${plan.bundle.path} is not the bundle the plan was made with (id or manifest checksum differs)`);
+    }
+    // The same view of the release as the plan had: a manifest install's CRDs are calico.yaml's.
+    const target = await loadRelease(plan.target.version, { manifests: plan.target.manifests, need: plan.current.installType === 'manifest' ? 'manifest' : 'operator' });
+    const steps = checkPlanIntegrity(plan, target, given);
+    return { bundle, target, steps };
+  } catch (err) {
+    await bundle.close();
+    throw err;
+  }
+}
+
+export function restoreCommands(plan: Plan, hasSnapshots: boolean): string[] {
+  const b = JSON.stringify(plan.bundle.path).replace(/^"|"$/g, '');
+  const cmds = [`cni-rewind restore ${b} --resources`];
+  if (hasSnapshots) cmds.push(`cni-rewind restore ${b} --disks`);
+  if (plan.current.version) cmds.push(`# then, to put the previous Calico back in place: cni-rewind plan --to ${plan.current.version.slice(1)} --bundle ${b}`);
+  return cmds;
+}
+
+export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptions, reporter: Reporter): Promise<ApplyResult> {
+  const journalPath = journalPathFor(plan.bundle.path, plan.id);
+  const journal = Journal.open(journalPath);
+  if (journal.started && !opts.resume) {
+    throw new RefusedError(`this plan was already started (journal ${journalPath})`, { hint: 'continue it with --resume' });
+  }
+  if (opts.resume && !journal.started) throw new BadInputError(`nothing to resume: no journal for plan ${plan.id} at ${journalPath}`);
+  const checked = await checkPlanForApply(plan, opts.given);
+  const { bundle, target } = checked;
+  // From here on the steps are the ones the strategy gives (checkPlanIntegrity proved the plan lists exactly these).
+  plan = { ...plan, steps: checked.steps };
+  const hasSnapshots = bundle.manifest.snapshots.length > 0;
+  const base = { planId: plan.id, journal: journalPath, restoreCommands: restoreCommands(plan, hasSnapshots), resumed: journal.started };
+  try {
+    if (journal.current.done) {
+      reporter.info('CNR_APPLY_ALREADY_DONE', `plan ${plan.id} was already applied completely (journal ${journalPath})`);
+      return { ...base, ok: true, steps: plan.steps.map((s) => ({ id: s.id, title: s.title, status: 'skipped' })) };
+    }
+    // The safety facts, recomputed from the cluster and the bundle before anything changes (also when the plan
+    // file's preflight step or results were edited). A resume checks identity and bundle only.
+    await preflightChecks({ client, plan, bundle, target }, 'apply', !!opts.resume && journal.started);
+    if (opts.confirm && !(await opts.confirm(plan))) {
+      return { ...base, ok: false, cancelled: true, steps: plan.steps.map((s) => ({ id: s.id, title: s.title, status: 'not-run' })) };
+    }
+    const lock = await ApplyLock.acquire(client, { planId: plan.id, resume: opts.resume, breakLock: opts.breakLock });
+    if (lock.tookOver) reporter.warn('CNR_APPLY_LOCK_TAKEN', `took over the apply lock from ${lock.tookOver.identity}${lock.tookOver.stale ? ' (stale)' : ' (--break-lock)'}`);
+    try {
+      journal.begin(plan.id, !!opts.resume);
+      opts.onStarted?.(journal, lock);
+      const steps = buildSteps({ client, plan, target, bundle, reporter, rolloutTimeoutMs: opts.rolloutTimeoutMs });
+      const r = await runSteps(steps, journal, { reporter, beforeStep: () => lock.check() });
+      const result: ApplyResult = { ...base, ok: r.ok, steps: r.steps, tookOverLock: lock.tookOver };
+      if (plan.rolling) {
+        result.nodes = plan.rolling.nodes.map((n) => ({ ...n, phase: (journal.current.remembered[`reboot-nodes/${n.node}`] as { phase?: 'done' } | undefined)?.phase ?? 'pending' }));
+      }
+      if (!r.ok && r.failed) {
+        const lockLost = r.failed.cause instanceof LockLostError;
+        result.failed = { step: r.failed.step, error: r.failed.error, ...(isErrorKind(r.failed.cause, 'refused') ? { refused: true } : {}), ...(lockLost ? { lockLost: true, notStarted: true } : {}) };
+        // Without the lock another run may be changing the cluster now: a rollback would race it.
+        if (opts.autoRollback && !lockLost) {
+          reporter.warn('CNR_APPLY_ROLLBACK', `step ${r.failed.step} failed; restoring Calico resources from bundle ${plan.bundle.id} (--auto-rollback)`);
+          try {
+            await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true }, reporter);
+            result.rollback = { ran: true, ok: true };
+          } catch (err) {
+            result.rollback = { ran: true, ok: false, error: errorMessage(err) };
+          }
+        }
+      }
+      return result;
+    } finally {
+      await lock.release().catch(() => undefined);
+    }
+  } finally {
+    await bundle.close();
+  }
+}

@@ -1,0 +1,305 @@
+/**
+ * The steps of a plan, as idempotent actions the executor runs. Each step can run again after an interruption
+ * without harm; the one value that must not be re-read after it was changed (the operator's replica count before
+ * the pause) is kept in the journal.
+ */
+import type { Bundle } from '../bundle/reader.js';
+import { verifyBundle } from '../bundle/verify.js';
+import { detectCalico } from '../calico/detect.js';
+import { OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE } from '../calico/knowledge.js';
+import type { Release } from '../calico/release.js';
+import { pruneUnknownFields } from '../calico/schema.js';
+import { EnvironmentError, RefusedError } from '../core/errors.js';
+import type { Reporter } from '../io/host.js';
+import { KubeApiError, type KubeClient } from '../kube/client.js';
+import { K } from '../kube/builtin.js';
+import { clusterUid } from '../kube/cluster-uid.js';
+import { crdResourceType } from '../kube/discovery.js';
+import { waitCrdsEstablished } from '../kube/manifests.js';
+import { pool } from '../util/pool.js';
+import { ResourceResolver } from '../kube/resolver.js';
+import type { KubeObject } from '../kube/types.js';
+import { bundleDataPresent, liveDataNotInBundle } from '../plan/compare.js';
+import { isManagedCrd, transformInstallation } from '../plan/findings.js';
+import { checkBundle, checkCluster, checkTargetPools, refuseOnFailure } from '../plan/preflight.js';
+import { parseDuration } from '../config/config.js';
+import { applyManifestEdits } from '../plan/manifest-custom.js';
+import { isStepKind, type StepKind } from '../plan/steps.js';
+import type { Plan, PreflightCheck } from '../plan/types.js';
+import type { ExecStep, StepRuntime } from './executor.js';
+import { restoreResources } from '../restore/restore.js';
+import { rebootNodes } from './reboot-nodes.js';
+import { TIGERA_STATUS, waitRollout } from './wait-rollout.js';
+
+export interface StepDeps {
+  client: KubeClient;
+  plan: Plan;
+  target: Release;
+  bundle: Bundle;
+  reporter: Reporter;
+  /** Rollout wait budget (default 300 s). */
+  rolloutTimeoutMs?: number;
+}
+
+const FIELD_MANAGER = 'cni-rewind';
+const INSTALLATION_CRD = 'installations.operator.tigera.io';
+
+/** What a step does; it returns the one-line summary the journal and the output show. */
+export type StepImpl = (deps: StepDeps, rt: StepRuntime) => Promise<string | void>;
+
+/** One implementation per kind of the step catalogue (plan/steps.ts): a kind without one does not compile. */
+export const STEP_IMPLEMENTATIONS: { readonly [K in StepKind]: StepImpl } = {
+  preflight: (deps) => preflight(deps),
+  'pause-operator': (deps, rt) => pauseOperator(deps, rt),
+  'apply-crds': (deps) => applyCrds(deps),
+  'apply-operator': (deps) => applyOperator(deps),
+  'apply-calico-manifest': (deps) => applyCalicoManifest(deps),
+  'transform-installation': (deps) => transformInstallationStep(deps),
+  'remove-old': (deps) => removeOld(deps),
+  'install-target': async (deps) => `${await applyCrds(deps)}; ${await applyOperator(deps)}`,
+  'restore-data': (deps) => restoreData(deps),
+  'restore-drift': (deps) => restoreDrift(deps),
+  'resume-operator': (deps, rt) => resumeOperator(deps, rt),
+  'wait-rollout': (deps) => waitRollout(deps.client, deps.plan, deps.target, deps.rolloutTimeoutMs ?? 300_000),
+  'verify-data': (deps) => verifyData(deps),
+  'reboot-nodes': (deps, rt) => {
+    if (!deps.plan.rolling?.nodes) throw new RefusedError('the plan has a reboot-nodes step but no node list (plan.rolling): make a new plan with --reboot-nodes');
+    return rebootNodes(deps.client, deps.plan.rolling, rt);
+  },
+};
+
+export function buildSteps(deps: StepDeps): ExecStep[] {
+  return deps.plan.steps.map((s) => {
+    // The ids come from a file: typed as the catalogue's kinds, checked again here.
+    if (!isStepKind(s.id)) throw new RefusedError(`the plan has a step this cni-rewind does not know: ${String(s.id)}`);
+    const impl = STEP_IMPLEMENTATIONS[s.id];
+    return { id: s.id, title: s.title, run: (rt: StepRuntime) => impl(deps, rt) };
+  });
+}
+
+async function preflight(deps: StepDeps): Promise<string> {
+  const checks = await preflightChecks(deps, 'apply');
+  return `${checks.filter((c) => c.ok).length}/${checks.length} checks passed`;
+}
+
+/**
+ * The preflight, from the cluster and the bundle (never from what the plan file says it found): cluster
+ * identity, the bundle verifies, is the planned one, of this cluster and recent, snapshots, nodes Ready, and the
+ * cluster runs the version the plan was made for. `resumeOnly`: what still must hold when a run is resumed
+ * (identity and bundle; not its age nor the nodes, which a half-done change may have in flux). Refuses (exit 5).
+ */
+export async function preflightChecks({ client, plan, bundle, target }: Pick<StepDeps, 'client' | 'plan' | 'bundle' | 'target'>, what: string, resumeOnly = false): Promise<PreflightCheck[]> {
+  const uid = await clusterUid(client);
+  if (uid !== plan.cluster.uid) throw new RefusedError(`this plan was made for cluster ${plan.cluster.name} (uid ${plan.cluster.uid}), not this one (uid ${uid})`);
+  const cluster = await checkCluster(client, plan.options.rebootNodes);
+  const checks = [
+    ...(await checkBundle(bundle, {
+      uid,
+      maxAgeMs: parseDuration(plan.options.maxBackupAge, 'maxBackupAge'),
+      maxBackupAge: plan.options.maxBackupAge,
+      diskSnapshots: plan.options.diskSnapshots,
+      nodes: cluster.nodes,
+      expectSha256: plan.bundle.manifestSha256,
+    })),
+    ...cluster.checks,
+  ].filter((c) => !resumeOnly || ['bundle-verifies', 'bundle-is-the-planned-one', 'bundle-of-this-cluster'].includes(c.name));
+  if (!resumeOnly && plan.current.installType === 'operator') checks.push(await checkTargetPools(client, target, plan.transforms.installation));
+  refuseOnFailure(checks, what);
+  if (resumeOnly) return checks;
+  const now = await detectCalico(client);
+  if (now.version !== plan.current.version && now.version !== plan.target.version) {
+    throw new RefusedError(`the cluster runs Calico ${now.version ?? 'unknown'}, the plan was made for ${plan.current.version}: make a new plan`);
+  }
+  return checks;
+}
+
+async function pauseOperator({ client }: StepDeps, rt: StepRuntime): Promise<string> {
+  const dep = await client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
+  let prior = rt.recall<number>('operatorReplicas');
+  if (prior === undefined) {
+    // Remember before scaling: after a crash the Deployment says 0, which is not what to go back to.
+    prior = dep?.spec?.replicas ?? 1;
+    rt.remember('operatorReplicas', prior);
+  }
+  if (!dep) return 'no operator Deployment (nothing to pause)';
+  await client.mergePatch(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT, { spec: { replicas: 0 } });
+  await client.waitFor('the operator pods to stop', async () => {
+    const d = await client.get(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
+    return (d.status?.replicas ?? 0) === 0 ? true : undefined;
+  }, { timeoutMs: 180_000, intervalMs: 500 });
+  return `operator scaled from ${prior} to 0 replicas`;
+}
+
+async function resumeOperator({ client }: StepDeps, rt: StepRuntime): Promise<string> {
+  const prior = rt.recall<number>('operatorReplicas') ?? 1;
+  if (!(await client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT))) throw new EnvironmentError('the operator Deployment is missing after the target manifest was applied');
+  // The old operator's last word (TigeraStatus calico Available) would otherwise pass wait-rollout before the
+  // target operator has looked at anything: delete it while no operator runs; the target operator writes its own.
+  await client.delete(TIGERA_STATUS, undefined, 'calico');
+  await client.mergePatch(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT, { spec: { replicas: prior } });
+  return `operator scaled back to ${prior} replicas`;
+}
+
+/**
+ * Write an object so that it ends up exactly as given: create it, or replace the live one (PUT with its
+ * resourceVersion). Not server-side apply: with another field manager owning the newer version's fields, an apply
+ * would merge the two versions (e.g. a 3.27 CRD keeping 3.28 schema properties).
+ */
+async function putExact(client: KubeClient, type: Parameters<KubeClient['create']>[0], obj: KubeObject): Promise<'created' | 'replaced'> {
+  for (let attempt = 0; ; attempt++) {
+    const live = await client.getOrUndefined(type, obj.metadata.namespace, obj.metadata.name);
+    try {
+      if (!live) {
+        await client.create(type, obj);
+        return 'created';
+      }
+      const md = { ...obj.metadata, resourceVersion: live.metadata.resourceVersion };
+      // Keep what other tools put on the object's metadata; the spec is the release's.
+      md.labels = { ...live.metadata.labels, ...obj.metadata.labels };
+      md.annotations = { ...live.metadata.annotations, ...obj.metadata.annotations };
+      await client.replace(type, { ...obj, metadata: md });
+      return 'replaced';
+    } catch (err) {
+      if (err instanceof KubeApiError && (err.conflict || err.statusCode === 409) && attempt < 5) continue;
+      throw err;
+    }
+  }
+}
+
+async function applyCrds({ client, plan, target, reporter }: StepDeps): Promise<string> {
+  // A manifest install gets calico.yaml's CRDs even when the release folder also holds tigera-operator.yaml
+  // (whose operator.tigera.io CRDs a calico.yaml install never had).
+  const crds = plan.current.installType === 'manifest' && target.calicoManifest ? target.calicoManifest.filter((o) => o.kind === 'CustomResourceDefinition') : target.crds;
+  let created = 0;
+  let done = 0;
+  await pool(crds, 4, async (crd) => {
+    if ((await putExact(client, K.crd, crd)) === 'created') created++;
+    reporter.progress({ id: 'apply-crds', label: 'CRDs', current: ++done, total: crds.length });
+  });
+  await waitCrdsEstablished(client, crds.map((c) => c.metadata.name), 120_000);
+  return `${crds.length} CRDs of ${target.version} in place (${created} new); none deleted`;
+}
+
+async function putObjects(client: KubeClient, objs: KubeObject[]): Promise<number> {
+  const resolver = new ResourceResolver(client);
+  for (const obj of objs) {
+    const type = await resolver.forObject(obj);
+    if (!type) throw new EnvironmentError(`the cluster does not serve ${obj.apiVersion} ${obj.kind} (${obj.metadata.name})`);
+    if (obj.kind === 'Namespace') {
+      if (!(await client.getOrUndefined(type, undefined, obj.metadata.name))) await client.create(type, obj);
+      continue;
+    }
+    await putExact(client, type, obj);
+  }
+  return objs.length;
+}
+
+async function applyOperator({ client, target }: StepDeps): Promise<string> {
+  const objs = target.operatorObjects.map((o) => {
+    if (o.kind !== 'Deployment' || o.metadata.name !== OPERATOR_DEPLOYMENT) return o;
+    // Keep the operator paused: resume-operator brings the remembered replica count back.
+    return { ...o, spec: { ...o.spec, replicas: 0 } };
+  });
+  const n = await putObjects(client, objs);
+  return `${n} objects of tigera-operator.yaml applied (operator ${target.operatorImage}, kept at 0 replicas)`;
+}
+
+async function applyCalicoManifest({ client, plan, target }: StepDeps): Promise<string> {
+  // The admins' edits of calico.yaml found by the plan (env, calico-config, registry, probe commands) are written
+  // into the target's: replacing the objects as released would undo them (see plan/manifest-custom.ts).
+  const edits = plan.transforms.manifest;
+  const objs = applyManifestEdits((target.calicoManifest ?? []).filter((o) => o.kind !== 'CustomResourceDefinition'), edits);
+  const n = await putObjects(client, objs);
+  const carried = edits ? edits.calicoNodeEnv.set.length + edits.calicoNodeEnv.remove.length + Object.keys(edits.calicoConfig).length + Object.keys(edits.repositories).length + (edits.containerFields?.length ?? 0) : 0;
+  return `${n} objects of calico.yaml applied${carried ? ` with ${carried} edit(s) of the ${edits!.from} calico.yaml carried over` : ''}`;
+}
+
+async function transformInstallationStep({ client, plan }: StepDeps): Promise<string> {
+  const crd = await client.getOrUndefined(K.crd, undefined, INSTALLATION_CRD);
+  if (!crd) return 'no Installation CRD';
+  const type = crdResourceType(crd);
+  const live = await client.getOrUndefined(type, undefined, 'default');
+  if (!live) return 'no Installation "default"';
+  const desired = pruneUnknownFields(transformInstallation(live, plan.transforms.installation), crd);
+  delete desired.status;
+  delete desired.metadata.managedFields;
+  // Strict validation proves the result is valid for the target CRD (it fails instead of pruning silently).
+  await client.replace(type, desired, { fieldValidation: 'Strict' });
+  const t = plan.transforms.installation;
+  for (const name of t.deleteTigeraStatuses ?? []) await client.delete(TIGERA_STATUS, undefined, name);
+  const leftovers = [...(t.removeFinalizers ?? []).map((f) => `finalizer ${f}`), ...(t.deleteTigeraStatuses ?? []).map((n) => `TigeraStatus ${n}`)];
+  const cleared = leftovers.length ? `; removed the newer operator's ${leftovers.join(', ')}` : '';
+  const removed = t.removeFields;
+  const stopped = t.stopAllocations ? `; ${t.stopAllocations.field}: ${JSON.stringify(t.stopAllocations.value)} on ${t.stopAllocations.cidrs.join(', ')}` : '';
+  return removed.length || t.trimPoolsPerFamily || stopped || cleared
+    ? `Installation rewritten without ${removed.join(', ') || 'nothing'}${t.trimPoolsPerFamily ? ' and with one pool per family' : ''}${stopped}${cleared}`
+    : 'Installation already valid for the target';
+}
+
+async function removeOld({ client, bundle, target, reporter }: StepDeps): Promise<string> {
+  // The delete step of the users' procedure, made safe: the bundle verifies and holds everything we delete.
+  const v = await verifyBundle(bundle);
+  if (!v.ok) throw new RefusedError(`the bundle fails verify, nothing deleted: ${v.problems.slice(0, 3).map((p) => `${p.file}: ${p.problem}`).join('; ')}`);
+  const extra = await liveDataNotInBundle(client, bundle);
+  if (extra.length > 0) {
+    throw new RefusedError(`the cluster holds Calico data the bundle would not bring back (${extra.length}: ${extra.slice(0, 5).map((d) => `${d.object} ${d.problem}`).join(', ')}); nothing deleted`, {
+      hint: 'take a new backup and make a new plan',
+    });
+  }
+  const crds = (await client.listAll(K.crd)).filter(isManagedCrd);
+  // Operator custom resources first (their finalizers belong to the operator, which is paused and about to go).
+  for (const crd of crds.filter((c) => c.spec.group === 'operator.tigera.io')) {
+    const type = crdResourceType(crd);
+    for (const o of await client.listAll(type)) {
+      if (o.metadata.finalizers?.length) {
+        reporter.warn('CNR_APPLY_FINALIZERS', `removing finalizers ${o.metadata.finalizers.join(', ')} from ${o.kind} ${o.metadata.name}: its operator is paused and being replaced`);
+        await client.mergePatch(type, o.metadata.namespace, o.metadata.name, { metadata: { finalizers: null } });
+      }
+      await client.delete(type, o.metadata.namespace, o.metadata.name);
+    }
+  }
+  const resolver = new ResourceResolver(client);
+  let operatorObjects = 0;
+  for (const o of target.operatorObjects) {
+    if (o.kind === 'Namespace') continue; // kept: it holds configuration the operator reads
+    const type = await resolver.forObject(o);
+    if (type && (await client.delete(type, o.metadata.namespace, o.metadata.name, { propagationPolicy: 'Background' }))) operatorObjects++;
+  }
+  await pool(crds, 8, async (c) => {
+    await client.delete(K.crd, undefined, c.metadata.name);
+  });
+  await client.waitFor('the old Calico CRDs to be deleted', async () => ((await client.listAll(K.crd)).some(isManagedCrd) ? undefined : true), { timeoutMs: 300_000, intervalMs: 1000 });
+  return `deleted ${crds.length} CRDs (with their objects) and ${operatorObjects} operator objects; the bundle holds all of it`;
+}
+
+async function restoreData({ client, bundle, reporter }: StepDeps): Promise<string> {
+  const r = await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true }, reporter);
+  if (r.failures.length > 0) {
+    throw new EnvironmentError(`restore left ${r.failures.length} object(s) not as in the bundle: ${r.failures.slice(0, 5).map((f) => `${f.id}: ${f.reason}`).join('; ')}`);
+  }
+  for (const d of r.drifted) reporter.warn('CNR_APPLY_RESTORE_DRIFT', `${d.id} differs from the bundle after the restore at ${d.paths.join(', ')}`);
+  return `restored from bundle ${bundle.manifest.id} (${r.actions.filter((a) => a.action !== 'unchanged' && a.action !== 'skip').length} objects written)`;
+}
+
+/** Put back, from the bundle, the kinds of the objects the plan found changed since the backup. */
+async function restoreDrift({ client, bundle, plan, reporter }: StepDeps): Promise<string> {
+  const kinds = [...new Set((plan.drift ?? []).map((ref) => ref.split('/')[0]!).filter((k) => k !== 'Installation'))];
+  if (!kinds.length) return 'nothing changed since the backup';
+  const r = await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true, kinds }, reporter);
+  if (r.failures.length > 0) {
+    throw new EnvironmentError(`could not restore ${r.failures.length} object(s) changed since the backup: ${r.failures.slice(0, 5).map((f) => `${f.id}: ${f.reason}`).join('; ')}`);
+  }
+  const written = r.actions.filter((a) => a.action !== 'unchanged' && a.action !== 'skip').length;
+  return `${written} object(s) of kind ${kinds.join(', ')} put back as in bundle ${bundle.manifest.id}`;
+}
+
+async function verifyData({ client, bundle, plan }: StepDeps): Promise<string> {
+  const found = await bundleDataPresent(client, bundle, plan.transforms.installation);
+  // Objects that had already changed when the plan was made are the user's (kept unless --restore-drift).
+  const kept = plan.steps.some((s) => s.id === 'restore-drift') ? new Set<string>() : new Set(plan.drift ?? []);
+  const r = { checked: found.checked, differences: found.differences.filter((d) => !(d.problem === 'changed' && kept.has(d.object))) };
+  if (r.differences.length > 0) {
+    throw new EnvironmentError(`Calico data differs from the bundle after the change: ${r.differences.slice(0, 5).map((d) => `${d.object} ${d.problem}${d.detail ? ` (${d.detail})` : ''}`).join('; ')}${r.differences.length > 5 ? ` and ${r.differences.length - 5} more` : ''}`);
+  }
+  return `${r.checked} Calico objects of the bundle present and unchanged (Installation: planned transform only${kept.size ? `; ${kept.size} changed before the plan, kept` : ''})`;
+}

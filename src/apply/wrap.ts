@@ -1,0 +1,124 @@
+/**
+ * `wrap -- COMMAND`: back up, run any risky command (kubectl apply/delete, helm upgrade, a script), then check
+ * that Calico is still healthy and that its data is still there; if not, show the damage and how to restore, or
+ * restore the resources right away.
+ */
+import { spawn } from 'node:child_process';
+import { openBundle } from '../bundle/reader.js';
+import { CALICO_CRD_GROUP, OPERATOR_GROUP } from '../calico/knowledge.js';
+import { diffBundle, type Ref } from '../diff/diff.js';
+import { loadLiveState, runChecks, type Finding } from '../doctor/doctor.js';
+import { BadInputError, errorMessage } from '../core/errors.js';
+import { exportBundle } from '../export/export.js';
+import type { Reporter } from '../io/host.js';
+import type { KubeClient } from '../kube/client.js';
+import { restoreResources } from '../restore/restore.js';
+import { RUNTIME_KINDS } from '../plan/rules.js';
+
+export interface WrapOptions {
+  command: string[];
+  restoreOnFailure: boolean;
+  /** Send the command's stdout to our stderr (with -o json|yaml, so stdout stays machine-readable). */
+  commandStdoutToStderr?: boolean;
+  out?: string;
+  excludeSecrets?: boolean;
+  /** Take the bundle another way (`backup` with disk snapshots); default: export only. */
+  takeBackup?: () => Promise<{ path: string; diskSnapshots: number }>;
+  /** Passed to the export and the restore: aborted = they stop as they do on their own. */
+  signal?: AbortSignal;
+  /**
+   * Told when the user's command starts and ends. The command shares our terminal, so a Ctrl-C reaches it too:
+   * the caller lets the command decide and keeps checking Calico after it (the CLI ignores SIGINT meanwhile).
+   */
+  onCommandRunning?: (running: boolean) => void;
+}
+
+export interface WrapResult {
+  bundle: { path: string; id: string; diskSnapshots: number };
+  command: { argv: string[]; exitCode: number; signal?: string };
+  check: {
+    healthy: boolean;
+    /** Calico data objects in the bundle that are gone from the cluster. */
+    lost: Ref[];
+    /** Calico objects that differ from the bundle (may be intended by the command). */
+    changed: { ref: Ref; diff: string }[];
+    /** Doctor findings of severity error. */
+    errors: Pick<Finding, 'id' | 'title' | 'objects' | 'fix'>[];
+    problem?: string;
+  };
+  restoreCommand: string;
+  restored?: { ok: boolean; failures: { id: string; reason: string }[]; error?: string };
+}
+
+const isData = (r: Ref) => [CALICO_CRD_GROUP, OPERATOR_GROUP].includes(r.apiVersion.split('/')[0]!) && !RUNTIME_KINDS.has(r.kind);
+
+export async function wrap(client: KubeClient, opts: WrapOptions, reporter: Reporter): Promise<WrapResult> {
+  if (!opts.command.length) throw new BadInputError('wrap needs a command after --, e.g. cni-rewind wrap -- kubectl apply -f calico.yaml');
+  const backup = opts.takeBackup
+    ? await opts.takeBackup()
+    : { ...(await exportBundle(client, { out: opts.out, excludeSecrets: opts.excludeSecrets, signal: opts.signal }, reporter)), diskSnapshots: 0 };
+  if (!opts.takeBackup) reporter.warn('CNR_WRAP_EXPORT_ONLY', 'backed up Calico resources only (no disk snapshots); use --disk-snapshots to snapshot node disks through their providers');
+  const bundle = await openBundle(backup.path);
+  const restoreCommand = `cni-rewind restore ${backup.path} --resources`;
+  try {
+    reporter.info('CNR_WRAP_RUN', `backup ${bundle.manifest.id} taken; running: ${opts.command.join(' ')}`);
+    opts.onCommandRunning?.(true);
+    const command = await run(opts.command, !!opts.commandStdoutToStderr).finally(() => opts.onCommandRunning?.(false));
+    reporter.info('CNR_WRAP_EXIT', `command exited with ${command.signal ? `signal ${command.signal}` : `code ${command.exitCode}`}; checking Calico`);
+
+    const check: WrapResult['check'] = { healthy: true, lost: [], changed: [], errors: [] };
+    try {
+      const diff = await diffBundle(client, bundle, {}, reporter);
+      // An object that moved (another namespace or name) is gone from where the backup had it.
+      check.lost = [...diff.onlyInBundle, ...diff.moved.map((m) => m.from)].filter(isData);
+      check.changed = diff.changed.filter((c) => isData(c.ref));
+      const state = await loadLiveState(client);
+      check.errors = runChecks(state)
+        .filter((f) => f.severity === 'error')
+        .map((f) => ({ id: f.id, title: f.title, objects: f.objects, fix: f.fix }));
+    } catch (err) {
+      check.problem = `the check itself failed: ${errorMessage(err)}`;
+    }
+    check.healthy = !check.problem && check.lost.length === 0 && check.errors.length === 0;
+    const result: WrapResult = { bundle: { path: backup.path, id: bundle.manifest.id, diskSnapshots: backup.diskSnapshots }, command, check, restoreCommand };
+    if (!check.healthy || command.exitCode !== 0) {
+      reporter.warn('CNR_WRAP_UNHEALTHY', `after the command: ${describe(check, command)}`);
+      if (opts.restoreOnFailure) {
+        reporter.warn('CNR_WRAP_RESTORE', `restoring Calico resources from ${bundle.manifest.id} (--restore-on-failure)`);
+        try {
+          const r = await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true, signal: opts.signal }, reporter);
+          result.restored = { ok: r.failures.length === 0, failures: r.failures.map((f) => ({ id: f.id, reason: f.reason })) };
+        } catch (err) {
+          result.restored = { ok: false, failures: [], error: errorMessage(err) };
+        }
+      }
+    }
+    return result;
+  } finally {
+    await bundle.close();
+  }
+}
+
+function describe(check: WrapResult['check'], command: WrapResult['command']): string {
+  const parts: string[] = [];
+  if (command.exitCode !== 0) parts.push(`the command failed (${command.signal ?? `exit ${command.exitCode}`})`);
+  if (check.lost.length) parts.push(`${check.lost.length} Calico objects are gone`);
+  if (check.errors.length) parts.push(`doctor errors: ${check.errors.map((e) => e.title).join('; ')}`);
+  if (check.problem) parts.push(check.problem);
+  return parts.join('; ') || 'healthy';
+}
+
+/** Run the user's command with our stdio; Ctrl-C goes to it (we wait for it and then check). */
+function run(argv: string[], stdoutToStderr: boolean): Promise<{ argv: string[]; exitCode: number; signal?: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: stdoutToStderr ? [0, 2, 2] : 'inherit' });
+    child.on('error', (err) => {
+      reject(new BadInputError(`cannot run ${argv[0]}: ${err.message}`));
+    });
+    child.on('exit', (code, signal) => {
+      // A command killed by a signal exits like a shell reports it: 128 + signal number.
+      const sigNum = signal ? ({ SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 } as Record<string, number>)[signal] ?? 1 : 0;
+      resolve({ argv, exitCode: code ?? 128 + sigNum, signal: signal ?? undefined });
+    });
+  });
+}

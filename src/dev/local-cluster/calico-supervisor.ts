@@ -1,0 +1,255 @@
+#!/usr/bin/env node
+/**
+ * Plays the kubelet for Calico's control-plane programs on the local cluster: follows the objects a real
+ * cluster would run as pods and runs the real programs out of cluster instead, all bound to 127.x:
+ * - the `tigera-operator` Deployment: image tag -> that operator's binary, replicas 0 -> stopped;
+ * - the operator-rendered Calico API server (Deployment calico-apiserver, Service calico-api, secret
+ *   calico-apiserver-certs) -> the Calico API server on the Service's loopback ClusterIP and port;
+ * - a calico-kube-controllers Deployment -> kube-controllers with the node controller (node and IPAM clean-up).
+ * Started detached by LocalCluster.startCalico(); its children share its process group, so stopping the
+ * group stops everything. Usage: calico-supervisor.js <work dir> <kubeconfig>
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, openSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { K } from '../../kube/builtin.js';
+import { KubeApiError, KubeClient } from '../../kube/client.js';
+import type { ResourceType } from '../../kube/types.js';
+import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from './calico-programs.js';
+import { desiredApiServer, desiredKubeControllers, desiredOperator } from './calico-desired.js';
+
+const KCC: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'kubecontrollersconfigurations', kind: 'KubeControllersConfiguration', namespaced: false };
+
+interface Running {
+  key: string;
+  child: ChildProcess;
+  startedAt: string;
+  exited?: number | string;
+}
+
+export interface SupervisorStatus {
+  pid: number;
+  updatedAt: string;
+  operator?: { tag: string; pid?: number; startedAt?: string; error?: string };
+  apiserver?: { address: string; port: number; pid?: number; startedAt?: string; error?: string };
+  kubeControllers?: { pid?: number; startedAt?: string; error?: string };
+}
+
+export const SUPERVISOR_STATUS_FILE = 'calico-supervisor.json';
+
+class Slot {
+  running?: Running;
+  private lastStart = 0;
+  error?: string;
+  constructor(
+    readonly name: string,
+    private readonly workDir: string,
+    private readonly log: (l: string) => void,
+  ) {}
+
+  alive(): boolean {
+    return !!this.running && this.running.exited === undefined;
+  }
+
+  /** Start `bin args` under `key` unless it already runs; a crashed process is restarted at most every 5 s. */
+  ensure(key: string, bin: string, args: string[], env: Record<string, string>): void {
+    if (this.running && this.running.key === key && this.alive()) return;
+    if (this.running && this.running.key !== key) return; // stop() first
+    if (Date.now() - this.lastStart < 5000) return;
+    this.lastStart = Date.now();
+    const out = openSync(path.join(this.workDir, `${this.name}.log`), 'a');
+    const child = spawn(bin, args, { stdio: ['ignore', out, out], env: { ...process.env, ...env } });
+    const r: Running = { key, child, startedAt: new Date().toISOString() };
+    child.on('exit', (code, sig) => {
+      r.exited = code ?? sig ?? 'unknown';
+      this.log(`${this.name} (${key}) exited: ${r.exited}`);
+    });
+    this.running = r;
+    this.log(`${this.name}: started ${key} (pid ${child.pid})`);
+  }
+
+  async stop(): Promise<void> {
+    const r = this.running;
+    if (!r) return;
+    this.running = undefined;
+    if (r.exited !== undefined) return;
+    this.log(`${this.name}: stopping ${r.key} (pid ${r.child.pid})`);
+    r.child.kill('SIGTERM');
+    const deadline = Date.now() + 10_000;
+    while (r.exited === undefined && Date.now() < deadline) await sleep(100);
+    if (r.exited === undefined) r.child.kill('SIGKILL');
+    while (r.exited === undefined) await sleep(50);
+  }
+}
+
+export class CalicoSupervisor {
+  private readonly operator: Slot;
+  private readonly apiserver: Slot;
+  private readonly kubeControllers: Slot;
+  private readonly bins = new Map<string, string | Promise<string> | Error>();
+  private stopping = false;
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly workDir: string,
+    private readonly kubeconfig: string,
+    private readonly log: (line: string) => void,
+  ) {
+    this.operator = new Slot('tigera-operator', workDir, log);
+    this.apiserver = new Slot('calico-apiserver', workDir, log);
+    this.kubeControllers = new Slot('calico-kube-controllers', workDir, log);
+  }
+
+  /** A built program's bin dir, or undefined while it builds (the build runs in the background). */
+  private bin(kind: 'operator' | 'calico', tag: string): string | undefined {
+    const k = `${kind} ${tag}`;
+    const got = this.bins.get(k);
+    if (typeof got === 'string') return got;
+    if (got instanceof Error) throw got;
+    if (!got) {
+      this.log(`preparing ${k}`);
+      const p = ensureCalicoProgram(kind, tag, this.log).then(
+        (dir) => void this.bins.set(k, dir),
+        (err: Error) => void this.bins.set(k, err),
+      );
+      this.bins.set(k, p as unknown as Promise<string>);
+    }
+    return undefined;
+  }
+
+  private get env(): Record<string, string> {
+    return { KUBECONFIG: this.kubeconfig, DATASTORE_TYPE: 'kubernetes' };
+  }
+
+  async tick(): Promise<SupervisorStatus> {
+    const status: SupervisorStatus = { pid: process.pid, updatedAt: new Date().toISOString() };
+    const get = (r: ResourceType, ns: string, name: string) => this.client.getOrUndefined(r, ns, name);
+
+    // The operator: one binary per image tag.
+    const op = desiredOperator(await get(K.deployment, 'tigera-operator', 'tigera-operator'));
+    if (this.operator.running && this.operator.running.key !== op?.tag) await this.operator.stop();
+    if (op) {
+      status.operator = { tag: op.tag };
+      try {
+        const dir = this.bin('operator', op.tag);
+        if (dir) {
+          this.operator.ensure(op.tag, path.join(dir, 'operator'), ['--enable-leader-election=false'], { ...this.env, OPERATOR_NAMESPACE: 'tigera-operator' });
+        }
+      } catch (err) {
+        status.operator.error = (err as Error).message;
+      }
+      Object.assign(status.operator, running(this.operator));
+    }
+
+    // The Calico API server behind the aggregation layer.
+    const api = desiredApiServer(
+      await get(K.deployment, 'calico-apiserver', 'calico-apiserver'),
+      await get(K.service, 'calico-apiserver', 'calico-api'),
+      await get(K.secret, 'calico-apiserver', 'calico-apiserver-certs'),
+    );
+    if (this.apiserver.running && this.apiserver.running.key !== api?.fingerprint) await this.apiserver.stop();
+    if (api) {
+      status.apiserver = { address: api.address, port: api.port };
+      const dir = this.bin('calico', CALICO_PROGRAMS_VERSION);
+      if (dir && !this.apiserver.alive()) {
+        const certDir = path.join(this.workDir, 'calico-apiserver-certs');
+        mkdirSync(certDir, { recursive: true, mode: 0o700 });
+        writeAtomic(path.join(certDir, 'tls.crt'), api.cert);
+        writeAtomic(path.join(certDir, 'tls.key'), api.key);
+        const kc = `--kubeconfig=${this.kubeconfig}`;
+        this.apiserver.ensure(api.fingerprint, path.join(dir, 'apiserver'), [
+          `--secure-port=${api.port}`, `--bind-address=${api.address}`, kc,
+          `--authentication-kubeconfig=${this.kubeconfig}`, `--authorization-kubeconfig=${this.kubeconfig}`,
+          `--tls-cert-file=${certDir}/tls.crt`, `--tls-private-key-file=${certDir}/tls.key`,
+        ], this.env);
+      }
+      Object.assign(status.apiserver, running(this.apiserver));
+    }
+
+    // calico-kube-controllers: IPAM garbage collection and the node controller.
+    const kcWanted = desiredKubeControllers([
+      await get(K.deployment, 'calico-system', 'calico-kube-controllers'),
+      await get(K.deployment, 'kube-system', 'calico-kube-controllers'),
+    ]);
+    if (!kcWanted) await this.kubeControllers.stop();
+    else {
+      status.kubeControllers = {};
+      const dir = this.bin('calico', CALICO_PROGRAMS_VERSION);
+      if (dir && !this.kubeControllers.alive() && (await this.metricsOff())) {
+        this.kubeControllers.ensure('kube-controllers', path.join(dir, 'kube-controllers'), ['-status-file', path.join(this.workDir, 'kube-controllers-status.json')], {
+          ...this.env,
+          // In 3.28 IPAM garbage collection is part of the node controller (a separate 'ipam' name is rejected).
+          ENABLED_CONTROLLERS: 'node',
+        });
+      }
+      Object.assign(status.kubeControllers, running(this.kubeControllers));
+    }
+    return status;
+  }
+
+  /**
+   * kube-controllers serves Prometheus metrics on every interface (:9094) unless its configuration `default`
+   * says port 0; set that first. False while the CRD does not exist yet.
+   */
+  private async metricsOff(): Promise<boolean> {
+    try {
+      const kcc = await this.client.getOrUndefined(KCC, undefined, 'default');
+      if (!kcc) {
+        await this.client.create(KCC, { apiVersion: 'crd.projectcalico.org/v1', kind: 'KubeControllersConfiguration', metadata: { name: 'default' }, spec: { controllers: { node: { reconcilerPeriod: '5m' } }, prometheusMetricsPort: 0 } });
+      } else if (kcc.spec?.prometheusMetricsPort !== 0) {
+        await this.client.mergePatch(KCC, undefined, 'default', { spec: { prometheusMetricsPort: 0 } });
+      }
+      return true;
+    } catch (err) {
+      if (err instanceof KubeApiError && (err.statusCode === 404 || err.statusCode === 409)) return false;
+      throw err;
+    }
+  }
+
+  async run(statusFile: string): Promise<void> {
+    const onSignal = () => void (this.stopping = true);
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+    while (!this.stopping) {
+      try {
+        writeAtomic(statusFile, JSON.stringify(await this.tick(), null, 2));
+      } catch (err) {
+        this.log(`tick failed: ${(err as Error).message}`);
+      }
+      for (let i = 0; i < 10 && !this.stopping; i++) await sleep(100);
+    }
+    await Promise.all([this.operator.stop(), this.apiserver.stop(), this.kubeControllers.stop()]);
+  }
+}
+
+function running(s: Slot): { pid?: number; startedAt?: string } {
+  return s.alive() ? { pid: s.running!.child.pid, startedAt: s.running!.startedAt } : {};
+}
+
+function writeAtomic(file: string, text: string): void {
+  const tmp = `${file}.tmp`;
+  writeFileSync(tmp, text, { mode: 0o600 });
+  renameSync(tmp, file);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function main(): Promise<void> {
+  const [workDir, kubeconfig] = process.argv.slice(2);
+  if (!workDir || !kubeconfig) {
+    process.stderr.write('usage: calico-supervisor.js <work dir> <kubeconfig>\n');
+    process.exit(2);
+  }
+  const log = (l: string) => process.stdout.write(`${new Date().toISOString()} ${l}\n`);
+  const client = await KubeClient.connect({ kubeconfig });
+  await new CalicoSupervisor(client, workDir, kubeconfig, log).run(path.join(workDir, SUPERVISOR_STATUS_FILE));
+  client.close();
+  process.exit(0);
+}
+
+if (process.argv[1] && /calico-supervisor\.[jt]s$/.test(process.argv[1])) {
+  main().catch((err) => {
+    process.stderr.write(`calico-supervisor: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,333 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import path from 'node:path';
+import { makePki, writeKubeconfig } from './pki.js';
+import { packageRoot } from '../../core/package-root.js';
+import { stateRoot } from './paths.js';
+import { serviceCidr } from './calico-desired.js';
+import { SUPERVISOR_STATUS_FILE, type SupervisorStatus } from './calico-supervisor.js';
+
+/**
+ * A real Kubernetes control plane on 127.0.0.1 for tests and the demo: etcd, kube-apiserver,
+ * kube-controller-manager, kube-scheduler (built from Go modules by control-plane/build.sh) and kwok
+ * playing the kubelets. Processes are spawned detached; their PIDs are recorded and they are stopped by
+ * process group, never by name.
+ */
+export interface LocalClusterOptions {
+  /** Instance name; each has its own state dir and port block. */
+  name?: string;
+  /** First port of a block of 8 (apiserver = base, etcd = base+1/+2, KCM = base+3, scheduler = base+4). */
+  portBase?: number;
+  log?: (line: string) => void;
+}
+
+export interface ClusterState {
+  name: string;
+  workDir: string;
+  kubeconfig: string;
+  server: string;
+  binDir: string;
+  pids: Record<string, number>;
+  startedAt: string;
+}
+
+const COMPONENTS = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok'] as const;
+
+export class LocalCluster {
+  readonly name: string;
+  readonly portBase: number;
+  readonly dir: string;
+  private readonly log: (line: string) => void;
+
+  constructor(opts: LocalClusterOptions = {}) {
+    this.name = opts.name ?? 'e2e';
+    this.portBase = opts.portBase ?? Number(process.env.CNI_REWIND_E2E_PORT_BASE ?? 16443);
+    this.dir = path.join(stateRoot(), 'local-cluster', this.name);
+    this.log = opts.log ?? (() => {});
+  }
+
+  get ports() {
+    const b = this.portBase;
+    return { apiserver: b, etcd: b + 1, etcdPeer: b + 2, kcm: b + 3, scheduler: b + 4 };
+  }
+
+  get statePath(): string {
+    return path.join(this.dir, 'state.json');
+  }
+
+  readState(): ClusterState | undefined {
+    try {
+      return JSON.parse(readFileSync(this.statePath, 'utf8')) as ClusterState;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** True when a recorded cluster's processes are all alive and the API server answers. */
+  async isUp(): Promise<boolean> {
+    const st = this.readState();
+    if (!st) return false;
+    if (!COMPONENTS.every((c) => st.pids[c] && alive(st.pids[c]!))) return false;
+    return probe(`${st.server}/readyz`, path.join(st.workDir, 'pki', 'ca.crt'));
+  }
+
+  /** Build (or find cached) binaries. Streams the build's progress lines to the log. */
+  ensureBinaries(): string {
+    const script = path.join(packageRoot(), 'control-plane', 'build.sh');
+    this.log('checking the control-plane binaries (first build from Go modules takes 15-30 min on 2 cores)');
+    const res = spawnSync('bash', [script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    if (res.status !== 0) throw new Error(`building the control plane failed (exit ${res.status}); see the output above`);
+    const bin = res.stdout.trim().split('\n').pop()!;
+    return bin;
+  }
+
+  /** Start the control plane (idempotent: an already running instance is reused). */
+  async up(): Promise<ClusterState> {
+    if (await this.isUp()) {
+      this.log(`cluster "${this.name}" is already running`);
+      return this.readState()!;
+    }
+    await this.down(); // clear leftovers of a crashed run
+    const binDir = this.ensureBinaries();
+    const workDir = path.join(this.dir, 'run');
+    rmSync(workDir, { recursive: true, force: true });
+    mkdirSync(workDir, { recursive: true, mode: 0o700 });
+    const pki = path.join(workDir, 'pki');
+    makePki(pki);
+    const p = this.ports;
+    const server = `https://127.0.0.1:${p.apiserver}`;
+    const kubeconfig = path.join(this.dir, 'kubeconfig');
+    writeKubeconfig(kubeconfig, pki, server, `cni-rewind-${this.name}`);
+    const kwokConfig = path.join(workDir, 'kwok.yaml');
+    writeKwokConfig(kwokConfig, path.join(binDir, 'kwok-stages'));
+
+    const state: ClusterState = { name: this.name, workDir, kubeconfig, server, binDir, pids: {}, startedAt: new Date().toISOString() };
+    const save = () => writeState(this.statePath, state);
+    const start = (name: string, args: string[]) => {
+      const out = openSync(path.join(workDir, `${name}.log`), 'a');
+      const child = spawn(path.join(binDir, name), args, { detached: true, stdio: ['ignore', out, out] });
+      child.unref();
+      state.pids[name] = child.pid!;
+      save();
+    };
+    try {
+      this.log('starting etcd');
+      start('etcd', [
+        '--name=e2e', `--data-dir=${workDir}/etcd`,
+        `--listen-client-urls=http://127.0.0.1:${p.etcd}`, `--advertise-client-urls=http://127.0.0.1:${p.etcd}`,
+        `--listen-peer-urls=http://127.0.0.1:${p.etcdPeer}`, `--initial-advertise-peer-urls=http://127.0.0.1:${p.etcdPeer}`,
+        `--initial-cluster=e2e=http://127.0.0.1:${p.etcdPeer}`, '--unsafe-no-fsync=true', '--auto-compaction-retention=1',
+        '--quota-backend-bytes=4294967296', '--listen-metrics-urls=',
+      ]);
+      await waitUntil('etcd', () => probe(`http://127.0.0.1:${p.etcd}/health`), 60_000);
+      this.log('starting kube-apiserver');
+      start('kube-apiserver', apiserverArgs(p, pki));
+      await waitUntil('kube-apiserver', () => probe(`${server}/readyz`, path.join(pki, 'ca.crt')), 120_000);
+      this.log('starting kube-controller-manager, kube-scheduler and kwok');
+      start('kube-controller-manager', [
+        `--kubeconfig=${kubeconfig}`, '--bind-address=127.0.0.1', `--secure-port=${p.kcm}`, '--leader-elect=false',
+        `--root-ca-file=${pki}/ca.crt`, `--service-account-private-key-file=${pki}/sa.key`, '--use-service-account-credentials=false',
+        '--node-monitor-period=5s', '--node-monitor-grace-period=40s', '--concurrent-gc-syncs=10',
+        '--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics',
+      ]);
+      start('kube-scheduler', [
+        `--kubeconfig=${kubeconfig}`, '--bind-address=127.0.0.1', `--secure-port=${p.scheduler}`, '--leader-elect=false',
+        '--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics',
+      ]);
+      start('kwok', [
+        `--kubeconfig=${kubeconfig}`, `--config=${kwokConfig}`, '--manage-all-nodes=false',
+        '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake', '--node-lease-duration-seconds=40',
+        '--cidr=10.244.0.0/16', '--node-ip=127.0.0.1',
+      ]);
+      await waitUntil('kube-controller-manager', () => probe(`https://127.0.0.1:${p.kcm}/healthz`, undefined), 60_000);
+      await waitUntil('kube-scheduler', () => probe(`https://127.0.0.1:${p.scheduler}/healthz`, undefined), 60_000);
+      for (const c of COMPONENTS) if (!alive(state.pids[c]!)) throw new Error(`${c} exited; see ${path.join(this.dir, 'failed-run', `${c}.log`)}`);
+      this.log(`cluster "${this.name}" is up at ${server}`);
+      return state;
+    } catch (err) {
+      await this.down({ keepLogs: true });
+      throw err;
+    }
+  }
+
+  /** Stop every recorded process (by process group) and remove the run directory. */
+  async down(opts: { keepLogs?: boolean } = {}): Promise<void> {
+    const st = this.readState();
+    if (st) {
+      const pids = Object.values(st.pids).filter((p) => p > 0);
+      for (const pid of pids) signalGroup(pid, 'SIGTERM');
+      const deadline = Date.now() + 10_000;
+      while (pids.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      for (const pid of pids) if (alive(pid)) signalGroup(pid, 'SIGKILL');
+      while (pids.some(alive)) await new Promise((r) => setTimeout(r, 50));
+      if (opts.keepLogs) {
+        // Keep the logs of a failed start for diagnosis; the next start clears them.
+        const failed = path.join(this.dir, 'failed-run');
+        rmSync(failed, { recursive: true, force: true });
+        renameSync(st.workDir, failed);
+      } else {
+        rmSync(st.workDir, { recursive: true, force: true });
+      }
+    }
+    rmSync(this.statePath, { force: true });
+  }
+
+  /**
+   * Start the Calico supervisor (idempotent): it runs the real tigera operator, Calico API server and
+   * kube-controllers that the cluster's objects ask for (calico-supervisor.ts). Stopped by stopCalico() or down().
+   */
+  async startCalico(): Promise<void> {
+    const st = this.readState();
+    if (!st) throw new Error('cluster not running');
+    const pid = st.pids['calico-supervisor'];
+    if (pid && alive(pid)) return;
+    const script = path.join(packageRoot(), 'dist', 'src', 'dev', 'local-cluster', 'calico-supervisor.js');
+    const out = openSync(path.join(st.workDir, 'calico-supervisor.log'), 'a');
+    const child = spawn(process.execPath, [script, st.workDir, st.kubeconfig], { detached: true, stdio: ['ignore', out, out] });
+    child.unref();
+    st.pids['calico-supervisor'] = child.pid!;
+    writeState(this.statePath, st);
+    this.log(`Calico supervisor started (pid ${child.pid}); log: ${path.join(st.workDir, 'calico-supervisor.log')}`);
+  }
+
+  /** Stop the Calico supervisor and every program it runs (they share its process group). */
+  async stopCalico(): Promise<void> {
+    const st = this.readState();
+    const pid = st?.pids['calico-supervisor'];
+    if (!st || !pid) return;
+    await stopGroup(pid);
+    delete st.pids['calico-supervisor'];
+    writeState(this.statePath, st);
+  }
+
+  /** What the Calico supervisor runs right now (its status file), if it runs. */
+  calicoStatus(): SupervisorStatus | undefined {
+    const st = this.readState();
+    const pid = st?.pids['calico-supervisor'];
+    if (!st || !pid || !alive(pid)) return undefined;
+    try {
+      return JSON.parse(readFileSync(path.join(st.workDir, SUPERVISOR_STATUS_FILE), 'utf8')) as SupervisorStatus;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Stop and later restart only the API server (fault tests). */
+  async stopApiserver(): Promise<void> {
+    const st = this.readState();
+    const pid = st?.pids['kube-apiserver'];
+    if (!st || !pid) throw new Error('cluster not running');
+    signalGroup(pid, 'SIGKILL');
+    while (alive(pid)) await new Promise((r) => setTimeout(r, 50));
+  }
+
+  async startApiserver(): Promise<void> {
+    const st = this.readState();
+    if (!st) throw new Error('cluster not running');
+    const pki = path.join(st.workDir, 'pki');
+    const out = openSync(path.join(st.workDir, 'kube-apiserver.log'), 'a');
+    const child = spawn(path.join(st.binDir, 'kube-apiserver'), apiserverArgs(this.ports, pki), { detached: true, stdio: ['ignore', out, out] });
+    child.unref();
+    st.pids['kube-apiserver'] = child.pid!;
+    writeState(this.statePath, st);
+    await waitUntil('kube-apiserver', () => probe(`${st.server}/readyz`, path.join(pki, 'ca.crt')), 120_000);
+  }
+}
+
+function apiserverArgs(p: LocalCluster['ports'], pki: string): string[] {
+  return [
+    `--etcd-servers=http://127.0.0.1:${p.etcd}`, '--bind-address=127.0.0.1', '--advertise-address=127.0.0.1',
+    `--secure-port=${p.apiserver}`, `--tls-cert-file=${pki}/apiserver.crt`, `--tls-private-key-file=${pki}/apiserver.key`,
+    `--client-ca-file=${pki}/ca.crt`, '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+    `--service-account-key-file=${pki}/sa.pub`, `--service-account-signing-key-file=${pki}/sa.key`,
+    // Loopback Service IPs: a host process bound to a Service's ClusterIP:port is that Service for the
+    // aggregation layer (the Calico API server), with no kube-proxy and no traffic off loopback.
+    `--service-cluster-ip-range=${serviceCidr(p.apiserver)}`, '--authorization-mode=Node,RBAC', '--allow-privileged=true',
+    '--endpoint-reconciler-type=none',
+    // The aggregation layer, for projectcalico.org/v3 served by the Calico API server.
+    `--requestheader-client-ca-file=${pki}/front-proxy-ca.crt`, '--requestheader-allowed-names=front-proxy-client',
+    '--requestheader-extra-headers-prefix=X-Remote-Extra-', '--requestheader-group-headers=X-Remote-Group',
+    '--requestheader-username-headers=X-Remote-User', `--proxy-client-cert-file=${pki}/front-proxy-client.crt`,
+    `--proxy-client-key-file=${pki}/front-proxy-client.key`,
+    // Generous limits: benchmarks push 100k objects through one client.
+    '--max-requests-inflight=800', '--max-mutating-requests-inflight=400',
+  ];
+}
+
+function writeKwokConfig(file: string, stagesDir: string): void {
+  // The standalone kwok binary does not default these (kwokctl would): set them explicitly.
+  const options = ['podPlayStageParallelism: 4', 'nodePlayStageParallelism: 4', 'nodeLeaseParallelism: 4', 'podsOnNodeSyncParallelism: 4']
+    .map((l) => `  ${l}`)
+    .join('\n');
+  const parts = [`apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n${options}\n`];
+  for (const f of readdirSync(stagesDir).sort()) parts.push(readFileSync(path.join(stagesDir, f), 'utf8'));
+  writeFileSync(file, parts.join('\n---\n'));
+}
+
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    // A zombie still answers kill(0); treat it as gone.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^\d+ \(.*\) Z/.test(stat);
+  } catch {
+    return false;
+  }
+}
+
+function writeState(file: string, st: ClusterState): void {
+  const tmp = `${file}.tmp`;
+  writeFileSync(tmp, JSON.stringify(st, null, 2));
+  renameSync(tmp, file);
+}
+
+async function stopGroup(pid: number): Promise<void> {
+  signalGroup(pid, 'SIGTERM');
+  const deadline = Date.now() + 20_000;
+  while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  signalGroup(pid, 'SIGKILL');
+  while (alive(pid)) await new Promise((r) => setTimeout(r, 50));
+}
+
+function signalGroup(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, sig);
+  } catch {
+    try {
+      process.kill(pid, sig);
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
+function probe(url: string, caFile?: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const u = new URL(url);
+    const mod = u.protocol === 'http:' ? http : https;
+    const req = mod.get(
+      url,
+      { timeout: 2000, ...(u.protocol === 'https:' ? (caFile && existsSync(caFile) ? { ca: readFileSync(caFile) } : { rejectUnauthorized: false }) : {}) },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      },
+    );
+    req.on('error', () => resolve(false));
+    req.on('timeout', () => {
+      req.destroy();
+      resolve(false);
+    });
+  });
+}
+
+async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`${what} did not become ready within ${timeoutMs / 1000}s`);
+}
