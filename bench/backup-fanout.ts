@@ -50,20 +50,43 @@ async function resetNodes(client: KubeClient): Promise<void> {
   for (const n of await client.listAll(K.node)) if (n.metadata.name.startsWith(PREFIX)) await client.delete(K.node, undefined, n.metadata.name);
 }
 
-async function runBackup(client: KubeClient, dir: string, ids: string[], label: string, concurrency: number, providerConfig: Record<string, unknown>): Promise<Pick<Row, 'seconds' | 'snapshots' | 'files' | 'error'>> {
+async function runBackup(
+  client: KubeClient,
+  dir: string,
+  ids: string[],
+  label: string,
+  concurrency: number,
+  providerConfig: Record<string, unknown>,
+): Promise<Pick<Row, 'seconds' | 'snapshots' | 'files' | 'error'>> {
   await resetNodes(client);
-  await createFakeNodes(client, ids.map((id, i) => ({ name: `${PREFIX}${i}`, providerID: `aws:///us-east-1a/${id}`, labels: { 'cnr-bench': 'yes' }, ipIndex: (i % 250) + 1 })), { waitReady: false });
+  await createFakeNodes(
+    client,
+    ids.map((id, i) => ({ name: `${PREFIX}${i}`, providerID: `aws:///us-east-1a/${id}`, labels: { 'cnr-bench': 'yes' }, ipIndex: (i % 250) + 1 })),
+    { waitReady: false },
+  );
   const t0 = process.hrtime.bigint();
   const r = await backup(
     client,
-    { selector: 'cnr-bench=yes', out: path.join(dir, `${label}-${ids.length}`), snapshotTimeoutMs: 1_800_000, concurrency, config: { ...emptyConfig(), providers: { aws: providerConfig } }, mapping: emptyMapping() },
+    {
+      selector: 'cnr-bench=yes',
+      out: path.join(dir, `${label}-${ids.length}`),
+      snapshotTimeoutMs: 1_800_000,
+      concurrency,
+      config: { ...emptyConfig(), providers: { aws: providerConfig } },
+      mapping: emptyMapping(),
+    },
     new Reporter(silentHost),
   );
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const files = Object.keys(r.manifest.files).length;
   if (!r.complete || r.snapshots.length !== ids.length * 2) {
     const failed = r.nodes.filter((n) => !n.ok);
-    return { seconds, snapshots: r.snapshots.length, files, error: `incomplete: ${failed.length} node(s) failed, first: ${(failed[0]?.error ?? r.manifest.notes.at(-1) ?? '').split('\n')[0]!.slice(0, 160)}` };
+    return {
+      seconds,
+      snapshots: r.snapshots.length,
+      files,
+      error: `incomplete: ${failed.length} node(s) failed, first: ${(failed[0]?.error ?? r.manifest.notes.at(-1) ?? '').split('\n')[0]!.slice(0, 160)}`,
+    };
   }
   return { seconds, snapshots: r.snapshots.length, files };
 }
@@ -81,7 +104,13 @@ async function main() {
   try {
     const standIn = await startEc2StandIn({ pendingMs: pendingSeconds * 1000 });
     try {
-      Object.assign(process.env, { AWS_ACCESS_KEY_ID: 'testing', AWS_SECRET_ACCESS_KEY: 'testing', AWS_REGION: 'us-east-1', AWS_EC2_METADATA_DISABLED: 'true', AWS_ENDPOINT_URL_EC2: standIn.url });
+      Object.assign(process.env, {
+        AWS_ACCESS_KEY_ID: 'testing',
+        AWS_SECRET_ACCESS_KEY: 'testing',
+        AWS_REGION: 'us-east-1',
+        AWS_EC2_METADATA_DISABLED: 'true',
+        AWS_ENDPOINT_URL_EC2: standIn.url,
+      });
       for (const n of sizes) {
         standIn.resetCounters();
         // The provider's defaults (poll every 15 s), as a user runs it.
@@ -133,7 +162,10 @@ function render(rows: Row[], o: { sizes: number[]; motoSizes: number[]; concurre
   const m = ratioLine('moto');
   const perNode = (r: Row) => {
     const total = Object.values(r.calls ?? {}).reduce((a, b) => a + b, 0);
-    const by = Object.entries(r.calls ?? {}).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k} ${+(v / r.nodes).toFixed(2)}`).join(', ');
+    const by = Object.entries(r.calls ?? {})
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([k, v]) => `${k} ${+(v / r.nodes).toFixed(2)}`)
+      .join(', ');
     return `${+(total / r.nodes).toFixed(2)} (${by})`;
   };
   const goal =
@@ -158,7 +190,10 @@ function render(rows: Row[], o: { sizes: number[]; motoSizes: number[]; concurre
     '',
     '| back end | nodes | wall time | snapshots | bundle files (export) | EC2 calls per node (by action) | throttled answers | result |',
     '|---|---:|---:|---:|---:|---|---:|---|',
-    ...rows.map((r) => `| ${r.backend} | ${r.nodes} | ${r.seconds.toFixed(1)} s | ${r.snapshots} | ${r.files} | ${r.calls ? perNode(r) : '-'} | ${r.throttled ?? '-'} | ${r.error ? 'FAILED ' + r.error.replace(/\|/g, '/') : 'complete'} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.backend} | ${r.nodes} | ${r.seconds.toFixed(1)} s | ${r.snapshots} | ${r.files} | ${r.calls ? perNode(r) : '-'} | ${r.throttled ?? '-'} | ${r.error ? 'FAILED ' + r.error.replace(/\|/g, '/') : 'complete'} |`,
+    ),
     '',
     goal + (m ? ` moto: ${m.text}.` : ''),
     '',

@@ -19,8 +19,15 @@ function table(doc: string, title: string): Row[] {
   const start = doc.indexOf(`## ${title}\n`);
   if (start < 0) throw new Error(`docs/BENCHMARKS.md has no "## ${title}" section: run bench/${title.toLowerCase()}.ts first`);
   const end = doc.indexOf('\n## ', start + 1);
-  const lines = doc.slice(start, end < 0 ? undefined : end).split('\n').filter((l) => l.startsWith('|'));
-  const cells = (l: string) => l.slice(1, -1).split('|').map((c) => c.trim());
+  const lines = doc
+    .slice(start, end < 0 ? undefined : end)
+    .split('\n')
+    .filter((l) => l.startsWith('|'));
+  const cells = (l: string) =>
+    l
+      .slice(1, -1)
+      .split('|')
+      .map((c) => c.trim());
   const head = cells(lines[0]!);
   const rows: Row[] = [];
   for (const l of lines.slice(2)) {
@@ -32,7 +39,10 @@ function table(doc: string, title: string): Row[] {
 }
 
 /** The first number in a cell ("5.8 s", "154 MiB", "1,015", "36 / 120 / 60 MB" -> 36). */
-const num = (cell: string | undefined, which = 0): number => Number((cell ?? '').split('/')[which]!.replace(/,/g, '').match(/-?[\d.]+/)?.[0] ?? NaN);
+const num = (cell: string | undefined, which = 0): number => {
+  const part = (cell ?? '').split('/')[which] ?? '';
+  return Number(part.replace(/,/g, '').match(/-?[\d.]+/)?.[0] ?? NaN);
+};
 const fmt = (x: number, d = 0) => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 const dur = (s: number) => (s >= 3600 ? `${fmt(s / 3600, 1)} h` : s >= 120 ? `${fmt(s / 60, 1)} min` : `${fmt(s, 1)} s`);
 
@@ -59,18 +69,45 @@ function main(): void {
   const oneRestoreSize = re.length === 1;
   const exN = (r: Row) => num(r['Calico objects exported']);
   const exp = {
-    time: extrapolate(ex.map((r) => [exN(r), num(r['cni-rewind export'])]), target),
-    rss: extrapolate(ex.map((r) => [exN(r), num(r['peak RSS cni-rewind'])]), target),
-    disk: extrapolate(ex.map((r) => [exN(r), num(r['size on disk (bundle / yaml / json)'])]), target),
-    kubectlJson: extrapolate(ex.map((r) => [exN(r), num(r['kubectl -o json, each kind'])]), target),
-    kubectlRss: extrapolate(ex.map((r) => [exN(r), num(r['peak RSS kubectl (yaml / json)'], 1)]), target),
+    time: extrapolate(
+      ex.map((r) => [exN(r), num(r['cni-rewind export'])]),
+      target,
+    ),
+    rss: extrapolate(
+      ex.map((r) => [exN(r), num(r['peak RSS cni-rewind'])]),
+      target,
+    ),
+    disk: extrapolate(
+      ex.map((r) => [exN(r), num(r['size on disk (bundle / yaml / json)'])]),
+      target,
+    ),
+    kubectlJson: extrapolate(
+      ex.map((r) => [exN(r), num(r['kubectl -o json, each kind'])]),
+      target,
+    ),
+    kubectlRss: extrapolate(
+      ex.map((r) => [exN(r), num(r['peak RSS kubectl (yaml / json)'], 1)]),
+      target,
+    ),
   };
   const reN = (r: Row) => num(r['IPAM handles']);
   const res = {
-    time: extrapolate(re.map((r) => [reN(r), num(r['cni-rewind restore'])]), target),
-    rss: extrapolate(re.map((r) => [reN(r), num(r['peak RSS cni-rewind'])]), target),
-    requests: extrapolate(re.map((r) => [reN(r), num(r['requests cni-rewind'])]), target),
-    kubectl: extrapolate(re.map((r) => [reN(r), num(r['kubectl apply --server-side'])]), target),
+    time: extrapolate(
+      re.map((r) => [reN(r), num(r['cni-rewind restore'])]),
+      target,
+    ),
+    rss: extrapolate(
+      re.map((r) => [reN(r), num(r['peak RSS cni-rewind'])]),
+      target,
+    ),
+    requests: extrapolate(
+      re.map((r) => [reN(r), num(r['requests cni-rewind'])]),
+      target,
+    ),
+    kubectl: extrapolate(
+      re.map((r) => [reN(r), num(r['kubectl apply --server-side'])]),
+      target,
+    ),
   };
   // Peak RSS that did not grow between the sizes (within 10%) is flat: its estimate is the largest measured value.
   const exRss = ex.map((r) => num(r['peak RSS cni-rewind']));
@@ -106,10 +143,10 @@ function main(): void {
     '',
     `1. **A .tar.gz bundle with one kind of more than about ${fmt(Math.floor(packedLimitObjects / 1000) * 1000)} objects.** The archive reader refuses any entry over ${DEFAULT_LIMITS.maxEntryBytes / 2 ** 20} MiB ` +
       `(\`DEFAULT_LIMITS.maxEntryBytes\`, src/bundle/archive.ts, a defence against hostile archives), and a packed kind takes about ${fmt(bytesPerObject)} bytes per object. ` +
-      'Export would write such an archive, and every reader would refuse it (not measured: the limit\'s own check). Directory bundles have no such limit. Fix: split a packed kind into parts of at most a set number of objects (a format 2.x addition that older 2.x readers would not know, so a minor change is not enough) or raise the limit for `.jsonl` entries, whose size the manifest records.',
+      "Export would write such an archive, and every reader would refuse it (not measured: the limit's own check). Directory bundles have no such limit. Fix: split a packed kind into parts of at most a set number of objects (a format 2.x addition that older 2.x readers would not know, so a minor change is not enough) or raise the limit for `.jsonl` entries, whose size the manifest records.",
     `2. **The list of one kind outliving the API server's etcd compaction (5 min by default) at about ${fmt(Math.round(listBreak / 1e5) * 1e5)} objects** of one kind, at the measured ${fmt(listSecondsPerObject * 1e6, 1)} µs per object listed: ` +
-      'a continue token older than the compacted revision is answered 410 Gone, and export stops (a partial list never passes for a full one). kubectl\'s chunked list has the same limit. ' +
-      'The local cluster compacts hourly, so the benchmarks cannot show it. Fix: restart a kind\'s list from an expired token\'s `resourceVersion` (the API server offers `continue` with the inconsistent remainder) and record that the kind was read across revisions, or list from the watch cache.',
+      "a continue token older than the compacted revision is answered 410 Gone, and export stops (a partial list never passes for a full one). kubectl's chunked list has the same limit. " +
+      "The local cluster compacts hourly, so the benchmarks cannot show it. Fix: restart a kind's list from an expired token's `resourceVersion` (the API server offers `continue` with the inconsistent remainder) and record that the kind was read across revisions, or list from the watch cache.",
     oneRestoreSize
       ? '3. **Restore memory**: the plan keeps one entry per object (its action and the object as JSON text, a few hundred bytes for an IPAM handle); only one restore size was measured, so no per-object slope is given here. What also grows is the `-o json` result, which lists every object.'
       : `3. **Restore memory**: the plan keeps one entry per object (its action and the object as JSON text), about ${fmt(res.rss.slope * 1024 * 1024)} bytes per object measured, so ${fmt(res.rss.at)} MiB at ${fmt(target)}. Nothing breaks at 1M on a machine with a few GB; what grows is the \`-o json\` result, which lists every object.`,

@@ -34,7 +34,16 @@ export function storedHandle(name: string, labels: Record<string, string> = {}):
       creationTimestamp: now,
       generation: 1,
       ...(Object.keys(labels).length ? { labels } : {}),
-      managedFields: [{ apiVersion: 'crd.projectcalico.org/v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': { '.': {}, 'f:block': { '.': {}, 'f:10.128.0.0/26': {} }, 'f:deleted': {}, 'f:handleID': {} } }, manager: 'calico-ipam', operation: 'Update', time: now }],
+      managedFields: [
+        {
+          apiVersion: 'crd.projectcalico.org/v1',
+          fieldsType: 'FieldsV1',
+          fieldsV1: { 'f:spec': { '.': {}, 'f:block': { '.': {}, 'f:10.128.0.0/26': {} }, 'f:deleted': {}, 'f:handleID': {} } },
+          manager: 'calico-ipam',
+          operation: 'Update',
+          time: now,
+        },
+      ],
       name,
       uid: randomUUID(),
     },

@@ -15,7 +15,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { KubeClient } from '../src/kube/client.js';
-import { K } from '../src/kube/builtin.js';
 import { crdResourceType, listCrds } from '../src/kube/discovery.js';
 import { applyManifests, parseManifests } from '../src/kube/manifests.js';
 import { deleteHandles, etcdFor, putHandles } from './etcd.js';
@@ -28,15 +27,16 @@ const HANDLE: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', pl
 const BENCH_LABEL = 'cni-rewind-bench';
 const GROUPS = ['crd.projectcalico.org', 'operator.tigera.io', 'policy.networking.k8s.io'];
 
-
-
-
 /** Run a command under GNU time; returns wall seconds and peak RSS in MiB. */
 function timed(cmd: string, args: string[], opts: { stdoutFile?: string; env?: NodeJS.ProcessEnv } = {}): { seconds: number; rssMiB: number } {
   const tf = path.join(os.tmpdir(), `cnr-bench-time-${process.pid}`);
   const out = opts.stdoutFile ? fs.openSync(opts.stdoutFile, 'w') : 'ignore';
   const t0 = process.hrtime.bigint();
-  const r = spawnSync('/usr/bin/time', ['-f', '%M', '-o', tf, cmd, ...args], { stdio: ['ignore', out, 'pipe'], env: opts.env ?? process.env, maxBuffer: 64 * 1024 * 1024 });
+  const r = spawnSync('/usr/bin/time', ['-f', '%M', '-o', tf, cmd, ...args], {
+    stdio: ['ignore', out, 'pipe'],
+    env: opts.env ?? process.env,
+    maxBuffer: 64 * 1024 * 1024,
+  });
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   if (typeof out === 'number') fs.closeSync(out);
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status}): ${r.stderr?.toString().slice(-500)}`);
@@ -52,15 +52,19 @@ async function ensureHandles(client: KubeClient, n: number): Promise<void> {
   const want = Array.from({ length: n }, (_, i) => `bench-${String(i).padStart(7, '0')}`).filter((x) => !have.has(x));
   await putHandles(etcdFor(client.connection.server), want, { [BENCH_LABEL]: 'true' });
   // The API server's cache catches up with etcd through its watch; a list meanwhile may answer "too large resource version".
-  await client.waitFor(`${n} bench handles listed`, async () => {
-    let k = 0;
-    try {
-      for await (const page of client.listPages(HANDLE, { labelSelector: BENCH_LABEL, limit: 5000 })) k += page.items.length;
-    } catch {
-      return undefined;
-    }
-    return k >= n ? true : undefined;
-  }, { timeoutMs: 600_000, intervalMs: 2000 });
+  await client.waitFor(
+    `${n} bench handles listed`,
+    async () => {
+      let k = 0;
+      try {
+        for await (const page of client.listPages(HANDLE, { labelSelector: BENCH_LABEL, limit: 5000 })) k += page.items.length;
+      } catch {
+        return undefined;
+      }
+      return k >= n ? true : undefined;
+    },
+    { timeoutMs: 600_000, intervalMs: 2000 },
+  );
 }
 
 /** `kubectl get <kind> -A -o <format>` for every kind, one process each: summed wall time, largest peak RSS, bytes. */
@@ -68,7 +72,10 @@ function kubectlEach(kubectl: string, kubeconfig: string, types: ResourceType[],
   const kc = { seconds: 0, rssMiB: 0, processes: 0 };
   fs.mkdirSync(dir);
   for (const t of types) {
-    const r = timed(kubectl, ['--kubeconfig', kubeconfig, 'get', `${t.plural}.${t.group}`, '-A', '-o', format], { stdoutFile: path.join(dir, `${t.plural}.${t.group}.${format}`), env });
+    const r = timed(kubectl, ['--kubeconfig', kubeconfig, 'get', `${t.plural}.${t.group}`, '-A', '-o', format], {
+      stdoutFile: path.join(dir, `${t.plural}.${t.group}.${format}`),
+      env,
+    });
     kc.seconds += r.seconds;
     kc.rssMiB = Math.max(kc.rssMiB, r.rssMiB);
     kc.processes++;
@@ -85,7 +92,15 @@ async function main(): Promise<void> {
   const cli = path.join(packageRoot(), 'dist/src/cli/main.js');
   await applyManifests(client, parseManifests(readShippedFile('3.28.1', 'tigera-operator.yaml')!.text), { fieldManager: 'cni-rewind-bench' });
   type Kc = { seconds: number; rssMiB: number; processes: number };
-  const results: { n: number; objects: number; files: number; tool: { seconds: number; rssMiB: number }; kubectl: Kc; kubectlJson: Kc; bytes: { tool: number; kubectl: number; kubectlJson: number } }[] = [];
+  const results: {
+    n: number;
+    objects: number;
+    files: number;
+    tool: { seconds: number; rssMiB: number };
+    kubectl: Kc;
+    kubectlJson: Kc;
+    bytes: { tool: number; kubectl: number; kubectlJson: number };
+  }[] = [];
 
   for (const n of sizes.sort((a, b) => a - b)) {
     process.stderr.write(`size ${n}: creating IPAM handles\n`);
@@ -105,8 +120,18 @@ async function main(): Promise<void> {
       const kj = kubectlEach(kubectl, kubeconfig, types, 'json', path.join(work, 'kubectl-json'), env);
       const du = (p: string) => Number(execFileSync('du', ['-sb', p]).toString().split('\t')[0]);
       const files = fs.readdirSync(path.join(work, 'bundle'), { recursive: true }).length;
-      results.push({ n, objects, tool, kubectl: kc, kubectlJson: kj, files, bytes: { tool: du(path.join(work, 'bundle')), kubectl: du(path.join(work, 'kubectl')), kubectlJson: du(path.join(work, 'kubectl-json')) } });
-      process.stderr.write(`size ${n}: cni-rewind ${tool.seconds.toFixed(1)} s ${tool.rssMiB.toFixed(0)} MiB; kubectl yaml ${kc.seconds.toFixed(1)} s ${kc.rssMiB.toFixed(0)} MiB; json ${kj.seconds.toFixed(1)} s ${kj.rssMiB.toFixed(0)} MiB\n`);
+      results.push({
+        n,
+        objects,
+        tool,
+        kubectl: kc,
+        kubectlJson: kj,
+        files,
+        bytes: { tool: du(path.join(work, 'bundle')), kubectl: du(path.join(work, 'kubectl')), kubectlJson: du(path.join(work, 'kubectl-json')) },
+      });
+      process.stderr.write(
+        `size ${n}: cni-rewind ${tool.seconds.toFixed(1)} s ${tool.rssMiB.toFixed(0)} MiB; kubectl yaml ${kc.seconds.toFixed(1)} s ${kc.rssMiB.toFixed(0)} MiB; json ${kj.seconds.toFixed(1)} s ${kj.rssMiB.toFixed(0)} MiB\n`,
+      );
     } finally {
       fs.rmSync(work, { recursive: true, force: true });
     }
@@ -124,20 +149,27 @@ async function main(): Promise<void> {
   for (const r of results) {
     const y = r.kubectl.seconds / r.tool.seconds;
     const j = r.kubectlJson.seconds / r.tool.seconds;
-    goals.push(`${r.n.toLocaleString('en')}: ${y.toFixed(2)}x kubectl -o yaml (goal 4x: ${y >= 4 ? 'met' : `missed by ${((1 - y / 4) * 100).toFixed(0)}%`}), ${j.toFixed(2)}x kubectl -o json (goal 1.5x: ${j >= 1.5 ? 'met' : 'missed'}), peak RSS ${r.tool.rssMiB.toFixed(0)} MiB (goal < 200 MiB: ${r.tool.rssMiB < 200 ? 'met' : 'missed'})`);
+    goals.push(
+      `${r.n.toLocaleString('en')}: ${y.toFixed(2)}x kubectl -o yaml (goal 4x: ${y >= 4 ? 'met' : `missed by ${((1 - y / 4) * 100).toFixed(0)}%`}), ${j.toFixed(2)}x kubectl -o json (goal 1.5x: ${j >= 1.5 ? 'met' : 'missed'}), peak RSS ${r.tool.rssMiB.toFixed(0)} MiB (goal < 200 MiB: ${r.tool.rssMiB < 200 ? 'met' : 'missed'})`,
+    );
   }
   const [small, big] = [results[0], results[results.length - 1]];
   if (small && big && big !== small) {
     const growth = big.tool.rssMiB / small.tool.rssMiB - 1;
-    goals.push(`peak RSS at ${big.n.toLocaleString('en')} is ${Math.abs(growth * 100).toFixed(1)}% ${growth >= 0 ? 'above' : 'below'} ${small.n.toLocaleString('en')} (goal: within 10%: ${Math.abs(growth) <= 0.1 ? 'met' : 'missed'}); time x${(big.tool.seconds / small.tool.seconds).toFixed(1)} for N x${(big.n / small.n).toFixed(1)}`);
+    goals.push(
+      `peak RSS at ${big.n.toLocaleString('en')} is ${Math.abs(growth * 100).toFixed(1)}% ${growth >= 0 ? 'above' : 'below'} ${small.n.toLocaleString('en')} (goal: within 10%: ${Math.abs(growth) <= 0.1 ? 'met' : 'missed'}); time x${(big.tool.seconds / small.tool.seconds).toFixed(1)} for N x${(big.n / small.n).toFixed(1)}`,
+    );
   }
   const section = [
     '## Export',
     '',
-    benchHeader('bench/export.ts', `node dist/bench/export.js --sizes ${sizes.join(',')}`, [`kube-apiserver ${version.gitVersion}`, `kubectl ${kubectlVersion}`]) +
+    benchHeader('bench/export.ts', `node dist/bench/export.js --sizes ${sizes.join(',')}`, [
+      `kube-apiserver ${version.gitVersion}`,
+      `kubectl ${kubectlVersion}`,
+    ]) +
       ' Local control plane (kube-apiserver and etcd on 127.0.0.1). Calico 3.28.1 CRDs plus N IPAMHandles (put into etcd directly as set-up, `bench/etcd.ts`; the object column counts everything exported). ' +
       'The three ways run in the same script run, one after the other: `cni-rewind export --out DIR` (one process), then `kubectl get <kind> -A -o yaml > file` and `-o json` for every Calico kind (one process per kind, as a user would); times are wall clock, summed over the kubectl processes. ' +
-      'Peak RSS is GNU time\'s maximum resident set size (for kubectl the largest of its per-kind processes).',
+      "Peak RSS is GNU time's maximum resident set size (for kubectl the largest of its per-kind processes).",
     '',
     '| N (IPAM handles) | Calico objects exported | cni-rewind export | kubectl -o yaml, each kind | kubectl -o json, each kind | yaml / cni-rewind | json / cni-rewind | peak RSS cni-rewind | peak RSS kubectl (yaml / json) | bundle files | size on disk (bundle / yaml / json) |',
     '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -148,7 +180,7 @@ async function main(): Promise<void> {
     'Bundle format 2 (docs/bundle-format.md): a kind whose list spans more than one page (500 objects) is one packed file, one JSON object per line, ' +
       'its sha256 computed as it streams out; small kinds keep one YAML file per object. So the manifest holds one entry per kind for the big kinds, not one per object, ' +
       'and memory does not grow with N: one page of 500 objects is written while the next is fetched, four kinds at a time. ' +
-      'What is left of the time is the API server listing the objects (500 per request, one request after another, as kubectl does): cni-rewind\'s own CPU is a small part of it (a CPU profile of a 10,000-object export at load 14: 9.7 s of 13.7 s idle, waiting for pages). ' +
+      "What is left of the time is the API server listing the objects (500 per request, one request after another, as kubectl does): cni-rewind's own CPU is a small part of it (a CPU profile of a 10,000-object export at load 14: 9.7 s of 13.7 s idle, waiting for pages). " +
       'kubectl holds each whole list and its rendering in memory before printing it.',
     '',
   ].join('\n');

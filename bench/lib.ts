@@ -51,7 +51,10 @@ export const median = (xs: readonly number[]): number => {
 
 /** The line every section starts with: when, where (cores, load average), versions and the exact command. */
 export function benchHeader(script: string, command: string, versions: string[] = []): string {
-  const load = os.loadavg().map((l) => l.toFixed(1)).join(' / ');
+  const load = os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' / ');
   return (
     `Measured by \`${script}\` on ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}: ${os.cpus().length} CPU cores shared with other work, ` +
     `load average ${load} (1/5/15 min) at the end of the run; Node ${process.version}, ${os.type()} ${os.release()}${versions.length ? ', ' + versions.join(', ') : ''}. ` +

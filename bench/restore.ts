@@ -37,9 +37,6 @@ import type { RestoreTimings } from '../src/restore/timings.js';
 const HANDLE: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'ipamhandles', kind: 'IPAMHandle', namespaced: false };
 const HANDLE_CRD = 'ipamhandles.crd.projectcalico.org';
 
-
-
-
 async function countHandles(client: KubeClient): Promise<number> {
   let n = 0;
   for await (const page of client.listPages(HANDLE, { limit: 500 })) n += page.items.length;
@@ -55,7 +52,10 @@ async function loseHandles(client: KubeClient, crd: KubeObject, recreate: boolea
   await deleteAllHandles(etcdFor(client.connection.server));
   await client.delete(K.crd, undefined, HANDLE_CRD);
   // The API server deletes a CRD's objects one by one before the CRD goes: allow for that with large N.
-  await client.waitFor('ipamhandles CRD gone', async () => ((await client.getOrUndefined(K.crd, undefined, HANDLE_CRD)) ? undefined : true), { timeoutMs: 300_000 + 20 * n, intervalMs: 1000 });
+  await client.waitFor('ipamhandles CRD gone', async () => ((await client.getOrUndefined(K.crd, undefined, HANDLE_CRD)) ? undefined : true), {
+    timeoutMs: 300_000 + 20 * n,
+    intervalMs: 1000,
+  });
   if (recreate) {
     await client.create(K.crd, crd);
     await waitCrdsEstablished(client, [HANDLE_CRD]);
@@ -66,23 +66,40 @@ async function loseHandles(client: KubeClient, crd: KubeObject, recreate: boolea
 async function makeHandles(client: KubeClient, n: number): Promise<void> {
   const etcd = etcdFor(client.connection.server);
   await deleteAllHandles(etcd);
-  await putHandles(etcd, Array.from({ length: n }, (_, i) => `k8s-pod-network.bench-${String(i).padStart(6, '0')}`));
+  await putHandles(
+    etcd,
+    Array.from({ length: n }, (_, i) => `k8s-pod-network.bench-${String(i).padStart(6, '0')}`),
+  );
   // The API server's cache catches up with etcd through its watch; a list meanwhile may answer "too large resource version".
-  await client.waitFor(`${n} IPAM handles listed`, async () => ((await countHandles(client).catch(() => -1)) === n ? true : undefined), { timeoutMs: 600_000, intervalMs: 2000 });
+  await client.waitFor(`${n} IPAM handles listed`, async () => ((await countHandles(client).catch(() => -1)) === n ? true : undefined), {
+    timeoutMs: 600_000,
+    intervalMs: 2000,
+  });
 }
 
 /** The restore engine in a process of its own (bench/restore-worker.ts) under GNU time: wall time, peak RSS, its result. */
-function runWorker(kubeconfig: string, bundle: string, concurrency: number): { seconds: number; rssMiB: number; out: { ok: boolean; failures: { id: string; reason: string }[]; timings: RestoreTimings; stats: { requests: number; retries: number; throttled: number } } } {
+function runWorker(
+  kubeconfig: string,
+  bundle: string,
+  concurrency: number,
+): {
+  seconds: number;
+  rssMiB: number;
+  out: { ok: boolean; failures: { id: string; reason: string }[]; timings: RestoreTimings; stats: { requests: number; retries: number; throttled: number } };
+} {
   const tf = path.join(os.tmpdir(), `cnr-bench-restore-time-${process.pid}`);
   const t0 = process.hrtime.bigint();
-  const r = spawnSync('/usr/bin/time', ['-f', '%M', '-o', tf, process.execPath, path.join(packageRoot(), 'dist/bench/restore-worker.js'), kubeconfig, bundle, String(concurrency)], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const r = spawnSync(
+    '/usr/bin/time',
+    ['-f', '%M', '-o', tf, process.execPath, path.join(packageRoot(), 'dist/bench/restore-worker.js'), kubeconfig, bundle, String(concurrency)],
+    { encoding: 'utf8', maxBuffer: 64 << 20 },
+  );
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   if (r.status !== 0) throw new Error(`restore worker failed (${r.status}): ${r.stderr.slice(-800)}`);
   const kib = Number(fs.readFileSync(tf, 'utf8').trim().split('\n').pop());
   fs.rmSync(tf, { force: true });
   return { seconds, rssMiB: kib / 1024, out: JSON.parse(r.stdout.trim().split('\n').pop()!) };
 }
-
 
 interface Row {
   n: number;
@@ -114,7 +131,10 @@ const fmt = (x: number) => x.toLocaleString('en-US');
 const sec = (ms: number | undefined) => `${((ms ?? 0) / 1000).toFixed(1)} s`;
 
 async function main(): Promise<void> {
-  const sizes = (arg('sizes') ?? '1000,10000,100000').split(',').map(Number).sort((a, b) => a - b);
+  const sizes = (arg('sizes') ?? '1000,10000,100000')
+    .split(',')
+    .map(Number)
+    .sort((a, b) => a - b);
   if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--sizes: whole numbers, comma-separated (got ${arg('sizes')})`);
   const concurrency = Number(arg('concurrency') ?? DEFAULT_RESTORE_CONCURRENCY);
   const kubeconfig = kubeconfigPath();
@@ -122,7 +142,9 @@ async function main(): Promise<void> {
   const setup = await KubeClient.connect({ kubeconfig });
   const serverVersion = (await setup.serverVersion()).gitVersion;
   const kubectlVersion = (spawnSync(kubectl, ['version', '--client'], { encoding: 'utf8' }).stdout.match(/Client Version: (\S+)/) ?? [])[1] ?? '?';
-  const crdObjs = parseManifests(readShippedFile('3.28.1', 'tigera-operator.yaml')!.text, 'tigera-operator.yaml').filter((o) => o.kind === 'CustomResourceDefinition');
+  const crdObjs = parseManifests(readShippedFile('3.28.1', 'tigera-operator.yaml')!.text, 'tigera-operator.yaml').filter(
+    (o) => o.kind === 'CustomResourceDefinition',
+  );
   await applyManifests(setup, crdObjs, { fieldManager: 'cni-rewind-bench' });
   const handleCrd = crdObjs.find((c) => c.metadata.name === HANDLE_CRD)!;
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-bench-restore-'));
@@ -165,7 +187,9 @@ async function main(): Promise<void> {
       step(n, 'kubectl apply --server-side');
       const log = path.join(work, `kubectl-${n}.log`);
       const t1 = process.hrtime.bigint();
-      const k = spawnSync(kubectl, ['--kubeconfig', kubeconfig, 'apply', '--server-side', '--field-manager', 'cni-rewind-bench', '-f', file, '-v=6'], { stdio: ['ignore', 'ignore', fs.openSync(log, 'w')] });
+      const k = spawnSync(kubectl, ['--kubeconfig', kubeconfig, 'apply', '--server-side', '--field-manager', 'cni-rewind-bench', '-f', file, '-v=6'], {
+        stdio: ['ignore', 'ignore', fs.openSync(log, 'w')],
+      });
       const kt = Number(process.hrtime.bigint() - t1) / 1e9;
       const logText = fs.readFileSync(log, 'utf8');
       if (k.status !== 0) throw new Error(`kubectl apply failed (${k.status}): ${logText.slice(-500)}`);
@@ -174,7 +198,18 @@ async function main(): Promise<void> {
       const kRequests = (logText.match(/\b[1-5]\d\d [A-Z][A-Za-z ]+"? (in )?\d+ ?milliseconds|\bstatus="[1-5]\d\d /g) ?? []).length;
       const afterB = await countHandles(setup);
       if (afterB !== n) throw new Error(`kubectl apply left ${afterB} handles, expected ${n}`);
-      rows.push({ n, cni, cniRssMiB: w.rssMiB, cniThrottled: cniStats.throttled, cniRequests: cniStats.requests, cniRetries: cniStats.retries, timings: res.timings, kubectl: kt, kubectl429: k429, kubectlRequests: kRequests });
+      rows.push({
+        n,
+        cni,
+        cniRssMiB: w.rssMiB,
+        cniThrottled: cniStats.throttled,
+        cniRequests: cniStats.requests,
+        cniRetries: cniStats.retries,
+        timings: res.timings,
+        kubectl: kt,
+        kubectl429: k429,
+        kubectlRequests: kRequests,
+      });
       process.stderr.write(
         `n=${n}: cni-rewind ${cni.toFixed(1)} s, ${w.rssMiB.toFixed(0)} MiB (${cniStats.requests} requests, ${cniStats.throttled} x 429; ${PHASES.map(([key, label]) => `${label} ${sec(res.timings[key])}`).join(', ')}), ` +
           `kubectl ${kt.toFixed(1)} s (${kRequests} requests, ${k429} x 429)\n`,
@@ -192,23 +227,33 @@ async function main(): Promise<void> {
   }
 }
 
-function writeSection(r: { rows: Row[]; sizes: number[]; concurrency: number; started: Date; loadStart: number; serverVersion: string; kubectlVersion: string }): void {
+function writeSection(r: {
+  rows: Row[];
+  sizes: number[];
+  concurrency: number;
+  started: Date;
+  loadStart: number;
+  serverVersion: string;
+  kubectlVersion: string;
+}): void {
   const { rows } = r;
   const ran = rows.map((x) => x.n);
   const notRun = r.sizes.filter((n) => !ran.includes(n));
-  const load = os.loadavg()[0]!;
   const perObj = (s: number, n: number) => `${((s / n) * 1000).toFixed(2)}`;
   const section = [
     '## Restore',
     '',
-    benchHeader('bench/restore.ts', `node dist/bench/restore.js --sizes ${r.sizes.join(',')} --concurrency ${r.concurrency}`, [`kube-apiserver ${r.serverVersion}`, `kubectl ${r.kubectlVersion}`]) +
+    benchHeader('bench/restore.ts', `node dist/bench/restore.js --sizes ${r.sizes.join(',')} --concurrency ${r.concurrency}`, [
+      `kube-apiserver ${r.serverVersion}`,
+      `kubectl ${r.kubectlVersion}`,
+    ]) +
       ` Started ${r.started.toISOString().slice(0, 16).replace('T', ' ')} UTC at 1-minute load average ${r.loadStart.toFixed(1)}; local control plane (kube-apiserver and etcd on 127.0.0.1). ` +
       (notRun.length ? `Sizes asked for but not (yet) run when this was written: ${notRun.map(fmt).join(', ')}. ` : '') +
-      'N IPAM handles are lost as in the incident (their CRD deleted), then brought back by cni-rewind\'s restore engine ' +
+      "N IPAM handles are lost as in the incident (their CRD deleted), then brought back by cni-rewind's restore engine " +
       '(`restore --resources --kinds IPAMHandle`, in a process of its own, `bench/restore-worker.ts`: re-creates the CRD from the bundle, reads and checks the bundle, plans, creates each object with strict field validation, re-reads for drift) ' +
       'and by `kubectl apply --server-side -f` of the same objects in one file (with the empty CRD put back first), one after the other in the same run. Both must end with exactly N handles or the script fails. ' +
-      'Times are wall clock of each process (Node or kubectl start-up included); peak RSS is GNU time\'s maximum resident set size of the restore process. ' +
-      'HTTP 429s: cni-rewind\'s from `KubeClient.stats.throttled`, kubectl\'s from its `-v=6` response log; requests counted the same way. ' +
+      "Times are wall clock of each process (Node or kubectl start-up included); peak RSS is GNU time's maximum resident set size of the restore process. " +
+      "HTTP 429s: cni-rewind's from `KubeClient.stats.throttled`, kubectl's from its `-v=6` response log; requests counted the same way. " +
       'Set-up, not measured: the N handles are put into etcd directly and removed from etcd before each CRD deletion (`bench/etcd.ts`), which takes seconds where the API server takes minutes per 100k objects; the bundle is a real `export` of them.',
     '',
     '| IPAM handles | cni-rewind restore | kubectl apply --server-side | kubectl / cni-rewind | peak RSS cni-rewind | ms/object cni-rewind | ms/object kubectl | HTTP 429 cni-rewind | HTTP 429 kubectl | requests cni-rewind | requests kubectl |',
@@ -218,7 +263,7 @@ function writeSection(r: { rows: Row[]; sizes: number[]; concurrency: number; st
         `| ${fmt(x.n)} | ${x.cni.toFixed(1)} s | ${x.kubectl.toFixed(1)} s | ${(x.kubectl / x.cni).toFixed(2)}x | ${x.cniRssMiB.toFixed(0)} MiB | ${perObj(x.cni, x.n)} | ${perObj(x.kubectl, x.n)} | ${x.cniThrottled} | ${x.kubectl429} | ${fmt(x.cniRequests)} | ${fmt(x.kubectlRequests)} |`,
     ),
     '',
-    'Where cni-rewind\'s time goes (`RestoreResult.timings`, shown by `restore -v` and in `-o json`; wall time per phase):',
+    "Where cni-rewind's time goes (`RestoreResult.timings`, shown by `restore -v` and in `-o json`; wall time per phase):",
     '',
     `| IPAM handles | ${PHASES.map(([, l]) => l).join(' | ')} | total |`,
     `|---:|${PHASES.map(() => '---:').join('|')}|---:|`,
@@ -237,11 +282,11 @@ function writeSection(r: { rows: Row[]; sizes: number[]; concurrency: number; st
           '',
         ]
       : []),
-    'Phases: *read bundle* reads, checksums and parses every bundle file; *read cluster* is the plan\'s cluster reads (identity, CRDs, discovery, operator, one paged list per custom resource type that exists); ' +
-      '*schema check* checks each object against its CRD\'s schema; *plan* compares and orders; *create CRD + Established* re-creates the lost CRD from the bundle and waits until it serves; ' +
+    "Phases: *read bundle* reads, checksums and parses every bundle file; *read cluster* is the plan's cluster reads (identity, CRDs, discovery, operator, one paged list per custom resource type that exists); " +
+      "*schema check* checks each object against its CRD's schema; *plan* compares and orders; *create CRD + Established* re-creates the lost CRD from the bundle and waits until it serves; " +
       '*operator pause / datastore lock* scales the operator to 0 and back and sets ClusterInformation datastoreReady=false and back (where the cluster has them); ' +
       '*write* is one POST per object (strict field validation), 16 at a time; *drift check* reads the written objects back, one paged list of 500 per request. ' +
-      'Fairness: kubectl\'s time starts with the empty CRD already put back and does no read-back; cni-rewind\'s includes re-creating the CRD, checking the bundle and the read-back.',
+      "Fairness: kubectl's time starts with the empty CRD already put back and does no read-back; cni-rewind's includes re-creating the CRD, checking the bundle and the read-back.",
     '',
     '',
   ].join('\n');

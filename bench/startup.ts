@@ -94,7 +94,8 @@ async function main(): Promise<void> {
         `const { builtinProviders } = await import(${JSON.stringify(path.join(packageRoot(), 'dist/src/providers/registry.js'))});\nawait builtinProviders.aws();\n`,
     );
     const controlHeavy = heavyModules(tracedModules(trace, [node, control], env));
-    if (!controlHeavy.has('@kubernetes/client-node') || !controlHeavy.has('AWS SDK')) throw new Error('control failed: the trace did not see client-node and the AWS SDK load; "none" below would prove nothing');
+    if (!controlHeavy.has('@kubernetes/client-node') || !controlHeavy.has('AWS SDK'))
+      throw new Error('control failed: the trace did not see client-node and the AWS SDK load; "none" below would prove nothing');
     for (const s of subjects.filter((x) => !x.reference)) {
       const mods = tracedModules(trace, s.argv, env);
       s.modules = mods.filter((m) => m.startsWith('file:')).length;
@@ -116,7 +117,10 @@ async function main(): Promise<void> {
     const section = [
       '## Start-up',
       '',
-      benchHeader('bench/startup.ts', `node dist/bench/startup.js --runs ${runs}${withStatus ? '' : ' --no-status'}`, [`kubectl ${gitVersion}`, `cni-rewind ${toolVersion()}`]),
+      benchHeader('bench/startup.ts', `node dist/bench/startup.js --runs ${runs}${withStatus ? '' : ' --no-status'}`, [
+        `kubectl ${gitVersion}`,
+        `cni-rewind ${toolVersion()}`,
+      ]),
       '',
       `${runs} rounds; each round runs every command below once, in turn, as a fresh process (wall clock, after one warm-up run each); medians over the rounds. ` +
         `\`inspect\` reads a 20-object bundle directory.${withStatus ? ' `status` talks to the local control plane on 127.0.0.1.' : ' `status` was left out: no cluster kubeconfig.'}`,

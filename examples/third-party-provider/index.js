@@ -44,7 +44,8 @@ function qemuImg(args) {
   return new Promise((resolve, reject) => {
     execFile('qemu-img', args, { timeout: 600_000 }, (err, stdout, stderr) => {
       if (!err) return resolve(stdout);
-      if (/** @type {NodeJS.ErrnoException} */ (err).code === 'ENOENT') return reject(new EnvironmentError('qcow2-files: qemu-img is not installed', { hint: 'install qemu-utils' }));
+      if (/** @type {NodeJS.ErrnoException} */ (err).code === 'ENOENT')
+        return reject(new EnvironmentError('qcow2-files: qemu-img is not installed', { hint: 'install qemu-utils' }));
       reject(new EnvironmentError(`qcow2-files: qemu-img ${args[0]} ${args[1] ?? ''} failed: ${String(stderr).trim() || err.message}`));
     });
   });
@@ -79,7 +80,9 @@ async function snapshotNames(image) {
 function create(ctx) {
   const imagesDir = typeof ctx.config.imagesDir === 'string' ? ctx.config.imagesDir : undefined;
   if (imagesDir !== undefined && !statSync(imagesDir, { throwIfNoEntry: false })?.isDirectory()) {
-    throw new BadInputError(`qcow2-files: imagesDir ${imagesDir} is not a folder`, { hint: 'set providers.qcow2-files.imagesDir in the config file to the folder holding the node images' });
+    throw new BadInputError(`qcow2-files: imagesDir ${imagesDir} is not a folder`, {
+      hint: 'set providers.qcow2-files.imagesDir in the config file to the folder holding the node images',
+    });
   }
 
   return {
@@ -104,7 +107,18 @@ function create(ctx) {
         await qemuImg(['snapshot', '-c', snap, image]);
         await writeSidecar(image, { ...(await readSidecar(image)), [snap]: { ...tags, created } });
         ctx.reporter.debug('CNR_EXT_QCOW2_SNAPSHOT', `qcow2-files: snapshot ${snap} of ${image}`);
-        records.push({ provider: NAME, node: target.node, machine: target.machine, disk: image, device: `disk${i}`, boot: i === 0, snapshotId: snap, state: 'completed', created, location: { image } });
+        records.push({
+          provider: NAME,
+          node: target.node,
+          machine: target.machine,
+          disk: image,
+          device: `disk${i}`,
+          boot: i === 0,
+          snapshotId: snap,
+          state: 'completed',
+          created,
+          location: { image },
+        });
       }
       return records;
     },
@@ -142,7 +156,18 @@ function create(ctx) {
           if (filter.bundleId && t.bundleId !== filter.bundleId) continue;
           if (filter.clusterId && t.clusterId !== filter.clusterId) continue;
           if (filter.createdBefore && new Date(t.created) >= filter.createdBefore) continue;
-          out.push({ provider: NAME, node: t.node, machine: image, disk: image, device: 'disk', snapshotId: snap, state: 'completed', created: t.created, location: { image }, details: { bundleId: t.bundleId, clusterId: t.clusterId } });
+          out.push({
+            provider: NAME,
+            node: t.node,
+            machine: image,
+            disk: image,
+            device: 'disk',
+            snapshotId: snap,
+            state: 'completed',
+            created: t.created,
+            location: { image },
+            details: { bundleId: t.bundleId, clusterId: t.clusterId },
+          });
         }
       }
       return out;

@@ -19,7 +19,10 @@ describe('AWS error handling', () => {
   });
 
   it('maps credentials and permission errors to environment errors (exit 4) with a hint', () => {
-    const a = describeAwsError('CreateSnapshots', Object.assign(new Error('Could not load credentials from any providers'), { name: 'CredentialsProviderError' })) as any;
+    const a = describeAwsError(
+      'CreateSnapshots',
+      Object.assign(new Error('Could not load credentials from any providers'), { name: 'CredentialsProviderError' }),
+    ) as any;
     expect(a.exitCode).toBe(ExitCode.Environment);
     expect(a.message).toBe('AWS CreateSnapshots: no AWS credentials found');
     const b = describeAwsError('CreateSnapshots', Object.assign(new Error('You are not authorized'), { name: 'UnauthorizedOperation' })) as any;

@@ -3,12 +3,36 @@
  * retried on throttling with cni-rewind's backoff and its errors mapped to one clear line (errors.ts), and the
  * Describe* calls the provider's parts share.
  */
-import { DescribeInstancesCommand, DescribeSnapshotsCommand, DescribeVolumesCommand, EC2Client, type Instance, type Snapshot, type Tag, type Volume } from '@aws-sdk/client-ec2';
-import { defaultRetryPolicy, EnvironmentError, envProxyAgent, type EnvProxyAgent, type Reporter, type RetryPolicy, TAG_KEYS, withRetry } from '../../src/provider-kit/index.js';
+import {
+  DescribeInstancesCommand,
+  DescribeSnapshotsCommand,
+  DescribeVolumesCommand,
+  EC2Client,
+  type Instance,
+  type Snapshot,
+  type Tag,
+  type Volume,
+} from '@aws-sdk/client-ec2';
+import {
+  defaultRetryPolicy,
+  EnvironmentError,
+  envProxyAgent,
+  type EnvProxyAgent,
+  type Reporter,
+  type RetryPolicy,
+  TAG_KEYS,
+  withRetry,
+} from '../../src/provider-kit/index.js';
 import { describeAwsError, isRetryableAwsError } from './errors.js';
 
 /** Extra tags this provider adds so `snapshots list` can rebuild a full record from the snapshot alone. */
-export const AWS_TAGS = { machine: 'cni-rewind/machine', device: 'cni-rewind/device', boot: 'cni-rewind/boot', replacedBy: 'cni-rewind/replaced-by-run', restoredBy: 'cni-rewind/restored-by-run' } as const;
+export const AWS_TAGS = {
+  machine: 'cni-rewind/machine',
+  device: 'cni-rewind/device',
+  boot: 'cni-rewind/boot',
+  replacedBy: 'cni-rewind/replaced-by-run',
+  restoredBy: 'cni-rewind/restored-by-run',
+} as const;
 
 export interface AwsProviderConfig {
   /** Regions searched by `snapshots list|delete` besides AWS_REGION and the regions of resolved nodes. */
@@ -58,7 +82,11 @@ export class AwsApi {
       // maxAttempts 1: retries are ours (withRetry), so throttling is counted and bounded the same way everywhere.
       // With HTTPS_PROXY & co. set, requests go through the proxy (NO_PROXY honoured per request).
       this.proxyAgent ??= envProxyAgent();
-      c = new EC2Client({ region, maxAttempts: 1, ...(this.proxyAgent ? { requestHandler: { httpAgent: this.proxyAgent, httpsAgent: this.proxyAgent } } : {}) });
+      c = new EC2Client({
+        region,
+        maxAttempts: 1,
+        ...(this.proxyAgent ? { requestHandler: { httpAgent: this.proxyAgent, httpsAgent: this.proxyAgent } } : {}),
+      });
       this.clients.set(region, c);
     }
     return c;
@@ -67,10 +95,15 @@ export class AwsApi {
   /** One EC2 call with throttling retries and errors mapped to one clear line. */
   async call<T>(region: string, op: string, fn: (c: EC2Client) => Promise<T>): Promise<T> {
     try {
-      return await withRetry(() => fn(this.client(region)), isRetryableAwsError, this.retry, (err, attempt, delay) => {
-        this.throttled++;
-        this.reporter.debug('CNR_AWS_RETRY', `AWS ${op} throttled or unavailable (${(err as Error)?.name}), retry ${attempt + 1} in ${delay} ms`);
-      });
+      return await withRetry(
+        () => fn(this.client(region)),
+        isRetryableAwsError,
+        this.retry,
+        (err, attempt, delay) => {
+          this.throttled++;
+          this.reporter.debug('CNR_AWS_RETRY', `AWS ${op} throttled or unavailable (${(err as Error)?.name}), retry ${attempt + 1} in ${delay} ms`);
+        },
+      );
     } catch (err) {
       throw describeAwsError(op, err);
     }

@@ -1,10 +1,28 @@
 /** EC2 error classification and zone names for the AWS provider (providers/aws/index.ts). */
 import { EnvironmentError } from '../../src/provider-kit/index.js';
 
-const THROTTLE_CODES = new Set(['RequestLimitExceeded', 'Throttling', 'ThrottlingException', 'RequestThrottled', 'TooManyRequestsException', 'SnapshotCreationPerVolumeRateExceeded', 'ServiceUnavailable', 'Unavailable', 'InternalError']);
+const THROTTLE_CODES = new Set([
+  'RequestLimitExceeded',
+  'Throttling',
+  'ThrottlingException',
+  'RequestThrottled',
+  'TooManyRequestsException',
+  'SnapshotCreationPerVolumeRateExceeded',
+  'ServiceUnavailable',
+  'Unavailable',
+  'InternalError',
+]);
 const TRANSIENT_STATUSES = new Set([429, 500, 502, 503, 504]);
 const TIMEOUT_NAMES = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException']);
-const PERMISSION_CODES = new Set(['UnauthorizedOperation', 'AuthFailure', 'InvalidClientTokenId', 'SignatureDoesNotMatch', 'OptInRequired', 'ExpiredToken', 'InvalidToken']);
+const PERMISSION_CODES = new Set([
+  'UnauthorizedOperation',
+  'AuthFailure',
+  'InvalidClientTokenId',
+  'SignatureDoesNotMatch',
+  'OptInRequired',
+  'ExpiredToken',
+  'InvalidToken',
+]);
 
 /**
  * Throttling and transient server errors are retried; everything else fails at once. The transient statuses are
@@ -29,12 +47,22 @@ export function describeAwsError(op: string, err: unknown): Error {
   const e = err as { name?: string; message?: string; code?: string; $metadata?: { httpStatusCode?: number } };
   const name = e?.name ?? 'Error';
   if (name === 'CredentialsProviderError' || /Could not load credentials/i.test(e?.message ?? '')) {
-    return new EnvironmentError(`AWS ${op}: no AWS credentials found`, { hint: 'set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or run where an instance role is available', cause: err });
+    return new EnvironmentError(`AWS ${op}: no AWS credentials found`, {
+      hint: 'set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or run where an instance role is available',
+      cause: err,
+    });
   }
-  if (PERMISSION_CODES.has(name)) return new EnvironmentError(`AWS ${op}: permission denied (${name}): ${e.message}`, { hint: 'see examples/iam-policy-aws.json for the permissions cni-rewind needs', cause: err });
+  if (PERMISSION_CODES.has(name))
+    return new EnvironmentError(`AWS ${op}: permission denied (${name}): ${e.message}`, {
+      hint: 'see examples/iam-policy-aws.json for the permissions cni-rewind needs',
+      cause: err,
+    });
   const net = e?.code ?? (err as any)?.cause?.code;
   if (net === 'ECONNREFUSED' || net === 'ENOTFOUND' || net === 'EHOSTUNREACH' || net === 'ETIMEDOUT') {
-    return new EnvironmentError(`AWS ${op}: cannot reach the EC2 endpoint (${net})`, { hint: 'check AWS_REGION / AWS_ENDPOINT_URL_EC2 and the network', cause: err });
+    return new EnvironmentError(`AWS ${op}: cannot reach the EC2 endpoint (${net})`, {
+      hint: 'check AWS_REGION / AWS_ENDPOINT_URL_EC2 and the network',
+      cause: err,
+    });
   }
   const status = e?.$metadata?.httpStatusCode;
   return new EnvironmentError(`AWS ${op} failed: ${name}${status ? ` (HTTP ${status})` : ''}: ${e?.message ?? String(err)}`, { cause: err });

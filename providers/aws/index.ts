@@ -91,7 +91,7 @@ export class AwsProvider implements SnapshotProvider {
       zone ??= id.zone || undefined;
     }
     if (!instanceId) return undefined;
-    region ??= zone ? await this.regionOf(zone, instanceId) : process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
+    region ??= zone ? await this.regionOf(zone, instanceId) : (process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION);
     if (!region) throw new BadInputError(`node ${node.name}: no AWS region (providerID has no zone; set region in the mapping file or AWS_REGION)`);
     this.regionsSeen.add(region);
     return { node: node.name, provider: 'aws', machine: instanceId, location: { region, ...(zone ? { zone } : {}) } };
@@ -114,14 +114,17 @@ export class AwsProvider implements SnapshotProvider {
   private async lookupRegion(zone: string, instanceId: string): Promise<string> {
     const candidate = regionPrefix(zone);
     if (!candidate) throw new BadInputError(`AWS zone '${zone}' does not start with a region name`, { hint: 'set region in the node mapping file' });
-    const zones = await this.api.call(candidate, 'DescribeAvailabilityZones', (c) => c.send(new DescribeAvailabilityZonesCommand({ AllAvailabilityZones: true, ZoneNames: [zone] }))).catch(() => undefined);
+    const zones = await this.api
+      .call(candidate, 'DescribeAvailabilityZones', (c) => c.send(new DescribeAvailabilityZonesCommand({ AllAvailabilityZones: true, ZoneNames: [zone] })))
+      .catch(() => undefined);
     const known = zones?.AvailabilityZones?.find((z) => z.ZoneName === zone)?.RegionName;
     if (known) return known;
     // The region does not list the zone (an endpoint that knows no Local Zones, or no permission): the
     // instance's own placement decides.
     const out = await this.api.call(candidate, 'DescribeInstances', (c) => c.send(new DescribeInstancesCommand({ InstanceIds: [instanceId] })));
     const placed = out.Reservations?.flatMap((r) => r.Instances ?? [])[0]?.Placement?.AvailabilityZone;
-    if (placed !== zone) throw new EnvironmentError(`AWS instance ${instanceId} is not in zone ${zone} of region ${candidate}${placed ? ` (it is in ${placed})` : ''}`);
+    if (placed !== zone)
+      throw new EnvironmentError(`AWS instance ${instanceId} is not in zone ${zone} of region ${candidate}${placed ? ` (it is in ${placed})` : ''}`);
     return candidate;
   }
 
@@ -129,10 +132,19 @@ export class AwsProvider implements SnapshotProvider {
     const region = target.location.region!;
     const inst = await this.api.describeInstance(region, target.machine);
     const maps = (inst.BlockDeviceMappings ?? []).filter((m) => m.Ebs?.VolumeId);
-    const volumes = await this.api.describeVolumes(region, maps.map((m) => m.Ebs!.VolumeId!));
+    const volumes = await this.api.describeVolumes(
+      region,
+      maps.map((m) => m.Ebs!.VolumeId!),
+    );
     return maps.map((m) => {
       const v = volumes.get(m.Ebs!.VolumeId!);
-      return { disk: m.Ebs!.VolumeId!, device: m.DeviceName ?? '', boot: m.DeviceName === inst.RootDeviceName, tags: tagsOf(v?.Tags), sourceSnapshot: v?.SnapshotId || undefined };
+      return {
+        disk: m.Ebs!.VolumeId!,
+        device: m.DeviceName ?? '',
+        boot: m.DeviceName === inst.RootDeviceName,
+        tags: tagsOf(v?.Tags),
+        sourceSnapshot: v?.SnapshotId || undefined,
+      };
     });
   }
 
@@ -140,14 +152,16 @@ export class AwsProvider implements SnapshotProvider {
     const region = target.location.region!;
     const inst = await this.api.describeInstance(region, target.machine);
     const devices = new Map<string, { device: string; deleteOnTermination?: boolean }>();
-    for (const m of inst.BlockDeviceMappings ?? []) if (m.Ebs?.VolumeId) devices.set(m.Ebs.VolumeId, { device: m.DeviceName ?? '', deleteOnTermination: m.Ebs.DeleteOnTermination });
+    for (const m of inst.BlockDeviceMappings ?? [])
+      if (m.Ebs?.VolumeId) devices.set(m.Ebs.VolumeId, { device: m.DeviceName ?? '', deleteOnTermination: m.Ebs.DeleteOnTermination });
     if (!devices.size) throw new EnvironmentError(`AWS instance ${target.machine} (node ${target.node}) has no EBS volumes to snapshot`);
     const wanted = new Set(opts.disks ?? devices.keys());
     const rootVolume = [...devices].find(([, d]) => d.device === inst.RootDeviceName)?.[0];
     // One CreateSnapshots call keeps the selected volumes crash-consistent with each other (CreateSnapshot per
     // volume would not); the volumes left out (PersistentVolumes, by the disk policy) are excluded by id.
     const excluded = [...devices.keys()].filter((v) => !wanted.has(v) && v !== rootVolume);
-    if (excluded.length > 40) throw new EnvironmentError(`AWS instance ${target.machine}: ${excluded.length} volumes to exclude, CreateSnapshots takes at most 40`);
+    if (excluded.length > 40)
+      throw new EnvironmentError(`AWS instance ${target.machine}: ${excluded.length} volumes to exclude, CreateSnapshots takes at most 40`);
     const volumes = await this.api.describeVolumes(region, [...devices.keys()]);
     const baseTags = {
       [TAG_KEYS.tool]: TOOL_TAG_VALUE,
@@ -218,7 +232,9 @@ export class AwsProvider implements SnapshotProvider {
     try {
       await Promise.all(
         records.map((r) =>
-          this.api.call(region, 'CreateTags', (c) => c.send(new CreateTagsCommand({ Resources: [r.snapshotId], Tags: toTags({ [AWS_TAGS.device]: r.device, [AWS_TAGS.boot]: String(!!r.boot) }) }))),
+          this.api.call(region, 'CreateTags', (c) =>
+            c.send(new CreateTagsCommand({ Resources: [r.snapshotId], Tags: toTags({ [AWS_TAGS.device]: r.device, [AWS_TAGS.boot]: String(!!r.boot) }) })),
+          ),
         ),
       );
     } catch (err) {
@@ -236,7 +252,8 @@ export class AwsProvider implements SnapshotProvider {
     const results: SnapshotRecord[] = [];
     for (const [region, recs] of byRegion) {
       const ids = recs.map((r) => r.snapshotId);
-      const stateOf = (s: Snapshot | undefined): SnapshotRecord['state'] => (s?.State === 'completed' ? 'completed' : s?.State === 'error' ? 'failed' : s ? 'pending' : 'failed');
+      const stateOf = (s: Snapshot | undefined): SnapshotRecord['state'] =>
+        s?.State === 'completed' ? 'completed' : s?.State === 'error' ? 'failed' : s ? 'pending' : 'failed';
       let states: Map<string, Snapshot>;
       try {
         // Polled together with every other node's snapshots in this region (snapshot-watch.ts).
@@ -306,7 +323,9 @@ export class AwsProvider implements SnapshotProvider {
       if (filter.clusterId) Filters.push({ Name: `tag:${TAG_KEYS.cluster}`, Values: [filter.clusterId] });
       let NextToken: string | undefined;
       do {
-        const page = await this.api.call(region, 'DescribeSnapshots', (c) => c.send(new DescribeSnapshotsCommand({ OwnerIds: ['self'], Filters, NextToken, MaxResults: 1000 })));
+        const page = await this.api.call(region, 'DescribeSnapshots', (c) =>
+          c.send(new DescribeSnapshotsCommand({ OwnerIds: ['self'], Filters, NextToken, MaxResults: 1000 })),
+        );
         for (const s of page.Snapshots ?? []) {
           if (filter.createdBefore && s.StartTime && s.StartTime >= filter.createdBefore) continue;
           const t = tagsOf(s.Tags);
@@ -338,7 +357,9 @@ export class AwsProvider implements SnapshotProvider {
       for (let i = next++; i < records.length; i = next++) {
         const r = records[i]!;
         try {
-          await this.api.call(r.location?.region ?? this.listRegions()[0]!, 'DeleteSnapshot', (c) => c.send(new DeleteSnapshotCommand({ SnapshotId: r.snapshotId })));
+          await this.api.call(r.location?.region ?? this.listRegions()[0]!, 'DeleteSnapshot', (c) =>
+            c.send(new DeleteSnapshotCommand({ SnapshotId: r.snapshotId })),
+          );
         } catch (err) {
           // Already gone is what we wanted.
           if (/InvalidSnapshot\.NotFound/.test(String((err as any)?.cause?.name ?? '') + errorMessage(err))) continue;

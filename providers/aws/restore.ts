@@ -20,7 +20,16 @@ import {
   waitUntilVolumeAvailable,
   waitUntilVolumeInUse,
 } from '@aws-sdk/client-ec2';
-import { EnvironmentError, type NodeTarget, type RestoreDisksOptions, type RestoreDisksResult, sleep, type SnapshotRecord, TAG_KEYS, TOOL_TAG_VALUE } from '../../src/provider-kit/index.js';
+import {
+  EnvironmentError,
+  type NodeTarget,
+  type RestoreDisksOptions,
+  type RestoreDisksResult,
+  sleep,
+  type SnapshotRecord,
+  TAG_KEYS,
+  TOOL_TAG_VALUE,
+} from '../../src/provider-kit/index.js';
 import { AWS_TAGS, type AwsApi, toTags } from './client.js';
 
 export async function restoreAwsDisks(api: AwsApi, target: NodeTarget, records: SnapshotRecord[], opts: RestoreDisksOptions): Promise<RestoreDisksResult> {
@@ -80,7 +89,12 @@ export async function restoreAwsDisks(api: AwsApi, target: NodeTarget, records: 
       const dot = attached.get(rec.device)?.Ebs?.DeleteOnTermination ?? (rec.details as any)?.deleteOnTermination;
       if (dot) {
         await api.call(region, 'ModifyInstanceAttribute', (c) =>
-          c.send(new ModifyInstanceAttributeCommand({ InstanceId: target.machine, BlockDeviceMappings: [{ DeviceName: rec.device, Ebs: { DeleteOnTermination: true } }] })),
+          c.send(
+            new ModifyInstanceAttributeCommand({
+              InstanceId: target.machine,
+              BlockDeviceMappings: [{ DeviceName: rec.device, Ebs: { DeleteOnTermination: true } }],
+            }),
+          ),
         );
       }
       if (old) await disposeReplaced(api, region, old, opts, result);
@@ -112,7 +126,10 @@ export async function restoreAwsDisks(api: AwsApi, target: NodeTarget, records: 
     const newRoot = after.BlockDeviceMappings?.find((m) => m.DeviceName === after.RootDeviceName)?.Ebs?.VolumeId;
     if (newRoot && oldRoot && newRoot !== oldRoot) {
       await api.call(region, 'CreateTags', (c) => c.send(new CreateTagsCommand({ Resources: [newRoot], Tags: toTags(runTags) })));
-      if (!opts.deleteReplaced) await api.call(region, 'CreateTags', (c) => c.send(new CreateTagsCommand({ Resources: [oldRoot], Tags: toTags({ [AWS_TAGS.replacedBy]: opts.runId }) }))).catch(() => undefined);
+      if (!opts.deleteReplaced)
+        await api
+          .call(region, 'CreateTags', (c) => c.send(new CreateTagsCommand({ Resources: [oldRoot], Tags: toTags({ [AWS_TAGS.replacedBy]: opts.runId }) })))
+          .catch(() => undefined);
     }
     result.restored.push({ device: root.device, snapshotId: root.snapshotId, newDisk: newRoot, replacedDisk: oldRoot });
     result.notes.push(`root volume replaced by task ${taskId}`);
@@ -125,7 +142,9 @@ async function pollReplaceRootTask(api: AwsApi, region: string, taskId: string, 
   const deadline = Date.now() + timeoutMs;
   const delay = Math.max(1, api.config.pollSeconds ?? 15) * 1000;
   for (;;) {
-    const out = await api.call(region, 'DescribeReplaceRootVolumeTasks', (c) => c.send(new DescribeReplaceRootVolumeTasksCommand({ ReplaceRootVolumeTaskIds: [taskId] })));
+    const out = await api.call(region, 'DescribeReplaceRootVolumeTasks', (c) =>
+      c.send(new DescribeReplaceRootVolumeTasksCommand({ ReplaceRootVolumeTaskIds: [taskId] })),
+    );
     const state = out.ReplaceRootVolumeTasks?.[0]?.TaskState;
     if (state === 'succeeded' || state === 'failed' || state === 'failed-detached') return state;
     if (Date.now() > deadline) return `still ${state ?? 'unknown'} after ${Math.round(timeoutMs / 60000)} min`;
@@ -138,7 +157,9 @@ async function disposeReplaced(api: AwsApi, region: string, volumeId: string, op
     await api.call(region, 'DeleteVolume', (c) => c.send(new DeleteVolumeCommand({ VolumeId: volumeId })));
     result.notes.push(`deleted replaced volume ${volumeId}`);
   } else {
-    await api.call(region, 'CreateTags', (c) => c.send(new CreateTagsCommand({ Resources: [volumeId], Tags: toTags({ [TAG_KEYS.tool]: TOOL_TAG_VALUE, [AWS_TAGS.replacedBy]: opts.runId }) })));
+    await api.call(region, 'CreateTags', (c) =>
+      c.send(new CreateTagsCommand({ Resources: [volumeId], Tags: toTags({ [TAG_KEYS.tool]: TOOL_TAG_VALUE, [AWS_TAGS.replacedBy]: opts.runId }) })),
+    );
     result.notes.push(`kept replaced volume ${volumeId} (tagged ${AWS_TAGS.replacedBy}=${opts.runId})`);
   }
 }

@@ -14,7 +14,13 @@ const saved = { ...process.env };
 
 beforeAll(async () => {
   ec2 = await startEc2StandIn({ latencyMs: 20, pendingMs: 2500 });
-  Object.assign(process.env, { AWS_ENDPOINT_URL_EC2: ec2.url, AWS_ACCESS_KEY_ID: 'testing', AWS_SECRET_ACCESS_KEY: 'testing', AWS_REGION: 'us-east-1', AWS_EC2_METADATA_DISABLED: 'true' });
+  Object.assign(process.env, {
+    AWS_ENDPOINT_URL_EC2: ec2.url,
+    AWS_ACCESS_KEY_ID: 'testing',
+    AWS_SECRET_ACCESS_KEY: 'testing',
+    AWS_REGION: 'us-east-1',
+    AWS_EC2_METADATA_DISABLED: 'true',
+  });
 });
 afterAll(async () => {
   for (const k of ['AWS_ENDPOINT_URL_EC2', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_REGION', 'AWS_EC2_METADATA_DISABLED']) {
@@ -25,7 +31,9 @@ afterAll(async () => {
 });
 
 async function snapshotNodes(aws: AwsProvider, count: number): Promise<SnapshotRecord[][]> {
-  const targets: NodeTarget[] = ec2.addInstances(count).map((id, i) => ({ node: `n${i}`, provider: 'aws', machine: id, location: { region: 'us-east-1', zone: 'us-east-1a' } }));
+  const targets: NodeTarget[] = ec2
+    .addInstances(count)
+    .map((id, i) => ({ node: `n${i}`, provider: 'aws', machine: id, location: { region: 'us-east-1', zone: 'us-east-1a' } }));
   return Promise.all(targets.map((t) => aws.snapshot(t, { bundleId: 'b1', clusterId: 'c1', node: t.node })));
 }
 

@@ -3,7 +3,11 @@ import { azureName, describeAzureError, deviceOf, lunOf, parseArmId, sameId } fr
 
 describe('azure resource ids, names and errors', () => {
   it('reads a disk or snapshot resource id, and refuses anything else', () => {
-    expect(parseArmId('/subscriptions/s-1/resourceGroups/MC_rg/providers/Microsoft.Compute/snapshots/cnr-a-os-1a2b3c')).toEqual({ subscription: 's-1', resourceGroup: 'MC_rg', name: 'cnr-a-os-1a2b3c' });
+    expect(parseArmId('/subscriptions/s-1/resourceGroups/MC_rg/providers/Microsoft.Compute/snapshots/cnr-a-os-1a2b3c')).toEqual({
+      subscription: 's-1',
+      resourceGroup: 'MC_rg',
+      name: 'cnr-a-os-1a2b3c',
+    });
     expect(() => parseArmId('vol-0abc')).toThrow(/not an Azure resource id/);
     expect(sameId('/subscriptions/S/resourceGroups/RG/x', '/subscriptions/s/resourcegroups/rg/X')).toBe(true);
     expect(sameId(undefined, 'x')).toBe(false);
@@ -19,8 +23,15 @@ describe('azure resource ids, names and errors', () => {
     expect([lunOf('os'), lunOf('lun-12')]).toEqual([undefined, 12]);
   });
   it('turns SDK errors into one environment line with a hint', () => {
-    expect(describeAzureError('get VM', Object.assign(new Error('denied'), { statusCode: 403, code: 'AuthorizationFailed' }))).toMatchObject({ name: 'EnvironmentError', message: 'Azure get VM: permission denied (AuthorizationFailed): denied', hint: expect.stringContaining('examples/azure-role.json') });
+    expect(describeAzureError('get VM', Object.assign(new Error('denied'), { statusCode: 403, code: 'AuthorizationFailed' }))).toMatchObject({
+      name: 'EnvironmentError',
+      message: 'Azure get VM: permission denied (AuthorizationFailed): denied',
+      hint: expect.stringContaining('examples/azure-role.json'),
+    });
     const noCred = Object.assign(new Error('ChainedTokenCredential authentication failed.'), { name: 'AggregateAuthenticationError' });
-    expect(describeAzureError('list snapshots', noCred)).toMatchObject({ name: 'EnvironmentError', message: expect.stringContaining('no usable Azure credentials') });
+    expect(describeAzureError('list snapshots', noCred)).toMatchObject({
+      name: 'EnvironmentError',
+      message: expect.stringContaining('no usable Azure credentials'),
+    });
   });
 });

@@ -30,7 +30,13 @@ export const sameId = (a: string | undefined, b: string | undefined) => !!a && !
 /** An Azure disk/snapshot name: 1-80 of [A-Za-z0-9_.-], starting alphanumeric, not ending with `.` or `-`; a random suffix. */
 export function azureName(...parts: string[]): string {
   const suffix = randomBytes(3).toString('hex');
-  const head = parts.join('-').replace(/[^A-Za-z0-9_.-]+/g, '-').replace(/-+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 80 - suffix.length - 1).replace(/[.-]+$/, '');
+  const head = parts
+    .join('-')
+    .replace(/[^A-Za-z0-9_.-]+/g, '-')
+    .replace(/-+/g, '-')
+    .replace(/^[^A-Za-z0-9]+/, '')
+    .slice(0, 80 - suffix.length - 1)
+    .replace(/[.-]+$/, '');
   return `${head || 'cnr'}-${suffix}`;
 }
 
@@ -58,7 +64,12 @@ export function describeAzureError(op: string, err: unknown): Error {
   }
   const status = statusOf(err);
   const code = (err as { code?: string })?.code;
-  if (status === 401 || status === 403) return new EnvironmentError(`Azure ${op}: permission denied (${code ?? status}): ${msg}`, { hint: 'see examples/azure-role.json for the role cni-rewind needs', cause: err });
-  if (/ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ETIMEDOUT|ECONNRESET/.test(`${code} ${msg}`)) return new EnvironmentError(`Azure ${op}: cannot reach Azure Resource Manager (${msg})`, { cause: err });
+  if (status === 401 || status === 403)
+    return new EnvironmentError(`Azure ${op}: permission denied (${code ?? status}): ${msg}`, {
+      hint: 'see examples/azure-role.json for the role cni-rewind needs',
+      cause: err,
+    });
+  if (/ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ETIMEDOUT|ECONNRESET/.test(`${code} ${msg}`))
+    return new EnvironmentError(`Azure ${op}: cannot reach Azure Resource Manager (${msg})`, { cause: err });
   return new EnvironmentError(`Azure ${op} failed${status ? ` (${status}${code ? ` ${code}` : ''})` : ''}: ${msg}`, { cause: err });
 }

@@ -87,7 +87,10 @@ export class AzureProvider implements SnapshotProvider {
         const agent = envProxyAgent();
         this.credential ??= Promise.resolve(new DefaultAzureCredential(agent ? { agent } : {}));
         const credential = (await this.credential) as InstanceType<typeof DefaultAzureCredential>;
-        return new ComputeManagementClient(credential, subscription, { ...(this.config.endpoint ? { endpoint: this.config.endpoint } : {}), ...(agent ? { agent } : {}) }) as Compute;
+        return new ComputeManagementClient(credential, subscription, {
+          ...(this.config.endpoint ? { endpoint: this.config.endpoint } : {}),
+          ...(agent ? { agent } : {}),
+        }) as Compute;
       })();
       this.clients.set(subscription, c);
       c.catch(() => this.clients.delete(subscription));
@@ -105,7 +108,9 @@ export class AzureProvider implements SnapshotProvider {
   }
 
   private machine(t: NodeTarget): MachineOps {
-    return machineOps(t, { updateIntervalInMs: this.pollMs }, (op, fn) => this.call(`${op} ${t.machine.split('/').slice(-3).join('/')}`, t.location.subscription!, fn));
+    return machineOps(t, { updateIntervalInMs: this.pollMs }, (op, fn) =>
+      this.call(`${op} ${t.machine.split('/').slice(-3).join('/')}`, t.location.subscription!, fn),
+    );
   }
 
   async resolve(node: NodeInfo, mapping?: NodeMappingEntry): Promise<NodeTarget | undefined> {
@@ -122,7 +127,12 @@ export class AzureProvider implements SnapshotProvider {
     const base = `/subscriptions/${subscription}/resourceGroups/${resourceGroup}/providers/Microsoft.Compute`;
     return vm
       ? { node: node.name, provider: 'azure', machine: `${base}/virtualMachines/${vm}`, location: { subscription, resourceGroup, vm } }
-      : { node: node.name, provider: 'azure', machine: `${base}/virtualMachineScaleSets/${vmss}/virtualMachines/${instanceId}`, location: { subscription, resourceGroup, vmss: vmss!, instanceId: instanceId! } };
+      : {
+          node: node.name,
+          provider: 'azure',
+          machine: `${base}/virtualMachineScaleSets/${vmss}/virtualMachines/${instanceId}`,
+          location: { subscription, resourceGroup, vmss: vmss!, instanceId: instanceId! },
+        };
   }
 
   private async liveDisks(t: NodeTarget): Promise<LiveDisk[]> {
@@ -143,7 +153,13 @@ export class AzureProvider implements SnapshotProvider {
     return Promise.all(
       (await this.liveDisks(target)).map(async (d) => {
         const info = await this.getDisk(sub, d.id);
-        return { disk: d.id, device: d.device, boot: d.device === 'os', tags: { ...(info.tags ?? {}) }, sourceSnapshot: info.creationData?.sourceResourceId ?? undefined };
+        return {
+          disk: d.id,
+          device: d.device,
+          boot: d.device === 'os',
+          tags: { ...(info.tags ?? {}) },
+          sourceSnapshot: info.creationData?.sourceResourceId ?? undefined,
+        };
       }),
     );
   }
@@ -170,7 +186,12 @@ export class AzureProvider implements SnapshotProvider {
         };
         // Incremental: only the changed blocks are stored; the copy finishes in the background (completionPercent).
         const snap = await this.call(`create snapshot ${name}`, sub, (c) =>
-          c.snapshots.createOrUpdate(rg, name, { location: info.location, tags: snapshotTags, incremental: true, creationData: { createOption: 'Copy', sourceResourceId: d.id } }, { updateIntervalInMs: this.pollMs }),
+          c.snapshots.createOrUpdate(
+            rg,
+            name,
+            { location: info.location, tags: snapshotTags, incremental: true, creationData: { createOption: 'Copy', sourceResourceId: d.id } },
+            { updateIntervalInMs: this.pollMs },
+          ),
         );
         return {
           provider: 'azure',
@@ -184,7 +205,15 @@ export class AzureProvider implements SnapshotProvider {
           state: 'pending',
           created,
           location: { subscription: sub, resourceGroup: target.location.resourceGroup!, region: info.location },
-          details: { diskName: diskRef.name, diskResourceGroup: diskRef.resourceGroup, sku: info.sku?.name, zones: info.zones, osType: info.osType, hyperVGeneration: info.hyperVGeneration, lun: d.lun },
+          details: {
+            diskName: diskRef.name,
+            diskResourceGroup: diskRef.resourceGroup,
+            sku: info.sku?.name,
+            zones: info.zones,
+            osType: info.osType,
+            hyperVGeneration: info.hyperVGeneration,
+            lun: d.lun,
+          },
         };
       }),
     );
@@ -242,13 +271,23 @@ export class AzureProvider implements SnapshotProvider {
       const src = (await this.getDisk(sub, now.id)).creationData?.sourceResourceId;
       if (!sameId(src, r.snapshotId)) refused.push(`${r.device} now holds ${now.id}, not ${r.disk} recorded in the bundle`);
     }
-    if (refused.length) throw new RefusedError(`node ${target.node} (${target.machine}): ${refused.join('; ')}`, { hint: 'the disk was replaced since the backup; detach it or restore it through the Azure portal' });
+    if (refused.length)
+      throw new RefusedError(`node ${target.node} (${target.machine}): ${refused.join('; ')}`, {
+        hint: 'the disk was replaced since the backup; detach it or restore it through the Azure portal',
+      });
 
     const tags = { [AZURE_TAGS.tool]: TOOL_TAG_VALUE, [AZURE_TAGS.node]: target.node, [AZURE_TAGS.restoredBy]: opts.runId };
     // New disks first, while the machine still runs.
     const created = await Promise.all(
       chosen.map(async (r) => {
-        const d = (r.details ?? {}) as { diskName?: string; diskResourceGroup?: string; sku?: string; zones?: string[]; osType?: string; hyperVGeneration?: string };
+        const d = (r.details ?? {}) as {
+          diskName?: string;
+          diskResourceGroup?: string;
+          sku?: string;
+          zones?: string[];
+          osType?: string;
+          hyperVGeneration?: string;
+        };
         const rg = d.diskResourceGroup ?? parseArmId(r.disk).resourceGroup;
         const name = azureName((d.diskName ?? 'disk').slice(0, 50), 'r');
         const disk = await this.call(`create disk ${name}`, sub, (c) =>
@@ -293,7 +332,10 @@ export class AzureProvider implements SnapshotProvider {
     const s = new Set(this.subscriptionsSeen);
     const d = this.config.subscriptionId ?? process.env.AZURE_SUBSCRIPTION_ID;
     if (d) s.add(d);
-    if (!s.size) throw new EnvironmentError('Azure: no subscription to search', { hint: 'set providers.azure.subscriptionId in the config file or AZURE_SUBSCRIPTION_ID' });
+    if (!s.size)
+      throw new EnvironmentError('Azure: no subscription to search', {
+        hint: 'set providers.azure.subscriptionId in the config file or AZURE_SUBSCRIPTION_ID',
+      });
     return [...s];
   }
 

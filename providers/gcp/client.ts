@@ -3,8 +3,25 @@
  * no-auth for the test fake), every call retried on throttling/unavailability and its errors mapped to
  * cni-rewind's (util.ts), and the wait for a zone/region/global operation.
  */
-import { DisksClient, GlobalOperationsClient, InstancesClient, RegionDisksClient, RegionOperationsClient, SnapshotsClient, ZoneOperationsClient } from '@google-cloud/compute';
-import { defaultRetryPolicy, EnvironmentError, envProxyAgent, type NodeTarget, type Reporter, type RetryPolicy, sleep, withRetry } from '../../src/provider-kit/index.js';
+import {
+  DisksClient,
+  GlobalOperationsClient,
+  InstancesClient,
+  RegionDisksClient,
+  RegionOperationsClient,
+  SnapshotsClient,
+  ZoneOperationsClient,
+} from '@google-cloud/compute';
+import {
+  defaultRetryPolicy,
+  EnvironmentError,
+  envProxyAgent,
+  type NodeTarget,
+  type Reporter,
+  type RetryPolicy,
+  sleep,
+  withRetry,
+} from '../../src/provider-kit/index.js';
 import { describeGcpError, diskRef, isRetryableGcpError } from './util.js';
 
 export interface GcpProviderConfig {
@@ -91,10 +108,15 @@ export class GcpApi {
   async call<T>(op: string, fn: (c: Clients) => Promise<T>): Promise<T> {
     const c = await this.clients();
     try {
-      return await withRetry(() => fn(c), isRetryableGcpError, this.retry, (err, attempt, delay) => {
-        this.throttled++;
-        this.reporter.debug('CNR_GCP_RETRY', `GCP ${op} throttled or unavailable (${(err as any)?.code}), retry ${attempt + 1} in ${delay} ms`);
-      });
+      return await withRetry(
+        () => fn(c),
+        isRetryableGcpError,
+        this.retry,
+        (err, attempt, delay) => {
+          this.throttled++;
+          this.reporter.debug('CNR_GCP_RETRY', `GCP ${op} throttled or unavailable (${(err as any)?.code}), retry ${attempt + 1} in ${delay} ms`);
+        },
+      );
     } catch (err) {
       throw describeGcpError(op, err);
     }

@@ -29,7 +29,11 @@ describe('GCP naming and labels', () => {
   });
 
   it('tells zonal from regional disks by their path', () => {
-    expect(diskRef('https://compute.googleapis.com/compute/v1/projects/p1/zones/europe-west1-b/disks/d1')).toEqual({ project: 'p1', zone: 'europe-west1-b', disk: 'd1' });
+    expect(diskRef('https://compute.googleapis.com/compute/v1/projects/p1/zones/europe-west1-b/disks/d1')).toEqual({
+      project: 'p1',
+      zone: 'europe-west1-b',
+      disk: 'd1',
+    });
     expect(diskRef('projects/p1/regions/europe-west1/disks/rd')).toEqual({ project: 'p1', region: 'europe-west1', disk: 'rd' });
     expect(diskRef('just-a-name')).toEqual({ disk: 'just-a-name' });
   });
@@ -51,10 +55,20 @@ describe('GCP error classification', () => {
 
   it('maps credentials, permission and connection errors to environment errors (exit 4) with their hint', () => {
     const creds = describeGcpError('instances.get', new Error('Could not load the default credentials. Browse to ...'));
-    expect(creds).toMatchObject({ exitCode: ExitCode.Environment, message: expect.stringMatching(/^GCP instances.get: no usable Application Default Credentials/), hint: expect.stringMatching(/gcloud auth application-default login/) });
+    expect(creds).toMatchObject({
+      exitCode: ExitCode.Environment,
+      message: expect.stringMatching(/^GCP instances.get: no usable Application Default Credentials/),
+      hint: expect.stringMatching(/gcloud auth application-default login/),
+    });
     const denied = describeGcpError('disks.createSnapshot', Object.assign(new Error('Required permission compute.disks.createSnapshot'), { code: 403 }));
-    expect(denied).toMatchObject({ exitCode: ExitCode.Environment, message: 'GCP disks.createSnapshot: permission denied: Required permission compute.disks.createSnapshot', hint: expect.stringMatching(/gcp-roles.md/) });
-    expect(describeGcpError('x', new Error('connect ECONNREFUSED 127.0.0.1:1')).message).toBe('GCP x: cannot reach the Compute API (connect ECONNREFUSED 127.0.0.1:1)');
+    expect(denied).toMatchObject({
+      exitCode: ExitCode.Environment,
+      message: 'GCP disks.createSnapshot: permission denied: Required permission compute.disks.createSnapshot',
+      hint: expect.stringMatching(/gcp-roles.md/),
+    });
+    expect(describeGcpError('x', new Error('connect ECONNREFUSED 127.0.0.1:1')).message).toBe(
+      'GCP x: cannot reach the Compute API (connect ECONNREFUSED 127.0.0.1:1)',
+    );
     expect(describeGcpError('x', Object.assign(new Error('boom\nstack'), { code: 500 })).message).toBe('GCP x failed (500): boom');
   });
 
@@ -66,8 +80,16 @@ describe('GCP error classification', () => {
 
 describe('GCP node resolution and snapshot records', () => {
   it('finds the instance from the providerID, the mapping entry winning, the default project last', () => {
-    expect(resolveGcpTarget(node('n1', 'gce://p1/europe-west1-b/vm-1'), undefined, 'other')).toEqual({ node: 'n1', provider: 'gcp', machine: 'vm-1', location: { project: 'p1', zone: 'europe-west1-b' } });
-    expect(resolveGcpTarget(node('n1', 'gce://p1/europe-west1-b/vm-1'), { instance: 'vm-2', zone: 'us-east1-c' }, undefined)).toMatchObject({ machine: 'vm-2', location: { project: 'p1', zone: 'us-east1-c' } });
+    expect(resolveGcpTarget(node('n1', 'gce://p1/europe-west1-b/vm-1'), undefined, 'other')).toEqual({
+      node: 'n1',
+      provider: 'gcp',
+      machine: 'vm-1',
+      location: { project: 'p1', zone: 'europe-west1-b' },
+    });
+    expect(resolveGcpTarget(node('n1', 'gce://p1/europe-west1-b/vm-1'), { instance: 'vm-2', zone: 'us-east1-c' }, undefined)).toMatchObject({
+      machine: 'vm-2',
+      location: { project: 'p1', zone: 'us-east1-c' },
+    });
     expect(resolveGcpTarget(node('n2'), { instance: 'vm-3', zone: 'z' }, 'dflt')).toMatchObject({ location: { project: 'dflt', zone: 'z' } });
     expect(resolveGcpTarget(node('n3', 'aws:///us-east-1a/i-0abc'), undefined, 'p')).toBeUndefined();
     expect(() => resolveGcpTarget(node('n4'), { instance: 'vm-4' }, 'p')).toThrow(/node n4: GCP project and zone unknown/);
@@ -86,10 +108,27 @@ describe('GCP node resolution and snapshot records', () => {
     const filter = { bundleId: 'Prod-1', clusterId: 'uid-1' };
     const { want, expr } = listQuery(filter);
     expect(expr).toBe('(labels.cni-rewind = "cni-rewind") AND (labels.cni-rewind-bundle-id = "prod-1") AND (labels.cni-rewind-cluster-id = "uid-1")');
-    const listed = { name: 'cnr-worker-1-abc', labels, creationTimestamp: '2026-12-01T10:00:00Z', status: 'READY', sourceDisk: 'projects/p1/zones/z1/disks/vm-1-boot', diskSizeGb: '10' };
+    const listed = {
+      name: 'cnr-worker-1-abc',
+      labels,
+      creationTimestamp: '2026-12-01T10:00:00Z',
+      status: 'READY',
+      sourceDisk: 'projects/p1/zones/z1/disks/vm-1-boot',
+      diskSizeGb: '10',
+    };
     expect(recordFromSnapshot(listed, 'p1', filter, want)).toEqual({
-      provider: 'gcp', node: 'worker-1', machine: 'vm-1', disk: 'vm-1-boot', device: 'persistent-disk-0', boot: true, snapshotId: 'cnr-worker-1-abc',
-      sizeGiB: 10, state: 'completed', created: '2026-12-01T10:00:00.000Z', location: { project: 'p1' }, details: { bundleId: 'prod-1', clusterId: 'uid-1' },
+      provider: 'gcp',
+      node: 'worker-1',
+      machine: 'vm-1',
+      disk: 'vm-1-boot',
+      device: 'persistent-disk-0',
+      boot: true,
+      snapshotId: 'cnr-worker-1-abc',
+      sizeGiB: 10,
+      state: 'completed',
+      created: '2026-12-01T10:00:00.000Z',
+      location: { project: 'p1' },
+      details: { bundleId: 'prod-1', clusterId: 'uid-1' },
     });
     expect(recordFromSnapshot({ ...listed, status: 'CREATING' }, 'p1', filter, want)?.state).toBe('pending');
     expect(recordFromSnapshot({ ...listed, status: 'FAILED' }, 'p1', filter, want)?.state).toBe('failed');

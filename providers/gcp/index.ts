@@ -90,7 +90,14 @@ export class GcpProvider implements SnapshotProvider {
       attached.map(async (d) => {
         const disk = lastPath(d.source);
         const { info } = await this.api.getDisk(project, zone, d.source);
-        return { disk, device: d.deviceName ?? '', boot: !!d.boot, aliases: [String(d.source)], tags: { ...descriptionTags(info.description), ...(info.labels ?? {}) }, sourceSnapshot: info.sourceSnapshot ?? undefined };
+        return {
+          disk,
+          device: d.deviceName ?? '',
+          boot: !!d.boot,
+          aliases: [String(d.source)],
+          tags: { ...descriptionTags(info.description), ...(info.labels ?? {}) },
+          sourceSnapshot: info.sourceSnapshot ?? undefined,
+        };
       }),
     );
   }
@@ -98,7 +105,9 @@ export class GcpProvider implements SnapshotProvider {
   async snapshot(target: NodeTarget, tags: SnapshotTags, opts: SnapshotOptions = {}): Promise<SnapshotRecord[]> {
     const { project, zone } = target.location as { project: string; zone: string };
     const inst = await this.api.getInstance(target);
-    const attached = (inst.disks ?? []).filter((d) => d.source && String(d.type ?? 'PERSISTENT') === 'PERSISTENT' && (!opts.disks || opts.disks.includes(lastPath(d.source))));
+    const attached = (inst.disks ?? []).filter(
+      (d) => d.source && String(d.type ?? 'PERSISTENT') === 'PERSISTENT' && (!opts.disks || opts.disks.includes(lastPath(d.source))),
+    );
     if (!attached.length) throw new EnvironmentError(`GCP instance ${target.machine} (node ${target.node}) has no persistent disks to snapshot`);
     const guestFlush = !!(opts.consistent ?? this.config.guestFlush);
     const created = new Date().toISOString();
@@ -108,7 +117,11 @@ export class GcpProvider implements SnapshotProvider {
         const { ref, info: diskInfo } = await this.api.getDisk(project, zone, d.source);
         const name = resourceName('cnr', target.node, d.deviceName ?? disk);
         const labels = snapshotLabels(target, tags, d.deviceName, d.boot);
-        const snapshotResource = { name, labels, description: opts.description ?? `cni-rewind backup ${tags.bundleId} node ${tags.node} device ${d.deviceName}` };
+        const snapshotResource = {
+          name,
+          labels,
+          description: opts.description ?? `cni-rewind backup ${tags.bundleId} node ${tags.node} device ${d.deviceName}`,
+        };
         // A regional PD is snapshotted through the regional API (its operation is a region operation);
         // regionDisks.createSnapshot has no guestFlush.
         const res = ref.region

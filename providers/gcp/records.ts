@@ -2,7 +2,17 @@
  * The pure parts of the GCP provider: a node to its instance (providerID, mapping entry, default project), the
  * labels a snapshot gets, the `snapshots.list` filter for a SnapshotFilter, and a listed snapshot back to a record.
  */
-import { BadInputError, type NodeInfo, type NodeMappingEntry, type NodeTarget, parseProviderId, type SnapshotFilter, type SnapshotRecord, type SnapshotTags, TOOL_TAG_VALUE } from '../../src/provider-kit/index.js';
+import {
+  BadInputError,
+  type NodeInfo,
+  type NodeMappingEntry,
+  type NodeTarget,
+  parseProviderId,
+  type SnapshotFilter,
+  type SnapshotRecord,
+  type SnapshotTags,
+  TOOL_TAG_VALUE,
+} from '../../src/provider-kit/index.js';
 import { GCP_LABELS, labelValue, lastPath } from './util.js';
 
 /** The project when neither the node nor its mapping entry names one: config, then the gcloud environment. */
@@ -23,7 +33,12 @@ export function resolveGcpTarget(node: NodeInfo, mapping: NodeMappingEntry | und
 }
 
 /** GCE labels of one disk's snapshot: the shared tags plus machine, device and boot, so `list` can rebuild the record. */
-export function snapshotLabels(target: NodeTarget, tags: SnapshotTags, device: string | null | undefined, boot: boolean | null | undefined): Record<string, string> {
+export function snapshotLabels(
+  target: NodeTarget,
+  tags: SnapshotTags,
+  device: string | null | undefined,
+  boot: boolean | null | undefined,
+): Record<string, string> {
   return {
     [GCP_LABELS.tool]: labelValue(TOOL_TAG_VALUE),
     [GCP_LABELS.bundle]: labelValue(tags.bundleId),
@@ -40,7 +55,9 @@ export function listQuery(filter: SnapshotFilter): { want: Record<string, string
   const want: Record<string, string> = { [GCP_LABELS.tool]: labelValue(TOOL_TAG_VALUE) };
   if (filter.bundleId) want[GCP_LABELS.bundle] = labelValue(filter.bundleId);
   if (filter.clusterId) want[GCP_LABELS.cluster] = labelValue(filter.clusterId);
-  const expr = Object.entries(want).map(([k, v]) => `(labels.${k} = "${v}")`).join(' AND ');
+  const expr = Object.entries(want)
+    .map(([k, v]) => `(labels.${k} = "${v}")`)
+    .join(' AND ');
   return { want, expr };
 }
 

@@ -27,7 +27,13 @@ export async function restoreGcpDisks(api: GcpApi, target: NodeTarget, records: 
       const sourceSnapshot = `projects/${project}/global/snapshots/${r.snapshotId}`;
       if (region) {
         // A regional PD comes back regional, replicated in the same zones.
-        const diskResource = { name, sourceSnapshot, ...(d.diskType ? { type: `regions/${region}/diskTypes/${d.diskType}` } : {}), replicaZones: (d.replicaZones ?? []).map((z) => `projects/${project}/zones/${z}`), labels };
+        const diskResource = {
+          name,
+          sourceSnapshot,
+          ...(d.diskType ? { type: `regions/${region}/diskTypes/${d.diskType}` } : {}),
+          replicaZones: (d.replicaZones ?? []).map((z) => `projects/${project}/zones/${z}`),
+          labels,
+        };
         const res = await api.call('regionDisks.insert', (c) => c.regionDisks.insert({ project, region, diskResource }));
         await api.waitOperation(`create disk ${name}`, project, { region }, api.opName(res));
         return { r, name, source: `projects/${project}/regions/${region}/disks/${name}` };

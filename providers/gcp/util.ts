@@ -7,24 +7,39 @@ export const GCP_LABELS = FLAT_TAG_KEYS;
 
 /** A value as a GCE label value: lowercase, [a-z0-9_-], at most 63 characters. */
 export function labelValue(v: string): string {
-  return v.toLowerCase().replace(/[^a-z0-9_-]/g, '_').slice(0, 63);
+  return v
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]/g, '_')
+    .slice(0, 63);
 }
 
 /** A GCE resource name: [a-z]([-a-z0-9]*[a-z0-9])?, at most 63 characters. */
 export function resourceName(...parts: string[]): string {
-  const s = parts.join('-').toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/-+/g, '-');
+  const s = parts
+    .join('-')
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/-+/g, '-');
   const suffix = randomBytes(3).toString('hex');
-  const head = s.replace(/^[^a-z]+/, '').slice(0, 63 - suffix.length - 1).replace(/-+$/, '');
+  const head = s
+    .replace(/^[^a-z]+/, '')
+    .slice(0, 63 - suffix.length - 1)
+    .replace(/-+$/, '');
   return `${head || 'cnr'}-${suffix}`;
 }
 
-export const lastPath = (u: string | null | undefined) => String(u ?? '').split('/').pop() ?? '';
+export const lastPath = (u: string | null | undefined) =>
+  String(u ?? '')
+    .split('/')
+    .pop() ?? '';
 
 /** GCE PD CSI writes the PV it made a disk for into the disk description as JSON; keys as tags. */
 export function descriptionTags(description: string | null | undefined): Record<string, string> {
   try {
     const v = JSON.parse(description ?? '');
-    return v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).filter((e): e is [string, string] => typeof e[1] === 'string')) : {};
+    return v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).filter((e): e is [string, string] => typeof e[1] === 'string'))
+      : {};
   } catch {
     return {};
   }
@@ -48,10 +63,15 @@ export function describeGcpError(op: string, err: unknown): Error {
   const code = Number(e?.code);
   const msg = errorMessage(err).split('\n')[0];
   if (/Could not load the default credentials|Unable to detect a Project Id|invalid_grant|Could not refresh access token/i.test(msg)) {
-    return new EnvironmentError(`GCP ${op}: no usable Application Default Credentials (${msg})`, { hint: 'run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS', cause: err });
+    return new EnvironmentError(`GCP ${op}: no usable Application Default Credentials (${msg})`, {
+      hint: 'run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS',
+      cause: err,
+    });
   }
-  if (code === 401 || code === 403 || code === 7 || code === 16) return new EnvironmentError(`GCP ${op}: permission denied: ${msg}`, { hint: 'see examples/gcp-roles.md for the permissions cni-rewind needs', cause: err });
-  if (/ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ETIMEDOUT/.test(msg)) return new EnvironmentError(`GCP ${op}: cannot reach the Compute API (${msg})`, { cause: err });
+  if (code === 401 || code === 403 || code === 7 || code === 16)
+    return new EnvironmentError(`GCP ${op}: permission denied: ${msg}`, { hint: 'see examples/gcp-roles.md for the permissions cni-rewind needs', cause: err });
+  if (/ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ETIMEDOUT/.test(msg))
+    return new EnvironmentError(`GCP ${op}: cannot reach the Compute API (${msg})`, { cause: err });
   return new EnvironmentError(`GCP ${op} failed${Number.isFinite(code) ? ` (${code})` : ''}: ${msg}`, { cause: err });
 }
 

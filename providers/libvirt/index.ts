@@ -53,16 +53,23 @@ export interface LibvirtConfig {
 /** libvirt learnt to revert external snapshots in 9.7 (NEWS); 9.0 (Debian 12) says "not supported yet". */
 export const EXTERNAL_REVERT_SINCE: [number, number, number] = [9, 7, 0];
 
-const versionAtLeast = (v: [number, number, number], min: [number, number, number]) => v[0] !== min[0] ? v[0] > min[0] : v[1] !== min[1] ? v[1] > min[1] : v[2] >= min[2];
+const versionAtLeast = (v: [number, number, number], min: [number, number, number]) =>
+  v[0] !== min[0] ? v[0] > min[0] : v[1] !== min[1] ? v[1] > min[1] : v[2] >= min[2];
 const fmtVersion = (v: [number, number, number]) => v.join('.');
 
 function parseConfig(raw: Record<string, unknown>): LibvirtConfig {
   const mode = raw.mode ?? process.env.CNI_REWIND_LIBVIRT_MODE;
-  if (mode !== undefined && mode !== 'internal' && mode !== 'external') throw new BadInputError(`libvirt: mode must be 'internal' or 'external', not '${String(mode)}'`);
+  if (mode !== undefined && mode !== 'internal' && mode !== 'external')
+    throw new BadInputError(`libvirt: mode must be 'internal' or 'external', not '${String(mode)}'`);
   for (const k of ['uri', 'externalDir', 'virsh'] as const) {
     if (raw[k] !== undefined && typeof raw[k] !== 'string') throw new BadInputError(`libvirt: '${k}' in the config must be a string`);
   }
-  return { uri: raw.uri as string | undefined, mode: mode as LibvirtMode | undefined, externalDir: raw.externalDir as string | undefined, virsh: raw.virsh as string | undefined };
+  return {
+    uri: raw.uri as string | undefined,
+    mode: mode as LibvirtMode | undefined,
+    externalDir: raw.externalDir as string | undefined,
+    virsh: raw.virsh as string | undefined,
+  };
 }
 
 export class LibvirtProvider implements SnapshotProvider {
@@ -113,7 +120,10 @@ export class LibvirtProvider implements SnapshotProvider {
   private async snapshotNames(uri: string, domain: string, kind?: 'internal' | 'external'): Promise<string[]> {
     const args = ['snapshot-list', domain, '--name'];
     if (kind) args.push(`--${kind}`);
-    return (await this.virsh(uri).run(args)).split('\n').map((l) => l.trim()).filter(Boolean);
+    return (await this.virsh(uri).run(args))
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean);
   }
 
   async snapshot(target: NodeTarget, tags: SnapshotTags, opts: { description?: string; consistent?: boolean } = {}): Promise<SnapshotRecord[]> {
@@ -130,20 +140,33 @@ export class LibvirtProvider implements SnapshotProvider {
     if (mode === 'internal') {
       const notQcow2 = disks.filter((d) => d.format !== 'qcow2');
       if (notQcow2.length) {
-        throw new BadInputError(`libvirt: domain ${domain}: internal snapshots need qcow2 disks, but ${notQcow2.map((d) => `${d.target} is ${d.format ?? 'of unknown format'}`).join(', ')}`, {
-          hint: 'Use external disk-only snapshots (mode: external / --libvirt-mode external) for raw or block disks.',
-        });
+        throw new BadInputError(
+          `libvirt: domain ${domain}: internal snapshots need qcow2 disks, but ${notQcow2.map((d) => `${d.target} is ${d.format ?? 'of unknown format'}`).join(', ')}`,
+          {
+            hint: 'Use external disk-only snapshots (mode: external / --libvirt-mode external) for raw or block disks.',
+          },
+        );
       }
       if ((await this.snapshotNames(uri!, domain, 'external')).length) {
-        throw new RefusedError(`libvirt: domain ${domain} already has external snapshots; mixing internal and external snapshots on one domain breaks deleting them`, { hint: 'Use mode external for this domain, or delete its external snapshots first.' });
+        throw new RefusedError(
+          `libvirt: domain ${domain} already has external snapshots; mixing internal and external snapshots on one domain breaks deleting them`,
+          { hint: 'Use mode external for this domain, or delete its external snapshots first.' },
+        );
       }
     } else {
       if ((await this.snapshotNames(uri!, domain, 'internal')).length) {
-        throw new RefusedError(`libvirt: domain ${domain} already has internal snapshots; libvirt cannot delete an external snapshot whose parent is internal`, { hint: 'Use mode internal for this domain, or delete its internal snapshots first.' });
+        throw new RefusedError(
+          `libvirt: domain ${domain} already has internal snapshots; libvirt cannot delete an external snapshot whose parent is internal`,
+          { hint: 'Use mode internal for this domain, or delete its internal snapshots first.' },
+        );
       }
       const v = await this.daemonVersion(uri!);
       if (v && !versionAtLeast(v, EXTERNAL_REVERT_SINCE)) {
-        this.reporter.warn('CNR_LIBVIRT_LIMIT', `libvirt ${fmtVersion(v)} at ${uri} can take external snapshots of ${domain} but cannot revert them (needs ${fmtVersion(EXTERNAL_REVERT_SINCE)}); a restore will need the manual steps in docs/providers-libvirt.md`, { uri, version: fmtVersion(v), domain });
+        this.reporter.warn(
+          'CNR_LIBVIRT_LIMIT',
+          `libvirt ${fmtVersion(v)} at ${uri} can take external snapshots of ${domain} but cannot revert them (needs ${fmtVersion(EXTERNAL_REVERT_SINCE)}); a restore will need the manual steps in docs/providers-libvirt.md`,
+          { uri, version: fmtVersion(v), domain },
+        );
       }
       args.push('--disk-only');
       if (opts.consistent && state === 'running') args.push('--quiesce');
@@ -174,7 +197,13 @@ export class LibvirtProvider implements SnapshotProvider {
       state: 'completed',
       created,
       location: { uri: uri! },
-      details: { snapshot: name, mode, domainState: state, format: d.format, ...(mode === 'external' ? { overlayDir: this.cfg.externalDir ?? path.dirname(d.source!) } : {}) },
+      details: {
+        snapshot: name,
+        mode,
+        domainState: state,
+        format: d.format,
+        ...(mode === 'external' ? { overlayDir: this.cfg.externalDir ?? path.dirname(d.source!) } : {}),
+      },
     }));
   }
 
@@ -194,9 +223,11 @@ export class LibvirtProvider implements SnapshotProvider {
   async restoreDisks(target: NodeTarget, records: SnapshotRecord[], opts: RestoreDisksOptions): Promise<RestoreDisksResult> {
     const domain = target.machine;
     const mine = records.filter((r) => r.machine === domain && (!opts.devices || opts.devices.includes(r.device)));
-    if (mine.length === 0) throw new BadInputError(`libvirt: no snapshot records for domain ${domain}${opts.devices ? ` and devices ${opts.devices.join(',')}` : ''}`);
+    if (mine.length === 0)
+      throw new BadInputError(`libvirt: no snapshot records for domain ${domain}${opts.devices ? ` and devices ${opts.devices.join(',')}` : ''}`);
     const names = [...new Set(mine.map((r) => hypervisorSnapshot(r)))];
-    if (names.length > 1) throw new BadInputError(`libvirt: records for domain ${domain} name several snapshots (${names.join(', ')}); restore one bundle at a time`);
+    if (names.length > 1)
+      throw new BadInputError(`libvirt: records for domain ${domain} name several snapshots (${names.join(', ')}); restore one bundle at a time`);
     const name = names[0]!;
     const uri = mine[0]!.location?.uri ?? target.location.uri ?? this.defaultUri;
     const mode = (mine[0]!.details?.mode as LibvirtMode | undefined) ?? 'internal';
@@ -209,9 +240,12 @@ export class LibvirtProvider implements SnapshotProvider {
     if (mode === 'external') {
       const v = await this.daemonVersion(uri);
       if (v && !versionAtLeast(v, EXTERNAL_REVERT_SINCE)) {
-        throw new EnvironmentError(`libvirt ${fmtVersion(v)} at ${uri} cannot revert external snapshots (libvirt ${fmtVersion(EXTERNAL_REVERT_SINCE)} or later can); domain ${domain} was not changed`, {
-          hint: 'Upgrade libvirt (Debian 12: bookworm-backports), or revert by hand with the steps in docs/providers-libvirt.md ("external snapshots on libvirt < 9.7").',
-        });
+        throw new EnvironmentError(
+          `libvirt ${fmtVersion(v)} at ${uri} cannot revert external snapshots (libvirt ${fmtVersion(EXTERNAL_REVERT_SINCE)} or later can); domain ${domain} was not changed`,
+          {
+            hint: 'Upgrade libvirt (Debian 12: bookworm-backports), or revert by hand with the steps in docs/providers-libvirt.md ("external snapshots on libvirt < 9.7").',
+          },
+        );
       }
     }
     const allDisks = (await this.disks(uri, domain)).map((d) => d.target);
@@ -238,7 +272,10 @@ export class LibvirtProvider implements SnapshotProvider {
     const out: SnapshotRecord[] = [];
     for (const uri of uris) {
       const virsh = this.virsh(uri);
-      const domains = (await virsh.run(['list', '--all', '--name'])).split('\n').map((l) => l.trim()).filter(Boolean);
+      const domains = (await virsh.run(['list', '--all', '--name']))
+        .split('\n')
+        .map((l) => l.trim())
+        .filter(Boolean);
       for (const domain of domains) {
         for (const name of await this.snapshotNames(uri, domain)) {
           const xml = await virsh.run(['snapshot-dumpxml', domain, name]);
@@ -246,7 +283,9 @@ export class LibvirtProvider implements SnapshotProvider {
           const tags = parseTags(info.description);
           if (!tags || !matchesFilter(tags, info.creationTime, filter)) continue;
           // The snapshot XML lists its disks as <disk name='vda' snapshot='internal|external'>.
-          const devices = [...xml.split(/<domain[\s>]/)[0]!.matchAll(/<disk\b[^>]*\bname=['"]([^'"]+)['"][^>]*\bsnapshot=['"](internal|external)['"]/g)].map((m) => m[1]!);
+          const devices = [...xml.split(/<domain[\s>]/)[0]!.matchAll(/<disk\b[^>]*\bname=['"]([^'"]+)['"][^>]*\bsnapshot=['"](internal|external)['"]/g)].map(
+            (m) => m[1]!,
+          );
           for (const device of devices.length ? devices : ['all']) {
             out.push({
               provider: this.name,
@@ -280,7 +319,13 @@ export class LibvirtProvider implements SnapshotProvider {
         this.reporter.debug('CNR_LIBVIRT_DELETE', `libvirt: deleted snapshot ${name} of ${r.machine}`);
       } catch (err) {
         // Already gone (snapshot or whole domain): not an error for delete.
-        if (err instanceof VirshError && /snapshot not found|no domain snapshot with matching name|domain not found|no domain with matching name|failed to get domain|failed to get snapshot/i.test(err.virshMessage)) continue;
+        if (
+          err instanceof VirshError &&
+          /snapshot not found|no domain snapshot with matching name|domain not found|no domain with matching name|failed to get domain|failed to get snapshot/i.test(
+            err.virshMessage,
+          )
+        )
+          continue;
         throw err;
       }
     }

@@ -4,7 +4,11 @@ import { parseDaemonVersion, parseDomainDisks, parseSnapshotXml } from './virsh.
 
 describe('virsh output parsing', () => {
   it('reads the daemon version, not the library version, when both are printed', () => {
-    expect(parseDaemonVersion('Compiled against library: libvirt 11.3.0\nUsing library: libvirt 11.3.0\nRunning hypervisor: QEMU 7.2.22\nRunning against daemon: 9.0.0\n')).toEqual([9, 0, 0]);
+    expect(
+      parseDaemonVersion(
+        'Compiled against library: libvirt 11.3.0\nUsing library: libvirt 11.3.0\nRunning hypervisor: QEMU 7.2.22\nRunning against daemon: 9.0.0\n',
+      ),
+    ).toEqual([9, 0, 0]);
     expect(parseDaemonVersion('nothing here')).toBeUndefined();
   });
 
@@ -24,7 +28,13 @@ describe('virsh output parsing', () => {
     const xml = `<domainsnapshot><name>cnr-b1</name><description>cni-rewind bundle=b1 cluster=u node=n1</description><state>shutoff</state>
       <creationTime>1764676800</creationTime><disks><disk name='vda' snapshot='external'><source file='/o.qcow2'/></disk></disks>
       <domain type='qemu'><name>dom</name><description>domain text</description></domain></domainsnapshot>`;
-    expect(parseSnapshotXml(xml)).toEqual({ name: 'cnr-b1', description: 'cni-rewind bundle=b1 cluster=u node=n1', state: 'shutoff', creationTime: new Date(1764676800 * 1000), kind: 'external' });
+    expect(parseSnapshotXml(xml)).toEqual({
+      name: 'cnr-b1',
+      description: 'cni-rewind bundle=b1 cluster=u node=n1',
+      state: 'shutoff',
+      creationTime: new Date(1764676800 * 1000),
+      kind: 'external',
+    });
   });
 });
 
@@ -33,7 +43,7 @@ describe('description tags and snapshot ids', () => {
     const d = describeTags({ bundleId: 'prod-20261202T120000Z', clusterId: 'abc-123', node: 'worker-1' }, 'before upgrade');
     expect(d).toBe('cni-rewind bundle=prod-20261202T120000Z cluster=abc-123 node=worker-1 before upgrade');
     expect(parseTags(d)).toEqual({ bundleId: 'prod-20261202T120000Z', clusterId: 'abc-123', node: 'worker-1' });
-    expect(parseTags('someone else\'s snapshot')).toBeUndefined();
+    expect(parseTags("someone else's snapshot")).toBeUndefined();
   });
 
   it('filters by bundle, cluster and age', () => {

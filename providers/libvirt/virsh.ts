@@ -35,10 +35,17 @@ export class Virsh {
       execFile(bin, ['-q', '-c', this.uri, ...args], { timeout: this.opts.timeoutMs ?? 600_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
         if (!err) return resolve(stdout);
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-          return reject(new EnvironmentError(`libvirt: '${bin}' was not found on PATH`, { hint: 'Install libvirt-clients (Debian/Ubuntu) or libvirt-client (Fedora/RHEL).' }));
+          return reject(
+            new EnvironmentError(`libvirt: '${bin}' was not found on PATH`, {
+              hint: 'Install libvirt-clients (Debian/Ubuntu) or libvirt-client (Fedora/RHEL).',
+            }),
+          );
         }
         // virsh prints "error: <summary>\nerror: <detail>"; the detail names the actual cause.
-        const lines = String(stderr).split('\n').map((l) => l.replace(/^error:\s*/, '').trim()).filter(Boolean);
+        const lines = String(stderr)
+          .split('\n')
+          .map((l) => l.replace(/^error:\s*/, '').trim())
+          .filter(Boolean);
         const detail = lines.join(': ') || err.message;
         reject(new VirshError(`libvirt (${this.uri}): virsh ${args[0]} failed: ${detail}`, detail));
       });
@@ -58,7 +65,13 @@ export function parseDaemonVersion(out: string): [number, number, number] | unde
   return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : undefined;
 }
 
-const xmlText = (s: string): string => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, '&');
+const xmlText = (s: string): string =>
+  s
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&apos;/g, "'")
+    .replace(/&amp;/g, '&');
 
 export interface DomainDisk {
   /** Target device, e.g. `vda`. */
@@ -97,7 +110,6 @@ export interface SnapshotInfo {
   kind: 'internal' | 'external' | 'unknown';
 }
 
-
 export function parseSnapshotXml(xml: string): SnapshotInfo {
   // Only the snapshot's own top-level elements: cut off the embedded <domain> which has its own <name>/<description>.
   const head = xml.split(/<domain[\s>]/)[0] ?? xml;
@@ -106,5 +118,11 @@ export function parseSnapshotXml(xml: string): SnapshotInfo {
   const t = /<creationTime>(\d+)<\/creationTime>/.exec(head)?.[1];
   const state = /<state>([^<]*)<\/state>/.exec(head)?.[1];
   const snapAttr = /<disk\b[^>]*\bsnapshot=['"](internal|external)['"]/.exec(head)?.[1] as 'internal' | 'external' | undefined;
-  return { name: xmlText(name), description: xmlText(description), creationTime: t ? new Date(Number(t) * 1000) : undefined, state, kind: snapAttr ?? 'unknown' };
+  return {
+    name: xmlText(name),
+    description: xmlText(description),
+    creationTime: t ? new Date(Number(t) * 1000) : undefined,
+    state,
+    kind: snapAttr ?? 'unknown',
+  };
 }

@@ -61,7 +61,9 @@ export class ProxmoxApi {
     private readonly retry: RetryPolicy = { ...defaultRetryPolicy, maxElapsedMs: 60_000 },
   ) {
     if (!TOKEN_RE.test(conn.token)) {
-      throw new BadInputError('proxmox: the API token is not of the form USER@REALM!TOKENID=SECRET', { hint: 'Set PROXMOX_VE_API_TOKEN (e.g. cni-rewind@pve!backup=<uuid>) or providers.proxmox.tokenFile.' });
+      throw new BadInputError('proxmox: the API token is not of the form USER@REALM!TOKENID=SECRET', {
+        hint: 'Set PROXMOX_VE_API_TOKEN (e.g. cni-rewind@pve!backup=<uuid>) or providers.proxmox.tokenFile.',
+      });
     }
     registerSecret(conn.token);
     registerSecret(conn.token.slice(conn.token.indexOf('=') + 1));
@@ -79,7 +81,11 @@ export class ProxmoxApi {
    * server, and GETs whose connection was cut or that got 502/503/504 (a POST could have created a snapshot).
    */
   private call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, params?: Record<string, string | number | boolean | undefined>): Promise<T> {
-    return withRetry(() => this.callOnce<T>(method, path, params), (err) => ({ retry: isTransient(err, method === 'GET') }), this.retry);
+    return withRetry(
+      () => this.callOnce<T>(method, path, params),
+      (err) => ({ retry: isTransient(err, method === 'GET') }),
+      this.retry,
+    );
   }
 
   private async callOnce<T>(method: 'GET' | 'POST' | 'DELETE', path: string, params?: Record<string, string | number | boolean | undefined>): Promise<T> {
@@ -97,10 +103,24 @@ export class ProxmoxApi {
     } catch {
       /* not JSON: the reason phrase below says what happened */
     }
-    if (res.status === 401) throw new ProxmoxApiError(`Proxmox VE at ${this.host} rejected the API token (HTTP 401 ${res.statusMessage})`, 401, 'Check that PROXMOX_VE_API_TOKEN names an existing, unexpired token (format USER@REALM!TOKENID=SECRET).');
-    if (res.status === 403) throw new ProxmoxApiError(`Proxmox VE at ${this.host}: permission denied for ${method} ${path} (${res.statusMessage})`, 403, 'The token needs VM.Audit, VM.Snapshot (and VM.Snapshot.Rollback, VM.PowerMgmt) on the VMs; privilege-separated tokens need their own ACLs.');
+    if (res.status === 401)
+      throw new ProxmoxApiError(
+        `Proxmox VE at ${this.host} rejected the API token (HTTP 401 ${res.statusMessage})`,
+        401,
+        'Check that PROXMOX_VE_API_TOKEN names an existing, unexpired token (format USER@REALM!TOKENID=SECRET).',
+      );
+    if (res.status === 403)
+      throw new ProxmoxApiError(
+        `Proxmox VE at ${this.host}: permission denied for ${method} ${path} (${res.statusMessage})`,
+        403,
+        'The token needs VM.Audit, VM.Snapshot (and VM.Snapshot.Rollback, VM.PowerMgmt) on the VMs; privilege-separated tokens need their own ACLs.',
+      );
     if (res.status >= 400) {
-      const fields = body.errors ? ` (${Object.entries(body.errors).map(([k, v]) => `${k}: ${v}`).join('; ')})` : '';
+      const fields = body.errors
+        ? ` (${Object.entries(body.errors)
+            .map(([k, v]) => `${k}: ${v}`)
+            .join('; ')})`
+        : '';
       throw new ProxmoxApiError(`Proxmox VE ${method} ${path} failed: HTTP ${res.status} ${body.message ?? res.statusMessage}${fields}`.trim(), res.status);
     }
     return body.data as T;
@@ -133,10 +153,15 @@ export class ProxmoxApi {
         } catch {
           /* the status already says why */
         }
-        throw new ProxmoxTaskError(`Proxmox VE task ${info.type} (${what}) failed: ${st.exitstatus ?? 'no exit status'}${last && !String(st.exitstatus).includes(last) ? ` (log: ${last})` : ''}`, upid, st.exitstatus ?? '');
+        throw new ProxmoxTaskError(
+          `Proxmox VE task ${info.type} (${what}) failed: ${st.exitstatus ?? 'no exit status'}${last && !String(st.exitstatus).includes(last) ? ` (log: ${last})` : ''}`,
+          upid,
+          st.exitstatus ?? '',
+        );
       }
       opts.onProgress?.(st?.status ?? 'unknown');
-      if (Date.now() > deadline) throw new EnvironmentError(`Proxmox VE task ${info.type} (${what}) still ${st?.status} after ${Math.round(opts.timeoutMs / 1000)} s: ${upid}`);
+      if (Date.now() > deadline)
+        throw new EnvironmentError(`Proxmox VE task ${info.type} (${what}) still ${st?.status} after ${Math.round(opts.timeoutMs / 1000)} s: ${upid}`);
       await new Promise((r) => setTimeout(r, this.pollIntervalMs));
     }
   }

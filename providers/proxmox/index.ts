@@ -55,7 +55,8 @@ export interface ProxmoxConfig {
 
 export function parseConfig(raw: Record<string, unknown>, env: NodeJS.ProcessEnv = process.env): ProxmoxConfig {
   const rawUrl = str(raw.url) ?? str(env.PROXMOX_VE_ENDPOINT);
-  if (!rawUrl) throw new BadInputError('proxmox: no Proxmox VE URL', { hint: 'Set PROXMOX_VE_ENDPOINT (https://HOST:8006) or providers.proxmox.url in the config file.' });
+  if (!rawUrl)
+    throw new BadInputError('proxmox: no Proxmox VE URL', { hint: 'Set PROXMOX_VE_ENDPOINT (https://HOST:8006) or providers.proxmox.url in the config file.' });
   let url: URL;
   try {
     url = new URL(/^[a-z]+:\/\//i.test(rawUrl) ? rawUrl : `https://${rawUrl}`);
@@ -72,10 +73,18 @@ export function parseConfig(raw: Record<string, unknown>, env: NodeJS.ProcessEnv
       throw new BadInputError(`proxmox: cannot read the token file ${tokenFile}: ${(err as Error).message}`);
     }
   }
-  if (!token) throw new BadInputError('proxmox: no API token', { hint: 'Set PROXMOX_VE_API_TOKEN (format USER@REALM!TOKENID=SECRET), or providers.proxmox.tokenFile.' });
+  if (!token)
+    throw new BadInputError('proxmox: no API token', { hint: 'Set PROXMOX_VE_API_TOKEN (format USER@REALM!TOKENID=SECRET), or providers.proxmox.tokenFile.' });
   const poll = raw.pollIntervalMs === undefined ? 1_000 : Number(raw.pollIntervalMs);
   if (!Number.isFinite(poll) || poll < 0) throw new BadInputError('proxmox: pollIntervalMs must be a number of milliseconds');
-  return { url, token, caFile: str(raw.caFile) ?? str(env.PROXMOX_VE_CA_FILE), insecure: truthy(raw.insecure ?? env.PROXMOX_VE_INSECURE), vmstate: truthy(raw.vmstate), pollIntervalMs: poll };
+  return {
+    url,
+    token,
+    caFile: str(raw.caFile) ?? str(env.PROXMOX_VE_CA_FILE),
+    insecure: truthy(raw.insecure ?? env.PROXMOX_VE_INSECURE),
+    vmstate: truthy(raw.vmstate),
+    pollIntervalMs: poll,
+  };
 }
 
 interface ClusterVm {
@@ -150,10 +159,15 @@ export class ProxmoxProvider implements SnapshotProvider {
       .map(([k, v]) => ({ device: k, volume: String(v).split(',')[0]!, size: /size=(\d+(?:\.\d+)?)([KMGT])/.exec(String(v)) }));
     if (disks.length === 0) throw new EnvironmentError(`proxmox: VM ${target.machine} on ${target.location.node} has no disks to snapshot`);
     const name = snapshotName(tags.bundleId);
-    const upid = await this.api.post<string>(`${base}/snapshot`, { snapname: name, description: describeTags(tags, opts.description), vmstate: this.cfg.vmstate ? 1 : 0 });
+    const upid = await this.api.post<string>(`${base}/snapshot`, {
+      snapname: name,
+      description: describeTags(tags, opts.description),
+      vmstate: this.cfg.vmstate ? 1 : 0,
+    });
     this.reporter.debug('CNR_PROXMOX_SNAPSHOT', `proxmox: snapshot ${name} of VM ${target.machine} started (${upid})`);
     const created = new Date().toISOString();
-    const gib = (m: RegExpExecArray | null) => (m ? Math.ceil(Number(m[1]) * ({ K: 1 / 1024 ** 2, M: 1 / 1024, G: 1, T: 1024 }[m[2] as 'K' | 'M' | 'G' | 'T'])) : undefined);
+    const gib = (m: RegExpExecArray | null) =>
+      m ? Math.ceil(Number(m[1]) * { K: 1 / 1024 ** 2, M: 1 / 1024, G: 1, T: 1024 }[m[2] as 'K' | 'M' | 'G' | 'T']) : undefined;
     return disks.map((d, i) => ({
       provider: this.name,
       node: target.node,

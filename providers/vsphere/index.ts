@@ -59,7 +59,10 @@ const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
 
 export function parseConfig(raw: Record<string, unknown>, env: NodeJS.ProcessEnv = process.env): VsphereConfig {
   const rawUrl = str(raw.url) ?? str(env.GOVC_URL);
-  if (!rawUrl) throw new BadInputError('vsphere: no vCenter/ESXi URL', { hint: 'Set GOVC_URL (and GOVC_USERNAME, GOVC_PASSWORD) or providers.vsphere.url in the config file.' });
+  if (!rawUrl)
+    throw new BadInputError('vsphere: no vCenter/ESXi URL', {
+      hint: 'Set GOVC_URL (and GOVC_USERNAME, GOVC_PASSWORD) or providers.vsphere.url in the config file.',
+    });
   let url: URL;
   try {
     url = new URL(/^[a-z]+:\/\//i.test(rawUrl) ? rawUrl : `https://${rawUrl}`);
@@ -74,7 +77,10 @@ export function parseConfig(raw: Record<string, unknown>, env: NodeJS.ProcessEnv
   // Credentials never travel in the URL we keep (it appears in messages).
   url.username = '';
   url.password = '';
-  if (!username || !password) throw new BadInputError('vsphere: no credentials', { hint: 'Set GOVC_USERNAME and GOVC_PASSWORD (or user:password in GOVC_URL, or providers.vsphere.username/password).' });
+  if (!username || !password)
+    throw new BadInputError('vsphere: no credentials', {
+      hint: 'Set GOVC_USERNAME and GOVC_PASSWORD (or user:password in GOVC_URL, or providers.vsphere.username/password).',
+    });
   return {
     url,
     username,
@@ -97,7 +103,13 @@ interface SnapshotTreeEntry {
 function walkTree(nodes: XmlNode[], out: SnapshotTreeEntry[] = []): SnapshotTreeEntry[] {
   for (const n of nodes) {
     const ref = moref(child(n, 'snapshot'));
-    if (ref) out.push({ ref, name: textOf(n, 'name') ?? '', description: textOf(n, 'description') ?? '', created: textOf(n, 'createTime') ? new Date(textOf(n, 'createTime')!) : undefined });
+    if (ref)
+      out.push({
+        ref,
+        name: textOf(n, 'name') ?? '',
+        description: textOf(n, 'description') ?? '',
+        created: textOf(n, 'createTime') ? new Date(textOf(n, 'createTime')!) : undefined,
+      });
     walkTree(childrenNamed(n, 'childSnapshotList'), out);
   }
   return out;
@@ -115,7 +127,12 @@ function disksOf(devices: XmlNode | undefined): VmDisk[] {
     .filter((d) => d.attrs.type === 'VirtualDisk')
     .map((d) => {
       const kb = Number(textOf(d, 'capacityInKB') ?? 0);
-      return { label: textOf(child(d, 'deviceInfo'), 'label') ?? `disk-${textOf(d, 'key')}`, file: textOf(child(d, 'backing'), 'fileName') ?? '', key: textOf(d, 'key') ?? '', capacityGiB: kb ? Math.ceil(kb / 1024 / 1024) : undefined };
+      return {
+        label: textOf(child(d, 'deviceInfo'), 'label') ?? `disk-${textOf(d, 'key')}`,
+        file: textOf(child(d, 'backing'), 'fileName') ?? '',
+        key: textOf(d, 'key') ?? '',
+        capacityGiB: kb ? Math.ceil(kb / 1024 / 1024) : undefined,
+      };
     });
 }
 
@@ -159,7 +176,10 @@ export class VsphereProvider implements SnapshotProvider {
       return vm ? { node: node.name, provider: this.name, machine: id.uuid, location: { vm: vm.value, host: this.cfg.url.host } } : undefined;
     }
     const path = str(mapping?.vm) ?? (this.cfg.datacenter ? `${this.cfg.datacenter}/vm/${node.name}` : undefined);
-    if (!path) throw new BadInputError(`vsphere: node ${node.name} has no VM path`, { hint: "Give `vm: '<datacenter>/vm/<name>'` in the node mapping file, or set GOVC_DATACENTER / providers.vsphere.datacenter." });
+    if (!path)
+      throw new BadInputError(`vsphere: node ${node.name} has no VM path`, {
+        hint: "Give `vm: '<datacenter>/vm/<name>'` in the node mapping file, or set GOVC_DATACENTER / providers.vsphere.datacenter.",
+      });
     const vm = await this.vim.findByInventoryPath(path);
     if (!vm) return undefined;
     if (vm.type !== 'VirtualMachine') throw new BadInputError(`vsphere: ${path} is a ${vm.type}, not a VirtualMachine`);
@@ -217,7 +237,10 @@ export class VsphereProvider implements SnapshotProvider {
         continue;
       }
       if (!results.has(task)) {
-        const result = await this.vim.waitTask({ type: 'Task', value: task }, `snapshot of ${r.machine}`, { timeoutMs: opts.timeoutMs, onProgress: (p) => opts.onProgress?.(r, p) });
+        const result = await this.vim.waitTask({ type: 'Task', value: task }, `snapshot of ${r.machine}`, {
+          timeoutMs: opts.timeoutMs,
+          onProgress: (p) => opts.onProgress?.(r, p),
+        });
         const snap = moref(result);
         if (!snap) throw new EnvironmentError(`vsphere: the snapshot task ${task} of ${r.machine} succeeded without naming the snapshot`);
         results.set(task, snap.value);
@@ -242,7 +265,10 @@ export class VsphereProvider implements SnapshotProvider {
     this.reporter.info('CNR_VSPHERE_REVERT', `vsphere: reverting ${target.machine} to snapshot ${snap.value}`);
     let task: MoRef;
     try {
-      task = await this.vim.startTask('RevertToSnapshot_Task', [['_this', snap], ['suppressPowerOn', false]]);
+      task = await this.vim.startTask('RevertToSnapshot_Task', [
+        ['_this', snap],
+        ['suppressPowerOn', false],
+      ]);
     } catch (err) {
       if (err instanceof SoapFault && /ManagedObjectNotFound/i.test(`${err.faultType} ${err.faultString}`)) {
         throw new EnvironmentError(`vsphere: snapshot ${snap.value} of ${target.machine} no longer exists`, { cause: err });
@@ -319,7 +345,11 @@ export class VsphereProvider implements SnapshotProvider {
     for (const id of refs) {
       let task: MoRef;
       try {
-        task = await this.vim.startTask('RemoveSnapshot_Task', [['_this', { type: 'VirtualMachineSnapshot', value: id }], ['removeChildren', false], ['consolidate', true]]);
+        task = await this.vim.startTask('RemoveSnapshot_Task', [
+          ['_this', { type: 'VirtualMachineSnapshot', value: id }],
+          ['removeChildren', false],
+          ['consolidate', true],
+        ]);
       } catch (err) {
         if (err instanceof SoapFault && /ManagedObjectNotFound/i.test(`${err.faultType} ${err.faultString}`)) continue;
         throw err;

@@ -75,7 +75,12 @@ export class VimClient {
    * session (NotAuthenticated) is logged in again once and the call repeated.
    */
   async call(method: string, args: [string, SoapValue | undefined][]): Promise<XmlNode> {
-    const once = () => withRetry(() => this.callOnce(method, args), (err) => ({ retry: isTransient(err, READ_ONLY.test(method)) }), this.retry);
+    const once = () =>
+      withRetry(
+        () => this.callOnce(method, args),
+        (err) => ({ retry: isTransient(err, READ_ONLY.test(method)) }),
+        this.retry,
+      );
     const cookieUsed = this.cookie;
     try {
       return await once();
@@ -97,7 +102,10 @@ export class VimClient {
   }
 
   private async callOnce(method: string, args: [string, SoapValue | undefined][]): Promise<XmlNode> {
-    const body = args.filter(([, v]) => v !== undefined).map(([k, v]) => encodeArg(k, v!)).join('');
+    const body = args
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => encodeArg(k, v!))
+      .join('');
     const envelope =
       '<?xml version="1.0" encoding="UTF-8"?><soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" ' +
       'xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">' +
@@ -143,7 +151,11 @@ export class VimClient {
 
   async login(userName: string, password: string): Promise<void> {
     const sc = await this.serviceContent();
-    await this.call('Login', [['_this', sc.sessionManager], ['userName', userName], ['password', password]]);
+    await this.call('Login', [
+      ['_this', sc.sessionManager],
+      ['userName', userName],
+      ['password', password],
+    ]);
     this.credentials = { userName, password };
   }
 
@@ -156,13 +168,31 @@ export class VimClient {
 
   async findByInventoryPath(path: string): Promise<MoRef | undefined> {
     const sc = await this.serviceContent();
-    return moref(child(await this.call('FindByInventoryPath', [['_this', sc.searchIndex], ['inventoryPath', path]]), 'returnval'));
+    return moref(
+      child(
+        await this.call('FindByInventoryPath', [
+          ['_this', sc.searchIndex],
+          ['inventoryPath', path],
+        ]),
+        'returnval',
+      ),
+    );
   }
 
   /** A VM by its BIOS UUID (config.uuid, what `vsphere://` providerIDs carry), in any datacenter and folder. */
   async findVmByUuid(uuid: string): Promise<MoRef | undefined> {
     const sc = await this.serviceContent();
-    return moref(child(await this.call('FindByUuid', [['_this', sc.searchIndex], ['uuid', uuid], ['vmSearch', true], ['instanceUuid', false]]), 'returnval'));
+    return moref(
+      child(
+        await this.call('FindByUuid', [
+          ['_this', sc.searchIndex],
+          ['uuid', uuid],
+          ['vmSearch', true],
+          ['instanceUuid', false],
+        ]),
+        'returnval',
+      ),
+    );
   }
 
   /** Properties of objects: [{obj, props: {name -> value node}}]. With `viaView`, objects = a container view's `view`. */
@@ -177,7 +207,14 @@ export class VimClient {
       .join('');
     const spec = `<propSet><type>${type}</type>${paths.map((p) => `<pathSet>${p}</pathSet>`).join('')}</propSet>${objectSet}`;
     const out: { obj: MoRef; props: Map<string, XmlNode> }[] = [];
-    let resp = child(await this.call('RetrievePropertiesEx', [['_this', sc.propertyCollector], ['specSet', { raw: spec }], ['options', { raw: '' }]]), 'returnval');
+    let resp = child(
+      await this.call('RetrievePropertiesEx', [
+        ['_this', sc.propertyCollector],
+        ['specSet', { raw: spec }],
+        ['options', { raw: '' }],
+      ]),
+      'returnval',
+    );
     for (;;) {
       for (const o of childrenNamed(resp, 'objects')) {
         const props = new Map<string, XmlNode>();
@@ -186,14 +223,30 @@ export class VimClient {
       }
       const token = textOf(resp, 'token');
       if (!token) break;
-      resp = child(await this.call('ContinueRetrievePropertiesEx', [['_this', sc.propertyCollector], ['token', token]]), 'returnval');
+      resp = child(
+        await this.call('ContinueRetrievePropertiesEx', [
+          ['_this', sc.propertyCollector],
+          ['token', token],
+        ]),
+        'returnval',
+      );
     }
     return out;
   }
 
   async allVirtualMachines(paths: string[]): Promise<{ obj: MoRef; props: Map<string, XmlNode> }[]> {
     const sc = await this.serviceContent();
-    const view = moref(child(await this.call('CreateContainerView', [['_this', sc.viewManager], ['container', sc.rootFolder], ['type', 'VirtualMachine'], ['recursive', true]]), 'returnval'))!;
+    const view = moref(
+      child(
+        await this.call('CreateContainerView', [
+          ['_this', sc.viewManager],
+          ['container', sc.rootFolder],
+          ['type', 'VirtualMachine'],
+          ['recursive', true],
+        ]),
+        'returnval',
+      ),
+    )!;
     try {
       return await this.retrieve('VirtualMachine', paths, [view], true);
     } finally {
@@ -219,11 +272,14 @@ export class VimClient {
       if (state === 'success') return child(info, 'result');
       if (state === 'error') {
         const err = child(info, 'error');
-        throw new EnvironmentError(`vSphere task ${task.value} (${what}) failed: ${textOf(err, 'localizedMessage') ?? child(err, 'fault')?.attrs.type ?? 'unknown error'}`);
+        throw new EnvironmentError(
+          `vSphere task ${task.value} (${what}) failed: ${textOf(err, 'localizedMessage') ?? child(err, 'fault')?.attrs.type ?? 'unknown error'}`,
+        );
       }
       const progress = textOf(info, 'progress');
       opts.onProgress?.(`${state ?? 'unknown'}${progress ? ` ${progress}%` : ''}`);
-      if (Date.now() > deadline) throw new EnvironmentError(`vSphere task ${task.value} (${what}) did not finish within ${Math.round(opts.timeoutMs / 1000)} s (state ${state})`);
+      if (Date.now() > deadline)
+        throw new EnvironmentError(`vSphere task ${task.value} (${what}) did not finish within ${Math.round(opts.timeoutMs / 1000)} s (state ${state})`);
       await new Promise((r) => setTimeout(r, interval));
       interval = Math.min(interval * 2, 5_000);
     }

@@ -63,12 +63,22 @@ export async function checkPlanForApply(plan: Plan, given: ApplyGiven = {}): Pro
   }
   try {
     const v = await verifyBundle(bundle);
-    if (!v.ok) throw new RefusedError(`the plan's bundle ${plan.bundle.path} fails verify: ${v.problems.slice(0, 3).map((p) => `${p.file}: ${p.problem}`).join('; ')}`, { hint: 'nothing was changed; take a new backup and make a new plan' });
+    if (!v.ok)
+      throw new RefusedError(
+        `the plan's bundle ${plan.bundle.path} fails verify: ${v.problems
+          .slice(0, 3)
+          .map((p) => `${p.file}: ${p.problem}`)
+          .join('; ')}`,
+        { hint: 'nothing was changed; take a new backup and make a new plan' },
+      );
     if (bundle.manifest.id !== plan.bundle.id || manifestSha256(bundle) !== plan.bundle.manifestSha256) {
       throw new RefusedError(`${plan.bundle.path} is not the bundle the plan was made with (id or manifest checksum differs)`);
     }
     // The same view of the release as the plan had: a manifest install's CRDs are calico.yaml's.
-    const target = await loadRelease(plan.target.version, { manifests: plan.target.manifests, need: plan.current.installType === 'manifest' ? 'manifest' : 'operator' });
+    const target = await loadRelease(plan.target.version, {
+      manifests: plan.target.manifests,
+      need: plan.current.installType === 'manifest' ? 'manifest' : 'operator',
+    });
     const steps = checkPlanIntegrity(plan, target, given);
     return { bundle, target, steps };
   } catch (err) {
@@ -110,7 +120,8 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
       return { ...base, ok: false, cancelled: true, steps: plan.steps.map((s) => ({ id: s.id, title: s.title, status: 'not-run' })) };
     }
     const lock = await ApplyLock.acquire(client, { planId: plan.id, resume: opts.resume, breakLock: opts.breakLock });
-    if (lock.tookOver) reporter.warn('CNR_APPLY_LOCK_TAKEN', `took over the apply lock from ${lock.tookOver.identity}${lock.tookOver.stale ? ' (stale)' : ' (--break-lock)'}`);
+    if (lock.tookOver)
+      reporter.warn('CNR_APPLY_LOCK_TAKEN', `took over the apply lock from ${lock.tookOver.identity}${lock.tookOver.stale ? ' (stale)' : ' (--break-lock)'}`);
     try {
       journal.begin(plan.id, !!opts.resume);
       opts.onStarted?.(journal, lock);
@@ -118,11 +129,19 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
       const r = await runSteps(steps, journal, { reporter, beforeStep: () => lock.check() });
       const result: ApplyResult = { ...base, ok: r.ok, steps: r.steps, tookOverLock: lock.tookOver };
       if (plan.rolling) {
-        result.nodes = plan.rolling.nodes.map((n) => ({ ...n, phase: (journal.current.remembered[`reboot-nodes/${n.node}`] as { phase?: 'done' } | undefined)?.phase ?? 'pending' }));
+        result.nodes = plan.rolling.nodes.map((n) => ({
+          ...n,
+          phase: (journal.current.remembered[`reboot-nodes/${n.node}`] as { phase?: 'done' } | undefined)?.phase ?? 'pending',
+        }));
       }
       if (!r.ok && r.failed) {
         const lockLost = r.failed.cause instanceof LockLostError;
-        result.failed = { step: r.failed.step, error: r.failed.error, ...(isErrorKind(r.failed.cause, 'refused') ? { refused: true } : {}), ...(lockLost ? { lockLost: true, notStarted: true } : {}) };
+        result.failed = {
+          step: r.failed.step,
+          error: r.failed.error,
+          ...(isErrorKind(r.failed.cause, 'refused') ? { refused: true } : {}),
+          ...(lockLost ? { lockLost: true, notStarted: true } : {}),
+        };
         // Without the lock another run may be changing the cluster now: a rollback would race it.
         if (opts.autoRollback && !lockLost) {
           reporter.warn('CNR_APPLY_ROLLBACK', `step ${r.failed.step} failed; restoring Calico resources from bundle ${plan.bundle.id} (--auto-rollback)`);

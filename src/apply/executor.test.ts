@@ -56,7 +56,13 @@ describe('executor with a journal', () => {
     writeFileSync(path.join(dir, 'replicas'), '1');
     const steps = syntheticSteps(dir);
     let fail = true;
-    steps.splice(2, 0, { id: 'flaky', title: 'flaky', run: async () => { if (fail) throw new Error('boom'); } });
+    steps.splice(2, 0, {
+      id: 'flaky',
+      title: 'flaky',
+      run: async () => {
+        if (fail) throw new Error('boom');
+      },
+    });
     const j = path.join(dir, 'journal');
     const r1 = await runSteps(steps, Journal.open(j), { reporter: new Reporter(new RecordingIoHost()) });
     expect(r1.ok).toBe(false);

@@ -118,7 +118,9 @@ export class ApplyLock {
           if (!allowed) {
             if (held.stale) {
               throw new RefusedError(`a stale apply lock is held by ${describeHolder(held)} (the run stopped without releasing it)`, {
-                hint: sameRun ? 'continue that run with: cni-rewind apply PLAN --resume' : 'if no other apply runs against this cluster: rerun with --break-lock',
+                hint: sameRun
+                  ? 'continue that run with: cni-rewind apply PLAN --resume'
+                  : 'if no other apply runs against this cluster: rerun with --break-lock',
               });
             }
             throw new RefusedError(`another apply is running against this cluster: lock held by ${describeHolder(held)}`, {
@@ -162,7 +164,8 @@ export class ApplyLock {
       // Written by someone else between our read and write: the next renewal reads who holds it now.
       if (err instanceof KubeApiError && err.conflict) return;
       if (err instanceof KubeApiError && (err.statusCode === 401 || err.statusCode === 403)) return this.lose(`renewing it was refused: ${errorMessage(err)}`);
-      if (Date.now() - this.heldAt > LEASE_SECONDS * 1000) return this.lose(`it could not be renewed for longer than its ${LEASE_SECONDS} s lease: ${errorMessage(err)}`);
+      if (Date.now() - this.heldAt > LEASE_SECONDS * 1000)
+        return this.lose(`it could not be renewed for longer than its ${LEASE_SECONDS} s lease: ${errorMessage(err)}`);
     }
   }
 

@@ -17,7 +17,11 @@ describe('the step catalogue', () => {
   it('lays out only kinds that have an implementation, for every install type, strategy and option', () => {
     const target = { version: 'v3.27.4', calicoManifest: [] } as unknown as Release;
     const used = new Set<string>();
-    for (const [install, strategy] of [['operator', 'in-place'], ['operator', 'reinstall'], ['manifest', 'in-place']] as const) {
+    for (const [install, strategy] of [
+      ['operator', 'in-place'],
+      ['operator', 'reinstall'],
+      ['manifest', 'in-place'],
+    ] as const) {
       for (const opts of [{}, { restoreDrift: true }, { rebootNodes: true }, { restoreDrift: true, rebootNodes: true }]) {
         const steps = stepsFor(install, strategy, target, opts);
         const built = buildSteps(depsWith(steps));

@@ -41,7 +41,6 @@ export interface StepDeps {
   rolloutTimeoutMs?: number;
 }
 
-const FIELD_MANAGER = 'cni-rewind';
 const INSTALLATION_CRD = 'installations.operator.tigera.io';
 
 /** What a step does; it returns the one-line summary the journal and the output show. */
@@ -63,7 +62,8 @@ export const STEP_IMPLEMENTATIONS: { readonly [K in StepKind]: StepImpl } = {
   'wait-rollout': (deps) => waitRollout(deps.client, deps.plan, deps.target, deps.rolloutTimeoutMs ?? 300_000),
   'verify-data': (deps) => verifyData(deps),
   'reboot-nodes': (deps, rt) => {
-    if (!deps.plan.rolling?.nodes) throw new RefusedError('the plan has a reboot-nodes step but no node list (plan.rolling): make a new plan with --reboot-nodes');
+    if (!deps.plan.rolling?.nodes)
+      throw new RefusedError('the plan has a reboot-nodes step but no node list (plan.rolling): make a new plan with --reboot-nodes');
     return rebootNodes(deps.client, deps.plan.rolling, rt);
   },
 };
@@ -88,9 +88,14 @@ async function preflight(deps: StepDeps): Promise<string> {
  * cluster runs the version the plan was made for. `resumeOnly`: what still must hold when a run is resumed
  * (identity and bundle; not its age nor the nodes, which a half-done change may have in flux). Refuses (exit 5).
  */
-export async function preflightChecks({ client, plan, bundle, target }: Pick<StepDeps, 'client' | 'plan' | 'bundle' | 'target'>, what: string, resumeOnly = false): Promise<PreflightCheck[]> {
+export async function preflightChecks(
+  { client, plan, bundle, target }: Pick<StepDeps, 'client' | 'plan' | 'bundle' | 'target'>,
+  what: string,
+  resumeOnly = false,
+): Promise<PreflightCheck[]> {
   const uid = await clusterUid(client);
-  if (uid !== plan.cluster.uid) throw new RefusedError(`this plan was made for cluster ${plan.cluster.name} (uid ${plan.cluster.uid}), not this one (uid ${uid})`);
+  if (uid !== plan.cluster.uid)
+    throw new RefusedError(`this plan was made for cluster ${plan.cluster.name} (uid ${plan.cluster.uid}), not this one (uid ${uid})`);
   const cluster = await checkCluster(client, plan.options.rebootNodes);
   const checks = [
     ...(await checkBundle(bundle, {
@@ -123,16 +128,21 @@ async function pauseOperator({ client }: StepDeps, rt: StepRuntime): Promise<str
   }
   if (!dep) return 'no operator Deployment (nothing to pause)';
   await client.mergePatch(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT, { spec: { replicas: 0 } });
-  await client.waitFor('the operator pods to stop', async () => {
-    const d = await client.get(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
-    return (d.status?.replicas ?? 0) === 0 ? true : undefined;
-  }, { timeoutMs: 180_000, intervalMs: 500 });
+  await client.waitFor(
+    'the operator pods to stop',
+    async () => {
+      const d = await client.get(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
+      return (d.status?.replicas ?? 0) === 0 ? true : undefined;
+    },
+    { timeoutMs: 180_000, intervalMs: 500 },
+  );
   return `operator scaled from ${prior} to 0 replicas`;
 }
 
 async function resumeOperator({ client }: StepDeps, rt: StepRuntime): Promise<string> {
   const prior = rt.recall<number>('operatorReplicas') ?? 1;
-  if (!(await client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT))) throw new EnvironmentError('the operator Deployment is missing after the target manifest was applied');
+  if (!(await client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT)))
+    throw new EnvironmentError('the operator Deployment is missing after the target manifest was applied');
   // The old operator's last word (TigeraStatus calico Available) would otherwise pass wait-rollout before the
   // target operator has looked at anything: delete it while no operator runs; the target operator writes its own.
   await client.delete(TIGERA_STATUS, undefined, 'calico');
@@ -169,14 +179,19 @@ async function putExact(client: KubeClient, type: Parameters<KubeClient['create'
 async function applyCrds({ client, plan, target, reporter }: StepDeps): Promise<string> {
   // A manifest install gets calico.yaml's CRDs even when the release folder also holds tigera-operator.yaml
   // (whose operator.tigera.io CRDs a calico.yaml install never had).
-  const crds = plan.current.installType === 'manifest' && target.calicoManifest ? target.calicoManifest.filter((o) => o.kind === 'CustomResourceDefinition') : target.crds;
+  const crds =
+    plan.current.installType === 'manifest' && target.calicoManifest ? target.calicoManifest.filter((o) => o.kind === 'CustomResourceDefinition') : target.crds;
   let created = 0;
   let done = 0;
   await pool(crds, 4, async (crd) => {
     if ((await putExact(client, K.crd, crd)) === 'created') created++;
     reporter.progress({ id: 'apply-crds', label: 'CRDs', current: ++done, total: crds.length });
   });
-  await waitCrdsEstablished(client, crds.map((c) => c.metadata.name), 120_000);
+  await waitCrdsEstablished(
+    client,
+    crds.map((c) => c.metadata.name),
+    120_000,
+  );
   return `${crds.length} CRDs of ${target.version} in place (${created} new); none deleted`;
 }
 
@@ -208,9 +223,18 @@ async function applyCalicoManifest({ client, plan, target }: StepDeps): Promise<
   // The admins' edits of calico.yaml found by the plan (env, calico-config, registry, probe commands) are written
   // into the target's: replacing the objects as released would undo them (see plan/manifest-custom.ts).
   const edits = plan.transforms.manifest;
-  const objs = applyManifestEdits((target.calicoManifest ?? []).filter((o) => o.kind !== 'CustomResourceDefinition'), edits);
+  const objs = applyManifestEdits(
+    (target.calicoManifest ?? []).filter((o) => o.kind !== 'CustomResourceDefinition'),
+    edits,
+  );
   const n = await putObjects(client, objs);
-  const carried = edits ? edits.calicoNodeEnv.set.length + edits.calicoNodeEnv.remove.length + Object.keys(edits.calicoConfig).length + Object.keys(edits.repositories).length + (edits.containerFields?.length ?? 0) : 0;
+  const carried = edits
+    ? edits.calicoNodeEnv.set.length +
+      edits.calicoNodeEnv.remove.length +
+      Object.keys(edits.calicoConfig).length +
+      Object.keys(edits.repositories).length +
+      (edits.containerFields?.length ?? 0)
+    : 0;
   return `${n} objects of calico.yaml applied${carried ? ` with ${carried} edit(s) of the ${edits!.from} calico.yaml carried over` : ''}`;
 }
 
@@ -239,12 +263,24 @@ async function transformInstallationStep({ client, plan }: StepDeps): Promise<st
 async function removeOld({ client, bundle, target, reporter }: StepDeps): Promise<string> {
   // The delete step of the users' procedure, made safe: the bundle verifies and holds everything we delete.
   const v = await verifyBundle(bundle);
-  if (!v.ok) throw new RefusedError(`the bundle fails verify, nothing deleted: ${v.problems.slice(0, 3).map((p) => `${p.file}: ${p.problem}`).join('; ')}`);
+  if (!v.ok)
+    throw new RefusedError(
+      `the bundle fails verify, nothing deleted: ${v.problems
+        .slice(0, 3)
+        .map((p) => `${p.file}: ${p.problem}`)
+        .join('; ')}`,
+    );
   const extra = await liveDataNotInBundle(client, bundle);
   if (extra.length > 0) {
-    throw new RefusedError(`the cluster holds Calico data the bundle would not bring back (${extra.length}: ${extra.slice(0, 5).map((d) => `${d.object} ${d.problem}`).join(', ')}); nothing deleted`, {
-      hint: 'take a new backup and make a new plan',
-    });
+    throw new RefusedError(
+      `the cluster holds Calico data the bundle would not bring back (${extra.length}: ${extra
+        .slice(0, 5)
+        .map((d) => `${d.object} ${d.problem}`)
+        .join(', ')}); nothing deleted`,
+      {
+        hint: 'take a new backup and make a new plan',
+      },
+    );
   }
   const crds = (await client.listAll(K.crd)).filter(isManagedCrd);
   // Operator custom resources first (their finalizers belong to the operator, which is paused and about to go).
@@ -252,7 +288,10 @@ async function removeOld({ client, bundle, target, reporter }: StepDeps): Promis
     const type = crdResourceType(crd);
     for (const o of await client.listAll(type)) {
       if (o.metadata.finalizers?.length) {
-        reporter.warn('CNR_APPLY_FINALIZERS', `removing finalizers ${o.metadata.finalizers.join(', ')} from ${o.kind} ${o.metadata.name}: its operator is paused and being replaced`);
+        reporter.warn(
+          'CNR_APPLY_FINALIZERS',
+          `removing finalizers ${o.metadata.finalizers.join(', ')} from ${o.kind} ${o.metadata.name}: its operator is paused and being replaced`,
+        );
         await client.mergePatch(type, o.metadata.namespace, o.metadata.name, { metadata: { finalizers: null } });
       }
       await client.delete(type, o.metadata.namespace, o.metadata.name);
@@ -268,14 +307,22 @@ async function removeOld({ client, bundle, target, reporter }: StepDeps): Promis
   await pool(crds, 8, async (c) => {
     await client.delete(K.crd, undefined, c.metadata.name);
   });
-  await client.waitFor('the old Calico CRDs to be deleted', async () => ((await client.listAll(K.crd)).some(isManagedCrd) ? undefined : true), { timeoutMs: 300_000, intervalMs: 1000 });
+  await client.waitFor('the old Calico CRDs to be deleted', async () => ((await client.listAll(K.crd)).some(isManagedCrd) ? undefined : true), {
+    timeoutMs: 300_000,
+    intervalMs: 1000,
+  });
   return `deleted ${crds.length} CRDs (with their objects) and ${operatorObjects} operator objects; the bundle holds all of it`;
 }
 
 async function restoreData({ client, bundle, reporter }: StepDeps): Promise<string> {
   const r = await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true }, reporter);
   if (r.failures.length > 0) {
-    throw new EnvironmentError(`restore left ${r.failures.length} object(s) not as in the bundle: ${r.failures.slice(0, 5).map((f) => `${f.id}: ${f.reason}`).join('; ')}`);
+    throw new EnvironmentError(
+      `restore left ${r.failures.length} object(s) not as in the bundle: ${r.failures
+        .slice(0, 5)
+        .map((f) => `${f.id}: ${f.reason}`)
+        .join('; ')}`,
+    );
   }
   for (const d of r.drifted) reporter.warn('CNR_APPLY_RESTORE_DRIFT', `${d.id} differs from the bundle after the restore at ${d.paths.join(', ')}`);
   return `restored from bundle ${bundle.manifest.id} (${r.actions.filter((a) => a.action !== 'unchanged' && a.action !== 'skip').length} objects written)`;
@@ -287,7 +334,12 @@ async function restoreDrift({ client, bundle, plan, reporter }: StepDeps): Promi
   if (!kinds.length) return 'nothing changed since the backup';
   const r = await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true, kinds }, reporter);
   if (r.failures.length > 0) {
-    throw new EnvironmentError(`could not restore ${r.failures.length} object(s) changed since the backup: ${r.failures.slice(0, 5).map((f) => `${f.id}: ${f.reason}`).join('; ')}`);
+    throw new EnvironmentError(
+      `could not restore ${r.failures.length} object(s) changed since the backup: ${r.failures
+        .slice(0, 5)
+        .map((f) => `${f.id}: ${f.reason}`)
+        .join('; ')}`,
+    );
   }
   const written = r.actions.filter((a) => a.action !== 'unchanged' && a.action !== 'skip').length;
   return `${written} object(s) of kind ${kinds.join(', ')} put back as in bundle ${bundle.manifest.id}`;
@@ -299,7 +351,12 @@ async function verifyData({ client, bundle, plan }: StepDeps): Promise<string> {
   const kept = plan.steps.some((s) => s.id === 'restore-drift') ? new Set<string>() : new Set(plan.drift ?? []);
   const r = { checked: found.checked, differences: found.differences.filter((d) => !(d.problem === 'changed' && kept.has(d.object))) };
   if (r.differences.length > 0) {
-    throw new EnvironmentError(`Calico data differs from the bundle after the change: ${r.differences.slice(0, 5).map((d) => `${d.object} ${d.problem}${d.detail ? ` (${d.detail})` : ''}`).join('; ')}${r.differences.length > 5 ? ` and ${r.differences.length - 5} more` : ''}`);
+    throw new EnvironmentError(
+      `Calico data differs from the bundle after the change: ${r.differences
+        .slice(0, 5)
+        .map((d) => `${d.object} ${d.problem}${d.detail ? ` (${d.detail})` : ''}`)
+        .join('; ')}${r.differences.length > 5 ? ` and ${r.differences.length - 5} more` : ''}`,
+    );
   }
   return `${r.checked} Calico objects of the bundle present and unchanged (Installation: planned transform only${kept.size ? `; ${kept.size} changed before the plan, kept` : ''})`;
 }

@@ -26,13 +26,17 @@ const refuse = (what: string, hint = 'make a new plan with `cni-rewind plan`') =
 /** The plan's shape, as far as apply relies on it (readPlan checked only that the top-level fields exist). */
 function checkShape(plan: Plan): void {
   const str = (v: unknown) => typeof v === 'string' && v.length > 0;
-  if (!str(plan.target?.version) || !str(plan.target?.manifests) || !plan.target.files || typeof plan.target.files !== 'object') throw refuse('its target is incomplete');
-  if (!['operator', 'manifest'].includes(plan.current?.installType as string)) throw refuse(`its install type ${JSON.stringify(plan.current?.installType)} is not operator or manifest`);
+  if (!str(plan.target?.version) || !str(plan.target?.manifests) || !plan.target.files || typeof plan.target.files !== 'object')
+    throw refuse('its target is incomplete');
+  if (!['operator', 'manifest'].includes(plan.current?.installType as string))
+    throw refuse(`its install type ${JSON.stringify(plan.current?.installType)} is not operator or manifest`);
   if (!['in-place', 'reinstall'].includes(plan.strategy)) throw refuse(`its strategy ${JSON.stringify(plan.strategy)} is not in-place or reinstall`);
   if (!str(plan.bundle?.path) || !str(plan.bundle?.manifestSha256) || !str(plan.cluster?.uid)) throw refuse('its bundle or cluster record is incomplete');
   const o = plan.options;
-  if (typeof o?.rebootNodes !== 'boolean' || typeof o.diskSnapshots !== 'boolean' || !str(o.maxBackupAge) || !Array.isArray(o.flags)) throw refuse('its options are incomplete');
-  if (!Array.isArray(plan.steps) || !Array.isArray(plan.preflight ?? []) || !Array.isArray(plan.findings ?? [])) throw refuse('its steps, preflight or findings are not lists');
+  if (typeof o?.rebootNodes !== 'boolean' || typeof o.diskSnapshots !== 'boolean' || !str(o.maxBackupAge) || !Array.isArray(o.flags))
+    throw refuse('its options are incomplete');
+  if (!Array.isArray(plan.steps) || !Array.isArray(plan.preflight ?? []) || !Array.isArray(plan.findings ?? []))
+    throw refuse('its steps, preflight or findings are not lists');
 }
 
 /** The steps the plan's install type and strategy give; the plan's own list must be exactly these. */
@@ -56,9 +60,11 @@ export function checkPlanIntegrity(plan: Plan, target: Release, given: ApplyGive
   // Every release file the steps use, not only those the plan lists: an edited `files: {}` skips nothing.
   for (const [name, f] of Object.entries(target.files)) {
     const recorded = Object.hasOwn(plan.target.files, name) ? plan.target.files[name]?.sha256 : undefined;
-    if (recorded !== f.sha256) throw refuse(`the target manifest ${name} in ${plan.target.manifests} ${recorded ? 'changed since the plan was made' : 'has no checksum in the plan'}`);
+    if (recorded !== f.sha256)
+      throw refuse(`the target manifest ${name} in ${plan.target.manifests} ${recorded ? 'changed since the plan was made' : 'has no checksum in the plan'}`);
   }
-  for (const name of Object.keys(plan.target.files)) if (!Object.hasOwn(target.files, name)) throw refuse(`the plan lists a release file ${name} that ${plan.target.manifests} does not have`);
+  for (const name of Object.keys(plan.target.files))
+    if (!Object.hasOwn(target.files, name)) throw refuse(`the plan lists a release file ${name} that ${plan.target.manifests} does not have`);
 
   // Code and files outside the bundle and the release: only when the apply command line names them too.
   const r = plan.rolling;
@@ -66,11 +72,22 @@ export function checkPlanIntegrity(plan: Plan, target: Release, given: ApplyGive
     const givenModules = given.providerModules ?? [];
     for (const m of r.providerModules ?? []) {
       if (!givenModules.some((g) => g === m || sameFile(g, m))) {
-        throw refuse(`it would load the provider module ${m}, which this apply command line does not give`, `if you trust it, rerun with --provider-module ${m}`);
+        throw refuse(
+          `it would load the provider module ${m}, which this apply command line does not give`,
+          `if you trust it, rerun with --provider-module ${m}`,
+        );
       }
     }
-    if (r.config && !sameFile(r.config, given.config)) throw refuse(`it would read the config file ${r.config}, which this apply command line does not give`, `if you trust it, rerun with --config ${r.config}`);
-    if (r.mapping && !sameFile(r.mapping, given.mapping)) throw refuse(`it would read the node mapping ${r.mapping}, which this apply command line does not give`, `if you trust it, rerun with --mapping ${r.mapping}`);
+    if (r.config && !sameFile(r.config, given.config))
+      throw refuse(
+        `it would read the config file ${r.config}, which this apply command line does not give`,
+        `if you trust it, rerun with --config ${r.config}`,
+      );
+    if (r.mapping && !sameFile(r.mapping, given.mapping))
+      throw refuse(
+        `it would read the node mapping ${r.mapping}, which this apply command line does not give`,
+        `if you trust it, rerun with --mapping ${r.mapping}`,
+      );
   }
   return steps;
 }

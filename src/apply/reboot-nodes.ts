@@ -50,7 +50,8 @@ export async function rebootNodes(client: KubeClient, rolling: RollingNodes, rt:
   try {
     for (const [i, planned] of rolling.nodes.entries()) {
       const { node } = planned;
-      const show = (status: string, done = false) => reporter.progress({ id: 'reboot-nodes', label: `reboot nodes (${node})`, current: i + (done ? 1 : 0), total, status, done: done && i + 1 === total });
+      const show = (status: string, done = false) =>
+        reporter.progress({ id: 'reboot-nodes', label: `reboot nodes (${node})`, current: i + (done ? 1 : 0), total, status, done: done && i + 1 === total });
       let st = rt.recall<NodeProgress>(progressKey(node));
       if (st?.phase === 'done') {
         reporter.info('CNR_REBOOT_NODE_SKIP', `${node}: rebooted by an earlier run (journal)`, { node });
@@ -66,14 +67,21 @@ export async function rebootNodes(client: KubeClient, rolling: RollingNodes, rt:
         const o = await client.getOrUndefined(K.node, undefined, other.node);
         if (o && !isNodeReady(o)) down.push(other.node);
       }
-      if (down.length) throw new EnvironmentError(`not rebooting ${node}: node(s) ${down.join(', ')} are not Ready, and only one node may be out at a time`, { hint: 'bring them back, then continue with `cni-rewind apply PLAN --resume`' });
+      if (down.length)
+        throw new EnvironmentError(`not rebooting ${node}: node(s) ${down.join(', ')} are not Ready, and only one node may be out at a time`, {
+          hint: 'bring them back, then continue with `cni-rewind apply PLAN --resume`',
+        });
 
       const provider = await providers.get(planned.provider);
       const info = nodeInfo(live);
       const target = await provider.resolve(info, chooseProvider(info, mapping, planned.provider).entry);
       if (!target) throw new RefusedError(`node ${node}: provider ${planned.provider} cannot find its machine ${planned.machine} any more`);
-      if (target.machine !== planned.machine) throw new RefusedError(`node ${node} now runs on ${target.machine}, the plan was made when it ran on ${planned.machine}`, { hint: 'make a new plan' });
-      if (!provider.reboot) throw new RefusedError(`node ${node}: provider ${planned.provider} cannot reboot machines (it has no reboot)`, { hint: 'make a new plan without --reboot-nodes, or use a provider that can reboot' });
+      if (target.machine !== planned.machine)
+        throw new RefusedError(`node ${node} now runs on ${target.machine}, the plan was made when it ran on ${planned.machine}`, { hint: 'make a new plan' });
+      if (!provider.reboot)
+        throw new RefusedError(`node ${node}: provider ${planned.provider} cannot reboot machines (it has no reboot)`, {
+          hint: 'make a new plan without --reboot-nodes, or use a provider that can reboot',
+        });
 
       const remember = (next: NodeProgress) => {
         rt.remember(progressKey(node), next);
@@ -88,7 +96,12 @@ export async function rebootNodes(client: KubeClient, rolling: RollingNodes, rt:
           // Pods that tolerate every taint (the tigera-operator does) may be scheduled straight back onto the
           // cordoned node; evicting them again would only repeat that. Name them: the reboot restarts them.
           const back = await podsToEvict(client, node);
-          if (back.length) reporter.warn('CNR_REBOOT_PODS_CAME_BACK', `${node}: ${back.length} pod(s) tolerating the cordon were scheduled back onto it and restart with the reboot: ${back.map((p) => `${p.metadata.namespace}/${p.metadata.name}`).join(', ')}`, { node });
+          if (back.length)
+            reporter.warn(
+              'CNR_REBOOT_PODS_CAME_BACK',
+              `${node}: ${back.length} pod(s) tolerating the cordon were scheduled back onto it and restart with the reboot: ${back.map((p) => `${p.metadata.namespace}/${p.metadata.name}`).join(', ')}`,
+              { node },
+            );
           remember({ ...st!, phase: 'rebooting' });
         }
         if (st!.phase === 'rebooting') {
@@ -98,7 +111,11 @@ export async function rebootNodes(client: KubeClient, rolling: RollingNodes, rt:
             reporter.info('CNR_REBOOT_NODE_ALREADY', `${node}: already rebooted by the interrupted run (boot id changed), not rebooting again`, { node });
           } else {
             show(`reboot ${planned.provider} ${planned.machine}`);
-            reporter.info('CNR_REBOOT_NODE', `${node}: rebooting ${planned.provider} machine ${planned.machine}`, { node, provider: planned.provider, machine: planned.machine });
+            reporter.info('CNR_REBOOT_NODE', `${node}: rebooting ${planned.provider} machine ${planned.machine}`, {
+              node,
+              provider: planned.provider,
+              machine: planned.machine,
+            });
             await provider.reboot!(target);
             rebootedNow++;
           }
@@ -131,19 +148,30 @@ export async function rebootNodes(client: KubeClient, rolling: RollingNodes, rt:
  * A kubelet that reports no bootID gives no way to tell; then Ready is all we can wait for, and we say so.
  */
 async function waitRebooted(client: KubeClient, node: string, bootBefore: string, timeoutMs: number, reporter: Reporter): Promise<void> {
-  if (!bootBefore) reporter.warn('CNR_REBOOT_NO_BOOT_ID', `${node}: the kubelet reports no bootID, so the reboot cannot be confirmed; waiting for Ready only`, { node });
-  await client.waitFor(`node ${node} to come back Ready after its reboot`, async () => {
-    const n = await client.getOrUndefined(K.node, undefined, node);
-    if (!n || !isNodeReady(n)) return undefined;
-    return !bootBefore || (bootIdOf(n) && bootIdOf(n) !== bootBefore) ? true : undefined;
-  }, { timeoutMs, intervalMs: 1000 });
+  if (!bootBefore)
+    reporter.warn('CNR_REBOOT_NO_BOOT_ID', `${node}: the kubelet reports no bootID, so the reboot cannot be confirmed; waiting for Ready only`, { node });
+  await client.waitFor(
+    `node ${node} to come back Ready after its reboot`,
+    async () => {
+      const n = await client.getOrUndefined(K.node, undefined, node);
+      if (!n || !isNodeReady(n)) return undefined;
+      return !bootBefore || (bootIdOf(n) && bootIdOf(n) !== bootBefore) ? true : undefined;
+    },
+    { timeoutMs, intervalMs: 1000 },
+  );
 }
 
 /** The node's DaemonSet pods (calico-node, kube-proxy, ...) Ready again: the node is back in the network. */
 async function waitDaemonPodsReady(client: KubeClient, node: string, timeoutMs: number): Promise<void> {
-  await client.waitFor(`the DaemonSet pods on node ${node} to be Ready`, async () => {
-    const pods = await client.listAll(K.pod, { fieldSelector: `spec.nodeName=${node}` });
-    const ds = pods.filter((p) => p.metadata.ownerReferences?.some((o) => o.kind === 'DaemonSet') && !p.metadata.deletionTimestamp && p.status?.phase !== 'Succeeded');
-    return ds.every((p) => p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')) ? true : undefined;
-  }, { timeoutMs, intervalMs: 1000 });
+  await client.waitFor(
+    `the DaemonSet pods on node ${node} to be Ready`,
+    async () => {
+      const pods = await client.listAll(K.pod, { fieldSelector: `spec.nodeName=${node}` });
+      const ds = pods.filter(
+        (p) => p.metadata.ownerReferences?.some((o) => o.kind === 'DaemonSet') && !p.metadata.deletionTimestamp && p.status?.phase !== 'Succeeded',
+      );
+      return ds.every((p) => p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')) ? true : undefined;
+    },
+    { timeoutMs, intervalMs: 1000 },
+  );
 }

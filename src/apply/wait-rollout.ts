@@ -44,13 +44,23 @@ export function rendersVersion(ds: KubeObject, version: string): boolean {
 export async function waitRollout(client: KubeClient, plan: Plan, target: Release, timeoutMs: number): Promise<string> {
   const checked: string[] = [];
   if (plan.current.installType === 'operator') {
-    await client.waitFor('the operator Deployment to roll out', async () => {
-      const d = await client.get(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
-      const want = d.spec?.replicas ?? 1;
-      const image = d.spec?.template?.spec?.containers?.[0]?.image;
-      const s = d.status ?? {};
-      return image === plan.target.operatorImage && (s.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) && (s.updatedReplicas ?? 0) >= want && (s.availableReplicas ?? 0) >= want && (s.replicas ?? 0) === want ? true : undefined;
-    }, { timeoutMs, intervalMs: 1000 });
+    await client.waitFor(
+      'the operator Deployment to roll out',
+      async () => {
+        const d = await client.get(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
+        const want = d.spec?.replicas ?? 1;
+        const image = d.spec?.template?.spec?.containers?.[0]?.image;
+        const s = d.status ?? {};
+        return image === plan.target.operatorImage &&
+          (s.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) &&
+          (s.updatedReplicas ?? 0) >= want &&
+          (s.availableReplicas ?? 0) >= want &&
+          (s.replicas ?? 0) === want
+          ? true
+          : undefined;
+      },
+      { timeoutMs, intervalMs: 1000 },
+    );
     checked.push(`operator ${plan.target.operatorImage} available`);
     // The operator renders calico-node. Until the target operator has rewritten the DaemonSet it shows the old
     // version's images fully rolled out, and TigeraStatus still says what the old operator last wrote: judged on
@@ -59,10 +69,14 @@ export async function waitRollout(client: KubeClient, plan: Plan, target: Releas
     const node = await client.getOrUndefined(K.daemonSet, 'calico-system', 'calico-node');
     if (node) {
       const version = plan.target.version;
-      await client.waitFor(`the target operator to render calico-node ${version}`, async () => {
-        const d = await client.getOrUndefined(K.daemonSet, 'calico-system', 'calico-node');
-        return d && rendersVersion(d, version) ? true : undefined;
-      }, { timeoutMs, intervalMs: 1000 });
+      await client.waitFor(
+        `the target operator to render calico-node ${version}`,
+        async () => {
+          const d = await client.getOrUndefined(K.daemonSet, 'calico-system', 'calico-node');
+          return d && rendersVersion(d, version) ? true : undefined;
+        },
+        { timeoutMs, intervalMs: 1000 },
+      );
       checked.push(`calico-node rendered at ${version}`);
       // Rolled out to the target's pods, checked here from the DaemonSet itself ...
       await waitDaemonSetRolledOut(client, 'calico-system', 'calico-node', timeoutMs);
@@ -71,12 +85,16 @@ export async function waitRollout(client: KubeClient, plan: Plan, target: Releas
       // was written by the target operator; its status manager recomputes every 5 s, so a report older than the
       // rollout is replaced within that time.
       const rolledOutAt = Date.now();
-      await client.waitFor('the target operator to report TigeraStatus calico Available (not Progressing, not Degraded)', async () => {
-        const t = await client.getOrUndefined(TIGERA_STATUS, undefined, 'calico');
-        const cond = (type: string) => t?.status?.conditions?.find((c: any) => c.type === type)?.status;
-        const fresh = Date.now() - rolledOutAt >= STATUS_TICK_MS;
-        return fresh && cond('Available') === 'True' && cond('Progressing') !== 'True' && cond('Degraded') !== 'True' ? true : undefined;
-      }, { timeoutMs, intervalMs: 1000 });
+      await client.waitFor(
+        'the target operator to report TigeraStatus calico Available (not Progressing, not Degraded)',
+        async () => {
+          const t = await client.getOrUndefined(TIGERA_STATUS, undefined, 'calico');
+          const cond = (type: string) => t?.status?.conditions?.find((c: any) => c.type === type)?.status;
+          const fresh = Date.now() - rolledOutAt >= STATUS_TICK_MS;
+          return fresh && cond('Available') === 'True' && cond('Progressing') !== 'True' && cond('Degraded') !== 'True' ? true : undefined;
+        },
+        { timeoutMs, intervalMs: 1000 },
+      );
       checked.push('TigeraStatus calico Available');
     } else checked.push('no calico-node DaemonSet (operator-rendered pods not checked)');
   }
@@ -92,17 +110,21 @@ export async function waitRollout(client: KubeClient, plan: Plan, target: Releas
   let pods = 0;
   // kube-system holds more than Calico: for a manifest install only Calico's pods (by their k8s-app label) count.
   const labelSelector = plan.current.installType === 'manifest' ? MANIFEST_POD_SELECTOR : undefined;
-  await client.waitFor('the Calico pods to be Ready', async () => {
-    pods = 0;
-    for (const ns of namespaces) {
-      for (const p of await client.listAll(K.pod, { namespace: ns, labelSelector })) {
-        if (p.metadata.deletionTimestamp || p.status?.phase === 'Succeeded') continue;
-        if (!p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')) return undefined;
-        pods++;
+  await client.waitFor(
+    'the Calico pods to be Ready',
+    async () => {
+      pods = 0;
+      for (const ns of namespaces) {
+        for (const p of await client.listAll(K.pod, { namespace: ns, labelSelector })) {
+          if (p.metadata.deletionTimestamp || p.status?.phase === 'Succeeded') continue;
+          if (!p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')) return undefined;
+          pods++;
+        }
       }
-    }
-    return true;
-  }, { timeoutMs, intervalMs: 1000 });
+      return true;
+    },
+    { timeoutMs, intervalMs: 1000 },
+  );
   checked.push(`${pods} pods Ready in ${namespaces.join(', ')}`);
   return checked.join('; ');
 }
@@ -130,28 +152,43 @@ function podImages(o: KubeObject | undefined): string[] {
 /** Wait until a DaemonSet/Deployment runs the given images everywhere: generation observed, every pod updated and available, no old pod left. */
 async function waitWorkloadRollout(client: KubeClient, w: ManifestWorkload, timeoutMs: number): Promise<void> {
   const type = w.kind === 'DaemonSet' ? K.daemonSet : K.deployment;
-  await client.waitFor(`${w.kind} ${w.namespace}/${w.name} to roll out ${w.images[w.images.length - 1]}`, async () => {
-    const live = await client.getOrUndefined(type, w.namespace, w.name);
-    if (!live) throw new EnvironmentError(`${w.kind} ${w.namespace}/${w.name} of calico.yaml is missing after the manifest was applied`);
-    const images = podImages(live);
-    if (images.join(' ') !== w.images.join(' ')) throw new EnvironmentError(`${w.kind} ${w.namespace}/${w.name} runs ${images.join(', ')}, not the target's ${w.images.join(', ')}: something else changed it`);
-    const s = live.status ?? {};
-    if ((s.observedGeneration ?? 0) < (live.metadata.generation ?? 0)) return undefined;
-    if (w.kind === 'DaemonSet') {
-      const want = s.desiredNumberScheduled ?? 0;
-      return (s.updatedNumberScheduled ?? 0) === want && (s.numberAvailable ?? 0) === want && (s.currentNumberScheduled ?? 0) === want ? true : undefined;
-    }
-    const want = live.spec?.replicas ?? 1;
-    return (s.updatedReplicas ?? 0) >= want && (s.availableReplicas ?? 0) >= want && (s.replicas ?? 0) === want ? true : undefined;
-  }, { timeoutMs, intervalMs: 1000 });
+  await client.waitFor(
+    `${w.kind} ${w.namespace}/${w.name} to roll out ${w.images[w.images.length - 1]}`,
+    async () => {
+      const live = await client.getOrUndefined(type, w.namespace, w.name);
+      if (!live) throw new EnvironmentError(`${w.kind} ${w.namespace}/${w.name} of calico.yaml is missing after the manifest was applied`);
+      const images = podImages(live);
+      if (images.join(' ') !== w.images.join(' '))
+        throw new EnvironmentError(
+          `${w.kind} ${w.namespace}/${w.name} runs ${images.join(', ')}, not the target's ${w.images.join(', ')}: something else changed it`,
+        );
+      const s = live.status ?? {};
+      if ((s.observedGeneration ?? 0) < (live.metadata.generation ?? 0)) return undefined;
+      if (w.kind === 'DaemonSet') {
+        const want = s.desiredNumberScheduled ?? 0;
+        return (s.updatedNumberScheduled ?? 0) === want && (s.numberAvailable ?? 0) === want && (s.currentNumberScheduled ?? 0) === want ? true : undefined;
+      }
+      const want = live.spec?.replicas ?? 1;
+      return (s.updatedReplicas ?? 0) >= want && (s.availableReplicas ?? 0) >= want && (s.replicas ?? 0) === want ? true : undefined;
+    },
+    { timeoutMs, intervalMs: 1000 },
+  );
 }
-
 
 /** A DaemonSet's rollout as `kubectl rollout status` judges it: generation observed, every pod updated and available. */
 async function waitDaemonSetRolledOut(client: KubeClient, namespace: string, name: string, timeoutMs: number): Promise<void> {
-  await client.waitFor(`the ${name} DaemonSet to roll out`, async () => {
-    const d = await client.getOrUndefined(K.daemonSet, namespace, name);
-    const s = d?.status ?? {};
-    return d && (s.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) && s.updatedNumberScheduled === s.desiredNumberScheduled && s.numberAvailable === s.desiredNumberScheduled ? true : undefined;
-  }, { timeoutMs, intervalMs: 2000 });
+  await client.waitFor(
+    `the ${name} DaemonSet to roll out`,
+    async () => {
+      const d = await client.getOrUndefined(K.daemonSet, namespace, name);
+      const s = d?.status ?? {};
+      return d &&
+        (s.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) &&
+        s.updatedNumberScheduled === s.desiredNumberScheduled &&
+        s.numberAvailable === s.desiredNumberScheduled
+        ? true
+        : undefined;
+    },
+    { timeoutMs, intervalMs: 2000 },
+  );
 }

@@ -57,7 +57,11 @@ export async function wrap(client: KubeClient, opts: WrapOptions, reporter: Repo
   const backup = opts.takeBackup
     ? await opts.takeBackup()
     : { ...(await exportBundle(client, { out: opts.out, excludeSecrets: opts.excludeSecrets, signal: opts.signal }, reporter)), diskSnapshots: 0 };
-  if (!opts.takeBackup) reporter.warn('CNR_WRAP_EXPORT_ONLY', 'backed up Calico resources only (no disk snapshots); use --disk-snapshots to snapshot node disks through their providers');
+  if (!opts.takeBackup)
+    reporter.warn(
+      'CNR_WRAP_EXPORT_ONLY',
+      'backed up Calico resources only (no disk snapshots); use --disk-snapshots to snapshot node disks through their providers',
+    );
   const bundle = await openBundle(backup.path);
   const restoreCommand = `cni-rewind restore ${backup.path} --resources`;
   try {
@@ -117,7 +121,7 @@ function run(argv: string[], stdoutToStderr: boolean): Promise<{ argv: string[];
     });
     child.on('exit', (code, signal) => {
       // A command killed by a signal exits like a shell reports it: 128 + signal number.
-      const sigNum = signal ? ({ SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 } as Record<string, number>)[signal] ?? 1 : 0;
+      const sigNum = signal ? (({ SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 } as Record<string, number>)[signal] ?? 1) : 0;
       resolve({ argv, exitCode: code ?? 128 + sigNum, signal: signal ?? undefined });
     });
   });

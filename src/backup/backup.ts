@@ -91,22 +91,27 @@ export async function selectNodes(client: KubeClient, opts: { nodes?: string[]; 
 export async function backup(client: KubeClient, opts: BackupOptions, reporter: Reporter): Promise<BackupResult> {
   if (!(opts.concurrency >= 1)) throw new BadInputError('--concurrency must be at least 1');
   const providers = await openProviders(
-    { config: opts.config, modules: opts.providerModules, onModule: (m, name) => reporter.info('CNR_PROVIDER_MODULE', `loaded provider module ${m} (provider ${name})`) },
+    {
+      config: opts.config,
+      modules: opts.providerModules,
+      onModule: (m, name) => reporter.info('CNR_PROVIDER_MODULE', `loaded provider module ${m} (provider ${name})`),
+    },
     reporter,
   );
   try {
     const nodes = await selectNodes(client, opts);
     const provider = opts.provider && opts.provider !== 'auto' && !providers.has(opts.provider) ? undefined : opts.provider;
     if (opts.provider && opts.provider !== 'auto' && !provider) {
-      throw new BadInputError(`unknown provider '${opts.provider}'`, { hint: `built-in providers: ${providers.names().join(', ')}; a third-party one is given with --provider-module` });
+      throw new BadInputError(`unknown provider '${opts.provider}'`, {
+        hint: `built-in providers: ${providers.names().join(', ')}; a third-party one is given with --provider-module`,
+      });
     }
     const { targets, unresolved } = await resolveNodes(nodes, providers, { mapping: opts.mapping, provider, concurrency: opts.concurrency });
     for (const u of unresolved) reporter.warn('CNR_BACKUP_UNPROTECTED', `node ${u.node} has no provider: ${u.reason}`, u);
     if (unresolved.length && !opts.allowUnprotectedNodes) {
-      throw new RefusedError(
-        `${unresolved.length} node(s) cannot be snapshotted: ${unresolved.map((u) => `${u.node} (${u.reason})`).join('; ')}`,
-        { hint: 'map them in a node mapping file (--mapping, see examples/node-mapping.yaml), or pass --allow-unprotected-nodes to back up without their disks' },
-      );
+      throw new RefusedError(`${unresolved.length} node(s) cannot be snapshotted: ${unresolved.map((u) => `${u.node} (${u.reason})`).join('; ')}`, {
+        hint: 'map them in a node mapping file (--mapping, see examples/node-mapping.yaml), or pass --allow-unprotected-nodes to back up without their disks',
+      });
     }
 
     const out = opts.out ?? path.join(DEFAULT_BACKUP_DIR, defaultBundleName(client.connection.clusterName));
@@ -123,7 +128,11 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
     // Nothing irreversible has happened yet; from here on snapshots exist and must be recorded, whatever happens.
     const bundleId = m.id;
     const clusterId = m.cluster.uid;
-    reporter.info('CNR_BACKUP_SNAPSHOTS', `snapshotting ${targets.length} node(s) (concurrency ${opts.concurrency}, timeout ${Math.round(opts.snapshotTimeoutMs / 1000)} s)`, { bundleId, clusterId });
+    reporter.info(
+      'CNR_BACKUP_SNAPSHOTS',
+      `snapshotting ${targets.length} node(s) (concurrency ${opts.concurrency}, timeout ${Math.round(opts.snapshotTimeoutMs / 1000)} s)`,
+      { bundleId, clusterId },
+    );
 
     const records: SnapshotRecord[] = [];
     const skippedDisks: SkippedDisk[] = [];
@@ -143,7 +152,15 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
       const waits: Promise<void>[] = [];
       await pool(targets, opts.concurrency, async (t) => {
         if (interrupted.signal) {
-          results.push({ node: t.node, provider: t.provider, machine: t.machine, ok: false, snapshots: 0, error: `not started (${interrupted.signal})`, seconds: 0 });
+          results.push({
+            node: t.node,
+            provider: t.provider,
+            machine: t.machine,
+            ok: false,
+            snapshots: 0,
+            error: `not started (${interrupted.signal})`,
+            seconds: 0,
+          });
           return;
         }
         const provider = await providers.get(t.provider);
@@ -182,7 +199,11 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
     for (const u of unresolved) m.notes.push(`node ${u.node} has no disk snapshot (${u.reason}; accepted with --allow-unprotected-nodes)`);
     if (cleanedUp) m.notes.push('the snapshots of this failed backup were deleted (--cleanup-on-failure)');
     const final = await writer.commit();
-    reporter.info('CNR_BACKUP_DONE', `${m.complete ? 'backup complete' : 'backup INCOMPLETE'}: ${final} (${records.length} snapshot(s) of ${targets.length} node(s))`, { path: final, complete: m.complete });
+    reporter.info(
+      'CNR_BACKUP_DONE',
+      `${m.complete ? 'backup complete' : 'backup INCOMPLETE'}: ${final} (${records.length} snapshot(s) of ${targets.length} node(s))`,
+      { path: final, complete: m.complete },
+    );
     results.sort((a, b) => a.node.localeCompare(b.node));
     return { path: final, bundleId, complete: m.complete, nodes: results, unprotected: unresolved, snapshots: records, skippedDisks, cleanedUp, manifest: m };
   } finally {
@@ -238,10 +259,17 @@ class NodeSnapshots {
       }
       // No disk at all is the provider's error to report (an instance gone, no volumes): snapshot() says so.
       if (disks?.length === 0 && !volumes.size && !run.skippedDisks.some((d) => d.node === t.node)) disks = undefined;
-      this.mine = disks?.length === 0 ? [] : await this.provider.snapshot(t, { bundleId: run.bundleId, clusterId: run.clusterId, node: t.node }, { consistent: run.consistent, disks });
+      this.mine =
+        disks?.length === 0
+          ? []
+          : await this.provider.snapshot(t, { bundleId: run.bundleId, clusterId: run.clusterId, node: t.node }, { consistent: run.consistent, disks });
       for (const r of this.mine) if (volumes.has(r.disk)) r.pv = volumes.get(r.disk);
       this.records.push(...this.mine);
-      this.reporter.info('CNR_SNAPSHOT_STARTED', `${t.node}: ${this.mine.length} snapshot(s) started: ${this.mine.map((r) => `${r.device || r.disk}=${r.snapshotId}`).join(', ')}`, { node: t.node, snapshots: this.mine.map((r) => r.snapshotId) });
+      this.reporter.info(
+        'CNR_SNAPSHOT_STARTED',
+        `${t.node}: ${this.mine.length} snapshot(s) started: ${this.mine.map((r) => `${r.device || r.disk}=${r.snapshotId}`).join(', ')}`,
+        { node: t.node, snapshots: this.mine.map((r) => r.snapshotId) },
+      );
       this.progress('waiting until usable', 0, this.mine.length);
       return true;
     } catch (err) {

@@ -9,14 +9,35 @@ import type { SnapshotRecord } from '../provider-kit/types.js';
 import { pruneBundles } from './prune.js';
 
 const HOUR = 3_600_000;
-const rec = (snapshotId: string): SnapshotRecord => ({ provider: 'fake', node: 'n1', machine: 'm1', disk: 'd1', device: 'sda', snapshotId, state: 'completed', created: new Date().toISOString() });
+const rec = (snapshotId: string): SnapshotRecord => ({
+  provider: 'fake',
+  node: 'n1',
+  machine: 'm1',
+  disk: 'd1',
+  device: 'sda',
+  snapshotId,
+  state: 'completed',
+  created: new Date().toISOString(),
+});
 
 /** Bundles `b0` (newest) .. `bN` in a temporary directory, each recording the given snapshot ids. */
 function bundles(snapshots: string[][]): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-prune-snap-'));
   for (const [i, ids] of snapshots.entries()) {
     mkdirSync(path.join(dir, `b${i}`));
-    const manifest = { formatVersion: BUNDLE_FORMAT_VERSION, id: `b${i}`, createdAt: new Date(Date.now() - (i + 1) * HOUR).toISOString(), cluster: { uid: 'u', name: 'c' }, calico: {}, counts: {}, resources: [], files: {}, notes: [], snapshots: ids.map(rec), complete: true };
+    const manifest = {
+      formatVersion: BUNDLE_FORMAT_VERSION,
+      id: `b${i}`,
+      createdAt: new Date(Date.now() - (i + 1) * HOUR).toISOString(),
+      cluster: { uid: 'u', name: 'c' },
+      calico: {},
+      counts: {},
+      resources: [],
+      files: {},
+      notes: [],
+      snapshots: ids.map(rec),
+      complete: true,
+    };
     writeFileSync(path.join(dir, `b${i}`, 'manifest.json'), JSON.stringify(manifest));
   }
   return dir;

@@ -100,7 +100,10 @@ export async function pruneBundles(dir: string, opts: PruneOptions, reporter: Re
     } catch (err) {
       // Credentials made for prune before it aborted uploads may lack s3:ListBucketMultipartUploads: the bundles
       // were pruned all the same, so this is a warning, not a failed run.
-      reporter.warn('CNR_PRUNE_UPLOADS', `${errorMessage(err)}; unfinished uploads are left (a bucket lifecycle rule AbortIncompleteMultipartUpload also cleans them up)`);
+      reporter.warn(
+        'CNR_PRUNE_UPLOADS',
+        `${errorMessage(err)}; unfinished uploads are left (a bucket lifecycle rule AbortIncompleteMultipartUpload also cleans them up)`,
+      );
     }
   }
   return { bundles: out, failed, sharedWithKept: [...shared], abortedUploads };

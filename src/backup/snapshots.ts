@@ -26,12 +26,16 @@ export async function providersToQuery(
   providers: ProviderSet,
   opts: { provider?: string; mapping: NodeMapping },
 ): Promise<string[]> {
-  const named = (opts.provider ?? 'auto').split(',').map((s) => s.trim()).filter((s) => s && s !== 'auto');
+  const named = (opts.provider ?? 'auto')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s && s !== 'auto');
   if (client) {
     const nodes = (await client.listAll(K.node)).map(nodeInfo);
     const relevant = named.length ? nodes.filter((n) => named.includes(chooseProvider(n, opts.mapping).provider ?? '')) : nodes;
     await resolveNodes(relevant, providers, { mapping: opts.mapping, provider: 'auto' });
-    if (!named.length) return [...new Set(relevant.map((n) => chooseProvider(n, opts.mapping).provider).filter((p): p is string => !!p && providers.has(p)))].sort();
+    if (!named.length)
+      return [...new Set(relevant.map((n) => chooseProvider(n, opts.mapping).provider).filter((p): p is string => !!p && providers.has(p)))].sort();
   }
   return named;
 }

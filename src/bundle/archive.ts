@@ -118,8 +118,10 @@ async function walkArchive(file: string, limits: ExtractLimits, onFile: EntryHan
 
 function archiveError(name: string, e: Error): BadInputError {
   const code = (e as any).code as string | undefined;
-  if (code === 'TAR_BAD_ARCHIVE' || /unexpected end|truncated/i.test(e.message)) return new BadInputError(`${name} is truncated or not a complete tar.gz archive`);
-  if (code === 'Z_DATA_ERROR' || code === 'Z_BUF_ERROR' || /zlib|incorrect header|invalid/i.test(e.message)) return new BadInputError(`${name} is not a valid gzip-compressed bundle (${e.message})`);
+  if (code === 'TAR_BAD_ARCHIVE' || /unexpected end|truncated/i.test(e.message))
+    return new BadInputError(`${name} is truncated or not a complete tar.gz archive`);
+  if (code === 'Z_DATA_ERROR' || code === 'Z_BUF_ERROR' || /zlib|incorrect header|invalid/i.test(e.message))
+    return new BadInputError(`${name} is not a valid gzip-compressed bundle (${e.message})`);
   return new BadInputError(`${name} cannot be read as a bundle archive: ${e.message}`);
 }
 
@@ -144,7 +146,8 @@ export async function extractArchive(file: string, limits: ExtractLimits = DEFAU
   await fs.chmod(dest, 0o700);
   const made = new Set<string>([dest]);
   // A path listed both as a file and as a directory (`x` and `x/`, in either order) is refused in one line.
-  const clash = (rel: string) => new BadInputError(`${path.basename(file)} holds ${JSON.stringify(rel)} both as a file and as a directory; refusing to read it`);
+  const clash = (rel: string) =>
+    new BadInputError(`${path.basename(file)} holds ${JSON.stringify(rel)} both as a file and as a directory; refusing to read it`);
   const mkdirp = async (dir: string) => {
     if (made.has(dir)) return;
     await fs.mkdir(dir, { recursive: true, mode: 0o700 }).catch((e: NodeJS.ErrnoException) => {

@@ -16,10 +16,20 @@ beforeEach(() => {
 });
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-const pool = (name: string, disabled = false) => ({ apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name, uid: 'u-' + name }, spec: { cidr: '10.0.0.0/16', disabled } });
+const pool = (name: string, disabled = false) => ({
+  apiVersion: 'crd.projectcalico.org/v1',
+  kind: 'IPPool',
+  metadata: { name, uid: 'u-' + name },
+  spec: { cidr: '10.0.0.0/16', disabled },
+});
 const netpol = { apiVersion: 'crd.projectcalico.org/v1', kind: 'NetworkPolicy', metadata: { name: 'allow', namespace: 'app' }, spec: { selector: 'all()' } };
 const secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'node-certs', namespace: 'calico-system' }, data: { 'tls.key': 'c2VjcmV0' } };
-const crd = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'ippools.crd.projectcalico.org' }, spec: { group: 'crd.projectcalico.org' } };
+const crd = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: 'ippools.crd.projectcalico.org' },
+  spec: { group: 'crd.projectcalico.org' },
+};
 
 async function writeSample(out: string, opts: { key?: Buffer } = {}): Promise<string> {
   const w = await BundleWriter.open(out, { encryptionKey: opts.key });
@@ -29,9 +39,22 @@ async function writeSample(out: string, opts: { key?: Buffer } = {}): Promise<st
   await w.writeObject(configPathFor(secret as any), secret as any, { secret: true });
   w.manifest.resources.push(
     { key: 'ippools.crd.projectcalico.org', group: 'crd.projectcalico.org', version: 'v1', kind: 'IPPool', plural: 'ippools', namespaced: false, count: 2 },
-    { key: 'networkpolicies.crd.projectcalico.org', group: 'crd.projectcalico.org', version: 'v1', kind: 'NetworkPolicy', plural: 'networkpolicies', namespaced: true, count: 1 },
+    {
+      key: 'networkpolicies.crd.projectcalico.org',
+      group: 'crd.projectcalico.org',
+      version: 'v1',
+      kind: 'NetworkPolicy',
+      plural: 'networkpolicies',
+      namespaced: true,
+      count: 1,
+    },
   );
-  w.manifest.counts = { 'ippools.crd.projectcalico.org': 2, 'networkpolicies.crd.projectcalico.org': 1, 'customresourcedefinitions.apiextensions.k8s.io': 1, secrets: 1 };
+  w.manifest.counts = {
+    'ippools.crd.projectcalico.org': 2,
+    'networkpolicies.crd.projectcalico.org': 1,
+    'customresourcedefinitions.apiextensions.k8s.io': 1,
+    secrets: 1,
+  };
   return w.commit();
 }
 
@@ -176,7 +199,8 @@ describe('bad input gives one clear BadInputError', () => {
     execFileSync('tar', ['-czPf', path.join(dir, 'abs.tar.gz'), path.join(src, 'manifest.json')]);
     await bad(path.join(dir, 'abs.tar.gz'), /unsafe entry .*absolute/);
     const leftovers = fs.readdirSync(os.tmpdir()).filter((f) => f.startsWith('cni-rewind-bundle-'));
-    for (const l of leftovers) expect(fs.existsSync(path.join(os.tmpdir(), l, 'manifest.json')) && fs.existsSync(path.join(os.tmpdir(), l, 'hard'))).toBe(false);
+    for (const l of leftovers)
+      expect(fs.existsSync(path.join(os.tmpdir(), l, 'manifest.json')) && fs.existsSync(path.join(os.tmpdir(), l, 'hard'))).toBe(false);
   });
 });
 

@@ -27,13 +27,31 @@ describe('selectForPrune', () => {
 });
 
 describe('cni-rewind prune (built CLI)', () => {
-  const cli = (args: string[]) => spawnSync(process.execPath, [path.join(packageRoot(), 'dist', 'src', 'cli', 'main.js'), ...args], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+  const cli = (args: string[]) =>
+    spawnSync(process.execPath, [path.join(packageRoot(), 'dist', 'src', 'cli', 'main.js'), ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, NO_COLOR: '1' },
+    });
   it('--keep-last 2 leaves exactly the two newest bundles; --dry-run deletes nothing; not-bundles are left alone', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-prune-'));
     for (const [i, daysAgo] of [5, 1, 3, 9].entries()) {
       const d = path.join(dir, `bundle-${i}`);
       mkdirSync(d);
-      writeFileSync(path.join(d, 'manifest.json'), JSON.stringify({ formatVersion: BUNDLE_FORMAT_VERSION, id: `b${i}`, createdAt: new Date(Date.now() - daysAgo * DAY).toISOString(), cluster: { uid: 'u', name: 'c' }, calico: {}, counts: {}, resources: [], files: {}, notes: [], snapshots: [] }));
+      writeFileSync(
+        path.join(d, 'manifest.json'),
+        JSON.stringify({
+          formatVersion: BUNDLE_FORMAT_VERSION,
+          id: `b${i}`,
+          createdAt: new Date(Date.now() - daysAgo * DAY).toISOString(),
+          cluster: { uid: 'u', name: 'c' },
+          calico: {},
+          counts: {},
+          resources: [],
+          files: {},
+          notes: [],
+          snapshots: [],
+        }),
+      );
     }
     mkdirSync(path.join(dir, 'notes'));
     const dry = cli(['prune', dir, '--keep-last', '2', '--dry-run', '-o', 'json']);

@@ -53,7 +53,11 @@ export interface PruneRule {
  * Which bundles a retention rule removes. `bundles` must be newest first. With both rules, a bundle goes only when
  * it is outside the newest N and older than the age. Incomplete bundles never count toward the N kept.
  */
-export function selectForPrune<B extends Pick<ListedBundle, 'createdAt' | 'complete'>>(bundles: B[], rule: PruneRule, now = Date.now()): { keep: B[]; remove: B[] } {
+export function selectForPrune<B extends Pick<ListedBundle, 'createdAt' | 'complete'>>(
+  bundles: B[],
+  rule: PruneRule,
+  now = Date.now(),
+): { keep: B[]; remove: B[] } {
   const keep: B[] = [];
   const remove: B[] = [];
   let completeKept = 0;

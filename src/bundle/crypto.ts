@@ -60,7 +60,17 @@ export interface ScryptParams {
 export function keyFromPassphrase(passphrase: string, salt: Buffer, params: ScryptParams): Buffer {
   const { N, r, p } = params;
   const pow2 = Number.isInteger(N) && N > 1 && (N & (N - 1)) === 0;
-  if (!pow2 || N > SCRYPT_LIMITS.N || !Number.isInteger(r) || r < 1 || r > SCRYPT_LIMITS.r || !Number.isInteger(p) || p < 1 || p > SCRYPT_LIMITS.p || salt.length < 16) {
+  if (
+    !pow2 ||
+    N > SCRYPT_LIMITS.N ||
+    !Number.isInteger(r) ||
+    r < 1 ||
+    r > SCRYPT_LIMITS.r ||
+    !Number.isInteger(p) ||
+    p < 1 ||
+    p > SCRYPT_LIMITS.p ||
+    salt.length < 16
+  ) {
     throw new BadInputError(`the bundle's scrypt parameters are out of bounds (N ${N}, r ${r}, p ${p}, salt ${salt.length} bytes)`);
   }
   return scryptSync(passphrase.normalize('NFC'), salt, 32, { N, r, p, maxmem: 256 * N * r + 1024 * 1024 });

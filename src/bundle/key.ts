@@ -52,7 +52,13 @@ export function loadKeySource(opts: KeyOptions = {}): KeySource | undefined {
     registerSecret(text.trim());
     return { kind: 'key', key: parseKey(text, `encryption key file ${opts.keyFile}`) };
   }
-  if (opts.passphraseFile) return passphraseSource(readSecretFile(opts.passphraseFile, 'encryption passphrase file', opts.warn).toString('utf8').replace(/\r?\n$/, ''), `passphrase file ${opts.passphraseFile}`);
+  if (opts.passphraseFile)
+    return passphraseSource(
+      readSecretFile(opts.passphraseFile, 'encryption passphrase file', opts.warn)
+        .toString('utf8')
+        .replace(/\r?\n$/, ''),
+      `passphrase file ${opts.passphraseFile}`,
+    );
   const env = process.env[ENCRYPTION_KEY_ENV];
   if (env) {
     registerSecret(env.trim());
@@ -74,19 +80,24 @@ export function keyForNewBundle(src: KeySource): { key: Buffer; encryption: NonN
   if (src.kind === 'key') return { key: src.key, encryption: { algorithm: 'aes-256-gcm', kdf: 'raw' } };
   const salt = randomBytes(16);
   const scrypt = { ...SCRYPT_DEFAULTS };
-  return { key: keyFromPassphrase(src.passphrase, salt, scrypt), encryption: { algorithm: 'aes-256-gcm', kdf: 'scrypt', salt: salt.toString('base64'), scrypt } };
+  return {
+    key: keyFromPassphrase(src.passphrase, salt, scrypt),
+    encryption: { algorithm: 'aes-256-gcm', kdf: 'scrypt', salt: salt.toString('base64'), scrypt },
+  };
 }
 
 /** The key of an existing encrypted bundle from the given source (a passphrase goes through the recorded scrypt parameters). */
 export function keyForBundle(manifest: BundleManifest, src: KeySource, shown: string): Buffer {
   const enc = manifest.encryption!;
   if (enc.kdf === 'scrypt') {
-    if (src.kind !== 'passphrase') throw new BadInputError(`bundle ${shown} is encrypted with a passphrase; give it with --encryption-passphrase-file or $${ENCRYPTION_PASSPHRASE_ENV}`);
+    if (src.kind !== 'passphrase')
+      throw new BadInputError(`bundle ${shown} is encrypted with a passphrase; give it with --encryption-passphrase-file or $${ENCRYPTION_PASSPHRASE_ENV}`);
     const p = enc.scrypt as { N: number; r: number; p: number } | undefined;
     if (typeof enc.salt !== 'string' || !p) throw new BadInputError(`${shown}: manifest.json records no scrypt salt or parameters`);
     return keyFromPassphrase(src.passphrase, Buffer.from(enc.salt, 'base64'), p);
   }
-  if (src.kind !== 'key') throw new BadInputError(`bundle ${shown} is encrypted with a key, not a passphrase; give it with --encryption-key-file or $${ENCRYPTION_KEY_ENV}`);
+  if (src.kind !== 'key')
+    throw new BadInputError(`bundle ${shown} is encrypted with a key, not a passphrase; give it with --encryption-key-file or $${ENCRYPTION_KEY_ENV}`);
   return src.key;
 }
 
@@ -98,7 +109,9 @@ export async function openBundleWithKey(p: string, opts: KeyOptions & { required
   if (!src) {
     if (opts.required === false) return b;
     await b.close();
-    throw new BadInputError(`the Secrets in bundle ${p} are encrypted and no key was given`, { hint: `pass --encryption-key-file FILE or set ${ENCRYPTION_KEY_ENV}` });
+    throw new BadInputError(`the Secrets in bundle ${p} are encrypted and no key was given`, {
+      hint: `pass --encryption-key-file FILE or set ${ENCRYPTION_KEY_ENV}`,
+    });
   }
   const key = keyForBundle(b.manifest, src, p);
   await b.close();

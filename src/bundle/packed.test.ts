@@ -16,7 +16,12 @@ beforeEach(() => {
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 const G = 'crd.projectcalico.org';
-const handle = (i: number) => ({ apiVersion: `${G}/v1`, kind: 'IPAMHandle', metadata: { name: `h-${i}` }, spec: { handleID: `k8s-pod-network.ü-${i}`, block: { '10.0.0.0/26': 1 } } });
+const handle = (i: number) => ({
+  apiVersion: `${G}/v1`,
+  kind: 'IPAMHandle',
+  metadata: { name: `h-${i}` },
+  spec: { handleID: `k8s-pod-network.ü-${i}`, block: { '10.0.0.0/26': 1 } },
+});
 const pool = { apiVersion: `${G}/v1`, kind: 'IPPool', metadata: { name: 'p' }, spec: { cidr: '10.0.0.0/16' } };
 const HANDLES = packedResourcePath(G, 'IPAMHandle');
 
@@ -117,7 +122,11 @@ describe('packed kinds (bundle format 2)', () => {
     expect(got[0]).toEqual(['h-1', '']);
     expect(got[1]![1]).toMatch(/with a namespace its cluster-scoped kind has not/);
     expect(got[2]![1]).toMatch(/belongs at resources\/rbac\.authorization\.k8s\.io\/ClusterRoleBinding\.jsonl/);
-    await expect((async () => { for await (const _ of b.objects()) void _; })()).rejects.toThrow(/cluster-scoped/);
+    await expect(
+      (async () => {
+        for await (const _ of b.objects()) void _;
+      })(),
+    ).rejects.toThrow(/cluster-scoped/);
     await b.close();
   });
 
@@ -151,7 +160,11 @@ describe('packed kinds (bundle format 2)', () => {
     const full = fs.readFileSync(tgz);
     const cut = path.join(dir, 'cut.tar.gz');
     fs.writeFileSync(cut, full.subarray(0, Math.floor(full.length / 2)));
-    const r = spawnSync(process.execPath, [path.join(packageRoot(), 'dist', 'src', 'cli', 'main.js'), 'verify', cut], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' }, timeout: 60_000 });
+    const r = spawnSync(process.execPath, [path.join(packageRoot(), 'dist', 'src', 'cli', 'main.js'), 'verify', cut], {
+      encoding: 'utf8',
+      env: { ...process.env, NO_COLOR: '1' },
+      timeout: 60_000,
+    });
     expect(r.stderr).toMatch(/cut\.tar\.gz is truncated or not a complete tar\.gz archive/);
     expect(r.status).toBe(2);
   });

@@ -60,7 +60,8 @@ export async function* readPacked(file: string, entry: FileEntry, shown: string)
   try {
     if (!(await fh.stat()).isFile()) throw new BadInputError(`${shown} is not a regular file`);
     const first = await digest(fh);
-    if (first.size !== entry.size || first.sha256 !== entry.sha256) throw new BadInputError(`${shown} does not match its checksum (edited or corrupted)`, verifyHint);
+    if (first.size !== entry.size || first.sha256 !== entry.sha256)
+      throw new BadInputError(`${shown} does not match its checksum (edited or corrupted)`, verifyHint);
     const h = createHash('sha256');
     let rest = Buffer.alloc(0);
     let line = 0;
@@ -83,12 +84,15 @@ export async function* readPacked(file: string, entry: FileEntry, shown: string)
         rest = Buffer.concat([rest, c]);
         continue;
       }
-      const lines = Buffer.concat([rest, c.subarray(0, nl)]).toString('utf8').split('\n');
+      const lines = Buffer.concat([rest, c.subarray(0, nl)])
+        .toString('utf8')
+        .split('\n');
       rest = Buffer.from(c.subarray(nl + 1)); // a copy: chunks() reuses its buffer
       for (const l of lines) yield parse(l);
     }
     if (rest.length) yield parse(rest.toString('utf8'));
-    if (h.digest('hex') !== entry.sha256 || line !== (entry.objects ?? line)) throw new BadInputError(`${shown} changed while it was read, or holds ${line} objects where the manifest says ${entry.objects}`, verifyHint);
+    if (h.digest('hex') !== entry.sha256 || line !== (entry.objects ?? line))
+      throw new BadInputError(`${shown} changed while it was read, or holds ${line} objects where the manifest says ${entry.objects}`, verifyHint);
   } finally {
     await fh.close();
   }

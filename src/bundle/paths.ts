@@ -72,7 +72,12 @@ export function parseResourcePath(p: string): { group: string; kind: string; nam
   const m = /^resources\/([^/]+)\/([^/]+)\/([^/]+)\/([^/]+)\.yaml$/.exec(p);
   if (!m) return undefined;
   const group = decodeSegment(m[1]!);
-  return { group: group === 'core' ? '' : group, kind: decodeSegment(m[2]!), namespace: m[3] === CLUSTER_SCOPE_DIR ? undefined : decodeSegment(m[3]!), name: decodeSegment(m[4]!) };
+  return {
+    group: group === 'core' ? '' : group,
+    kind: decodeSegment(m[2]!),
+    namespace: m[3] === CLUSTER_SCOPE_DIR ? undefined : decodeSegment(m[3]!),
+    name: decodeSegment(m[4]!),
+  };
 }
 
 /** The group and kind of a packed `resources/<group>/<Kind>.jsonl` path, or undefined when the path is not one. */

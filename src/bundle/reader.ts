@@ -91,7 +91,9 @@ function authenticated(m: BundleManifest, text: string, shown: string, key: Buff
   const legacy = /^1\.0\./.test(m.formatVersion);
   if (legacy && m.encryption.mac === undefined) return m;
   if (!manifestMacValid(key, JSON.parse(text))) {
-    throw new BadInputError(`${shown}: ${MANIFEST_FILE} fails its authentication check (edited after export, or this is not the bundle's key)`, { hint: 'nothing was read from the bundle' });
+    throw new BadInputError(`${shown}: ${MANIFEST_FILE} fails its authentication check (edited after export, or this is not the bundle's key)`, {
+      hint: 'nothing was read from the bundle',
+    });
   }
   return m;
 }
@@ -112,7 +114,8 @@ async function checkArchiveMagic(p: string): Promise<void> {
   const fh = await fs.open(p, 'r');
   try {
     const { buffer, bytesRead } = await fh.read(Buffer.alloc(2), 0, 2, 0);
-    if (bytesRead < 2 || buffer[0] !== 0x1f || buffer[1] !== 0x8b) throw new BadInputError(`${p} is not a bundle (not a directory and not a gzip-compressed tar archive)`);
+    if (bytesRead < 2 || buffer[0] !== 0x1f || buffer[1] !== 0x8b)
+      throw new BadInputError(`${p} is not a bundle (not a directory and not a gzip-compressed tar archive)`);
   } finally {
     await fh.close();
   }
@@ -165,8 +168,10 @@ export function parseManifest(text: string, shown: string): BundleManifest {
   for (const [f, e] of Object.entries<any>(m.files)) {
     const bad = unsafePathReason(f);
     if (bad || f === MANIFEST_FILE) throw new BadInputError(`${shown}: ${MANIFEST_FILE} lists an unsafe file ${JSON.stringify(f)} (${bad ?? 'reserved name'})`);
-    if (!e || typeof e.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(e.sha256) || !Number.isInteger(e.size)) throw new BadInputError(`${shown}: ${MANIFEST_FILE} has an invalid entry for ${f}`);
-    if (e.objects !== undefined && !(Number.isInteger(e.objects) && e.objects >= 0 && !e.secret && !e.encrypted)) throw new BadInputError(`${shown}: ${MANIFEST_FILE} has an invalid entry for ${f}`);
+    if (!e || typeof e.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(e.sha256) || !Number.isInteger(e.size))
+      throw new BadInputError(`${shown}: ${MANIFEST_FILE} has an invalid entry for ${f}`);
+    if (e.objects !== undefined && !(Number.isInteger(e.objects) && e.objects >= 0 && !e.secret && !e.encrypted))
+      throw new BadInputError(`${shown}: ${MANIFEST_FILE} has an invalid entry for ${f}`);
   }
   m.secretsExcluded = !!m.secretsExcluded;
   m.complete = m.complete !== false;
@@ -225,7 +230,10 @@ class BundleImpl implements Bundle {
       dir = dir ? `${dir}/${seg}` : seg;
       if (this.realDirs.has(dir)) continue;
       const st = lstatSync(path.join(this.root, dir));
-      if (!st.isDirectory()) throw new BadInputError(`${this.source}: ${dir} is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}; a bundle holds only directories and regular files`);
+      if (!st.isDirectory())
+        throw new BadInputError(
+          `${this.source}: ${dir} is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}; a bundle holds only directories and regular files`,
+        );
       this.realDirs.add(dir);
     }
   }
@@ -247,11 +255,13 @@ class BundleImpl implements Bundle {
       if (isErrorKind(err, 'bad-input')) throw err;
       throw new BadInputError(`${this.source}: ${rel} is missing`, { hint: `run: cni-rewind verify ${this.source}` });
     }
-    if (sha256(data) !== entry.sha256) throw new BadInputError(`${this.source}: ${rel} does not match its checksum (edited or corrupted)`, { hint: `run: cni-rewind verify ${this.source}` });
+    if (sha256(data) !== entry.sha256)
+      throw new BadInputError(`${this.source}: ${rel} does not match its checksum (edited or corrupted)`, { hint: `run: cni-rewind verify ${this.source}` });
     if (entry.encrypted) {
       if (!this.key) throw new BadInputError(`${this.source}: ${rel} is encrypted; give the bundle key to read it`);
       // A manifest with a MAC promises path-bound ciphertexts: an unbound one was put there by someone else.
-      if (this.manifest.encryption?.mac && !isBoundCiphertext(data)) throw new BadInputError(`${this.source}: cannot decrypt ${rel}: it is not bound to its path (format 1.0 ciphertext in a format 1.1 bundle)`);
+      if (this.manifest.encryption?.mac && !isBoundCiphertext(data))
+        throw new BadInputError(`${this.source}: cannot decrypt ${rel}: it is not bound to its path (format 1.0 ciphertext in a format 1.1 bundle)`);
       data = decrypt(this.key, data, rel);
     }
     let obj: any;
@@ -260,7 +270,14 @@ class BundleImpl implements Bundle {
     } catch (err) {
       throw new BadInputError(`${this.source}: ${rel} is not valid YAML`);
     }
-    if (!obj || typeof obj !== 'object' || typeof obj.apiVersion !== 'string' || typeof obj.kind !== 'string' || typeof obj.metadata?.name !== 'string' || !['string', 'undefined'].includes(typeof obj.metadata.namespace)) {
+    if (
+      !obj ||
+      typeof obj !== 'object' ||
+      typeof obj.apiVersion !== 'string' ||
+      typeof obj.kind !== 'string' ||
+      typeof obj.metadata?.name !== 'string' ||
+      !['string', 'undefined'].includes(typeof obj.metadata.namespace)
+    ) {
       throw new BadInputError(`${this.source}: ${rel} is not a Kubernetes object`);
     }
     return { object: obj as KubeObject, problem: objectPathMismatch(rel, obj) };

@@ -63,10 +63,13 @@ async function s3(): Promise<S3Client> {
 function storageError(what: string, err: unknown): EnvironmentError {
   const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
   const status = e.$metadata?.httpStatusCode;
-  return new EnvironmentError(`${what}: ${e.name && e.name !== 'Error' ? `${e.name}: ` : ''}${errorMessage(err).split('\n')[0]}${status ? ` (HTTP ${status})` : ''}`, {
-    cause: err,
-    hint: 'check the AWS credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID, the workload identity) and AWS_ENDPOINT_URL_S3 for S3-compatible stores',
-  });
+  return new EnvironmentError(
+    `${what}: ${e.name && e.name !== 'Error' ? `${e.name}: ` : ''}${errorMessage(err).split('\n')[0]}${status ? ` (HTTP ${status})` : ''}`,
+    {
+      cause: err,
+      hint: 'check the AWS credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID, the workload identity) and AWS_ENDPOINT_URL_S3 for S3-compatible stores',
+    },
+  );
 }
 
 /** Upload a local bundle archive as one object; metadata lets `list` show it without downloading it. */
@@ -140,7 +143,9 @@ export async function fetchBundle(url: string): Promise<string> {
     }
     return file;
   }
-  throw new BadInputError(`${url}: no such bundle (no object ${keys.map((k) => `s3://${loc.bucket}/${k}`).join(' or ')})`, { hint: `see: cni-rewind list s3://${loc.bucket}/${path.posix.dirname(loc.key)}` });
+  throw new BadInputError(`${url}: no such bundle (no object ${keys.map((k) => `s3://${loc.bucket}/${k}`).join(' or ')})`, {
+    hint: `see: cni-rewind list s3://${loc.bucket}/${path.posix.dirname(loc.key)}`,
+  });
 }
 
 export interface RemoteListed {
@@ -164,7 +169,9 @@ export async function listRemoteBundles(url: string, onSkip?: (p: string, why: s
   let token: string | undefined;
   try {
     do {
-      const page = await client.send(new ListObjectsV2Command({ Bucket: loc.bucket, Prefix: loc.key ? `${loc.key}/` : undefined, Delimiter: '/', ContinuationToken: token }));
+      const page = await client.send(
+        new ListObjectsV2Command({ Bucket: loc.bucket, Prefix: loc.key ? `${loc.key}/` : undefined, Delimiter: '/', ContinuationToken: token }),
+      );
       for (const o of page.Contents ?? []) {
         if (!o.Key?.endsWith(ARCHIVE)) continue;
         const head = await client.send(new HeadObjectCommand({ Bucket: loc.bucket, Key: o.Key }));
@@ -174,7 +181,17 @@ export async function listRemoteBundles(url: string, onSkip?: (p: string, why: s
           onSkip?.(shown, 'not written by cni-rewind (no bundle metadata)');
           continue;
         }
-        out.push({ path: shown, id: m['bundle-id'], createdAt: m['created-at'], cluster: m.cluster ?? '', clusterUid: m['cluster-uid'] ?? '', calico: m.calico || undefined, objects: Number(m.objects ?? 0), snapshots: Number(m.snapshots ?? 0), complete: m.complete !== 'false' });
+        out.push({
+          path: shown,
+          id: m['bundle-id'],
+          createdAt: m['created-at'],
+          cluster: m.cluster ?? '',
+          clusterUid: m['cluster-uid'] ?? '',
+          calico: m.calico || undefined,
+          objects: Number(m.objects ?? 0),
+          snapshots: Number(m.snapshots ?? 0),
+          complete: m.complete !== 'false',
+        });
       }
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
@@ -206,7 +223,11 @@ export interface OpenUpload {
  * export or backup killed half-way leaves (S3 keeps their parts, and bills them, until they are aborted). With
  * `abort`, they are aborted; a failure to abort one is reported through `onFailure` and the others still go.
  */
-export async function staleUploads(url: string, before: Date, opts: { abort: boolean; onFailure?: (u: OpenUpload, why: string) => void }): Promise<OpenUpload[]> {
+export async function staleUploads(
+  url: string,
+  before: Date,
+  opts: { abort: boolean; onFailure?: (u: OpenUpload, why: string) => void },
+): Promise<OpenUpload[]> {
   const loc = parseS3Url(url);
   const client = await s3();
   const { ListMultipartUploadsCommand, AbortMultipartUploadCommand } = await import('@aws-sdk/client-s3');
@@ -215,7 +236,15 @@ export async function staleUploads(url: string, before: Date, opts: { abort: boo
   let uploadIdMarker: string | undefined;
   try {
     do {
-      const page = await client.send(new ListMultipartUploadsCommand({ Bucket: loc.bucket, Prefix: loc.key ? `${loc.key}/` : undefined, Delimiter: '/', KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }));
+      const page = await client.send(
+        new ListMultipartUploadsCommand({
+          Bucket: loc.bucket,
+          Prefix: loc.key ? `${loc.key}/` : undefined,
+          Delimiter: '/',
+          KeyMarker: keyMarker,
+          UploadIdMarker: uploadIdMarker,
+        }),
+      );
       for (const u of page.Uploads ?? []) {
         if (!u.Key?.endsWith(ARCHIVE) || !u.UploadId || !u.Initiated || u.Initiated >= before) continue;
         found.push({ url: `s3://${loc.bucket}/${u.Key}`, uploadId: u.UploadId, initiated: u.Initiated.toISOString() });
@@ -244,7 +273,11 @@ export async function staleUploads(url: string, before: Date, opts: { abort: boo
  * which is then uploaded as one object; the result's `path` becomes the object's URL. `defaultName` (the usual
  * `<cluster>-<UTC time>`) names it when the location is a prefix.
  */
-export async function writeRemote<R extends { path: string; manifest: BundleManifest }>(target: string, defaultName: string, run: (localArchive: string) => Promise<R>): Promise<R> {
+export async function writeRemote<R extends { path: string; manifest: BundleManifest }>(
+  target: string,
+  defaultName: string,
+  run: (localArchive: string) => Promise<R>,
+): Promise<R> {
   const loc = parseS3Url(target); // bad locations fail before any work is done
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cni-rewind-s3-out-'));
   try {

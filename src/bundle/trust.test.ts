@@ -18,7 +18,12 @@ beforeEach(() => {
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-const secret = (name: string, value: string) => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: 'calico-system' }, data: { v: Buffer.from(value).toString('base64') } });
+const secret = (name: string, value: string) => ({
+  apiVersion: 'v1',
+  kind: 'Secret',
+  metadata: { name, namespace: 'calico-system' },
+  data: { v: Buffer.from(value).toString('base64') },
+});
 const pool = { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name: 'p1' }, spec: { cidr: '10.0.0.0/16' } };
 
 async function encryptedBundle(key: Buffer, encryption?: any): Promise<{ out: string; a: string; b: string }> {
@@ -29,7 +34,15 @@ async function encryptedBundle(key: Buffer, encryption?: any): Promise<{ out: st
   await w.writeObject(a, secret('a', 'alpha') as any, { secret: true });
   await w.writeObject(b, secret('b', 'bravo') as any, { secret: true });
   await w.writeObject(resourcePathFor(pool as any), pool as any);
-  w.manifest.resources.push({ key: 'ippools.crd.projectcalico.org', group: 'crd.projectcalico.org', version: 'v1', kind: 'IPPool', plural: 'ippools', namespaced: false, count: 1 });
+  w.manifest.resources.push({
+    key: 'ippools.crd.projectcalico.org',
+    group: 'crd.projectcalico.org',
+    version: 'v1',
+    kind: 'IPPool',
+    plural: 'ippools',
+    namespaced: false,
+    count: 1,
+  });
   w.manifest.counts = { 'ippools.crd.projectcalico.org': 1 };
   await w.commit();
   return { out, a, b };
@@ -92,7 +105,9 @@ describe('authenticated encryption (format 1.1)', () => {
     expect((await (await openBundle(out, { encryptionKey: again })).readObject(a)).metadata.name).toBe('a');
     const wrong = keyForBundle(m, { kind: 'passphrase', passphrase: 'incorrect horse battery staple' }, out);
     await expect(openBundle(out, { encryptionKey: wrong })).rejects.toThrow(/authentication check/);
-    expect(() => keyForBundle({ ...m, encryption: { ...m.encryption!, scrypt: { N: 1 << 30, r: 8, p: 1 } } }, { kind: 'passphrase', passphrase: 'x'.repeat(12) }, out)).toThrow(/out of bounds/);
+    expect(() =>
+      keyForBundle({ ...m, encryption: { ...m.encryption!, scrypt: { N: 1 << 30, r: 8, p: 1 } } }, { kind: 'passphrase', passphrase: 'x'.repeat(12) }, out),
+    ).toThrow(/out of bounds/);
   });
 });
 
@@ -103,10 +118,20 @@ describe('bundle reads stay inside the bundle', () => {
     const np = { apiVersion: 'crd.projectcalico.org/v1', kind: 'NetworkPolicy', metadata: { name: 'x', namespace: 'kube-system' }, spec: {} };
     const rel = resourcePathFor({ ...np, metadata: { ...np.metadata, namespace: 'app' } } as any);
     await w.writeObject(rel, np as any);
-    w.manifest.resources.push({ key: 'networkpolicies.crd.projectcalico.org', group: 'crd.projectcalico.org', version: 'v1', kind: 'NetworkPolicy', plural: 'networkpolicies', namespaced: true, count: 1 });
+    w.manifest.resources.push({
+      key: 'networkpolicies.crd.projectcalico.org',
+      group: 'crd.projectcalico.org',
+      version: 'v1',
+      kind: 'NetworkPolicy',
+      plural: 'networkpolicies',
+      namespaced: true,
+      count: 1,
+    });
     await w.commit();
     const b = await openBundle(out);
-    await expect(b.readObject(rel)).rejects.toThrow(/holds crd\.projectcalico\.org\/v1 NetworkPolicy kube-system\/x, which belongs at resources\/crd\.projectcalico\.org\/NetworkPolicy\/kube-system\/x\.yaml/);
+    await expect(b.readObject(rel)).rejects.toThrow(
+      /holds crd\.projectcalico\.org\/v1 NetworkPolicy kube-system\/x, which belongs at resources\/crd\.projectcalico\.org\/NetworkPolicy\/kube-system\/x\.yaml/,
+    );
     const seen = [];
     for await (const o of b.objects({ lenient: true })) seen.push(o.problem);
     expect(seen).toEqual([expect.stringMatching(/belongs at/)]);
@@ -126,7 +151,12 @@ describe('bundle reads stay inside the bundle', () => {
     const { out } = await encryptedBundle(randomBytes(32));
     for (const n of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) fs.writeFileSync(path.join(out, n), 'x');
     const r = await verifyBundle(await openBundle(out));
-    expect(r.problems.filter((p) => /not listed/.test(p.problem)).map((p) => p.file).sort()).toEqual(['__proto__', 'constructor', 'hasOwnProperty', 'toString']);
+    expect(
+      r.problems
+        .filter((p) => /not listed/.test(p.problem))
+        .map((p) => p.file)
+        .sort(),
+    ).toEqual(['__proto__', 'constructor', 'hasOwnProperty', 'toString']);
   });
 });
 

@@ -47,7 +47,8 @@ export async function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): Pr
     checked++;
     if (size !== entry.size) problems.push({ file: rel, problem: `size ${size} differs from the manifest (${entry.size})` });
     else if (hash !== entry.sha256) problems.push({ file: rel, problem: 'sha256 does not match the manifest (file edited or corrupted)' });
-    else if (packs && isPackedPath(rel) && lines !== entry.objects) problems.push({ file: rel, problem: `holds ${lines} lines, but the manifest says ${entry.objects ?? 'nothing about'} objects` });
+    else if (packs && isPackedPath(rel) && lines !== entry.objects)
+      problems.push({ file: rel, problem: `holds ${lines} lines, but the manifest says ${entry.objects ?? 'nothing about'} objects` });
   });
   // Object.hasOwn, not `in`: an unlisted file named constructor or __proto__ is still unlisted.
   for (const f of onDisk) if (!Object.hasOwn(m.files, f)) problems.push({ file: f, problem: 'not listed in the manifest (extra file)' });
@@ -57,17 +58,20 @@ export async function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): Pr
   for (const [f, e] of Object.entries(m.files)) {
     const packed = packs && isPackedPath(f) ? parsePackedResourcePath(f) : undefined;
     const p = packed ?? parseResourcePath(f);
-    if (p) perKind.set(`${p.group}\0${p.kind}`, (perKind.get(`${p.group}\0${p.kind}`) ?? 0) + (packed ? e.objects ?? 0 : 1));
+    if (p) perKind.set(`${p.group}\0${p.kind}`, (perKind.get(`${p.group}\0${p.kind}`) ?? 0) + (packed ? (e.objects ?? 0) : 1));
   }
   for (const r of m.resources) {
     const n = perKind.get(`${r.group}\0${r.kind}`) ?? 0;
     perKind.delete(`${r.group}\0${r.kind}`);
-    if (n !== r.count || m.counts[r.key] !== r.count) problems.push({ file: MANIFEST_FILE, problem: `${r.key}: counted ${m.counts[r.key] ?? 'nothing'} / ${r.count}, but the bundle holds ${n} objects` });
+    if (n !== r.count || m.counts[r.key] !== r.count)
+      problems.push({ file: MANIFEST_FILE, problem: `${r.key}: counted ${m.counts[r.key] ?? 'nothing'} / ${r.count}, but the bundle holds ${n} objects` });
   }
-  for (const [k, n] of perKind) problems.push({ file: MANIFEST_FILE, problem: `${n} ${k.replace('\0', ' ')} objects belong to no resource type in the manifest` });
+  for (const [k, n] of perKind)
+    problems.push({ file: MANIFEST_FILE, problem: `${n} ${k.replace('\0', ' ')} objects belong to no resource type in the manifest` });
   const crdFiles = Object.keys(m.files).filter((f) => f.startsWith(DIRS.crds + '/')).length;
   const crdKey = 'customresourcedefinitions.apiextensions.k8s.io';
-  if (Object.hasOwn(m.counts, crdKey) && m.counts[crdKey] !== crdFiles) problems.push({ file: MANIFEST_FILE, problem: `${crdKey}: counted ${m.counts[crdKey]}, but the bundle holds ${crdFiles} CRD files` });
+  if (Object.hasOwn(m.counts, crdKey) && m.counts[crdKey] !== crdFiles)
+    problems.push({ file: MANIFEST_FILE, problem: `${crdKey}: counted ${m.counts[crdKey]}, but the bundle holds ${crdFiles} CRD files` });
   if (opts.decrypt && !problems.length) {
     for (const [rel, entry] of listed) {
       if (!entry.encrypted) continue;

@@ -60,7 +60,8 @@ export class BundleWriter {
     if (await exists(target)) throw new BadInputError(`${outPath} already exists`, { hint: 'choose a new --out path; a bundle is never overwritten' });
     const parent = path.dirname(target);
     await fs.mkdir(parent, { recursive: true, mode: 0o700 }).catch((e: NodeJS.ErrnoException) => {
-      if (e.code === 'ENOTDIR' || e.code === 'EEXIST') throw new BadInputError(`cannot write a bundle at ${outPath}: ${path.dirname(outPath)} is not a directory`);
+      if (e.code === 'ENOTDIR' || e.code === 'EEXIST')
+        throw new BadInputError(`cannot write a bundle at ${outPath}: ${path.dirname(outPath)} is not a directory`);
       throw e;
     });
     const base = path.basename(target).replace(/\.(tar\.gz|tgz)$/i, '');
@@ -102,7 +103,12 @@ export class BundleWriter {
     const full = path.join(this.workDir, relPath);
     await this.mkdirFor(full);
     // Record before the write so two concurrent writes of one path are caught above.
-    this.manifest.files[relPath] = { sha256: sha256(data), size: data.length, ...(opts.secret ? { secret: true } : {}), ...(encrypted ? { encrypted: true } : {}) };
+    this.manifest.files[relPath] = {
+      sha256: sha256(data),
+      size: data.length,
+      ...(opts.secret ? { secret: true } : {}),
+      ...(encrypted ? { encrypted: true } : {}),
+    };
     await fs.writeFile(full, data, { mode: opts.secret ? 0o600 : 0o644, flag: 'wx' });
   }
 
@@ -113,7 +119,8 @@ export class BundleWriter {
   async openPacked(relPath: string): Promise<PackedFileWriter> {
     if (this.finished) throw new Error('bundle writer already committed or aborted');
     const bad = unsafePathReason(relPath);
-    if (bad || !isPackedPath(relPath)) throw new BadInputError(`refusing to write packed bundle file ${JSON.stringify(relPath)}: ${bad ?? 'not a .jsonl path'}`);
+    if (bad || !isPackedPath(relPath))
+      throw new BadInputError(`refusing to write packed bundle file ${JSON.stringify(relPath)}: ${bad ?? 'not a .jsonl path'}`);
     if (this.manifest.files[relPath] || this.openPacks.has(relPath)) throw new BadInputError(`bundle file ${relPath} written twice`);
     const full = path.join(this.workDir, relPath);
     await this.mkdirFor(full);

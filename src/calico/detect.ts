@@ -22,7 +22,13 @@ export interface CalicoInstall {
   calicoCrds: number;
 }
 
-const CLUSTER_INFO: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'clusterinformations', kind: 'ClusterInformation', namespaced: false };
+const CLUSTER_INFO: ResourceType = {
+  group: 'crd.projectcalico.org',
+  version: 'v1',
+  plural: 'clusterinformations',
+  kind: 'ClusterInformation',
+  namespaced: false,
+};
 const TIGERA_STATUS: ResourceType = { group: 'operator.tigera.io', version: 'v1', plural: 'tigerastatuses', kind: 'TigeraStatus', namespaced: false };
 
 async function optional<T>(p: Promise<T>): Promise<T | undefined> {

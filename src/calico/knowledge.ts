@@ -107,8 +107,14 @@ export function normalizeVersion(v: string): string {
 
 /** Compare two `vX.Y.Z` versions. */
 export function compareVersions(a: string, b: string): number {
-  const pa = normalizeVersion(a).slice(1).split(/[.-]/).map((x) => Number.parseInt(x, 10) || 0);
-  const pb = normalizeVersion(b).slice(1).split(/[.-]/).map((x) => Number.parseInt(x, 10) || 0);
+  const pa = normalizeVersion(a)
+    .slice(1)
+    .split(/[.-]/)
+    .map((x) => Number.parseInt(x, 10) || 0);
+  const pb = normalizeVersion(b)
+    .slice(1)
+    .split(/[.-]/)
+    .map((x) => Number.parseInt(x, 10) || 0);
   for (let i = 0; i < 3; i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) - (pb[i] ?? 0);
   return 0;
 }
@@ -137,7 +143,13 @@ export interface OperatorPoolBehaviour {
 export const OPERATOR_POOL_BEHAVIOUR: OperatorPoolBehaviour[] = [
   { since: 'v3.0', managesPools: false, onePoolPerFamily: true },
   { since: 'v3.28', managesPools: true, stopAllocations: { field: 'nodeSelector', value: '!all()', text: 'nodeSelector: "!all()"' }, onePoolPerFamily: false },
-  { since: 'v3.29', managesPools: true, stopAllocations: { field: 'disableNewAllocations', value: true, text: 'disableNewAllocations: true' }, onePoolPerFamily: false, comparesDisabled: true },
+  {
+    since: 'v3.29',
+    managesPools: true,
+    stopAllocations: { field: 'disableNewAllocations', value: true, text: 'disableNewAllocations: true' },
+    onePoolPerFamily: false,
+    comparesDisabled: true,
+  },
 ];
 
 export function operatorPoolBehaviour(calicoVersion: string): OperatorPoolBehaviour {
@@ -220,7 +232,11 @@ export const EXPORT_CONFIG = {
  * TigeraStatus objects would keep saying whatever it last wrote (e.g. `ippools` Degraded) for ever.
  */
 export const OPERATOR_LEFTOVERS: { since: string; installationFinalizers: string[]; tigeraStatuses: string[] }[] = [
-  { since: 'v3.28', installationFinalizers: ['operator.tigera.io/installation-controller', 'operator.tigera.io/apiserver-controller'], tigeraStatuses: ['ippools'] },
+  {
+    since: 'v3.28',
+    installationFinalizers: ['operator.tigera.io/installation-controller', 'operator.tigera.io/apiserver-controller'],
+    tigeraStatuses: ['ippools'],
+  },
 ];
 
 /** The newer operators' finalizers and TigeraStatus names an operator of Calico `target` does not handle. */

@@ -51,10 +51,12 @@ describe('loadRelease from a folder', () => {
     expect(r.calicoManifest).toBeUndefined();
   });
 
-  it('refuses another release\'s tigera-operator.yaml with a clear message', async () => {
+  it("refuses another release's tigera-operator.yaml with a clear message", async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-rel-'));
     copyTo('3.28.1', 'tigera-operator.yaml', dir);
-    await expect(loadRelease('3.27.4', { manifests: dir })).rejects.toThrow(/not Calico v3\.27\.4's operator manifest: it runs operator v1\.34\.3 \(Calico v3\.28\.1\)/);
+    await expect(loadRelease('3.27.4', { manifests: dir })).rejects.toThrow(
+      /not Calico v3\.27\.4's operator manifest: it runs operator v1\.34\.3 \(Calico v3\.28\.1\)/,
+    );
   });
 
   it('reports missing files, a missing folder, a 3.30 release without operator-crds.yaml, and junk', async () => {
@@ -76,7 +78,9 @@ describe('loadRelease from a folder', () => {
     await expect(loadRelease('3.27.4', { manifests: onlyCalico, need: 'operator' })).rejects.toThrow(/tigera-operator\.yaml for Calico v3\.27\.4 not found/);
     const manifestOnly = await loadRelease('3.27.4', { manifests: onlyCalico, need: 'manifest' });
     expect(manifestOnly.crds).toHaveLength(18);
-    await expect(loadRelease('3.28.1', { manifests: onlyCalico, need: 'manifest' })).rejects.toThrow(/not Calico v3\.28\.1's calico\.yaml: it runs calico\/node v3\.27\.4/);
+    await expect(loadRelease('3.28.1', { manifests: onlyCalico, need: 'manifest' })).rejects.toThrow(
+      /not Calico v3\.28\.1's calico\.yaml: it runs calico\/node v3\.27\.4/,
+    );
   });
 });
 
@@ -103,7 +107,9 @@ describe('loadRelease from a URL (a local HTTP server standing in for raw.github
   afterAll(() => server.close());
 
   it('builds the release URL like projectcalico/calico raw manifests', () => {
-    expect(releaseBaseUrl('https://raw.githubusercontent.com/projectcalico/calico', 'v3.27.4')).toBe('https://raw.githubusercontent.com/projectcalico/calico/v3.27.4/manifests/');
+    expect(releaseBaseUrl('https://raw.githubusercontent.com/projectcalico/calico', 'v3.27.4')).toBe(
+      'https://raw.githubusercontent.com/projectcalico/calico/v3.27.4/manifests/',
+    );
     expect(releaseBaseUrl('https://x/{version}/m', 'v3.27.4')).toBe('https://x/v3.27.4/m/');
     expect(releaseBaseUrl('https://mirror.example/calico/manifests/', 'v3.27.4')).toBe('https://mirror.example/calico/manifests/');
   });
@@ -118,11 +124,12 @@ describe('loadRelease from a URL (a local HTTP server standing in for raw.github
   });
 
   it('says clearly when a release is not there', async () => {
-    await expect(loadRelease('3.26.9', { manifests: base })).rejects.toThrow(/no Calico v3\.26\.9 manifests in http:\/\/127\.0\.0\.1:\d+\/v3\.26\.9\/manifests\//);
+    await expect(loadRelease('3.26.9', { manifests: base })).rejects.toThrow(
+      /no Calico v3\.26\.9 manifests in http:\/\/127\.0\.0\.1:\d+\/v3\.26\.9\/manifests\//,
+    );
   });
 
   it('never touches the network when offline', async () => {
     await expect(loadRelease('3.26.9', { offline: true })).rejects.toThrow(/network is not allowed/);
   });
 });
-

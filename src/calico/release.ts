@@ -112,7 +112,8 @@ export async function loadRelease(version: string, opts: LoadReleaseOptions = {}
     crds = operatorAll.filter(isCrd);
     operatorObjects = operatorAll.filter((o) => !isCrd(o));
     operatorImage = operatorImageOf(operatorObjects);
-    if (!operatorImage) throw new BadInputError(`${texts.operator!.file.source} has no ${OPERATOR_DEPLOYMENT} Deployment: it is not a tigera-operator manifest`);
+    if (!operatorImage)
+      throw new BadInputError(`${texts.operator!.file.source} has no ${OPERATOR_DEPLOYMENT} Deployment: it is not a tigera-operator manifest`);
     checkOperatorVersion(operatorImage, v, texts.operator!.file.source);
     if (crds.length === 0) {
       const got = await fetcher.read(RELEASE_FILES.operatorCrds);
@@ -133,7 +134,9 @@ export async function loadRelease(version: string, opts: LoadReleaseOptions = {}
   }
   for (const o of customResources) {
     if (!o.apiVersion.startsWith('operator.tigera.io/')) {
-      throw new BadInputError(`${texts.customResources!.file.source} holds ${o.kind} ${o.metadata.name}: custom-resources.yaml should only hold operator.tigera.io resources`);
+      throw new BadInputError(
+        `${texts.customResources!.file.source} holds ${o.kind} ${o.metadata.name}: custom-resources.yaml should only hold operator.tigera.io resources`,
+      );
     }
   }
   const files: Record<string, ReleaseFile> = {};
@@ -207,7 +210,9 @@ function dirFetcher(root: string, v: string): Fetcher {
   const hasRelease = (d: string) => has(d, RELEASE_FILES.operator) || has(d, RELEASE_FILES.calico);
   const dir = candidates.find(hasRelease);
   if (!dir) {
-    throw new BadInputError(`no Calico ${v} manifests under ${root}: looked for ${RELEASE_FILES.operator} or ${RELEASE_FILES.calico} in ${bare}/manifests/, ${bare}/ and the folder itself`);
+    throw new BadInputError(
+      `no Calico ${v} manifests under ${root}: looked for ${RELEASE_FILES.operator} or ${RELEASE_FILES.calico} in ${bare}/manifests/, ${bare}/ and the folder itself`,
+    );
   }
   return {
     where: dir,

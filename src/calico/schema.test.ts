@@ -1,13 +1,10 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseManifests } from '../kube/manifests.js';
 import type { KubeObject } from '../kube/types.js';
 import { readShippedFile } from './shipped.js';
 import { checkAgainstSchema, pruneUnknownFields } from './schema.js';
 
-const load = (version: string, file: string): KubeObject[] =>
-  parseManifests(readShippedFile(version, file)!.text, `${version}/${file}`);
+const load = (version: string, file: string): KubeObject[] => parseManifests(readShippedFile(version, file)!.text, `${version}/${file}`);
 const crd = (version: string, name: string): KubeObject => {
   const c = load(version, 'tigera-operator.yaml').find((o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === name);
   if (!c) throw new Error(`no CRD ${name} in ${version}`);
@@ -25,11 +22,12 @@ function installation328(): KubeObject {
 describe('checkAgainstSchema with the real Calico CRDs', () => {
   it('finds the Installation fields that the 3.27.4 CRD does not know', () => {
     const findings = checkAgainstSchema(installation328(), crd('3.27.4', 'installations.operator.tigera.io'));
-    expect(findings.filter((f) => f.kind === 'pruned').map((f) => f.path).sort()).toEqual([
-      'spec.calicoNetwork.ipPools[0].allowedUses',
-      'spec.calicoNetwork.ipPools[0].name',
-      'spec.calicoNetwork.linuxPolicySetupTimeoutSeconds',
-    ]);
+    expect(
+      findings
+        .filter((f) => f.kind === 'pruned')
+        .map((f) => f.path)
+        .sort(),
+    ).toEqual(['spec.calicoNetwork.ipPools[0].allowedUses', 'spec.calicoNetwork.ipPools[0].name', 'spec.calicoNetwork.linuxPolicySetupTimeoutSeconds']);
     expect(findings.filter((f) => f.kind === 'rejected')).toEqual([]);
   });
 
@@ -52,7 +50,11 @@ describe('checkAgainstSchema with the real Calico CRDs', () => {
     const findings = checkAgainstSchema(inst, crd('3.28.1', 'installations.operator.tigera.io'));
     expect(findings).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ path: 'spec.calicoNetwork.ipPools[0].encapsulation', kind: 'rejected', detail: expect.stringContaining('"GRE" is not one of') }),
+        expect.objectContaining({
+          path: 'spec.calicoNetwork.ipPools[0].encapsulation',
+          kind: 'rejected',
+          detail: expect.stringContaining('"GRE" is not one of'),
+        }),
         expect.objectContaining({ path: 'spec.calicoNetwork.ipPools[0].blockSize', kind: 'rejected', detail: 'is string, the schema wants integer' }),
         expect.objectContaining({ path: 'spec.calicoNetwork.ipPools[0].cidr', kind: 'rejected', detail: 'required field is missing' }),
       ]),
@@ -72,7 +74,16 @@ describe('checkAgainstSchema with the real Calico CRDs', () => {
       apiVersion: 'crd.projectcalico.org/v1',
       kind: 'IPPool',
       metadata: { name: 'p', labels: { a: 'b' }, uid: 'x', resourceVersion: '1' },
-      spec: { cidr: '10.0.0.0/16', disabled: true, blockSize: 26, ipipMode: 'Never', vxlanMode: 'Always', natOutgoing: true, nodeSelector: 'all()', frobnicate: 1 },
+      spec: {
+        cidr: '10.0.0.0/16',
+        disabled: true,
+        blockSize: 26,
+        ipipMode: 'Never',
+        vxlanMode: 'Always',
+        natOutgoing: true,
+        nodeSelector: 'all()',
+        frobnicate: 1,
+      },
     };
     const ipPoolCrd = crd('3.28.1', 'ippools.crd.projectcalico.org');
     expect(checkAgainstSchema(pool, ipPoolCrd)).toEqual([{ path: 'spec.frobnicate', kind: 'pruned', detail: 'field not in the CRD schema' }]);
@@ -87,7 +98,9 @@ describe('checkAgainstSchema with the real Calico CRDs', () => {
     const gnpCrd = crd('3.28.1', 'globalnetworkpolicies.crd.projectcalico.org');
     expect(checkAgainstSchema(gnp, gnpCrd)).toEqual([]);
     gnp.spec.egress[0].destination.ports.push(true);
-    expect(checkAgainstSchema(gnp, gnpCrd)).toEqual([{ path: 'spec.egress[0].destination.ports[3]', kind: 'rejected', detail: 'is boolean, the schema wants integer or string' }]);
+    expect(checkAgainstSchema(gnp, gnpCrd)).toEqual([
+      { path: 'spec.egress[0].destination.ports[3]', kind: 'rejected', detail: 'is boolean, the schema wants integer or string' },
+    ]);
   });
 
   it('reports a version the CRD does not serve', () => {
@@ -105,7 +118,11 @@ describe('checkAgainstSchema with the real Calico CRDs', () => {
       metadata: { name: 'default' },
       spec: { debugHost: 'localhost', debugPort: 6060, logSeverityScreen: 'Info', bpfEnabled: false },
     };
-    expect(checkAgainstSchema(felix, crd('3.27.4', 'felixconfigurations.crd.projectcalico.org')).map((f) => f.path).sort()).toEqual(['spec.debugHost', 'spec.debugPort']);
+    expect(
+      checkAgainstSchema(felix, crd('3.27.4', 'felixconfigurations.crd.projectcalico.org'))
+        .map((f) => f.path)
+        .sort(),
+    ).toEqual(['spec.debugHost', 'spec.debugPort']);
     expect(checkAgainstSchema(felix, crd('3.28.1', 'felixconfigurations.crd.projectcalico.org'))).toEqual([]);
   });
 });
@@ -113,10 +130,22 @@ describe('checkAgainstSchema with the real Calico CRDs', () => {
 describe('3.30.7 objects against 3.28.1 CRDs', () => {
   it('finds IPPool assignmentMode and BlockAffinity type (new in 3.30)', () => {
     const crd330 = (name: string) => load('3.30.7', 'operator-crds.yaml').find((o) => o.metadata.name === name)!;
-    const pool: KubeObject = { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name: 'p' }, spec: { cidr: '10.0.0.0/16', assignmentMode: 'Automatic' } };
+    const pool: KubeObject = {
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'IPPool',
+      metadata: { name: 'p' },
+      spec: { cidr: '10.0.0.0/16', assignmentMode: 'Automatic' },
+    };
     expect(checkAgainstSchema(pool, crd330('ippools.crd.projectcalico.org'))).toEqual([]);
-    expect(checkAgainstSchema(pool, crd('3.28.1', 'ippools.crd.projectcalico.org'))).toEqual([{ path: 'spec.assignmentMode', kind: 'pruned', detail: 'field not in the CRD schema' }]);
-    const ba: KubeObject = { apiVersion: 'crd.projectcalico.org/v1', kind: 'BlockAffinity', metadata: { name: 'b' }, spec: { cidr: '10.0.0.0/26', node: 'n', state: 'confirmed', deleted: 'false', type: 'host' } };
+    expect(checkAgainstSchema(pool, crd('3.28.1', 'ippools.crd.projectcalico.org'))).toEqual([
+      { path: 'spec.assignmentMode', kind: 'pruned', detail: 'field not in the CRD schema' },
+    ]);
+    const ba: KubeObject = {
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'BlockAffinity',
+      metadata: { name: 'b' },
+      spec: { cidr: '10.0.0.0/26', node: 'n', state: 'confirmed', deleted: 'false', type: 'host' },
+    };
     expect(checkAgainstSchema(ba, crd('3.28.1', 'blockaffinities.crd.projectcalico.org')).map((f) => f.path)).toEqual(['spec.type']);
   });
 });
@@ -128,7 +157,13 @@ describe('pruneUnknownFields', () => {
     const c = crd('3.27.4', 'installations.operator.tigera.io');
     const pruned = pruneUnknownFields(inst, c);
     expect(inst).toEqual(before);
-    expect(pruned.spec.calicoNetwork.ipPools[0]).toEqual({ blockSize: 26, cidr: '192.168.0.0/16', encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', nodeSelector: 'all()' });
+    expect(pruned.spec.calicoNetwork.ipPools[0]).toEqual({
+      blockSize: 26,
+      cidr: '192.168.0.0/16',
+      encapsulation: 'VXLANCrossSubnet',
+      natOutgoing: 'Enabled',
+      nodeSelector: 'all()',
+    });
     expect(pruned.spec.calicoNetwork.linuxPolicySetupTimeoutSeconds).toBeUndefined();
     expect(pruned.metadata).toEqual(inst.metadata);
     expect(checkAgainstSchema(pruned, c)).toEqual([]);

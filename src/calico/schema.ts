@@ -39,7 +39,11 @@ export function checkAgainstSchema(obj: KubeObject, crd: KubeObject): SchemaFind
   const schema = schemaFor(obj, crd);
   if (!schema) {
     const served = (crd.spec?.versions ?? []).map((v: any) => v.name).join(', ');
-    findings.push({ path: 'apiVersion', kind: 'rejected', detail: `CRD ${crd.metadata?.name} does not serve ${obj.apiVersion} (serves ${served || 'nothing'})` });
+    findings.push({
+      path: 'apiVersion',
+      kind: 'rejected',
+      detail: `CRD ${crd.metadata?.name} does not serve ${obj.apiVersion} (serves ${served || 'nothing'})`,
+    });
     return findings;
   }
   walk(obj, schema, '', findings, true);
@@ -123,10 +127,12 @@ function walk(v: unknown, s: Schema, path: string, out: SchemaFinding[], root = 
       if (!(req in v) || v[req] === null) out.push({ path: join(path, req), kind: 'rejected', detail: 'required field is missing' });
     }
     const n = Object.keys(v).length;
-    if (s.maxProperties !== undefined && n > s.maxProperties) out.push({ path, kind: 'rejected', detail: `has ${n} properties, at most ${s.maxProperties} allowed` });
+    if (s.maxProperties !== undefined && n > s.maxProperties)
+      out.push({ path, kind: 'rejected', detail: `has ${n} properties, at most ${s.maxProperties} allowed` });
   } else if (Array.isArray(v)) {
     if (s.maxItems !== undefined && v.length > s.maxItems) out.push({ path, kind: 'rejected', detail: `has ${v.length} items, at most ${s.maxItems} allowed` });
-    if (s.minItems !== undefined && v.length < s.minItems) out.push({ path, kind: 'rejected', detail: `has ${v.length} items, at least ${s.minItems} required` });
+    if (s.minItems !== undefined && v.length < s.minItems)
+      out.push({ path, kind: 'rejected', detail: `has ${v.length} items, at least ${s.minItems} required` });
     if (s.items && typeof s.items === 'object') v.forEach((item, i) => walk(item, s.items, `${path}[${i}]`, out));
   }
 }
@@ -146,12 +152,16 @@ function checkValueRules(v: unknown, s: Schema, path: string, out: SchemaFinding
       if (re && !re.test(v)) out.push({ path, kind: 'rejected', detail: `${JSON.stringify(v)} does not match ${s.pattern}` });
     }
     const len = [...v].length;
-    if (s.maxLength !== undefined && len > s.maxLength) out.push({ path, kind: 'rejected', detail: `is ${len} characters long, at most ${s.maxLength} allowed` });
-    if (s.minLength !== undefined && len < s.minLength) out.push({ path, kind: 'rejected', detail: `is ${len} characters long, at least ${s.minLength} required` });
+    if (s.maxLength !== undefined && len > s.maxLength)
+      out.push({ path, kind: 'rejected', detail: `is ${len} characters long, at most ${s.maxLength} allowed` });
+    if (s.minLength !== undefined && len < s.minLength)
+      out.push({ path, kind: 'rejected', detail: `is ${len} characters long, at least ${s.minLength} required` });
   }
   if (typeof v === 'number') {
-    if (s.maximum !== undefined && (s.exclusiveMaximum ? v >= s.maximum : v > s.maximum)) out.push({ path, kind: 'rejected', detail: `${v} is above the maximum ${s.maximum}` });
-    if (s.minimum !== undefined && (s.exclusiveMinimum ? v <= s.minimum : v < s.minimum)) out.push({ path, kind: 'rejected', detail: `${v} is below the minimum ${s.minimum}` });
+    if (s.maximum !== undefined && (s.exclusiveMaximum ? v >= s.maximum : v > s.maximum))
+      out.push({ path, kind: 'rejected', detail: `${v} is above the maximum ${s.maximum}` });
+    if (s.minimum !== undefined && (s.exclusiveMinimum ? v <= s.minimum : v < s.minimum))
+      out.push({ path, kind: 'rejected', detail: `${v} is below the minimum ${s.minimum}` });
   }
 }
 

@@ -40,13 +40,21 @@ describe('the shipped Calico releases', () => {
       expect(r.crds['operator-crds.yaml']).toBe(expectedCount);
       // Every release has the Calico data kinds the planner and restore order rely on.
       for (const kind of ['IPPool', 'IPAMBlock', 'IPAMHandle', 'BlockAffinity', 'IPAMConfig', 'ClusterInformation', 'Installation', 'APIServer']) {
-        expect(rel.crds.some((c) => c.spec.names.kind === kind), kind).toBe(true);
+        expect(
+          rel.crds.some((c) => c.spec.names.kind === kind),
+          kind,
+        ).toBe(true);
       }
       // The shared policy kinds: AdminNetworkPolicy from 3.29, BaselineAdminNetworkPolicy from 3.30, replaced by
       // ClusterNetworkPolicy in 3.32; every one of them is a kind export knows.
-      const shared = rel.crds.filter((c) => c.spec.group === SHARED_POLICY_GROUP).map((c) => c.spec.names.kind).sort();
+      const shared = rel.crds
+        .filter((c) => c.spec.group === SHARED_POLICY_GROUP)
+        .map((c) => c.spec.names.kind)
+        .sort();
       const m = minorOf(r.version);
-      expect(shared).toEqual(m >= 32 ? ['ClusterNetworkPolicy'] : m >= 30 ? ['AdminNetworkPolicy', 'BaselineAdminNetworkPolicy'] : m >= 29 ? ['AdminNetworkPolicy'] : []);
+      expect(shared).toEqual(
+        m >= 32 ? ['ClusterNetworkPolicy'] : m >= 30 ? ['AdminNetworkPolicy', 'BaselineAdminNetworkPolicy'] : m >= 29 ? ['AdminNetworkPolicy'] : [],
+      );
       for (const k of shared) expect(SHARED_POLICY_KINDS).toContain(k);
 
       // Schema markers: the newest marker the CRDs carry is this release's minor (3.26 predates every marker).

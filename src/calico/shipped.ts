@@ -36,7 +36,8 @@ export function shippedReleases(): ShippedRelease[] {
   const dir = shippedReleasesDir();
   if (index && indexDir === dir) return index;
   const file = path.join(dir, 'index.json');
-  if (!existsSync(file)) throw new EnvironmentError(`the shipped Calico releases are missing (${file}): the installation is incomplete`, { hint: 'reinstall cni-rewind' });
+  if (!existsSync(file))
+    throw new EnvironmentError(`the shipped Calico releases are missing (${file}): the installation is incomplete`, { hint: 'reinstall cni-rewind' });
   const raw = JSON.parse(readFileSync(file, 'utf8')) as { releases: Record<string, Omit<ShippedRelease, 'version'>> };
   index = Object.entries(raw.releases).map(([version, r]) => ({ version, ...r }));
   indexDir = dir;
@@ -62,7 +63,10 @@ export function readShippedFile(version: string, name: string): { text: string; 
   }
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   if (sha256 !== meta.sha256 || bytes.length !== meta.bytes) {
-    throw new EnvironmentError(`the shipped Calico ${rel.version} ${name} is damaged (${p}: sha256 ${sha256.slice(0, 12)}, expected ${meta.sha256.slice(0, 12)})`, { hint: 'reinstall cni-rewind' });
+    throw new EnvironmentError(
+      `the shipped Calico ${rel.version} ${name} is damaged (${p}: sha256 ${sha256.slice(0, 12)}, expected ${meta.sha256.slice(0, 12)})`,
+      { hint: 'reinstall cni-rewind' },
+    );
   }
   return { text: bytes.toString('utf8'), path: p, sha256, bytes: bytes.length };
 }

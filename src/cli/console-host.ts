@@ -32,7 +32,8 @@ export class ConsoleIoHost implements IoHost {
     this.resultOut = opts.stdout ?? process.stdout;
     this.tty = !!this.out.isTTY;
     this.s = styler(opts.color && this.tty);
-    if (this.tty) this.bars = new ProgressBars(this.out, (u) => ({ label: escapeControl(u.label), status: u.status ? this.s.dim(escapeControl(u.status)) : undefined }));
+    if (this.tty)
+      this.bars = new ProgressBars(this.out, (u) => ({ label: escapeControl(u.label), status: u.status ? this.s.dim(escapeControl(u.status)) : undefined }));
   }
 
   notify(msg: IoMessage): void {
@@ -40,7 +41,8 @@ export class ConsoleIoHost implements IoHost {
     if (msg.level === 'info' && this.opts.quiet) return;
     if (msg.level === 'result') return;
     const text = escapeControl(redact(msg.message));
-    const prefix = msg.level === 'warn' ? this.s.yellow('warning: ') : msg.level === 'error' ? this.s.red('error: ') : msg.level === 'debug' ? this.s.dim('debug: ') : '';
+    const prefix =
+      msg.level === 'warn' ? this.s.yellow('warning: ') : msg.level === 'error' ? this.s.red('error: ') : msg.level === 'debug' ? this.s.dim('debug: ') : '';
     this.writeHuman(`${prefix}${text}\n`);
   }
 

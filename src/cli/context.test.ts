@@ -27,7 +27,9 @@ describe('handler()', () => {
 
   it('an error from another copy of the package (a second instance of errors.js) keeps its exit code and hint', () => {
     const copy = JSON.stringify(`${pathToFileURL(path.join(packageRoot(), 'dist', 'src', 'core', 'errors.js')).href}?another-copy`);
-    const r = runHandler(`const { EnvironmentError } = await import(${copy}); throw new EnvironmentError('provider x: unreachable', { hint: 'check the VPN' });`);
+    const r = runHandler(
+      `const { EnvironmentError } = await import(${copy}); throw new EnvironmentError('provider x: unreachable', { hint: 'check the VPN' });`,
+    );
     expect(r.stderr).toBe('cni-rewind: provider x: unreachable\n  check the VPN\n');
     expect(r.status).toBe(4);
   });

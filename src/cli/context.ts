@@ -43,9 +43,10 @@ export class CliContext {
         asGroups: this.args['as-group'],
         requestTimeoutMs: this.args['request-timeout'] === undefined ? undefined : parseDuration(this.args['request-timeout'], '--request-timeout'),
       }).then((c) => {
-      c.onRetry = (i) => this.reporter.debug('CNR_KUBE_RETRY', `retrying ${i.method} ${i.path} in ${i.delayMs} ms: ${i.reason}`);
-      return c;
-    }));
+        c.onRetry = (i) => this.reporter.debug('CNR_KUBE_RETRY', `retrying ${i.method} ${i.path} in ${i.delayMs} ms: ${i.reason}`);
+        return c;
+      }),
+    );
     return this.clientPromise;
   }
 
@@ -73,7 +74,9 @@ export function handler<A>(fn: (ctx: CliContext, args: A & GlobalArgs) => Promis
     let settled = false;
     const stalled = () => {
       if (settled) return;
-      process.stderr.write('cni-rewind: internal error: the command stopped before it finished (it waited on something that can never happen)\n  rerun with -v and report it\n');
+      process.stderr.write(
+        'cni-rewind: internal error: the command stopped before it finished (it waited on something that can never happen)\n  rerun with -v and report it\n',
+      );
       process.exitCode = 1;
     };
     process.once('beforeExit', stalled);
@@ -97,7 +100,10 @@ export function reportError(err: unknown, verbose: boolean, s: Styler): number {
   if (!isCniRewindError(e) && isLocalResourceError(e)) {
     // A full disk, a read-only or forbidden path: the machine's problem, not the input's and not a bug.
     const x = e as NodeJS.ErrnoException;
-    e = new EnvironmentError(`${x.message.replace(/^E[A-Z]+: /, '')}`, { cause: e, hint: x.code === 'ENOSPC' || x.code === 'EDQUOT' ? 'free some space, or choose another --out' : undefined });
+    e = new EnvironmentError(`${x.message.replace(/^E[A-Z]+: /, '')}`, {
+      cause: e,
+      hint: x.code === 'ENOSPC' || x.code === 'EDQUOT' ? 'free some space, or choose another --out' : undefined,
+    });
   }
   if (isCniRewindError(e)) {
     process.stderr.write(`${s.red('cni-rewind:')} ${escapeControl(redact(e.message))}\n`);
@@ -140,7 +146,7 @@ function verbOf(method: string, path: string): string {
   return items.length % 2 === 1 ? 'list' : 'get';
 }
 
-export type Command<A = {}> = CommandModule<GlobalArgs, A & GlobalArgs>;
+export type Command<A = object> = CommandModule<GlobalArgs, A & GlobalArgs>;
 export type Builder<A> = (y: Argv<GlobalArgs>) => Argv<A & GlobalArgs>;
 
 /**
@@ -153,5 +159,10 @@ function isKubeApiError(e: unknown): e is KubeApiError {
 
 const LOCAL_RESOURCE_CODES = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'EACCES', 'EPERM', 'EIO', 'EMFILE', 'ENFILE']);
 function isLocalResourceError(e: unknown): boolean {
-  return e instanceof Error && typeof (e as NodeJS.ErrnoException).code === 'string' && LOCAL_RESOURCE_CODES.has((e as NodeJS.ErrnoException).code!) && typeof (e as NodeJS.ErrnoException).syscall === 'string';
+  return (
+    e instanceof Error &&
+    typeof (e as NodeJS.ErrnoException).code === 'string' &&
+    LOCAL_RESOURCE_CODES.has((e as NodeJS.ErrnoException).code!) &&
+    typeof (e as NodeJS.ErrnoException).syscall === 'string'
+  );
 }

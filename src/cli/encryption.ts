@@ -13,8 +13,14 @@ export interface EncryptionArgs {
 
 export function encryptionOptions<T>(y: Argv<T>): Argv<T & EncryptionArgs> {
   return y
-    .option('encryption-key-file', { type: 'string', describe: `file holding the 32-byte bundle key (raw, 64 hex characters or base64; or set $${ENCRYPTION_KEY_ENV})` })
-    .option('encryption-passphrase-file', { type: 'string', describe: `file holding a passphrase the bundle key is derived from with scrypt (or set $${ENCRYPTION_PASSPHRASE_ENV})` }) as any;
+    .option('encryption-key-file', {
+      type: 'string',
+      describe: `file holding the 32-byte bundle key (raw, 64 hex characters or base64; or set $${ENCRYPTION_KEY_ENV})`,
+    })
+    .option('encryption-passphrase-file', {
+      type: 'string',
+      describe: `file holding a passphrase the bundle key is derived from with scrypt (or set $${ENCRYPTION_PASSPHRASE_ENV})`,
+    }) as any;
 }
 
 const keyOptions = (ctx: CliContext, args: EncryptionArgs) => ({
@@ -24,10 +30,16 @@ const keyOptions = (ctx: CliContext, args: EncryptionArgs) => ({
 });
 
 /** For `--encrypt`: the key and the manifest's encryption record; a clear error when no key or passphrase is given. */
-export function newBundleKey(ctx: CliContext, args: EncryptionArgs & { encrypt?: boolean }): { encryptionKey?: Buffer; encryption?: BundleManifest['encryption'] } {
+export function newBundleKey(
+  ctx: CliContext,
+  args: EncryptionArgs & { encrypt?: boolean },
+): { encryptionKey?: Buffer; encryption?: BundleManifest['encryption'] } {
   if (!args.encrypt) return {};
   const src = loadKeySource(keyOptions(ctx, args));
-  if (!src) throw new BadInputError('--encrypt needs a key', { hint: `pass --encryption-key-file FILE (openssl rand -hex 32) or --encryption-passphrase-file FILE, or set ${ENCRYPTION_KEY_ENV}` });
+  if (!src)
+    throw new BadInputError('--encrypt needs a key', {
+      hint: `pass --encryption-key-file FILE (openssl rand -hex 32) or --encryption-passphrase-file FILE, or set ${ENCRYPTION_KEY_ENV}`,
+    });
   const { key, encryption } = keyForNewBundle(src);
   return { encryptionKey: key, encryption };
 }

@@ -42,17 +42,22 @@ export async function buildParser(argv: string[], opts: { allCommands?: boolean 
     .help()
     .alias('help', 'h')
     .strict()
-    .middleware(((argv: Record<string, unknown>, y: unknown) => {
-      // yargs turns a repeated single-value option into an array, which the commands do not expect: say so instead.
-      // `--nodes` may be repeated as well as comma-separated (the commands split and join it).
-      const arrays = new Set<string>([...((y as any).getOptions?.().array ?? []), 'nodes']);
-      const dup = Object.keys(argv).find((k) => /^[a-z][a-z0-9-]+$/.test(k) && Array.isArray(argv[k]) && !arrays.has(k));
-      if (dup) usageError(`--${dup} was given more than once; give it once`);
-    }) as any, true)
+    .middleware(
+      ((argv: Record<string, unknown>, y: unknown) => {
+        // yargs turns a repeated single-value option into an array, which the commands do not expect: say so instead.
+        // `--nodes` may be repeated as well as comma-separated (the commands split and join it).
+        const arrays = new Set<string>([...((y as any).getOptions?.().array ?? []), 'nodes']);
+        const dup = Object.keys(argv).find((k) => /^[a-z][a-z0-9-]+$/.test(k) && Array.isArray(argv[k]) && !arrays.has(k));
+        if (dup) usageError(`--${dup} was given more than once; give it once`);
+      }) as any,
+      true,
+    )
     .demandCommand(1, 'name a command; see --help')
     .recommendCommands()
     .wrap(Math.min(120, process.stdout.columns ?? 100))
-    .epilogue('Exit codes: 0 success · 1 differences or warnings · 2 usage error or bad input · 3 partial failure · 4 environment error · 5 refused by a safety check')
+    .epilogue(
+      'Exit codes: 0 success · 1 differences or warnings · 2 usage error or bad input · 3 partial failure · 4 environment error · 5 refused by a safety check',
+    )
     .fail((msg, err) => {
       // One clear line for usage errors, never a stack trace.
       if (err) throw err;
@@ -61,7 +66,9 @@ export async function buildParser(argv: string[], opts: { allCommands?: boolean 
     });
   for (const e of commandTable) {
     const full = loaded.get(e);
-    parser = parser.command(full ?? ({ command: e.command, describe: e.describe, builder: (y: Argv) => y.strict(false), handler: () => main(argv, { allCommands: true }) } as any));
+    parser = parser.command(
+      full ?? ({ command: e.command, describe: e.describe, builder: (y: Argv) => y.strict(false), handler: () => main(argv, { allCommands: true }) } as any),
+    );
   }
   function usageError(line: string): never {
     process.stderr.write(`cni-rewind: ${line}\n  see: cni-rewind --help\n`);

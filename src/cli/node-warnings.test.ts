@@ -12,7 +12,13 @@ const main = path.join(packageRoot(), 'dist/src/cli/main.js');
 const nodeMajor = Number(process.versions.node.split('.')[0]);
 
 function listS3(extra: Record<string, string>) {
-  const env: Record<string, string> = { ...process.env, AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'y', AWS_REGION: 'us-east-1', AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:1' } as Record<string, string>;
+  const env: Record<string, string> = {
+    ...process.env,
+    AWS_ACCESS_KEY_ID: 'x',
+    AWS_SECRET_ACCESS_KEY: 'y',
+    AWS_REGION: 'us-east-1',
+    AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:1',
+  } as Record<string, string>;
   delete env.NODE_NO_WARNINGS;
   delete env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED;
   Object.assign(env, extra);

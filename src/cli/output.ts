@@ -40,7 +40,11 @@ export const oneLine = (v: unknown): string => escapeControl(String(v ?? ''));
 export function renderTable<T>(rows: readonly T[], columns: readonly Column<T>[]): string {
   const cells = rows.map((r) => columns.map((c) => oneLine(c.value(r))));
   const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((row) => row[i]!.length)));
-  const line = (vals: string[]) => vals.map((v, i) => (i === vals.length - 1 ? v : v.padEnd(widths[i]!))).join('  ').trimEnd();
+  const line = (vals: string[]) =>
+    vals
+      .map((v, i) => (i === vals.length - 1 ? v : v.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return [line(columns.map((c) => c.header.toUpperCase())), ...cells.map(line)].join('\n');
 }
 

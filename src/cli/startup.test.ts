@@ -21,7 +21,11 @@ let bundle: string;
 
 function traced(script: string, args: string[]) {
   trace.reset();
-  const r = spawnSync(process.execPath, [...trace.nodeArgs, script, ...args], { cwd: dir, encoding: 'utf8', env: { ...process.env, ...trace.env, NO_COLOR: '1' } });
+  const r = spawnSync(process.execPath, [...trace.nodeArgs, script, ...args], {
+    cwd: dir,
+    encoding: 'utf8',
+    env: { ...process.env, ...trace.env, NO_COLOR: '1' },
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr, modules: trace.modules() };
 }
 
@@ -56,11 +60,19 @@ describe('start-up of the commands that need no cluster', () => {
 
   for (const args of [['--help'], ['version'], ['inspect', '<bundle>'], ['inspect', '<bundle>', '-o', 'yaml']]) {
     it(`cni-rewind ${args.join(' ')} loads neither @kubernetes/client-node nor a cloud SDK nor a provider`, () => {
-      const r = traced(main, args.map((a) => (a === '<bundle>' ? bundle : a)));
+      const r = traced(
+        main,
+        args.map((a) => (a === '<bundle>' ? bundle : a)),
+      );
       expect(r.status, r.stderr).toBe(0);
       // The command did run (not a usage error that stopped early).
-      expect(r.stdout).toMatch(args[0] === '--help' ? /cni-rewind inspect <bundle>/ : args[0] === 'version' ? /bundle format/ : /default-ipv4-ippool|ippools\.crd\.projectcalico\.org/);
-      expect(r.modules.some((m) => m.endsWith('/dist/src/cli/main.js')), 'the trace saw the CLI itself').toBe(true);
+      expect(r.stdout).toMatch(
+        args[0] === '--help' ? /cni-rewind inspect <bundle>/ : args[0] === 'version' ? /bundle format/ : /default-ipv4-ippool|ippools\.crd\.projectcalico\.org/,
+      );
+      expect(
+        r.modules.some((m) => m.endsWith('/dist/src/cli/main.js')),
+        'the trace saw the CLI itself',
+      ).toBe(true);
       expect(Object.fromEntries(heavyModules(r.modules))).toEqual({});
     });
   }

@@ -31,7 +31,8 @@ export function parseConfig(doc: unknown, source: string): CniRewindConfig {
   if (unknown.length) throw new BadInputError(`${source}: unknown key(s) ${unknown.join(', ')} (expected providers, mapping, backup)`);
   const cfg: CniRewindConfig = { ...emptyConfig(), source };
   if (d.providers !== undefined) {
-    if (!d.providers || typeof d.providers !== 'object' || Array.isArray(d.providers)) throw new BadInputError(`${source}: 'providers' must map provider names to their settings`);
+    if (!d.providers || typeof d.providers !== 'object' || Array.isArray(d.providers))
+      throw new BadInputError(`${source}: 'providers' must map provider names to their settings`);
     for (const [name, v] of Object.entries(d.providers as Record<string, unknown>)) {
       if (v === null) cfg.providers[name] = {};
       else if (typeof v !== 'object' || Array.isArray(v)) throw new BadInputError(`${source}: providers.${name} must be a map of settings`);
@@ -45,7 +46,8 @@ export function parseConfig(doc: unknown, source: string): CniRewindConfig {
   if (d.backup !== undefined) {
     const b = d.backup as Record<string, unknown>;
     if (!b || typeof b !== 'object') throw new BadInputError(`${source}: 'backup' must be a map`);
-    if (b.concurrency !== undefined && !(Number.isInteger(b.concurrency) && (b.concurrency as number) > 0)) throw new BadInputError(`${source}: backup.concurrency must be a positive integer`);
+    if (b.concurrency !== undefined && !(Number.isInteger(b.concurrency) && (b.concurrency as number) > 0))
+      throw new BadInputError(`${source}: backup.concurrency must be a positive integer`);
     if (b.snapshotTimeout !== undefined) parseDuration(String(b.snapshotTimeout), `${source}: backup.snapshotTimeout`);
     cfg.backup = { concurrency: b.concurrency as number | undefined, snapshotTimeout: b.snapshotTimeout === undefined ? undefined : String(b.snapshotTimeout) };
   }

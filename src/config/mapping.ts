@@ -22,7 +22,8 @@ export const emptyMapping = (): NodeMapping => ({ nodes: {} });
 /** Validate parsed YAML as a mapping; `source` names the file in errors. */
 export function parseNodeMapping(doc: unknown, source: string): NodeMapping {
   if (doc === null || doc === undefined) return emptyMapping();
-  if (typeof doc !== 'object' || Array.isArray(doc)) throw new BadInputError(`${source}: a node mapping must be a YAML map with 'nodes' (and optional 'defaults')`);
+  if (typeof doc !== 'object' || Array.isArray(doc))
+    throw new BadInputError(`${source}: a node mapping must be a YAML map with 'nodes' (and optional 'defaults')`);
   const d = doc as Record<string, unknown>;
   const known = new Set(['apiVersion', 'kind', 'defaults', 'nodes']);
   const unknown = Object.keys(d).filter((k) => !known.has(k));
@@ -30,7 +31,8 @@ export function parseNodeMapping(doc: unknown, source: string): NodeMapping {
   const entry = (v: unknown, where: string): NodeMappingEntry => {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new BadInputError(`${source}: ${where} must be a map of provider keys`);
     const e = v as NodeMappingEntry;
-    if (e.provider !== undefined && (typeof e.provider !== 'string' || !e.provider)) throw new BadInputError(`${source}: ${where}.provider must be a provider name`);
+    if (e.provider !== undefined && (typeof e.provider !== 'string' || !e.provider))
+      throw new BadInputError(`${source}: ${where}.provider must be a provider name`);
     return { ...e };
   };
   const out: NodeMapping = { nodes: {} };

@@ -46,7 +46,12 @@ export interface DiffOptions {
   kinds?: string[];
 }
 
-const refOf = (o: KubeObject): Ref => ({ apiVersion: o.apiVersion, kind: o.kind, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}), name: o.metadata.name });
+const refOf = (o: KubeObject): Ref => ({
+  apiVersion: o.apiVersion,
+  kind: o.kind,
+  ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}),
+  name: o.metadata.name,
+});
 
 /** YAML as compared: server fields gone, keys sorted so field order never shows as a change. */
 export function normalizedYaml(o: KubeObject): string {
@@ -59,12 +64,19 @@ export async function diffBundle(client: KubeClient, bundle: Bundle, opts: DiffO
   // A mistyped --kinds word must not turn into "no differences".
   const crdWords = ['crds', 'crd', 'customresourcedefinitions', resourceKey(K.crd)];
   const unknownKinds = (kinds ?? []).filter((k) => !crdWords.includes(k.toLowerCase()) && !bundle.manifest.resources.some((r) => matchesKind(r, [k])));
-  if (unknownKinds.length) throw new BadInputError(`--kinds ${unknownKinds.join(', ')}: no such kind in bundle ${bundle.manifest.id}`, { hint: 'see the kinds it holds with: cni-rewind inspect BUNDLE' });
+  if (unknownKinds.length)
+    throw new BadInputError(`--kinds ${unknownKinds.join(', ')}: no such kind in bundle ${bundle.manifest.id}`, {
+      hint: 'see the kinds it holds with: cni-rewind inspect BUNDLE',
+    });
   const compare: Compare = async (live, bundlePath, savedYaml) => {
     const a = savedYaml ?? normalizedYaml(await bundle.readObject(bundlePath));
     const b = normalizedYaml(live);
     if (a === b) result.same++;
-    else result.changed.push({ ref: refOf(live), diff: createTwoFilesPatch(`bundle/${bundlePath}`, `cluster/${bundlePath}`, a, b, undefined, undefined, { context: 3 }) });
+    else
+      result.changed.push({
+        ref: refOf(live),
+        diff: createTwoFilesPatch(`bundle/${bundlePath}`, `cluster/${bundlePath}`, a, b, undefined, undefined, { context: 3 }),
+      });
   };
 
   // 1. Custom resources, one resource type at a time, as recorded in the bundle.
@@ -100,7 +112,13 @@ export async function diffBundle(client: KubeClient, bundle: Bundle, opts: DiffO
       const key = `${crd.spec.names.plural}.${crd.spec.group}`;
       if (known.has(key)) continue;
       const v = (crd.spec.versions ?? []).find((x: any) => x.storage) ?? crd.spec.versions?.[0];
-      const type: ResourceType = { group: crd.spec.group, version: v?.name, plural: crd.spec.names.plural, kind: crd.spec.names.kind, namespaced: crd.spec.scope === 'Namespaced' };
+      const type: ResourceType = {
+        group: crd.spec.group,
+        version: v?.name,
+        plural: crd.spec.names.plural,
+        kind: crd.spec.names.kind,
+        namespaced: crd.spec.scope === 'Namespaced',
+      };
       try {
         for await (const o of client.listItems(type)) result.onlyInCluster.push(refOf(o));
       } catch (err) {
@@ -150,7 +168,11 @@ async function diffPacked(
     saved.delete(id(live));
     return { label: resourcePathFor(live), savedYaml: s.yaml };
   });
-  pairMoved([...saved.keys()].sort().map((k) => saved.get(k)!), liveOnly, result);
+  pairMoved(
+    [...saved.keys()].sort().map((k) => saved.get(k)!),
+    liveOnly,
+    result,
+  );
 }
 
 type Compare = (live: KubeObject, label: string, savedYaml?: string) => Promise<void>;
@@ -217,7 +239,9 @@ function pairMoved(bundleOnly: { path: string; object: KubeObject }[], liveOnly:
       continue;
     }
     const [i, o] = hit;
-    const diff = createTwoFilesPatch(`bundle/${b.path}`, `cluster/${resourcePathFor(o)}`, normalizedYaml(b.object), normalizedYaml(o), undefined, undefined, { context: 3 });
+    const diff = createTwoFilesPatch(`bundle/${b.path}`, `cluster/${resourcePathFor(o)}`, normalizedYaml(b.object), normalizedYaml(o), undefined, undefined, {
+      context: 3,
+    });
     result.moved.push({ from: refOf(b.object), to: refOf(o), diff });
     live.delete(i);
   }

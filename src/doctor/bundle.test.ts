@@ -22,16 +22,46 @@ describe('loadBundleState', () => {
     ];
     for (const o of objs) await w.writeObject(resourcePathFor(o), o);
     w.manifest.resources = [
-      { key: 'installations.operator.tigera.io', group: 'operator.tigera.io', version: 'v1', kind: 'Installation', plural: 'installations', namespaced: false, count: 1 },
+      {
+        key: 'installations.operator.tigera.io',
+        group: 'operator.tigera.io',
+        version: 'v1',
+        kind: 'Installation',
+        plural: 'installations',
+        namespaced: false,
+        count: 1,
+      },
       { key: 'ippools.crd.projectcalico.org', group: 'crd.projectcalico.org', version: 'v1', kind: 'IPPool', plural: 'ippools', namespaced: false, count: 1 },
-      { key: 'ipamblocks.crd.projectcalico.org', group: 'crd.projectcalico.org', version: 'v1', kind: 'IPAMBlock', plural: 'ipamblocks', namespaced: false, count: 1 },
-      { key: 'ipamhandles.crd.projectcalico.org', group: 'crd.projectcalico.org', version: 'v1', kind: 'IPAMHandle', plural: 'ipamhandles', namespaced: false, count: 0 },
+      {
+        key: 'ipamblocks.crd.projectcalico.org',
+        group: 'crd.projectcalico.org',
+        version: 'v1',
+        kind: 'IPAMBlock',
+        plural: 'ipamblocks',
+        namespaced: false,
+        count: 1,
+      },
+      {
+        key: 'ipamhandles.crd.projectcalico.org',
+        group: 'crd.projectcalico.org',
+        version: 'v1',
+        kind: 'IPAMHandle',
+        plural: 'ipamhandles',
+        namespaced: false,
+        count: 0,
+      },
     ];
     for (const kind of ['Installation', 'IPPool', 'IPAMBlock']) {
       const crd = fixtureCrd('3.28.1', kind);
       await w.writeObject(crdPathFor(crd), crd);
     }
-    const operator = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'tigera-operator', namespace: 'tigera-operator' }, spec: { replicas: 1, template: { spec: { containers: [{ name: 'tigera-operator', image: 'quay.io/tigera/operator:v1.34.3' }] } } }, status: { readyReplicas: 1 } };
+    const operator = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'tigera-operator', namespace: 'tigera-operator' },
+      spec: { replicas: 1, template: { spec: { containers: [{ name: 'tigera-operator', image: 'quay.io/tigera/operator:v1.34.3' }] } } },
+      status: { readyReplicas: 1 },
+    };
     await w.writeObject(configPathFor(operator), operator);
     const secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'node-certs', namespace: 'calico-system' }, data: { 'tls.key': 'c2VjcmV0' } };
     await w.writeObject(configPathFor(secret), secret, { secret: true });
@@ -43,7 +73,12 @@ describe('loadBundleState', () => {
     const bundle = await openBundle(out); // no key: doctor must not need it
     try {
       const state = await loadBundleState(bundle);
-      expect(Object.keys(state.objects).sort()).toEqual(['installations.operator.tigera.io', 'ipamblocks.crd.projectcalico.org', 'ipamhandles.crd.projectcalico.org', 'ippools.crd.projectcalico.org']);
+      expect(Object.keys(state.objects).sort()).toEqual([
+        'installations.operator.tigera.io',
+        'ipamblocks.crd.projectcalico.org',
+        'ipamhandles.crd.projectcalico.org',
+        'ippools.crd.projectcalico.org',
+      ]);
       expect(state.objects['ipamhandles.crd.projectcalico.org']).toEqual([]); // exported with no objects: present, empty
       expect(state.workloads.map((x) => x.name)).toEqual(['tigera-operator']);
       expect(state.nodes).toEqual([{ name: 'n1', ready: undefined }]);
@@ -60,5 +95,10 @@ describe('loadBundleState', () => {
 });
 
 function block() {
-  return { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPAMBlock', metadata: { name: 'x' }, spec: { cidr: '10.0.0.0/26', affinity: 'host:old-node', allocations: [], attributes: [], unallocated: [], strictAffinity: false } };
+  return {
+    apiVersion: 'crd.projectcalico.org/v1',
+    kind: 'IPAMBlock',
+    metadata: { name: 'x' },
+    spec: { cidr: '10.0.0.0/26', affinity: 'host:old-node', allocations: [], attributes: [], unallocated: [], strictAffinity: false },
+  };
 }

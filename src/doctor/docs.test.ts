@@ -11,7 +11,9 @@ describe('docs/troubleshooting.md', () => {
     for (const f of readdirSync(dir).filter((x) => x.endsWith('.ts') && !x.endsWith('.test.ts'))) {
       for (const m of readFileSync(path.join(dir, f), 'utf8').matchAll(/['"]([a-z]+(?:-[a-z0-9]+)+)['"]/g)) {
         // ids are the string literals used as `id:` values (possibly in a ternary)
-        const line = readFileSync(path.join(dir, f), 'utf8').split('\n').find((l) => l.includes(m[0]))!;
+        const line = readFileSync(path.join(dir, f), 'utf8')
+          .split('\n')
+          .find((l) => l.includes(m[0]))!;
         if (/\bid:/.test(line)) ids.add(m[1]!);
       }
     }

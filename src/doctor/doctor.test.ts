@@ -82,7 +82,8 @@ describe('pools under the tigera operator', () => {
       p.metadata.annotations = { 'projectcalico.org/metadata': JSON.stringify({ labels }) };
       return p;
     };
-    const st = (p: ReturnType<typeof pool>) => makeState({ workloads: [operatorWorkload('v1.34.3')], objects: [installationWith([entry('default-ipv4-ippool', '192.168.0.0/16')]), p] });
+    const st = (p: ReturnType<typeof pool>) =>
+      makeState({ workloads: [operatorWorkload('v1.34.3')], objects: [installationWith([entry('default-ipv4-ippool', '192.168.0.0/16')]), p] });
     expect(ids(runChecks(st(v3(MANAGED))))).toContain('pool-managed-not-listed');
     // metadata.labels say managed, the v3 metadata says not: the operator leaves it alone.
     expect(ids(runChecks(st(v3({}, MANAGED))))).not.toContain('pool-managed-not-listed');
@@ -91,7 +92,11 @@ describe('pools under the tigera operator', () => {
   it('reports a labelled pool missing from the Installation, and ipPools: [] with adopted pools', () => {
     const st = makeState({
       workloads: [operatorWorkload('v1.34.3')],
-      objects: [installationWith([entry('default-ipv4-ippool', '192.168.0.0/16')]), pool('default-ipv4-ippool', '192.168.0.0/16', { allowedUses: ['Workload', 'Tunnel'] }, MANAGED), pool('old', '10.50.0.0/16', {}, MANAGED)],
+      objects: [
+        installationWith([entry('default-ipv4-ippool', '192.168.0.0/16')]),
+        pool('default-ipv4-ippool', '192.168.0.0/16', { allowedUses: ['Workload', 'Tunnel'] }, MANAGED),
+        pool('old', '10.50.0.0/16', {}, MANAGED),
+      ],
     });
     const f = runChecks(st).find((x) => x.id === 'pool-managed-not-listed')!;
     expect(f.objects).toEqual(['IPPool/old', 'Installation/default']);
@@ -104,7 +109,10 @@ describe('pools under the tigera operator', () => {
   });
 
   it('3.27 operator: more than one pool per IP family in the Installation', () => {
-    const st = makeState({ workloads: [operatorWorkload('v1.32.10')], objects: [installationWith([{ cidr: '10.1.0.0/16' }, { cidr: '10.2.0.0/16' }, { cidr: 'fd00::/48' }])] });
+    const st = makeState({
+      workloads: [operatorWorkload('v1.32.10')],
+      objects: [installationWith([{ cidr: '10.1.0.0/16' }, { cidr: '10.2.0.0/16' }, { cidr: 'fd00::/48' }])],
+    });
     const fs = runChecks(st);
     expect(ids(fs)).toEqual(['installation-pools-per-family']);
     expect(fs[0]!.title).toMatch(/2 IPv4 pools/);
@@ -112,13 +120,15 @@ describe('pools under the tigera operator', () => {
 });
 
 describe('IPAM consistency', () => {
-  const base = (extra: Parameters<typeof makeState>[0]) =>
-    makeState({ ...extra, objects: [pool('p', '10.244.0.0/16'), ...(extra?.objects ?? [])] });
+  const base = (extra: Parameters<typeof makeState>[0]) => makeState({ ...extra, objects: [pool('p', '10.244.0.0/16'), ...(extra?.objects ?? [])] });
 
   it('a consistent population gives no findings', () => {
     const st = base({
       objects: [
-        block('10.244.0.0/26', 'n1', [{ ordinal: 1, handle: 'k8s-pod-network.aaa', pod: ['default', 'web-1'] }, { ordinal: 0, handle: 'vxlan-tunnel-addr-n1' }]),
+        block('10.244.0.0/26', 'n1', [
+          { ordinal: 1, handle: 'k8s-pod-network.aaa', pod: ['default', 'web-1'] },
+          { ordinal: 0, handle: 'vxlan-tunnel-addr-n1' },
+        ]),
         handle('k8s-pod-network.aaa', '10.244.0.0/26'),
         handle('vxlan-tunnel-addr-n1', '10.244.0.0/26'),
         affinity('n1', '10.244.0.0/26'),
@@ -131,7 +141,13 @@ describe('IPAM consistency', () => {
   });
 
   it('blocks, affinities and tunnel handles of a deleted node', () => {
-    const st = base({ objects: [block('10.244.0.64/26', 'gone', [{ ordinal: 0, handle: 'vxlan-tunnel-addr-gone' }]), affinity('gone', '10.244.0.64/26'), handle('vxlan-tunnel-addr-gone', '10.244.0.64/26')] });
+    const st = base({
+      objects: [
+        block('10.244.0.64/26', 'gone', [{ ordinal: 0, handle: 'vxlan-tunnel-addr-gone' }]),
+        affinity('gone', '10.244.0.64/26'),
+        handle('vxlan-tunnel-addr-gone', '10.244.0.64/26'),
+      ],
+    });
     const fs = runChecks(st);
     expect(ids(fs)).toEqual(['ipam-block-affinity-missing-node']);
     expect(fs[0]!.objects).toEqual(['IPAMBlock/10-244-0-64-26', 'BlockAffinity/gone-10-244-0-64-26', 'IPAMHandle/vxlan-tunnel-addr-gone']);
@@ -141,7 +157,10 @@ describe('IPAM consistency', () => {
   it('a handle whose pod is gone, found through the block attributes; a live containerID keeps a handle', () => {
     const st = base({
       objects: [
-        block('10.244.0.0/26', 'n1', [{ ordinal: 2, handle: 'k8s-pod-network.dead', pod: ['default', 'gone-pod'] }, { ordinal: 3, handle: 'k8s-pod-network.live', pod: ['default', 'renamed'] }]),
+        block('10.244.0.0/26', 'n1', [
+          { ordinal: 2, handle: 'k8s-pod-network.dead', pod: ['default', 'gone-pod'] },
+          { ordinal: 3, handle: 'k8s-pod-network.live', pod: ['default', 'renamed'] },
+        ]),
         handle('k8s-pod-network.dead', '10.244.0.0/26'),
         handle('k8s-pod-network.live', '10.244.0.0/26'),
       ],
@@ -169,8 +188,18 @@ describe('IPAM consistency', () => {
 
   it('pod addresses IPAM does not know, outside every pool, or in a disabled pool', () => {
     const st = makeState({
-      objects: [pool('p', '10.244.0.0/16'), pool('old', '10.99.0.0/16', { disabled: true }), block('10.99.0.0/26', 'n1', [{ ordinal: 7, handle: 'k8s-pod-network.o', pod: ['default', 'old-pod'] }]), handle('k8s-pod-network.o', '10.99.0.0/26')],
-      pods: [podAt('default', 'lost', 'n1', '10.244.3.3'), podAt('default', 'stray', 'n1', '172.16.0.9'), podAt('default', 'old-pod', 'n1', '10.99.0.7'), podAt('default', 'done', 'n1', '172.16.0.10', { phase: 'Succeeded' })],
+      objects: [
+        pool('p', '10.244.0.0/16'),
+        pool('old', '10.99.0.0/16', { disabled: true }),
+        block('10.99.0.0/26', 'n1', [{ ordinal: 7, handle: 'k8s-pod-network.o', pod: ['default', 'old-pod'] }]),
+        handle('k8s-pod-network.o', '10.99.0.0/26'),
+      ],
+      pods: [
+        podAt('default', 'lost', 'n1', '10.244.3.3'),
+        podAt('default', 'stray', 'n1', '172.16.0.9'),
+        podAt('default', 'old-pod', 'n1', '10.99.0.7'),
+        podAt('default', 'done', 'n1', '172.16.0.10', { phase: 'Succeeded' }),
+      ],
     });
     const fs = runChecks(st);
     expect(ids(fs)).toEqual(['pod-ip-not-allocated', 'pod-ip-outside-pools', 'pod-ip-in-disabled-pool']);
@@ -218,7 +247,9 @@ describe('versions and health', () => {
     const st = makeState({
       workloads: [calicoNode('v3.28.1', 1, 3)],
       objects: [
-        ts('ippools', [{ type: 'Degraded', status: 'True', reason: 'ResourceNotReady', message: 'Unable to modify IP pools while Calico API server is unavailable' }]),
+        ts('ippools', [
+          { type: 'Degraded', status: 'True', reason: 'ResourceNotReady', message: 'Unable to modify IP pools while Calico API server is unavailable' },
+        ]),
         ts('calico', [{ type: 'Available', status: 'False', message: 'DaemonSet "calico-system/calico-node" is not available' }]),
         ts('apiserver', [{ type: 'Available', status: 'True' }]),
       ],
@@ -258,7 +289,10 @@ describe('refinements', () => {
   it('a disabled pool whose entry already stops allocations the supported way is not reported', () => {
     const st = makeState({
       workloads: [operatorWorkload('v1.38.13')],
-      objects: [installationWith([entry('p', '192.168.0.0/16', { disableNewAllocations: true })]), pool('p', '192.168.0.0/16', { disabled: true, allowedUses: ['Workload', 'Tunnel'] })],
+      objects: [
+        installationWith([entry('p', '192.168.0.0/16', { disableNewAllocations: true })]),
+        pool('p', '192.168.0.0/16', { disabled: true, allowedUses: ['Workload', 'Tunnel'] }),
+      ],
     });
     expect(runChecks(st)).toEqual([]);
   });
@@ -275,7 +309,10 @@ describe('entry CIDR owned by a pool the operator does not manage', () => {
   it('warns with the differing fields, and stays quiet once the pool equals the entry', () => {
     const st = makeState({
       workloads: [operatorWorkload('v1.34.3')],
-      objects: [installationWith([entry('default-ipv4-ippool', '192.168.0.0/16')]), pool('default-ipv4-ippool', '192.168.0.0/16', { natOutgoing: false, allowedUses: ['Workload', 'Tunnel'] })],
+      objects: [
+        installationWith([entry('default-ipv4-ippool', '192.168.0.0/16')]),
+        pool('default-ipv4-ippool', '192.168.0.0/16', { natOutgoing: false, allowedUses: ['Workload', 'Tunnel'] }),
+      ],
     });
     const fs = runChecks(st);
     expect(ids(fs)).toEqual(['pool-cidr-not-owned']);

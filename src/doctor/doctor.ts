@@ -50,7 +50,10 @@ export interface DoctorReport {
 export function doctorReport(state: CalicoState, opts: { target?: Release } = {}): DoctorReport {
   const findings = runChecks(state, opts);
   const notes: string[] = [];
-  if (!state.pods) notes.push('no pod list in this source (bundles keep no pods): pod/IPAM cross-checks (handles without pods, pod addresses vs pools, duplicate pod IPs) were skipped');
+  if (!state.pods)
+    notes.push(
+      'no pod list in this source (bundles keep no pods): pod/IPAM cross-checks (handles without pods, pod addresses vs pools, duplicate pod IPs) were skipped',
+    );
   if (!state.nodes) notes.push('no node list in this source: IPAM affinity to missing nodes was not checked');
   if (state.objects['ippools.crd.projectcalico.org'] === undefined) notes.push('no Calico IPPool CRD: IPAM checks were skipped');
   const count = (s: Severity) => findings.filter((f) => f.severity === s).length;

@@ -57,8 +57,11 @@ export function formatIp(family: 4 | 6, value: bigint): string {
   for (let s = 112n; s >= 0n; s -= 16n) groups.push(((value >> s) & 0xffffn).toString(16));
   // Compress the longest run of zero groups, as the canonical form does.
   let best = { at: -1, len: 0 };
-  for (let i = 0; i < 8; ) {
-    if (groups[i] !== '0') { i++; continue; }
+  for (let i = 0; i < 8;) {
+    if (groups[i] !== '0') {
+      i++;
+      continue;
+    }
     let j = i;
     while (j < 8 && groups[j] === '0') j++;
     if (j - i > best.len && j - i > 1) best = { at: i, len: j - i };

@@ -22,11 +22,7 @@ export async function loadLiveState(client: KubeClient): Promise<CalicoState> {
       objects[resourceKey(type)] = [];
     }
   });
-  const [nodes, pods, workloads] = await Promise.all([
-    client.listAll(K.node),
-    client.listAll(K.pod),
-    loadWorkloads(client),
-  ]);
+  const [nodes, pods, workloads] = await Promise.all([client.listAll(K.node), client.listAll(K.pod), loadWorkloads(client)]);
   return {
     source: { type: 'cluster', server: client.connection.server },
     objects,

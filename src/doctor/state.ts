@@ -115,8 +115,8 @@ export function toWorkloadInfo(o: KubeObject): WorkloadInfo | undefined {
     namespace: o.metadata.namespace!,
     name: o.metadata.name,
     image: main?.image,
-    desired: isDs ? st.desiredNumberScheduled ?? 0 : o.spec?.replicas ?? 1,
-    ready: isDs ? st.numberReady ?? 0 : st.readyReplicas ?? 0,
+    desired: isDs ? (st.desiredNumberScheduled ?? 0) : (o.spec?.replicas ?? 1),
+    ready: isDs ? (st.numberReady ?? 0) : (st.readyReplicas ?? 0),
   };
 }
 

@@ -60,7 +60,10 @@ export function isNodeReady(n: KubeObject | undefined): boolean {
 }
 
 export async function waitNodeReady(client: KubeClient, node: string, timeoutMs: number): Promise<void> {
-  await client.waitFor(`node ${node} to be Ready`, async () => (isNodeReady(await client.getOrUndefined(K.node, undefined, node)) ? true : undefined), { timeoutMs, intervalMs: 1000 });
+  await client.waitFor(`node ${node} to be Ready`, async () => (isNodeReady(await client.getOrUndefined(K.node, undefined, node)) ? true : undefined), {
+    timeoutMs,
+    intervalMs: 1000,
+  });
 }
 
 function isDaemonSetPod(p: KubeObject): boolean {
@@ -186,7 +189,13 @@ export async function drainNode(client: KubeClient, node: string, opts: DrainOpt
         blockedBy.delete(key(p));
       }
     }
-    reporter.progress({ id: `drain:${node}`, label: `drain ${node}`, current: evicted.length, total, status: still.length ? `${still.length} waiting on a PodDisruptionBudget` : 'evicted' });
+    reporter.progress({
+      id: `drain:${node}`,
+      label: `drain ${node}`,
+      current: evicted.length,
+      total,
+      status: still.length ? `${still.length} waiting on a PodDisruptionBudget` : 'evicted',
+    });
     pending = still;
     if (!pending.length) break;
     if (Date.now() > deadline) {
@@ -199,16 +208,18 @@ export async function drainNode(client: KubeClient, node: string, opts: DrainOpt
   }
   // Evicted pods terminate gracefully; the node is drained when they are gone (or replaced by a new pod of that name).
   for (const e of evicted) {
-    await client.waitFor(
-      `pod ${e.ref} to terminate`,
-      async () => {
-        const cur = await client.getOrUndefined(K.pod, e.ns, e.name);
-        return !cur || cur.metadata.uid !== e.uid || cur.spec?.nodeName !== node ? true : undefined;
-      },
-      { timeoutMs: Math.max(5000, deadline - Date.now()), intervalMs: 500 },
-    ).catch((err) => {
-      throw new EnvironmentError(`drain of node ${node}: pod ${e.ref} did not terminate: ${errorMessage(err)}`);
-    });
+    await client
+      .waitFor(
+        `pod ${e.ref} to terminate`,
+        async () => {
+          const cur = await client.getOrUndefined(K.pod, e.ns, e.name);
+          return !cur || cur.metadata.uid !== e.uid || cur.spec?.nodeName !== node ? true : undefined;
+        },
+        { timeoutMs: Math.max(5000, deadline - Date.now()), intervalMs: 500 },
+      )
+      .catch((err) => {
+        throw new EnvironmentError(`drain of node ${node}: pod ${e.ref} did not terminate: ${errorMessage(err)}`);
+      });
   }
   reporter.progress({ id: `drain:${node}`, label: `drain ${node}`, current: evicted.length, total, status: 'drained', done: true });
   return { evicted: evicted.map((e) => e.ref) };

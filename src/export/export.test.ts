@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { defaultBundleName, isCalicoCrd } from './export.js';
 
-const crd = (group: string, kind: string) => ({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'x' }, spec: { group, names: { kind } } }) as any;
+const crd = (group: string, kind: string) =>
+  ({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'x' }, spec: { group, names: { kind } } }) as any;
 
 describe('export helpers', () => {
   it('selects the Calico groups and only the Calico-shipped kinds of the shared policy group', () => {

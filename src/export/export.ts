@@ -8,13 +8,7 @@ import { BundleWriter, isArchivePath, type PackedFileWriter } from '../bundle/wr
 import { configPathFor, crdPathFor, nodePathFor, packedResourcePath, packedV3Path, resourcePathFor, v3PathFor } from '../bundle/paths.js';
 import type { BundleManifest, ResourceTypeEntry } from '../bundle/types.js';
 import { detectCalico } from '../calico/detect.js';
-import {
-  CALICO_GROUPS,
-  CALICO_V3_GROUP,
-  EXPORT_CONFIG,
-  SHARED_POLICY_GROUP,
-  SHARED_POLICY_KINDS,
-} from '../calico/knowledge.js';
+import { CALICO_GROUPS, CALICO_V3_GROUP, EXPORT_CONFIG, SHARED_POLICY_GROUP, SHARED_POLICY_KINDS } from '../calico/knowledge.js';
 import { errorMessage } from '../core/errors.js';
 import { InterruptedError, whenAborted } from '../io/abort.js';
 import type { Reporter } from '../io/host.js';
@@ -57,7 +51,10 @@ export async function exportCalico(client: KubeClient, writer: BundleWriter, opt
     ...(calico.calicoNodeImage ? { calicoNodeImage: calico.calicoNodeImage } : {}),
   };
   m.secretsExcluded = !!opts.excludeSecrets;
-  reporter.info('CNR_EXPORT_START', `exporting Calico state of cluster ${m.cluster.name} (${m.cluster.uid}), Calico ${calico.version ?? 'unknown version'} (${calico.installType} install)`);
+  reporter.info(
+    'CNR_EXPORT_START',
+    `exporting Calico state of cluster ${m.cluster.name} (${m.cluster.uid}), Calico ${calico.version ?? 'unknown version'} (${calico.installType} install)`,
+  );
 
   // 1. The CRDs in force, then every object of each.
   const crds = (await listCrds(client)).filter(isCalicoCrd).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
@@ -72,7 +69,15 @@ export async function exportCalico(client: KubeClient, writer: BundleWriter, opt
   // Kinds in parallel: most are a single small list, so one large kind (IPAM handles) no longer waits behind the rest.
   await pool(served, KIND_CONCURRENCY, async (crd) => {
     const type = crdResourceType(crd);
-    await exportType(client, writer, type, { object: resourcePathFor, packed: () => packedResourcePath(type.group, type.kind) }, pageSize, reporter, m.resources);
+    await exportType(
+      client,
+      writer,
+      type,
+      { object: resourcePathFor, packed: () => packedResourcePath(type.group, type.kind) },
+      pageSize,
+      reporter,
+      m.resources,
+    );
   });
   m.resources.sort((a, b) => a.key.localeCompare(b.key));
 
@@ -88,7 +93,12 @@ export async function exportCalico(client: KubeClient, writer: BundleWriter, opt
     await Promise.all(
       page.items.map((n) => {
         const annotations = Object.fromEntries(Object.entries(n.metadata.annotations ?? {}).filter(([k]) => k.startsWith(EXPORT_CONFIG.nodeAnnotationPrefix)));
-        const rec: KubeObject = { apiVersion: 'v1', kind: 'Node', metadata: { name: n.metadata.name, annotations }, ...(n.spec?.providerID ? { spec: { providerID: n.spec.providerID } } : {}) };
+        const rec: KubeObject = {
+          apiVersion: 'v1',
+          kind: 'Node',
+          metadata: { name: n.metadata.name, annotations },
+          ...(n.spec?.providerID ? { spec: { providerID: n.spec.providerID } } : {}),
+        };
         nodes++;
         return writer.writeObject(nodePathFor(n.metadata.name), rec);
       }),
@@ -175,7 +185,7 @@ async function exportType(
 
 async function exportV3(client: KubeClient, writer: BundleWriter, pageSize: number, reporter: Reporter): Promise<void> {
   const m = writer.manifest;
-  let types: ResourceType[] = [];
+  let types: ResourceType[];
   try {
     types = await discoverGroup(client, CALICO_V3_GROUP);
   } catch (err) {
@@ -236,7 +246,10 @@ async function exportConfig(client: KubeClient, writer: BundleWriter, opts: Expo
 
 /** `<cluster-name>-<UTC timestamp>`, safe as a directory name. */
 export function defaultBundleName(clusterName: string, now = new Date()): string {
-  const ts = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const ts = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
   const name = (clusterName || 'cluster').replace(/[^A-Za-z0-9._-]+/g, '-');
   return `${name}-${ts}`;
 }

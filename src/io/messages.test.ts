@@ -33,13 +33,24 @@ describe('message catalogue', () => {
     const documented = documentedLevels();
     const catalogue = new Map(Object.entries(MESSAGES).map(([code, def]) => [code, def.level as string]));
     expect(catalogue.size).toBeGreaterThan(50);
-    expect([...catalogue.keys()].filter((c) => !documented.has(c)), 'in the catalogue, not documented').toEqual([]);
-    expect([...documented.keys()].filter((c) => !catalogue.has(c)), 'documented, not in the catalogue').toEqual([]);
+    expect(
+      [...catalogue.keys()].filter((c) => !documented.has(c)),
+      'in the catalogue, not documented',
+    ).toEqual([]);
+    expect(
+      [...documented.keys()].filter((c) => !catalogue.has(c)),
+      'documented, not in the catalogue',
+    ).toEqual([]);
     for (const [code, level] of catalogue) expect(documented.get(code), code).toBe(level);
   });
 
   it('names no code in any doc that the catalogue lacks (third-party CNR_EXT_ codes aside)', () => {
-    const docs = [path.join(root, 'README.md'), ...readdirSync(docsDir).filter((f) => f.endsWith('.md')).map((f) => path.join(docsDir, f))];
+    const docs = [
+      path.join(root, 'README.md'),
+      ...readdirSync(docsDir)
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => path.join(docsDir, f)),
+    ];
     const unknown: string[] = [];
     for (const file of docs) {
       for (const [code] of readFileSync(file, 'utf8').matchAll(CODE)) {
@@ -72,6 +83,13 @@ describe('message catalogue', () => {
     // @ts-expect-error: this code carries no payload
     r.info('CNR_EXPORT_DONE', 'unexpected payload', { files: 3 });
     // At run time the reporter forwards whatever it is given: the checks above are the compiler's.
-    expect(host.messages.map((m) => `${m.level} ${m.code}`)).toEqual(['info CNR_STEP_SKIP', 'debug CNR_EXT_QCOW2_SNAPSHOT', 'info CNR_STEP_SKIPPED', 'info CNR_RESTORE_DRIFT', 'info CNR_STEP_SKIP', 'info CNR_EXPORT_DONE']);
+    expect(host.messages.map((m) => `${m.level} ${m.code}`)).toEqual([
+      'info CNR_STEP_SKIP',
+      'debug CNR_EXT_QCOW2_SNAPSHOT',
+      'info CNR_STEP_SKIPPED',
+      'info CNR_RESTORE_DRIFT',
+      'info CNR_STEP_SKIP',
+      'info CNR_EXPORT_DONE',
+    ]);
   });
 });

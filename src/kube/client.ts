@@ -4,12 +4,7 @@ import { EnvironmentError } from '../core/errors.js';
 import { makeAgent } from '../net/proxy.js';
 import { connect, type Connection, type ConnectionOptions } from './connection.js';
 import { defaultRetryPolicy, withRetry, type RetryPolicy } from '../util/retry.js';
-import {
-  resourcePath,
-  type KubeList,
-  type KubeObject,
-  type ResourceType,
-} from './types.js';
+import { resourcePath, type KubeList, type KubeObject, type ResourceType } from './types.js';
 
 /** An error the API server answered with (a Status object). */
 export class KubeApiError extends Error {
@@ -36,7 +31,11 @@ export class KubeApiError extends Error {
 
 /** The API server could not be reached at all (connection refused, reset, timeout). */
 export class KubeConnectionError extends EnvironmentError {
-  constructor(message: string, readonly code?: string, cause?: unknown) {
+  constructor(
+    message: string,
+    readonly code?: string,
+    cause?: unknown,
+  ) {
     super(message, { cause, hint: 'check that the cluster is running and --kubeconfig/--context point at it' });
   }
 }
@@ -114,7 +113,7 @@ export class KubeClient {
   }
 
   private requestWithRetries<T>(method: string, path: string, opts: RequestOptions): Promise<T> {
-    const policy = opts.retry === false ? { ...this.retryPolicy, maxElapsedMs: 0 } : opts.retry ?? this.retryPolicy;
+    const policy = opts.retry === false ? { ...this.retryPolicy, maxElapsedMs: 0 } : (opts.retry ?? this.retryPolicy);
     return withRetry(
       () => this.once<T>(method, path, opts),
       (err) => this.retryable(err),
@@ -194,7 +193,11 @@ export class KubeClient {
               parsed = undefined;
             }
             const retryAfter = Number(res.headers['retry-after']);
-            const details = { ...(parsed?.details ?? {}), retryAfterMs: Number.isFinite(retryAfter) ? retryAfter * 1000 : undefined, causes: parsed?.details?.causes };
+            const details = {
+              ...(parsed?.details ?? {}),
+              retryAfterMs: Number.isFinite(retryAfter) ? retryAfter * 1000 : undefined,
+              causes: parsed?.details?.causes,
+            };
             reject(
               new KubeApiError(
                 status,
@@ -250,7 +253,10 @@ export class KubeClient {
     } while (cont);
   }
 
-  async *listItems<T = KubeObject>(r: ResourceType, opts: { namespace?: string; limit?: number; labelSelector?: string; fieldSelector?: string } = {}): AsyncGenerator<T> {
+  async *listItems<T = KubeObject>(
+    r: ResourceType,
+    opts: { namespace?: string; limit?: number; labelSelector?: string; fieldSelector?: string } = {},
+  ): AsyncGenerator<T> {
     for await (const page of this.listPages<T>(r, opts)) {
       const apiVersion = r.group ? `${r.group}/${r.version}` : r.version;
       for (const item of page.items) {
@@ -302,12 +308,23 @@ export class KubeClient {
     });
   }
 
-  async mergePatch<T = KubeObject>(r: ResourceType, namespace: string | undefined, name: string, patch: unknown, opts: { subresource?: 'status' | 'scale' } = {}): Promise<T> {
+  async mergePatch<T = KubeObject>(
+    r: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    patch: unknown,
+    opts: { subresource?: 'status' | 'scale' } = {},
+  ): Promise<T> {
     const p = resourcePath(r, namespace, name) + (opts.subresource ? `/${opts.subresource}` : '');
     return this.request<T>('PATCH', p, { body: patch, contentType: 'application/merge-patch+json' });
   }
 
-  async delete(r: ResourceType, namespace: string | undefined, name: string, opts: { propagationPolicy?: 'Foreground' | 'Background' | 'Orphan'; gracePeriodSeconds?: number } = {}): Promise<boolean> {
+  async delete(
+    r: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    opts: { propagationPolicy?: 'Foreground' | 'Background' | 'Orphan'; gracePeriodSeconds?: number } = {},
+  ): Promise<boolean> {
     try {
       await this.request('DELETE', resourcePath(r, namespace, name), {
         body: { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: opts.propagationPolicy, gracePeriodSeconds: opts.gracePeriodSeconds },

@@ -18,23 +18,38 @@ afterEach(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** A kubeconfig (JSON is YAML) with the given clusters/users/contexts; insecure http servers need no certificates. */
-function kubeconfig(name: string, cfg: { current?: string; entries: { ctx: string; cluster: string; server: string; user: string; userSpec?: object; proxy?: string }[] }): string {
+function kubeconfig(
+  name: string,
+  cfg: { current?: string; entries: { ctx: string; cluster: string; server: string; user: string; userSpec?: object; proxy?: string }[] },
+): string {
   const file = path.join(dir, name);
-  writeFileSync(file, JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    'current-context': cfg.current,
-    clusters: cfg.entries.map((e) => ({ name: e.cluster, cluster: { server: e.server, 'insecure-skip-tls-verify': true, ...(e.proxy ? { 'proxy-url': e.proxy } : {}) } })),
-    users: cfg.entries.map((e) => ({ name: e.user, user: e.userSpec ?? { token: `token-of-${e.user}` } })),
-    contexts: cfg.entries.map((e) => ({ name: e.ctx, context: { cluster: e.cluster, user: e.user } })),
-  }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      'current-context': cfg.current,
+      clusters: cfg.entries.map((e) => ({
+        name: e.cluster,
+        cluster: { server: e.server, 'insecure-skip-tls-verify': true, ...(e.proxy ? { 'proxy-url': e.proxy } : {}) },
+      })),
+      users: cfg.entries.map((e) => ({ name: e.user, user: e.userSpec ?? { token: `token-of-${e.user}` } })),
+      contexts: cfg.entries.map((e) => ({ name: e.ctx, context: { cluster: e.cluster, user: e.user } })),
+    }),
+  );
   return file;
 }
 
 describe('connect: kubeconfig loading like kubectl', () => {
   it('merges a KUBECONFIG list: contexts of later files are found, the first current-context and first definition win', async () => {
     const a = kubeconfig('a.yaml', { current: 'in-a', entries: [{ ctx: 'in-a', cluster: 'shared', server: 'http://127.0.0.1:1001', user: 'ua' }] });
-    const b = kubeconfig('b.yaml', { current: 'in-b', entries: [{ ctx: 'in-b', cluster: 'cb', server: 'http://127.0.0.1:1002', user: 'ub' }, { ctx: 'shadowed', cluster: 'shared', server: 'http://127.0.0.1:9999', user: 'ub' }] });
+    const b = kubeconfig('b.yaml', {
+      current: 'in-b',
+      entries: [
+        { ctx: 'in-b', cluster: 'cb', server: 'http://127.0.0.1:1002', user: 'ub' },
+        { ctx: 'shadowed', cluster: 'shared', server: 'http://127.0.0.1:9999', user: 'ub' },
+      ],
+    });
     process.env.KUBECONFIG = [path.join(dir, 'missing.yaml'), a, b].join(path.delimiter);
     const first = await connect({});
     expect(first.contextName).toBe('in-a');
@@ -70,7 +85,13 @@ describe('connect: kubeconfig loading like kubectl', () => {
   });
 
   it('adds impersonation headers for --as and --as-group, and takes proxy-url or HTTPS_PROXY/NO_PROXY', async () => {
-    const k = kubeconfig('p.yaml', { current: 'p', entries: [{ ctx: 'p', cluster: 'cp', server: 'https://kube.example:6443', user: 'up', proxy: 'http://127.0.0.1:3128' }, { ctx: 'q', cluster: 'cq', server: 'https://other.example:6443', user: 'up' }] });
+    const k = kubeconfig('p.yaml', {
+      current: 'p',
+      entries: [
+        { ctx: 'p', cluster: 'cp', server: 'https://kube.example:6443', user: 'up', proxy: 'http://127.0.0.1:3128' },
+        { ctx: 'q', cluster: 'cq', server: 'https://other.example:6443', user: 'up' },
+      ],
+    });
     const c = await connect({ kubeconfig: k, as: 'alice', asGroups: ['devs', 'ops'] });
     expect(c.userName).toBe('alice');
     const h = await c.authHeaders();
@@ -96,7 +117,9 @@ describe('KubeClient credentials and reachability', () => {
       seen.push(auth);
       const n = Number(/^Bearer plugin-token-(\d+)$/.exec(auth)?.[1] ?? -1);
       if (n < minToken) {
-        res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: 'Status', reason: 'Unauthorized', message: 'Unauthorized', code: 401 }));
+        res
+          .writeHead(401, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ kind: 'Status', reason: 'Unauthorized', message: 'Unauthorized', code: 401 }));
         return;
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ gitVersion: 'v1.36.0', major: '1', minor: '36' }));
@@ -110,16 +133,35 @@ describe('KubeClient credentials and reachability', () => {
   function pluginKubeconfig(user: string, lifeMs: number): string {
     const plugin = path.join(dir, 'plugin.mjs');
     writeFileSync(path.join(dir, 'plugin-count'), '0');
-    writeFileSync(plugin, `import fs from 'node:fs';
+    writeFileSync(
+      plugin,
+      `import fs from 'node:fs';
 const f = ${JSON.stringify(path.join(dir, 'plugin-count'))};
 const n = Number(fs.readFileSync(f, 'utf8')) + 1;
 fs.writeFileSync(f, String(n));
 process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential',
   status: { token: 'plugin-token-' + n, expirationTimestamp: new Date(Date.now() + Number(process.env.LIFE_MS)).toISOString() } }));
-`);
+`,
+    );
     return kubeconfig(`${user}.yaml`, {
       current: 'x',
-      entries: [{ ctx: 'x', cluster: 'fake', server: `http://127.0.0.1:${port}`, user, userSpec: { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [plugin], env: [{ name: 'LIFE_MS', value: String(lifeMs) }], interactiveMode: 'Never' } } }],
+      entries: [
+        {
+          ctx: 'x',
+          cluster: 'fake',
+          server: `http://127.0.0.1:${port}`,
+          user,
+          userSpec: {
+            exec: {
+              apiVersion: 'client.authentication.k8s.io/v1',
+              command: process.execPath,
+              args: [plugin],
+              env: [{ name: 'LIFE_MS', value: String(lifeMs) }],
+              interactiveMode: 'Never',
+            },
+          },
+        },
+      ],
     });
   }
   const runs = () => Number(readFileSync(path.join(dir, 'plugin-count'), 'utf8'));

@@ -101,7 +101,15 @@ export async function connect(opts: ConnectionOptions): Promise<Connection> {
     clusterName: cluster.name,
     userName: opts.as ?? user?.name ?? 'anonymous',
     source,
-    tls: { ca: tlsOpts.ca, cert: tlsOpts.cert, key: tlsOpts.key, pfx: tlsOpts.pfx, passphrase: tlsOpts.passphrase, rejectUnauthorized: tlsOpts.rejectUnauthorized, servername: tlsOpts.servername },
+    tls: {
+      ca: tlsOpts.ca,
+      cert: tlsOpts.cert,
+      key: tlsOpts.key,
+      pfx: tlsOpts.pfx,
+      passphrase: tlsOpts.passphrase,
+      rejectUnauthorized: tlsOpts.rejectUnauthorized,
+      servername: tlsOpts.servername,
+    },
     proxy: await proxyFor(cluster.server, cluster.proxyUrl),
     authHeaders: () => creds.headers(),
     refreshCredentials: () => creds.refresh(),
@@ -156,10 +164,14 @@ class Credentials {
     first: https.RequestOptions,
   ) {
     const u = user as (User & { exec?: unknown }) | null;
-    this.kind = u?.exec || u?.authProvider?.name === 'exec' || u?.authProvider?.config?.exec ? 'exec'
-      : u?.authProvider?.name === 'oidc' ? 'oidc'
-      : u?.authProvider?.config?.tokenFile ? 'file'
-      : 'static';
+    this.kind =
+      u?.exec || u?.authProvider?.name === 'exec' || u?.authProvider?.config?.exec
+        ? 'exec'
+        : u?.authProvider?.name === 'oidc'
+          ? 'oidc'
+          : u?.authProvider?.config?.tokenFile
+            ? 'file'
+            : 'static';
     this.cached = { headers: this.withImpersonation(first.headers), refreshAt: this.refreshAt(Date.now()) };
   }
 

@@ -54,7 +54,11 @@ export async function applyManifests(client: KubeClient, objects: KubeObject[], 
     await client.apply(K.crd, crd, applyOpts);
     opts.onObject?.(crd, ++i, total);
   });
-  if (opts.waitForCrds !== false) await waitCrdsEstablished(client, crds.map((c) => c.metadata.name));
+  if (opts.waitForCrds !== false)
+    await waitCrdsEstablished(
+      client,
+      crds.map((c) => c.metadata.name),
+    );
   const resolver = new ResourceResolver(client);
   for (const ns of namespaces) {
     await client.apply(K.namespace, ns, applyOpts);
@@ -70,6 +74,10 @@ export async function applyManifests(client: KubeClient, objects: KubeObject[], 
 
 export async function waitCrdsEstablished(client: KubeClient, names: string[], timeoutMs = 60_000): Promise<void> {
   for (const name of names) {
-    await client.waitFor(`CRD ${name} to be Established`, async () => (crdEstablished(await client.getOrUndefined(K.crd, undefined, name)) ? true : undefined), { timeoutMs, intervalMs: 200 });
+    await client.waitFor(
+      `CRD ${name} to be Established`,
+      async () => (crdEstablished(await client.getOrUndefined(K.crd, undefined, name)) ? true : undefined),
+      { timeoutMs, intervalMs: 200 },
+    );
   }
 }

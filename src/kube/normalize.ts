@@ -5,7 +5,16 @@
 import type { KubeObject } from './types.js';
 
 /** metadata fields the server sets; never part of what a restore writes or a diff compares. */
-export const SERVER_METADATA_FIELDS = ['uid', 'resourceVersion', 'creationTimestamp', 'managedFields', 'generation', 'selfLink', 'deletionTimestamp', 'deletionGracePeriodSeconds'] as const;
+export const SERVER_METADATA_FIELDS = [
+  'uid',
+  'resourceVersion',
+  'creationTimestamp',
+  'managedFields',
+  'generation',
+  'selfLink',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
+] as const;
 
 /**
  * Kinds whose `status` is state worth keeping (restored and compared). For every other kind status is

@@ -35,7 +35,7 @@ export class ResourceResolver {
   }
 
   private async discover(apiVersion: string): Promise<ResourceType[] | null> {
-    const [group, version] = apiVersion.includes('/') ? apiVersion.split('/') as [string, string] : ['', apiVersion];
+    const [group, version] = apiVersion.includes('/') ? (apiVersion.split('/') as [string, string]) : ['', apiVersion];
     const path = group ? `/apis/${group}/${version}` : `/api/${version}`;
     try {
       const list: { resources: { name: string; kind: string; namespaced: boolean; verbs: string[] }[] } = await this.client.request('GET', path);

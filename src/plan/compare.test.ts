@@ -27,14 +27,21 @@ function fakes(live: KubeObject[], inBundle: KubeObject[]) {
   return { client, bundle };
 }
 
-const block = (cidr: string, handles: string[]) => obj('IPAMBlock', cidr.replace(/[./]/g, '-'), { cidr, allocations: handles.map((_, i) => i), attributes: handles.map((h) => ({ handle_id: h })) });
+const block = (cidr: string, handles: string[]) =>
+  obj('IPAMBlock', cidr.replace(/[./]/g, '-'), { cidr, allocations: handles.map((_, i) => i), attributes: handles.map((h) => ({ handle_id: h })) });
 const handle = (id: string) => obj('IPAMHandle', id, { handleID: id, block: { '10.0.0.0/30': 1 } });
 
 describe('verify-data: IPAM is live state', () => {
   it('passes when pods came and went since the backup (blocks changed, handles released and added)', async () => {
     const { client, bundle } = fakes(
       [block('10.0.0.0/30', ['h2', 'h3']), handle('h2'), handle('h3'), obj('IPPool', 'p', { cidr: '10.0.0.0/16' })],
-      [block('10.0.0.0/30', ['h1', 'h2']), handle('h1'), handle('h2'), obj('BlockAffinity', 'n1-10-0-0-0-30', { node: 'n1' }), obj('IPPool', 'p', { cidr: '10.0.0.0/16' })],
+      [
+        block('10.0.0.0/30', ['h1', 'h2']),
+        handle('h1'),
+        handle('h2'),
+        obj('BlockAffinity', 'n1-10-0-0-0-30', { node: 'n1' }),
+        obj('IPPool', 'p', { cidr: '10.0.0.0/16' }),
+      ],
     );
     const r = await bundleDataPresent(client, bundle, {} as never);
     expect(r.differences).toEqual([]);
@@ -42,14 +49,22 @@ describe('verify-data: IPAM is live state', () => {
   });
 
   it('still reports a lost IPAM block, and configuration that changed', async () => {
-    const { client, bundle } = fakes([obj('IPPool', 'p', { cidr: '10.1.0.0/16' })], [block('10.0.0.0/30', ['h1']), obj('IPPool', 'p', { cidr: '10.0.0.0/16' })]);
+    const { client, bundle } = fakes(
+      [obj('IPPool', 'p', { cidr: '10.1.0.0/16' })],
+      [block('10.0.0.0/30', ['h1']), obj('IPPool', 'p', { cidr: '10.0.0.0/16' })],
+    );
     const r = await bundleDataPresent(client, bundle, {} as never);
     expect(r.differences.map((d) => `${d.object} ${d.problem}`)).toEqual(['IPAMBlock/10-0-0-0-30 missing', 'IPPool/p changed']);
   });
 });
 
 describe('withoutOperatorDefaults: what the tigera operator fills into FelixConfiguration default is not a change', () => {
-  const felix = (spec: Record<string, unknown>, name = 'default') => ({ apiVersion: 'crd.projectcalico.org/v1', kind: 'FelixConfiguration', metadata: { name }, spec });
+  const felix = (spec: Record<string, unknown>, name = 'default') => ({
+    apiVersion: 'crd.projectcalico.org/v1',
+    kind: 'FelixConfiguration',
+    metadata: { name },
+    spec,
+  });
   it('drops a field the operator filled where the bundle had none (v1.34.3 writes bpfEnabled: false)', () => {
     const out = withoutOperatorDefaults(felix({ bpfEnabled: false, logSeverityScreen: 'Info' }), felix({ logSeverityScreen: 'Info' }));
     expect(out.spec).toEqual({ logSeverityScreen: 'Info' });

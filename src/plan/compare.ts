@@ -51,7 +51,11 @@ async function liveCalicoObjects(client: KubeClient): Promise<{ objects: Map<str
  * handles and affinities may be gone and blocks may hold other allocations; only a lost IPAMBlock is a difference
  * (blocks go only with their node, or with the CRDs as in the incident).
  */
-export async function bundleDataPresent(client: KubeClient, bundle: Bundle, transform: InstallationTransform): Promise<{ checked: number; differences: DataDifference[] }> {
+export async function bundleDataPresent(
+  client: KubeClient,
+  bundle: Bundle,
+  transform: InstallationTransform,
+): Promise<{ checked: number; differences: DataDifference[] }> {
   const live = await liveCalicoObjects(client);
   const bundleCrds = new Map((await bundle.crds()).map((c) => [`${c.spec?.group}/${c.spec?.names?.kind}`, c]));
   const differences: DataDifference[] = [];
@@ -77,7 +81,11 @@ export async function bundleDataPresent(client: KubeClient, bundle: Bundle, tran
     const bundleCrd = bundleCrds.get(`${object.apiVersion.split('/')[0]}/${object.kind}`);
     const seen = withoutOperatorDefaults(bundleCrd ? pruneUnknownFields(l, bundleCrd) : l, expected);
     if (content(expected) !== content(seen)) {
-      differences.push({ object: objRef(object), problem: 'changed', detail: firstDifference({ spec: expected.spec, data: expected.data }, { spec: seen.spec, data: seen.data }) });
+      differences.push({
+        object: objRef(object),
+        problem: 'changed',
+        detail: firstDifference({ spec: expected.spec, data: expected.data }, { spec: seen.spec, data: seen.data }),
+      });
     }
   }
   return { checked, differences };
@@ -105,7 +113,8 @@ export async function liveDataNotInBundle(client: KubeClient, bundle: Bundle): P
   for (const [k, o] of live.objects) {
     const b = inBundle.get(k);
     if (!b) out.push({ object: objRef(o), problem: 'not-in-bundle' });
-    else if (content(b) !== content(o)) out.push({ object: objRef(o), problem: 'changed', detail: firstDifference({ spec: b.spec, data: b.data }, { spec: o.spec, data: o.data }) });
+    else if (content(b) !== content(o))
+      out.push({ object: objRef(o), problem: 'changed', detail: firstDifference({ spec: b.spec, data: b.data }, { spec: o.spec, data: o.data }) });
   }
   return out;
 }

@@ -24,7 +24,8 @@ export async function readPlan(file: string): Promise<Plan> {
   } catch (err) {
     throw new BadInputError(`${file} is not a plan: ${(err as Error).message.split('\n')[0]}`);
   }
-  if (!p || p.apiVersion !== PLAN_API_VERSION || p.kind !== PLAN_KIND) throw new BadInputError(`${file} is not a cni-rewind plan (expected apiVersion ${PLAN_API_VERSION}, kind ${PLAN_KIND})`);
+  if (!p || p.apiVersion !== PLAN_API_VERSION || p.kind !== PLAN_KIND)
+    throw new BadInputError(`${file} is not a cni-rewind plan (expected apiVersion ${PLAN_API_VERSION}, kind ${PLAN_KIND})`);
   for (const k of ['id', 'cluster', 'target', 'bundle', 'steps', 'transforms', 'options']) {
     if (!p[k]) throw new BadInputError(`${file}: the plan has no ${k}`);
   }

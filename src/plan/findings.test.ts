@@ -7,7 +7,19 @@ import { changedCrds, computeFindings, deletePath, transformInstallation } from 
 import { targetPoolsCheck } from './preflight.js';
 
 /** The Installation as the 3.28 operator leaves it: name and allowedUses written into its pool. */
-export const installation328 = (pools = [{ name: 'default-ipv4-ippool', cidr: '192.168.0.0/16', blockSize: 26, encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', nodeSelector: 'all()', allowedUses: ['Workload', 'Tunnel'] }]): KubeObject => ({
+export const installation328 = (
+  pools = [
+    {
+      name: 'default-ipv4-ippool',
+      cidr: '192.168.0.0/16',
+      blockSize: 26,
+      encapsulation: 'VXLANCrossSubnet',
+      natOutgoing: 'Enabled',
+      nodeSelector: 'all()',
+      allowedUses: ['Workload', 'Tunnel'],
+    },
+  ],
+): KubeObject => ({
   apiVersion: 'operator.tigera.io/v1',
   kind: 'Installation',
   metadata: { name: 'default' },
@@ -44,10 +56,17 @@ describe('plan findings 3.28.1 -> 3.27.4 with the real CRDs', async () => {
   it('clears what only the 3.28 operator clears: its Installation finalizers and TigeraStatus ippools (else delete hangs, Degraded stays)', async () => {
     const inst = installation328();
     inst.metadata.finalizers = ['operator.tigera.io/installation-controller', 'tigera.io/operator-cleanup', 'operator.tigera.io/apiserver-controller'];
-    const statuses = ['calico', 'apiserver', 'ippools'].map((name): KubeObject => ({ apiVersion: 'operator.tigera.io/v1', kind: 'TigeraStatus', metadata: { name } }));
+    const statuses = ['calico', 'apiserver', 'ippools'].map((name): KubeObject => ({
+      apiVersion: 'operator.tigera.io/v1',
+      kind: 'TigeraStatus',
+      metadata: { name },
+    }));
     const objs = { 'installations.operator.tigera.io': [inst], 'tigerastatuses.operator.tigera.io': statuses };
     const r = computeFindings(live(objs), to, { version: 'v3.28.1' }, new Set());
-    expect(r.findings.find((x) => x.id === 'newer-operator-leftovers')).toMatchObject({ action: 'transform', objects: ['Installation/default', 'TigeraStatus/ippools'] });
+    expect(r.findings.find((x) => x.id === 'newer-operator-leftovers')).toMatchObject({
+      action: 'transform',
+      objects: ['Installation/default', 'TigeraStatus/ippools'],
+    });
     expect(r.installation.removeFinalizers).toEqual(['operator.tigera.io/installation-controller', 'operator.tigera.io/apiserver-controller']);
     expect(r.installation.deleteTigeraStatuses).toEqual(['ippools']);
     // v1.32's own finalizer stays: it is how that operator cleans up on delete.
@@ -64,11 +83,21 @@ describe('plan findings 3.28.1 -> 3.27.4 with the real CRDs', async () => {
       { name: 'b', cidr: '10.1.0.0/16' } as any,
       { name: 'c', cidr: 'fd00::/48' } as any,
     ]);
-    const felix: KubeObject = { apiVersion: 'crd.projectcalico.org/v1', kind: 'FelixConfiguration', metadata: { name: 'default' }, spec: { debugPort: 6060, logSeverityScreen: 'Info' } };
+    const felix: KubeObject = {
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'FelixConfiguration',
+      metadata: { name: 'default' },
+      spec: { debugPort: 6060, logSeverityScreen: 'Info' },
+    };
     const objs = { 'installations.operator.tigera.io': [inst], 'felixconfigurations.crd.projectcalico.org': [felix] };
     const r = computeFindings(live(objs), to, { version: 'v3.28.1' }, new Set());
     expect(r.findings.find((x) => x.id === 'installation-too-many-pools')).toMatchObject({ action: 'requires-flag', satisfied: false, severity: 'error' });
-    expect(r.findings.find((x) => x.id === 'felixconfiguration-fields-pruned')).toMatchObject({ action: 'requires-flag', flag: 'allow-field-loss', satisfied: false, objects: ['FelixConfiguration/default'] });
+    expect(r.findings.find((x) => x.id === 'felixconfiguration-fields-pruned')).toMatchObject({
+      action: 'requires-flag',
+      flag: 'allow-field-loss',
+      satisfied: false,
+      objects: ['FelixConfiguration/default'],
+    });
     const ok = computeFindings(live(objs), to, { version: 'v3.28.1' }, new Set(['trim-installation-pools', 'allow-field-loss']));
     expect(ok.findings.filter((x) => x.action === 'requires-flag').every((x) => x.satisfied)).toBe(true);
     expect(transformInstallation(inst, ok.installation).spec.calicoNetwork.ipPools.map((p: any) => p.cidr)).toEqual(['10.0.0.0/16', 'fd00::/48']);
@@ -102,8 +131,25 @@ describe('pools stopped with disableNewAllocations, downgraded below 3.29 (calic
     spec: {
       calicoNetwork: {
         ipPools: [
-          { name: 'default-ipv4-ippool', cidr: '192.168.0.0/16', blockSize: 26, encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', nodeSelector: 'all()', disableNewAllocations: true, allowedUses: ['Workload', 'Tunnel'] },
-          { name: 'new-pool', cidr: '10.10.0.0/16', blockSize: 26, encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', nodeSelector: 'all()', disableNewAllocations: false },
+          {
+            name: 'default-ipv4-ippool',
+            cidr: '192.168.0.0/16',
+            blockSize: 26,
+            encapsulation: 'VXLANCrossSubnet',
+            natOutgoing: 'Enabled',
+            nodeSelector: 'all()',
+            disableNewAllocations: true,
+            allowedUses: ['Workload', 'Tunnel'],
+          },
+          {
+            name: 'new-pool',
+            cidr: '10.10.0.0/16',
+            blockSize: 26,
+            encapsulation: 'VXLANCrossSubnet',
+            natOutgoing: 'Enabled',
+            nodeSelector: 'all()',
+            disableNewAllocations: false,
+          },
         ],
       },
     },
@@ -133,7 +179,10 @@ describe('pools stopped with disableNewAllocations, downgraded below 3.29 (calic
   it('3.30.7 -> 3.29.7 keeps disableNewAllocations; 3.30.7 -> 3.27.4 needs no conversion (that operator does not manage pools)', async () => {
     for (const v of ['3.29.7', '3.27.4']) {
       const r = computeFindings(live(installation330()), await loadRelease(v), { version: 'v3.30.7' }, new Set());
-      expect(r.findings.some((x) => x.id === 'installation-pool-stop-allocations-converted'), v).toBe(false);
+      expect(
+        r.findings.some((x) => x.id === 'installation-pool-stop-allocations-converted'),
+        v,
+      ).toBe(false);
       expect(r.installation.stopAllocations, v).toBeUndefined();
     }
     const r27 = computeFindings(live(installation330()), await loadRelease('3.27.4'), { version: 'v3.30.7' }, new Set());

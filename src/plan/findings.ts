@@ -3,7 +3,14 @@
  * Pure functions over (live CRDs, live objects, target release) so they can be tested with the real manifests.
  */
 import { checkAgainstSchema, schemaFor } from '../calico/schema.js';
-import { CALICO_CRD_GROUP, compareVersions, leftoversUnknownTo, OPERATOR_GROUP, operatorPoolBehaviour, type OperatorPoolBehaviour } from '../calico/knowledge.js';
+import {
+  CALICO_CRD_GROUP,
+  compareVersions,
+  leftoversUnknownTo,
+  OPERATOR_GROUP,
+  operatorPoolBehaviour,
+  type OperatorPoolBehaviour,
+} from '../calico/knowledge.js';
 import { adoptionReason } from '../doctor/checks/pools.js';
 import type { Release } from '../calico/release.js';
 import type { KubeObject } from '../kube/types.js';
@@ -130,7 +137,10 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
       objects: (live.objects.get(lc.metadata.name) ?? []).slice(0, 20).map(objRef),
       details: [`${n} object(s) stored`],
       action: 'keep',
-      plan: n > 0 ? 'kept with its objects (a CRD that holds data is never deleted); the target version ignores them' : 'kept (harmless; delete it by hand if you no longer want it)',
+      plan:
+        n > 0
+          ? 'kept with its objects (a CRD that holds data is never deleted); the target version ignores them'
+          : 'kept (harmless; delete it by hand if you no longer want it)',
     });
   }
 
@@ -151,7 +161,13 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
       severity: ok ? 'warning' : 'error',
       title: `the ${target.version} operator accepts ${rule.maxPoolsPerFamily} pool per IP family in the Installation`,
       objects: ['Installation/default'],
-      details: over.map(([f, n]) => `${n} ${f} pools: ${pools.filter((p) => fam(p) === f).map((p) => p.cidr).join(', ')}`),
+      details: over.map(
+        ([f, n]) =>
+          `${n} ${f} pools: ${pools
+            .filter((p) => fam(p) === f)
+            .map((p) => p.cidr)
+            .join(', ')}`,
+      ),
       action: 'requires-flag',
       flag: PLAN_FLAGS.trimPools,
       satisfied: ok,
@@ -174,7 +190,9 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
       severity: 'warning',
       title: `pools stopped with disableNewAllocations: the ${target.version} operator has no such field and would re-enable them`,
       objects: stopped.map((p) => `Installation/default ipPools ${p.name ?? p.cidr}`),
-      details: stopped.map((p) => `${p.name ?? p.cidr}: disableNewAllocations: true -> ${text}${p[field] !== undefined ? ` (was ${field}: ${JSON.stringify(p[field])})` : ''}`),
+      details: stopped.map(
+        (p) => `${p.name ?? p.cidr}: disableNewAllocations: true -> ${text}${p[field] !== undefined ? ` (was ${field}: ${JSON.stringify(p[field])})` : ''}`,
+      ),
       action: 'transform',
       plan: `set ${text} on these Installation entries while the operator is paused, so the ${target.operatorImage ?? 'target'} operator keeps them non-allocating (the bundle keeps the original entries)`,
     });
@@ -185,7 +203,9 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
   // for). Stop them on their entries in the target's own terms: 3.28's entry then no longer equals the pool, so
   // v1.34 leaves the disabled pool alone (a labelled one is rewritten with nodeSelector "!all()": still no new
   // allocations); from 3.29 the entry says disableNewAllocations, which is what the operator reads `disabled` as.
-  const disabledListed = disabledPoolsTheTargetWouldEnable(live, pools, targetPools).filter((p) => !installation.stopAllocations?.cidrs.includes(String(p.spec.cidr)));
+  const disabledListed = disabledPoolsTheTargetWouldEnable(live, pools, targetPools).filter(
+    (p) => !installation.stopAllocations?.cidrs.includes(String(p.spec.cidr)),
+  );
   if (disabledListed.length && targetPools.stopAllocations) {
     const { field, value, text } = targetPools.stopAllocations;
     const cidrs = [...(installation.stopAllocations?.cidrs ?? []), ...disabledListed.map((p) => String(p.spec.cidr))];
@@ -240,7 +260,9 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
       objects: pools.map((p) => `IPPool/${p.name ?? p.cidr}`),
       details: [detail],
       action: 'none',
-      plan: targetPools.managesPools ? 'see the pool findings; doctor --target checks the pools against the target operator' : 'nothing to do: the IPPool objects stay as they are',
+      plan: targetPools.managesPools
+        ? 'see the pool findings; doctor --target checks the pools against the target operator'
+        : 'nothing to do: the IPPool objects stay as they are',
     });
   }
   return { findings, installation };

@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseManifests } from '../kube/manifests.js';
 import type { KubeObject } from '../kube/types.js';
@@ -34,15 +32,23 @@ describe('calico.yaml edits carried from the current release to the target', () 
     const env = nodeEnv(l.ds);
     env.find((e) => e.name === 'CALICO_IPV4POOL_IPIP')!.value = 'Never';
     env.push({ name: 'IP_AUTODETECTION_METHOD', value: 'interface=eth1' }, { name: 'CALICO_IPV4POOL_CIDR', value: '10.244.0.0/16' });
-    env.splice(env.findIndex((e) => e.name === 'FELIX_WIREGUARDMTU'), 1);
+    env.splice(
+      env.findIndex((e) => e.name === 'FELIX_WIREGUARDMTU'),
+      1,
+    );
     l.config.data!.veth_mtu = '1440';
     // VXLAN without BGP: Calico's docs say to drop the bird checks from the probes.
     const node = l.ds.spec.template.spec.containers.find((c: any) => c.name === 'calico-node');
     node.livenessProbe.exec.command = ['/bin/calico-node', '-felix-live'];
     node.readinessProbe.exec.command = ['/bin/calico-node', '-felix-ready'];
-    for (const c of [...l.ds.spec.template.spec.initContainers, ...l.ds.spec.template.spec.containers, ...l.kc.spec.template.spec.containers]) c.image = c.image.replace(REL, 'registry.local:5000/');
+    for (const c of [...l.ds.spec.template.spec.initContainers, ...l.ds.spec.template.spec.containers, ...l.kc.spec.template.spec.containers])
+      c.image = c.image.replace(REL, 'registry.local:5000/');
     const r = findManifestEdits({ ds: l.ds, config: l.config, workloads: [l.ds, l.kc] }, { version: 'v3.28.1', objects: calicoYaml('3.28.1') });
-    expect(r.finding).toMatchObject({ id: 'calico-manifest-edits', action: 'transform', objects: ['DaemonSet/kube-system/calico-node', 'ConfigMap/kube-system/calico-config', 'Deployment/kube-system/calico-kube-controllers'] });
+    expect(r.finding).toMatchObject({
+      id: 'calico-manifest-edits',
+      action: 'transform',
+      objects: ['DaemonSet/kube-system/calico-node', 'ConfigMap/kube-system/calico-config', 'Deployment/kube-system/calico-kube-controllers'],
+    });
     expect(r.finding!.details).toContain('calico-node env IP_AUTODETECTION_METHOD=interface=eth1 (v3.28.1 calico.yaml: not set)');
     expect(r.finding!.details).toContain('calico-node env CALICO_IPV4POOL_IPIP=Never (v3.28.1 calico.yaml: Always)');
     expect(r.finding!.details).toContain('calico-config veth_mtu=1440 (v3.28.1 calico.yaml: 0)');
@@ -63,17 +69,26 @@ describe('calico.yaml edits carried from the current release to the target', () 
     const node327 = ds.spec.template.spec.containers.find((c: any) => c.name === 'calico-node');
     expect(node327.livenessProbe.exec.command).toEqual(['/bin/calico-node', '-felix-live']);
     expect(node327.readinessProbe.exec.command).toEqual(['/bin/calico-node', '-felix-ready']);
-    expect(node327.livenessProbe.periodSeconds).toBe(get(calicoYaml('3.27.4'), 'DaemonSet', 'calico-node').spec.template.spec.containers[0].livenessProbe.periodSeconds);
+    expect(node327.livenessProbe.periodSeconds).toBe(
+      get(calicoYaml('3.27.4'), 'DaemonSet', 'calico-node').spec.template.spec.containers[0].livenessProbe.periodSeconds,
+    );
     expect(r.finding!.details.filter((d) => d.includes('Probe.exec.command'))).toHaveLength(2);
     expect(byName.get('NODENAME')).toEqual({ name: 'NODENAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } }); // the release's, not an edit
-    expect(images(ds)).toEqual(['registry.local:5000/calico/cni:v3.27.4', 'registry.local:5000/calico/cni:v3.27.4', 'registry.local:5000/calico/node:v3.27.4', 'registry.local:5000/calico/node:v3.27.4']);
+    expect(images(ds)).toEqual([
+      'registry.local:5000/calico/cni:v3.27.4',
+      'registry.local:5000/calico/cni:v3.27.4',
+      'registry.local:5000/calico/node:v3.27.4',
+      'registry.local:5000/calico/node:v3.27.4',
+    ]);
     expect(images(get(target, 'Deployment', 'calico-kube-controllers'))).toEqual(['registry.local:5000/calico/kube-controllers:v3.27.4']);
     const cm = get(target, 'ConfigMap', 'calico-config');
     expect(cm.data!.veth_mtu).toBe('1440');
     expect(cm.data!.cni_network_config).toBe(get(calicoYaml('3.27.4'), 'ConfigMap', 'calico-config').data!.cni_network_config);
     // Every other object is the release's, untouched.
     const rel = calicoYaml('3.27.4');
-    expect(target.filter((o) => !['DaemonSet', 'Deployment', 'ConfigMap'].includes(o.kind))).toEqual(rel.filter((o) => !['DaemonSet', 'Deployment', 'ConfigMap'].includes(o.kind)));
+    expect(target.filter((o) => !['DaemonSet', 'Deployment', 'ConfigMap'].includes(o.kind))).toEqual(
+      rel.filter((o) => !['DaemonSet', 'Deployment', 'ConfigMap'].includes(o.kind)),
+    );
     expect(applyManifestEdits(rel, undefined)).toBe(rel);
   });
 });

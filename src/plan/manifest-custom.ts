@@ -48,7 +48,10 @@ const short = (v: unknown) => {
 };
 
 /** The edits of the live objects relative to the current release's calico.yaml, with a finding describing them. */
-export function findManifestEdits(live: { ds?: KubeObject; config?: KubeObject; workloads: KubeObject[] }, current: { version: string; objects: KubeObject[] }): { transform: ManifestTransform; finding?: PlanFinding } {
+export function findManifestEdits(
+  live: { ds?: KubeObject; config?: KubeObject; workloads: KubeObject[] },
+  current: { version: string; objects: KubeObject[] },
+): { transform: ManifestTransform; finding?: PlanFinding } {
   const t: ManifestTransform = { from: current.version, calicoNodeEnv: { set: [], remove: [] }, calicoConfig: {}, repositories: {}, containerFields: [] };
   const details: string[] = [];
   const objects = new Set<string>();
@@ -60,7 +63,9 @@ export function findManifestEdits(live: { ds?: KubeObject; config?: KubeObject; 
     const r = relByName.get(e.name);
     if (r && envKey(r) === envKey(e)) continue;
     t.calicoNodeEnv.set.push(e);
-    details.push(`calico-node env ${e.name}=${short(e.value ?? e.valueFrom)} (${current.version} calico.yaml: ${r ? short(r.value ?? r.valueFrom) : 'not set'})`);
+    details.push(
+      `calico-node env ${e.name}=${short(e.value ?? e.valueFrom)} (${current.version} calico.yaml: ${r ? short(r.value ?? r.valueFrom) : 'not set'})`,
+    );
     objects.add(`DaemonSet/${MANIFEST_NS}/${DS}`);
   }
   const liveNames = new Set(liveEnv.map((e) => e.name));
@@ -90,7 +95,9 @@ export function findManifestEdits(live: { ds?: KubeObject; config?: KubeObject; 
         const v = getField(c, f);
         if (canonicalJson(v ?? null) === canonicalJson(getField(rc, f) ?? null)) continue;
         t.containerFields!.push({ workload: `${w.kind}/${w.metadata.name}`, container: c.name, field: f, value: v });
-        details.push(`${w.metadata.name} container ${c.name} ${f}: ${short(v ?? 'removed')} (${current.version} calico.yaml: ${short(getField(rc, f) ?? 'not set')})`);
+        details.push(
+          `${w.metadata.name} container ${c.name} ${f}: ${short(v ?? 'removed')} (${current.version} calico.yaml: ${short(getField(rc, f) ?? 'not set')})`,
+        );
         objects.add(`${w.kind}/${MANIFEST_NS}/${w.metadata.name}`);
       }
     }
@@ -114,7 +121,7 @@ export function findManifestEdits(live: { ds?: KubeObject; config?: KubeObject; 
       objects: [...objects],
       details,
       action: 'transform',
-      plan: 'carried into the target calico.yaml (calico-node env, calico-config, image registry, container command/args/probe commands) as Calico\'s upgrade procedure asks; any other edit is replaced by the release\'s',
+      plan: "carried into the target calico.yaml (calico-node env, calico-config, image registry, container command/args/probe commands) as Calico's upgrade procedure asks; any other edit is replaced by the release's",
     },
   };
 }
@@ -174,7 +181,11 @@ export function applyManifestEdits(objs: KubeObject[], t: ManifestTransform | un
  * holds that version, else the default source) and find the edits. Never fails the plan: an unreadable current
  * release gives the `calico-manifest-edits-unknown` finding instead.
  */
-export async function planManifestEdits(client: KubeClient, currentVersion: string | undefined, manifests: string | undefined): Promise<{ transform?: ManifestTransform; finding?: PlanFinding }> {
+export async function planManifestEdits(
+  client: KubeClient,
+  currentVersion: string | undefined,
+  manifests: string | undefined,
+): Promise<{ transform?: ManifestTransform; finding?: PlanFinding }> {
   if (!currentVersion) return { finding: manifestEditsUnknown(currentVersion, 'the current version is unknown') };
   let current: Release;
   try {
@@ -194,5 +205,8 @@ export async function planManifestEdits(client: KubeClient, currentVersion: stri
     if (w) workloads.push({ ...w, kind: o.kind });
   }
   const config = await client.getOrUndefined(K.configMap, MANIFEST_NS, CONFIG);
-  return findManifestEdits({ ds: workloads.find((w) => w.kind === 'DaemonSet' && w.metadata.name === DS), config, workloads }, { version: current.version, objects: current.calicoManifest ?? [] });
+  return findManifestEdits(
+    { ds: workloads.find((w) => w.kind === 'DaemonSet' && w.metadata.name === DS), config, workloads },
+    { version: current.version, objects: current.calicoManifest ?? [] },
+  );
 }

@@ -69,13 +69,21 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
   reporter.info('CNR_PLAN_CURRENT', `current: Calico ${install.version ?? 'unknown version'} (${install.installType} install)`);
   const target: Release = await loadRelease(opts.to, { manifests: opts.manifests, need: install.installType === 'operator' ? 'operator' : 'manifest' });
   reporter.info('CNR_PLAN_TARGET', `target: Calico ${target.version} from ${target.origin}`);
-  const direction = !install.version ? 'upgrade' : compareVersions(target.version, install.version) < 0 ? 'downgrade' : compareVersions(target.version, install.version) > 0 ? 'upgrade' : 'same';
+  const direction = !install.version
+    ? 'upgrade'
+    : compareVersions(target.version, install.version) < 0
+      ? 'downgrade'
+      : compareVersions(target.version, install.version) > 0
+        ? 'upgrade'
+        : 'same';
   if (direction === 'same') throw new BadInputError(`the cluster already runs Calico ${target.version}`);
 
   const uid = await clusterUid(client);
   const bundlePath = opts.bundle ?? (await newestBundleFor(uid));
   if (!bundlePath) {
-    throw new RefusedError('no bundle of this cluster found: a plan relies on a verified backup', { hint: 'run `cni-rewind backup` (or `cni-rewind export` with --no-disk-snapshots) first, or pass --bundle PATH' });
+    throw new RefusedError('no bundle of this cluster found: a plan relies on a verified backup', {
+      hint: 'run `cni-rewind backup` (or `cni-rewind export` with --no-disk-snapshots) first, or pass --bundle PATH',
+    });
   }
   const bundle = await openPlanBundle(bundlePath);
   try {
@@ -92,7 +100,9 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
     // Objects changed since the backup (by people or by an operator, as in #9100): the plan names them and either
     // keeps them as they are or, with --restore-drift, puts them back from the bundle while the operator is paused.
     // IPAM objects change with every pod: live state, not drift (restore never writes them over the cluster's).
-    const drifted = (await liveDataNotInBundle(client, bundle)).filter((d) => d.problem === 'changed' && !d.object.startsWith('Installation/') && !IPAM_LIVE_KINDS.has(d.object.split('/')[0]!));
+    const drifted = (await liveDataNotInBundle(client, bundle)).filter(
+      (d) => d.problem === 'changed' && !d.object.startsWith('Installation/') && !IPAM_LIVE_KINDS.has(d.object.split('/')[0]!),
+    );
     const restoreDrift = flags.has(PLAN_FLAGS.restoreDrift);
     if (drifted.length) {
       findings.push({
@@ -114,14 +124,22 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
     const plan: Plan = {
       apiVersion: PLAN_API_VERSION,
       kind: PLAN_KIND,
-      id: `plan-${now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-${randomBytes(2).toString('hex')}`,
+      id: `plan-${now
+        .toISOString()
+        .replace(/[-:]/g, '')
+        .replace(/\.\d+Z$/, 'Z')}-${randomBytes(2).toString('hex')}`,
       createdAt: now.toISOString(),
       cluster: { uid, name: client.connection.clusterName, server: client.connection.server },
       current: { installType: install.installType, version: install.version, operatorImage: install.operatorImage },
       target: {
         version: target.version,
         operatorImage: target.operatorImage,
-        manifests: path.isAbsolute(target.origin) || /^https?:/.test(target.origin) ? (opts.manifests && /^https?:/.test(opts.manifests) ? opts.manifests : target.origin) : path.resolve(target.origin),
+        manifests:
+          path.isAbsolute(target.origin) || /^https?:/.test(target.origin)
+            ? opts.manifests && /^https?:/.test(opts.manifests)
+              ? opts.manifests
+              : target.origin
+            : path.resolve(target.origin),
         files: Object.fromEntries(Object.entries(target.files).map(([k, f]) => [k, { sha256: f.sha256 }])),
       },
       direction,
@@ -133,7 +151,10 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
       transforms: { installation, ...(edits?.transform ? { manifest: edits.transform } : {}) },
       drift: drifted.map((d) => d.object),
       ...(rolling ? { rolling: rolling.rolling } : {}),
-      steps: stepsFor(install.installType === 'operator' ? 'operator' : 'manifest', strategy, target, { restoreDrift: restoreDrift && drifted.length > 0, rebootNodes: !!rolling }),
+      steps: stepsFor(install.installType === 'operator' ? 'operator' : 'manifest', strategy, target, {
+        restoreDrift: restoreDrift && drifted.length > 0,
+        rebootNodes: !!rolling,
+      }),
     };
     // A calico.yaml install's steps say what they do there (no operator; the workloads are in kube-system).
     if (install.installType === 'manifest') plan.steps = plan.steps.map((s) => ({ ...s, ...MANIFEST_STEP_TEXT[s.id] }));
@@ -156,18 +177,43 @@ function step(id: StepKind): PlanStep {
   return { id, title: t.title, description: t.description };
 }
 
-export function stepsFor(install: 'operator' | 'manifest', strategy: Strategy, target: Release, opts: { restoreDrift?: boolean; rebootNodes?: boolean } = {}): PlanStep[] {
+export function stepsFor(
+  install: 'operator' | 'manifest',
+  strategy: Strategy,
+  target: Release,
+  opts: { restoreDrift?: boolean; rebootNodes?: boolean } = {},
+): PlanStep[] {
   // Nodes are rebooted last: only once the new version runs and the data is proven intact, as in the users' procedure.
   const withNodes = (ids: StepKind[]) => (opts.rebootNodes ? ids.concat('reboot-nodes') : ids).map(step);
   if (install === 'manifest') {
     if (!target.calicoManifest) throw new BadInputError(`the cluster has a manifest install and the ${target.version} manifests have no calico.yaml`);
-    if (strategy === 'reinstall') throw new BadInputError('--strategy reinstall is implemented for operator installs only; use in-place for a calico.yaml install');
+    if (strategy === 'reinstall')
+      throw new BadInputError('--strategy reinstall is implemented for operator installs only; use in-place for a calico.yaml install');
     return withNodes(['preflight', 'apply-crds', 'apply-calico-manifest', 'wait-rollout', 'verify-data']);
   }
   if (strategy === 'reinstall') {
-    return withNodes(['preflight', 'pause-operator', 'remove-old', 'install-target', 'restore-data', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data']);
+    return withNodes([
+      'preflight',
+      'pause-operator',
+      'remove-old',
+      'install-target',
+      'restore-data',
+      'transform-installation',
+      'resume-operator',
+      'wait-rollout',
+      'verify-data',
+    ]);
   }
-  const ids: StepKind[] = ['preflight', 'pause-operator', 'apply-crds', 'apply-operator', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data'];
+  const ids: StepKind[] = [
+    'preflight',
+    'pause-operator',
+    'apply-crds',
+    'apply-operator',
+    'transform-installation',
+    'resume-operator',
+    'wait-rollout',
+    'verify-data',
+  ];
   if (opts.restoreDrift) ids.splice(ids.indexOf('resume-operator'), 0, 'restore-drift');
   return withNodes(ids);
 }

@@ -11,7 +11,11 @@ describe('preflight: the pools as the target operator will treat them (calico#91
   // 3.27.4 as the incident team had it: the default pool disabled (migrated away) and still listed in the Installation.
   const incident = (extra: any = {}) =>
     makeState({
-      objects: [pool('default-ipv4-ippool', '192.168.0.0/16', { disabled: true, allowedUses: ['Workload', 'Tunnel'] }), pool('new-pool', '10.10.0.0/16'), installationWith([entry('default-ipv4-ippool', '192.168.0.0/16', extra)])],
+      objects: [
+        pool('default-ipv4-ippool', '192.168.0.0/16', { disabled: true, allowedUses: ['Workload', 'Tunnel'] }),
+        pool('new-pool', '10.10.0.0/16'),
+        installationWith([entry('default-ipv4-ippool', '192.168.0.0/16', extra)]),
+      ],
       workloads: [operatorWorkload('v1.32.10')],
     });
 
@@ -30,7 +34,15 @@ describe('preflight: the pools as the target operator will treat them (calico#91
 
   it('judges the Installation as the plan will write it: the disableNewAllocations -> nodeSelector transform passes', () => {
     const state = makeState({
-      objects: [pool('default-ipv4-ippool', '192.168.0.0/16', { disabled: true, allowedUses: ['Workload', 'Tunnel'] }, { 'app.kubernetes.io/managed-by': 'tigera-operator' }), installationWith([entry('default-ipv4-ippool', '192.168.0.0/16', { disableNewAllocations: true })])],
+      objects: [
+        pool(
+          'default-ipv4-ippool',
+          '192.168.0.0/16',
+          { disabled: true, allowedUses: ['Workload', 'Tunnel'] },
+          { 'app.kubernetes.io/managed-by': 'tigera-operator' },
+        ),
+        installationWith([entry('default-ipv4-ippool', '192.168.0.0/16', { disableNewAllocations: true })]),
+      ],
       workloads: [operatorWorkload('v1.38.13')],
     });
     // Left as it is, the 3.28 operator would re-enable the pool ...

@@ -43,7 +43,9 @@ export async function newestBundleFor(uid: string, dir = DEFAULT_BACKUP_DIR): Pr
 }
 
 export function manifestSha256(bundle: Bundle): string {
-  return createHash('sha256').update(readFileSync(path.join(bundle.root, 'manifest.json'))).digest('hex');
+  return createHash('sha256')
+    .update(readFileSync(path.join(bundle.root, 'manifest.json')))
+    .digest('hex');
 }
 
 export interface BundleCheckOptions {
@@ -66,17 +68,37 @@ export async function checkBundle(bundle: Bundle, opts: BundleCheckOptions): Pro
     name: 'bundle-verifies',
     ok: v.ok,
     blocking: true,
-    detail: v.ok ? `bundle ${m.id}: every file matches its checksum` : `bundle ${m.id} fails verify: ${v.problems.slice(0, 3).map((p) => `${p.file}: ${p.problem}`).join('; ')}`,
+    detail: v.ok
+      ? `bundle ${m.id}: every file matches its checksum`
+      : `bundle ${m.id} fails verify: ${v.problems
+          .slice(0, 3)
+          .map((p) => `${p.file}: ${p.problem}`)
+          .join('; ')}`,
   });
   if (opts.expectSha256) {
     const sha = manifestSha256(bundle);
-    checks.push({ name: 'bundle-is-the-planned-one', ok: sha === opts.expectSha256, blocking: true, detail: sha === opts.expectSha256 ? 'manifest checksum matches the plan' : 'the bundle\'s manifest.json changed since the plan was made' });
+    checks.push({
+      name: 'bundle-is-the-planned-one',
+      ok: sha === opts.expectSha256,
+      blocking: true,
+      detail: sha === opts.expectSha256 ? 'manifest checksum matches the plan' : "the bundle's manifest.json changed since the plan was made",
+    });
   }
   const same = m.cluster.uid === opts.uid;
-  checks.push({ name: 'bundle-of-this-cluster', ok: same, blocking: true, detail: same ? `cluster uid ${m.cluster.uid}` : `bundle is of cluster ${m.cluster.name} (uid ${m.cluster.uid}), this cluster's uid is ${opts.uid}` });
+  checks.push({
+    name: 'bundle-of-this-cluster',
+    ok: same,
+    blocking: true,
+    detail: same ? `cluster uid ${m.cluster.uid}` : `bundle is of cluster ${m.cluster.name} (uid ${m.cluster.uid}), this cluster's uid is ${opts.uid}`,
+  });
   const ageMs = (opts.now ?? new Date()).getTime() - Date.parse(m.createdAt);
   const recent = ageMs <= opts.maxAgeMs;
-  checks.push({ name: 'bundle-recent', ok: recent, blocking: true, detail: `made ${Math.round(ageMs / 60_000)} min ago (limit --max-backup-age ${opts.maxBackupAge})` });
+  checks.push({
+    name: 'bundle-recent',
+    ok: recent,
+    blocking: true,
+    detail: `made ${Math.round(ageMs / 60_000)} min ago (limit --max-backup-age ${opts.maxBackupAge})`,
+  });
   if (opts.diskSnapshots) {
     const done = new Set(m.snapshots.filter((s) => s.state === 'completed').map((s) => s.node));
     const missing = opts.nodes.filter((n) => !done.has(n));
@@ -85,7 +107,9 @@ export async function checkBundle(bundle: Bundle, opts: BundleCheckOptions): Pro
       name: 'disk-snapshots',
       ok,
       blocking: true,
-      detail: ok ? `completed snapshots for all ${opts.nodes.length} nodes` : `no completed disk snapshot for ${missing.length ? missing.slice(0, 5).join(', ') + (missing.length > 5 ? ', ...' : '') : 'the bundle (incomplete)'}; take them with \`cni-rewind backup\` or pass --no-disk-snapshots`,
+      detail: ok
+        ? `completed snapshots for all ${opts.nodes.length} nodes`
+        : `no completed disk snapshot for ${missing.length ? missing.slice(0, 5).join(', ') + (missing.length > 5 ? ', ...' : '') : 'the bundle (incomplete)'}; take them with \`cni-rewind backup\` or pass --no-disk-snapshots`,
     });
   } else {
     checks.push({ name: 'disk-snapshots', ok: true, blocking: false, detail: 'waived (--no-disk-snapshots): only resources can be restored' });
@@ -98,7 +122,12 @@ export async function checkCluster(client: KubeClient, rebootNodes: boolean): Pr
   const nodes = await client.listAll(K.node);
   const notReady = nodes.filter((n) => !n.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')).map((n) => n.metadata.name);
   const checks: PreflightCheck[] = [
-    { name: 'nodes-ready', ok: notReady.length === 0, blocking: true, detail: notReady.length ? `not Ready: ${notReady.join(', ')}` : `${nodes.length} nodes Ready` },
+    {
+      name: 'nodes-ready',
+      ok: notReady.length === 0,
+      blocking: true,
+      detail: notReady.length ? `not Ready: ${notReady.join(', ')}` : `${nodes.length} nodes Ready`,
+    },
   ];
   const pdbs = await client.listAll(K.pdb);
   const blocking = pdbs.filter((p) => (p.status?.disruptionsAllowed ?? 0) === 0 && (p.status?.expectedPods ?? 0) > 0);
@@ -106,7 +135,9 @@ export async function checkCluster(client: KubeClient, rebootNodes: boolean): Pr
     name: 'pdbs-blocking-drain',
     ok: blocking.length === 0,
     blocking: rebootNodes,
-    detail: blocking.length ? `PDBs allowing no disruption (a drain would wait on them): ${blocking.map((p) => `${p.metadata.namespace}/${p.metadata.name}`).join(', ')}` : 'no PDB blocks a drain',
+    detail: blocking.length
+      ? `PDBs allowing no disruption (a drain would wait on them): ${blocking.map((p) => `${p.metadata.namespace}/${p.metadata.name}`).join(', ')}`
+      : 'no PDB blocks a drain',
   });
   // Doctor's checks, listed but not blocking: the cluster a downgrade rescues is often the one doctor flags (#9100).
   try {
@@ -115,7 +146,12 @@ export async function checkCluster(client: KubeClient, rebootNodes: boolean): Pr
       name: 'doctor',
       ok: errors.length === 0,
       blocking: false,
-      detail: errors.length ? `doctor reports ${errors.length} error(s): ${errors.slice(0, 5).map((f) => `${f.title}${f.objects.length ? ` (${f.objects.slice(0, 3).join(', ')})` : ''}`).join('; ')}; see cni-rewind doctor` : 'doctor finds no errors',
+      detail: errors.length
+        ? `doctor reports ${errors.length} error(s): ${errors
+            .slice(0, 5)
+            .map((f) => `${f.title}${f.objects.length ? ` (${f.objects.slice(0, 3).join(', ')})` : ''}`)
+            .join('; ')}; see cni-rewind doctor`
+        : 'doctor finds no errors',
     });
   } catch (err) {
     checks.push({ name: 'doctor', ok: false, blocking: false, detail: `doctor could not run: ${(err as Error).message}` });
@@ -156,9 +192,7 @@ export async function checkTargetPools(client: KubeClient, target: Release, tran
 
 export function targetPoolsCheck(state: CalicoState, target: Release, transform: InstallationTransform): PreflightCheck {
   const inst = installationOf(state);
-  const planned: CalicoState = inst
-    ? { ...state, objects: { ...state.objects, [KEYS.installations]: [transformInstallation(inst, transform)] } }
-    : state;
+  const planned: CalicoState = inst ? { ...state, objects: { ...state.objects, [KEYS.installations]: [transformInstallation(inst, transform)] } } : state;
   const errors = runChecks(planned, { target, checks: poolChecks }).filter((f) => f.severity === 'error');
   return {
     name: 'target-operator-pools',

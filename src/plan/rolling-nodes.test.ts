@@ -7,13 +7,22 @@ const node = (name: string, labels: Record<string, string> = {}) => ({ apiVersio
 
 describe('rolling reboot order and placement', () => {
   it('reboots workers first (by name), control-plane nodes last', () => {
-    const order = rollingOrder([node('cp-1', { 'node-role.kubernetes.io/control-plane': '' }), node('w-b'), node('old-master', { 'node-role.kubernetes.io/master': '' }), node('w-a')]);
+    const order = rollingOrder([
+      node('cp-1', { 'node-role.kubernetes.io/control-plane': '' }),
+      node('w-b'),
+      node('old-master', { 'node-role.kubernetes.io/master': '' }),
+      node('w-a'),
+    ]);
     expect(order.map((n) => n.metadata.name)).toEqual(['w-a', 'w-b', 'cp-1', 'old-master']);
   });
 
   it('puts reboot-nodes last, after the data is verified, for every strategy and install type', () => {
     const target = { version: 'v3.27.4', calicoManifest: [] } as unknown as Release;
-    for (const [install, strategy] of [['operator', 'in-place'], ['operator', 'reinstall'], ['manifest', 'in-place']] as const) {
+    for (const [install, strategy] of [
+      ['operator', 'in-place'],
+      ['operator', 'reinstall'],
+      ['manifest', 'in-place'],
+    ] as const) {
       const ids = stepsFor(install, strategy, target, { rebootNodes: true }).map((s) => s.id);
       expect(ids.at(-1), `${install}/${strategy}`).toBe('reboot-nodes');
       expect(ids.at(-2)).toBe('verify-data');

@@ -42,7 +42,10 @@ function moduleSpec(spec: string): string {
 }
 
 /** The provider set and mapping the settings describe (the same sources as `backup`). Close the set when done. */
-export async function openRollingProviders(s: Pick<RollingSettings, 'providerModules' | 'config' | 'mapping'>, reporter: Reporter): Promise<{ providers: ProviderSet; mapping: NodeMapping }> {
+export async function openRollingProviders(
+  s: Pick<RollingSettings, 'providerModules' | 'config' | 'mapping'>,
+  reporter: Reporter,
+): Promise<{ providers: ProviderSet; mapping: NodeMapping }> {
   const { config, mapping } = await loadProviderSettings(s);
   return { providers: await openProviders({ config, modules: s.providerModules }, reporter), mapping };
 }
@@ -51,7 +54,11 @@ export async function openRollingProviders(s: Pick<RollingSettings, 'providerMod
  * Plan time: resolve every node to its machine and check a drain of each can finish. Returns what the plan
  * records and two blocking preflight checks (`node-providers`, `drain-preflight`).
  */
-export async function planRollingNodes(client: KubeClient, s: RollingSettings, reporter: Reporter): Promise<{ rolling: RollingNodes; checks: PreflightCheck[] }> {
+export async function planRollingNodes(
+  client: KubeClient,
+  s: RollingSettings,
+  reporter: Reporter,
+): Promise<{ rolling: RollingNodes; checks: PreflightCheck[] }> {
   const drainTimeout = s.drainTimeout ?? '10m';
   const readyTimeout = s.readyTimeout ?? '15m';
   parseDuration(drainTimeout, '--drain-timeout');
@@ -65,7 +72,9 @@ export async function planRollingNodes(client: KubeClient, s: RollingSettings, r
   const { providers, mapping } = await openRollingProviders(settings, reporter);
   try {
     if (settings.provider !== 'auto' && !providers.has(settings.provider)) {
-      throw new BadInputError(`unknown provider '${settings.provider}'`, { hint: `built-in providers: ${providers.names().join(', ')}; a third-party one is given with --provider-module` });
+      throw new BadInputError(`unknown provider '${settings.provider}'`, {
+        hint: `built-in providers: ${providers.names().join(', ')}; a third-party one is given with --provider-module`,
+      });
     }
     const nodes = rollingOrder(await client.listAll(K.node));
     const { targets, unresolved } = await resolveNodes(nodes.map(nodeInfo), providers, { mapping, provider: settings.provider });
@@ -75,7 +84,10 @@ export async function planRollingNodes(client: KubeClient, s: RollingSettings, r
     const noReboot: string[] = [];
     for (const t of ordered) if (!(await providers.get(t.provider)).reboot) noReboot.push(`${t.node} (provider ${t.provider} cannot reboot machines)`);
     const cannot = [...unresolved.map((u) => `${u.node} (${u.reason})`), ...noReboot];
-    const drain = await drainPreflight(client, nodes.map((n) => n.metadata.name));
+    const drain = await drainPreflight(
+      client,
+      nodes.map((n) => n.metadata.name),
+    );
     const problems = describePreflight(drain);
     const checks: PreflightCheck[] = [
       {

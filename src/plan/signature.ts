@@ -53,9 +53,11 @@ export function loadPlanKey(opts: PlanKeyOptions = {}): PlanKey | undefined {
     createKeyFile(file);
   }
   const f = readInputFile(file, 'plan signing key file', MAX_KEY_FILE_BYTES);
-  if (f.mode & 0o077) opts.warn?.(`plan signing key file ${file} can be read by other users (mode ${(f.mode & 0o777).toString(8).padStart(3, '0')}); chmod 600 it`);
+  if (f.mode & 0o077)
+    opts.warn?.(`plan signing key file ${file} can be read by other users (mode ${(f.mode & 0o777).toString(8).padStart(3, '0')}); chmod 600 it`);
   const text = f.data.toString('utf8').trim();
-  if (!/^[0-9a-fA-F]{64}$/.test(text)) throw new BadInputError(`plan signing key file ${file} does not hold a key (64 hex characters)`, { hint: 'make one with: openssl rand -hex 32' });
+  if (!/^[0-9a-fA-F]{64}$/.test(text))
+    throw new BadInputError(`plan signing key file ${file} does not hold a key (64 hex characters)`, { hint: 'make one with: openssl rand -hex 32' });
   registerSecret(text);
   const key = Buffer.from(text, 'hex');
   return { key, file, keyId: keyIdOf(key) };
@@ -85,13 +87,21 @@ export function signPlan(plan: Plan, k: PlanKey): Plan {
 export function checkPlanSignature(plan: Plan, file: string, k: PlanKey | undefined): void {
   const hint = 'make the plan again with `cni-rewind plan`, or give the key it was signed with (--plan-key-file)';
   const s = plan.signature;
-  if (!s || typeof s !== 'object' || typeof s.value !== 'string') throw new RefusedError(`the plan ${file} is not signed; apply runs only plans signed by \`cni-rewind plan\``, { hint });
-  if (!k) throw new RefusedError(`cannot check the signature of plan ${file}: no plan signing key (${defaultPlanKeyFile()} does not exist)`, { hint: 'give the key it was signed with: --plan-key-file FILE or $' + PLAN_KEY_ENV });
-  if (s.algorithm !== PLAN_SIGNATURE_ALGORITHM) throw new RefusedError(`the plan ${file} is signed with ${JSON.stringify(s.algorithm)}, not ${PLAN_SIGNATURE_ALGORITHM}`, { hint });
-  if (s.keyId !== k.keyId) throw new RefusedError(`the plan ${file} was signed with another key (key id ${String(s.keyId)}, this key ${k.keyId} from ${k.file})`, { hint });
+  if (!s || typeof s !== 'object' || typeof s.value !== 'string')
+    throw new RefusedError(`the plan ${file} is not signed; apply runs only plans signed by \`cni-rewind plan\``, { hint });
+  if (!k)
+    throw new RefusedError(`cannot check the signature of plan ${file}: no plan signing key (${defaultPlanKeyFile()} does not exist)`, {
+      hint: 'give the key it was signed with: --plan-key-file FILE or $' + PLAN_KEY_ENV,
+    });
+  if (s.algorithm !== PLAN_SIGNATURE_ALGORITHM)
+    throw new RefusedError(`the plan ${file} is signed with ${JSON.stringify(s.algorithm)}, not ${PLAN_SIGNATURE_ALGORITHM}`, { hint });
+  if (s.keyId !== k.keyId)
+    throw new RefusedError(`the plan ${file} was signed with another key (key id ${String(s.keyId)}, this key ${k.keyId} from ${k.file})`, { hint });
   const want = Buffer.from(mac(plan, k.key), 'hex');
   const have = Buffer.from(/^[0-9a-f]{64}$/.test(s.value) ? s.value : '', 'hex');
   if (have.length !== want.length || !timingSafeEqual(have, want)) {
-    throw new RefusedError(`the plan ${file} was changed after it was signed (its signature does not match)`, { hint: 'make a new plan with `cni-rewind plan`; apply does not run an edited plan' });
+    throw new RefusedError(`the plan ${file} was changed after it was signed (its signature does not match)`, {
+      hint: 'make a new plan with `cni-rewind plan`; apply does not run an edited plan',
+    });
   }
 }

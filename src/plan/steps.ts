@@ -9,20 +9,64 @@ export interface StepText {
 }
 
 export const STEP_TEXT = {
-  preflight: { title: 'preflight', description: 'check again: the bundle verifies, is of this cluster and recent; the cluster runs the version the plan was made for; nodes Ready' },
-  'pause-operator': { title: 'pause the tigera operator', description: 'remember the operator Deployment\'s replicas (in the journal) and scale it to 0, so no operator writes while versions are mixed' },
-  'apply-crds': { title: 'apply the target CRDs', description: 'replace each CRD with the target\'s exactly (create or update, so no field of the old schema survives), then wait until Established; no CRD is deleted (CRDs the target lacks stay with their data)' },
-  'apply-operator': { title: 'apply the target operator manifest', description: 'create or replace the objects of tigera-operator.yaml without its CRDs exactly as released; the operator Deployment stays at 0 replicas until resumed' },
-  'apply-calico-manifest': { title: 'apply the target calico.yaml', description: 'create or replace the objects of calico.yaml exactly as released (CRDs already in place)' },
-  'transform-installation': { title: 'make the Installation valid for the target', description: 'remove the fields the target CRD lacks (and extra pools, when allowed), stop pools in the target operator\'s own terms (3.28: nodeSelector "!all()" for disableNewAllocations), and write it with strict field validation' },
-  'remove-old': { title: 'remove the old version', description: 'delete the operator custom resources, the operator Deployment and RBAC, and every Calico CRD (with all their objects): the users\' delete step, safe because the bundle verified' },
+  preflight: {
+    title: 'preflight',
+    description: 'check again: the bundle verifies, is of this cluster and recent; the cluster runs the version the plan was made for; nodes Ready',
+  },
+  'pause-operator': {
+    title: 'pause the tigera operator',
+    description: "remember the operator Deployment's replicas (in the journal) and scale it to 0, so no operator writes while versions are mixed",
+  },
+  'apply-crds': {
+    title: 'apply the target CRDs',
+    description:
+      "replace each CRD with the target's exactly (create or update, so no field of the old schema survives), then wait until Established; no CRD is deleted (CRDs the target lacks stay with their data)",
+  },
+  'apply-operator': {
+    title: 'apply the target operator manifest',
+    description:
+      'create or replace the objects of tigera-operator.yaml without its CRDs exactly as released; the operator Deployment stays at 0 replicas until resumed',
+  },
+  'apply-calico-manifest': {
+    title: 'apply the target calico.yaml',
+    description: 'create or replace the objects of calico.yaml exactly as released (CRDs already in place)',
+  },
+  'transform-installation': {
+    title: 'make the Installation valid for the target',
+    description:
+      'remove the fields the target CRD lacks (and extra pools, when allowed), stop pools in the target operator\'s own terms (3.28: nodeSelector "!all()" for disableNewAllocations), and write it with strict field validation',
+  },
+  'remove-old': {
+    title: 'remove the old version',
+    description:
+      "delete the operator custom resources, the operator Deployment and RBAC, and every Calico CRD (with all their objects): the users' delete step, safe because the bundle verified",
+  },
   'install-target': { title: 'install the target version', description: 'apply the target CRDs and operator manifest (operator kept at 0 replicas)' },
-  'restore-data': { title: 'restore all Calico data from the bundle', description: 'IP pools, IPAM, policies, BGP/Felix, Installation (fields the target lacks dropped), under the datastore lock' },
-  'restore-drift': { title: 'restore objects changed since the backup', description: 'write the objects the plan found changed since the backup as the bundle has them (the Installation excepted), under the datastore lock, before the operator resumes' },
+  'restore-data': {
+    title: 'restore all Calico data from the bundle',
+    description: 'IP pools, IPAM, policies, BGP/Felix, Installation (fields the target lacks dropped), under the datastore lock',
+  },
+  'restore-drift': {
+    title: 'restore objects changed since the backup',
+    description:
+      'write the objects the plan found changed since the backup as the bundle has them (the Installation excepted), under the datastore lock, before the operator resumes',
+  },
   'resume-operator': { title: 'resume the tigera operator', description: 'scale the operator Deployment back to the replica count remembered in the journal' },
-  'wait-rollout': { title: 'wait for the rollout', description: 'operator Deployment available with the target image; TigeraStatus calico Available when the operator reports it; calico-node DaemonSet rolled out; pods in the Calico namespaces Ready' },
-  'verify-data': { title: 'verify the Calico data against the bundle', description: 'every IPPool, IPAM object, policy and BGP/Felix object of the bundle is present and unchanged; the Installation differs only by the planned transform' },
-  'reboot-nodes': { title: 'reboot the nodes one at a time', description: 'per node: cordon, drain through the Eviction API (PodDisruptionBudgets respected), reboot through its provider, wait for a new boot id and Ready with its DaemonSet pods Ready, uncordon; each node\'s progress is journaled' },
+  'wait-rollout': {
+    title: 'wait for the rollout',
+    description:
+      'operator Deployment available with the target image; TigeraStatus calico Available when the operator reports it; calico-node DaemonSet rolled out; pods in the Calico namespaces Ready',
+  },
+  'verify-data': {
+    title: 'verify the Calico data against the bundle',
+    description:
+      'every IPPool, IPAM object, policy and BGP/Felix object of the bundle is present and unchanged; the Installation differs only by the planned transform',
+  },
+  'reboot-nodes': {
+    title: 'reboot the nodes one at a time',
+    description:
+      "per node: cordon, drain through the Eviction API (PodDisruptionBudgets respected), reboot through its provider, wait for a new boot id and Ready with its DaemonSet pods Ready, uncordon; each node's progress is journaled",
+  },
 } satisfies Record<string, StepText>;
 
 export type StepKind = keyof typeof STEP_TEXT;
@@ -36,8 +80,20 @@ export function isStepKind(id: unknown): id is StepKind {
 
 /** What differs for a calico.yaml install (no operator, no Installation; the workloads live in kube-system). */
 export const MANIFEST_STEP_TEXT: Partial<Record<StepKind, Pick<StepText, 'description'>>> = {
-  'apply-crds': { description: 'replace each crd.projectcalico.org CRD of calico.yaml with the target\'s exactly (create or update), then wait until Established; no CRD is deleted, no operator CRD is added' },
-  'apply-calico-manifest': { description: 'create or replace the other objects of calico.yaml as released, with the edits of the current calico.yaml the plan found (finding calico-manifest-edits) written in' },
-  'wait-rollout': { description: 'the calico-node DaemonSet and the calico-kube-controllers Deployment in kube-system carry the target calico.yaml\'s images and finished their rollout (every pod updated and available); their pods Ready' },
-  'verify-data': { description: 'every IPPool, IPAM object, policy and BGP/Felix object of the bundle is present and unchanged (fields the target CRDs prune excepted, as the findings say)' },
+  'apply-crds': {
+    description:
+      "replace each crd.projectcalico.org CRD of calico.yaml with the target's exactly (create or update), then wait until Established; no CRD is deleted, no operator CRD is added",
+  },
+  'apply-calico-manifest': {
+    description:
+      'create or replace the other objects of calico.yaml as released, with the edits of the current calico.yaml the plan found (finding calico-manifest-edits) written in',
+  },
+  'wait-rollout': {
+    description:
+      "the calico-node DaemonSet and the calico-kube-controllers Deployment in kube-system carry the target calico.yaml's images and finished their rollout (every pod updated and available); their pods Ready",
+  },
+  'verify-data': {
+    description:
+      'every IPPool, IPAM object, policy and BGP/Felix object of the bundle is present and unchanged (fields the target CRDs prune excepted, as the findings say)',
+  },
 };

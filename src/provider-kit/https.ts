@@ -38,7 +38,13 @@ export function isTransient(err: unknown, idempotent: boolean): boolean {
   const code = e?.cause?.code;
   if (code && NOT_SENT.has(code)) return true;
   if (!idempotent) return false;
-  return (!!code && CUT.has(code)) || e?.status === 502 || e?.status === 503 || e?.status === 504 || /no answer within/.test(String((e?.cause as Error | undefined)?.message));
+  return (
+    (!!code && CUT.has(code)) ||
+    e?.status === 502 ||
+    e?.status === 503 ||
+    e?.status === 504 ||
+    /no answer within/.test(String((e?.cause as Error | undefined)?.message))
+  );
 }
 
 export class HttpClient {
@@ -75,18 +81,30 @@ export class HttpClient {
     return new Promise((resolve, reject) => {
       const req = mod.request(
         url,
-        { method, agent: this.agent, timeout: this.timeoutMs, headers: { ...(opts.body !== undefined ? { 'content-length': Buffer.byteLength(opts.body).toString() } : {}), ...opts.headers } },
+        {
+          method,
+          agent: this.agent,
+          timeout: this.timeoutMs,
+          headers: { ...(opts.body !== undefined ? { 'content-length': Buffer.byteLength(opts.body).toString() } : {}), ...opts.headers },
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, statusMessage: res.statusMessage ?? '', headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              statusMessage: res.statusMessage ?? '',
+              headers: res.headers,
+              body: Buffer.concat(chunks).toString('utf8'),
+            }),
+          );
           res.on('error', reject);
         },
       );
       req.on('timeout', () => req.destroy(new Error(`no answer within ${this.timeoutMs} ms`)));
       req.on('error', (err: NodeJS.ErrnoException) => {
         const tlsHint = /certificate|self[- ]signed|CERT_|unable to verify/i.test(`${err.code} ${err.message}`)
-          ? 'Give the server\'s CA with the provider\'s caFile option, or (not recommended) set insecure: true.'
+          ? "Give the server's CA with the provider's caFile option, or (not recommended) set insecure: true."
           : undefined;
         reject(new EnvironmentError(`${this.what} at ${this.base.host} is unreachable: ${err.message}`, { hint: tlsHint, cause: err }));
       });

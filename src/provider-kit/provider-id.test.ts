@@ -4,7 +4,11 @@ import { parseProviderId } from './provider-id.js';
 describe('parseProviderId', () => {
   it('reads AWS ids with their zone (the region comes from EC2, see providers/aws)', () => {
     expect(parseProviderId('aws:///us-east-1a/i-0abc123')).toEqual({ provider: 'aws', zone: 'us-east-1a', instanceId: 'i-0abc123' });
-    expect(parseProviderId('aws:///us-west-2-lax-1a/i-0123456789abcdef0')).toEqual({ provider: 'aws', zone: 'us-west-2-lax-1a', instanceId: 'i-0123456789abcdef0' });
+    expect(parseProviderId('aws:///us-west-2-lax-1a/i-0123456789abcdef0')).toEqual({
+      provider: 'aws',
+      zone: 'us-west-2-lax-1a',
+      instanceId: 'i-0123456789abcdef0',
+    });
   });
   it('reads GCE ids', () => {
     expect(parseProviderId('gce://proj-1/europe-west1-b/node-a')).toEqual({ provider: 'gcp', project: 'proj-1', zone: 'europe-west1-b', instance: 'node-a' });
@@ -14,8 +18,17 @@ describe('parseProviderId', () => {
     expect(parseProviderId('vsphere://not-a-uuid')).toMatchObject({ provider: 'unknown' });
   });
   it('reads Azure VM and scale set instance ids', () => {
-    expect(parseProviderId('azure:///subscriptions/0000-1/resourceGroups/mc_rg_aks/providers/Microsoft.Compute/virtualMachines/worker-1')).toEqual({ provider: 'azure', subscription: '0000-1', resourceGroup: 'mc_rg_aks', vm: 'worker-1' });
-    expect(parseProviderId('azure:///subscriptions/0000-1/resourceGroups/MC_rg/providers/Microsoft.Compute/virtualMachineScaleSets/aks-nodepool1-vmss/virtualMachines/3')).toEqual({ provider: 'azure', subscription: '0000-1', resourceGroup: 'MC_rg', vmss: 'aks-nodepool1-vmss', instanceId: '3' });
+    expect(parseProviderId('azure:///subscriptions/0000-1/resourceGroups/mc_rg_aks/providers/Microsoft.Compute/virtualMachines/worker-1')).toEqual({
+      provider: 'azure',
+      subscription: '0000-1',
+      resourceGroup: 'mc_rg_aks',
+      vm: 'worker-1',
+    });
+    expect(
+      parseProviderId(
+        'azure:///subscriptions/0000-1/resourceGroups/MC_rg/providers/Microsoft.Compute/virtualMachineScaleSets/aks-nodepool1-vmss/virtualMachines/3',
+      ),
+    ).toEqual({ provider: 'azure', subscription: '0000-1', resourceGroup: 'MC_rg', vmss: 'aks-nodepool1-vmss', instanceId: '3' });
     expect(parseProviderId('azure:///subscriptions/0000-1/resourceGroups/rg/providers/Microsoft.Compute/disks/d1')).toMatchObject({ provider: 'unknown' });
   });
   it('says unknown for anything else', () => {

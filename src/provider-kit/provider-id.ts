@@ -24,7 +24,10 @@ export function parseProviderId(providerID: string | undefined): ProviderIdInfo 
   // What the vSphere cloud provider sets: the VM's BIOS UUID (config.uuid).
   m = /^vsphere:\/\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i.exec(providerID);
   if (m) return { provider: 'vsphere', uuid: m[1]!.toLowerCase() };
-  m = /^azure:\/\/\/subscriptions\/([^/]+)\/resourceGroups\/([^/]+)\/providers\/Microsoft\.Compute\/(?:virtualMachines\/([^/]+)|virtualMachineScaleSets\/([^/]+)\/virtualMachines\/([^/]+))$/i.exec(providerID);
+  m =
+    /^azure:\/\/\/subscriptions\/([^/]+)\/resourceGroups\/([^/]+)\/providers\/Microsoft\.Compute\/(?:virtualMachines\/([^/]+)|virtualMachineScaleSets\/([^/]+)\/virtualMachines\/([^/]+))$/i.exec(
+      providerID,
+    );
   if (m) return { provider: 'azure', subscription: m[1]!, resourceGroup: m[2]!, ...(m[3] ? { vm: m[3] } : { vmss: m[4]!, instanceId: m[5]! }) };
   return { provider: 'unknown', raw: providerID };
 }

@@ -19,7 +19,12 @@ export const FLAT_TAG_KEYS = {
 } as const;
 
 /** Delete every record in parallel; an already deleted snapshot is not an error; the others are named in one error. */
-export async function deleteEach(provider: string, records: SnapshotRecord[], del: (r: SnapshotRecord) => Promise<void>, isNotFound: (err: unknown) => boolean): Promise<void> {
+export async function deleteEach(
+  provider: string,
+  records: SnapshotRecord[],
+  del: (r: SnapshotRecord) => Promise<void>,
+  isNotFound: (err: unknown) => boolean,
+): Promise<void> {
   const failures: string[] = [];
   await Promise.all(
     records.map(async (r) => {
@@ -34,7 +39,11 @@ export async function deleteEach(provider: string, records: SnapshotRecord[], de
 }
 
 /** Throw when some waited-on records are not `completed`: the failed ones named, else the ones still pending; the records ride along. */
-export function throwUnlessUsable(provider: string, out: SnapshotRecord[], opts: { timeoutMs: number; name?: (r: SnapshotRecord) => string; readyWord?: string }): void {
+export function throwUnlessUsable(
+  provider: string,
+  out: SnapshotRecord[],
+  opts: { timeoutMs: number; name?: (r: SnapshotRecord) => string; readyWord?: string },
+): void {
   const bad = out.filter((r) => r.state !== 'completed');
   if (!bad.length) return;
   const name = opts.name ?? ((r: SnapshotRecord) => r.snapshotId);

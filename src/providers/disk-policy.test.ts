@@ -4,7 +4,8 @@ import type { KubeObject } from '../kube/types.js';
 import { matchRecordedDisks, normalizeHandle, PvIndex, selectDisks } from './disk-policy.js';
 import type { MachineDisk, NodeTarget, SnapshotRecord } from '../provider-kit/types.js';
 
-const pv = (name: string, spec: Record<string, unknown>): KubeObject => ({ apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name }, spec }) as KubeObject;
+const pv = (name: string, spec: Record<string, unknown>): KubeObject =>
+  ({ apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name }, spec }) as KubeObject;
 const target: NodeTarget = { node: 'n1', provider: 'aws', machine: 'i-1', location: {} };
 
 describe('disk policy: which disks a node backup covers', () => {
@@ -59,31 +60,60 @@ describe('disk policy: which disks a node backup covers', () => {
 
 describe('disk policy: which recorded disks a restore touches', () => {
   const rec = (device: string, disk: string, extra: Partial<SnapshotRecord> = {}): SnapshotRecord => ({
-    provider: 'aws', node: 'n1', machine: 'i-1', device, disk, snapshotId: `snap-${disk}`, state: 'completed', created: '', ...extra,
+    provider: 'aws',
+    node: 'n1',
+    machine: 'i-1',
+    device,
+    disk,
+    snapshotId: `snap-${disk}`,
+    state: 'completed',
+    created: '',
+    ...extra,
   });
   const records = [rec('/dev/xvda', 'vol-a', { boot: true }), rec('/dev/xvdf', 'vol-b'), rec('/dev/xvdg', 'vol-pv', { pv: 'pv-1' })];
 
   it('matches by recorded id, following a disk to its current device', () => {
-    const live: MachineDisk[] = [{ disk: 'vol-a', device: '/dev/xvda', boot: true }, { disk: 'vol-b', device: '/dev/xvdh' }, { disk: 'vol-pv', device: '/dev/xvdg' }];
+    const live: MachineDisk[] = [
+      { disk: 'vol-a', device: '/dev/xvda', boot: true },
+      { disk: 'vol-b', device: '/dev/xvdh' },
+      { disk: 'vol-pv', device: '/dev/xvdg' },
+    ];
     const sel = matchRecordedDisks(target, records, live, true);
-    expect(sel.restore.map((r) => [r.disk, r.device])).toEqual([['vol-a', '/dev/xvda'], ['vol-b', '/dev/xvdh'], ['vol-pv', '/dev/xvdg']]);
+    expect(sel.restore.map((r) => [r.disk, r.device])).toEqual([
+      ['vol-a', '/dev/xvda'],
+      ['vol-b', '/dev/xvdh'],
+      ['vol-pv', '/dev/xvdg'],
+    ]);
   });
 
   it('leaves PV disks alone without --include-volumes, and a PV that moved away even with it', () => {
-    const live: MachineDisk[] = [{ disk: 'vol-a', device: '/dev/xvda', boot: true }, { disk: 'vol-b', device: '/dev/xvdf' }];
-    expect(matchRecordedDisks(target, records, [...live, { disk: 'vol-pv', device: '/dev/xvdg' }], false).untouched).toEqual([expect.objectContaining({ disk: 'vol-pv', reason: expect.stringContaining('--include-volumes') })]);
+    const live: MachineDisk[] = [
+      { disk: 'vol-a', device: '/dev/xvda', boot: true },
+      { disk: 'vol-b', device: '/dev/xvdf' },
+    ];
+    expect(matchRecordedDisks(target, records, [...live, { disk: 'vol-pv', device: '/dev/xvdg' }], false).untouched).toEqual([
+      expect.objectContaining({ disk: 'vol-pv', reason: expect.stringContaining('--include-volumes') }),
+    ]);
     const moved = matchRecordedDisks(target, records, live, true);
     expect(moved.restore.map((r) => r.disk)).toEqual(['vol-a', 'vol-b']);
-    expect(moved.untouched).toEqual([expect.objectContaining({ disk: 'vol-pv', reason: expect.stringMatching(/not attached to i-1 any more \(PersistentVolume pv-1 moved\?\)/) })]);
+    expect(moved.untouched).toEqual([
+      expect.objectContaining({ disk: 'vol-pv', reason: expect.stringMatching(/not attached to i-1 any more \(PersistentVolume pv-1 moved\?\)/) }),
+    ]);
   });
 
   it('accepts a disk created from the recorded snapshot (an earlier restore)', () => {
-    const live: MachineDisk[] = [{ disk: 'vol-a', device: '/dev/xvda' }, { disk: 'vol-new', device: '/dev/xvdf', sourceSnapshot: 'snap-vol-b' }];
+    const live: MachineDisk[] = [
+      { disk: 'vol-a', device: '/dev/xvda' },
+      { disk: 'vol-new', device: '/dev/xvdf', sourceSnapshot: 'snap-vol-b' },
+    ];
     expect(matchRecordedDisks(target, records.slice(0, 2), live, false).restore.map((r) => r.device)).toEqual(['/dev/xvda', '/dev/xvdf']);
   });
 
   it('refuses, naming both disks, when a recorded device now holds another disk', () => {
-    const live: MachineDisk[] = [{ disk: 'vol-a', device: '/dev/xvda' }, { disk: 'vol-x', device: '/dev/xvdf', sourceSnapshot: 'snap-other' }];
+    const live: MachineDisk[] = [
+      { disk: 'vol-a', device: '/dev/xvda' },
+      { disk: 'vol-x', device: '/dev/xvdf', sourceSnapshot: 'snap-other' },
+    ];
     expect(() => matchRecordedDisks(target, records.slice(0, 2), live, false)).toThrow(RefusedError);
     expect(() => matchRecordedDisks(target, records.slice(0, 2), live, false)).toThrow('/dev/xvdf now holds vol-x, not vol-b recorded in the bundle');
   });

@@ -57,7 +57,9 @@ export async function loadPvIndex(client: KubeClient): Promise<PvIndex> {
 /** Every disk name a PV spec carries (CSI volumeHandle and the legacy in-tree sources). */
 export function pvHandles(pv: KubeObject): string[] {
   const s = (pv.spec ?? {}) as Record<string, any>;
-  return [s.csi?.volumeHandle, s.awsElasticBlockStore?.volumeID, s.gcePersistentDisk?.pdName, s.azureDisk?.diskURI].filter((h): h is string => typeof h === 'string' && h.length > 0);
+  return [s.csi?.volumeHandle, s.awsElasticBlockStore?.volumeID, s.gcePersistentDisk?.pdName, s.azureDisk?.diskURI].filter(
+    (h): h is string => typeof h === 'string' && h.length > 0,
+  );
 }
 
 /** Case-insensitive; `aws://us-east-1a/vol-1` (legacy EBS) -> `vol-1`; GCE/Azure paths kept whole. */
@@ -84,7 +86,15 @@ export function selectDisks(target: NodeTarget, disks: MachineDisk[], index: PvI
       sel.snapshot.push(d.disk);
       sel.volumes.set(d.disk, owner.pv);
     } else {
-      sel.skipped.push({ provider: target.provider, node: target.node, machine: target.machine, disk: d.disk, device: d.device, pv: owner.pv, reason: `PersistentVolume disk (${owner.by}); snapshotted only with --include-volumes` });
+      sel.skipped.push({
+        provider: target.provider,
+        node: target.node,
+        machine: target.machine,
+        disk: d.disk,
+        device: d.device,
+        pv: owner.pv,
+        reason: `PersistentVolume disk (${owner.by}); snapshotted only with --include-volumes`,
+      });
     }
   }
   return sel;
@@ -124,7 +134,12 @@ export function matchRecordedDisks(target: NodeTarget, records: SnapshotRecord[]
       refused.push(`${r.device} now holds ${atDevice.disk}, not ${r.disk} recorded in the bundle`);
       continue;
     }
-    out.untouched.push({ device: r.device, disk: r.disk, pv: r.pv, reason: `${r.disk} is not attached to ${target.machine} any more${r.pv ? ` (PersistentVolume ${r.pv} moved?)` : ''}; left untouched` });
+    out.untouched.push({
+      device: r.device,
+      disk: r.disk,
+      pv: r.pv,
+      reason: `${r.disk} is not attached to ${target.machine} any more${r.pv ? ` (PersistentVolume ${r.pv} moved?)` : ''}; left untouched`,
+    });
   }
   if (refused.length) {
     throw new RefusedError(`node ${target.node} (${target.machine}): ${refused.join('; ')}`, {

@@ -37,9 +37,18 @@ describe('provider registry', () => {
 
   it('names exactly what a bad module lacks', async () => {
     await expect(loadProvider(write('noversion.mjs', `export default { name: 'x', create() {} };`), ctx)).rejects.toThrow(/apiVersion is missing/);
-    await expect(loadProvider(write('oldversion.mjs', `export default { apiVersion: 'cni-rewind.provider/v0', name: 'x', create() {} };`), ctx)).rejects.toThrow(/apiVersion is 'cni-rewind.provider\/v0'/);
-    await expect(loadProvider(write('nocreate.mjs', `export default { apiVersion: 'cni-rewind.provider/v1', name: 'x' };`), ctx)).rejects.toThrow(/create is missing/);
-    await expect(loadProvider(write('nomethods.mjs', `export default { apiVersion: 'cni-rewind.provider/v1', name: 'x', create: () => ({ name: 'x', resolve() {} }) };`), ctx)).rejects.toThrow(/lacks snapshot, waitUsable, restoreDisks, list, delete/);
+    await expect(
+      loadProvider(write('oldversion.mjs', `export default { apiVersion: 'cni-rewind.provider/v0', name: 'x', create() {} };`), ctx),
+    ).rejects.toThrow(/apiVersion is 'cni-rewind.provider\/v0'/);
+    await expect(loadProvider(write('nocreate.mjs', `export default { apiVersion: 'cni-rewind.provider/v1', name: 'x' };`), ctx)).rejects.toThrow(
+      /create is missing/,
+    );
+    await expect(
+      loadProvider(
+        write('nomethods.mjs', `export default { apiVersion: 'cni-rewind.provider/v1', name: 'x', create: () => ({ name: 'x', resolve() {} }) };`),
+        ctx,
+      ),
+    ).rejects.toThrow(/lacks snapshot, waitUsable, restoreDisks, list, delete/);
     await expect(loadProvider(path.join(dir, 'missing.mjs'), ctx)).rejects.toThrow(/not found/);
     await expect(loadProvider('nosuchprovider', ctx)).rejects.toThrow(/unknown provider 'nosuchprovider'/);
   });
@@ -72,7 +81,9 @@ describe('node -> provider resolution', () => {
   it('lists the nodes nothing can resolve, with the reason', async () => {
     const set = new ProviderSet(() => ctx);
     await set.addModule(write('toy.mjs', goodModule));
-    const r = await resolveNodes([node('w1'), node('w2'), node('bare-1', 'openstack:///abc')], set, { mapping: parseNodeMapping({ nodes: { w1: { provider: 'toy', vm: 'vm-1' }, w2: { provider: 'toy' } } }, 't') });
+    const r = await resolveNodes([node('w1'), node('w2'), node('bare-1', 'openstack:///abc')], set, {
+      mapping: parseNodeMapping({ nodes: { w1: { provider: 'toy', vm: 'vm-1' }, w2: { provider: 'toy' } } }, 't'),
+    });
     expect(r.targets).toEqual([{ node: 'w1', provider: 'toy', machine: 'vm-1', location: {} }]);
     expect(r.unresolved.map((u) => u.node)).toEqual(['bare-1', 'w2']);
     expect(r.unresolved[0]!.reason).toMatch(/openstack:\/\/\/abc names no known provider/);

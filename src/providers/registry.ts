@@ -36,7 +36,9 @@ export function validateProviderModule(candidate: unknown, source: string): Prov
   const m = candidate as Partial<ProviderModule> | undefined;
   const problems: string[] = [];
   if (!m || typeof m !== 'object') {
-    throw new BadInputError(`provider module ${source} exports no provider (expected \`export default { apiVersion, name, create }\` or a named export \`provider\`)`);
+    throw new BadInputError(
+      `provider module ${source} exports no provider (expected \`export default { apiVersion, name, create }\` or a named export \`provider\`)`,
+    );
   }
   if (m.apiVersion === undefined) problems.push(`apiVersion is missing (expected '${PROVIDER_API_VERSION}')`);
   else if (m.apiVersion !== PROVIDER_API_VERSION) problems.push(`apiVersion is '${String(m.apiVersion)}', this cni-rewind supports '${PROVIDER_API_VERSION}'`);
@@ -94,7 +96,9 @@ export async function loadProviderModule(nameOrModulePath: string): Promise<Prov
       return moduleExport(await importThirdParty(nameOrModulePath), nameOrModulePath);
     } catch (err) {
       if (isErrorKind(err, 'bad-input') && /not found/.test(err.message)) {
-        throw new BadInputError(`unknown provider '${nameOrModulePath}'`, { hint: `built-in providers: ${Object.keys(builtinProviders).join(', ')}; a third-party one is given with --provider-module PATH|PACKAGE` });
+        throw new BadInputError(`unknown provider '${nameOrModulePath}'`, {
+          hint: `built-in providers: ${Object.keys(builtinProviders).join(', ')}; a third-party one is given with --provider-module PATH|PACKAGE`,
+        });
       }
       throw err;
     }
@@ -139,9 +143,7 @@ export class ProviderSet {
     let p = this.instances.get(name);
     if (!p) {
       const extra = this.extraModules.get(name);
-      p = extra
-        ? Promise.resolve(extra.create(this.ctxFor(name))).then((i) => validateProviderInstance(i, name))
-        : loadProvider(name, this.ctxFor(name));
+      p = extra ? Promise.resolve(extra.create(this.ctxFor(name))).then((i) => validateProviderInstance(i, name)) : loadProvider(name, this.ctxFor(name));
       this.instances.set(name, p);
       // A failed creation must not be cached for ever (the next call reports the same error freshly).
       p.catch(() => this.instances.delete(name));

@@ -40,7 +40,11 @@ export function chooseProvider(node: NodeInfo, mapping: NodeMapping, forced?: st
   const fromId = parseProviderId(node.providerID);
   if (fromId.provider !== 'unknown') return { provider: fromId.provider, entry: mappingEntryFor(mapping, node.name, fromId.provider), why: 'spec.providerID' };
   if (mapping.defaults?.provider) return { provider: mapping.defaults.provider, entry: mappingEntryFor(mapping, node.name), why: 'mapping defaults' };
-  return { why: node.providerID ? `providerID ${node.providerID} names no known provider and the mapping file has no entry` : 'no spec.providerID and no mapping file entry' };
+  return {
+    why: node.providerID
+      ? `providerID ${node.providerID} names no known provider and the mapping file has no entry`
+      : 'no spec.providerID and no mapping file entry',
+  };
 }
 
 /** Resolve every node to a target through its provider; failures become `unresolved`, never exceptions per node. */
@@ -58,7 +62,10 @@ export async function resolveNodes(
       return;
     }
     if (!providers.has(choice.provider)) {
-      unresolved.push({ node: node.name, reason: `provider '${choice.provider}' (from ${choice.why}) is not built in and was not given with --provider-module` });
+      unresolved.push({
+        node: node.name,
+        reason: `provider '${choice.provider}' (from ${choice.why}) is not built in and was not given with --provider-module`,
+      });
       return;
     }
     const provider = await providers.get(choice.provider);

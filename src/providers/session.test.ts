@@ -39,7 +39,11 @@ describe('provider sessions', () => {
 
   it('close them when the work succeeds too, and return its result', async () => {
     log().length = 0;
-    const got = await withProviders({ config: { providers: {}, backup: {} }, modules: [recording('three')] }, reporter, async (p) => (await p.get('three')).name);
+    const got = await withProviders(
+      { config: { providers: {}, backup: {} }, modules: [recording('three')] },
+      reporter,
+      async (p) => (await p.get('three')).name,
+    );
     expect(got).toBe('three');
     expect(log()).toEqual(['closed three']);
   });
@@ -47,7 +51,10 @@ describe('provider sessions', () => {
   it('report each module loaded, and fail on a module that does not load', async () => {
     const seen: string[] = [];
     const config = { providers: {}, backup: {} };
-    const set = await openProviders({ config, modules: [recording('four')], onModule: (spec, name) => seen.push(`${path.basename(spec)} -> ${name}`) }, reporter);
+    const set = await openProviders(
+      { config, modules: [recording('four')], onModule: (spec, name) => seen.push(`${path.basename(spec)} -> ${name}`) },
+      reporter,
+    );
     await set.closeAll();
     expect(seen).toEqual(['four.mjs -> four']);
     await expect(openProviders({ config, modules: [path.join(dir, 'missing.mjs')] }, reporter)).rejects.toThrow(/not found/);

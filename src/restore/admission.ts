@@ -21,14 +21,19 @@ export function isCalicoKind(obj: Pick<KubeObject, 'apiVersion' | 'kind'>): bool
 export function isRestorableConfig(obj: KubeObject): boolean {
   if (groupOf(obj.apiVersion) !== '' || !RESTORED_CONFIG_KINDS.has(obj.kind)) return false;
   if (obj.kind === 'Secret' && includes(EXPORT_CONFIG.skipSecretTypes, obj.type)) return false;
-  if (includes(EXPORT_CONFIG.namespaces, obj.metadata.namespace)) return !(obj.kind === 'ConfigMap' && includes(EXPORT_CONFIG.skipConfigMaps, obj.metadata.name));
+  if (includes(EXPORT_CONFIG.namespaces, obj.metadata.namespace))
+    return !(obj.kind === 'ConfigMap' && includes(EXPORT_CONFIG.skipConfigMaps, obj.metadata.name));
   return EXPORT_CONFIG.objects.some((o) => o.kind === obj.kind && o.namespace === obj.metadata.namespace && o.name === obj.metadata.name);
 }
 
 /** The operator Deployment and calico-node DaemonSet export keeps for reference; restore leaves them alone. */
 export function isReferenceOnlyConfig(bo: BundleObject): boolean {
   const o = bo.object;
-  return !bo.problem && !RESTORED_CONFIG_KINDS.has(o.kind) && EXPORT_CONFIG.objects.some((x) => x.kind === o.kind && x.namespace === o.metadata.namespace && x.name === o.metadata.name);
+  return (
+    !bo.problem &&
+    !RESTORED_CONFIG_KINDS.has(o.kind) &&
+    EXPORT_CONFIG.objects.some((x) => x.kind === o.kind && x.namespace === o.metadata.namespace && x.name === o.metadata.name)
+  );
 }
 
 /** Why restore refuses an object read from the bundle, or undefined when it may be written. */
@@ -36,7 +41,8 @@ export function admissionRefusal(bo: BundleObject, from: 'resources' | 'config')
   if (bo.problem) return `not restored: ${bo.problem}`;
   const o = bo.object;
   if (from === 'resources' && !isCalicoKind(o)) return `not restored: ${o.apiVersion} ${o.kind} is not a Calico kind`;
-  if (from === 'config' && !isRestorableConfig(o)) return `not restored: ${o.kind} ${o.metadata.namespace ?? '(cluster)'}/${o.metadata.name} is not Calico configuration that export takes`;
+  if (from === 'config' && !isRestorableConfig(o))
+    return `not restored: ${o.kind} ${o.metadata.namespace ?? '(cluster)'}/${o.metadata.name} is not Calico configuration that export takes`;
   return undefined;
 }
 

@@ -67,22 +67,36 @@ export interface RestoreDisksEngineOptions {
   confirm?: (plan: NodeRestorePlan[]) => Promise<boolean>;
 }
 
-export async function restoreNodeDisks(client: KubeClient, manifest: BundleManifest, providers: ProviderSet, opts: RestoreDisksEngineOptions, reporter: Reporter): Promise<RestoreDisksRun> {
+export async function restoreNodeDisks(
+  client: KubeClient,
+  manifest: BundleManifest,
+  providers: ProviderSet,
+  opts: RestoreDisksEngineOptions,
+  reporter: Reporter,
+): Promise<RestoreDisksRun> {
   const runId = `cnr-restore-${new Date().toISOString().replace(/[-:.]/g, '').slice(0, 15)}`;
   const byNode = new Map<string, SnapshotRecord[]>();
   for (const r of manifest.snapshots ?? []) byNode.set(r.node, [...(byNode.get(r.node) ?? []), r]);
   if (!byNode.size) throw new BadInputError(`bundle ${manifest.id} has no disk snapshots`, { hint: 'it was made by `export`, not `backup`' });
   const nodes = opts.nodes?.length ? opts.nodes : [...byNode.keys()].sort();
   const notInBundle = nodes.filter((n) => !byNode.has(n));
-  if (notInBundle.length) throw new BadInputError(`bundle ${manifest.id} has no snapshots of node(s) ${notInBundle.join(', ')}`, { hint: `it has: ${[...byNode.keys()].join(', ')}` });
+  if (notInBundle.length)
+    throw new BadInputError(`bundle ${manifest.id} has no snapshots of node(s) ${notInBundle.join(', ')}`, {
+      hint: `it has: ${[...byNode.keys()].join(', ')}`,
+    });
   for (const n of nodes) {
     const bad = byNode.get(n)!.filter((r) => r.state !== 'completed');
-    if (bad.length) throw new RefusedError(`node ${n}: ${bad.length} snapshot(s) in the bundle are not usable (${bad.map((r) => `${r.snapshotId} ${r.state}`).join(', ')})`, { hint: 'this backup was incomplete; restore another bundle' });
+    if (bad.length)
+      throw new RefusedError(`node ${n}: ${bad.length} snapshot(s) in the bundle are not usable (${bad.map((r) => `${r.snapshotId} ${r.state}`).join(', ')})`, {
+        hint: 'this backup was incomplete; restore another bundle',
+      });
   }
 
   const uid = await clusterUid(client);
   if (manifest.cluster?.uid && uid !== manifest.cluster.uid && !opts.allowOtherCluster) {
-    throw new RefusedError(`bundle ${manifest.id} was made for cluster ${manifest.cluster.name} (${manifest.cluster.uid}), not this one (${uid})`, { hint: 'pass --allow-other-cluster if this is really meant' });
+    throw new RefusedError(`bundle ${manifest.id} was made for cluster ${manifest.cluster.name} (${manifest.cluster.uid}), not this one (${uid})`, {
+      hint: 'pass --allow-other-cluster if this is really meant',
+    });
   }
 
   // Resolve each node's machine now and check it is the machine that was snapshotted.
@@ -91,18 +105,26 @@ export async function restoreNodeDisks(client: KubeClient, manifest: BundleManif
     const records = byNode.get(n)!;
     const providerName = records[0]!.provider;
     const live = await client.getOrUndefined(K.node, undefined, n);
-    if (!live) throw new RefusedError(`node ${n} is not in the cluster any more`, { hint: 'restore its disks through the provider console, or pick other --nodes' });
-    if (!providers.has(providerName)) throw new BadInputError(`node ${n}: its snapshots were made by provider '${providerName}', which is not available`, { hint: 'give it with --provider-module' });
+    if (!live)
+      throw new RefusedError(`node ${n} is not in the cluster any more`, { hint: 'restore its disks through the provider console, or pick other --nodes' });
+    if (!providers.has(providerName))
+      throw new BadInputError(`node ${n}: its snapshots were made by provider '${providerName}', which is not available`, {
+        hint: 'give it with --provider-module',
+      });
     const provider = await providers.get(providerName);
     const info = nodeInfo(live);
     const entry = chooseProvider(info, opts.mapping, providerName).entry;
     const target = await provider.resolve(info, entry);
     if (!target) throw new RefusedError(`node ${n}: provider ${providerName} cannot find its machine any more`);
     if (target.machine !== records[0]!.machine) {
-      throw new RefusedError(`node ${n} now runs on ${target.machine}, but the snapshots are of ${records[0]!.machine}`, { hint: 'the node was replaced; restoring old disks onto a new machine is not done automatically' });
+      throw new RefusedError(`node ${n} now runs on ${target.machine}, but the snapshots are of ${records[0]!.machine}`, {
+        hint: 'the node was replaced; restoring old disks onto a new machine is not done automatically',
+      });
     }
     // Each recorded disk is matched to the live one by its id (refused, naming it, if a device now holds another).
-    const sel = provider.attachedDisks ? matchRecordedDisks(target, records, await provider.attachedDisks(target), !!opts.includeVolumes) : { restore: records, untouched: [] };
+    const sel = provider.attachedDisks
+      ? matchRecordedDisks(target, records, await provider.attachedDisks(target), !!opts.includeVolumes)
+      : { restore: records, untouched: [] };
     for (const u of sel.untouched) reporter.info('CNR_RESTORE_DISK_UNTOUCHED', `${n}: ${u.device} (${u.disk}) not restored: ${u.reason}`, u);
     targets.set(n, { target, records: sel.restore, untouched: sel.untouched });
   }
@@ -115,7 +137,14 @@ export async function restoreNodeDisks(client: KubeClient, manifest: BundleManif
       provider: target.provider,
       machine: target.machine,
       evict: preflight.evict[n] ?? [],
-      disks: records.map((r) => ({ device: r.device, disk: r.disk, snapshotId: r.snapshotId, boot: !!r.boot, sizeGiB: r.sizeGiB, ...(r.pv ? { pv: r.pv } : {}) })),
+      disks: records.map((r) => ({
+        device: r.device,
+        disk: r.disk,
+        snapshotId: r.snapshotId,
+        boot: !!r.boot,
+        sizeGiB: r.sizeGiB,
+        ...(r.pv ? { pv: r.pv } : {}),
+      })),
       untouched,
     };
   });
@@ -127,8 +156,10 @@ export async function restoreNodeDisks(client: KubeClient, manifest: BundleManif
       });
     }
   }
-  if (opts.dryRun) return { dryRun: true, runId, plan, preflight, outcomes: nodes.map((n) => ({ node: n, state: 'pending', cordoned: false })), ok: preflight.ok };
-  if (opts.confirm && !(await opts.confirm(plan))) throw new RefusedError('disk restore not confirmed; nothing was changed', { hint: 'pass --yes to restore without asking' });
+  if (opts.dryRun)
+    return { dryRun: true, runId, plan, preflight, outcomes: nodes.map((n) => ({ node: n, state: 'pending', cordoned: false })), ok: preflight.ok };
+  if (opts.confirm && !(await opts.confirm(plan)))
+    throw new RefusedError('disk restore not confirmed; nothing was changed', { hint: 'pass --yes to restore without asking' });
 
   const outcomes = new Map<string, NodeRestoreOutcome>(nodes.map((n) => [n, { node: n, state: 'pending', cordoned: false }]));
   let stop = false;
@@ -155,7 +186,11 @@ export async function restoreNodeDisks(client: KubeClient, manifest: BundleManif
       const provider = await providers.get(target.provider);
       o.result = await step('restore-disks', () => provider.restoreDisks(target, records, { runId, deleteReplaced: opts.deleteReplaced }));
       o.state = 'disks-restored';
-      reporter.info('CNR_RESTORE_DISKS_NODE', `${n}: restored ${o.result.restored.map((r) => `${r.device} from ${r.snapshotId}${r.newDisk ? ` (new ${r.newDisk})` : ''}`).join(', ')}`, o.result);
+      reporter.info(
+        'CNR_RESTORE_DISKS_NODE',
+        `${n}: restored ${o.result.restored.map((r) => `${r.device} from ${r.snapshotId}${r.newDisk ? ` (new ${r.newDisk})` : ''}`).join(', ')}`,
+        o.result,
+      );
       await step('wait-ready', () => waitNodeReady(client, n, opts.readyTimeoutMs));
       o.state = 'ready';
       await step('uncordon', () => uncordon(client, n));

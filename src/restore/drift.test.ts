@@ -6,7 +6,12 @@ import type { KubeObject, ResourceType } from '../kube/types.js';
 import { findDrift, type DriftTarget } from './drift.js';
 
 const HANDLE: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'ipamhandles', kind: 'IPAMHandle', namespaced: false };
-const handle = (i: number, block = '10.0.0.0/26'): KubeObject => ({ apiVersion: 'crd.projectcalico.org/v1', kind: 'IPAMHandle', metadata: { name: `h-${i}` }, spec: { handleID: `h-${i}`, block: { [block]: 1 } } });
+const handle = (i: number, block = '10.0.0.0/26'): KubeObject => ({
+  apiVersion: 'crd.projectcalico.org/v1',
+  kind: 'IPAMHandle',
+  metadata: { name: `h-${i}` },
+  spec: { handleID: `h-${i}`, block: { [block]: 1 } },
+});
 const target = (o: KubeObject): DriftTarget => ({ action: { id: `IPAMHandle ${o.metadata.name}` }, desired: o, type: HANDLE });
 
 /** A cluster that holds `live` and records the requests made to it; the list fails with 410 after `failAfterPages`. */

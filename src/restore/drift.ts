@@ -27,7 +27,13 @@ const LIST_READBACK_MIN = 50;
  * of a large restore; a few objects, and core objects (not worth listing every Secret of a cluster), one GET
  * each. A list whose continue token expires (410) falls back to GETs for what it had not reached.
  */
-export async function findDrift(client: KubeClient, resolver: ResourceResolver, done: DriftTarget[], concurrency: number, reporter: Reporter): Promise<{ id: string; paths: string[] }[]> {
+export async function findDrift(
+  client: KubeClient,
+  resolver: ResourceResolver,
+  done: DriftTarget[],
+  concurrency: number,
+  reporter: Reporter,
+): Promise<{ id: string; paths: string[] }[]> {
   const drifted: { id: string; paths: string[] }[] = [];
   // `desired` may be re-parsed on each read (restore keeps it as text): read it once per use.
   const compare = (p: DriftTarget, live: KubeObject | undefined) => {

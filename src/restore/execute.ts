@@ -46,7 +46,15 @@ export async function executeRestore(
   reporter: Reporter,
   timer = new PhaseTimer(),
 ): Promise<RestoreResult> {
-  const ex: Execution = { client, resolver: new ResourceResolver(client), reporter, timer, concurrency: opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY, releases: [], paused: [] };
+  const ex: Execution = {
+    client,
+    resolver: new ResourceResolver(client),
+    reporter,
+    timer,
+    concurrency: opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY,
+    releases: [],
+    paused: [],
+  };
   const writes = planned.filter((p) => WRITES.has(p.action.action));
   const lockPrior = await prepareDatastoreLock(ex, plan, writes);
   let releaseProblems: string[] = [];
@@ -80,7 +88,9 @@ async function prepareDatastoreLock(ex: Execution, plan: RestorePlan, writes: Pl
     ? undefined
     : await ex.timer.time('guards', () => ex.client.getOrUndefined(CI_TYPE, undefined, CLUSTER_INFORMATION.name).catch(() => undefined));
   const ipamWrites = writes.some((p) => RESTORE_PHASES.find((ph) => ph.id === p.action.phase)?.datastoreLock && p.action.action !== 'prune');
-  const ciCreate = writes.find((p) => p.action.action === 'create' && p.action.ref.kind === CLUSTER_INFORMATION.kind && p.action.ref.name === CLUSTER_INFORMATION.name && p.desiredText);
+  const ciCreate = writes.find(
+    (p) => p.action.action === 'create' && p.action.ref.kind === CLUSTER_INFORMATION.kind && p.action.ref.name === CLUSTER_INFORMATION.name && p.desiredText,
+  );
   if (!(ipamWrites && ciCreate)) return ciBefore ? (ciBefore.spec?.datastoreReady as boolean | undefined) : undefined;
   const ci = desiredOf(ciCreate);
   ciCreate.desiredText = JSON.stringify({ ...ci, spec: { ...ci.spec, datastoreReady: false } });
@@ -130,15 +140,21 @@ async function writePhases(ex: Execution, writes: Planned[], lockPrior: boolean 
     ex.reporter.info('CNR_RESTORE_PHASE', `restoring ${phase.title} (${inPhase.length} object(s))`, { phase: phase.id, count: inPhase.length });
     const ranks = [...new Set(inPhase.map((p) => p.rank))].sort((a, b) => a - b);
     for (const rank of ranks) {
-      await ex.timer.time('write', () => pool(inPhase.filter((p) => p.rank === rank), ex.concurrency, async (p) => {
-        if (ex.interrupted) {
-          p.action.outcome = 'failed';
-          p.action.error = `not written: restore interrupted (${ex.interrupted})`;
-          return;
-        }
-        await writeEntry(ex, p, ownerCache);
-        ex.reporter.progress({ id: 'restore', label: 'restoring objects', current: ++progress.done, total: progress.total });
-      }));
+      await ex.timer.time('write', () =>
+        pool(
+          inPhase.filter((p) => p.rank === rank),
+          ex.concurrency,
+          async (p) => {
+            if (ex.interrupted) {
+              p.action.outcome = 'failed';
+              p.action.error = `not written: restore interrupted (${ex.interrupted})`;
+              return;
+            }
+            await writeEntry(ex, p, ownerCache);
+            ex.reporter.progress({ id: 'restore', label: 'restoring objects', current: ++progress.done, total: progress.total });
+          },
+        ),
+      );
     }
   }
   if (progress.total) ex.reporter.progress({ id: 'restore', label: 'restoring objects', current: progress.done, total: progress.total, done: true });
@@ -155,7 +171,10 @@ async function writeEntry(ex: Execution, p: Planned, ownerCache: Map<string, str
   } catch (err) {
     p.action.outcome = 'failed';
     p.action.error = errorMessage(err);
-    ex.reporter.error('CNR_RESTORE_OBJECT_FAILED', `${p.action.id}: ${p.action.action} failed: ${p.action.error}`, { id: p.action.id, action: p.action.action });
+    ex.reporter.error('CNR_RESTORE_OBJECT_FAILED', `${p.action.id}: ${p.action.action} failed: ${p.action.error}`, {
+      id: p.action.id,
+      action: p.action.action,
+    });
   }
 }
 

@@ -49,7 +49,9 @@ export async function pauseOperator(client: KubeClient, reporter: Reporter): Pro
   };
   // Scaling to 0 only asks: an operator pod still running (or terminating) keeps reconciling until it is gone, and
   // would rewrite pools and Installation-derived objects under the restore. Wait until no operator pod is left.
-  const selector = Object.entries<string>(dep.spec?.selector?.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
+  const selector = Object.entries<string>(dep.spec?.selector?.matchLabels ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
   if (selector) {
     try {
       await client.waitFor(
@@ -81,7 +83,7 @@ export async function lockDatastore(client: KubeClient, type: ResourceType, repo
   }
   const recorded = ci.metadata.annotations?.[PRIOR_DATASTORE_READY_ANNOTATION];
   const current = ci.spec?.datastoreReady as boolean | undefined;
-  const prior: boolean | undefined = recorded === 'true' ? true : recorded === 'false' ? false : recorded === 'unset' ? undefined : priorOverride ?? current;
+  const prior: boolean | undefined = recorded === 'true' ? true : recorded === 'false' ? false : recorded === 'unset' ? undefined : (priorOverride ?? current);
   await client.mergePatch(type, undefined, CLUSTER_INFORMATION.name, {
     metadata: { annotations: { [PRIOR_DATASTORE_READY_ANNOTATION]: prior === undefined ? 'unset' : String(prior) } },
     spec: { datastoreReady: false },

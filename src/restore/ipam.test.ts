@@ -40,7 +40,7 @@ describe('restore: IPAM is merged, never overwritten', () => {
     expect(held.action.action).toBe('create');
   });
 
-  it('reads the live blocks when a handle\'s block is not in the bundle', async () => {
+  it("reads the live blocks when a handle's block is not in the bundle", async () => {
     let reads = 0;
     const live = async () => (reads++, [block('10.0.0.8/30', ['h9'])]);
     const ps = [plan('create', handle('h9', '10.0.0.8/30')), plan('create', handle('h8', '10.0.0.8/30'))];

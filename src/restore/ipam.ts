@@ -30,7 +30,7 @@ export interface IpamPlanned {
   live?: KubeObject;
 }
 
-const SKIP_FIX = 'nothing to do: the cluster\'s IPAM is the truth for allocations; to find leaks or missing allocations run calicoctl ipam check';
+const SKIP_FIX = "nothing to do: the cluster's IPAM is the truth for allocations; to find leaks or missing allocations run calicoctl ipam check";
 
 /** Reads the merge needs beyond the plan, done only when a handle or affinity's block is not in the plan. */
 export interface IpamSources {
@@ -67,7 +67,7 @@ export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources
   for (const p of ipam) {
     const a = p.action.action;
     if (a === 'update' || a === 'replace' || (a === 'skip' && p.live)) {
-      skip(p, 'IPAM is live state: the cluster\'s object changed since the backup (addresses allocated or released) and is kept');
+      skip(p, "IPAM is live state: the cluster's object changed since the backup (addresses allocated or released) and is kept");
       continue;
     }
     if (a !== 'create') continue;
@@ -84,11 +84,18 @@ export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources
           if (then && canonicalJson(now.spec) === canonicalJson(then.spec)) holds = true;
         }
       }
-      if (!holds) skip(p, `released since the backup: no allocation in ${blocks.length ? `block ${blocks.join(', ')}` : 'any block'} carries this handle (its pod is gone)`);
+      if (!holds)
+        skip(
+          p,
+          `released since the backup: no allocation in ${blocks.length ? `block ${blocks.join(', ')}` : 'any block'} carries this handle (its pod is gone)`,
+        );
     } else if (o.kind === 'BlockAffinity') {
       const block = await after.get(o.spec?.cidr);
       if (!created.has(o.spec?.cidr) && block?.spec?.affinity !== `${IPAM_HOST_AFFINITY_PREFIX}${o.spec?.node}`) {
-        skip(p, `block ${o.spec?.cidr} ${block ? `is affine to ${block.spec?.affinity ?? 'no node'} in the cluster` : 'no longer exists'}; the affinity was released since the backup`);
+        skip(
+          p,
+          `block ${o.spec?.cidr} ${block ? `is affine to ${block.spec?.affinity ?? 'no node'} in the cluster` : 'no longer exists'}; the affinity was released since the backup`,
+        );
       }
     }
   }

@@ -74,7 +74,13 @@ function maskSecretValues(o: KubeObject): KubeObject {
   const out: any = { ...o };
   for (const field of ['data', 'stringData']) {
     const m = out[field] as Record<string, unknown> | undefined;
-    if (m && typeof m === 'object') out[field] = Object.fromEntries(Object.entries(m).map(([k, v]) => [k, `<secret value, fingerprint ${createHmac('sha256', FINGERPRINT_KEY).update(String(v)).digest('hex').slice(0, 12)}>`]));
+    if (m && typeof m === 'object')
+      out[field] = Object.fromEntries(
+        Object.entries(m).map(([k, v]) => [
+          k,
+          `<secret value, fingerprint ${createHmac('sha256', FINGERPRINT_KEY).update(String(v)).digest('hex').slice(0, 12)}>`,
+        ]),
+      );
   }
   return out as KubeObject;
 }

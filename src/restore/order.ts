@@ -39,7 +39,17 @@ export const RESTORE_PHASES: RestorePhase[] = [
     id: 'policies',
     title: 'policies',
     groups: [CALICO_CRD_GROUP, SHARED_POLICY_GROUP],
-    kinds: ['Tier', 'GlobalNetworkPolicy', 'NetworkPolicy', 'StagedGlobalNetworkPolicy', 'StagedNetworkPolicy', 'StagedKubernetesNetworkPolicy', 'AdminNetworkPolicy', 'BaselineAdminNetworkPolicy', 'ClusterNetworkPolicy'],
+    kinds: [
+      'Tier',
+      'GlobalNetworkPolicy',
+      'NetworkPolicy',
+      'StagedGlobalNetworkPolicy',
+      'StagedNetworkPolicy',
+      'StagedKubernetesNetworkPolicy',
+      'AdminNetworkPolicy',
+      'BaselineAdminNetworkPolicy',
+      'ClusterNetworkPolicy',
+    ],
   },
 ];
 export const OTHER_PHASE: RestorePhase = { id: 'other', title: 'everything else', groups: [] };

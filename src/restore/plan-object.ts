@@ -17,7 +17,8 @@ import type { PhaseTimer } from './timings.js';
 import { idOf, refOf, type ExistingPolicy, type Planned, type RestoreAction } from './types.js';
 
 export const crdKey = (group: string, kind: string) => `${group}\0${kind}`;
-export const ownerKey = (apiVersion: string, kind: string, name: string, namespace: string | undefined) => `${apiVersion}\0${kind}\0${namespace ?? ''}\0${name}`;
+export const ownerKey = (apiVersion: string, kind: string, name: string, namespace: string | undefined) =>
+  `${apiVersion}\0${kind}\0${namespace ?? ''}\0${name}`;
 
 /** What planning one object needs to know of the whole restore. */
 export interface PlanContext {
@@ -41,7 +42,10 @@ export async function planOne(client: KubeClient, resolver: ResourceResolver, ob
   const crd = liveCrd ?? ctx.bundleCrds.get(crdKey(group, obj.kind));
   const type = await typeFor(resolver, obj, crd, liveCrd);
   if (!type) {
-    return { action: { ...action, action: 'unsupported', reason: `the cluster does not serve ${obj.apiVersion} ${obj.kind} and the bundle has no CRD for it` }, rank };
+    return {
+      action: { ...action, action: 'unsupported', reason: `the cluster does not serve ${obj.apiVersion} ${obj.kind} and the bundle has no CRD for it` },
+      rank,
+    };
   }
 
   const notes: string[] = [];
@@ -69,12 +73,18 @@ export async function planOne(client: KubeClient, resolver: ResourceResolver, ob
 }
 
 /** The served type of the object, or the one its CRD from the bundle will serve once created. */
-async function typeFor(resolver: ResourceResolver, obj: KubeObject, crd: KubeObject | undefined, liveCrd: KubeObject | undefined): Promise<ResourceType | undefined> {
+async function typeFor(
+  resolver: ResourceResolver,
+  obj: KubeObject,
+  crd: KubeObject | undefined,
+  liveCrd: KubeObject | undefined,
+): Promise<ResourceType | undefined> {
   const type = await resolver.forObject(obj);
   if (type || !crd || liveCrd) return type;
   const group = groupOf(obj.apiVersion);
   const t = crdResourceType(crd);
-  if (`${t.group}/${t.version}` === obj.apiVersion || crd.spec.versions?.some((v: any) => `${group}/${v.name}` === obj.apiVersion && v.served)) return { ...t, version: obj.apiVersion.split('/')[1]! };
+  if (`${t.group}/${t.version}` === obj.apiVersion || crd.spec.versions?.some((v: any) => `${group}/${v.name}` === obj.apiVersion && v.served))
+    return { ...t, version: obj.apiVersion.split('/')[1]! };
   return undefined;
 }
 
@@ -89,13 +99,13 @@ function checkSchema(desired: KubeObject, crd: KubeObject, installed: boolean, a
   if (rejected.length) {
     action.action = 'blocked';
     action.reason = `${where} rejects ${rejected.map((f) => `${f.path} (${f.detail})`).join('; ')}`;
-    action.fix = 'install CRDs that accept these values (e.g. plan/apply to the bundle\'s Calico version), then restore again';
+    action.fix = "install CRDs that accept these values (e.g. plan/apply to the bundle's Calico version), then restore again";
     return desired;
   }
   if (!ctx.dropUnknownFields) {
     action.action = 'blocked';
     action.reason = `${where} does not know ${pruned.map((f) => f.path).join(', ')}: writing it would lose them`;
-    action.fix = 'restore with --drop-unknown-fields to write the object without these fields, or install the bundle\'s CRD version first';
+    action.fix = "restore with --drop-unknown-fields to write the object without these fields, or install the bundle's CRD version first";
     return desired;
   }
   notes.push(`written without ${pruned.map((f) => f.path).join(', ')} (unknown to the installed CRD; --drop-unknown-fields)`);
@@ -170,21 +180,29 @@ export class LiveIndex {
     const key = `${type.group}/${type.version}/${type.plural}`;
     let list = this.lists.get(key);
     if (!list) {
-      list = this.timer.time('readCluster', () => this.client.listAll(type)).then(
-        (items) => new Map(items.map((o) => [`${o.metadata.namespace ?? ''}/${o.metadata.name}`, o])),
-        (err) => {
-          if (err instanceof KubeApiError && err.notFound) return new Map<string, KubeObject>();
-          throw err;
-        },
-      );
+      list = this.timer
+        .time('readCluster', () => this.client.listAll(type))
+        .then(
+          (items) => new Map(items.map((o) => [`${o.metadata.namespace ?? ''}/${o.metadata.name}`, o])),
+          (err) => {
+            if (err instanceof KubeApiError && err.notFound) return new Map<string, KubeObject>();
+            throw err;
+          },
+        );
       this.lists.set(key, list);
     }
-    return (await list).get(`${type.namespaced ? namespace ?? '' : ''}/${name}`);
+    return (await list).get(`${type.namespaced ? (namespace ?? '') : ''}/${name}`);
   }
 }
 
 /** Live objects of the bundle's Calico kinds that the bundle does not have. */
-export async function planPrune(client: KubeClient, resolver: ResourceResolver, manifest: BundleManifest, inBundle: Set<string>, kinds?: string[]): Promise<Planned[]> {
+export async function planPrune(
+  client: KubeClient,
+  resolver: ResourceResolver,
+  manifest: BundleManifest,
+  inBundle: Set<string>,
+  kinds?: string[],
+): Promise<Planned[]> {
   const out: Planned[] = [];
   for (const r of manifest.resources) {
     if (![...CALICO_GROUPS, SHARED_POLICY_GROUP].includes(r.group) || NEVER_RESTORED_KINDS.has(r.kind)) continue;

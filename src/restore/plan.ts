@@ -22,8 +22,16 @@ import { INSTALLATION_KIND, INSTALLATION_NAME, NEVER_RESTORED_KINDS, RESTORED_CO
 import { LiveIndex, crdKey, ownerKey, planOne, planPrune } from './plan-object.js';
 import { PhaseTimer } from './timings.js';
 import {
-  DEFAULT_RESTORE_CONCURRENCY, countActions, desiredOf, idOf, refOf,
-  type ExistingPolicy, type Planned, type RestoreOptions, type RestorePlan, type RestoreSource,
+  DEFAULT_RESTORE_CONCURRENCY,
+  countActions,
+  desiredOf,
+  idOf,
+  refOf,
+  type ExistingPolicy,
+  type Planned,
+  type RestoreOptions,
+  type RestorePlan,
+  type RestoreSource,
 } from './types.js';
 
 /** What the first pass keeps of the bundle. */
@@ -68,16 +76,28 @@ export async function planRestore(
   // Planning creates no CRD, so a group-version found missing stays missing: ask discovery once, not per object.
   const resolver = new ResourceResolver(client, { cacheMissing: true });
   const operatorImage = await timer.time('readCluster', () => operatorImageOf(client));
-  const ctx = { existing, liveCrds, bundleCrds, dropUnknownFields: !!opts.dropUnknownFields, installation: summary.installation, operatorImage, inBundle: summary.inBundle, liveIndex: new LiveIndex(client, timer), timer };
+  const ctx = {
+    existing,
+    liveCrds,
+    bundleCrds,
+    dropUnknownFields: !!opts.dropUnknownFields,
+    installation: summary.installation,
+    operatorImage,
+    inBundle: summary.inBundle,
+    liveIndex: new LiveIndex(client, timer),
+    timer,
+  };
   const planned: Planned[] = [];
   await poolStream(secondPass(bundle, opts, timer, extraNs), opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY, async (obj) => {
     planned.push(await planOne(client, resolver, obj, ctx));
   });
   // The bundle changed between the two passes (it is read twice): what was checked is not what was planned.
-  if (planned.length !== summary.count + extraNs.length) throw new BadInputError(`bundle ${m.id} changed while it was read (${summary.count + extraNs.length} objects, then ${planned.length})`);
+  if (planned.length !== summary.count + extraNs.length)
+    throw new BadInputError(`bundle ${m.id} changed while it was read (${summary.count + extraNs.length} objects, then ${planned.length})`);
   await keepLiveIpam(client, resolver, bundle, planned, reporter, timer);
   planned.push(...summary.refused);
-  for (const p of planned) for (const n of p.action.notes ?? []) if (n.startsWith('ownerReferences')) reporter.warn('CNR_RESTORE_OWNER_DROPPED', `${p.action.id}: ${n}`);
+  for (const p of planned)
+    for (const n of p.action.notes ?? []) if (n.startsWith('ownerReferences')) reporter.warn('CNR_RESTORE_OWNER_DROPPED', `${p.action.id}: ${n}`);
 
   if (opts.prune) planned.push(...(await timer.time('readCluster', () => planPrune(client, resolver, bundle.manifest, summary.bundleIds, opts.kinds))));
   planned.sort((a, b) => a.rank - b.rank || a.action.id.localeCompare(b.action.id));
@@ -105,20 +125,36 @@ function checkOptions(m: BundleManifest, opts: RestoreOptions): ExistingPolicy {
   // A mistyped --kinds word must not turn into a restore of nothing that reports success.
   const configKind = (k: string) => [...RESTORED_CONFIG_KINDS].some((c) => [c.toLowerCase(), `${c.toLowerCase()}s`].includes(k.toLowerCase()));
   const unknownKinds = (opts.kinds ?? []).filter((k) => !configKind(k) && !m.resources.some((r) => matchesKind(r, [k])));
-  if (unknownKinds.length) throw new BadInputError(`--kinds ${unknownKinds.join(', ')}: no such kind in bundle ${m.id}`, { hint: 'see the kinds it holds with: cni-rewind inspect BUNDLE' });
+  if (unknownKinds.length)
+    throw new BadInputError(`--kinds ${unknownKinds.join(', ')}: no such kind in bundle ${m.id}`, {
+      hint: 'see the kinds it holds with: cni-rewind inspect BUNDLE',
+    });
   return existing;
 }
 
 /** Refuses another cluster's bundle unless --allow-other-cluster. */
-async function checkCluster(client: KubeClient, m: BundleManifest, opts: RestoreOptions, reporter: Reporter, timer: PhaseTimer): Promise<{ uid: string; sameCluster: boolean }> {
+async function checkCluster(
+  client: KubeClient,
+  m: BundleManifest,
+  opts: RestoreOptions,
+  reporter: Reporter,
+  timer: PhaseTimer,
+): Promise<{ uid: string; sameCluster: boolean }> {
   const uid = await timer.time('readCluster', () => clusterUid(client));
   const sameCluster = !!m.cluster?.uid && m.cluster.uid === uid;
   if (!sameCluster && !opts.allowOtherCluster) {
-    throw new RefusedError(`bundle ${m.id} was exported from cluster ${m.cluster?.name ?? '?'} (${m.cluster?.uid || 'no uid'}), not from this cluster (${uid})`, {
-      hint: 'restoring another cluster\'s IP pools and IPAM here can hand out addresses that are in use elsewhere; add --allow-other-cluster if this is really what you want',
-    });
+    throw new RefusedError(
+      `bundle ${m.id} was exported from cluster ${m.cluster?.name ?? '?'} (${m.cluster?.uid || 'no uid'}), not from this cluster (${uid})`,
+      {
+        hint: "restoring another cluster's IP pools and IPAM here can hand out addresses that are in use elsewhere; add --allow-other-cluster if this is really what you want",
+      },
+    );
   }
-  if (!sameCluster) reporter.warn('CNR_RESTORE_OTHER_CLUSTER', `restoring bundle of cluster ${m.cluster?.name} (${m.cluster?.uid}) into cluster ${uid} (--allow-other-cluster)`);
+  if (!sameCluster)
+    reporter.warn(
+      'CNR_RESTORE_OTHER_CLUSTER',
+      `restoring bundle of cluster ${m.cluster?.name} (${m.cluster?.uid}) into cluster ${uid} (--allow-other-cluster)`,
+    );
   return { uid, sameCluster };
 }
 
@@ -143,8 +179,18 @@ async function* restorable(bundle: RestoreSource, opts: RestoreOptions, refuse?:
 }
 
 async function firstPass(bundle: RestoreSource, opts: RestoreOptions): Promise<BundleSummary> {
-  const s: BundleSummary = { inBundle: new Set(), bundleIds: new Set(), namespaces: new Set(), haveNs: new Set(), neededGroups: new Set(), count: 0, crds: [], refused: [] };
-  const refuse = (o: KubeObject, reason: string) => s.refused.push({ action: { ref: refOf(o), id: idOf(o), phase: phaseOf(o).phase.id, action: 'refused', reason }, rank: phaseOf(o).rank });
+  const s: BundleSummary = {
+    inBundle: new Set(),
+    bundleIds: new Set(),
+    namespaces: new Set(),
+    haveNs: new Set(),
+    neededGroups: new Set(),
+    count: 0,
+    crds: [],
+    refused: [],
+  };
+  const refuse = (o: KubeObject, reason: string) =>
+    s.refused.push({ action: { ref: refOf(o), id: idOf(o), phase: phaseOf(o).phase.id, action: 'refused', reason }, rank: phaseOf(o).rank });
   for await (const o of restorable(bundle, opts, refuse)) {
     s.count++;
     s.inBundle.add(ownerKey(o.apiVersion, o.kind, o.metadata.name, o.metadata.namespace));
@@ -162,7 +208,9 @@ async function firstPass(bundle: RestoreSource, opts: RestoreOptions): Promise<B
 
 /** Namespaces the namespaced objects need (the bundle records objects, not their namespaces); added to `s`. */
 function namespacesNeeded(s: BundleSummary): KubeObject[] {
-  const extraNs: KubeObject[] = [...s.namespaces].filter((ns) => !s.haveNs.has(ns)).map((ns) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }));
+  const extraNs: KubeObject[] = [...s.namespaces]
+    .filter((ns) => !s.haveNs.has(ns))
+    .map((ns) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }));
   for (const o of extraNs) {
     s.inBundle.add(ownerKey(o.apiVersion, o.kind, o.metadata.name, undefined));
     s.bundleIds.add(`\0${idOf(o)}`);
@@ -192,22 +240,40 @@ async function operatorImageOf(client: KubeClient): Promise<string | undefined> 
  * IPAM entries the cluster has stay as they are (ipam.ts). The merge reads the desired object of IPAM entries
  * only; the plan keeps objects as JSON text, so each is parsed when read (a getter), never held parsed.
  */
-async function keepLiveIpam(client: KubeClient, resolver: ResourceResolver, bundle: RestoreSource, planned: Planned[], reporter: Reporter, timer: PhaseTimer): Promise<void> {
+async function keepLiveIpam(
+  client: KubeClient,
+  resolver: ResourceResolver,
+  bundle: RestoreSource,
+  planned: Planned[],
+  reporter: Reporter,
+  timer: PhaseTimer,
+): Promise<void> {
   const ipamViews = planned
     .filter((p) => p.desiredText && isIpamLive(p.action.ref))
-    .map((p) => ({ action: p.action, live: p.live, get desired() { return desiredOf(p); } }));
+    .map((p) => ({
+      action: p.action,
+      live: p.live,
+      get desired() {
+        return desiredOf(p);
+      },
+    }));
   const ipamKept = await mergeIpamPlan(ipamViews, {
     liveBlocks: async () => {
       const t = await resolver.resolve(`${CALICO_CRD_GROUP}/v1`, 'IPAMBlock');
       return t ? timer.time('readCluster', () => client.listAll(t)) : [];
     },
-    bundleBlocks: () => timer.time('readBundle', async () => {
-      const out: KubeObject[] = [];
-      for await (const bo of bundle.objects({ groups: [CALICO_CRD_GROUP], kinds: ['IPAMBlock'], lenient: true })) out.push(bo.object);
-      return out;
-    }),
+    bundleBlocks: () =>
+      timer.time('readBundle', async () => {
+        const out: KubeObject[] = [];
+        for await (const bo of bundle.objects({ groups: [CALICO_CRD_GROUP], kinds: ['IPAMBlock'], lenient: true })) out.push(bo.object);
+        return out;
+      }),
   });
-  if (ipamKept) reporter.info('CNR_RESTORE_IPAM_LIVE', `${ipamKept} IPAM objects kept as the cluster has them: IPAM is live state (allocations made or released since the backup are not undone)`);
+  if (ipamKept)
+    reporter.info(
+      'CNR_RESTORE_IPAM_LIVE',
+      `${ipamKept} IPAM objects kept as the cluster has them: IPAM is live state (allocations made or released since the backup are not undone)`,
+    );
 }
 
 /** Run `fn` over an async stream of items, at most `limit` at once, without collecting the stream first. */

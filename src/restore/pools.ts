@@ -5,7 +5,15 @@
  * IPPool alone is reverted minutes later, so restore relies on the Installation entry (restored first) and says
  * so, and refuses a pool state the installed operator's pool API cannot express (e.g. disabled: true).
  */
-import { calicoLabels, OPERATOR_MANAGED_LABEL, OPERATOR_MANAGED_VALUE, calicoMinorForOperator, calicoVersionForOperator, imageTag, operatorPoolBehaviour } from '../calico/knowledge.js';
+import {
+  calicoLabels,
+  OPERATOR_MANAGED_LABEL,
+  OPERATOR_MANAGED_VALUE,
+  calicoMinorForOperator,
+  calicoVersionForOperator,
+  imageTag,
+  operatorPoolBehaviour,
+} from '../calico/knowledge.js';
 import type { KubeObject } from '../kube/types.js';
 
 export interface PoolVerdict {

@@ -22,7 +22,14 @@ export async function readBack(
 ): Promise<RestoreResult> {
   const targets = writes
     .filter((p) => p.action.outcome === 'done' && p.action.action !== 'prune')
-    .map((p) => ({ action: p.action, written: p.written, type: p.type, get desired() { return desiredOf(p); } }));
+    .map((p) => ({
+      action: p.action,
+      written: p.written,
+      type: p.type,
+      get desired() {
+        return desiredOf(p);
+      },
+    }));
   const drifted = await timer.time('driftCheck', () => findDrift(client, resolver, targets, concurrency, reporter));
   const failures = plan.actions
     .filter((a) => a.outcome === 'failed' || NOT_RESTORED.has(a.action))
@@ -42,6 +49,6 @@ export async function readBack(
 export function dryRunResult(plan: RestorePlan, timer: PhaseTimer): RestoreResult {
   const failures = plan.actions
     .filter((a) => NOT_RESTORED.has(a.action) || a.serverDryRunError)
-    .map((a) => ({ id: a.id, action: a.action, reason: a.serverDryRunError ? `the API server would refuse it: ${a.serverDryRunError}` : a.reason ?? '' }));
+    .map((a) => ({ id: a.id, action: a.action, reason: a.serverDryRunError ? `the API server would refuse it: ${a.serverDryRunError}` : (a.reason ?? '') }));
   return { ...plan, failures, drifted: [], guards: { paused: [], releaseProblems: [] }, ok: failures.length === 0, timings: timer.result() };
 }

@@ -47,8 +47,21 @@ describe('restore order', () => {
 });
 
 describe('comparing bundle and cluster objects', () => {
-  const bundle: KubeObject = { ...calico('IPPool', 'p', { cidr: '10.0.0.0/16', disabled: true }), metadata: { name: 'p', uid: 'old', resourceVersion: '5', ownerReferences: [{ apiVersion: 'v1', kind: 'Namespace', name: 'n', uid: 'old-owner' }] } };
-  const live: KubeObject = { ...calico('IPPool', 'p', { disabled: true, cidr: '10.0.0.0/16' }), metadata: { name: 'p', uid: 'new', resourceVersion: '99', creationTimestamp: 't', managedFields: [{}], ownerReferences: [{ apiVersion: 'v1', kind: 'Namespace', name: 'n', uid: 'new-owner' }] } };
+  const bundle: KubeObject = {
+    ...calico('IPPool', 'p', { cidr: '10.0.0.0/16', disabled: true }),
+    metadata: { name: 'p', uid: 'old', resourceVersion: '5', ownerReferences: [{ apiVersion: 'v1', kind: 'Namespace', name: 'n', uid: 'old-owner' }] },
+  };
+  const live: KubeObject = {
+    ...calico('IPPool', 'p', { disabled: true, cidr: '10.0.0.0/16' }),
+    metadata: {
+      name: 'p',
+      uid: 'new',
+      resourceVersion: '99',
+      creationTimestamp: 't',
+      managedFields: [{}],
+      ownerReferences: [{ apiVersion: 'v1', kind: 'Namespace', name: 'n', uid: 'new-owner' }],
+    },
+  };
 
   it('ignores server fields, key order and owner UIDs', () => {
     expect(sameContent(bundle, live)).toBe(true);
@@ -64,7 +77,12 @@ describe('comparing bundle and cluster objects', () => {
   });
 
   it('never shows Secret values in a diff, only that they changed', () => {
-    const secret = (v: string): KubeObject => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', namespace: 'calico-system' }, data: { key: Buffer.from(v).toString('base64') } });
+    const secret = (v: string): KubeObject => ({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 's', namespace: 'calico-system' },
+      data: { key: Buffer.from(v).toString('base64') },
+    });
     const d = objectDiff(secret('old-secret-value'), secret('new-secret-value'), 'Secret calico-system/s');
     expect(d).toMatch(/-\s+key: <secret value, fingerprint [0-9a-f]{12}>\n\+\s+key: <secret value, fingerprint [0-9a-f]{12}>/);
     for (const v of ['old-secret-value', 'new-secret-value']) expect(d).not.toContain(Buffer.from(v).toString('base64'));
@@ -77,7 +95,12 @@ describe('comparing bundle and cluster objects', () => {
 });
 
 describe('operator-managed IP pools', () => {
-  const installation: KubeObject = { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default' }, spec: { calicoNetwork: { ipPools: [{ name: 'default-ipv4-ippool', cidr: '192.168.0.0/16' }] } } };
+  const installation: KubeObject = {
+    apiVersion: 'operator.tigera.io/v1',
+    kind: 'Installation',
+    metadata: { name: 'default' },
+    spec: { calicoNetwork: { ipPools: [{ name: 'default-ipv4-ippool', cidr: '192.168.0.0/16' }] } },
+  };
   const op = (tag: string) => `quay.io/tigera/operator:${tag}`;
 
   it('maps operator images to Calico versions', () => {
@@ -101,9 +124,12 @@ describe('operator-managed IP pools', () => {
     expect(judgePool(pool, installation, op('v1.36.16')).refusal?.fix).toMatch(/disableNewAllocations: true/);
   });
 
-  it('does not refuse a disabled pool whose entry already stops it the operator\'s way (a refusal there would loop)', () => {
+  it("does not refuse a disabled pool whose entry already stops it the operator's way (a refusal there would loop)", () => {
     const pool = calico('IPPool', 'default-ipv4-ippool', { cidr: '192.168.0.0/16', disabled: true });
-    const stopped = (extra: any): KubeObject => ({ ...installation, spec: { calicoNetwork: { ipPools: [{ name: 'default-ipv4-ippool', cidr: '192.168.0.0/16', ...extra }] } } });
+    const stopped = (extra: any): KubeObject => ({
+      ...installation,
+      spec: { calicoNetwork: { ipPools: [{ name: 'default-ipv4-ippool', cidr: '192.168.0.0/16', ...extra }] } },
+    });
     const v136 = judgePool(pool, stopped({ disableNewAllocations: true }), op('v1.36.16'));
     expect(v136).toMatchObject({ managed: true, entry: 'default-ipv4-ippool' });
     expect(v136.refusal).toBeUndefined();

@@ -21,7 +21,14 @@ export { executeRestore } from './execute.js';
 export { planRestore } from './plan.js';
 export {
   DEFAULT_RESTORE_CONCURRENCY,
-  type ExistingPolicy, type ObjectRef, type RestoreAction, type RestoreActionKind, type RestoreOptions, type RestorePlan, type RestoreResult, type RestoreSource,
+  type ExistingPolicy,
+  type ObjectRef,
+  type RestoreAction,
+  type RestoreActionKind,
+  type RestoreOptions,
+  type RestorePlan,
+  type RestoreResult,
+  type RestoreSource,
 } from './types.js';
 
 /**

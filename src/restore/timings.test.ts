@@ -16,10 +16,12 @@ describe('PhaseTimer', () => {
 
   it('records a failing step and rethrows; result() has whole ms and a total', async () => {
     const t = new PhaseTimer();
-    await expect(t.time('createCrds', async () => {
-      await wait(20);
-      throw new Error('boom');
-    })).rejects.toThrow('boom');
+    await expect(
+      t.time('createCrds', async () => {
+        await wait(20);
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
     t.sync('schemaCheck', () => 1 + 1);
     const r = t.result();
     expect(r.createCrds).toBeGreaterThanOrEqual(15);

@@ -125,7 +125,12 @@ export const idOf = (o: { kind: string; metadata?: { namespace?: string; name: s
   const name = o.metadata?.name ?? o.name;
   return `${o.kind} ${ns ? `${ns}/` : ''}${name}`;
 };
-export const refOf = (o: KubeObject): ObjectRef => ({ apiVersion: o.apiVersion, kind: o.kind, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}), name: o.metadata.name });
+export const refOf = (o: KubeObject): ObjectRef => ({
+  apiVersion: o.apiVersion,
+  kind: o.kind,
+  ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}),
+  name: o.metadata.name,
+});
 
 export function countActions(actions: RestoreAction[]): Partial<Record<RestoreActionKind, number>> {
   const counts: Partial<Record<RestoreActionKind, number>> = {};

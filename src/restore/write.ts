@@ -15,7 +15,12 @@ export async function serverDryRun(client: KubeClient, planned: Planned[], concu
     try {
       const body = bodyFor(p, undefined);
       if (p.action.action === 'create') await client.create(p.type!, body, { dryRun: true, fieldValidation: 'Strict' });
-      else await client.replace(p.type!, { ...body, metadata: { ...body.metadata, resourceVersion: p.live!.metadata.resourceVersion } }, { dryRun: true, fieldValidation: 'Strict' });
+      else
+        await client.replace(
+          p.type!,
+          { ...body, metadata: { ...body.metadata, resourceVersion: p.live!.metadata.resourceVersion } },
+          { dryRun: true, fieldValidation: 'Strict' },
+        );
     } catch (err) {
       if (err instanceof KubeApiError && err.statusCode === 404) return; // CRD not installed yet
       if (err instanceof KubeApiError && err.statusCode >= 400 && err.statusCode < 500) p.action.serverDryRunError = err.message;
@@ -46,7 +51,12 @@ function bodyFor(p: Planned, ownerUids: Map<string, string | undefined> | undefi
   return body;
 }
 
-async function ownerUidsFor(client: KubeClient, resolver: ResourceResolver, desired: KubeObject, cache: Map<string, string | undefined>): Promise<Map<string, string | undefined>> {
+async function ownerUidsFor(
+  client: KubeClient,
+  resolver: ResourceResolver,
+  desired: KubeObject,
+  cache: Map<string, string | undefined>,
+): Promise<Map<string, string | undefined>> {
   const out = new Map<string, string | undefined>();
   for (const r of desired.metadata.ownerReferences ?? []) {
     const key = `${r.apiVersion}\0${r.kind}\0${r.name}`;
@@ -61,7 +71,13 @@ async function ownerUidsFor(client: KubeClient, resolver: ResourceResolver, desi
   return out;
 }
 
-export async function writeOne(client: KubeClient, resolver: ResourceResolver, p: Planned, ownerCache: Map<string, string | undefined>, reporter: Reporter): Promise<KubeObject> {
+export async function writeOne(
+  client: KubeClient,
+  resolver: ResourceResolver,
+  p: Planned,
+  ownerCache: Map<string, string | undefined>,
+  reporter: Reporter,
+): Promise<KubeObject> {
   const desired = desiredOf(p);
   const type = (await resolver.forObject(desired)) ?? p.type!;
   const owners = await ownerUidsFor(client, resolver, desired, ownerCache);
@@ -91,7 +107,11 @@ export async function writeOne(client: KubeClient, resolver: ResourceResolver, p
     }
     case 'replace': {
       await client.delete(type, body.metadata.namespace, body.metadata.name);
-      await client.waitFor(`${p.action.id} to be deleted`, async () => ((await client.getOrUndefined(type, body.metadata.namespace, body.metadata.name)) ? undefined : true), { timeoutMs: 60_000, intervalMs: 200 });
+      await client.waitFor(
+        `${p.action.id} to be deleted`,
+        async () => ((await client.getOrUndefined(type, body.metadata.namespace, body.metadata.name)) ? undefined : true),
+        { timeoutMs: 60_000, intervalMs: 200 },
+      );
       return await client.create(type, body, strict);
     }
     default:

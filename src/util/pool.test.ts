@@ -29,6 +29,10 @@ describe('pool', () => {
   });
 
   it('rejects with the first error', async () => {
-    await expect(pool([1, 2, 3], 2, async (n) => { if (n === 2) throw new Error('boom 2'); })).rejects.toThrow('boom 2');
+    await expect(
+      pool([1, 2, 3], 2, async (n) => {
+        if (n === 2) throw new Error('boom 2');
+      }),
+    ).rejects.toThrow('boom 2');
   });
 });

@@ -31,7 +31,8 @@ describe('the import-rule checker', () => {
           'src/plan/plan.ts': "import { c } from '../kube/client.js';\nimport { d } from '../drain/drain.js';",
           'src/drain/drain.ts': "import { c } from '../kube/client.js';",
           'src/provider-kit/index.ts': "export * from '../core/errors.js';",
-          'providers/aws/index.ts': "import { EC2Client } from '@aws-sdk/client-ec2';\nimport { E } from '../../src/provider-kit/index.js';\nimport { r } from './retry.js';",
+          'providers/aws/index.ts':
+            "import { EC2Client } from '@aws-sdk/client-ec2';\nimport { E } from '../../src/provider-kit/index.js';\nimport { r } from './retry.js';",
           'providers/aws/retry.ts': "import type { Kit } from 'cni-rewind/provider';",
         }),
         TABLE,
@@ -47,7 +48,10 @@ describe('the import-rule checker', () => {
 
   it('fails on a file cycle, type-only imports included, and on a folder cycle within one layer', () => {
     expect(rules({ 'src/plan/a.ts': "import type { B } from './b.js';", 'src/plan/b.ts': "import type { A } from './a.js';" })).toEqual(['cycle']);
-    const v = checkImports(tree({ 'src/plan/a.ts': "import { d } from '../drain/d.js';", 'src/drain/d.ts': "import { p } from '../plan/b.js';", 'src/plan/b.ts': '' }), TABLE);
+    const v = checkImports(
+      tree({ 'src/plan/a.ts': "import { d } from '../drain/d.js';", 'src/drain/d.ts': "import { p } from '../plan/b.js';", 'src/plan/b.ts': '' }),
+      TABLE,
+    );
     expect(v.map((x) => x.message)).toEqual(['folder cycle: src/drain -> src/plan -> src/drain']);
   });
 

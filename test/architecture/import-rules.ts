@@ -60,7 +60,8 @@ export function checkImports(files: Map<string, string>, table: LayerEntry[]): V
       }
       const target = resolveSpecifier(file, spec);
       if (!target) continue;
-      if (SHIPPED.test(file) && NOT_SHIPPED.test(target)) out.push({ rule: 'test-code', message: `${file} imports ${target}: shipped code never imports tests, benchmarks or examples` });
+      if (SHIPPED.test(file) && NOT_SHIPPED.test(target))
+        out.push({ rule: 'test-code', message: `${file} imports ${target}: shipped code never imports tests, benchmarks or examples` });
       if (files.has(target)) addEdge(fileEdges, file, target);
       if (providerFolder) {
         if (!target.startsWith(`${providerFolder}/`) && !target.startsWith(`${PROVIDER_KIT}/`)) {
@@ -72,7 +73,10 @@ export function checkImports(files: Map<string, string>, table: LayerEntry[]): V
       if (!owner || !to || to.folder === owner.folder) continue;
       addEdge(folderEdges, owner.folder, to.folder);
       if (to.layer > owner.layer) {
-        out.push({ rule: 'layer', message: `${file} (layer ${owner.layer}, ${owner.folder}) imports ${target} (layer ${to.layer}, ${to.folder}): a lower layer never imports a higher one` });
+        out.push({
+          rule: 'layer',
+          message: `${file} (layer ${owner.layer}, ${owner.folder}) imports ${target} (layer ${to.layer}, ${to.folder}): a lower layer never imports a higher one`,
+        });
       }
     }
   }

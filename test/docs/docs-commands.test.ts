@@ -10,7 +10,12 @@ import { packageRoot } from '../../src/core/package-root.js';
  */
 const root = packageRoot();
 const main = path.join(root, 'dist', 'src', 'cli', 'main.js');
-const docs = ['README.md', ...readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const docs = [
+  'README.md',
+  ...readdirSync(path.join(root, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 interface Invocation {
   file: string;
@@ -38,7 +43,8 @@ function invocations(): Invocation[] {
 const helpCache = new Map<string, string>();
 function help(cmd: string[]): string {
   const key = cmd.join(' ');
-  if (!helpCache.has(key)) helpCache.set(key, execFileSync(process.execPath, [main, ...cmd, '--help'], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } }));
+  if (!helpCache.has(key))
+    helpCache.set(key, execFileSync(process.execPath, [main, ...cmd, '--help'], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } }));
   return helpCache.get(key)!;
 }
 

@@ -62,14 +62,20 @@ describe('apply: the lock taken by someone else mid-run', () => {
     const journal = journalPathFor(bundle, planOut.id);
 
     const run = startCli(['apply', plan, '--yes']);
-    await until('apply-crds to start (journal)', () => run.exited() || Journal.read(journal).records.some((r: any) => r.event === 'step-start' && r.step === 'apply-crds'), 240_000);
+    await until(
+      'apply-crds to start (journal)',
+      () => run.exited() || Journal.read(journal).records.some((r: any) => r.event === 'step-start' && r.step === 'apply-crds'),
+      240_000,
+    );
     expect(run.exited(), 'apply ended before apply-crds started').toBe(false);
     const lease = await client.get(K.lease, LOCK_NAMESPACE, LOCK_NAME);
     expect(lease.spec.holderIdentity).toContain(planOut.id);
     await client.replace(K.lease, { ...lease, spec: { holderIdentity: OTHER, leaseDurationSeconds: 60, acquireTime: micro(), renewTime: micro() } });
     // Every step apply starts from now on would have seen the new holder first: the first one not started yet is
     // where it must stop.
-    const started = Journal.read(journal).records.filter((r: any) => r.event === 'step-start').map((r: any) => r.step);
+    const started = Journal.read(journal)
+      .records.filter((r: any) => r.event === 'step-start')
+      .map((r: any) => r.step);
     const next = STEPS[started.length]!;
 
     const r = await run.done;

@@ -111,7 +111,12 @@ describe('backup with the AWS EC2 provider (moto server)', () => {
     for (const s of snaps.Snapshots!) {
       const tags = Object.fromEntries(s.Tags!.map((t) => [t.Key, t.Value]));
       const rec = manifest.snapshots.find((x: any) => x.snapshotId === s.SnapshotId);
-      expect(tags).toMatchObject({ 'cni-rewind': 'cni-rewind', 'cni-rewind/bundle-id': bundleId, 'cni-rewind/cluster-id': manifest.cluster.uid, 'cni-rewind/node': rec.node });
+      expect(tags).toMatchObject({
+        'cni-rewind': 'cni-rewind',
+        'cni-rewind/bundle-id': bundleId,
+        'cni-rewind/cluster-id': manifest.cluster.uid,
+        'cni-rewind/node': rec.node,
+      });
       expect(s.VolumeId).toBe(rec.disk);
       expect(s.State).toBe('completed');
     }
@@ -142,7 +147,13 @@ describe('backup with the AWS EC2 provider (moto server)', () => {
     const providers = providerSetFor({ providers: { aws: opts.config ?? {} }, backup: {} }, reporter);
     try {
       const manifest = await readBundleManifest(bundlePath);
-      const run = await restoreNodeDisks(client, manifest, providers, { nodes: [node], concurrency: 1, drainTimeoutMs: 60_000, readyTimeoutMs: 60_000, dryRun: opts.dryRun, mapping: emptyMapping() }, reporter);
+      const run = await restoreNodeDisks(
+        client,
+        manifest,
+        providers,
+        { nodes: [node], concurrency: 1, drainTimeoutMs: 60_000, readyTimeoutMs: 60_000, dryRun: opts.dryRun, mapping: emptyMapping() },
+        reporter,
+      );
       return { run, host, manifest };
     } finally {
       await providers.closeAll();
@@ -155,7 +166,12 @@ describe('backup with the AWS EC2 provider (moto server)', () => {
     const { run } = await restoreDisks(node.node, { dryRun: true });
     expect(run.dryRun).toBe(true);
     expect(run.plan).toEqual([
-      expect.objectContaining({ node: node.node, provider: 'aws', machine: node.id, disks: expect.arrayContaining([expect.objectContaining({ device: '/dev/sdf', snapshotId: expect.stringMatching(/^snap-/) })]) }),
+      expect.objectContaining({
+        node: node.node,
+        provider: 'aws',
+        machine: node.id,
+        disks: expect.arrayContaining([expect.objectContaining({ device: '/dev/sdf', snapshotId: expect.stringMatching(/^snap-/) })]),
+      }),
     ]);
     expect(await volumesOf(node.id)).toEqual(node.volumes);
     expect((await client.get(K.node, undefined, node.node)).spec?.unschedulable).toBeFalsy();
@@ -165,7 +181,9 @@ describe('backup with the AWS EC2 provider (moto server)', () => {
     const node = instances[1]!;
     // moto has no replace-root-volume tasks: the root restore by task is covered against a stand-in (aws-replace-root.test.ts).
     const { run, host, manifest } = await restoreDisks(node.node, { config: { rootRestore: 'skip', pollSeconds: 1 } });
-    expect(run.outcomes, JSON.stringify(host.messages.filter((m) => m.level === 'error'))).toEqual([expect.objectContaining({ node: node.node, state: 'done', cordoned: false })]);
+    expect(run.outcomes, JSON.stringify(host.messages.filter((m) => m.level === 'error'))).toEqual([
+      expect.objectContaining({ node: node.node, state: 'done', cordoned: false }),
+    ]);
     // The node went through cordon and drain before its disks were touched.
     const codes = host.codes();
     expect(codes.indexOf('CNR_DRAIN_START')).toBeGreaterThanOrEqual(0);

@@ -32,7 +32,12 @@ describe(`backup fan-out over ${COUNT} nodes (moto, throttling injected)`, () =>
     ids = await runMotoInstances(ec2, COUNT);
     await createFakeNodes(
       client,
-      ids.map((id, i) => ({ name: `${PREFIX}${String(i).padStart(3, '0')}`, providerID: `aws:///us-east-1a/${id}`, labels: { 'cnr-test': 'fanout' }, ipIndex: (i % 250) + 1 })),
+      ids.map((id, i) => ({
+        name: `${PREFIX}${String(i).padStart(3, '0')}`,
+        providerID: `aws:///us-east-1a/${id}`,
+        labels: { 'cnr-test': 'fanout' },
+        ipIndex: (i % 250) + 1,
+      })),
       { waitReady: false },
     );
   });
@@ -63,6 +68,8 @@ describe(`backup fan-out over ${COUNT} nodes (moto, throttling injected)`, () =>
     expect(proxy.lost).toBeGreaterThan(3);
     const snaps = await ec2.send(new DescribeSnapshotsCommand({ Filters: [{ Name: 'tag:cni-rewind/bundle-id', Values: [manifest.id] }] }));
     expect(snaps.Snapshots).toHaveLength(COUNT * 2);
-    console.log(`fan-out: ${COUNT} nodes, ${manifest.snapshots.length} snapshots, ${proxy.throttled} throttled answers retried, ${proxy.lost} lost CreateSnapshots answers, ${proxy.forwarded} calls forwarded`);
+    console.log(
+      `fan-out: ${COUNT} nodes, ${manifest.snapshots.length} snapshots, ${proxy.throttled} throttled answers retried, ${proxy.lost} lost CreateSnapshots answers, ${proxy.forwarded} calls forwarded`,
+    );
   });
 });

@@ -44,7 +44,13 @@ describe('AWS root volume restore by replace-root-volume task (moto + a stand-in
     const providers = providerSetFor({ providers: { aws: { pollSeconds: 1 } }, backup: {} }, reporter);
     try {
       const manifest = await readBundleManifest(bundlePath);
-      const run = await restoreNodeDisks(client, manifest, providers, { nodes, concurrency: 1, drainTimeoutMs: 60_000, readyTimeoutMs: 60_000, mapping: emptyMapping() }, reporter);
+      const run = await restoreNodeDisks(
+        client,
+        manifest,
+        providers,
+        { nodes, concurrency: 1, drainTimeoutMs: 60_000, readyTimeoutMs: 60_000, mapping: emptyMapping() },
+        reporter,
+      );
       return { run, manifest };
     } finally {
       await providers.closeAll();
@@ -59,7 +65,10 @@ describe('AWS root volume restore by replace-root-volume task (moto + a stand-in
     client = await testClient();
     await deleteNodes(client, PREFIX);
     ids = await runMotoInstances(ec2, 2);
-    await createFakeNodes(client, ids.map((id, i) => ({ name: `${PREFIX}${i}`, providerID: `aws:///us-east-1a/${id}`, labels: { 'cnr-test': 'rroot' } })));
+    await createFakeNodes(
+      client,
+      ids.map((id, i) => ({ name: `${PREFIX}${i}`, providerID: `aws:///us-east-1a/${id}`, labels: { 'cnr-test': 'rroot' } })),
+    );
     bundlePath = path.join(mkdtempSync(path.join(tmpdir(), 'cnr-rroot-')), 'b');
     const r = await runCli(['backup', '--selector', 'cnr-test=rroot', '--out', bundlePath], { env: { ...env(), NODE_NO_WARNINGS: '1' } });
     if (r.code !== 0) throw new Error(`backup failed: ${r.stderr}`);

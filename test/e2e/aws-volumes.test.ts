@@ -85,7 +85,10 @@ describe('AWS disk policy: PersistentVolume disks, restore by volume id, Local Z
     cfg = path.join(dir, 'cni-rewind.yaml');
     // moto has no replace-root-volume tasks (covered in aws-replace-root.test.ts): the root is left alone here.
     writeFileSync(cfg, 'providers:\n  aws:\n    rootRestore: skip\n    pollSeconds: 1\n');
-    instance = await runInstance(ec2, 'us-east-1a', [{ DeviceName: '/dev/sdf', Ebs: { VolumeSize: 10 } }, { DeviceName: '/dev/sdg', Ebs: { VolumeSize: 5 } }]);
+    instance = await runInstance(ec2, 'us-east-1a', [
+      { DeviceName: '/dev/sdf', Ebs: { VolumeSize: 10 } },
+      { DeviceName: '/dev/sdg', Ebs: { VolumeSize: 5 } },
+    ]);
     other = await runInstance(ec2, 'us-east-1a');
     vols = await volumesOf(instance);
     node = `${PREFIX}1`;
@@ -111,7 +114,8 @@ describe('AWS disk policy: PersistentVolume disks, restore by volume id, Local Z
     await moto?.stop();
   });
 
-  const snapshotsOf = async (volumeId: string) => (await ec2.send(new DescribeSnapshotsCommand({ Filters: [{ Name: 'volume-id', Values: [volumeId] }] }))).Snapshots ?? [];
+  const snapshotsOf = async (volumeId: string) =>
+    (await ec2.send(new DescribeSnapshotsCommand({ Filters: [{ Name: 'volume-id', Values: [volumeId] }] }))).Snapshots ?? [];
 
   it('backup snapshots the root and data volumes and lists the PV volume as skipped (output and manifest)', async () => {
     const out = path.join(dir, 'b-default');
@@ -153,7 +157,9 @@ describe('AWS disk policy: PersistentVolume disks, restore by volume id, Local Z
     expect(r.code, r.stderr).toBe(0);
     const run = JSON.parse(r.stdout);
     expect(run.outcomes).toEqual([expect.objectContaining({ node, state: 'done' })]);
-    expect(run.plan[0].untouched).toEqual([expect.objectContaining({ device: '/dev/sdg', disk: pvVol, pv: PV_NAME, reason: expect.stringContaining('not attached') })]);
+    expect(run.plan[0].untouched).toEqual([
+      expect.objectContaining({ device: '/dev/sdg', disk: pvVol, pv: PV_NAME, reason: expect.stringContaining('not attached') }),
+    ]);
     expect(run.outcomes[0].result.restored.map((x: any) => x.device)).toEqual(['/dev/sdf']);
     // The PV volume is still on the other instance, and nothing new was attached in its old place.
     expect((await volumesOf(other))['/dev/sdh']).toBe(pvVol);
@@ -180,7 +186,12 @@ describe('AWS disk policy: PersistentVolume disks, restore by volume id, Local Z
   });
 
   it('a node in a Local Zone (aws:///us-west-2-lax-1a/i-...) resolves to region us-west-2 and is backed up there', async () => {
-    const west = new EC2Client({ region: 'us-west-2', endpoint: moto.url, credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' }, maxAttempts: 1 });
+    const west = new EC2Client({
+      region: 'us-west-2',
+      endpoint: moto.url,
+      credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' },
+      maxAttempts: 1,
+    });
     // What moto answers: it knows no Local Zones (DescribeAvailabilityZones does not list them and RunInstances
     // refuses the zone). So the instance runs in us-west-2a, the Local Zone's parent, and a STAND-IN in front of
     // moto answers DescribeAvailabilityZones for us-west-2-lax-1a as EC2 documents it (zoneType local-zone,
@@ -193,9 +204,10 @@ describe('AWS disk policy: PersistentVolume disks, restore by volume id, Local Z
       const region = /Credential=[^/]+\/[^/]+\/([^/]+)\//.exec(String(req.headers.authorization))?.[1];
       if (form.get('Action') === 'DescribeAvailabilityZones' && form.get('ZoneName.1') === 'us-west-2-lax-1a') {
         asked.push(region ?? '');
-        const item = region === 'us-west-2'
-          ? '<item><zoneName>us-west-2-lax-1a</zoneName><zoneState>available</zoneState><regionName>us-west-2</regionName><zoneId>usw2-lax1-az1</zoneId><zoneType>local-zone</zoneType><parentZoneName>us-west-2a</parentZoneName><groupName>us-west-2-lax-1</groupName><networkBorderGroup>us-west-2-lax-1</networkBorderGroup><optInStatus>opted-in</optInStatus></item>'
-          : '';
+        const item =
+          region === 'us-west-2'
+            ? '<item><zoneName>us-west-2-lax-1a</zoneName><zoneState>available</zoneState><regionName>us-west-2</regionName><zoneId>usw2-lax1-az1</zoneId><zoneType>local-zone</zoneType><parentZoneName>us-west-2a</parentZoneName><groupName>us-west-2-lax-1</groupName><networkBorderGroup>us-west-2-lax-1</networkBorderGroup><optInStatus>opted-in</optInStatus></item>'
+            : '';
         const xml = `<?xml version="1.0" encoding="UTF-8"?>\n<DescribeAvailabilityZonesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>00000000-0000-0000-0000-000000000001</requestId><availabilityZoneInfo>${item}</availabilityZoneInfo></DescribeAvailabilityZonesResponse>`;
         res.writeHead(200, { 'content-type': 'text/xml;charset=UTF-8', 'content-length': Buffer.byteLength(xml) });
         return void res.end(xml);
@@ -207,12 +219,16 @@ describe('AWS disk policy: PersistentVolume disks, restore by volume id, Local Z
       const lz = `${PREFIX}lax`;
       await createFakeNodes(client, [{ name: lz, providerID: `aws:///us-west-2-lax-1a/${id}` }]);
       const out = path.join(dir, 'b-lax');
-      const r = await runCli(['backup', '--nodes', lz, '--out', out, '-o', 'json'], { env: { ...moto.env, AWS_ENDPOINT_URL_EC2: standIn.url, NODE_NO_WARNINGS: '1' } });
+      const r = await runCli(['backup', '--nodes', lz, '--out', out, '-o', 'json'], {
+        env: { ...moto.env, AWS_ENDPOINT_URL_EC2: standIn.url, NODE_NO_WARNINGS: '1' },
+      });
       expect(r.code, r.stderr).toBe(0);
       // The region came from EC2's answer about the zone, asked in the region the zone name starts with.
       expect(asked).toEqual(['us-west-2']);
       const manifest = JSON.parse(readFileSync(path.join(out, 'manifest.json'), 'utf8'));
-      expect(manifest.snapshots).toEqual([expect.objectContaining({ node: lz, machine: id, state: 'completed', location: expect.objectContaining({ region: 'us-west-2' }) })]);
+      expect(manifest.snapshots).toEqual([
+        expect.objectContaining({ node: lz, machine: id, state: 'completed', location: expect.objectContaining({ region: 'us-west-2' }) }),
+      ]);
       const snaps = await west.send(new DescribeSnapshotsCommand({ SnapshotIds: [manifest.snapshots[0].snapshotId] }));
       expect(snaps.Snapshots).toHaveLength(1);
     } finally {

@@ -39,7 +39,16 @@ describe('backup and restore with the Azure provider (against a local FAKE of th
 
   beforeAll(async () => {
     fake = await startAzureArmFake();
-    env = { ...fake.credentialEnv, HTTPS_PROXY: '', https_proxy: '', HTTP_PROXY: '', http_proxy: '', AZURE_CLIENT_ID: '', AZURE_CLIENT_SECRET: '', AZURE_TENANT_ID: '' };
+    env = {
+      ...fake.credentialEnv,
+      HTTPS_PROXY: '',
+      https_proxy: '',
+      HTTP_PROXY: '',
+      http_proxy: '',
+      AZURE_CLIENT_ID: '',
+      AZURE_CLIENT_SECRET: '',
+      AZURE_TENANT_ID: '',
+    };
     client = await testClient();
     await deleteNodes(client, PREFIX);
     await client.delete(PV_TYPE, undefined, PV).catch(() => undefined);
@@ -54,13 +63,30 @@ describe('backup and restore with the Azure provider (against a local FAKE of th
       apiVersion: 'v1',
       kind: 'PersistentVolume',
       metadata: { name: PV },
-      spec: { capacity: { storage: '64Gi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', csi: { driver: 'disk.csi.azure.com', volumeHandle: dataDiskOf(machines.vm1!, 1).toLowerCase() } },
+      spec: {
+        capacity: { storage: '64Gi' },
+        accessModes: ['ReadWriteOnce'],
+        persistentVolumeReclaimPolicy: 'Retain',
+        csi: { driver: 'disk.csi.azure.com', volumeHandle: dataDiskOf(machines.vm1!, 1).toLowerCase() },
+      },
     });
     const sub = fake.subscription;
     await createFakeNodes(client, [
-      { name: nodes.vm1, providerID: `azure:///subscriptions/${sub}/resourceGroups/${RG}/providers/Microsoft.Compute/virtualMachines/${nodes.vm1}`, labels: { 'cnr-test': 'azure' } },
-      { name: nodes.vm2, providerID: `azure:///subscriptions/${sub}/resourceGroups/${RG}/providers/Microsoft.Compute/virtualMachines/${nodes.vm2}`, labels: { 'cnr-test': 'azure' } },
-      { name: nodes.ss, providerID: `azure:///subscriptions/${sub}/resourceGroups/${RG}/providers/Microsoft.Compute/virtualMachineScaleSets/aks-pool-vmss/virtualMachines/0`, labels: { 'cnr-test': 'azure' } },
+      {
+        name: nodes.vm1,
+        providerID: `azure:///subscriptions/${sub}/resourceGroups/${RG}/providers/Microsoft.Compute/virtualMachines/${nodes.vm1}`,
+        labels: { 'cnr-test': 'azure' },
+      },
+      {
+        name: nodes.vm2,
+        providerID: `azure:///subscriptions/${sub}/resourceGroups/${RG}/providers/Microsoft.Compute/virtualMachines/${nodes.vm2}`,
+        labels: { 'cnr-test': 'azure' },
+      },
+      {
+        name: nodes.ss,
+        providerID: `azure:///subscriptions/${sub}/resourceGroups/${RG}/providers/Microsoft.Compute/virtualMachineScaleSets/aks-pool-vmss/virtualMachines/0`,
+        labels: { 'cnr-test': 'azure' },
+      },
     ]);
   });
 
@@ -83,12 +109,32 @@ describe('backup and restore with the Azure provider (against a local FAKE of th
     bundleId = manifest.id;
     expect(manifest.complete).toBe(true);
     const got = manifest.snapshots.map((s: any) => `${s.node} ${s.device} ${s.state}`).sort();
-    expect(got).toEqual([`${nodes.vm1} lun-0 completed`, `${nodes.vm1} os completed`, `${nodes.vm2} lun-0 completed`, `${nodes.vm2} os completed`, `${nodes.ss} lun-0 completed`, `${nodes.ss} os completed`].sort());
+    expect(got).toEqual(
+      [
+        `${nodes.vm1} lun-0 completed`,
+        `${nodes.vm1} os completed`,
+        `${nodes.vm2} lun-0 completed`,
+        `${nodes.vm2} os completed`,
+        `${nodes.ss} lun-0 completed`,
+        `${nodes.ss} os completed`,
+      ].sort(),
+    );
     expect(manifest.skippedDisks).toEqual([expect.objectContaining({ node: nodes.vm1, device: 'lun-1', pv: PV, disk: dataDiskOf(machines.vm1!, 1) })]);
     for (const rec of manifest.snapshots) {
       const snap = fake.snapshots.get(rec.snapshotId.toLowerCase())!;
-      expect(snap.properties).toMatchObject({ incremental: true, provisioningState: 'Succeeded', completionPercent: 100, creationData: { createOption: 'Copy', sourceResourceId: rec.disk } });
-      expect(snap.tags).toMatchObject({ 'cni-rewind': 'cni-rewind', 'cni-rewind-bundle-id': bundleId, 'cni-rewind-cluster-id': manifest.cluster.uid, 'cni-rewind-node': rec.node, 'cni-rewind-device': rec.device });
+      expect(snap.properties).toMatchObject({
+        incremental: true,
+        provisioningState: 'Succeeded',
+        completionPercent: 100,
+        creationData: { createOption: 'Copy', sourceResourceId: rec.disk },
+      });
+      expect(snap.tags).toMatchObject({
+        'cni-rewind': 'cni-rewind',
+        'cni-rewind-bundle-id': bundleId,
+        'cni-rewind-cluster-id': manifest.cluster.uid,
+        'cni-rewind-node': rec.node,
+        'cni-rewind-device': rec.device,
+      });
     }
     // Every snapshot PUT was a long-running operation polled until Succeeded (InProgress on the first polls).
     const polls = fake.requests.filter((q) => /\/operations\/[^/]+$/.test(q.path));
@@ -125,11 +171,18 @@ describe('backup and restore with the Azure provider (against a local FAKE of th
     expect(r.code, r.stderr).toBe(0);
     noSecrets(r.stdout + r.stderr);
     const run = JSON.parse(r.stdout);
-    expect(run.outcomes.map((o: any) => `${o.node} ${o.state}`).sort()).toEqual(Object.values(nodes).map((n) => `${n} done`).sort());
+    expect(run.outcomes.map((o: any) => `${o.node} ${o.state}`).sort()).toEqual(
+      Object.values(nodes)
+        .map((n) => `${n} done`)
+        .sort(),
+    );
     const manifest = JSON.parse(readFileSync(path.join(bundlePath, 'manifest.json'), 'utf8'));
     for (const [k, m] of Object.entries(machines)) {
       expect(m.power).toBe('running');
-      for (const [dev, now, old] of [['os', osDiskOf(m), before[k]!.os], ['lun-0', dataDiskOf(m, 0), before[k]!.lun0]] as const) {
+      for (const [dev, now, old] of [
+        ['os', osDiskOf(m), before[k]!.os],
+        ['lun-0', dataDiskOf(m, 0), before[k]!.lun0],
+      ] as const) {
         expect(now).not.toBe(old);
         const rec = manifest.snapshots.find((s: any) => s.machine.toLowerCase() === m.id.toLowerCase() && s.device === dev);
         expect(fake.disks.get(now.toLowerCase())!.properties.creationData.sourceResourceId).toBe(rec.snapshotId);
@@ -153,7 +206,12 @@ describe('backup and restore with the Azure provider (against a local FAKE of th
   it('restore --disks refuses (exit 5), naming the disk, when a recorded device now holds another disk', async () => {
     const m = machines.vm2!;
     const foreign = fake.diskId(RG, 'hand-attached-disk');
-    fake.disks.set(foreign.toLowerCase(), { id: foreign, name: 'hand-attached-disk', location: 'westeurope', properties: { diskSizeGB: 64, creationData: { createOption: 'Empty' }, provisioningState: 'Succeeded' } });
+    fake.disks.set(foreign.toLowerCase(), {
+      id: foreign,
+      name: 'hand-attached-disk',
+      location: 'westeurope',
+      properties: { diskSizeGB: 64, creationData: { createOption: 'Empty' }, provisioningState: 'Succeeded' },
+    });
     const slot = m.json.properties.storageProfile.dataDisks.find((d: any) => d.lun === 0);
     slot.managedDisk.id = foreign;
     const reqStart = fake.requests.length;

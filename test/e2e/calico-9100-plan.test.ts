@@ -33,56 +33,76 @@ describe('calico#9100 avoided: doctor, plan and apply with the real tigera opera
     dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-9100-plan-'));
   });
 
-  it('doctor names the trap, the plan stops the pool on its entry, and the v1.34 operator leaves it non-allocating for ten minutes', async () => {
-    await installIncident327(client, cluster);
-    expect((await client.get(POOL, undefined, 'default-ipv4-ippool')).spec.disabled).toBe(true);
+  it(
+    'doctor names the trap, the plan stops the pool on its entry, and the v1.34 operator leaves it non-allocating for ten minutes',
+    async () => {
+      await installIncident327(client, cluster);
+      expect((await client.get(POOL, undefined, 'default-ipv4-ippool')).spec.disabled).toBe(true);
 
-    const d = await runCli(['doctor', '--target', '3.28.1', '-o', 'json']);
-    const found = JSON.parse(d.stdout).findings.find((f: any) => f.id === 'pool-disabled-will-be-reenabled');
-    expect(found, d.stdout + d.stderr).toBeDefined();
-    expect(found.fix).toContain('nodeSelector: "!all()"');
+      const d = await runCli(['doctor', '--target', '3.28.1', '-o', 'json']);
+      const found = JSON.parse(d.stdout).findings.find((f: any) => f.id === 'pool-disabled-will-be-reenabled');
+      expect(found, d.stdout + d.stderr).toBeDefined();
+      expect(found.fix).toContain('nodeSelector: "!all()"');
 
-    const bundle = path.join(dir, 'bundle');
-    const b = await runCli(['export', '--out', bundle]);
-    expect(b.code, b.stderr).toBe(0);
-    const planFile = path.join(dir, 'plan.yaml');
-    const p = await runCli(['plan', '--to', '3.28.1', '--bundle', bundle, '--no-disk-snapshots', '--out', planFile, '-o', 'json']);
-    expect(p.code, p.stdout + p.stderr).toBe(0);
-    const plan = JSON.parse(p.stdout);
-    expect(plan.transforms.installation.stopAllocations).toEqual({ cidrs: ['192.168.0.0/16'], field: 'nodeSelector', value: '!all()' });
-    expect(plan.preflight.find((c: any) => c.name === 'target-operator-pools')).toMatchObject({ ok: true });
+      const bundle = path.join(dir, 'bundle');
+      const b = await runCli(['export', '--out', bundle]);
+      expect(b.code, b.stderr).toBe(0);
+      const planFile = path.join(dir, 'plan.yaml');
+      const p = await runCli(['plan', '--to', '3.28.1', '--bundle', bundle, '--no-disk-snapshots', '--out', planFile, '-o', 'json']);
+      expect(p.code, p.stdout + p.stderr).toBe(0);
+      const plan = JSON.parse(p.stdout);
+      expect(plan.transforms.installation.stopAllocations).toEqual({ cidrs: ['192.168.0.0/16'], field: 'nodeSelector', value: '!all()' });
+      expect(plan.preflight.find((c: any) => c.name === 'target-operator-pools')).toMatchObject({ ok: true });
 
-    const started = Date.now();
-    const a = await runCli(['apply', planFile, '--yes', '-o', 'json']);
-    console.log(`apply: exit ${a.code} in ${((Date.now() - started) / 1000).toFixed(1)} s; steps: ${(() => { try { return JSON.parse(a.stdout).steps.map((s: any) => `${s.id} ${s.status}`).join(', '); } catch { return a.stdout.slice(0, 400); } })()}`);
-    expect(a.code, a.stderr + a.stdout).toBe(0);
-    const st = await waitOperator(cluster, 'v1.34.3');
-    expect(st.operator?.tag).toBe('v1.34.3');
-    const inst = await client.get(INSTALLATION, undefined, 'default');
-    expect(inst.spec.calicoNetwork.ipPools.find((e: any) => e.cidr === '192.168.0.0/16')?.nodeSelector).toBe('!all()');
+      const started = Date.now();
+      const a = await runCli(['apply', planFile, '--yes', '-o', 'json']);
+      console.log(
+        `apply: exit ${a.code} in ${((Date.now() - started) / 1000).toFixed(1)} s; steps: ${(() => {
+          try {
+            return JSON.parse(a.stdout)
+              .steps.map((s: any) => `${s.id} ${s.status}`)
+              .join(', ');
+          } catch {
+            return a.stdout.slice(0, 400);
+          }
+        })()}`,
+      );
+      expect(a.code, a.stderr + a.stdout).toBe(0);
+      const st = await waitOperator(cluster, 'v1.34.3');
+      expect(st.operator?.tag).toBe('v1.34.3');
+      const inst = await client.get(INSTALLATION, undefined, 'default');
+      expect(inst.spec.calicoNetwork.ipPools.find((e: any) => e.cidr === '192.168.0.0/16')?.nodeSelector).toBe('!all()');
 
-    // Ten minutes under the real target operator, sampled every second, with a reconcile forced every minute.
-    const seen = new Map<string, number>();
-    const deadline = Date.now() + WATCH_MS;
-    let nextTouch = Date.now() + 60_000;
-    let touches = 0;
-    while (Date.now() < deadline) {
-      const pool = await client.get(POOL, undefined, 'default-ipv4-ippool');
-      const key = JSON.stringify({ disabled: pool.spec.disabled ?? false, nodeSelector: pool.spec.nodeSelector });
-      seen.set(key, (seen.get(key) ?? 0) + 1);
-      expect(nonAllocating(pool), `default-ipv4-ippool allocating again after ${((Date.now() - started) / 1000).toFixed(0)} s: ${JSON.stringify(pool.spec)}`).toBe(true);
-      if (Date.now() >= nextTouch) {
-        await client.mergePatch(INSTALLATION, undefined, 'default', { metadata: { annotations: { 'cni-rewind.test/touch': String(++touches) } } });
-        nextTouch += 60_000;
+      // Ten minutes under the real target operator, sampled every second, with a reconcile forced every minute.
+      const seen = new Map<string, number>();
+      const deadline = Date.now() + WATCH_MS;
+      let nextTouch = Date.now() + 60_000;
+      let touches = 0;
+      while (Date.now() < deadline) {
+        const pool = await client.get(POOL, undefined, 'default-ipv4-ippool');
+        const key = JSON.stringify({ disabled: pool.spec.disabled ?? false, nodeSelector: pool.spec.nodeSelector });
+        seen.set(key, (seen.get(key) ?? 0) + 1);
+        expect(
+          nonAllocating(pool),
+          `default-ipv4-ippool allocating again after ${((Date.now() - started) / 1000).toFixed(0)} s: ${JSON.stringify(pool.spec)}`,
+        ).toBe(true);
+        if (Date.now() >= nextTouch) {
+          await client.mergePatch(INSTALLATION, undefined, 'default', { metadata: { annotations: { 'cni-rewind.test/touch': String(++touches) } } });
+          nextTouch += 60_000;
+        }
+        await new Promise((r) => setTimeout(r, 1000));
       }
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-    console.log(`default-ipv4-ippool over ${WATCH_MS / 60_000} min (${touches} forced reconciles): ${[...seen].map(([k, n]) => `${k} x${n}`).join(', ')}`);
-    expect(touches).toBeGreaterThanOrEqual(9);
-    // calicoctl (libcalico-go, what IPAM reads) agrees; the new pool is untouched and allocating.
-    const wide = await ippoolsWide();
-    expect(wide['new-ipv4-pool']?.DISABLED).toBe('false');
-    expect(nonAllocating(await client.get(POOL, undefined, 'default-ipv4-ippool'))).toBe(true);
-    expect(wide['default-ipv4-ippool']?.DISABLED === 'true' || wide['default-ipv4-ippool']?.SELECTOR === '!all()', JSON.stringify(wide['default-ipv4-ippool'])).toBe(true);
-  }, 30 * 60_000);
+      console.log(`default-ipv4-ippool over ${WATCH_MS / 60_000} min (${touches} forced reconciles): ${[...seen].map(([k, n]) => `${k} x${n}`).join(', ')}`);
+      expect(touches).toBeGreaterThanOrEqual(9);
+      // calicoctl (libcalico-go, what IPAM reads) agrees; the new pool is untouched and allocating.
+      const wide = await ippoolsWide();
+      expect(wide['new-ipv4-pool']?.DISABLED).toBe('false');
+      expect(nonAllocating(await client.get(POOL, undefined, 'default-ipv4-ippool'))).toBe(true);
+      expect(
+        wide['default-ipv4-ippool']?.DISABLED === 'true' || wide['default-ipv4-ippool']?.SELECTOR === '!all()',
+        JSON.stringify(wide['default-ipv4-ippool']),
+      ).toBe(true);
+    },
+    30 * 60_000,
+  );
 });

@@ -41,10 +41,14 @@ describe('calico#9100 with the real tigera operator and Calico API server', () =
     const switchedAt = Date.now();
 
     // The real v1.34 operator adopts the pool (it equals the Installation entry) and rewrites it through v3.
-    const rewritten = await client.waitFor('the v1.34 operator to rewrite default-ipv4-ippool', async () => {
-      const p = await client.get(POOL, undefined, 'default-ipv4-ippool');
-      return p.spec.disabled ? undefined : p;
-    }, { timeoutMs: 300_000, intervalMs: 200 });
+    const rewritten = await client.waitFor(
+      'the v1.34 operator to rewrite default-ipv4-ippool',
+      async () => {
+        const p = await client.get(POOL, undefined, 'default-ipv4-ippool');
+        return p.spec.disabled ? undefined : p;
+      },
+      { timeoutMs: 300_000, intervalMs: 200 },
+    );
     console.log(`the v1.34 operator rewrote the pool ${Date.now() - switchedAt} ms after it started`);
     const meta = JSON.parse(rewritten.metadata.annotations?.['projectcalico.org/metadata'] ?? '{}');
     expect(meta.labels?.['app.kubernetes.io/managed-by']).toBe('tigera-operator');
@@ -60,7 +64,11 @@ describe('calico#9100 with the real tigera operator and Calico API server', () =
     const patchedAt = Date.now();
     const out = await kubectl(cluster, ['patch', 'ippools.crd.projectcalico.org', 'default-ipv4-ippool', '--type=merge', '-p', '{"spec":{"disabled":true}}']);
     expect(out.trim()).toBe('ippool.crd.projectcalico.org/default-ipv4-ippool patched');
-    await client.waitFor('the operator to undo the patch', async () => ((await client.get(POOL, undefined, 'default-ipv4-ippool')).spec.disabled ? undefined : true), { timeoutMs: 60_000, intervalMs: 20 });
+    await client.waitFor(
+      'the operator to undo the patch',
+      async () => ((await client.get(POOL, undefined, 'default-ipv4-ippool')).spec.disabled ? undefined : true),
+      { timeoutMs: 60_000, intervalMs: 20 },
+    );
     console.log(`the patch back to disabled was undone ${Date.now() - patchedAt} ms after kubectl patch started`);
     await new Promise((r) => setTimeout(r, 5_000));
     const wide = await ippoolsWide();

@@ -25,10 +25,14 @@ let dir: string;
 const condition = (ts: any, type: string) => ts?.status?.conditions?.find((c: any) => c.type === type)?.status;
 
 async function waitTigeraStatusAvailable(name: string, timeoutMs = 300_000): Promise<void> {
-  await client.waitFor(`TigeraStatus ${name} Available`, async () => {
-    const ts = await client.getOrUndefined(TIGERA_STATUS, undefined, name);
-    return condition(ts, 'Available') === 'True' && condition(ts, 'Degraded') !== 'True' ? true : undefined;
-  }, { timeoutMs, intervalMs: 1000 });
+  await client.waitFor(
+    `TigeraStatus ${name} Available`,
+    async () => {
+      const ts = await client.getOrUndefined(TIGERA_STATUS, undefined, name);
+      return condition(ts, 'Available') === 'True' && condition(ts, 'Degraded') !== 'True' ? true : undefined;
+    },
+    { timeoutMs, intervalMs: 1000 },
+  );
 }
 
 describe('3.28.1 -> 3.27.4 downgrade with the real tigera operators', () => {
@@ -39,56 +43,78 @@ describe('3.28.1 -> 3.27.4 downgrade with the real tigera operators', () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-downgrade-real-'));
   });
 
-  it('apply waits for the v1.32 operator\'s own rollout; afterwards the Installation can be deleted and no status stays Degraded', async () => {
-    await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
-    await applyFixture(client, '3.28.1', 'custom-resources.yaml');
-    await waitOperator(cluster, 'v1.34.3');
-    await waitApiServiceAvailable(client, 240_000);
-    await waitTigeraStatusAvailable('calico');
-    const inst328 = await client.get(INSTALLATION, undefined, 'default');
-    console.log(`3.28.1 Installation finalizers: ${inst328.metadata.finalizers?.join(', ')}`);
+  it(
+    "apply waits for the v1.32 operator's own rollout; afterwards the Installation can be deleted and no status stays Degraded",
+    async () => {
+      await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
+      await applyFixture(client, '3.28.1', 'custom-resources.yaml');
+      await waitOperator(cluster, 'v1.34.3');
+      await waitApiServiceAvailable(client, 240_000);
+      await waitTigeraStatusAvailable('calico');
+      const inst328 = await client.get(INSTALLATION, undefined, 'default');
+      console.log(`3.28.1 Installation finalizers: ${inst328.metadata.finalizers?.join(', ')}`);
 
-    const bundle = path.join(dir, 'bundle');
-    expect((await runCli(['export', '--out', bundle])).code).toBe(0);
-    const planFile = path.join(dir, 'plan.yaml');
-    const p = await runCli(['plan', '--to', '3.27.4', '--bundle', bundle, '--no-disk-snapshots', '--out', planFile, '-o', 'json']);
-    expect(p.code, p.stdout + p.stderr).toBe(0);
+      const bundle = path.join(dir, 'bundle');
+      expect((await runCli(['export', '--out', bundle])).code).toBe(0);
+      const planFile = path.join(dir, 'plan.yaml');
+      const p = await runCli(['plan', '--to', '3.27.4', '--bundle', bundle, '--no-disk-snapshots', '--out', planFile, '-o', 'json']);
+      expect(p.code, p.stdout + p.stderr).toBe(0);
 
-    const started = Date.now();
-    const a = await runCli(['apply', planFile, '--yes', '-o', 'json']);
-    const res = (() => { try { return JSON.parse(a.stdout); } catch { return undefined; } })();
-    console.log(`apply: exit ${a.code} in ${((Date.now() - started) / 1000).toFixed(1)} s; ${res?.steps?.map((s: any) => `${s.id} ${s.status} ${(s.ms / 1000).toFixed(1)}s`).join(', ')}`);
-    expect(a.code, a.stderr + a.stdout).toBe(0);
-    // By the time apply says done, v1.32 has rendered calico-node at 3.27.4 and reported on it.
-    const node = await client.get(K.daemonSet, 'calico-system', 'calico-node');
-    const image = node.spec.template.spec.containers.find((c: any) => c.name === 'calico-node').image;
-    expect(image).toMatch(/:v3\.27\.4$/);
-    const calico = await client.get(TIGERA_STATUS, undefined, 'calico');
-    expect(condition(calico, 'Available')).toBe('True');
-    expect(res.steps.find((s: any) => s.id === 'wait-rollout').summary).toMatch(/calico-node rendered at v3\.27\.4/);
+      const started = Date.now();
+      const a = await runCli(['apply', planFile, '--yes', '-o', 'json']);
+      const res = (() => {
+        try {
+          return JSON.parse(a.stdout);
+        } catch {
+          return undefined;
+        }
+      })();
+      console.log(
+        `apply: exit ${a.code} in ${((Date.now() - started) / 1000).toFixed(1)} s; ${res?.steps?.map((s: any) => `${s.id} ${s.status} ${(s.ms / 1000).toFixed(1)}s`).join(', ')}`,
+      );
+      expect(a.code, a.stderr + a.stdout).toBe(0);
+      // By the time apply says done, v1.32 has rendered calico-node at 3.27.4 and reported on it.
+      const node = await client.get(K.daemonSet, 'calico-system', 'calico-node');
+      const image = node.spec.template.spec.containers.find((c: any) => c.name === 'calico-node').image;
+      expect(image).toMatch(/:v3\.27\.4$/);
+      const calico = await client.get(TIGERA_STATUS, undefined, 'calico');
+      expect(condition(calico, 'Available')).toBe('True');
+      expect(res.steps.find((s: any) => s.id === 'wait-rollout').summary).toMatch(/calico-node rendered at v3\.27\.4/);
 
-    // Nothing the 3.27 operator cannot clear: no finalizer only v1.34 removes, no TigeraStatus only v1.34 updates.
-    await new Promise((r) => setTimeout(r, 10_000));
-    const statuses = await client.listAll(TIGERA_STATUS);
-    const degraded = statuses.filter((s) => condition(s, 'Degraded') === 'True').map((s) => `${s.metadata.name}: ${s.status.conditions.find((c: any) => c.type === 'Degraded').message}`);
-    expect(degraded, 'TigeraStatus Degraded after the downgrade').toEqual([]);
-    const terminating = (await client.listAll(K.pod, { namespace: 'calico-system' })).filter((x) => x.metadata.deletionTimestamp).map((x) => x.metadata.name);
-    expect(terminating).toEqual([]);
-    const inst = await client.get(INSTALLATION, undefined, 'default');
-    console.log(`3.27.4 Installation finalizers: ${inst.metadata.finalizers?.join(', ')}`);
+      // Nothing the 3.27 operator cannot clear: no finalizer only v1.34 removes, no TigeraStatus only v1.34 updates.
+      await new Promise((r) => setTimeout(r, 10_000));
+      const statuses = await client.listAll(TIGERA_STATUS);
+      const degraded = statuses
+        .filter((s) => condition(s, 'Degraded') === 'True')
+        .map((s) => `${s.metadata.name}: ${s.status.conditions.find((c: any) => c.type === 'Degraded').message}`);
+      expect(degraded, 'TigeraStatus Degraded after the downgrade').toEqual([]);
+      const terminating = (await client.listAll(K.pod, { namespace: 'calico-system' })).filter((x) => x.metadata.deletionTimestamp).map((x) => x.metadata.name);
+      expect(terminating).toEqual([]);
+      const inst = await client.get(INSTALLATION, undefined, 'default');
+      console.log(`3.27.4 Installation finalizers: ${inst.metadata.finalizers?.join(', ')}`);
 
-    // Uninstalling afterwards as the 3.27 docs say (`kubectl delete -f custom-resources.yaml`) completes: the
-    // v1.32 operator removes its own finalizer once calico-node's RBAC and the calico-apiserver namespace are gone
-    // (it waits for the latter, so deleting the Installation alone waits for the APIServer too, as on any 3.27
-    // cluster); a finalizer only v1.34 removes would keep it Terminating for ever.
-    const deletedAt = Date.now();
-    await kubectl(cluster, ['delete', '-f', fixturePath('3.27.4', 'custom-resources.yaml'), '--wait=false']);
-    await client.waitFor('Installation default to be deleted by the v1.32 operator', async () => ((await client.getOrUndefined(INSTALLATION, undefined, 'default')) ? undefined : true), { timeoutMs: 180_000, intervalMs: 500 });
-    console.log(`kubectl delete -f custom-resources.yaml: Installation gone in ${((Date.now() - deletedAt) / 1000).toFixed(1)} s`);
-    await client.waitFor('calico-system and calico-apiserver to be gone (nothing Terminating)', async () => {
-      for (const ns of ['calico-system', 'calico-apiserver']) if (await client.getOrUndefined(K.namespace, undefined, ns)) return undefined;
-      return true;
-    }, { timeoutMs: 180_000, intervalMs: 1000 });
-    console.log(`calico-system and calico-apiserver gone ${((Date.now() - deletedAt) / 1000).toFixed(1)} s after the delete`);
-  }, 30 * 60_000);
+      // Uninstalling afterwards as the 3.27 docs say (`kubectl delete -f custom-resources.yaml`) completes: the
+      // v1.32 operator removes its own finalizer once calico-node's RBAC and the calico-apiserver namespace are gone
+      // (it waits for the latter, so deleting the Installation alone waits for the APIServer too, as on any 3.27
+      // cluster); a finalizer only v1.34 removes would keep it Terminating for ever.
+      const deletedAt = Date.now();
+      await kubectl(cluster, ['delete', '-f', fixturePath('3.27.4', 'custom-resources.yaml'), '--wait=false']);
+      await client.waitFor(
+        'Installation default to be deleted by the v1.32 operator',
+        async () => ((await client.getOrUndefined(INSTALLATION, undefined, 'default')) ? undefined : true),
+        { timeoutMs: 180_000, intervalMs: 500 },
+      );
+      console.log(`kubectl delete -f custom-resources.yaml: Installation gone in ${((Date.now() - deletedAt) / 1000).toFixed(1)} s`);
+      await client.waitFor(
+        'calico-system and calico-apiserver to be gone (nothing Terminating)',
+        async () => {
+          for (const ns of ['calico-system', 'calico-apiserver']) if (await client.getOrUndefined(K.namespace, undefined, ns)) return undefined;
+          return true;
+        },
+        { timeoutMs: 180_000, intervalMs: 1000 },
+      );
+      console.log(`calico-system and calico-apiserver gone ${((Date.now() - deletedAt) / 1000).toFixed(1)} s after the delete`);
+    },
+    30 * 60_000,
+  );
 });

@@ -65,14 +65,18 @@ export async function waitOperator(cluster: LocalCluster, tag: string, timeoutMs
 export async function waitApiServiceAvailable(client: KubeClient, timeoutMs: number): Promise<void> {
   let last = '';
   try {
-    await client.waitFor('APIService v3.projectcalico.org to be Available', async () => {
-      const svc = await client.request<any>('GET', '/apis/apiregistration.k8s.io/v1/apiservices/v3.projectcalico.org').catch(() => undefined);
-      const cond = svc?.status?.conditions?.find((c: any) => c.type === 'Available');
-      last = cond ? `${cond.status} ${cond.reason ?? ''} ${cond.message ?? ''}` : 'no APIService';
-      return cond?.status === 'True' ? true : undefined;
-    }, { timeoutMs, intervalMs: 500 });
+    await client.waitFor(
+      'APIService v3.projectcalico.org to be Available',
+      async () => {
+        const svc = await client.request<any>('GET', '/apis/apiregistration.k8s.io/v1/apiservices/v3.projectcalico.org').catch(() => undefined);
+        const cond = svc?.status?.conditions?.find((c: any) => c.type === 'Available');
+        last = cond ? `${cond.status} ${cond.reason ?? ''} ${cond.message ?? ''}` : 'no APIService';
+        return cond?.status === 'True' ? true : undefined;
+      },
+      { timeoutMs, intervalMs: 500 },
+    );
   } catch (err) {
-    throw new Error(`${(err as Error).message}; last: ${last}`);
+    throw new Error(`${(err as Error).message}; last: ${last}`, { cause: err });
   }
 }
 
@@ -118,7 +122,12 @@ export async function installIncident327(client: KubeClient, cluster: LocalClust
   await waitOperator(cluster, 'v1.32.10');
   await waitApiServiceAvailable(client, 240_000);
   const pool = (name: string, cidr: string) =>
-    JSON.stringify({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name }, spec: { cidr, blockSize: 26, ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true, nodeSelector: 'all()' } });
+    JSON.stringify({
+      apiVersion: 'projectcalico.org/v3',
+      kind: 'IPPool',
+      metadata: { name },
+      spec: { cidr, blockSize: 26, ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true, nodeSelector: 'all()' },
+    });
   await calicoctl(['create', '-f', '-'], pool('default-ipv4-ippool', '192.168.0.0/16'));
   await calicoctl(['create', '-f', '-'], pool('new-ipv4-pool', '10.100.0.0/16'));
   await calicoctl(['patch', 'ippool', 'default-ipv4-ippool', '-p', '{"spec":{"disabled":true}}']);

@@ -26,7 +26,14 @@ describe('cni-rewind demo', () => {
     });
     clearInterval(watcher);
     expect(res.code, res.out.slice(-3000)).toBe(0);
-    for (const step of ['Backup', 'Doctor before the upgrade', 'Plan the downgrade to 3.27.4', 'Apply the plan', 'Restore the resources', 'Restore one node from its disk snapshots']) {
+    for (const step of [
+      'Backup',
+      'Doctor before the upgrade',
+      'Plan the downgrade to 3.27.4',
+      'Apply the plan',
+      'Restore the resources',
+      'Restore one node from its disk snapshots',
+    ]) {
       expect(res.out).toContain(step);
     }
     expect(res.out).toMatch(/IPPool\/default-ipv4-ippool: spec\.disabled: bundle true \/ cluster false/);

@@ -24,7 +24,13 @@ const SA = 'system:serviceaccount:cni-rewind:cni-rewind';
 const deployFile = (f: string) => path.join(packageRoot(), 'deploy', f);
 const docs = (f: string) => yaml.loadAll(readFileSync(deployFile(f), 'utf8')) as any[];
 
-interface Grant { verb: string; group: string; resource: string; namespace?: string; name?: string }
+interface Grant {
+  verb: string;
+  group: string;
+  resource: string;
+  namespace?: string;
+  name?: string;
+}
 
 /** The (verb, group, resource, namespace, name) of a logged request, as RBAC sees it. */
 function grantOf(line: string): Grant | undefined {
@@ -44,13 +50,22 @@ function grantOf(line: string): Grant | undefined {
 }
 
 function allows(rule: any, g: Grant): boolean {
-  return rule.verbs.includes(g.verb) && rule.apiGroups.includes(g.group) && (rule.resources.includes('*') || rule.resources.includes(g.resource)) && (!rule.resourceNames || rule.resourceNames.includes(g.name));
+  return (
+    rule.verbs.includes(g.verb) &&
+    rule.apiGroups.includes(g.group) &&
+    (rule.resources.includes('*') || rule.resources.includes(g.resource)) &&
+    (!rule.resourceNames || rule.resourceNames.includes(g.name))
+  );
 }
 
 describe('deploy/: CronJob and least-privilege RBAC', () => {
   let client: KubeClient;
   const kubectl = findKubectl();
-  const k = (args: string[]) => promisify(execFile)(kubectl, ['--kubeconfig', kubeconfig(), ...args]).then((r) => r, (e) => ({ stdout: String(e.stdout), stderr: String(e.stderr), code: e.code }));
+  const k = (args: string[]) =>
+    promisify(execFile)(kubectl, ['--kubeconfig', kubeconfig(), ...args]).then(
+      (r) => r,
+      (e) => ({ stdout: String(e.stdout), stderr: String(e.stderr), code: e.code }),
+    );
 
   beforeAll(async () => {
     client = await testClient();
@@ -81,14 +96,22 @@ describe('deploy/: CronJob and least-privilege RBAC', () => {
         }
       }
     }
-    for (const [verb, target, ns] of [['delete', 'ippools.crd.projectcalico.org'], ['list', 'secrets', 'default'], ['get', 'configmaps/other', 'kube-system'], ['create', 'installations.operator.tigera.io'], ['list', 'pods']] as const) {
+    for (const [verb, target, ns] of [
+      ['delete', 'ippools.crd.projectcalico.org'],
+      ['list', 'secrets', 'default'],
+      ['get', 'configmaps/other', 'kube-system'],
+      ['create', 'installations.operator.tigera.io'],
+      ['list', 'pods'],
+    ] as const) {
       const r: any = await k(['auth', 'can-i', verb, target, ...(ns ? ['-n', ns] : []), '--as', SA]);
       expect(r.stdout.trim(), `${verb} ${target}`).toBe('no');
     }
   });
 
   it('backup as the service account (in-cluster config) succeeds, and uses every verb the RBAC grants', async () => {
-    const tr = await client.request('POST', '/api/v1/namespaces/cni-rewind/serviceaccounts/cni-rewind/token', { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } } });
+    const tr = await client.request('POST', '/api/v1/namespaces/cni-rewind/serviceaccounts/cni-rewind/token', {
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+    });
     const a = apiServerAccess(kubeconfig());
     const work = mkdtempSync(path.join(os.tmpdir(), 'cnr-deploy-'));
     const sa = path.join(work, 'pod') + SERVICE_ACCOUNT_DIR;
@@ -98,14 +121,26 @@ describe('deploy/: CronJob and least-privilege RBAC', () => {
     writeFileSync(path.join(sa, 'namespace'), 'cni-rewind');
     const proxy = await startConnectProxy({ cert: a.servingCert, key: a.servingKey, handler: apiForwarder(a, { asCaller: true }) });
     try {
-      const env = { KUBECONFIG: '', HOME: work, KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: a.server.port, CNI_REWIND_POD_ROOT: path.join(work, 'pod'), HTTPS_PROXY: proxy.url, NO_PROXY: '' };
+      const env = {
+        KUBECONFIG: '',
+        HOME: work,
+        KUBERNETES_SERVICE_HOST: '127.0.0.1',
+        KUBERNETES_SERVICE_PORT: a.server.port,
+        CNI_REWIND_POD_ROOT: path.join(work, 'pod'),
+        HTTPS_PROXY: proxy.url,
+        NO_PROXY: '',
+      };
       const r = await runCli(['backup', '--allow-unprotected-nodes', '--out', path.join(work, 'bundle'), '-o', 'json'], { env });
       expect(r.code, r.stderr).toBe(0);
       expect(proxy.requests).toBeGreaterThan(10);
       const used = proxy.log.map(grantOf).filter((g): g is Grant => !!g);
       const roles = docs('rbac.yaml').filter((x) => x.kind === 'ClusterRole' || x.kind === 'Role');
       // Every request was allowed by some rule of ours (else the run would have failed; this names the rule).
-      for (const g of used) expect(roles.some((d) => (!d.metadata.namespace || d.metadata.namespace === g.namespace) && d.rules.some((rule: any) => allows(rule, g))), JSON.stringify(g)).toBe(true);
+      for (const g of used)
+        expect(
+          roles.some((d) => (!d.metadata.namespace || d.metadata.namespace === g.namespace) && d.rules.some((rule: any) => allows(rule, g))),
+          JSON.stringify(g),
+        ).toBe(true);
       // Every verb of every rule was used at least once.
       for (const d of roles) {
         for (const rule of d.rules) {
@@ -113,8 +148,13 @@ describe('deploy/: CronJob and least-privilege RBAC', () => {
           // moto): this backup has no provider. can-i above still checks the rule is granted.
           if (rule.resources.includes('persistentvolumes')) continue;
           for (const verb of rule.verbs) {
-            const hit = used.some((g) => g.verb === verb && (!d.metadata.namespace || d.metadata.namespace === g.namespace) && allows({ ...rule, verbs: [verb] }, g));
-            expect(hit, `${d.kind} ${d.metadata.namespace ?? ''}/${d.metadata.name}: ${verb} ${rule.apiGroups[0] || 'core'}/${rule.resources.join(',')} ${rule.resourceNames ?? ''} is granted but never used`).toBe(true);
+            const hit = used.some(
+              (g) => g.verb === verb && (!d.metadata.namespace || d.metadata.namespace === g.namespace) && allows({ ...rule, verbs: [verb] }, g),
+            );
+            expect(
+              hit,
+              `${d.kind} ${d.metadata.namespace ?? ''}/${d.metadata.name}: ${verb} ${rule.apiGroups[0] || 'core'}/${rule.resources.join(',')} ${rule.resourceNames ?? ''} is granted but never used`,
+            ).toBe(true);
           }
         }
       }

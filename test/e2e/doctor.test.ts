@@ -24,15 +24,38 @@ const MANAGED = { 'app.kubernetes.io/managed-by': 'tigera-operator' };
 
 /** An Installation entry as operator v1.34 leaves it (defaults written back). */
 const entry = (name: string, cidr: string) => ({
-  name, cidr, blockSize: 26, encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', nodeSelector: 'all()', disableBGPExport: false, allowedUses: ['Workload', 'Tunnel'],
+  name,
+  cidr,
+  blockSize: 26,
+  encapsulation: 'VXLANCrossSubnet',
+  natOutgoing: 'Enabled',
+  nodeSelector: 'all()',
+  disableBGPExport: false,
+  allowedUses: ['Workload', 'Tunnel'],
 });
 /** The crd.projectcalico.org IPPool the operator writes for such an entry. */
 const poolFor = (name: string, cidr: string, extra: Record<string, unknown> = {}): KubeObject => ({
-  apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name, labels: MANAGED },
-  spec: { cidr, blockSize: 26, ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true, nodeSelector: 'all()', allowedUses: ['Workload', 'Tunnel'], ...extra },
+  apiVersion: 'crd.projectcalico.org/v1',
+  kind: 'IPPool',
+  metadata: { name, labels: MANAGED },
+  spec: {
+    cidr,
+    blockSize: 26,
+    ipipMode: 'Never',
+    vxlanMode: 'CrossSubnet',
+    natOutgoing: true,
+    nodeSelector: 'all()',
+    allowedUses: ['Workload', 'Tunnel'],
+    ...extra,
+  },
 });
 
-interface Alloc { ip: string; node: string; handle: string; pod?: string }
+interface Alloc {
+  ip: string;
+  node: string;
+  handle: string;
+  pod?: string;
+}
 
 /** IPAM objects as calico-ipam would have written them for these allocations: /26 blocks, handles, affinities. */
 async function writeIpam(client: KubeClient, allocs: Alloc[]): Promise<void> {
@@ -50,23 +73,49 @@ async function writeIpam(client: KubeClient, allocs: Alloc[]): Promise<void> {
     });
     const name = cidr.replace(/[./]/g, '-');
     const unallocated = allocations.map((v, i) => (v === null ? i : -1)).filter((i) => i >= 0);
-    await client.apply(ipamBlock, { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPAMBlock', metadata: { name }, spec: { cidr, affinity: `host:${b.node}`, allocations, attributes, unallocated, strictAffinity: false, deleted: false } });
-    await client.apply(blockAffinity, { apiVersion: 'crd.projectcalico.org/v1', kind: 'BlockAffinity', metadata: { name: `${b.node}-${name}` }, spec: { node: b.node, cidr, state: 'confirmed', deleted: 'false' } });
+    await client.apply(ipamBlock, {
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'IPAMBlock',
+      metadata: { name },
+      spec: { cidr, affinity: `host:${b.node}`, allocations, attributes, unallocated, strictAffinity: false, deleted: false },
+    });
+    await client.apply(blockAffinity, {
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'BlockAffinity',
+      metadata: { name: `${b.node}-${name}` },
+      spec: { node: b.node, cidr, state: 'confirmed', deleted: 'false' },
+    });
     for (const a of b.items) {
-      await client.apply(ipamHandle, { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPAMHandle', metadata: { name: a.handle.toLowerCase() }, spec: { handleID: a.handle, block: { [cidr]: 1 } } });
+      await client.apply(ipamHandle, {
+        apiVersion: 'crd.projectcalico.org/v1',
+        kind: 'IPAMHandle',
+        metadata: { name: a.handle.toLowerCase() },
+        spec: { handleID: a.handle, block: { [cidr]: 1 } },
+      });
     }
   }
 }
 
 async function setInstallation(client: KubeClient, ipPools: unknown[]): Promise<void> {
-  await client.apply(installationType, { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default' }, spec: { calicoNetwork: { ipPools } } });
+  await client.apply(installationType, {
+    apiVersion: 'operator.tigera.io/v1',
+    kind: 'Installation',
+    metadata: { name: 'default' },
+    spec: { calicoNetwork: { ipPools } },
+  });
 }
 
 async function runningPods(client: KubeClient, selector: string, n: number): Promise<KubeObject[]> {
-  return client.waitFor(`${n} running pods (${selector})`, async () => {
-    const pods = (await client.listAll(K.pod, { namespace: NS, labelSelector: selector })).filter((p) => p.status?.phase === 'Running' && p.status?.podIP && !p.metadata.deletionTimestamp);
-    return pods.length === n ? pods : undefined;
-  }, { timeoutMs: 120_000 });
+  return client.waitFor(
+    `${n} running pods (${selector})`,
+    async () => {
+      const pods = (await client.listAll(K.pod, { namespace: NS, labelSelector: selector })).filter(
+        (p) => p.status?.phase === 'Running' && p.status?.podIP && !p.metadata.deletionTimestamp,
+      );
+      return pods.length === n ? pods : undefined;
+    },
+    { timeoutMs: 120_000 },
+  );
 }
 
 async function doctor(args: string[] = [], env?: Record<string, string>) {
@@ -88,7 +137,9 @@ describe('doctor on a real cluster', () => {
     client = await testClient();
     await resetCalico(client);
     await client.delete(K.namespace, undefined, NS);
-    await client.waitFor(`namespace ${NS} gone`, async () => ((await client.getOrUndefined(K.namespace, undefined, NS)) ? undefined : true), { timeoutMs: 120_000 });
+    await client.waitFor(`namespace ${NS} gone`, async () => ((await client.getOrUndefined(K.namespace, undefined, NS)) ? undefined : true), {
+      timeoutMs: 120_000,
+    });
     await deleteNodes(client, 'doc-');
     await createFakeNodes(client, [{ name: 'doc-1' }, { name: 'doc-2' }]);
 
@@ -96,34 +147,57 @@ describe('doctor on a real cluster', () => {
     await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
     await client.apply(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'calico-system' } });
     await client.apply(K.daemonSet, {
-      apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'calico-node', namespace: 'calico-system' },
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
+      metadata: { name: 'calico-node', namespace: 'calico-system' },
       spec: {
         selector: { matchLabels: { 'k8s-app': 'calico-node' } },
         template: {
           metadata: { labels: { 'k8s-app': 'calico-node' } },
-          spec: { hostNetwork: true, nodeSelector: { type: 'kwok' }, tolerations: [{ operator: 'Exists' }], containers: [{ name: 'calico-node', image: 'docker.io/calico/node:v3.28.1' }] },
+          spec: {
+            hostNetwork: true,
+            nodeSelector: { type: 'kwok' },
+            tolerations: [{ operator: 'Exists' }],
+            containers: [{ name: 'calico-node', image: 'docker.io/calico/node:v3.28.1' }],
+          },
         },
       },
     });
-    await client.apply(clusterInfo, { apiVersion: 'crd.projectcalico.org/v1', kind: 'ClusterInformation', metadata: { name: 'default' }, spec: { calicoVersion: 'v3.28.1', datastoreReady: true, clusterType: 'k8s,bgp,operator' } });
-    await client.waitFor('tigera-operator and calico-node ready', async () => {
-      const d = await client.get(K.deployment, 'tigera-operator', 'tigera-operator');
-      const ds = await client.get(K.daemonSet, 'calico-system', 'calico-node');
-      const nodes = (await client.listAll(K.node)).filter((n) => n.metadata.labels?.type === 'kwok').length;
-      return d.status?.readyReplicas === 1 && ds.status?.numberReady === nodes && nodes > 0 ? true : undefined;
-    }, { timeoutMs: 120_000 });
+    await client.apply(clusterInfo, {
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'ClusterInformation',
+      metadata: { name: 'default' },
+      spec: { calicoVersion: 'v3.28.1', datastoreReady: true, clusterType: 'k8s,bgp,operator' },
+    });
+    await client.waitFor(
+      'tigera-operator and calico-node ready',
+      async () => {
+        const d = await client.get(K.deployment, 'tigera-operator', 'tigera-operator');
+        const ds = await client.get(K.daemonSet, 'calico-system', 'calico-node');
+        const nodes = (await client.listAll(K.node)).filter((n) => n.metadata.labels?.type === 'kwok').length;
+        return d.status?.readyReplicas === 1 && ds.status?.numberReady === nodes && nodes > 0 ? true : undefined;
+      },
+      { timeoutMs: 120_000 },
+    );
 
     // Workloads: kwok gives pod IPs from 10.244.0.0/16; the pool and IPAM say the same.
     await client.apply(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     await client.apply(K.deployment, {
-      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: NS },
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web', namespace: NS },
       spec: {
-        replicas: 4, selector: { matchLabels: { app: 'web' } },
-        template: { metadata: { labels: { app: 'web' } }, spec: { nodeSelector: { type: 'kwok' }, tolerations: [{ operator: 'Exists' }], containers: [{ name: 'web', image: 'nginx' }] } },
+        replicas: 4,
+        selector: { matchLabels: { app: 'web' } },
+        template: {
+          metadata: { labels: { app: 'web' } },
+          spec: { nodeSelector: { type: 'kwok' }, tolerations: [{ operator: 'Exists' }], containers: [{ name: 'web', image: 'nginx' }] },
+        },
       },
     });
     const pods = await runningPods(client, 'app=web', 4);
-    for (const p of pods) allocs.push({ ip: p.status!.podIP, node: p.spec!.nodeName, pod: p.metadata.name, handle: `k8s-pod-network.${p.metadata.uid!.replace(/-/g, '')}` });
+    for (const p of pods)
+      allocs.push({ ip: p.status!.podIP, node: p.spec!.nodeName, pod: p.metadata.name, handle: `k8s-pod-network.${p.metadata.uid!.replace(/-/g, '')}` });
     await setInstallation(client, [entry('kwok-ipv4-ippool', '10.244.0.0/16')]);
     await client.apply(ipPool, poolFor('kwok-ipv4-ippool', '10.244.0.0/16'));
     await writeIpam(client, allocs);
@@ -150,7 +224,12 @@ describe('doctor on a real cluster', () => {
     // A pool the operator labelled earlier, no longer listed in the Installation.
     await client.apply(ipPool, poolFor('legacy-pool', '10.77.0.0/16'));
     // A pod that got an address, then went away: its IPAM handle and allocation stay behind.
-    await client.apply(K.pod, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'ghost', namespace: NS, labels: { app: 'ghost' } }, spec: { nodeSelector: { type: 'kwok' }, tolerations: [{ operator: 'Exists' }], containers: [{ name: 'c', image: 'busybox' }] } });
+    await client.apply(K.pod, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'ghost', namespace: NS, labels: { app: 'ghost' } },
+      spec: { nodeSelector: { type: 'kwok' }, tolerations: [{ operator: 'Exists' }], containers: [{ name: 'c', image: 'busybox' }] },
+    });
     const [ghost] = await runningPods(client, 'app=ghost', 1);
     const ghostHandle = `k8s-pod-network.${ghost!.metadata.uid!.replace(/-/g, '')}`;
     await writeIpam(client, [...allocs, { ip: ghost!.status!.podIP, node: ghost!.spec!.nodeName, pod: 'ghost', handle: ghostHandle }]);
@@ -161,7 +240,9 @@ describe('doctor on a real cluster', () => {
     await waitNodeReady(client, 'doc-gone');
     await writeIpam(client, [{ ip: '10.99.0.0', node: 'doc-gone', handle: 'vxlan-tunnel-addr-doc-gone' }]);
     await client.delete(K.node, undefined, 'doc-gone');
-    await client.waitFor('node doc-gone deleted', async () => ((await client.getOrUndefined(K.node, undefined, 'doc-gone')) ? undefined : true), { timeoutMs: 60_000 });
+    await client.waitFor('node doc-gone deleted', async () => ((await client.getOrUndefined(K.node, undefined, 'doc-gone')) ? undefined : true), {
+      timeoutMs: 60_000,
+    });
 
     const r = await doctor();
     expect(r.ids, r.stdout).toEqual(['ipam-block-affinity-missing-node', 'ipam-handle-without-pod', 'pool-managed-not-listed']);
@@ -170,7 +251,11 @@ describe('doctor on a real cluster', () => {
     expect(by['pool-managed-not-listed'].objects).toEqual(['IPPool/legacy-pool', 'Installation/default']);
     expect(by['ipam-handle-without-pod'].objects).toEqual([`IPAMHandle/${ghostHandle} (pod ${NS}/ghost) holds ${ghost!.status!.podIP}`]);
     expect(by['ipam-block-affinity-missing-node'].title).toContain('node doc-gone');
-    expect(by['ipam-block-affinity-missing-node'].objects).toEqual(['IPAMBlock/10-99-0-0-26', 'BlockAffinity/doc-gone-10-99-0-0-26', 'IPAMHandle/vxlan-tunnel-addr-doc-gone']);
+    expect(by['ipam-block-affinity-missing-node'].objects).toEqual([
+      'IPAMBlock/10-99-0-0-26',
+      'BlockAffinity/doc-gone-10-99-0-0-26',
+      'IPAMHandle/vxlan-tunnel-addr-doc-gone',
+    ]);
 
     // Clean up these three problems; the population is healthy again.
     await client.delete(ipPool, undefined, 'legacy-pool');
@@ -197,7 +282,9 @@ describe('doctor on a real cluster', () => {
     expect(f.why).toMatch(/equals entry 1 of Installation default/);
     expect(f.why).toMatch(/disabled: false/);
     expect(f.fix).toContain('nodeSelector: "!all()"');
-    expect(f.fix).toContain(`kubectl patch installation default --type=json -p '[{"op":"add","path":"/spec/calicoNetwork/ipPools/1/nodeSelector","value":"!all()"}]'`);
+    expect(f.fix).toContain(
+      `kubectl patch installation default --type=json -p '[{"op":"add","path":"/spec/calicoNetwork/ipPools/1/nodeSelector","value":"!all()"}]'`,
+    );
     const table = await runCli(['doctor']);
     expect(table.code).toBe(2);
     expect(table.stdout).toMatch(/Errors \(1\)/);
@@ -220,7 +307,10 @@ describe('doctor on a real cluster', () => {
     const out = path.join(dir, 'bundle');
     const ex = await runCli(['export', '--out', out, '-o', 'json']);
     expect(ex.code, ex.stderr).toBe(0);
-    writeFileSync(path.join(dir, 'kc'), `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: x}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n`);
+    writeFileSync(
+      path.join(dir, 'kc'),
+      `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: x}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n`,
+    );
     const r = await doctor([out, '--kubeconfig', path.join(dir, 'kc')]);
     expect(r.ids, r.stdout + r.stderr).toEqual(['pool-disabled-will-be-reenabled']);
     expect(r.code).toBe(2);
@@ -231,31 +321,64 @@ describe('doctor on a real cluster', () => {
   it('a half-done downgrade (3.28.1 CRDs, operator v1.32.10) with a Degraded TigeraStatus and kube-controllers not Ready', async () => {
     await setInstallation(client, [entry('kwok-ipv4-ippool', '10.244.0.0/16')]);
     await client.delete(ipPool, undefined, 'default-ipv4-ippool');
-    await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', { spec: { template: { spec: { containers: [{ name: 'tigera-operator', image: 'quay.io/tigera/operator:v1.32.10' }] } } } });
-    await client.waitFor('operator v1.32.10 rolled out', async () => {
-      const d = await client.get(K.deployment, 'tigera-operator', 'tigera-operator');
-      const st = d.status ?? {};
-      return st.observedGeneration === d.metadata.generation && st.updatedReplicas === 1 && st.readyReplicas === 1 && st.replicas === 1 ? true : undefined;
-    }, { timeoutMs: 120_000 });
+    await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', {
+      spec: { template: { spec: { containers: [{ name: 'tigera-operator', image: 'quay.io/tigera/operator:v1.32.10' }] } } },
+    });
+    await client.waitFor(
+      'operator v1.32.10 rolled out',
+      async () => {
+        const d = await client.get(K.deployment, 'tigera-operator', 'tigera-operator');
+        const st = d.status ?? {};
+        return st.observedGeneration === d.metadata.generation && st.updatedReplicas === 1 && st.readyReplicas === 1 && st.replicas === 1 ? true : undefined;
+      },
+      { timeoutMs: 120_000 },
+    );
     const tsType = operatorType('tigerastatuses', 'TigeraStatus');
     await client.apply(tsType, { apiVersion: 'operator.tigera.io/v1', kind: 'TigeraStatus', metadata: { name: 'calico' }, spec: {} });
-    await client.apply(tsType, {
-      apiVersion: 'operator.tigera.io/v1', kind: 'TigeraStatus', metadata: { name: 'calico' },
-      status: { conditions: [{ type: 'Degraded', status: 'True', reason: 'ResourceReadError', message: 'Error querying installation', lastTransitionTime: new Date().toISOString() }] },
-    }, { subresource: 'status' });
+    await client.apply(
+      tsType,
+      {
+        apiVersion: 'operator.tigera.io/v1',
+        kind: 'TigeraStatus',
+        metadata: { name: 'calico' },
+        status: {
+          conditions: [
+            {
+              type: 'Degraded',
+              status: 'True',
+              reason: 'ResourceReadError',
+              message: 'Error querying installation',
+              lastTransitionTime: new Date().toISOString(),
+            },
+          ],
+        },
+      },
+      { subresource: 'status' },
+    );
     await client.apply(K.deployment, {
-      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'calico-kube-controllers', namespace: 'calico-system' },
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'calico-kube-controllers', namespace: 'calico-system' },
       spec: {
-        replicas: 1, selector: { matchLabels: { 'k8s-app': 'calico-kube-controllers' } },
+        replicas: 1,
+        selector: { matchLabels: { 'k8s-app': 'calico-kube-controllers' } },
         // No node matches: the pod stays Pending, as when the image cannot run after a version change.
-        template: { metadata: { labels: { 'k8s-app': 'calico-kube-controllers' } }, spec: { nodeSelector: { 'doctor-e2e/none': 'x' }, containers: [{ name: 'calico-kube-controllers', image: 'docker.io/calico/kube-controllers:v3.28.1' }] } },
+        template: {
+          metadata: { labels: { 'k8s-app': 'calico-kube-controllers' } },
+          spec: {
+            nodeSelector: { 'doctor-e2e/none': 'x' },
+            containers: [{ name: 'calico-kube-controllers', image: 'docker.io/calico/kube-controllers:v3.28.1' }],
+          },
+        },
       },
     });
     const r = await doctor();
     expect(r.ids, r.stdout).toEqual(['crds-newer-than-operator', 'tigerastatus-degraded', 'version-skew', 'workload-not-ready']);
     expect(r.code).toBe(2);
     const by = Object.fromEntries(r.report.findings.map((f: any) => [f.id, f]));
-    expect(by['crds-newer-than-operator'].title).toMatch(/CRDs are from v3.28 or later, but the running operator quay.io\/tigera\/operator:v1.32.10 \(Calico v3.27.4\)/);
+    expect(by['crds-newer-than-operator'].title).toMatch(
+      /CRDs are from v3.28 or later, but the running operator quay.io\/tigera\/operator:v1.32.10 \(Calico v3.27.4\)/,
+    );
     expect(by['crds-newer-than-operator'].objects).toContain('CustomResourceDefinition/installations.operator.tigera.io');
     expect(by['version-skew']).toMatchObject({ severity: 'error' });
     expect(by['version-skew'].title).toContain('ClusterInformation default calicoVersion = v3.28.1');

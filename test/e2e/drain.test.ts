@@ -29,7 +29,11 @@ function deployment(name: string, replicas: number): KubeObject {
         spec: {
           nodeSelector: { 'cnr-test': 'drain' },
           // One replica per node, so which node holds which pod is known.
-          affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: labels }, topologyKey: 'kubernetes.io/hostname' }] } },
+          affinity: {
+            podAntiAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: labels }, topologyKey: 'kubernetes.io/hostname' }],
+            },
+          },
           containers: [{ name: 'c', image: 'registry.invalid/pause:1' }],
         },
       },
@@ -38,28 +42,43 @@ function deployment(name: string, replicas: number): KubeObject {
 }
 
 function pdb(name: string, app: string, minAvailable: number): KubeObject {
-  return { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name, namespace: NS }, spec: { minAvailable, selector: { matchLabels: { app } } } };
+  return {
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
+    metadata: { name, namespace: NS },
+    spec: { minAvailable, selector: { matchLabels: { app } } },
+  };
 }
 
 describe('drain through the Eviction API (real cluster, kwok nodes, real PDBs)', () => {
   let client: KubeClient;
 
   const podsOn = async (node: string, app?: string) =>
-    (await client.listAll(K.pod, { namespace: NS, fieldSelector: `spec.nodeName=${node}` })).filter((p) => !p.metadata.deletionTimestamp && (!app || p.metadata.labels?.app === app));
+    (await client.listAll(K.pod, { namespace: NS, fieldSelector: `spec.nodeName=${node}` })).filter(
+      (p) => !p.metadata.deletionTimestamp && (!app || p.metadata.labels?.app === app),
+    );
 
   async function waitReadyPods(app: string, n: number) {
-    return client.waitFor(`${n} ready pods of ${app}`, async () => {
-      const pods = await client.listAll(K.pod, { namespace: NS, labelSelector: `app=${app}` });
-      const ready = pods.filter((p) => !p.metadata.deletionTimestamp && p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'));
-      return ready.length >= n ? ready : undefined;
-    }, { timeoutMs: 120_000 });
+    return client.waitFor(
+      `${n} ready pods of ${app}`,
+      async () => {
+        const pods = await client.listAll(K.pod, { namespace: NS, labelSelector: `app=${app}` });
+        const ready = pods.filter((p) => !p.metadata.deletionTimestamp && p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'));
+        return ready.length >= n ? ready : undefined;
+      },
+      { timeoutMs: 120_000 },
+    );
   }
 
   async function waitPdb(name: string, allowed: number) {
-    await client.waitFor(`PDB ${name} disruptionsAllowed=${allowed}`, async () => {
-      const p = await client.get(K.pdb, NS, name);
-      return p.status?.observedGeneration >= 1 && p.status?.disruptionsAllowed === allowed ? true : undefined;
-    }, { timeoutMs: 120_000 });
+    await client.waitFor(
+      `PDB ${name} disruptionsAllowed=${allowed}`,
+      async () => {
+        const p = await client.get(K.pdb, NS, name);
+        return p.status?.observedGeneration >= 1 && p.status?.disruptionsAllowed === allowed ? true : undefined;
+      },
+      { timeoutMs: 120_000 },
+    );
   }
 
   beforeAll(async () => {
@@ -67,7 +86,10 @@ describe('drain through the Eviction API (real cluster, kwok nodes, real PDBs)',
     await deleteNodes(client, PREFIX);
     await client.delete(K.namespace, undefined, NS);
     await client.waitFor('namespace gone', async () => ((await client.getOrUndefined(K.namespace, undefined, NS)) ? undefined : true), { timeoutMs: 120_000 });
-    await createFakeNodes(client, nodes.map((name, i) => ({ name, labels: { 'cnr-test': 'drain' }, ipIndex: 200 + i })));
+    await createFakeNodes(
+      client,
+      nodes.map((name, i) => ({ name, labels: { 'cnr-test': 'drain' }, ipIndex: 200 + i })),
+    );
     await client.create(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     await client.create(K.deployment, deployment('web', 2));
     await client.create(K.pdb, pdb('web', 'web', 1));
@@ -77,7 +99,10 @@ describe('drain through the Eviction API (real cluster, kwok nodes, real PDBs)',
       metadata: { name: 'agent', namespace: NS },
       spec: {
         selector: { matchLabels: { app: 'agent' } },
-        template: { metadata: { labels: { app: 'agent' } }, spec: { nodeSelector: { 'cnr-test': 'drain' }, containers: [{ name: 'c', image: 'registry.invalid/pause:1' }] } },
+        template: {
+          metadata: { labels: { app: 'agent' } },
+          spec: { nodeSelector: { 'cnr-test': 'drain' }, containers: [{ name: 'c', image: 'registry.invalid/pause:1' }] },
+        },
       },
     });
     await waitReadyPods('web', 2);

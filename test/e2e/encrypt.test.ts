@@ -17,7 +17,12 @@ describe('bundle encryption (--encrypt)', () => {
     client = await testClient();
     await resetCalico(client);
     await applyFixture(client, '3.27.4', 'tigera-operator.yaml');
-    await client.create(K.secret, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'enc-canary', namespace: 'tigera-operator' }, stringData: { token: canary } } as any);
+    await client.create(K.secret, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'enc-canary', namespace: 'tigera-operator' },
+      stringData: { token: canary },
+    } as any);
   });
   afterAll(() => client.close());
 
@@ -32,7 +37,9 @@ describe('bundle encryption (--encrypt)', () => {
     expect(r.code, r.stderr).toBe(0);
     const manifest = JSON.parse(readFileSync(path.join(bundle, 'manifest.json'), 'utf8'));
     expect(manifest.encryption).toMatchObject({ algorithm: 'aes-256-gcm' });
-    const secretFiles = Object.entries(manifest.files).filter(([, f]: [string, any]) => f.secret).map(([p]) => p);
+    const secretFiles = Object.entries(manifest.files)
+      .filter(([, f]: [string, any]) => f.secret)
+      .map(([p]) => p);
     expect(secretFiles.length).toBeGreaterThan(0);
     for (const f of secretFiles) {
       const bytes = readFileSync(path.join(bundle, f));

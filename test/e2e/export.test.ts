@@ -30,11 +30,28 @@ describe('export, inspect, verify, list, diff on a populated Calico 3.28.1 clust
     await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
     pop = await populateCalico(client, { prefix: 'exp', nodes: ['exp-node-1', 'exp-node-2', 'exp-node-3'] });
     await createFakeNodes(client, [
-      { name: 'exp-node-1', providerID: 'aws:///us-east-1a/i-0123456789abcdef0', annotations: { 'projectcalico.org/IPv4Address': '10.0.0.11/24', 'projectcalico.org/IPv4VXLANTunnelAddr': '10.240.0.1' } },
+      {
+        name: 'exp-node-1',
+        providerID: 'aws:///us-east-1a/i-0123456789abcdef0',
+        annotations: { 'projectcalico.org/IPv4Address': '10.0.0.11/24', 'projectcalico.org/IPv4VXLANTunnelAddr': '10.240.0.1' },
+      },
       { name: 'exp-node-2', annotations: { 'projectcalico.org/IPv4Address': '10.0.0.12/24' } },
     ]);
-    await client.apply(K.secret, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'tigera-ca-private', namespace: 'tigera-operator' }, data: { 'tls.key': SECRET_VALUE } }, { fieldManager: 'e2e' });
-    await client.apply(K.configMap, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kubernetes-services-endpoint', namespace: 'tigera-operator' }, data: { KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '6443' } }, { fieldManager: 'e2e' });
+    await client.apply(
+      K.secret,
+      { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'tigera-ca-private', namespace: 'tigera-operator' }, data: { 'tls.key': SECRET_VALUE } },
+      { fieldManager: 'e2e' },
+    );
+    await client.apply(
+      K.configMap,
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'kubernetes-services-endpoint', namespace: 'tigera-operator' },
+        data: { KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '6443' },
+      },
+      { fieldManager: 'e2e' },
+    );
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-export-e2e-'));
     bundle = path.join(work, 'b1');
   });
@@ -114,7 +131,11 @@ describe('export, inspect, verify, list, diff on a populated Calico 3.28.1 clust
     // The incident: the disabled pool comes back enabled.
     await client.mergePatch(ippool, undefined, pop.disabledPool, { spec: { disabled: false } });
     await client.delete(gns, undefined, 'exp-blocklist');
-    await client.apply(ippool, { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name: 'exp-pool-new' }, spec: { cidr: '10.250.0.0/16' } }, { fieldManager: 'e2e' });
+    await client.apply(
+      ippool,
+      { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name: 'exp-pool-new' }, spec: { cidr: '10.250.0.0/16' } },
+      { fieldManager: 'e2e' },
+    );
     try {
       const d = await runCli(['diff', bundle]);
       expect(d.code, d.stderr).toBe(1);
@@ -181,25 +202,37 @@ describe('export, inspect, verify, list, diff on a populated Calico 3.28.1 clust
     expect((await runCli(['diff', tgz])).code).toBe(0);
 
     const cases: [string, () => string, RegExp][] = [
-      ['truncated', () => {
-        const p = path.join(work, 'trunc.tar.gz');
-        const full = fs.readFileSync(tgz);
-        fs.writeFileSync(p, full.subarray(0, full.length - 200));
-        return p;
-      }, /truncated|not a valid gzip|cannot be read/],
-      ['not a bundle', () => {
-        const p = path.join(work, 'notes.txt');
-        fs.writeFileSync(p, 'hello');
-        return p;
-      }, /is not a bundle/],
+      [
+        'truncated',
+        () => {
+          const p = path.join(work, 'trunc.tar.gz');
+          const full = fs.readFileSync(tgz);
+          fs.writeFileSync(p, full.subarray(0, full.length - 200));
+          return p;
+        },
+        /truncated|not a valid gzip|cannot be read/,
+      ],
+      [
+        'not a bundle',
+        () => {
+          const p = path.join(work, 'notes.txt');
+          fs.writeFileSync(p, 'hello');
+          return p;
+        },
+        /is not a bundle/,
+      ],
       ['missing', () => path.join(work, 'nope'), /no such bundle/],
-      ['newer major', () => {
-        const p = path.join(work, 'future');
-        fs.cpSync(bundle, p, { recursive: true });
-        const mf = JSON.parse(fs.readFileSync(path.join(p, 'manifest.json'), 'utf8'));
-        fs.writeFileSync(path.join(p, 'manifest.json'), JSON.stringify({ ...mf, formatVersion: '3.0.0' }));
-        return p;
-      }, /format 3\.0\.0, newer than this cni-rewind reads/],
+      [
+        'newer major',
+        () => {
+          const p = path.join(work, 'future');
+          fs.cpSync(bundle, p, { recursive: true });
+          const mf = JSON.parse(fs.readFileSync(path.join(p, 'manifest.json'), 'utf8'));
+          fs.writeFileSync(path.join(p, 'manifest.json'), JSON.stringify({ ...mf, formatVersion: '3.0.0' }));
+          return p;
+        },
+        /format 3\.0\.0, newer than this cni-rewind reads/,
+      ],
     ];
     for (const [what, make, re] of cases) {
       const p = make();
@@ -242,12 +275,19 @@ describe('export, inspect, verify, list, diff on a populated Calico 3.28.1 clust
       apiVersion: 'apiextensions.k8s.io/v1',
       kind: 'CustomResourceDefinition',
       // *.k8s.io groups are protected: the API server wants the approval annotation upstream's CRDs carry.
-      metadata: { name: `${plural}.${group}`, ...(group.endsWith('.k8s.io') ? { annotations: { 'api-approved.kubernetes.io': 'https://github.com/kubernetes-sigs/network-policy-api/pull/30' } } : {}) },
+      metadata: {
+        name: `${plural}.${group}`,
+        ...(group.endsWith('.k8s.io')
+          ? { annotations: { 'api-approved.kubernetes.io': 'https://github.com/kubernetes-sigs/network-policy-api/pull/30' } }
+          : {}),
+      },
       spec: {
         group,
         names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
         scope,
-        versions: [{ name: 'v1alpha1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+        versions: [
+          { name: 'v1alpha1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } },
+        ],
       },
     });
     const future = crd('crd.projectcalico.org', 'FutureThing', 'futurethings');
@@ -256,11 +296,15 @@ describe('export, inspect, verify, list, diff on a populated Calico 3.28.1 clust
     const other = crd('policy.networking.k8s.io', 'ExamplePolicy', 'examplepolicies');
     const { applyManifests } = await import('../../src/kube/manifests.js');
     await applyManifests(client, [future, anp, other] as any, { fieldManager: 'e2e' });
-    await applyManifests(client, [
-      { apiVersion: 'crd.projectcalico.org/v1alpha1', kind: 'FutureThing', metadata: { name: 'ft-1' }, spec: { x: 1 } },
-      { apiVersion: 'policy.networking.k8s.io/v1alpha1', kind: 'AdminNetworkPolicy', metadata: { name: 'anp-1' }, spec: { priority: 10 } },
-      { apiVersion: 'policy.networking.k8s.io/v1alpha1', kind: 'ExamplePolicy', metadata: { name: 'ex-1' }, spec: {} },
-    ] as any, { fieldManager: 'e2e' });
+    await applyManifests(
+      client,
+      [
+        { apiVersion: 'crd.projectcalico.org/v1alpha1', kind: 'FutureThing', metadata: { name: 'ft-1' }, spec: { x: 1 } },
+        { apiVersion: 'policy.networking.k8s.io/v1alpha1', kind: 'AdminNetworkPolicy', metadata: { name: 'anp-1' }, spec: { priority: 10 } },
+        { apiVersion: 'policy.networking.k8s.io/v1alpha1', kind: 'ExamplePolicy', metadata: { name: 'ex-1' }, spec: {} },
+      ] as any,
+      { fieldManager: 'e2e' },
+    );
     const out = path.join(work, 'future');
     fs.rmSync(out, { recursive: true, force: true });
     try {
@@ -287,7 +331,10 @@ describe('export, inspect, verify, list, diff on a populated Calico 3.28.1 clust
     for (const sig of ['SIGKILL', 'SIGTERM'] as const) {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-interrupt-'));
       const out = path.join(dir, 'b');
-      const child = spawn(process.execPath, [path.join(packageRoot(), 'dist/src/cli/main.js'), 'export', '--out', out], { env: { ...process.env, KUBECONFIG: kubeconfig() }, stdio: 'ignore' });
+      const child = spawn(process.execPath, [path.join(packageRoot(), 'dist/src/cli/main.js'), 'export', '--out', out], {
+        env: { ...process.env, KUBECONFIG: kubeconfig() },
+        stdio: 'ignore',
+      });
       const exited = new Promise<NodeJS.Signals | null>((res) => child.on('exit', (_code, signal) => res(signal)));
       // Wait until IPAM handles are being written, then interrupt.
       const deadline = Date.now() + 60_000;

@@ -29,7 +29,6 @@ const fixtures = releasesDir();
 const STEPS = ['preflight', 'pause-operator', 'apply-crds', 'apply-operator', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data'];
 const noStack = (s: string) => expect(s).not.toMatch(/\n\s+at .+[(:]\d+|unexpected error/);
 
-
 async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await cond())) {
@@ -38,7 +37,8 @@ async function until(what: string, cond: () => boolean | Promise<boolean>, timeo
   }
 }
 
-const stepRecords = (journal: string, event: string, step: string) => Journal.read(journal).records.filter((r: any) => r.event === event && r.step === step) as any[];
+const stepRecords = (journal: string, event: string, step: string) =>
+  Journal.read(journal).records.filter((r: any) => r.event === event && r.step === step) as any[];
 
 describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3.27.4)', () => {
   let client: KubeClient;
@@ -48,7 +48,10 @@ describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3
   const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });
 
   async function ensureApiserver(): Promise<void> {
-    const ok = await client.serverVersion().then(() => true, () => false);
+    const ok = await client.serverVersion().then(
+      () => true,
+      () => false,
+    );
     if (!ok) await cluster.startApiserver();
   }
 
@@ -63,7 +66,6 @@ describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3
     expect(out.steps.map((s: any) => s.id)).toEqual(STEPS);
     return { bundle, plan, out, journal: journalPathFor(bundle, out.id) };
   }
-
 
   beforeAll(async () => {
     expect(await cluster.isUp(), `cluster ${cluster.name} must be running (global setup)`).toBe(true);
@@ -90,7 +92,11 @@ describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3
     const t0 = Date.now();
     const r = await runCli(['apply', plan, '--yes', '-o', 'json']);
     expect(r.code, r.stderr + r.stdout).toBe(0);
-    console.log(`fault-free apply: ${((Date.now() - t0) / 1000).toFixed(1)} s; ${JSON.parse(r.stdout).steps.map((s: any) => `${s.id} ${(s.ms / 1000).toFixed(1)}s`).join(', ')}`);
+    console.log(
+      `fault-free apply: ${((Date.now() - t0) / 1000).toFixed(1)} s; ${JSON.parse(r.stdout)
+        .steps.map((s: any) => `${s.id} ${(s.ms / 1000).toFixed(1)}s`)
+        .join(', ')}`,
+    );
     faultFree = await expectDowngradedTo327(client, population, before);
   });
 
@@ -101,8 +107,8 @@ describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3
     const { plan, journal } = await exportAndPlan('restart');
     const t0 = Date.now();
     const run = startCli(['apply', plan, '--yes', '-v', '-o', 'json'], { CNI_REWIND_KUBE_RETRY_MS: '180000' });
-    let downAt = 0;
-    let upAt = 0;
+    let downAt: number;
+    let upAt: number;
     try {
       await until('apply-crds to start (journal)', () => run.exited() || stepRecords(journal, 'step-start', 'apply-crds').length > 0, 240_000);
       expect(run.exited(), 'apply ended before apply-crds started').toBe(false);
@@ -116,7 +122,9 @@ describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3
       upAt = Date.now();
     }
     const r = await run.done;
-    console.log(`apply under restart: API server down ${((upAt - downAt) / 1000).toFixed(1)} s (3 s + restart until /readyz); apply took ${((Date.now() - t0) / 1000).toFixed(1)} s; exit ${r.code}; ${(r.stderr.match(/retrying/g) ?? []).length} retries logged`);
+    console.log(
+      `apply under restart: API server down ${((upAt - downAt) / 1000).toFixed(1)} s (3 s + restart until /readyz); apply took ${((Date.now() - t0) / 1000).toFixed(1)} s; exit ${r.code}; ${(r.stderr.match(/retrying/g) ?? []).length} retries logged`,
+    );
     expect(r.code, r.stderr.slice(-3000)).toBe(0);
     expect(r.stderr, 'the client retried while the API server was down').toMatch(/retrying .* in \d+ ms/);
     const res = JSON.parse(r.stdout);
@@ -140,9 +148,9 @@ describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3
     const t0 = Date.now();
     const run = startCli(['apply', plan, '--yes'], { CNI_REWIND_KUBE_RETRY_MS: '3000' });
     let r: Awaited<typeof run.done>;
-    let downAt = 0;
-    let upAt = 0;
-    let exitAt = 0;
+    let downAt: number;
+    let upAt: number;
+    let exitAt: number;
     try {
       await until('apply-crds to start (journal)', () => run.exited() || stepRecords(journal, 'step-start', 'apply-crds').length > 0, 240_000);
       expect(run.exited(), 'apply ended before apply-crds started').toBe(false);
@@ -154,7 +162,9 @@ describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3
       await cluster.startApiserver();
       upAt = Date.now();
     }
-    console.log(`apply over budget (3 s per call): exit ${r.code} ${((exitAt - t0) / 1000).toFixed(1)} s after start, ${((exitAt - downAt) / 1000).toFixed(1)} s after the kill; API server down ${((upAt - downAt) / 1000).toFixed(1)} s in all (incl. restart)`);
+    console.log(
+      `apply over budget (3 s per call): exit ${r.code} ${((exitAt - t0) / 1000).toFixed(1)} s after start, ${((exitAt - downAt) / 1000).toFixed(1)} s after the kill; API server down ${((upAt - downAt) / 1000).toFixed(1)} s in all (incl. restart)`,
+    );
     expect(r.code, r.stdout + r.stderr).toBe(3);
     noStack(r.stdout + r.stderr);
     // One error line on stderr naming the step and the call that could not be made.
@@ -197,7 +207,9 @@ describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3
     expect(res.steps.map((s: any) => s.status)).toEqual(['skipped', 'skipped', 'done', 'done', 'done', 'done', 'done', 'done']);
     expect(res.tookOverLock).toMatchObject({ pid: run.child.pid, planId: out.id, stale: true });
     // Each step started once, except apply-crds: once in the failed run, once in the resume.
-    const starts = Journal.read(journal).records.filter((x) => x.event === 'step-start').map((x: any) => x.step);
+    const starts = Journal.read(journal)
+      .records.filter((x) => x.event === 'step-start')
+      .map((x: any) => x.step);
     expect(starts).toEqual(['preflight', 'pause-operator', 'apply-crds', ...STEPS.slice(2)]);
     expect(Journal.read(journal).done).toBe(true);
     const after = await expectDowngradedTo327(client, population, before);

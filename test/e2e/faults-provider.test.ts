@@ -33,8 +33,18 @@ interface PermanentError {
 }
 /** Permanent EC2 errors: a permission denied (403) and a client error (400): neither may be retried. */
 const PERMANENT: PermanentError[] = [
-  { status: 403, code: 'UnauthorizedOperation', message: DENIED, reported: /^AWS CreateSnapshots: permission denied \(UnauthorizedOperation\): You are not authorized/ },
-  { status: 400, code: 'InvalidInstanceID.NotFound', message: "The instance ID 'i-0' does not exist", reported: /^AWS CreateSnapshots failed: InvalidInstanceID\.NotFound \(HTTP 400\): The instance ID 'i-0' does not exist/ },
+  {
+    status: 403,
+    code: 'UnauthorizedOperation',
+    message: DENIED,
+    reported: /^AWS CreateSnapshots: permission denied \(UnauthorizedOperation\): You are not authorized/,
+  },
+  {
+    status: 400,
+    code: 'InvalidInstanceID.NotFound',
+    message: "The instance ID 'i-0' does not exist",
+    reported: /^AWS CreateSnapshots failed: InvalidInstanceID\.NotFound \(HTTP 400\): The instance ID 'i-0' does not exist/,
+  },
 ];
 const noStack = (s: string) => expect(s).not.toMatch(/\n\s+at .+[(:]\d+|unexpected error/);
 
@@ -69,7 +79,10 @@ describe('faults: provider errors during backup (moto behind a fault proxy)', ()
       const inst = (await ec2.send(new DescribeInstancesCommand({ InstanceIds: [id] }))).Reservations![0]!.Instances![0]!;
       nodes.push({ node: `${PREFIX}${i + 1}`, id, volumes: inst.BlockDeviceMappings!.map((m) => m.Ebs!.VolumeId!).sort() });
     }
-    await createFakeNodes(client, nodes.map((n) => ({ name: n.node, providerID: `aws:///us-east-1a/${n.id}`, labels: { 'cnr-test': 'fpv' } })));
+    await createFakeNodes(
+      client,
+      nodes.map((n) => ({ name: n.node, providerID: `aws:///us-east-1a/${n.id}`, labels: { 'cnr-test': 'fpv' } })),
+    );
   });
 
   afterAll(async () => {
@@ -82,8 +95,21 @@ describe('faults: provider errors during backup (moto behind a fault proxy)', ()
 
   /** A permanent 403 on CreateSnapshots for node 2's instance; node 3's first two CreateSnapshots get a transient 503. */
   const snapshotRules = (permanent: PermanentError = PERMANENT[0]!): FaultRule[] => [
-    { action: 'CreateSnapshots', match: (f) => f.get('InstanceSpecification.InstanceId') === nodes[1]!.id, status: permanent.status, code: permanent.code, message: permanent.message },
-    { action: 'CreateSnapshots', match: (f) => f.get('InstanceSpecification.InstanceId') === nodes[2]!.id, times: 2, status: 503, code: 'ServiceUnavailable', message: 'The service is unavailable. Please try again shortly.' },
+    {
+      action: 'CreateSnapshots',
+      match: (f) => f.get('InstanceSpecification.InstanceId') === nodes[1]!.id,
+      status: permanent.status,
+      code: permanent.code,
+      message: permanent.message,
+    },
+    {
+      action: 'CreateSnapshots',
+      match: (f) => f.get('InstanceSpecification.InstanceId') === nodes[2]!.id,
+      times: 2,
+      status: 503,
+      code: 'ServiceUnavailable',
+      message: 'The service is unavailable. Please try again shortly.',
+    },
   ];
 
   /** The manifest and moto agree: nodes 1 and 3 have their volumes' snapshots, node 2 none. */
@@ -97,51 +123,64 @@ describe('faults: provider errors during backup (moto behind a fault proxy)', ()
     expect(manifest.snapshots.some((s: any) => s.node === nodes[1]!.node)).toBe(false);
   }
 
-  it.each(PERMANENT.map((e) => [e.code, e.status, e] as const))('permanent %s (HTTP %i) on one node (transient 503 on another): exit 3, failure reported, bundle incomplete, the snapshots made recorded and present in moto', async (code, _status, permanent) => {
-    const p = await proxy(snapshotRules(permanent));
-    const out = path.join(dir, `b-${code}`);
-    const t0 = Date.now();
-    const r = await backup(p, ['--out', out, '-o', 'json']);
-    console.log(`backup with a permanent ${code} on 1 of 3 nodes: exit ${r.code} in ${((Date.now() - t0) / 1000).toFixed(1)} s; proxy answered ${p.hits[0]} permanent, ${p.hits[1]} transient errors`);
-    expect(r.code, r.stderr).toBe(3);
-    noStack(r.stdout + r.stderr);
-    // The permanent error was not retried; the transient one was, and that node succeeded.
-    expect(p.hits).toEqual([1, 2]);
-    const res = JSON.parse(r.stdout);
-    expect(res.complete).toBe(false);
-    expect(res.cleanedUp).toBe(false);
-    const failed = res.nodes.find((n: any) => n.node === nodes[1]!.node);
-    expect(failed).toMatchObject({ ok: false, machine: nodes[1]!.id, snapshots: 0 });
-    expect(failed.error).toMatch(permanent.reported);
-    for (const n of [nodes[0]!, nodes[2]!]) expect(res.nodes.find((x: any) => x.node === n.node), n.node).toMatchObject({ ok: true, snapshots: 2 });
-    // The error line on stderr names the node and the error.
-    expect(r.stderr).toContain(`error: ${nodes[1]!.node}: ${failed.error}`);
+  it.each(PERMANENT.map((e) => [e.code, e.status, e] as const))(
+    'permanent %s (HTTP %i) on one node (transient 503 on another): exit 3, failure reported, bundle incomplete, the snapshots made recorded and present in moto',
+    async (code, _status, permanent) => {
+      const p = await proxy(snapshotRules(permanent));
+      const out = path.join(dir, `b-${code}`);
+      const t0 = Date.now();
+      const r = await backup(p, ['--out', out, '-o', 'json']);
+      console.log(
+        `backup with a permanent ${code} on 1 of 3 nodes: exit ${r.code} in ${((Date.now() - t0) / 1000).toFixed(1)} s; proxy answered ${p.hits[0]} permanent, ${p.hits[1]} transient errors`,
+      );
+      expect(r.code, r.stderr).toBe(3);
+      noStack(r.stdout + r.stderr);
+      // The permanent error was not retried; the transient one was, and that node succeeded.
+      expect(p.hits).toEqual([1, 2]);
+      const res = JSON.parse(r.stdout);
+      expect(res.complete).toBe(false);
+      expect(res.cleanedUp).toBe(false);
+      const failed = res.nodes.find((n: any) => n.node === nodes[1]!.node);
+      expect(failed).toMatchObject({ ok: false, machine: nodes[1]!.id, snapshots: 0 });
+      expect(failed.error).toMatch(permanent.reported);
+      for (const n of [nodes[0]!, nodes[2]!])
+        expect(
+          res.nodes.find((x: any) => x.node === n.node),
+          n.node,
+        ).toMatchObject({ ok: true, snapshots: 2 });
+      // The error line on stderr names the node and the error.
+      expect(r.stderr).toContain(`error: ${nodes[1]!.node}: ${failed.error}`);
 
-    // The bundle is committed, marked incomplete, with the snapshots that were made.
-    const manifest = manifestOf(out);
-    expect(manifest.id).toBe(res.bundleId);
-    expect(manifest.complete).toBe(false);
-    expect(manifest.notes).toContain(`backup incomplete: node ${nodes[1]!.node}: ${failed.error}`);
-    await expectSnapshotsOfNodes1And3(manifest, 'completed');
-    expect(res.snapshots.map((s: any) => s.snapshotId).sort()).toEqual(manifest.snapshots.map((s: any) => s.snapshotId).sort());
-    // ... and they exist in moto, and nothing else of this bundle does.
-    const inMoto = await snapshotsOfBundle(manifest.id);
-    expect(inMoto.map((s) => s.SnapshotId).sort()).toEqual(manifest.snapshots.map((s: any) => s.snapshotId).sort());
-    expect(inMoto.every((s) => s.State === 'completed')).toBe(true);
-    expect(inMoto.some((s) => nodes[1]!.volumes.includes(s.VolumeId!))).toBe(false);
+      // The bundle is committed, marked incomplete, with the snapshots that were made.
+      const manifest = manifestOf(out);
+      expect(manifest.id).toBe(res.bundleId);
+      expect(manifest.complete).toBe(false);
+      expect(manifest.notes).toContain(`backup incomplete: node ${nodes[1]!.node}: ${failed.error}`);
+      await expectSnapshotsOfNodes1And3(manifest, 'completed');
+      expect(res.snapshots.map((s: any) => s.snapshotId).sort()).toEqual(manifest.snapshots.map((s: any) => s.snapshotId).sort());
+      // ... and they exist in moto, and nothing else of this bundle does.
+      const inMoto = await snapshotsOfBundle(manifest.id);
+      expect(inMoto.map((s) => s.SnapshotId).sort()).toEqual(manifest.snapshots.map((s: any) => s.snapshotId).sort());
+      expect(inMoto.every((s) => s.State === 'completed')).toBe(true);
+      expect(inMoto.some((s) => nodes[1]!.volumes.includes(s.VolumeId!))).toBe(false);
 
-    const v = await runCli(['verify', out]);
-    expect(v.code, v.stdout + v.stderr).toBe(2);
-    expect(v.stdout + v.stderr).toMatch(/marked incomplete/);
-    const ins = await runCli(['inspect', out, '-o', 'json']);
-    expect(ins.code, ins.stderr).toBe(0);
-    expect(JSON.parse(ins.stdout)).toMatchObject({ complete: false });
-    const insTable = await runCli(['inspect', out]);
-    expect(insTable.stdout).toMatch(/Complete\s+no/);
-    // snapshots list finds them by tag, without the bundle.
-    const list = await runCli(['snapshots', 'list', '--bundle', manifest.id, '-o', 'json'], { env: moto.env });
-    expect(JSON.parse(list.stdout).map((s: any) => s.snapshotId).sort()).toEqual(manifest.snapshots.map((s: any) => s.snapshotId).sort());
-  });
+      const v = await runCli(['verify', out]);
+      expect(v.code, v.stdout + v.stderr).toBe(2);
+      expect(v.stdout + v.stderr).toMatch(/marked incomplete/);
+      const ins = await runCli(['inspect', out, '-o', 'json']);
+      expect(ins.code, ins.stderr).toBe(0);
+      expect(JSON.parse(ins.stdout)).toMatchObject({ complete: false });
+      const insTable = await runCli(['inspect', out]);
+      expect(insTable.stdout).toMatch(/Complete\s+no/);
+      // snapshots list finds them by tag, without the bundle.
+      const list = await runCli(['snapshots', 'list', '--bundle', manifest.id, '-o', 'json'], { env: moto.env });
+      expect(
+        JSON.parse(list.stdout)
+          .map((s: any) => s.snapshotId)
+          .sort(),
+      ).toEqual(manifest.snapshots.map((s: any) => s.snapshotId).sort());
+    },
+  );
 
   it('the same through the table output with --cleanup-on-failure: the failed node and error shown, the snapshots made deleted in moto', async () => {
     const p = await proxy(snapshotRules());
@@ -151,7 +190,9 @@ describe('faults: provider errors during backup (moto behind a fault proxy)', ()
     noStack(r.stdout + r.stderr);
     expect(p.hits).toEqual([1, 2]);
     expect(r.stdout).toMatch(/complete\s+NO/);
-    expect(r.stdout).toMatch(new RegExp(`${nodes[1]!.node}\\s+aws\\s+${nodes[1]!.id}\\s+0\\s+\\S+\\s+FAILED: AWS CreateSnapshots: permission denied \\(UnauthorizedOperation\\)`));
+    expect(r.stdout).toMatch(
+      new RegExp(`${nodes[1]!.node}\\s+aws\\s+${nodes[1]!.id}\\s+0\\s+\\S+\\s+FAILED: AWS CreateSnapshots: permission denied \\(UnauthorizedOperation\\)`),
+    );
     for (const n of [nodes[0]!, nodes[2]!]) expect(r.stdout).toMatch(new RegExp(`${n.node}\\s+aws\\s+${n.id}\\s+2\\s+\\S+\\s+ok`));
     expect(r.stdout).toContain('the snapshots made were deleted (--cleanup-on-failure)');
     const manifest = manifestOf(out);
@@ -164,7 +205,7 @@ describe('faults: provider errors during backup (moto behind a fault proxy)', ()
     expect((await runCli(['verify', out])).code).toBe(2);
   });
 
-  it('permanent error on CreateTags after EC2 made one node\'s snapshots: those snapshots are recorded (not orphaned), and --cleanup-on-failure deletes them', async () => {
+  it("permanent error on CreateTags after EC2 made one node's snapshots: those snapshots are recorded (not orphaned), and --cleanup-on-failure deletes them", async () => {
     const victim = nodes[1]!;
     // Fail the per-snapshot CreateTags call for the victim's new snapshots (moto says whose a snapshot is).
     const p = await proxy([
@@ -196,7 +237,12 @@ describe('faults: provider errors during backup (moto behind a fault proxy)', ()
     const inMoto = await snapshotsOfBundle(manifest.id);
     expect(inMoto).toHaveLength(6);
     expect(manifest.snapshots.map((s: any) => s.snapshotId).sort()).toEqual(inMoto.map((s) => s.SnapshotId).sort());
-    expect(manifest.snapshots.filter((s: any) => s.node === victim.node).map((s: any) => s.disk).sort()).toEqual(victim.volumes);
+    expect(
+      manifest.snapshots
+        .filter((s: any) => s.node === victim.node)
+        .map((s: any) => s.disk)
+        .sort(),
+    ).toEqual(victim.volumes);
 
     // With --cleanup-on-failure nothing of the failed backup is left in moto.
     const out2 = path.join(dir, 'b-tags-cleanup');

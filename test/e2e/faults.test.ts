@@ -32,7 +32,6 @@ function errorLines(stderr: string): string[] {
   return lines.slice(at);
 }
 
-
 async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await cond())) {
@@ -43,7 +42,13 @@ async function until(what: string, cond: () => boolean | Promise<boolean>, timeo
 
 /** A partial bundle directory under `dir` is writing IPAM handles (the export is in its longest phase). */
 const writingHandles = (dir: string) => () =>
-  fs.readdirSync(dir).some((f) => f.includes('.partial-') && ['IPAMHandle/_cluster', 'IPAMHandle.jsonl'].some((h) => fs.existsSync(path.join(dir, f, 'resources/crd.projectcalico.org', h))));
+  fs
+    .readdirSync(dir)
+    .some(
+      (f) =>
+        f.includes('.partial-') &&
+        ['IPAMHandle/_cluster', 'IPAMHandle.jsonl'].some((h) => fs.existsSync(path.join(dir, f, 'resources/crd.projectcalico.org', h))),
+    );
 
 describe('faults: API server restarts and a full disk', () => {
   let client: KubeClient;
@@ -63,7 +68,10 @@ describe('faults: API server restarts and a full disk', () => {
 
   /** The API server is back (restart it if a test left it down). */
   async function ensureApiserver(): Promise<void> {
-    const ok = await client.serverVersion().then(() => true, () => false);
+    const ok = await client.serverVersion().then(
+      () => true,
+      () => false,
+    );
     if (!ok) await cluster.startApiserver();
   }
 
@@ -159,18 +167,26 @@ describe('faults: API server restarts and a full disk', () => {
     expect(e.code, e.stderr).toBe(0);
     // Lose every IPAM handle the way the incident lost everything: delete the CRD (its objects go with it).
     await client.delete(K.crd, undefined, 'ipamhandles.crd.projectcalico.org');
-    await client.waitFor('ipamhandles CRD gone', async () => ((await client.getOrUndefined(K.crd, undefined, 'ipamhandles.crd.projectcalico.org')) ? undefined : true), { timeoutMs: 120_000 });
+    await client.waitFor(
+      'ipamhandles CRD gone',
+      async () => ((await client.getOrUndefined(K.crd, undefined, 'ipamhandles.crd.projectcalico.org')) ? undefined : true),
+      { timeoutMs: 120_000 },
+    );
 
     const run = startCli(['restore', bundle, '--resources', '--yes', '-v'], { CNI_REWIND_KUBE_RETRY_MS: '120000' });
     // Wait until handles are being created, then kill the API server.
-    await until('restore creating IPAM handles', async () => {
-      try {
-        for await (const page of client.listPages(HANDLES, { limit: 200 })) return (page as unknown as { items: unknown[] }).items.length >= 200;
-        return false;
-      } catch {
-        return false;
-      }
-    }, 180_000);
+    await until(
+      'restore creating IPAM handles',
+      async () => {
+        try {
+          for await (const page of client.listPages(HANDLES, { limit: 200 })) return (page as unknown as { items: unknown[] }).items.length >= 200;
+          return false;
+        } catch {
+          return false;
+        }
+      },
+      180_000,
+    );
     await cluster.stopApiserver();
     await new Promise((r) => setTimeout(r, 3000));
     await cluster.startApiserver();

@@ -46,10 +46,14 @@ describe('foundation: real control plane, status', () => {
     await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
     await applyFixture(client, '3.28.1', 'custom-resources.yaml');
     // kwok makes the operator pod Ready; the Deployment becomes available through the real controllers.
-    await client.waitFor('tigera-operator available', async () => {
-      const d = await client.get(K.deployment, 'tigera-operator', 'tigera-operator');
-      return d.status?.availableReplicas === 1 ? true : undefined;
-    }, { timeoutMs: 120_000 });
+    await client.waitFor(
+      'tigera-operator available',
+      async () => {
+        const d = await client.get(K.deployment, 'tigera-operator', 'tigera-operator');
+        return d.status?.availableReplicas === 1 ? true : undefined;
+      },
+      { timeoutMs: 120_000 },
+    );
     const r = await runCli(['status', '-o', 'json']);
     expect(r.code, r.stderr).toBe(0);
     const s = JSON.parse(r.stdout);
@@ -62,7 +66,10 @@ describe('foundation: real control plane, status', () => {
   it('gives one clear line and exit 4 for an unreachable cluster, 2 for an unknown context', async () => {
     const { mkdtempSync, writeFileSync } = await import('node:fs');
     const dir = mkdtempSync('/tmp/cnr-kc-');
-    writeFileSync(`${dir}/kc`, `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: abcdefgh}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n`);
+    writeFileSync(
+      `${dir}/kc`,
+      `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: abcdefgh}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n`,
+    );
     const r = await runCli(['status', '--kubeconfig', `${dir}/kc`], { env: { CNI_REWIND_KUBE_RETRY_MS: '1000' } });
     expect(r.code).toBe(4);
     expect(r.stderr).toMatch(/cannot reach the Kubernetes API server/);

@@ -40,8 +40,15 @@ describe('backup with the GCP Compute provider (against a local FAKE of the Comp
     dir = mkdtempSync(path.join(tmpdir(), 'cnr-gcp-'));
     cfg = path.join(dir, 'cni-rewind.yaml');
     writeFileSync(cfg, `providers:\n  gcp:\n    endpoint: ${fake.url}\n    auth: none\n    pollSeconds: 0.2\n`);
-    for (const n of nodes) fake.addInstance(ZONE, n, [{ deviceName: 'persistent-disk-0', boot: true, sizeGb: 20 }, { deviceName: 'data-1', sizeGb: 50 }]);
-    await createFakeNodes(client, nodes.map((n) => ({ name: n, providerID: `gce://${fake.project}/${ZONE}/${n}`, labels: { 'cnr-test': 'gcp' } })));
+    for (const n of nodes)
+      fake.addInstance(ZONE, n, [
+        { deviceName: 'persistent-disk-0', boot: true, sizeGb: 20 },
+        { deviceName: 'data-1', sizeGb: 50 },
+      ]);
+    await createFakeNodes(
+      client,
+      nodes.map((n) => ({ name: n, providerID: `gce://${fake.project}/${ZONE}/${n}`, labels: { 'cnr-test': 'gcp' } })),
+    );
   });
 
   afterAll(async () => {
@@ -119,7 +126,13 @@ describe('backup with the GCP Compute provider (against a local FAKE of the Comp
     const providers = providerSetFor(await loadConfig(cfg), reporter);
     const manifest = await readBundleManifest(bundlePath);
     try {
-      const run = await restoreNodeDisks(client, manifest, providers, { nodes: [node], concurrency: 1, drainTimeoutMs: 60_000, readyTimeoutMs: 60_000, mapping: emptyMapping() }, reporter);
+      const run = await restoreNodeDisks(
+        client,
+        manifest,
+        providers,
+        { nodes: [node], concurrency: 1, drainTimeoutMs: 60_000, readyTimeoutMs: 60_000, mapping: emptyMapping() },
+        reporter,
+      );
       expect(run.outcomes).toEqual([expect.objectContaining({ node, state: 'done', cordoned: false })]);
     } finally {
       await providers.closeAll();
@@ -140,7 +153,10 @@ describe('backup with the GCP Compute provider (against a local FAKE of the Comp
     expect(stops).toHaveLength(1);
     expect((await client.get(K.node, undefined, node)).spec?.unschedulable).toBeFalsy();
     // The other node is untouched.
-    expect(fake.instances.get(`${ZONE}/${nodes[1]}`)!.disks.map((d) => d.source.split('/').pop())).toEqual([`${nodes[1]}-persistent-disk-0`, `${nodes[1]}-data-1`]);
+    expect(fake.instances.get(`${ZONE}/${nodes[1]}`)!.disks.map((d) => d.source.split('/').pop())).toEqual([
+      `${nodes[1]}-persistent-disk-0`,
+      `${nodes[1]}-data-1`,
+    ]);
   });
 
   it('restore --disks refuses (exit 5) before touching anything when a PodDisruptionBudget allows no disruption', async () => {
@@ -154,13 +170,29 @@ describe('backup with the GCP Compute provider (against a local FAKE of the Comp
         apiVersion: 'apps/v1',
         kind: 'Deployment',
         metadata: { name: 'db', namespace: ns },
-        spec: { replicas: 1, selector: { matchLabels: { app: 'db' } }, template: { metadata: { labels: { app: 'db' } }, spec: { nodeSelector: { 'kubernetes.io/hostname': node }, containers: [{ name: 'c', image: 'registry.invalid/pause:1' }] } } },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: { app: 'db' } },
+          template: {
+            metadata: { labels: { app: 'db' } },
+            spec: { nodeSelector: { 'kubernetes.io/hostname': node }, containers: [{ name: 'c', image: 'registry.invalid/pause:1' }] },
+          },
+        },
       });
-      await client.create(K.pdb, { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'db', namespace: ns }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'db' } } } });
-      await client.waitFor('PDB db computed with 0 disruptions allowed', async () => {
-        const p = await client.get(K.pdb, ns, 'db');
-        return p.status?.currentHealthy === 1 && p.status?.disruptionsAllowed === 0 ? true : undefined;
-      }, { timeoutMs: 120_000 });
+      await client.create(K.pdb, {
+        apiVersion: 'policy/v1',
+        kind: 'PodDisruptionBudget',
+        metadata: { name: 'db', namespace: ns },
+        spec: { minAvailable: 1, selector: { matchLabels: { app: 'db' } } },
+      });
+      await client.waitFor(
+        'PDB db computed with 0 disruptions allowed',
+        async () => {
+          const p = await client.get(K.pdb, ns, 'db');
+          return p.status?.currentHealthy === 1 && p.status?.disruptionsAllowed === 0 ? true : undefined;
+        },
+        { timeoutMs: 120_000 },
+      );
       const requestsBefore = fake.requests.length;
       const r = await cli(['restore', bundlePath, '--disks', '--nodes', node, '--yes']);
       expect(r.code, r.stderr).toBe(5);
@@ -187,14 +219,22 @@ describe('backup with the GCP Compute provider (against a local FAKE of the Comp
   it('a regional persistent disk is snapshotted and restored through the regional API, never looked up as zonal', async () => {
     const node = `${PREFIX}regional`;
     const region = 'europe-west1';
-    fake.addInstance(ZONE, node, [{ deviceName: 'persistent-disk-0', boot: true }, { deviceName: 'shared', region }]);
+    fake.addInstance(ZONE, node, [
+      { deviceName: 'persistent-disk-0', boot: true },
+      { deviceName: 'shared', region },
+    ]);
     await createFakeNodes(client, [{ name: node, providerID: `gce://${fake.project}/${ZONE}/${node}` }]);
     const out = path.join(dir, 'b-regional');
     const r = await cli(['backup', '--nodes', node, '--out', out, '-o', 'json']);
     expect(r.code, r.stderr).toBe(0);
     const manifest = JSON.parse(readFileSync(path.join(out, 'manifest.json'), 'utf8'));
     const rec = manifest.snapshots.find((s: any) => s.device === 'shared');
-    expect(rec).toMatchObject({ disk: `${node}-shared`, state: 'completed', location: { region }, details: { replicaZones: [ZONE, expect.stringMatching(/^europe-west1-/)] } });
+    expect(rec).toMatchObject({
+      disk: `${node}-shared`,
+      state: 'completed',
+      location: { region },
+      details: { replicaZones: [ZONE, expect.stringMatching(/^europe-west1-/)] },
+    });
     const paths = fake.requests.map((q) => `${q.method} ${q.path.split('?')[0]}`);
     expect(paths).toContain(`POST /compute/v1/projects/${fake.project}/regions/${region}/disks/${node}-shared/createSnapshot`);
     expect(paths.some((p) => p.includes(`/zones/${ZONE}/disks/${node}-shared`))).toBe(false);
@@ -208,4 +248,3 @@ describe('backup with the GCP Compute provider (against a local FAKE of the Comp
     expect(created.replicaZones).toHaveLength(2);
   });
 });
-

@@ -1,5 +1,4 @@
 import { execFile, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { inject } from 'vitest';
@@ -55,11 +54,19 @@ export async function resetCalico(client: KubeClient): Promise<void> {
   // calico.yaml's other kube-system objects: its PDB would otherwise linger and count in later drain preflights.
   await client.delete(K.pdb, 'kube-system', 'calico-kube-controllers');
   for (const sa of ['calico-kube-controllers', 'calico-node', 'calico-cni-plugin']) await client.delete(K.serviceAccount, 'kube-system', sa);
-  await client.waitFor('Calico CRDs to be deleted', async () => ((await client.listAll(K.crd)).some((c) => CALICO_GROUPS.includes(c.spec.group)) ? undefined : true), { timeoutMs: 120_000 });
-  await client.waitFor('Calico namespaces to be deleted', async () => {
-    for (const ns of CALICO_NAMESPACES) if (await client.getOrUndefined(K.namespace, undefined, ns)) return undefined;
-    return true;
-  }, { timeoutMs: 180_000 });
+  await client.waitFor(
+    'Calico CRDs to be deleted',
+    async () => ((await client.listAll(K.crd)).some((c) => CALICO_GROUPS.includes(c.spec.group)) ? undefined : true),
+    { timeoutMs: 120_000 },
+  );
+  await client.waitFor(
+    'Calico namespaces to be deleted',
+    async () => {
+      for (const ns of CALICO_NAMESPACES) if (await client.getOrUndefined(K.namespace, undefined, ns)) return undefined;
+      return true;
+    },
+    { timeoutMs: 180_000 },
+  );
 }
 
 /** Delete all nodes whose name starts with a prefix (test-created kwok nodes). */
@@ -67,7 +74,13 @@ export async function deleteNodes(client: KubeClient, prefix: string): Promise<v
   for (const n of await client.listAll(K.node)) if (n.metadata.name.startsWith(prefix)) await client.delete(K.node, undefined, n.metadata.name);
 }
 
-export const calicoType = (plural: string, kind: string, namespaced = false): ResourceType => ({ group: 'crd.projectcalico.org', version: 'v1', plural, kind, namespaced });
+export const calicoType = (plural: string, kind: string, namespaced = false): ResourceType => ({
+  group: 'crd.projectcalico.org',
+  version: 'v1',
+  plural,
+  kind,
+  namespaced,
+});
 export const operatorType = (plural: string, kind: string): ResourceType => ({ group: 'operator.tigera.io', version: 'v1', plural, kind, namespaced: false });
 
 export interface CliResult {
@@ -85,7 +98,13 @@ function killHook(env: NodeJS.ProcessEnv): string[] {
 
 export function runCli(
   args: string[],
-  opts: { env?: Record<string, string>; cwd?: string; timeoutMs?: number; input?: string; onSpawn?: (child: import('node:child_process').ChildProcess) => void } = {},
+  opts: {
+    env?: Record<string, string>;
+    cwd?: string;
+    timeoutMs?: number;
+    input?: string;
+    onSpawn?: (child: import('node:child_process').ChildProcess) => void;
+  } = {},
 ): Promise<CliResult> {
   const main = path.join(packageRoot(), 'dist', 'src', 'cli', 'main.js');
   const env = { ...process.env, KUBECONFIG: kubeconfig(), NO_COLOR: '1', ...opts.env };

@@ -69,7 +69,11 @@ async function expectIpamIntact(evs: DriverEvent[]): Promise<void> {
   const check = await ipamCheck();
   expect(check.leakedIps).toEqual(new Set(held.values()));
   expect(check.leaked).toBe(held.size);
-  expect({ noAllocation: check.noAllocation, handlesWithoutIps: check.handlesWithoutIps, missingHandles: check.missingHandles }).toEqual({ noAllocation: 0, handlesWithoutIps: 0, missingHandles: 0 });
+  expect({ noAllocation: check.noAllocation, handlesWithoutIps: check.handlesWithoutIps, missingHandles: check.missingHandles }).toEqual({
+    noAllocation: 0,
+    handlesWithoutIps: 0,
+    missingHandles: 0,
+  });
   // The kwok pods' addresses (kwok assigns them, not Calico) are the only ones in use outside the pools.
   expect(check.outsidePoolIps.length).toBe(check.notInPools);
   expect(check.outsidePoolIps.filter((ip) => ip.startsWith('192.168.'))).toEqual([]);
@@ -85,7 +89,10 @@ describe('IPAM under churn through backup, diff and restore --resources (real Ca
     await cluster.stopCalico();
     await clearCalicoFinalizers(client);
     await resetCalico(client);
-    await createFakeNodes(client, NODES.map((name) => ({ name })));
+    await createFakeNodes(
+      client,
+      NODES.map((name) => ({ name })),
+    );
     await cluster.startCalico();
     await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
     await applyFixture(client, '3.28.1', 'custom-resources.yaml');
@@ -93,11 +100,15 @@ describe('IPAM under churn through backup, diff and restore --resources (real Ca
     await waitApiServiceAvailable(client, 240_000);
     // The operator creates the Installation's pool through the v3 API; the CNI plugin refuses to work until
     // ClusterInformation default says datastoreReady.
-    await client.waitFor('default-ipv4-ippool and a ready datastore', async () => {
-      const pool = await client.getOrUndefined(POOL, undefined, 'default-ipv4-ippool');
-      const ci = await client.getOrUndefined(CLUSTER_INFO, undefined, 'default');
-      return pool && ci?.spec?.datastoreReady === true ? true : undefined;
-    }, { timeoutMs: 240_000, intervalMs: 500 });
+    await client.waitFor(
+      'default-ipv4-ippool and a ready datastore',
+      async () => {
+        const pool = await client.getOrUndefined(POOL, undefined, 'default-ipv4-ippool');
+        const ci = await client.getOrUndefined(CLUSTER_INFO, undefined, 'default');
+        return pool && ci?.spec?.datastoreReady === true ? true : undefined;
+      },
+      { timeoutMs: 240_000, intervalMs: 500 },
+    );
     baseline = await ipamCheck();
   }, 60 * 60_000);
 
@@ -133,7 +144,9 @@ describe('IPAM under churn through backup, diff and restore --resources (real Ca
     const evs = events();
     const end = evs.filter((e) => e.op === 'end').pop()!;
     expect(end.unsettled ?? []).toEqual([]);
-    console.log(`churn a: ${count('assign')} assigns, ${count('release')} releases, ${count('fail')} failures; ${count('assign', backupEnd)} assigns and ${count('release', backupEnd)} releases after the backup; ${end.held} held`);
+    console.log(
+      `churn a: ${count('assign')} assigns, ${count('release')} releases, ${count('fail')} failures; ${count('assign', backupEnd)} assigns and ${count('release', backupEnd)} releases after the backup; ${end.held} held`,
+    );
 
     const d = await runCli(['diff', bundle, '-o', 'json']);
     expect(d.code, d.stderr).toBe(1);
@@ -166,7 +179,9 @@ describe('IPAM under churn through backup, diff and restore --resources (real Ca
     const evs = events();
     expect(evs.filter((e) => e.op === 'end').pop()!.unsettled ?? []).toEqual([]);
     const written = result.actions.filter((a: any) => a.phase === 'ipam' && ['create', 'update', 'replace'].includes(a.action)).length;
-    console.log(`churn b: ${count('assign', '', `${run}b-`)} assigns, ${count('release', '', `${run}b-`)} releases, ${count('fail', '', `${run}b-`)} failures (datastore lock); restore wrote ${written} IPAM objects; counts ${JSON.stringify(result.counts)}`);
+    console.log(
+      `churn b: ${count('assign', '', `${run}b-`)} assigns, ${count('release', '', `${run}b-`)} releases, ${count('fail', '', `${run}b-`)} failures (datastore lock); restore wrote ${written} IPAM objects; counts ${JSON.stringify(result.counts)}`,
+    );
 
     await expectIpamIntact(evs);
   }, 600_000);
@@ -193,7 +208,9 @@ describe('IPAM under churn through backup, diff and restore --resources (real Ca
     const evs = events();
     expect(evs.filter((e) => e.op === 'end').pop()!.unsettled ?? []).toEqual([]);
     const during = (op: DriverEvent['op']) => evs.filter((e) => e.op === op && e.t > applyStart && e.t < applyEnd && e.pod?.startsWith(`${run}c-`)).length;
-    console.log(`churn c: during apply ${during('assign')} assigns, ${during('release')} releases, ${during('fail')} failures; apply ${JSON.stringify(JSON.parse(a.stdout).steps?.map((s: any) => s.id ?? s) ?? a.stdout.slice(0, 300))}`);
+    console.log(
+      `churn c: during apply ${during('assign')} assigns, ${during('release')} releases, ${during('fail')} failures; apply ${JSON.stringify(JSON.parse(a.stdout).steps?.map((s: any) => s.id ?? s) ?? a.stdout.slice(0, 300))}`,
+    );
     expect(during('assign') + during('release')).toBeGreaterThan(0);
     await expectIpamIntact(evs);
   }, 1_200_000);

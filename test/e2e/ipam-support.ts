@@ -45,12 +45,29 @@ export async function stopAllChurns(): Promise<void> {
 }
 
 /** Start `ipam-driver churn`, its JSON lines appended to `logFile`. */
-export async function startChurn(logFile: string, args: { nodes: string[]; prefix: string; rate: number; target: number; durationS: number; seed?: number }): Promise<Churn> {
+export async function startChurn(
+  logFile: string,
+  args: { nodes: string[]; prefix: string; rate: number; target: number; durationS: number; seed?: number },
+): Promise<Churn> {
   const dir = await ensureCalicoProgram('ipam-driver', CALICO_PROGRAMS_VERSION);
   const out = await open(logFile, 'a');
   const child = spawn(
     path.join(dir, 'ipam-driver'),
-    ['churn', '--nodes', args.nodes.join(','), '--prefix', args.prefix, '--rate', String(args.rate), '--target', String(args.target), '--duration', `${args.durationS}s`, '--seed', String(args.seed ?? 1)],
+    [
+      'churn',
+      '--nodes',
+      args.nodes.join(','),
+      '--prefix',
+      args.prefix,
+      '--rate',
+      String(args.rate),
+      '--target',
+      String(args.target),
+      '--duration',
+      `${args.durationS}s`,
+      '--seed',
+      String(args.seed ?? 1),
+    ],
     { env: { ...process.env, KUBECONFIG: kubeconfig(), DATASTORE_TYPE: 'kubernetes' }, stdio: ['ignore', out.fd, 'pipe'] },
   );
   let stderr = '';
@@ -79,10 +96,13 @@ export async function startChurn(logFile: string, args: { nodes: string[]; prefi
 export function readEvents(logFile: string): DriverEvent[] {
   // Go writes RFC 3339 with up to 9 fraction digits and trailing zeros cut: as ISO strings of JavaScript's form,
   // times compare as strings.
-  return readFileSync(logFile, 'utf8').split('\n').filter((l) => l.trim()).map((l) => {
-    const e = JSON.parse(l) as DriverEvent;
-    return { ...e, t: new Date(e.t.replace(/(\.\d{3})\d+/, '$1')).toISOString() };
-  });
+  return readFileSync(logFile, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => {
+      const e = JSON.parse(l) as DriverEvent;
+      return { ...e, t: new Date(e.t.replace(/(\.\d{3})\d+/, '$1')).toISOString() };
+    });
 }
 
 /** Replays assign/release lines: handle -> address it holds (a handle holds one IPv4 address). */

@@ -45,24 +45,42 @@ describe('OIDC id-tokens refreshed during a run (fake issuer, token-validating p
     const caFile = path.join(work, 'ca.crt');
     writeFileSync(caFile, a.ca);
     const config = path.join(work, 'oidc.yaml');
-    writeFileSync(config, yaml.dump({
-      apiVersion: 'v1',
-      kind: 'Config',
-      'current-context': 'oidc',
-      clusters: [{ name: 'c', cluster: { server: proxy.url, 'certificate-authority-data': a.ca.toString('base64') } }],
-      users: [{ name: 'oidc-user', user: { 'auth-provider': { name: 'oidc', config: { 'idp-issuer-url': idp.issuer, 'client-id': idp.clientId, 'id-token': idp.expiredIdToken(), 'refresh-token': idp.refreshToken } } } }],
-      contexts: [{ name: 'oidc', context: { cluster: 'c', user: 'oidc-user' } }],
-    }));
+    writeFileSync(
+      config,
+      yaml.dump({
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': 'oidc',
+        clusters: [{ name: 'c', cluster: { server: proxy.url, 'certificate-authority-data': a.ca.toString('base64') } }],
+        users: [
+          {
+            name: 'oidc-user',
+            user: {
+              'auth-provider': {
+                name: 'oidc',
+                config: { 'idp-issuer-url': idp.issuer, 'client-id': idp.clientId, 'id-token': idp.expiredIdToken(), 'refresh-token': idp.refreshToken },
+              },
+            },
+          },
+        ],
+        contexts: [{ name: 'oidc', context: { cluster: 'c', user: 'oidc-user' } }],
+      }),
+    );
     try {
       const t0 = Date.now();
-      const r = await runCli(['wrap', '--out', path.join(work, 'bundle'), '--', 'sleep', String(LIFETIME_S + 1)], { env: { KUBECONFIG: config, NODE_EXTRA_CA_CERTS: caFile }, timeoutMs: 300_000 });
+      const r = await runCli(['wrap', '--out', path.join(work, 'bundle'), '--', 'sleep', String(LIFETIME_S + 1)], {
+        env: { KUBECONFIG: config, NODE_EXTRA_CA_CERTS: caFile },
+        timeoutMs: 300_000,
+      });
       const ms = Date.now() - t0;
       expect(r.code, r.stderr + r.stdout.slice(-2000)).toBe(0);
       expect(ms).toBeGreaterThan(LIFETIME_S * 1000);
       // The expired token was refreshed at the start, and again once the first refreshed one ran out.
       expect(idp.refreshes).toBeGreaterThanOrEqual(2);
       expect(proxy.accepted).toBeGreaterThan(0);
-      console.log(`wrap took ${(ms / 1000).toFixed(1)} s; token endpoint called ${idp.refreshes} times; proxy accepted ${proxy.accepted}, rejected ${proxy.rejected}`);
+      console.log(
+        `wrap took ${(ms / 1000).toFixed(1)} s; token endpoint called ${idp.refreshes} times; proxy accepted ${proxy.accepted}, rejected ${proxy.rejected}`,
+      );
     } finally {
       await proxy.close();
       await idp.close();

@@ -29,14 +29,20 @@ const work = mkdtempSync(path.join(os.tmpdir(), 'cnr-kubeconfig-'));
 /** A kubeconfig for the test cluster's CA with one context per entry. */
 function writeConfig(name: string, a: ApiServerAccess, current: string, entries: { ctx: string; server: string; user: object; proxyUrl?: string }[]): string {
   const file = path.join(work, name);
-  writeFileSync(file, yaml.dump({
-    apiVersion: 'v1',
-    kind: 'Config',
-    'current-context': current,
-    clusters: entries.map((e) => ({ name: `c-${e.ctx}`, cluster: { server: e.server, 'certificate-authority-data': a.ca.toString('base64'), ...(e.proxyUrl ? { 'proxy-url': e.proxyUrl } : {}) } })),
-    users: entries.map((e) => ({ name: `u-${e.ctx}`, user: e.user })),
-    contexts: entries.map((e) => ({ name: e.ctx, context: { cluster: `c-${e.ctx}`, user: `u-${e.ctx}` } })),
-  }));
+  writeFileSync(
+    file,
+    yaml.dump({
+      apiVersion: 'v1',
+      kind: 'Config',
+      'current-context': current,
+      clusters: entries.map((e) => ({
+        name: `c-${e.ctx}`,
+        cluster: { server: e.server, 'certificate-authority-data': a.ca.toString('base64'), ...(e.proxyUrl ? { 'proxy-url': e.proxyUrl } : {}) },
+      })),
+      users: entries.map((e) => ({ name: `u-${e.ctx}`, user: e.user })),
+      contexts: entries.map((e) => ({ name: e.ctx, context: { cluster: `c-${e.ctx}`, user: `u-${e.ctx}` } })),
+    }),
+  );
   return file;
 }
 
@@ -121,8 +127,16 @@ describe('kubeconfig like kubectl, on the real control plane', () => {
     await client.apply(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     await client.apply(K.serviceAccount, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'backup', namespace: ns } });
     const binding = { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'clusterrolebindings', kind: 'ClusterRoleBinding', namespaced: false };
-    await client.apply(binding, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'kubeconn-sa-view' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' }, subjects: [{ kind: 'ServiceAccount', name: 'backup', namespace: ns }] } as any);
-    const tr = await client.request('POST', `/api/v1/namespaces/${ns}/serviceaccounts/backup/token`, { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } } });
+    await client.apply(binding, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'kubeconn-sa-view' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+      subjects: [{ kind: 'ServiceAccount', name: 'backup', namespace: ns }],
+    } as any);
+    const tr = await client.request('POST', `/api/v1/namespaces/${ns}/serviceaccounts/backup/token`, {
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+    });
     const root = path.join(work, 'pod');
     mkdirSync(root + SERVICE_ACCOUNT_DIR, { recursive: true });
     writeFileSync(path.join(root + SERVICE_ACCOUNT_DIR, 'token'), tr.status.token);
@@ -161,15 +175,30 @@ describe('kubeconfig like kubectl, on the real control plane', () => {
     const ttl = path.join(work, 'token-ttl-ms');
     writeFileSync(ttl, '1000');
     const plugin = path.join(work, 'token-plugin.mjs');
-    writeFileSync(plugin, `import { createHmac } from 'node:crypto';
+    writeFileSync(
+      plugin,
+      `import { createHmac } from 'node:crypto';
 import { appendFileSync, readFileSync } from 'node:fs';
 appendFileSync(process.env.RUNS, 'x');
 const exp = String(Date.now() + Number(readFileSync(process.env.TTL_FILE, 'utf8')));
 const token = exp + '.' + createHmac('sha256', process.env.SECRET).update(exp).digest('hex');
 process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential',
   status: { token, expirationTimestamp: new Date(Number(exp)).toISOString() } }));
-`);
-    const user = { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [plugin], interactiveMode: 'Never', env: [{ name: 'SECRET', value: secret }, { name: 'RUNS', value: runs }, { name: 'TTL_FILE', value: ttl }] } };
+`,
+    );
+    const user = {
+      exec: {
+        apiVersion: 'client.authentication.k8s.io/v1',
+        command: process.execPath,
+        args: [plugin],
+        interactiveMode: 'Never',
+        env: [
+          { name: 'SECRET', value: secret },
+          { name: 'RUNS', value: runs },
+          { name: 'TTL_FILE', value: ttl },
+        ],
+      },
+    };
     const env = { KUBECONFIG: writeConfig('exec.yaml', a, 'eks-like', [{ ctx: 'eks-like', server: tokens.url, user }]) };
     const pluginRuns = () => readFileSync(runs, 'utf8').length;
     try {
@@ -185,7 +214,11 @@ process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/
 
       // Lose the handles as in the incident (their CRD deleted), then restore them through the same plugin and proxy.
       await client.delete(K.crd, undefined, 'ipamhandles.crd.projectcalico.org');
-      await client.waitFor('the ipamhandles CRD to be gone', async () => ((await client.getOrUndefined(K.crd, undefined, 'ipamhandles.crd.projectcalico.org')) ? undefined : true), { timeoutMs: 900_000, intervalMs: 2000 });
+      await client.waitFor(
+        'the ipamhandles CRD to be gone',
+        async () => ((await client.getOrUndefined(K.crd, undefined, 'ipamhandles.crd.projectcalico.org')) ? undefined : true),
+        { timeoutMs: 900_000, intervalMs: 2000 },
+      );
       writeFileSync(ttl, '5000');
       t0 = Date.now();
       const rs = await runCli(['restore', bundle, '--resources', '--kinds', 'IPAMHandle', '--yes'], { env, timeoutMs: 1_500_000 });
@@ -195,7 +228,9 @@ process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/
       expect(pluginRuns() - afterExport).toBeGreaterThanOrEqual(3);
       expect(await countHandles(client)).toBeGreaterThanOrEqual(HANDLES);
       // Figures for the report: visible with --reporter=verbose.
-      console.log(`export ${(exportMs / 1000).toFixed(1)} s, restore ${(restoreMs / 1000).toFixed(1)} s, plugin runs ${afterExport} + ${pluginRuns() - afterExport}, proxy accepted ${tokens.accepted}, rejected ${tokens.rejected}`);
+      console.log(
+        `export ${(exportMs / 1000).toFixed(1)} s, restore ${(restoreMs / 1000).toFixed(1)} s, plugin runs ${afterExport} + ${pluginRuns() - afterExport}, proxy accepted ${tokens.accepted}, rejected ${tokens.rejected}`,
+      );
     } finally {
       await tokens.close();
     }

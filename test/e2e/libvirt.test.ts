@@ -40,7 +40,13 @@ describe('libvirt provider on a real libvirtd', () => {
     const providers = providerSetFor({ providers: { libvirt: config }, backup: {} }, reporter);
     try {
       const manifest = await readBundleManifest(bundlePath);
-      const run = await restoreNodeDisks(client, manifest, providers, { nodes: [node], concurrency: 1, drainTimeoutMs: 60_000, readyTimeoutMs: 60_000, mapping: await loadNodeMapping(mappingFile) }, reporter);
+      const run = await restoreNodeDisks(
+        client,
+        manifest,
+        providers,
+        { nodes: [node], concurrency: 1, drainTimeoutMs: 60_000, readyTimeoutMs: 60_000, mapping: await loadNodeMapping(mappingFile) },
+        reporter,
+      );
       return { run, host };
     } finally {
       await providers.closeAll();
@@ -60,7 +66,10 @@ describe('libvirt provider on a real libvirtd', () => {
     virsh('start', 'cnr-vm-two');
     mappingFile = path.join(dir, 'mapping.yaml');
     writeFileSync(mappingFile, `nodes:\n  ${PREFIX}2: { provider: libvirt, domain: cnr-vm-two, uri: '${SYSTEM_URI}' }\n`);
-    await createFakeNodes(client, [1, 2].map((i) => ({ name: `${PREFIX}${i}`, labels: { 'cnr-test': 'libvirt' } })));
+    await createFakeNodes(
+      client,
+      [1, 2].map((i) => ({ name: `${PREFIX}${i}`, labels: { 'cnr-test': 'libvirt' } })),
+    );
   });
 
   afterAll(async () => {
@@ -78,7 +87,11 @@ describe('libvirt provider on a real libvirtd', () => {
     const manifest = JSON.parse(readFileSync(path.join(bundlePath, 'manifest.json'), 'utf8'));
     bundleId = manifest.id;
     const recs = manifest.snapshots;
-    expect(recs.map((s: any) => `${s.node}/${s.machine}/${s.device}`).sort()).toEqual([`${PREFIX}1/${PREFIX}1/vda`, `${PREFIX}1/${PREFIX}1/vdb`, `${PREFIX}2/cnr-vm-two/vda`]);
+    expect(recs.map((s: any) => `${s.node}/${s.machine}/${s.device}`).sort()).toEqual([
+      `${PREFIX}1/${PREFIX}1/vda`,
+      `${PREFIX}1/${PREFIX}1/vdb`,
+      `${PREFIX}2/cnr-vm-two/vda`,
+    ]);
     for (const s of recs) {
       expect(s).toMatchObject({ provider: 'libvirt', state: 'completed', location: { uri: SYSTEM_URI }, details: { mode: 'internal' } });
       expect(s.disk).toBe(domains[s.node]!.files[s.device === 'vdb' ? 1 : 0]);
@@ -108,7 +121,20 @@ describe('libvirt provider on a real libvirtd', () => {
     await qemuIo(vda!, 'write', 0xbb);
     await qemuIo(vdb!, 'write', 0xcc, 2 * 1024 * 1024);
     expect(await qemuIo(vda!, 'read', 0xbb)).toBe(true);
-    const r = await runCli(['restore', bundlePath, '--disks', '--nodes', `${PREFIX}1`, '--provider', 'libvirt', '--mapping', mappingFile, '--yes', '-o', 'json']);
+    const r = await runCli([
+      'restore',
+      bundlePath,
+      '--disks',
+      '--nodes',
+      `${PREFIX}1`,
+      '--provider',
+      'libvirt',
+      '--mapping',
+      mappingFile,
+      '--yes',
+      '-o',
+      'json',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     // The node was cordoned for the restore and is schedulable again.
     expect((await client.get(K.node, undefined, `${PREFIX}1`)).spec?.unschedulable).toBeFalsy();
@@ -157,14 +183,18 @@ describe('libvirt provider on a real libvirtd', () => {
     const canRevert = major > 9 || (major === 9 && minor >= 7);
     if (!canRevert) {
       expect(host.messages.find((m) => m.code === 'CNR_LIBVIRT_LIMIT')?.message).toContain(`libvirt ${libvirtd.version}`);
-      await expect(p.restoreDisks(target, recs, { runId: 'r' })).rejects.toThrow(new RegExp(`libvirt ${libvirtd.version.replace(/\./g, '\\.')} at ${SYSTEM_URI} cannot revert external snapshots .*domain cnr-vm-ext was not changed`));
+      await expect(p.restoreDisks(target, recs, { runId: 'r' })).rejects.toThrow(
+        new RegExp(`libvirt ${libvirtd.version.replace(/\./g, '\\.')} at ${SYSTEM_URI} cannot revert external snapshots .*domain cnr-vm-ext was not changed`),
+      );
     } else {
       const r = await p.restoreDisks(target, recs, { runId: 'r' });
       expect(r.restored).toHaveLength(1);
     }
     // Mixing kinds is refused before anything is created.
     const internal = await libvirtModule.create({ reporter: new Reporter(new RecordingIoHost()), config: {} });
-    await expect(internal.snapshot({ ...target, location: { ...target.location, mode: 'internal' } }, { bundleId: 'mix', clusterId: 'c', node: 'x' })).rejects.toThrow(/already has external snapshots/);
+    await expect(
+      internal.snapshot({ ...target, location: { ...target.location, mode: 'internal' } }, { bundleId: 'mix', clusterId: 'c', node: 'x' }),
+    ).rejects.toThrow(/already has external snapshots/);
     await p.delete(recs);
     await p.delete(recs); // already gone: not an error
     expect(virsh('snapshot-list', 'cnr-vm-ext', '--name')).toBe('');
@@ -175,11 +205,15 @@ describe('libvirt provider on a real libvirtd', () => {
     const t = await p.resolve({ name: 'test', labels: {}, annotations: {} });
     expect(t).toEqual({ node: 'test', provider: 'libvirt', machine: 'test', location: { uri: 'test:///default', mode: 'internal' } });
     expect(await p.resolve({ name: 'no-such-domain', labels: {}, annotations: {} })).toBeUndefined();
-    await expect(p.snapshot(t!, { bundleId: 'b', clusterId: 'c', node: 'test' })).rejects.toThrow(/internal snapshots need qcow2 disks, but vda is of unknown format/);
+    await expect(p.snapshot(t!, { bundleId: 'b', clusterId: 'c', node: 'test' })).rejects.toThrow(
+      /internal snapshots need qcow2 disks, but vda is of unknown format/,
+    );
   });
 
   it('a bad URI gives one clear line and exit 4', async () => {
-    const r = await runCli(['snapshots', 'list', '--provider', 'libvirt', '--all-clusters'], { env: { LIBVIRT_DEFAULT_URI: 'qemu+unix:///system?socket=/nonexistent/sock' } });
+    const r = await runCli(['snapshots', 'list', '--provider', 'libvirt', '--all-clusters'], {
+      env: { LIBVIRT_DEFAULT_URI: 'qemu+unix:///system?socket=/nonexistent/sock' },
+    });
     expect(r.code).toBe(4);
     expect(r.stderr).toMatch(/libvirt \(qemu\+unix:\/\/\/system\?socket=\/nonexistent\/sock\): virsh list failed: .*(No such file|Failed to connect)/);
     expect(r.stderr).not.toMatch(/\n\s+at /);

@@ -32,7 +32,21 @@ describe('plan and apply: 3.28.1 -> 3.27.4 on a real cluster', () => {
     const e = await runCli(['export', '--out', bundle]);
     expect(e.code, e.stderr).toBe(0);
     const plan = path.join(dir, `plan-${name}.yaml`);
-    const p = await runCli(['plan', '--to', '3.27.4', '--manifests', fixtures, '--bundle', bundle, '--no-disk-snapshots', '--out', plan, '-o', 'json', ...extra]);
+    const p = await runCli([
+      'plan',
+      '--to',
+      '3.27.4',
+      '--manifests',
+      fixtures,
+      '--bundle',
+      bundle,
+      '--no-disk-snapshots',
+      '--out',
+      plan,
+      '-o',
+      'json',
+      ...extra,
+    ]);
     expect(p.code, p.stderr).toBe(0);
     return { bundle, plan, out: JSON.parse(p.stdout) };
   }
@@ -66,7 +80,16 @@ describe('plan and apply: 3.28.1 -> 3.27.4 on a real cluster', () => {
     expect(f.details.join('\n')).toMatch(/spec\.calicoNetwork\.ipPools\[0\]\.allowedUses/);
     expect(out.bundle.path).toBe(path.resolve(bundle));
     expect(out.bundle.manifestSha256).toMatch(/^[0-9a-f]{64}$/);
-    expect(out.steps.map((s: any) => s.id)).toEqual(['preflight', 'pause-operator', 'apply-crds', 'apply-operator', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data']);
+    expect(out.steps.map((s: any) => s.id)).toEqual([
+      'preflight',
+      'pause-operator',
+      'apply-crds',
+      'apply-operator',
+      'transform-installation',
+      'resume-operator',
+      'wait-rollout',
+      'verify-data',
+    ]);
     const human = await runCli(['plan', '--to', '3.27.4', '--manifests', fixtures, '--bundle', bundle, '--no-disk-snapshots']);
     expect(human.code, human.stderr).toBe(0);
     expect(human.stdout).toContain('ipPools[0].allowedUses (unknown to v3.27.4)');
@@ -127,7 +150,11 @@ describe('plan and apply: 3.28.1 -> 3.27.4 on a real cluster', () => {
     const a = await exportAndPlan('lock-a');
     const b = await exportAndPlan('lock-b');
     const first = runCli(['apply', a.plan, '--yes']);
-    await client.waitFor('the first apply to hold the lock', async () => ((await client.getOrUndefined(K.lease, LOCK_NAMESPACE, LOCK_NAME))?.spec?.holderIdentity?.includes(a.out.id) ? true : undefined), { timeoutMs: 60_000, intervalMs: 100 });
+    await client.waitFor(
+      'the first apply to hold the lock',
+      async () => ((await client.getOrUndefined(K.lease, LOCK_NAMESPACE, LOCK_NAME))?.spec?.holderIdentity?.includes(a.out.id) ? true : undefined),
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
     const second = await runCli(['apply', b.plan, '--yes']);
     expect(second.code).toBe(5);
     expect(second.stderr).toMatch(/another apply is running against this cluster: lock held by .*\/\d+\/plan-/);
@@ -139,8 +166,14 @@ describe('plan and apply: 3.28.1 -> 3.27.4 on a real cluster', () => {
     await installCalico328(client);
     const c = await exportAndPlan('lock-c');
     const lease = await client.get(K.lease, LOCK_NAMESPACE, LOCK_NAME);
-    const then = new Date(Date.now() - 5 * 60_000).toISOString().replace('Z', '000Z').replace(/\.(\d{3})000Z$/, '.$1000Z');
-    await client.replace(K.lease, { ...lease, spec: { holderIdentity: `${os.hostname()}/999999/plan-gone`, leaseDurationSeconds: 60, acquireTime: then, renewTime: then } });
+    const then = new Date(Date.now() - 5 * 60_000)
+      .toISOString()
+      .replace('Z', '000Z')
+      .replace(/\.(\d{3})000Z$/, '.$1000Z');
+    await client.replace(K.lease, {
+      ...lease,
+      spec: { holderIdentity: `${os.hostname()}/999999/plan-gone`, leaseDurationSeconds: 60, acquireTime: then, renewTime: then },
+    });
     const refused = await runCli(['apply', c.plan, '--yes']);
     expect(refused.code).toBe(5);
     expect(refused.stderr).toMatch(/stale apply lock is held by .*\/999999\/plan-gone, held for 3\d\ds/);

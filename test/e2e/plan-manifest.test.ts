@@ -77,7 +77,10 @@ const installedYaml = (version: string) => withUserEdits(calicoYaml(version));
 /** calico-node's env (name=value; valueFrom by reference) and probe commands. */
 const nodeSettings = (ds: KubeObject | undefined) => {
   const node = (ds?.spec?.template?.spec?.containers ?? []).find((c: any) => c.name === 'calico-node');
-  return { env: (node?.env ?? []).map((e: any) => `${e.name}=${e.value ?? (e.valueFrom?.configMapKeyRef ? `cm:${e.valueFrom.configMapKeyRef.key}` : 'ref')}`), probes: [node?.livenessProbe?.exec?.command, node?.readinessProbe?.exec?.command] };
+  return {
+    env: (node?.env ?? []).map((e: any) => `${e.name}=${e.value ?? (e.valueFrom?.configMapKeyRef ? `cm:${e.valueFrom.configMapKeyRef.key}` : 'ref')}`),
+    probes: [node?.livenessProbe?.exec?.command, node?.readinessProbe?.exec?.command],
+  };
 };
 const crdSchemas = (c: KubeObject) => canonicalJson(c.spec.versions.map((v: any) => ({ name: v.name, schema: v.schema })));
 
@@ -93,15 +96,24 @@ async function manifestSnapshot(client: KubeClient) {
 /** Wait until calico-node and calico-kube-controllers run `version`'s images everywhere (kwok makes the pods Ready). */
 async function waitManifestRollout(client: KubeClient, version: string): Promise<void> {
   const want = installedYaml(version).filter((o) => o.kind === 'DaemonSet' || o.kind === 'Deployment');
-  await client.waitFor(`calico.yaml ${version} workloads rolled out`, async () => {
-    for (const w of want) {
-      const live = await client.getOrUndefined(w.kind === 'DaemonSet' ? K.daemonSet : K.deployment, 'kube-system', w.metadata.name);
-      const s = live?.status ?? {};
-      if (!live || images(live).join() !== images(w).join() || (s.observedGeneration ?? 0) < (live.metadata.generation ?? 0)) return undefined;
-      if (w.kind === 'DaemonSet' ? !(s.desiredNumberScheduled === NODES.length && s.updatedNumberScheduled === NODES.length && s.numberAvailable === NODES.length) : !(s.updatedReplicas === 1 && s.availableReplicas === 1 && s.replicas === 1)) return undefined;
-    }
-    return true;
-  }, { timeoutMs: 180_000, intervalMs: 1000 });
+  await client.waitFor(
+    `calico.yaml ${version} workloads rolled out`,
+    async () => {
+      for (const w of want) {
+        const live = await client.getOrUndefined(w.kind === 'DaemonSet' ? K.daemonSet : K.deployment, 'kube-system', w.metadata.name);
+        const s = live?.status ?? {};
+        if (!live || images(live).join() !== images(w).join() || (s.observedGeneration ?? 0) < (live.metadata.generation ?? 0)) return undefined;
+        if (
+          w.kind === 'DaemonSet'
+            ? !(s.desiredNumberScheduled === NODES.length && s.updatedNumberScheduled === NODES.length && s.numberAvailable === NODES.length)
+            : !(s.updatedReplicas === 1 && s.availableReplicas === 1 && s.replicas === 1)
+        )
+          return undefined;
+      }
+      return true;
+    },
+    { timeoutMs: 180_000, intervalMs: 1000 },
+  );
 }
 
 /** `kubectl create/replace -f calico.yaml` of a release with the admins' edits, exactly (CRDs first), then wait for its rollout. */
@@ -115,7 +127,10 @@ async function installCalicoManifest(client: KubeClient, version: string): Promi
   };
   const crds = objs.filter((o) => o.kind === 'CustomResourceDefinition');
   await pool(crds, 4, (c) => put(K.crd, c));
-  await waitCrdsEstablished(client, crds.map((c) => c.metadata.name));
+  await waitCrdsEstablished(
+    client,
+    crds.map((c) => c.metadata.name),
+  );
   for (const o of objs.filter((x) => x.kind !== 'CustomResourceDefinition')) await put(await resolver.forObject(o), o);
   await waitManifestRollout(client, version);
 }
@@ -123,7 +138,12 @@ async function installCalicoManifest(client: KubeClient, version: string): Promi
 /** calico-node writes ClusterInformation default when it starts; kwok runs no calico-node, so the test does. */
 async function calicoNodeStarted(client: KubeClient, version: string): Promise<void> {
   const live = await client.getOrUndefined(CLUSTER_INFO, undefined, 'default');
-  const obj = { apiVersion: 'crd.projectcalico.org/v1', kind: 'ClusterInformation', metadata: { name: 'default' }, spec: { calicoVersion: version, clusterGUID: 'a2f1c1e2b5d84e0c9d6f1b2a3c4d5e6f', clusterType: 'k8s,bgp,kubeadm,kdd', datastoreReady: true } };
+  const obj = {
+    apiVersion: 'crd.projectcalico.org/v1',
+    kind: 'ClusterInformation',
+    metadata: { name: 'default' },
+    spec: { calicoVersion: version, clusterGUID: 'a2f1c1e2b5d84e0c9d6f1b2a3c4d5e6f', clusterType: 'k8s,bgp,kubeadm,kdd', datastoreReady: true },
+  };
   if (live) await client.replace(CLUSTER_INFO, { ...obj, metadata: { ...obj.metadata, resourceVersion: live.metadata.resourceVersion } });
   else await client.create(CLUSTER_INFO, obj);
 }
@@ -171,12 +191,19 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
     expect(snap.node).toContain(`${REGISTRY}node:v${version}`);
     expect(snap.kubeControllers).toEqual([`${REGISTRY}kube-controllers:v${version}`]);
     expect(snap.nodeSettings).toEqual(nodeSettings(want.find((o) => o.kind === 'DaemonSet')));
-    expect(snap.nodeSettings.env).toEqual(expect.arrayContaining(['IP_AUTODETECTION_METHOD=interface=ens.*', 'CALICO_IPV4POOL_VXLAN=Always', 'CALICO_IPV4POOL_CIDR=10.244.0.0/16']));
+    expect(snap.nodeSettings.env).toEqual(
+      expect.arrayContaining(['IP_AUTODETECTION_METHOD=interface=ens.*', 'CALICO_IPV4POOL_VXLAN=Always', 'CALICO_IPV4POOL_CIDR=10.244.0.0/16']),
+    );
     expect(snap.config).toBe(canonicalJson(want.find((o) => o.kind === 'ConfigMap')!.data));
     expect(JSON.parse(snap.config)).toMatchObject({ calico_backend: 'vxlan', veth_mtu: '1450' });
     await waitManifestRollout(client, version); // already done: apply's wait-rollout waited for it
     const pods = await client.listAll(K.pod, { namespace: 'kube-system', labelSelector: 'k8s-app=calico-node' });
-    expect(pods.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.spec.containers[0].image).sort()).toEqual(NODES.map(() => `${REGISTRY}node:v${version}`));
+    expect(
+      pods
+        .filter((p) => !p.metadata.deletionTimestamp)
+        .map((p) => p.spec.containers[0].image)
+        .sort(),
+    ).toEqual(NODES.map(() => `${REGISTRY}node:v${version}`));
   }
 
   /** Every population object is present with the content it had at install time (except those named). */
@@ -186,7 +213,10 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
       expect(snap.data[k], k).toBeDefined();
       if (!except.includes(k)) expect(snap.data[k], k).toBe(installed.data[k]);
     }
-    const keys = (s: typeof snap) => Object.keys(s.data).filter((k) => !k.startsWith('ClusterInformation/')).sort();
+    const keys = (s: typeof snap) =>
+      Object.keys(s.data)
+        .filter((k) => !k.startsWith('ClusterInformation/'))
+        .sort();
     expect(keys(snap)).toEqual(keys(installed));
   }
 
@@ -196,11 +226,19 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
     await resetCalico(client);
     await client.delete(K.lease, LOCK_NAMESPACE, LOCK_NAME);
     await deleteNodes(client, 'fpm-');
-    await createFakeNodes(client, NODES.map((name) => ({ name })));
+    await createFakeNodes(
+      client,
+      NODES.map((name) => ({ name })),
+    );
     await installCalicoManifest(client, '3.28.1');
     await calicoNodeStarted(client, 'v3.28.1');
     population = await populateCalico(client, { prefix: 'fpm', nodes: NODES, customResources: false });
-    const felix = { apiVersion: 'crd.projectcalico.org/v1', kind: 'FelixConfiguration', metadata: { name: FELIX_NODE }, spec: { debugPort: 6061, logSeverityScreen: 'Debug' } };
+    const felix = {
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'FelixConfiguration',
+      metadata: { name: FELIX_NODE },
+      spec: { debugPort: 6061, logSeverityScreen: 'Debug' },
+    };
     await client.apply(FELIX, felix, { fieldManager: 'cni-rewind-e2e' });
     population.objects.push(felix);
     installed = await manifestSnapshot(client);
@@ -214,7 +252,13 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
   it('status and doctor detect a manifest install of v3.28.1', async () => {
     const s = await runCli(['status', '-o', 'json']);
     expect(s.code, s.stderr).toBe(0);
-    expect(JSON.parse(s.stdout).calico).toMatchObject({ installType: 'manifest', version: 'v3.28.1', versionSource: 'calico-node-image', calicoNodeImage: `${REGISTRY}node:v3.28.1`, calicoNodeNamespace: 'kube-system' });
+    expect(JSON.parse(s.stdout).calico).toMatchObject({
+      installType: 'manifest',
+      version: 'v3.28.1',
+      versionSource: 'calico-node-image',
+      calicoNodeImage: `${REGISTRY}node:v3.28.1`,
+      calicoNodeNamespace: 'kube-system',
+    });
     const d = await runCli(['doctor', '-o', 'json']);
     expect([0, 1], d.stderr).toContain(d.code);
     const report = JSON.parse(d.stdout);
@@ -240,19 +284,33 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
     expect(out.direction).toBe('downgrade');
     expect(out.steps.map((s: any) => s.id)).toEqual(MANIFEST_STEPS);
     const f = out.findings.find((x: any) => x.id === 'felixconfiguration-fields-pruned');
-    expect(f, JSON.stringify(out.findings)).toMatchObject({ action: 'requires-flag', flag: 'allow-field-loss', satisfied: false, objects: [`FelixConfiguration/${FELIX_NODE}`] });
+    expect(f, JSON.stringify(out.findings)).toMatchObject({
+      action: 'requires-flag',
+      flag: 'allow-field-loss',
+      satisfied: false,
+      objects: [`FelixConfiguration/${FELIX_NODE}`],
+    });
     expect(f.details.join('\n')).toMatch(/spec\.debugPort/);
     expect(out.findings.filter((x: any) => x.action === 'refuse' || x.id.startsWith('installation'))).toEqual([]);
     // The admins' edits of the 3.28.1 calico.yaml, found against the release and carried into 3.27.4's.
     const edits = out.findings.find((x: any) => x.id === 'calico-manifest-edits');
-    expect(edits, JSON.stringify(out.findings)).toMatchObject({ action: 'transform', objects: expect.arrayContaining(['DaemonSet/kube-system/calico-node', 'ConfigMap/kube-system/calico-config', 'Deployment/kube-system/calico-kube-controllers']) });
-    expect(edits.details).toEqual(expect.arrayContaining([
-      'calico-node env IP_AUTODETECTION_METHOD=interface=ens.* (v3.28.1 calico.yaml: not set)',
-      'calico-node env CALICO_IPV4POOL_VXLAN=Always (v3.28.1 calico.yaml: Never)',
-      'calico-config calico_backend=vxlan (v3.28.1 calico.yaml: bird)',
-      'calico-config veth_mtu=1450 (v3.28.1 calico.yaml: 0)',
-      `image ${REGISTRY}node instead of ${RELEASE_REPO}node`,
-    ]));
+    expect(edits, JSON.stringify(out.findings)).toMatchObject({
+      action: 'transform',
+      objects: expect.arrayContaining([
+        'DaemonSet/kube-system/calico-node',
+        'ConfigMap/kube-system/calico-config',
+        'Deployment/kube-system/calico-kube-controllers',
+      ]),
+    });
+    expect(edits.details).toEqual(
+      expect.arrayContaining([
+        'calico-node env IP_AUTODETECTION_METHOD=interface=ens.* (v3.28.1 calico.yaml: not set)',
+        'calico-node env CALICO_IPV4POOL_VXLAN=Always (v3.28.1 calico.yaml: Never)',
+        'calico-config calico_backend=vxlan (v3.28.1 calico.yaml: bird)',
+        'calico-config veth_mtu=1450 (v3.28.1 calico.yaml: 0)',
+        `image ${REGISTRY}node instead of ${RELEASE_REPO}node`,
+      ]),
+    );
     expect(edits.details).toHaveLength(11);
     expect(out.transforms.manifest.from).toBe('v3.28.1');
     expect(refused.stderr).toMatch(/FelixConfiguration fields that v3\.27\.4's CRD prunes/);
@@ -280,8 +338,12 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
   it('apply --yes downgrades to exactly 3.27.4 (CRDs, images, rollout) and keeps every pool, IPAM object and policy unchanged; diff shows only the planned changes', async () => {
     const { plan, bundle, out } = await exportAndPlan('down', '3.27.4', ['--allow-field-loss']);
     const res = await applyPlan('3.28.1 -> 3.27.4', plan);
-    expect(res.steps.find((s: any) => s.id === 'apply-calico-manifest').summary).toMatch(/13 objects of calico\.yaml applied with 11 edit\(s\) of the v3\.28\.1 calico\.yaml carried over/);
-    expect(res.steps.find((s: any) => s.id === 'wait-rollout').summary).toMatch(/DaemonSet calico-node .*registry\.example\.internal:5000\/calico\/node:v3\.27\.4 rolled out; Deployment calico-kube-controllers registry\.example\.internal:5000\/calico\/kube-controllers:v3\.27\.4 rolled out/);
+    expect(res.steps.find((s: any) => s.id === 'apply-calico-manifest').summary).toMatch(
+      /13 objects of calico\.yaml applied with 11 edit\(s\) of the v3\.28\.1 calico\.yaml carried over/,
+    );
+    expect(res.steps.find((s: any) => s.id === 'wait-rollout').summary).toMatch(
+      /DaemonSet calico-node .*registry\.example\.internal:5000\/calico\/node:v3\.27\.4 rolled out; Deployment calico-kube-controllers registry\.example\.internal:5000\/calico\/kube-controllers:v3\.27\.4 rolled out/,
+    );
     await expectExactly('3.27.4');
 
     // The version is the DaemonSet's now, although ClusterInformation still names 3.28.1 until calico-node restarts.
@@ -310,7 +372,9 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
     const planned = [
       'ClusterInformation//default',
       `FelixConfiguration//${FELIX_NODE}`,
-      ...calicoYaml('3.27.4').filter((o) => o.kind === 'CustomResourceDefinition' && newer.get(o.metadata.name) !== canonicalJson(o.spec)).map((o) => `CustomResourceDefinition//${o.metadata.name}`),
+      ...calicoYaml('3.27.4')
+        .filter((o) => o.kind === 'CustomResourceDefinition' && newer.get(o.metadata.name) !== canonicalJson(o.spec))
+        .map((o) => `CustomResourceDefinition//${o.metadata.name}`),
     ].sort();
     expect(changed).toEqual(planned);
     expect(changed).toContain('CustomResourceDefinition//felixconfigurations.crd.projectcalico.org');
@@ -338,13 +402,15 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
     expect(await manifestSnapshot(client)).toEqual(downgraded);
   });
 
-  it('upgrade 3.27.4 -> 3.28.1: only the admins\' calico.yaml edits to carry, exactly 3.28.1 (with them) afterwards, data unchanged', async () => {
+  it("upgrade 3.27.4 -> 3.28.1: only the admins' calico.yaml edits to carry, exactly 3.28.1 (with them) afterwards, data unchanged", async () => {
     const before = await manifestSnapshot(client);
     const { plan, out } = await exportAndPlan('up-3.28.1', '3.28.1');
     expect(out).toMatchObject({ direction: 'upgrade', current: { installType: 'manifest', version: 'v3.27.4' }, target: { version: 'v3.28.1' } });
     expect(out.steps.map((s: any) => s.id)).toEqual(MANIFEST_STEPS);
     // Only the admins' edits, now found against the 3.27.4 calico.yaml, to carry over.
-    expect(out.findings.filter((f: any) => f.action !== 'none' && f.action !== 'keep').map((f: any) => [f.id, f.details.length])).toEqual([['calico-manifest-edits', 11]]);
+    expect(out.findings.filter((f: any) => f.action !== 'none' && f.action !== 'keep').map((f: any) => [f.id, f.details.length])).toEqual([
+      ['calico-manifest-edits', 11],
+    ]);
     expect(out.transforms.manifest.from).toBe('v3.27.4');
     await applyPlan('3.27.4 -> 3.28.1', plan);
     await expectExactly('3.28.1');
@@ -361,7 +427,9 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
     const before = await manifestSnapshot(client);
     const { plan, out } = await exportAndPlan('up-3.30.7', '3.30.7');
     expect(out).toMatchObject({ direction: 'upgrade', current: { version: 'v3.28.1' }, target: { version: 'v3.30.7' } });
-    expect(out.findings.filter((f: any) => f.action !== 'none' && f.action !== 'keep').map((f: any) => [f.id, f.details.length])).toEqual([['calico-manifest-edits', 11]]);
+    expect(out.findings.filter((f: any) => f.action !== 'none' && f.action !== 'keep').map((f: any) => [f.id, f.details.length])).toEqual([
+      ['calico-manifest-edits', 11],
+    ]);
     await applyPlan('3.28.1 -> 3.30.7', plan);
     await expectExactly('3.30.7');
     for (const crd of calicoYaml('3.30.7').filter((o) => o.kind === 'CustomResourceDefinition' && o.spec.group === 'policy.networking.k8s.io')) {

@@ -47,13 +47,17 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
 
   const env = () => ({ ...moto.env, AWS_ENDPOINT_URL_EC2: proxy.url, NODE_NO_WARNINGS: '1' });
   const bootId = async (node: string) => (await client.get(K.node, undefined, node)).status?.nodeInfo?.bootID as string;
-  const setBootId = (node: string, id: string) => client.mergePatch(K.node, undefined, node, { status: { nodeInfo: { bootID: id } } }, { subresource: 'status' });
+  const setBootId = (node: string, id: string) =>
+    client.mergePatch(K.node, undefined, node, { status: { nodeInfo: { bootID: id } } }, { subresource: 'status' });
   const isReady = (n: any) => n?.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True');
 
   /** The machine side of a reboot, as a real node would show it in Kubernetes. */
   async function rebootLikeAMachine(node: string): Promise<void> {
     await client.mergePatch(K.node, undefined, node, { metadata: { labels: { [NOT_READY_LABEL]: 'true' } } });
-    await client.waitFor(`${node} NotReady`, async () => (!isReady(await client.get(K.node, undefined, node)) ? true : undefined), { timeoutMs: 60_000, intervalMs: 200 });
+    await client.waitFor(`${node} NotReady`, async () => (!isReady(await client.get(K.node, undefined, node)) ? true : undefined), {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+    });
     await new Promise((r) => setTimeout(r, 1500)); // the machine is down for a while
     await setBootId(node, `boot-${randomUUID()}`);
     await client.mergePatch(K.node, undefined, node, { metadata: { labels: { [NOT_READY_LABEL]: null } } });
@@ -71,7 +75,10 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
       const pods = await client.listAll(K.pod, { fieldSelector: `spec.nodeName=${n.node}` });
       // Left on the node at its reboot: pods that are neither DaemonSet pods nor pods that tolerate the cordon (the
       // tigera-operator tolerates every taint, so the scheduler may put its replacement right back; that is expected).
-      const toleratesCordon = (p: any) => (p.spec?.tolerations ?? []).some((t: any) => t.operator === 'Exists' && (!t.key || t.key === 'node.kubernetes.io/unschedulable') && (!t.effect || t.effect === 'NoSchedule'));
+      const toleratesCordon = (p: any) =>
+        (p.spec?.tolerations ?? []).some(
+          (t: any) => t.operator === 'Exists' && (!t.key || t.key === 'node.kubernetes.io/unschedulable') && (!t.effect || t.effect === 'NoSchedule'),
+        );
       rec.evictablePods = pods
         .filter((p) => !p.metadata.deletionTimestamp && !p.metadata.ownerReferences?.some((o) => o.kind === 'DaemonSet') && !toleratesCordon(p))
         .map((p) => `${p.metadata.namespace}/${p.metadata.name}`);
@@ -105,11 +112,15 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
   }
 
   async function workloadAvailable(): Promise<void> {
-    await client.waitFor('the web Deployment to have 2 available replicas and its PDB to allow a disruption', async () => {
-      const d = await client.get(K.deployment, APP_NS, 'web');
-      const pdb = await client.get(K.pdb, APP_NS, 'web');
-      return d.status?.availableReplicas === 2 && pdb.status?.disruptionsAllowed === 1 ? true : undefined;
-    }, { timeoutMs: 120_000, intervalMs: 500 });
+    await client.waitFor(
+      'the web Deployment to have 2 available replicas and its PDB to allow a disruption',
+      async () => {
+        const d = await client.get(K.deployment, APP_NS, 'web');
+        const pdb = await client.get(K.pdb, APP_NS, 'web');
+        return d.status?.availableReplicas === 2 && pdb.status?.disruptionsAllowed === 1 ? true : undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 500 },
+    );
   }
 
   async function backupAndPlan(name: string, drainTimeout = '2m'): Promise<{ bundle: string; plan: string; out: any }> {
@@ -118,7 +129,27 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     expect(b.code, b.stderr).toBe(0);
     expect(JSON.parse(b.stdout).complete).toBe(true);
     const plan = path.join(dir, `plan-${name}.yaml`);
-    const p = await runCli(['plan', '--to', '3.27.4', '--manifests', fixtures, '--bundle', bundle, '--reboot-nodes', '--drain-timeout', drainTimeout, '--ready-timeout', '2m', '--out', plan, '-o', 'json'], { env: env() });
+    const p = await runCli(
+      [
+        'plan',
+        '--to',
+        '3.27.4',
+        '--manifests',
+        fixtures,
+        '--bundle',
+        bundle,
+        '--reboot-nodes',
+        '--drain-timeout',
+        drainTimeout,
+        '--ready-timeout',
+        '2m',
+        '--out',
+        plan,
+        '-o',
+        'json',
+      ],
+      { env: env() },
+    );
     expect(p.code, p.stderr + p.stdout).toBe(0);
     return { bundle, plan, out: JSON.parse(p.stdout) };
   }
@@ -137,8 +168,13 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     // Every node must be rebootable through a provider: this file owns the cluster's nodes while it runs.
     for (const n of await client.listAll(K.node)) await client.delete(K.node, undefined, n.metadata.name);
     await client.delete(K.namespace, undefined, APP_NS);
-    await client.waitFor(`namespace ${APP_NS} gone`, async () => ((await client.getOrUndefined(K.namespace, undefined, APP_NS)) ? undefined : true), { timeoutMs: 120_000 });
-    await createFakeNodes(client, nodes.map((n) => ({ name: n.node, providerID: `aws:///us-east-1a/${n.instance}` })));
+    await client.waitFor(`namespace ${APP_NS} gone`, async () => ((await client.getOrUndefined(K.namespace, undefined, APP_NS)) ? undefined : true), {
+      timeoutMs: 120_000,
+    });
+    await createFakeNodes(
+      client,
+      nodes.map((n) => ({ name: n.node, providerID: `aws:///us-east-1a/${n.instance}` })),
+    );
     for (const n of nodes) await setBootId(n.node, `boot-${randomUUID()}`);
     await installCalico328(client);
     await populateCalico(client, { prefix: 'frb', nodes: nodes.map((n) => n.node) });
@@ -157,12 +193,21 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
           metadata: { labels: { app: 'web' } },
           spec: {
             containers: [{ name: 'web', image: 'registry.k8s.io/pause:3.10' }],
-            affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: { app: 'web' } }, topologyKey: 'kubernetes.io/hostname' }] } },
+            affinity: {
+              podAntiAffinity: {
+                requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: { app: 'web' } }, topologyKey: 'kubernetes.io/hostname' }],
+              },
+            },
           },
         },
       },
     });
-    await client.create(K.pdb, { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'web', namespace: APP_NS }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'web' } } } });
+    await client.create(K.pdb, {
+      apiVersion: 'policy/v1',
+      kind: 'PodDisruptionBudget',
+      metadata: { name: 'web', namespace: APP_NS },
+      spec: { minAvailable: 1, selector: { matchLabels: { app: 'web' } } },
+    });
     await workloadAvailable();
   }, 600_000);
 
@@ -187,7 +232,17 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     const { out } = await backupAndPlan('plan-only');
     expect(out.rolling.nodes).toEqual(nodes.map((n) => ({ node: n.node, provider: 'aws', machine: n.instance })));
     expect(out.rolling).toMatchObject({ provider: 'auto', drainTimeout: '2m', readyTimeout: '2m' });
-    expect(out.steps.map((s: any) => s.id)).toEqual(['preflight', 'pause-operator', 'apply-crds', 'apply-operator', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data', 'reboot-nodes']);
+    expect(out.steps.map((s: any) => s.id)).toEqual([
+      'preflight',
+      'pause-operator',
+      'apply-crds',
+      'apply-operator',
+      'transform-installation',
+      'resume-operator',
+      'wait-rollout',
+      'verify-data',
+      'reboot-nodes',
+    ]);
     const checks = Object.fromEntries(out.preflight.map((c: any) => [c.name, c]));
     expect(checks['node-providers']).toMatchObject({ ok: true, blocking: true });
     expect(checks['drain-preflight']).toMatchObject({ ok: true, blocking: true });
@@ -199,7 +254,10 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     // A node no provider can reach makes the plan refuse (exit 5), naming it.
     await createFakeNodes(client, [{ name: `${PREFIX}orphan` }]);
     try {
-      const p = await runCli(['plan', '--to', '3.27.4', '--manifests', fixtures, '--reboot-nodes', '--no-disk-snapshots', '--bundle', path.join(dir, 'bundle-plan-only')], { env: env() });
+      const p = await runCli(
+        ['plan', '--to', '3.27.4', '--manifests', fixtures, '--reboot-nodes', '--no-disk-snapshots', '--bundle', path.join(dir, 'bundle-plan-only')],
+        { env: env() },
+      );
       expect(p.code, p.stderr).toBe(5);
       expect(p.stderr).toMatch(/node-providers: cannot reboot 1 node\(s\) through a provider: frb-orphan \(no spec\.providerID/);
     } finally {
@@ -214,7 +272,24 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     await createFakeNodes(client, [{ name: `${PREFIX}noreboot` }]);
     try {
       const module = path.join(packageRoot(), 'examples', 'third-party-provider', 'index.js');
-      const p = await runCli(['plan', '--to', '3.27.4', '--manifests', fixtures, '--reboot-nodes', '--no-disk-snapshots', '--provider-module', module, '--mapping', mapping, '--bundle', path.join(dir, 'bundle-plan-only')], { env: env() });
+      const p = await runCli(
+        [
+          'plan',
+          '--to',
+          '3.27.4',
+          '--manifests',
+          fixtures,
+          '--reboot-nodes',
+          '--no-disk-snapshots',
+          '--provider-module',
+          module,
+          '--mapping',
+          mapping,
+          '--bundle',
+          path.join(dir, 'bundle-plan-only'),
+        ],
+        { env: env() },
+      );
       expect(p.code, p.stderr).toBe(5);
       expect(p.stderr).toMatch(/node-providers: cannot reboot 1 node\(s\) through a provider: frb-noreboot \(provider qcow2-files cannot reboot machines\)/);
     } finally {
@@ -235,7 +310,9 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     expect(res.steps.map((s: any) => s.status)).toEqual(out.steps.map(() => 'done'));
     expect(res.nodes).toEqual(nodes.map((n) => ({ node: n.node, provider: 'aws', machine: n.instance, phase: 'done' })));
     const last = res.steps.find((s: any) => s.id === 'reboot-nodes');
-    console.log(`reboot-nodes: ${(last.ms / 1000).toFixed(1)} s for ${nodes.length} nodes; steps: ${res.steps.map((s: any) => `${s.id} ${(s.ms / 1000).toFixed(1)}s`).join(', ')}`);
+    console.log(
+      `reboot-nodes: ${(last.ms / 1000).toFixed(1)} s for ${nodes.length} nodes; steps: ${res.steps.map((s: any) => `${s.id} ${(s.ms / 1000).toFixed(1)}s`).join(', ')}`,
+    );
 
     // Each machine was rebooted exactly once, in the plan's order, each only after its node was cordoned and drained.
     const mine = reboots.slice(rebootsBefore);
@@ -266,7 +343,7 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     for (const n of nodes) expect(j.remembered[`reboot-nodes/${n.node}`]).toMatchObject({ phase: 'done', bootID: boots[n.node] });
   });
 
-  it('killed with SIGKILL right after a node\'s reboot was asked for, --resume does not reboot it again and finishes the rest', async () => {
+  it("killed with SIGKILL right after a node's reboot was asked for, --resume does not reboot it again and finishes the rest", async () => {
     await installCalico328(client);
     await workloadAvailable();
     const { plan, bundle, out } = await backupAndPlan('killed');
@@ -302,7 +379,10 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     expect(st.remembered[`reboot-nodes/${nodes[1]!.node}`]).toMatchObject({ phase: 'rebooting' });
     // The machine finishes its reboot while nobody watches; the node stays cordoned.
     await Promise.all(reboots.slice(rebootsBefore).map((x) => x.done));
-    await client.waitFor('node 2 back Ready', async () => (isReady(await client.get(K.node, undefined, nodes[1]!.node)) ? true : undefined), { timeoutMs: 60_000, intervalMs: 200 });
+    await client.waitFor('node 2 back Ready', async () => (isReady(await client.get(K.node, undefined, nodes[1]!.node)) ? true : undefined), {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+    });
     expect((await client.get(K.node, undefined, nodes[1]!.node)).spec.unschedulable).toBe(true);
 
     // The killed run's lock is taken over by --resume of the same plan (its holder process is gone).
@@ -313,7 +393,9 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     const all = reboots.slice(rebootsBefore).map((x) => x.node);
     expect(all, 'each machine rebooted exactly once across both runs').toEqual(nodes.map((n) => n.node));
     for (const n of nodes) expect((await client.get(K.node, undefined, n.node)).spec?.unschedulable ?? false).toBe(false);
-    const starts = Journal.read(journal).records.filter((x) => x.event === 'step-start').map((x: any) => x.step);
+    const starts = Journal.read(journal)
+      .records.filter((x) => x.event === 'step-start')
+      .map((x: any) => x.step);
     expect(starts).toEqual([...out.steps.map((s: any) => s.id)].concat('reboot-nodes')); // every step once; the interrupted node step twice
     await workloadAvailable();
   });
@@ -324,7 +406,11 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     const { plan, bundle, out } = await backupAndPlan('refused');
     await client.mergePatch(K.pdb, APP_NS, 'web', { spec: { minAvailable: 2 } });
     try {
-      await client.waitFor('the PDB to allow no disruption', async () => ((await client.get(K.pdb, APP_NS, 'web')).status?.disruptionsAllowed === 0 ? true : undefined), { timeoutMs: 60_000, intervalMs: 300 });
+      await client.waitFor(
+        'the PDB to allow no disruption',
+        async () => ((await client.get(K.pdb, APP_NS, 'web')).status?.disruptionsAllowed === 0 ? true : undefined),
+        { timeoutMs: 60_000, intervalMs: 300 },
+      );
       const rebootsBefore = reboots.length;
       const r = await runCli(['apply', plan, '--yes'], { env: env() });
       expect(r.code, r.stderr + r.stdout).toBe(5);
@@ -369,7 +455,11 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     expect(r.stdout).not.toContain('"ok": true');
 
     await client.mergePatch(K.pdb, APP_NS, 'web', { spec: { minAvailable: 1 } });
-    await client.waitFor('the PDB to allow a disruption again', async () => ((await client.get(K.pdb, APP_NS, 'web')).status?.disruptionsAllowed === 1 ? true : undefined), { timeoutMs: 60_000, intervalMs: 300 });
+    await client.waitFor(
+      'the PDB to allow a disruption again',
+      async () => ((await client.get(K.pdb, APP_NS, 'web')).status?.disruptionsAllowed === 1 ? true : undefined),
+      { timeoutMs: 60_000, intervalMs: 300 },
+    );
     const resumed = await runCli(['apply', plan, '--yes', '--resume', '-o', 'json'], { env: env() });
     expect(resumed.code, resumed.stderr + resumed.stdout).toBe(0);
     expect(reboots.slice(rebootsBefore).map((x) => x.node)).toEqual(nodes.map((n) => n.node));

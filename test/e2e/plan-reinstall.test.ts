@@ -47,10 +47,35 @@ describe('plan --strategy reinstall: delete-and-create without losing anything',
     const e = await runCli(['export', '--out', bundle]);
     expect(e.code, e.stderr).toBe(0);
     const plan = path.join(dir, 'plan.json');
-    const p = await runCli(['plan', '--to', '3.27.4', '--manifests', releasesDir(), '--bundle', bundle, '--no-disk-snapshots', '--strategy', 'reinstall', '--out', plan, '-o', 'json']);
+    const p = await runCli([
+      'plan',
+      '--to',
+      '3.27.4',
+      '--manifests',
+      releasesDir(),
+      '--bundle',
+      bundle,
+      '--no-disk-snapshots',
+      '--strategy',
+      'reinstall',
+      '--out',
+      plan,
+      '-o',
+      'json',
+    ]);
     expect(p.code, p.stderr).toBe(0);
     const planned = JSON.parse(p.stdout);
-    expect(planned.steps.map((s: any) => s.id)).toEqual(['preflight', 'pause-operator', 'remove-old', 'install-target', 'restore-data', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data']);
+    expect(planned.steps.map((s: any) => s.id)).toEqual([
+      'preflight',
+      'pause-operator',
+      'remove-old',
+      'install-target',
+      'restore-data',
+      'transform-installation',
+      'resume-operator',
+      'wait-rollout',
+      'verify-data',
+    ]);
 
     // Watch the IPPool CRD's uid: a reinstall really deletes and re-creates it.
     const uidBefore = (await client.get(K.crd, undefined, 'ippools.crd.projectcalico.org')).metadata.uid;
@@ -65,11 +90,15 @@ describe('plan --strategy reinstall: delete-and-create without losing anything',
       const k = `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
       expect(after.data[k], k).toBe(before.data[k]);
     }
-    const calicoKeys = (s: typeof before) => Object.keys(s.data).filter((k) => !k.startsWith('Installation/') && !k.startsWith('APIServer/')).sort();
+    const calicoKeys = (s: typeof before) =>
+      Object.keys(s.data)
+        .filter((k) => !k.startsWith('Installation/') && !k.startsWith('APIServer/'))
+        .sort();
     expect(calicoKeys(after)).toEqual(calicoKeys(before));
     expect(after.operator).toEqual({ image: 'quay.io/tigera/operator:v1.32.10', replicas: 1 });
     const want = fixtureObjects('3.27.4', 'tigera-operator.yaml').filter((o) => o.kind === 'CustomResourceDefinition');
-    for (const crd of want) expect(after.crds[crd.metadata.name], crd.metadata.name).toBe(canonicalJson(crd.spec.versions.map((v: any) => ({ name: v.name, schema: v.schema }))));
+    for (const crd of want)
+      expect(after.crds[crd.metadata.name], crd.metadata.name).toBe(canonicalJson(crd.spec.versions.map((v: any) => ({ name: v.name, schema: v.schema }))));
     const instCrd = want.find((c) => c.metadata.name === 'installations.operator.tigera.io')!;
     const inst = await client.get(crdResourceType(instCrd), undefined, 'default');
     const { status: _s, ...noStatus } = inst;

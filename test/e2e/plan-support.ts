@@ -20,7 +20,17 @@ export const INSTALLATION_328: KubeObject = {
   metadata: { name: 'default' },
   spec: {
     calicoNetwork: {
-      ipPools: [{ name: 'default-ipv4-ippool', blockSize: 26, cidr: '192.168.0.0/16', encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', nodeSelector: 'all()', allowedUses: ['Workload', 'Tunnel'] }],
+      ipPools: [
+        {
+          name: 'default-ipv4-ippool',
+          blockSize: 26,
+          cidr: '192.168.0.0/16',
+          encapsulation: 'VXLANCrossSubnet',
+          natOutgoing: 'Enabled',
+          nodeSelector: 'all()',
+          allowedUses: ['Workload', 'Tunnel'],
+        },
+      ],
     },
   },
 };
@@ -38,7 +48,9 @@ export const INSTALLATION_327: KubeObject = {
   apiVersion: 'operator.tigera.io/v1',
   kind: 'Installation',
   metadata: { name: 'default' },
-  spec: { calicoNetwork: { ipPools: [{ blockSize: 26, cidr: '192.168.0.0/16', encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', nodeSelector: 'all()' }] } },
+  spec: {
+    calicoNetwork: { ipPools: [{ blockSize: 26, cidr: '192.168.0.0/16', encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', nodeSelector: 'all()' }] },
+  },
 };
 
 export async function installCalicoExactly(client: KubeClient, version: string, installation: KubeObject, operatorImage: string): Promise<void> {
@@ -51,18 +63,32 @@ export async function installCalicoExactly(client: KubeClient, version: string, 
   };
   const crds = objs.filter((o) => o.kind === 'CustomResourceDefinition');
   for (const c of crds) await put(K.crd, c);
-  await waitCrdsEstablished(client, crds.map((c) => c.metadata.name));
+  await waitCrdsEstablished(
+    client,
+    crds.map((c) => c.metadata.name),
+  );
   for (const o of objs.filter((x) => x.kind !== 'CustomResourceDefinition')) await put(await resolver.forObject(o), o);
   const instType = crdResourceType(crds.find((c) => c.metadata.name === 'installations.operator.tigera.io')!);
   const live = await client.getOrUndefined(instType, undefined, 'default');
   if (live) await client.replace(instType, { ...installation, metadata: { ...installation.metadata, resourceVersion: live.metadata.resourceVersion } });
   else await client.create(instType, installation);
   const apiType = crdResourceType(crds.find((c) => c.metadata.name === 'apiservers.operator.tigera.io')!);
-  if (!(await client.getOrUndefined(apiType, undefined, 'default'))) await client.create(apiType, { apiVersion: 'operator.tigera.io/v1', kind: 'APIServer', metadata: { name: 'default' }, spec: {} });
-  await client.waitFor(`tigera-operator ${version} available`, async () => {
-    const d = await client.get(K.deployment, 'tigera-operator', 'tigera-operator');
-    return d.spec.template.spec.containers[0].image === operatorImage && d.status?.availableReplicas === 1 && d.status?.updatedReplicas === 1 && (d.status?.replicas ?? 0) === 1 && (d.status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) ? true : undefined;
-  }, { timeoutMs: 120_000 });
+  if (!(await client.getOrUndefined(apiType, undefined, 'default')))
+    await client.create(apiType, { apiVersion: 'operator.tigera.io/v1', kind: 'APIServer', metadata: { name: 'default' }, spec: {} });
+  await client.waitFor(
+    `tigera-operator ${version} available`,
+    async () => {
+      const d = await client.get(K.deployment, 'tigera-operator', 'tigera-operator');
+      return d.spec.template.spec.containers[0].image === operatorImage &&
+        d.status?.availableReplicas === 1 &&
+        d.status?.updatedReplicas === 1 &&
+        (d.status?.replicas ?? 0) === 1 &&
+        (d.status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0)
+        ? true
+        : undefined;
+    },
+    { timeoutMs: 120_000 },
+  );
 }
 
 export interface CalicoSnapshot {
@@ -126,7 +152,12 @@ export async function expectDowngradedTo327(client: KubeClient, population: Popu
  * end: every kill leaves the journal with exactly k steps finished; the last run skips them all but the last; each
  * step started exactly once across all runs. `afterKill(k, journal)` checks the state between runs.
  */
-export async function applyKilledAtEachStep(plan: string, bundle: string, out: { id: string; steps: { id: string }[] }, afterKill?: (k: number, st: JournalState) => Promise<void>): Promise<void> {
+export async function applyKilledAtEachStep(
+  plan: string,
+  bundle: string,
+  out: { id: string; steps: { id: string }[] },
+  afterKill?: (k: number, st: JournalState) => Promise<void>,
+): Promise<void> {
   const n = out.steps.length;
   const journal = journalPathFor(bundle, out.id);
   for (let k = 1; k < n; k++) {
@@ -142,6 +173,8 @@ export async function applyKilledAtEachStep(plan: string, bundle: string, out: {
   const res = JSON.parse(last.stdout);
   expect(res.steps.filter((s: any) => s.status === 'skipped')).toHaveLength(n - 1);
   expect(res.steps[n - 1].status).toBe('done');
-  const starts = Journal.read(journal).records.filter((r) => r.event === 'step-start').map((r: any) => r.step);
+  const starts = Journal.read(journal)
+    .records.filter((r) => r.event === 'step-start')
+    .map((r: any) => r.step);
   expect(starts).toEqual(out.steps.map((s) => s.id));
 }

@@ -35,18 +35,33 @@ describe('plan and apply: upgrade 3.27.4 -> 3.28.1 in place', () => {
   it('a disabled pool listed in the Installation (calico#9100): the plan stops it on its entry the 3.28 way instead of letting the operator re-enable it', async () => {
     const ippools = { group: 'crd.projectcalico.org', version: 'v1', plural: 'ippools', kind: 'IPPool', namespaced: false };
     // The incident's 3.27 state: default-ipv4-ippool (the Installation's entry) disabled after a pool migration.
-    await client.apply(ippools, { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name: 'default-ipv4-ippool' }, spec: { cidr: '192.168.0.0/16', blockSize: 26, ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true, nodeSelector: 'all()', disabled: true } }, { fieldManager: 'fup' });
+    await client.apply(
+      ippools,
+      {
+        apiVersion: 'crd.projectcalico.org/v1',
+        kind: 'IPPool',
+        metadata: { name: 'default-ipv4-ippool' },
+        spec: { cidr: '192.168.0.0/16', blockSize: 26, ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true, nodeSelector: 'all()', disabled: true },
+      },
+      { fieldManager: 'fup' },
+    );
     try {
       const bundle = path.join(dir, 'bundle-9100');
       expect((await runCli(['export', '--out', bundle])).code).toBe(0);
       // doctor --target names the trap and its fix ...
       const d = await runCli(['doctor', '--target', '3.28.1', '-o', 'json']);
-      expect(JSON.parse(d.stdout).findings.map((f: any) => f.id), d.stderr).toContain('pool-disabled-will-be-reenabled');
+      expect(
+        JSON.parse(d.stdout).findings.map((f: any) => f.id),
+        d.stderr,
+      ).toContain('pool-disabled-will-be-reenabled');
       // ... and the plan carries the fix out itself: a transform, shown, with the pool preflight passing on it.
       const p = await runCli(['plan', '--to', '3.28.1', '--bundle', bundle, '--no-disk-snapshots', '--out', path.join(dir, 'plan-9100.yaml'), '-o', 'json']);
       expect(p.code, p.stdout + p.stderr).toBe(0);
       const out = JSON.parse(p.stdout);
-      expect(out.findings.find((f: any) => f.id === 'installation-disabled-pool-stop-allocations')).toMatchObject({ action: 'transform', objects: ['IPPool/default-ipv4-ippool', 'Installation/default'] });
+      expect(out.findings.find((f: any) => f.id === 'installation-disabled-pool-stop-allocations')).toMatchObject({
+        action: 'transform',
+        objects: ['IPPool/default-ipv4-ippool', 'Installation/default'],
+      });
       expect(out.transforms.installation.stopAllocations).toEqual({ cidrs: ['192.168.0.0/16'], field: 'nodeSelector', value: '!all()' });
       expect(out.preflight.find((c: any) => c.name === 'target-operator-pools')).toMatchObject({ ok: true, blocking: true });
       const table = await runCli(['plan', '--to', '3.28.1', '--bundle', bundle, '--no-disk-snapshots']);

@@ -63,8 +63,24 @@ export async function populateCalico(client: KubeClient, opts: PopulateOptions =
   await client.apply(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, { fieldManager });
 
   const disabledPool = `${prefix}-pool-disabled`;
-  add(T.ippool, 'IPPool', `${prefix}-pool-a`, { cidr: '10.240.0.0/16', blockSize: 26, ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true, nodeSelector: 'all()', allowedUses: ['Workload', 'Tunnel'] });
-  add(T.ippool, 'IPPool', disabledPool, { cidr: '10.241.0.0/16', blockSize: 26, ipipMode: 'Never', vxlanMode: 'Never', natOutgoing: true, disabled: true, nodeSelector: 'all()' });
+  add(T.ippool, 'IPPool', `${prefix}-pool-a`, {
+    cidr: '10.240.0.0/16',
+    blockSize: 26,
+    ipipMode: 'Never',
+    vxlanMode: 'CrossSubnet',
+    natOutgoing: true,
+    nodeSelector: 'all()',
+    allowedUses: ['Workload', 'Tunnel'],
+  });
+  add(T.ippool, 'IPPool', disabledPool, {
+    cidr: '10.241.0.0/16',
+    blockSize: 26,
+    ipipMode: 'Never',
+    vxlanMode: 'Never',
+    natOutgoing: true,
+    disabled: true,
+    nodeSelector: 'all()',
+  });
   add(T.ippool, 'IPPool', `${prefix}-pool-v6`, { cidr: 'fd00:240::/122', blockSize: 122, ipipMode: 'Never', vxlanMode: 'Never', nodeSelector: 'all()' });
 
   // One /26 block per node in pool-a, affine to it, with a few addresses allocated, each through a handle.
@@ -90,12 +106,34 @@ export async function populateCalico(client: KubeClient, opts: PopulateOptions =
   }
   add(T.ipamConfig, 'IPAMConfig', 'default', { strictAffinity: false, autoAllocateBlocks: true, maxBlocksPerHost: 0 });
 
-  add(T.netpol, 'NetworkPolicy', `${prefix}-allow-dns`, { selector: 'all()', types: ['Egress'], egress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [53] } }] }, { namespace: ns });
-  add(T.netpol, 'NetworkPolicy', `${prefix}-deny-db`, { selector: "app == 'db'", order: 100, types: ['Ingress'], ingress: [{ action: 'Deny' }] }, { namespace: ns });
-  add(T.gnp, 'GlobalNetworkPolicy', `${prefix}-deny-metadata`, { selector: 'all()', order: 10, types: ['Egress'], egress: [{ action: 'Deny', destination: { nets: ['169.254.169.254/32'] } }, { action: 'Allow' }] });
+  add(
+    T.netpol,
+    'NetworkPolicy',
+    `${prefix}-allow-dns`,
+    { selector: 'all()', types: ['Egress'], egress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [53] } }] },
+    { namespace: ns },
+  );
+  add(
+    T.netpol,
+    'NetworkPolicy',
+    `${prefix}-deny-db`,
+    { selector: "app == 'db'", order: 100, types: ['Ingress'], ingress: [{ action: 'Deny' }] },
+    { namespace: ns },
+  );
+  add(T.gnp, 'GlobalNetworkPolicy', `${prefix}-deny-metadata`, {
+    selector: 'all()',
+    order: 10,
+    types: ['Egress'],
+    egress: [{ action: 'Deny', destination: { nets: ['169.254.169.254/32'] } }, { action: 'Allow' }],
+  });
   add(T.netset, 'NetworkSet', `${prefix}-partners`, { nets: ['198.51.100.0/24'] }, { namespace: ns, labels: { role: 'partner' } });
   add(T.gnetset, 'GlobalNetworkSet', `${prefix}-blocklist`, { nets: ['203.0.113.0/24', '192.0.2.0/24'] }, { labels: { role: 'blocked' } });
-  add(T.bgpConfig, 'BGPConfiguration', 'default', { asNumber: 64512, nodeToNodeMeshEnabled: false, logSeverityScreen: 'Info', serviceClusterIPs: [{ cidr: '10.96.0.0/12' }] });
+  add(T.bgpConfig, 'BGPConfiguration', 'default', {
+    asNumber: 64512,
+    nodeToNodeMeshEnabled: false,
+    logSeverityScreen: 'Info',
+    serviceClusterIPs: [{ cidr: '10.96.0.0/12' }],
+  });
   add(T.bgpPeer, 'BGPPeer', `${prefix}-tor`, { peerIP: '192.0.2.1', asNumber: 64513, nodeSelector: 'all()' });
   add(T.felix, 'FelixConfiguration', 'default', { bpfEnabled: false, logSeverityScreen: 'Info', reportingInterval: '0s', vxlanVNI: 4096 });
 

@@ -40,12 +40,40 @@ describe('HTTPS_PROXY / NO_PROXY for every provider (counting proxy on 127.0.0.1
     dir = mkdtempSync(path.join(tmpdir(), 'cnr-proxy-'));
     const caFile = path.join(dir, 'pve.pem');
     const keyFile = path.join(dir, 'pve.key');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', caFile, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        keyFile,
+        '-out',
+        caFile,
+        '-days',
+        '2',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
     [moto, gcp, vcsim, azure] = await Promise.all([startMoto(), startGcpComputeFake(), startVcsim({ port: PORT }), startAzureArmFake()]);
-    pve = new ProxmoxFake({ tokenId: TOKEN_ID, tokenSecret: SECRET, tls: { key: readFileSync(keyFile, 'utf8'), cert: readFileSync(caFile, 'utf8') }, vms: [{ node: 'pve1', vmid: 101, name: 'vm1', status: 'running', config: { scsi0: 'local-lvm:vm-101-disk-0,size=8G' } }] });
+    pve = new ProxmoxFake({
+      tokenId: TOKEN_ID,
+      tokenSecret: SECRET,
+      tls: { key: readFileSync(keyFile, 'utf8'), cert: readFileSync(caFile, 'utf8') },
+      vms: [{ node: 'pve1', vmid: 101, name: 'vm1', status: 'running', config: { scsi0: 'local-lvm:vm-101-disk-0,size=8G' } }],
+    });
     await pve.start();
     cfg = path.join(dir, 'cni-rewind.yaml');
-    writeFileSync(cfg, `providers:\n  gcp:\n    endpoint: ${gcp.url}\n    auth: none\n    project: ${gcp.project}\n  proxmox:\n    caFile: ${caFile}\n  azure:\n    endpoint: ${azure.url}\n    subscriptionId: ${azure.subscription}\n`);
+    writeFileSync(
+      cfg,
+      `providers:\n  gcp:\n    endpoint: ${gcp.url}\n    auth: none\n    project: ${gcp.project}\n  proxmox:\n    caFile: ${caFile}\n  azure:\n    endpoint: ${azure.url}\n    subscriptionId: ${azure.subscription}\n`,
+    );
   });
 
   afterAll(async () => {
@@ -54,7 +82,17 @@ describe('HTTPS_PROXY / NO_PROXY for every provider (counting proxy on 127.0.0.1
 
   const list = (provider: string, env: Record<string, string>) =>
     runCli(['snapshots', 'list', '--provider', provider, '--all-clusters', '--config', cfg, '-o', 'json'], {
-      env: { ...moto.env, GOVC_URL: vcsim.url, GOVC_USERNAME: vcsim.username, GOVC_PASSWORD: vcsim.password, PROXMOX_VE_ENDPOINT: pve.url, PROXMOX_VE_API_TOKEN: `${TOKEN_ID}=${SECRET}`, ...azure.credentialEnv, ...noProxyVars, ...env },
+      env: {
+        ...moto.env,
+        GOVC_URL: vcsim.url,
+        GOVC_USERNAME: vcsim.username,
+        GOVC_PASSWORD: vcsim.password,
+        PROXMOX_VE_ENDPOINT: pve.url,
+        PROXMOX_VE_API_TOKEN: `${TOKEN_ID}=${SECRET}`,
+        ...azure.credentialEnv,
+        ...noProxyVars,
+        ...env,
+      },
     });
 
   for (const [provider, target] of [
@@ -105,7 +143,9 @@ describe('HTTPS_PROXY / NO_PROXY for every provider (counting proxy on 127.0.0.1
     expect(JSON.parse(r.stdout)).toEqual([]);
     expect(proxy.count(target)).toBeGreaterThan(before);
     // The token and the snapshot listing both reached the fake, through the tunnel.
-    expect(azure.requests.slice(seen).map((q) => q.path)).toEqual(expect.arrayContaining(['/msi/token', `/subscriptions/${azure.subscription}/providers/Microsoft.Compute/snapshots`]));
+    expect(azure.requests.slice(seen).map((q) => q.path)).toEqual(
+      expect.arrayContaining(['/msi/token', `/subscriptions/${azure.subscription}/providers/Microsoft.Compute/snapshots`]),
+    );
     const mid = proxy.count(target);
     const direct = await list('azure', { HTTPS_PROXY: proxy.url, NO_PROXY: '127.0.0.1', no_proxy: '127.0.0.1' });
     expect(direct.code, direct.stderr).toBe(0);

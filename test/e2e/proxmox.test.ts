@@ -39,14 +39,40 @@ describe('Proxmox VE provider against the Proxmox fake', () => {
     // A self-signed certificate for 127.0.0.1, like PVE's own pve-ssl.pem.
     caFile = path.join(dir, 'pve.pem');
     const keyFile = path.join(dir, 'pve.key');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', caFile, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        keyFile,
+        '-out',
+        caFile,
+        '-days',
+        '2',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
     fake = new ProxmoxFake({
       tokenId: TOKEN_ID,
       tokenSecret: SECRET,
       taskPolls: 2,
       tls: { key: readFileSync(keyFile, 'utf8'), cert: readFileSync(caFile, 'utf8') },
       vms: [
-        { node: 'pve1', vmid: 101, name: `${PREFIX}1`, status: 'running', config: { scsi0: 'local-lvm:vm-101-disk-0,size=32G', scsi1: 'local-lvm:vm-101-disk-1,size=8G', ide2: 'none,media=cdrom' } },
+        {
+          node: 'pve1',
+          vmid: 101,
+          name: `${PREFIX}1`,
+          status: 'running',
+          config: { scsi0: 'local-lvm:vm-101-disk-0,size=32G', scsi1: 'local-lvm:vm-101-disk-1,size=8G', ide2: 'none,media=cdrom' },
+        },
         { node: 'pve2', vmid: 102, name: `${PREFIX}2`, status: 'stopped', config: { virtio0: 'local:102/vm-102-disk-0.qcow2,size=16G' } },
       ],
     });
@@ -56,7 +82,10 @@ describe('Proxmox VE provider against the Proxmox fake', () => {
     env = { PROXMOX_VE_ENDPOINT: fake.url, PROXMOX_VE_API_TOKEN: `${TOKEN_ID}=${SECRET}` };
     client = await testClient();
     await deleteNodes(client, PREFIX);
-    await createFakeNodes(client, [1, 2].map((i) => ({ name: `${PREFIX}${i}`, labels: { 'cnr-test': 'proxmox' } })));
+    await createFakeNodes(
+      client,
+      [1, 2].map((i) => ({ name: `${PREFIX}${i}`, labels: { 'cnr-test': 'proxmox' } })),
+    );
   });
 
   afterAll(async () => {
@@ -83,7 +112,11 @@ describe('Proxmox VE provider against the Proxmox fake', () => {
     ]);
     const name = manifest.snapshots[0].details.snapshot;
     expect(name).toMatch(/^[a-z][a-z0-9_-]{1,39}$/);
-    expect(manifest.snapshots.find((s: any) => s.node === `${PREFIX}1`)).toMatchObject({ location: { node: 'pve1', vmid: '101' }, sizeGiB: 32, details: { vmStatus: 'running', vmstate: false } });
+    expect(manifest.snapshots.find((s: any) => s.node === `${PREFIX}1`)).toMatchObject({
+      location: { node: 'pve1', vmid: '101' },
+      sizeGiB: 32,
+      details: { vmStatus: 'running', vmstate: false },
+    });
     for (const vm of [fake.vm(101), fake.vm(102)]) expect(vm.snapshots.map((s) => s.name)).toEqual([name]);
     // Every call carried the token header; writes were form-encoded; each task was polled until it stopped.
     expect(fake.requests.every((q) => q.authorization === `PVEAPIToken=${TOKEN_ID}=${SECRET}`)).toBe(true);
@@ -104,7 +137,11 @@ describe('Proxmox VE provider against the Proxmox fake', () => {
   it('snapshots list finds them by the description tags', async () => {
     const r = await cli(['snapshots', 'list', '--provider', 'proxmox', '--bundle', bundleId, '-o', 'json']);
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout).map((s: any) => s.node).sort()).toEqual([`${PREFIX}1`, `${PREFIX}2`]);
+    expect(
+      JSON.parse(r.stdout)
+        .map((s: any) => s.node)
+        .sort(),
+    ).toEqual([`${PREFIX}1`, `${PREFIX}2`]);
   });
 
   it('restore --disks rolls the VM back (start=1 as it was running) and waits for the task', async () => {
@@ -117,8 +154,16 @@ describe('Proxmox VE provider against the Proxmox fake', () => {
     const providers = providerSetFor({ providers: { proxmox: { caFile, pollIntervalMs: 50 } }, backup: {} }, reporter);
     try {
       const manifest = await readBundleManifest(bundlePath);
-      const run = await restoreNodeDisks(client, manifest, providers, { nodes: [`${PREFIX}1`], concurrency: 1, drainTimeoutMs: 60_000, readyTimeoutMs: 60_000, mapping: emptyMapping() }, reporter);
-      expect(run.outcomes, JSON.stringify(host.messages.filter((m) => m.level === 'error'))).toEqual([expect.objectContaining({ node: `${PREFIX}1`, state: 'done' })]);
+      const run = await restoreNodeDisks(
+        client,
+        manifest,
+        providers,
+        { nodes: [`${PREFIX}1`], concurrency: 1, drainTimeoutMs: 60_000, readyTimeoutMs: 60_000, mapping: emptyMapping() },
+        reporter,
+      );
+      expect(run.outcomes, JSON.stringify(host.messages.filter((m) => m.level === 'error'))).toEqual([
+        expect.objectContaining({ node: `${PREFIX}1`, state: 'done' }),
+      ]);
     } finally {
       await providers.closeAll();
       process.env = saved;
@@ -134,7 +179,9 @@ describe('Proxmox VE provider against the Proxmox fake', () => {
     fake.failNext.set('qmsnapshot', "VM 102 qmp command 'savevm-start' failed - storage does not support snapshots");
     const r = await cli(['backup', '--provider', 'proxmox', '--nodes', `${PREFIX}2`, '--out', path.join(dir, 'b-fail'), '-o', 'json']);
     expect(r.code).toBe(3);
-    expect(r.stdout + r.stderr).toContain("Proxmox VE task qmsnapshot (snapshot of VM 102) failed: VM 102 qmp command 'savevm-start' failed - storage does not support snapshots");
+    expect(r.stdout + r.stderr).toContain(
+      "Proxmox VE task qmsnapshot (snapshot of VM 102) failed: VM 102 qmp command 'savevm-start' failed - storage does not support snapshots",
+    );
   });
 
   it('snapshots delete follows the delete tasks; a failing delete task is reported (exit 3), the retry succeeds', async () => {
@@ -174,7 +221,9 @@ describe('Proxmox VE provider against the Proxmox fake', () => {
     expect(noCa.code).toBe(4);
     expect(noCa.stderr).toMatch(/Proxmox VE at 127\.0\.0\.1:\d+ is unreachable: .*(self[- ]signed|certificate)/i);
     expect(noCa.stderr).toContain('caFile');
-    const insecure = await runCli(['snapshots', 'list', '--provider', 'proxmox', '--all-clusters', '-o', 'json'], { env: { ...env, PROXMOX_VE_INSECURE: 'true' } });
+    const insecure = await runCli(['snapshots', 'list', '--provider', 'proxmox', '--all-clusters', '-o', 'json'], {
+      env: { ...env, PROXMOX_VE_INSECURE: 'true' },
+    });
     expect(insecure.code, insecure.stderr).toBe(0);
     expect(insecure.stderr).toContain('TLS certificate verification is off');
   });

@@ -27,7 +27,11 @@ describe('prune --snapshots (AWS provider and S3 on moto)', () => {
   const backups: { id: string; snapshots: string[] }[] = [];
 
   const cli = (args: string[], extra: Record<string, string> = {}) => runCli(args, { env: { ...env, ...extra } });
-  const liveSnapshots = async () => ((await ec2.send(new DescribeSnapshotsCommand({ OwnerIds: ['self'] }))).Snapshots ?? []).filter((s) => s.Tags?.some((t) => t.Key === 'cni-rewind/bundle-id')).map((s) => s.SnapshotId!).sort();
+  const liveSnapshots = async () =>
+    ((await ec2.send(new DescribeSnapshotsCommand({ OwnerIds: ['self'] }))).Snapshots ?? [])
+      .filter((s) => s.Tags?.some((t) => t.Key === 'cni-rewind/bundle-id'))
+      .map((s) => s.SnapshotId!)
+      .sort();
   const listedIds = async () => {
     const r = await cli(['list', AT, '-o', 'json']);
     expect(r.code, r.stderr).toBe(0);
@@ -43,7 +47,10 @@ describe('prune --snapshots (AWS provider and S3 on moto)', () => {
     client = await testClient();
     await deleteNodes(client, PREFIX);
     const ids = await runMotoInstances(ec2, 2);
-    await createFakeNodes(client, ids.map((id, i) => ({ name: `${PREFIX}${i + 1}`, providerID: `aws:///us-east-1a/${id}`, labels: { 'cnr-test': 'prune' } })));
+    await createFakeNodes(
+      client,
+      ids.map((id, i) => ({ name: `${PREFIX}${i + 1}`, providerID: `aws:///us-east-1a/${id}`, labels: { 'cnr-test': 'prune' } })),
+    );
     for (let i = 0; i < 4; i++) {
       const r = await cli(['backup', '--selector', 'cnr-test=prune', '--out', AT, '-o', 'json']);
       expect(r.code, r.stderr).toBe(0);
@@ -78,7 +85,15 @@ describe('prune --snapshots (AWS provider and S3 on moto)', () => {
 
   it('a snapshot that cannot be deleted keeps its bundle (exit 3 naming it); the next prune leaves exactly the two newest and their snapshots', async () => {
     const stuck = backups[0]!.snapshots[1]!;
-    const proxy = await startFaultProxy(moto.url, [{ action: 'DeleteSnapshot', match: (f) => f.get('SnapshotId') === stuck, status: 403, code: 'UnauthorizedOperation', message: 'You are not authorized to perform this operation.' }]);
+    const proxy = await startFaultProxy(moto.url, [
+      {
+        action: 'DeleteSnapshot',
+        match: (f) => f.get('SnapshotId') === stuck,
+        status: 403,
+        code: 'UnauthorizedOperation',
+        message: 'You are not authorized to perform this operation.',
+      },
+    ]);
     try {
       const r = await cli(['prune', AT, '--keep-last', '2', '--snapshots', '-o', 'json'], { AWS_ENDPOINT_URL_EC2: proxy.url });
       expect(r.code, r.stderr).toBe(3);

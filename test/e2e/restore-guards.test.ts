@@ -25,38 +25,54 @@ describe('restore --resources guards on a real cluster', () => {
     await client.delete(T.gnp, undefined, 'default.allow-dns');
     // A real admission policy makes the API server refuse one of the writes (after IPAM, under the lock).
     const vap = { group: 'admissionregistration.k8s.io', version: 'v1', namespaced: false };
-    await client.apply({ ...vap, plural: 'validatingadmissionpolicies', kind: 'ValidatingAdmissionPolicy' }, {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'ValidatingAdmissionPolicy',
-      metadata: { name: 'rst-deny-one-policy' },
-      spec: {
-        failurePolicy: 'Fail',
-        matchConstraints: { resourceRules: [{ apiGroups: ['crd.projectcalico.org'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['globalnetworkpolicies'] }] },
-        validations: [{ expression: "object.metadata.name != 'default.deny-blocked'", message: 'denied by rst-deny-one-policy (e2e)' }],
+    await client.apply(
+      { ...vap, plural: 'validatingadmissionpolicies', kind: 'ValidatingAdmissionPolicy' },
+      {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicy',
+        metadata: { name: 'rst-deny-one-policy' },
+        spec: {
+          failurePolicy: 'Fail',
+          matchConstraints: {
+            resourceRules: [
+              { apiGroups: ['crd.projectcalico.org'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['globalnetworkpolicies'] },
+            ],
+          },
+          validations: [{ expression: "object.metadata.name != 'default.deny-blocked'", message: 'denied by rst-deny-one-policy (e2e)' }],
+        },
       },
-    });
-    await client.apply({ ...vap, plural: 'validatingadmissionpolicybindings', kind: 'ValidatingAdmissionPolicyBinding' }, {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'ValidatingAdmissionPolicyBinding',
-      metadata: { name: 'rst-deny-one-policy' },
-      spec: { policyName: 'rst-deny-one-policy', validationActions: ['Deny'] },
-    });
+    );
+    await client.apply(
+      { ...vap, plural: 'validatingadmissionpolicybindings', kind: 'ValidatingAdmissionPolicyBinding' },
+      {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicyBinding',
+        metadata: { name: 'rst-deny-one-policy' },
+        spec: { policyName: 'rst-deny-one-policy', validationActions: ['Deny'] },
+      },
+    );
     try {
       // The binding takes effect asynchronously: wait until a dry-run create is denied.
-      await client.waitFor('the admission policy to be active', async () => {
-        try {
-          await client.create(T.gnp, c('GlobalNetworkPolicy', 'default.deny-blocked', { selector: 'all()' }), { dryRun: true });
-          return undefined;
-        } catch (err) {
-          return /rst-deny-one-policy/.test((err as Error).message) ? true : undefined;
-        }
-      }, { timeoutMs: 60_000 });
+      await client.waitFor(
+        'the admission policy to be active',
+        async () => {
+          try {
+            await client.create(T.gnp, c('GlobalNetworkPolicy', 'default.deny-blocked', { selector: 'all()' }), { dryRun: true });
+            return undefined;
+          } catch (err) {
+            return /rst-deny-one-policy/.test((err as Error).message) ? true : undefined;
+          }
+        },
+        { timeoutMs: 60_000 },
+      );
 
       const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
       expect(r.code, r.stderr).toBe(3);
       const result = JSON.parse(r.stdout);
       expect(result.ok).toBe(false);
-      expect(result.failures).toEqual([expect.objectContaining({ id: 'GlobalNetworkPolicy default.deny-blocked', reason: expect.stringContaining('rst-deny-one-policy') })]);
+      expect(result.failures).toEqual([
+        expect.objectContaining({ id: 'GlobalNetworkPolicy default.deny-blocked', reason: expect.stringContaining('rst-deny-one-policy') }),
+      ]);
       // The rest was restored.
       expect(await client.getOrUndefined(T.ipamblock, undefined, '192-168-10-0-26')).toBeDefined();
       expect(await client.getOrUndefined(T.gnp, undefined, 'default.allow-dns')).toBeDefined();
@@ -75,17 +91,25 @@ describe('restore --resources guards on a real cluster', () => {
       await client.delete({ ...vap, plural: 'validatingadmissionpolicies', kind: 'ValidatingAdmissionPolicy' }, undefined, 'rst-deny-one-policy');
     }
     // And a successful restore also leaves the prior values (2 and false) in place.
-    await client.waitFor('the admission policy to be gone', async () => {
-      try {
-        await client.create(T.gnp, c('GlobalNetworkPolicy', 'default.deny-blocked', { selector: 'all()' }), { dryRun: true });
-        return true;
-      } catch {
-        return undefined;
-      }
-    }, { timeoutMs: 60_000 });
+    await client.waitFor(
+      'the admission policy to be gone',
+      async () => {
+        try {
+          await client.create(T.gnp, c('GlobalNetworkPolicy', 'default.deny-blocked', { selector: 'all()' }), { dryRun: true });
+          return true;
+        } catch {
+          return undefined;
+        }
+      },
+      { timeoutMs: 60_000 },
+    );
     const ok = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
     expect(ok.code, ok.stderr).toBe(0);
-    expect(JSON.parse(ok.stdout).actions.filter((a: any) => a.outcome === 'done').map((a: any) => a.id)).toEqual(['GlobalNetworkPolicy default.deny-blocked']);
+    expect(
+      JSON.parse(ok.stdout)
+        .actions.filter((a: any) => a.outcome === 'done')
+        .map((a: any) => a.id),
+    ).toEqual(['GlobalNetworkPolicy default.deny-blocked']);
     expect(await operatorReplicas(client)).toBe(2);
     expect(await datastoreReady(client)).toBe(false);
     await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', { spec: { replicas: 1 } });
@@ -126,7 +150,11 @@ describe('restore --resources guards on a real cluster', () => {
     expect(ok.code, ok.stderr).toBe(0);
     expect(JSON.parse(ok.stdout).cluster.sameCluster).toBe(false);
     // Bad input: one clear line, exit 2, no stack trace.
-    for (const args of [['restore', path.join(work, 'no-such-bundle'), '--resources'], ['restore', bundle], ['restore', bundle, '--resources', '--disks']]) {
+    for (const args of [
+      ['restore', path.join(work, 'no-such-bundle'), '--resources'],
+      ['restore', bundle],
+      ['restore', bundle, '--resources', '--disks'],
+    ]) {
       const bad = await runCli(args);
       expect(bad.code, `${args.join(' ')}: ${bad.stderr}`).toBe(2);
       expect(bad.stderr).toMatch(/^cni-rewind: /);

@@ -37,8 +37,30 @@ export const c = (kind: string, name: string, spec: unknown, ns?: string): KubeO
 /** A small but complete Calico datastore: pools (one disabled, not operator-managed), IPAM, BGP/Felix, sets, policies. */
 export function population(): [ResourceType, KubeObject][] {
   return [
-    [T.ippool, c('IPPool', 'default-ipv4-ippool', { cidr: '192.168.0.0/16', blockSize: 26, vxlanMode: 'CrossSubnet', ipipMode: 'Never', natOutgoing: true, nodeSelector: 'all()', allowedUses: ['Workload', 'Tunnel'] })],
-    [T.ippool, c('IPPool', 'legacy-pool', { cidr: '10.200.0.0/16', blockSize: 26, vxlanMode: 'Never', ipipMode: 'Always', natOutgoing: true, disabled: true, nodeSelector: 'all()' })],
+    [
+      T.ippool,
+      c('IPPool', 'default-ipv4-ippool', {
+        cidr: '192.168.0.0/16',
+        blockSize: 26,
+        vxlanMode: 'CrossSubnet',
+        ipipMode: 'Never',
+        natOutgoing: true,
+        nodeSelector: 'all()',
+        allowedUses: ['Workload', 'Tunnel'],
+      }),
+    ],
+    [
+      T.ippool,
+      c('IPPool', 'legacy-pool', {
+        cidr: '10.200.0.0/16',
+        blockSize: 26,
+        vxlanMode: 'Never',
+        ipipMode: 'Always',
+        natOutgoing: true,
+        disabled: true,
+        nodeSelector: 'all()',
+      }),
+    ],
     [T.ipreservation, c('IPReservation', 'reserved', { reservedCIDRs: ['192.168.255.0/24'] })],
     [T.ipamconfig, c('IPAMConfig', 'default', { strictAffinity: false, autoAllocateBlocks: true, maxBlocksPerHost: 0 })],
     [T.blockaffinity, c('BlockAffinity', 'rst-node-1-192-168-10-0-26', { cidr: '192.168.10.0/26', node: 'rst-node-1', state: 'confirmed', deleted: 'false' })],
@@ -52,7 +74,10 @@ export function population(): [ResourceType, KubeObject][] {
         unallocated: Array.from({ length: 62 }, (_, i) => i + 2),
         attributes: [
           { handle_id: 'vxlan-tunnel-addr-rst-node-1', secondary: { node: 'rst-node-1', type: 'vxlanTunnelAddress' } },
-          { handle_id: 'k8s-pod-network.abc123', secondary: { namespace: APP_NS, node: 'rst-node-1', pod: 'web-0', timestamp: '2026-01-01 00:00:00 +0000 UTC' } },
+          {
+            handle_id: 'k8s-pod-network.abc123',
+            secondary: { namespace: APP_NS, node: 'rst-node-1', pod: 'web-0', timestamp: '2026-01-01 00:00:00 +0000 UTC' },
+          },
         ],
         deleted: false,
         sequenceNumber: 7,
@@ -60,16 +85,43 @@ export function population(): [ResourceType, KubeObject][] {
       }),
     ],
     [T.ipamhandle, c('IPAMHandle', 'k8s-pod-network.abc123', { handleID: 'k8s-pod-network.abc123', block: { '192.168.10.0/26': 1 }, deleted: false })],
-    [T.ipamhandle, c('IPAMHandle', 'vxlan-tunnel-addr-rst-node-1', { handleID: 'vxlan-tunnel-addr-rst-node-1', block: { '192.168.10.0/26': 1 }, deleted: false })],
+    [
+      T.ipamhandle,
+      c('IPAMHandle', 'vxlan-tunnel-addr-rst-node-1', { handleID: 'vxlan-tunnel-addr-rst-node-1', block: { '192.168.10.0/26': 1 }, deleted: false }),
+    ],
     [T.felix, c('FelixConfiguration', 'default', { bpfEnabled: false, logSeverityScreen: 'Info', reportingInterval: '0s', vxlanVNI: 4096 })],
     [T.bgpconfig, c('BGPConfiguration', 'default', { asNumber: 64512, nodeToNodeMeshEnabled: false, logSeverityScreen: 'Info' })],
     [T.bgppeer, c('BGPPeer', 'tor-router', { peerIP: '10.0.0.1', asNumber: 64500 })],
     [T.gns, c('GlobalNetworkSet', 'blocked-ranges', { nets: ['198.51.100.0/24'] })],
     [T.ns, c('NetworkSet', 'partners', { nets: ['203.0.113.0/24'] }, APP_NS)],
     [T.hep, c('HostEndpoint', 'rst-node-1-eth0', { node: 'rst-node-1', interfaceName: 'eth0', expectedIPs: ['10.0.0.11'] })],
-    [T.gnp, c('GlobalNetworkPolicy', 'default.deny-blocked', { order: 10, selector: 'all()', types: ['Egress'], egress: [{ action: 'Deny', destination: { selector: 'has(blocked)' } }] })],
-    [T.gnp, c('GlobalNetworkPolicy', 'default.allow-dns', { order: 100, selector: 'all()', types: ['Egress'], egress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [53] } }] })],
-    [T.np, c('NetworkPolicy', 'default.web', { selector: "app == 'web'", types: ['Ingress'], ingress: [{ action: 'Allow', protocol: 'TCP', destination: { ports: [80, 443] } }] }, APP_NS)],
+    [
+      T.gnp,
+      c('GlobalNetworkPolicy', 'default.deny-blocked', {
+        order: 10,
+        selector: 'all()',
+        types: ['Egress'],
+        egress: [{ action: 'Deny', destination: { selector: 'has(blocked)' } }],
+      }),
+    ],
+    [
+      T.gnp,
+      c('GlobalNetworkPolicy', 'default.allow-dns', {
+        order: 100,
+        selector: 'all()',
+        types: ['Egress'],
+        egress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [53] } }],
+      }),
+    ],
+    [
+      T.np,
+      c(
+        'NetworkPolicy',
+        'default.web',
+        { selector: "app == 'web'", types: ['Ingress'], ingress: [{ action: 'Allow', protocol: 'TCP', destination: { ports: [80, 443] } }] },
+        APP_NS,
+      ),
+    ],
   ];
 }
 
@@ -79,7 +131,11 @@ export async function populate(client: KubeClient): Promise<void> {
   await client.apply(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: APP_NS } }, { fieldManager: 'rst-e2e' });
   for (const [t, o] of population()) await client.apply(t, o, { fieldManager: 'rst-e2e' });
   // What calico-node/the operator leave in ClusterInformation.
-  await client.apply(T.clusterinfo, c('ClusterInformation', 'default', { calicoVersion: 'v3.28.1', clusterGUID: 'f0e1d2c3', clusterType: 'typha,kdd,k8s,operator,bgp', datastoreReady: true }), { fieldManager: 'rst-e2e' });
+  await client.apply(
+    T.clusterinfo,
+    c('ClusterInformation', 'default', { calicoVersion: 'v3.28.1', clusterGUID: 'f0e1d2c3', clusterType: 'typha,kdd,k8s,operator,bgp', datastoreReady: true }),
+    { fieldManager: 'rst-e2e' },
+  );
 }
 
 export async function specs(client: KubeClient): Promise<Record<string, unknown>> {
@@ -109,7 +165,11 @@ export async function datastoreReady(client: KubeClient): Promise<unknown> {
 export async function deleteCalicoCrds(client: KubeClient): Promise<void> {
   const crds = (await client.listAll(K.crd)).filter((x) => ['crd.projectcalico.org', 'operator.tigera.io'].includes(x.spec.group));
   for (const x of crds) await client.delete(K.crd, undefined, x.metadata.name);
-  await client.waitFor('Calico CRDs to be gone', async () => ((await client.listAll(K.crd)).some((x) => ['crd.projectcalico.org', 'operator.tigera.io'].includes(x.spec.group)) ? undefined : true), { timeoutMs: 120_000 });
+  await client.waitFor(
+    'Calico CRDs to be gone',
+    async () => ((await client.listAll(K.crd)).some((x) => ['crd.projectcalico.org', 'operator.tigera.io'].includes(x.spec.group)) ? undefined : true),
+    { timeoutMs: 120_000 },
+  );
 }
 
 export async function exportTo(dir: string, name: string): Promise<string> {
@@ -125,7 +185,9 @@ async function setUpRestoreCluster(): Promise<KubeClient> {
   await resetCalico(client);
   await client.delete(K.namespace, undefined, APP_NS);
   // Left by the other restore file: populate writes into it, which a namespace still terminating refuses.
-  await client.waitFor(`namespace ${APP_NS} to be gone`, async () => ((await client.getOrUndefined(K.namespace, undefined, APP_NS)) ? undefined : true), { timeoutMs: 120_000 });
+  await client.waitFor(`namespace ${APP_NS} to be gone`, async () => ((await client.getOrUndefined(K.namespace, undefined, APP_NS)) ? undefined : true), {
+    timeoutMs: 120_000,
+  });
   await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
   await applyFixture(client, '3.28.1', 'custom-resources.yaml');
   // The 3.28 operator writes name/allowedUses into the Installation pool entries itself (docs/calico-differences.md); kwok

@@ -12,7 +12,19 @@ import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { applyFixture, runCli } from './helpers.js';
-import { APP_NS, T, c, datastoreReady, deleteCalicoCrds, exportTo, operatorReplicas, population, resourceVersions, restoreSuite, specs } from './restore-support.js';
+import {
+  APP_NS,
+  T,
+  c,
+  datastoreReady,
+  deleteCalicoCrds,
+  exportTo,
+  operatorReplicas,
+  population,
+  resourceVersions,
+  restoreSuite,
+  specs,
+} from './restore-support.js';
 
 describe('restore --resources on a real cluster', () => {
   let client: KubeClient;
@@ -42,7 +54,8 @@ describe('restore --resources on a real cluster', () => {
     expect(order.indexOf('ip-pools')).toBeLessThan(order.indexOf('ipam'));
     expect(order.indexOf('ipam')).toBeLessThan(order.indexOf('policies'));
     // Where the time went, per phase, for -o json users (and bench/restore.ts).
-    for (const phase of ['readBundle', 'readCluster', 'createCrds', 'guards', 'write', 'driftCheck', 'total']) expect(result.timings[phase], phase).toBeGreaterThanOrEqual(0);
+    for (const phase of ['readBundle', 'readCluster', 'createCrds', 'guards', 'write', 'driftCheck', 'total'])
+      expect(result.timings[phase], phase).toBeGreaterThanOrEqual(0);
     expect(result.timings.total).toBeGreaterThanOrEqual(result.timings.write);
 
     expect(await specs(client)).toEqual(before);
@@ -66,7 +79,10 @@ describe('restore --resources on a real cluster', () => {
     const dry = await runCli(['restore', bundle, '--resources', '--dry-run', '-o', 'json']);
     expect(dry.code, dry.stderr).toBe(0);
     const plan = JSON.parse(dry.stdout);
-    const changes = plan.actions.filter((a: any) => a.action !== 'unchanged').map((a: any) => `${a.action} ${a.id}`).sort();
+    const changes = plan.actions
+      .filter((a: any) => a.action !== 'unchanged')
+      .map((a: any) => `${a.action} ${a.id}`)
+      .sort();
     expect(changes).toEqual([
       'create IPAMHandle k8s-pod-network.abc123',
       `create NetworkPolicy ${APP_NS}/default.web`,
@@ -90,7 +106,12 @@ describe('restore --resources on a real cluster', () => {
     const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
     expect(r.code, r.stderr).toBe(0);
     const result = JSON.parse(r.stdout);
-    expect(result.actions.filter((a: any) => a.outcome === 'done').map((a: any) => a.id).sort()).toEqual([
+    expect(
+      result.actions
+        .filter((a: any) => a.outcome === 'done')
+        .map((a: any) => a.id)
+        .sort(),
+    ).toEqual([
       'FelixConfiguration default',
       'GlobalNetworkPolicy default.allow-dns',
       'IPAMHandle k8s-pod-network.abc123',
@@ -104,7 +125,6 @@ describe('restore --resources on a real cluster', () => {
     }
   });
 
-
   it('re-links ownerReferences to the new owner UID or drops them with a warning; --existing skip|replace; --prune only when asked', async () => {
     const inst = await client.get(T.installation, undefined, 'default');
     await client.apply(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'rst-owner' } }, { fieldManager: 'rst-e2e' });
@@ -113,20 +133,30 @@ describe('restore --resources on a real cluster', () => {
       ...c('GlobalNetworkSet', name, { nets: ['192.0.2.0/24'] }),
       metadata: { name, ownerReferences: [ref] },
     });
-    await client.create(T.gns, owned('owned-by-installation', { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', name: 'default', uid: inst.metadata.uid! }));
+    await client.create(
+      T.gns,
+      owned('owned-by-installation', { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', name: 'default', uid: inst.metadata.uid! }),
+    );
     await client.create(T.gns, owned('owned-by-namespace', { apiVersion: 'v1', kind: 'Namespace', name: 'rst-owner', uid: ownerNs.metadata.uid! }));
     const bundle = await exportTo(work, 'owners');
 
     // Owners go away; the garbage collector (real kube-controller-manager) deletes what they owned.
     await client.delete(T.installation, undefined, 'default');
     await client.delete(K.namespace, undefined, 'rst-owner');
-    await client.waitFor('the owned sets to be garbage-collected', async () =>
-      (await client.getOrUndefined(T.gns, undefined, 'owned-by-installation')) || (await client.getOrUndefined(T.gns, undefined, 'owned-by-namespace')) ? undefined : true,
-    { timeoutMs: 120_000 });
+    await client.waitFor(
+      'the owned sets to be garbage-collected',
+      async () =>
+        (await client.getOrUndefined(T.gns, undefined, 'owned-by-installation')) || (await client.getOrUndefined(T.gns, undefined, 'owned-by-namespace'))
+          ? undefined
+          : true,
+      { timeoutMs: 120_000 },
+    );
 
     const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(/GlobalNetworkSet owned-by-namespace: ownerReferences to Namespace rst-owner dropped: the owner is neither in the cluster nor in the bundle/);
+    expect(r.stderr).toMatch(
+      /GlobalNetworkSet owned-by-namespace: ownerReferences to Namespace rst-owner dropped: the owner is neither in the cluster nor in the bundle/,
+    );
     const newInst = await client.get(T.installation, undefined, 'default');
     expect(newInst.metadata.uid).not.toBe(inst.metadata.uid);
     const byInst = await client.get(T.gns, undefined, 'owned-by-installation');
@@ -141,7 +171,10 @@ describe('restore --resources on a real cluster', () => {
     const uidBefore = (await client.get(T.gns, undefined, 'blocked-ranges')).metadata.uid;
     const skip = await runCli(['restore', bundle, '--resources', '--yes', '--existing', 'skip', '--kinds', 'GlobalNetworkSet', '-o', 'json']);
     expect(skip.code, skip.stderr).toBe(0);
-    expect(JSON.parse(skip.stdout).actions.find((a: any) => a.id === 'GlobalNetworkSet blocked-ranges')).toMatchObject({ action: 'skip', reason: expect.stringContaining('--existing skip') });
+    expect(JSON.parse(skip.stdout).actions.find((a: any) => a.id === 'GlobalNetworkSet blocked-ranges')).toMatchObject({
+      action: 'skip',
+      reason: expect.stringContaining('--existing skip'),
+    });
     expect((await client.get(T.gns, undefined, 'blocked-ranges')).spec.nets).toEqual(['198.51.100.0/25']);
     const replace = await runCli(['restore', bundle, '--resources', '--yes', '--existing', 'replace', '--kinds', 'GlobalNetworkSet', '-o', 'json']);
     expect(replace.code, replace.stderr).toBe(0);
@@ -155,7 +188,11 @@ describe('restore --resources on a real cluster', () => {
     expect(JSON.parse(noPrune.stdout).actions.filter((a: any) => a.action === 'prune')).toEqual([]);
     const dryPrune = await runCli(['restore', bundle, '--resources', '--dry-run', '--prune', '-o', 'json']);
     expect(dryPrune.code, dryPrune.stderr).toBe(0);
-    expect(JSON.parse(dryPrune.stdout).actions.filter((a: any) => a.action !== 'unchanged').map((a: any) => `${a.action} ${a.id}`)).toEqual(['prune GlobalNetworkPolicy default.rst-extra']);
+    expect(
+      JSON.parse(dryPrune.stdout)
+        .actions.filter((a: any) => a.action !== 'unchanged')
+        .map((a: any) => `${a.action} ${a.id}`),
+    ).toEqual(['prune GlobalNetworkPolicy default.rst-extra']);
     expect(await client.getOrUndefined(T.gnp, undefined, 'default.rst-extra')).toBeDefined();
     const pruned = await runCli(['restore', bundle, '--resources', '--yes', '--prune']);
     expect(pruned.code, pruned.stderr).toBe(0);

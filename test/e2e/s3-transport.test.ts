@@ -68,10 +68,16 @@ describe('S3 transport (moto)', () => {
 
   it('a backup SIGKILLed mid-upload is never listed; prune aborts the upload it left open', async () => {
     client = await testClient();
-    if (!(await client.getOrUndefined(K.namespace, undefined, NS))) await client.create(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+    if (!(await client.getOrUndefined(K.namespace, undefined, NS)))
+      await client.create(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     for (const name of BIG) {
       await client.delete(K.configMap, NS, name).catch(() => undefined);
-      await client.create(K.configMap, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: NS }, data: { blob: randomBytes(675 * 1024).toString('base64') } });
+      await client.create(K.configMap, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name, namespace: NS },
+        data: { blob: randomBytes(675 * 1024).toString('base64') },
+      });
     }
     const held: ServerResponse[] = [];
     const gate = await ec2Server(async (req, res, body) => {

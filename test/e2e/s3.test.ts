@@ -60,7 +60,11 @@ describe('bundles in S3 (moto)', () => {
 
     const crds = (await client.listAll(K.crd)).filter((x) => CALICO_GROUPS.includes(x.spec.group));
     for (const x of crds) await client.delete(K.crd, undefined, x.metadata.name);
-    await client.waitFor('Calico CRDs to be gone', async () => ((await client.listAll(K.crd)).some((x) => CALICO_GROUPS.includes(x.spec.group)) ? undefined : true), { timeoutMs: 180_000 });
+    await client.waitFor(
+      'Calico CRDs to be gone',
+      async () => ((await client.listAll(K.crd)).some((x) => CALICO_GROUPS.includes(x.spec.group)) ? undefined : true),
+      { timeoutMs: 180_000 },
+    );
 
     const elsewhere = mkdtempSync(path.join(os.tmpdir(), 'cnr-s3-cwd-'));
     const rs = await runCli(['restore', `s3://${BUCKET}/prod/${id}`, '--resources', '--yes'], { env, cwd: elsewhere });
@@ -71,8 +75,16 @@ describe('bundles in S3 (moto)', () => {
 
   it('a bundle whose upload never completed is not listed; prune --keep-last 2 leaves the two newest', async () => {
     // What a killed export leaves behind: a multipart upload begun, a part sent, never completed.
-    const open = await s3.send(new CreateMultipartUploadCommand({ Bucket: BUCKET, Key: 'nightly/killed.tar.gz', Metadata: { 'bundle-id': 'killed', 'created-at': new Date().toISOString() } }));
-    await s3.send(new UploadPartCommand({ Bucket: BUCKET, Key: 'nightly/killed.tar.gz', UploadId: open.UploadId, PartNumber: 1, Body: Buffer.alloc(5 * 1024 * 1024, 1) }));
+    const open = await s3.send(
+      new CreateMultipartUploadCommand({
+        Bucket: BUCKET,
+        Key: 'nightly/killed.tar.gz',
+        Metadata: { 'bundle-id': 'killed', 'created-at': new Date().toISOString() },
+      }),
+    );
+    await s3.send(
+      new UploadPartCommand({ Bucket: BUCKET, Key: 'nightly/killed.tar.gz', UploadId: open.UploadId, PartNumber: 1, Body: Buffer.alloc(5 * 1024 * 1024, 1) }),
+    );
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       const ex = await runCli(['export', '--out', `s3://${BUCKET}/nightly`, '-o', 'json'], { env });

@@ -42,7 +42,13 @@ describe('security: no secret in output, file modes, encryption at rest, cross-c
     await client.apply(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'calico-system' } }, { fieldManager: 'e2e' });
     await client.apply(
       K.secret,
-      { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'sec-canary', namespace: 'calico-system' }, type: 'Opaque', data: { 'tls.key': b64(CANARY), token: b64(`Bearer ${CANARY}`) } },
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'sec-canary', namespace: 'calico-system' },
+        type: 'Opaque',
+        data: { 'tls.key': b64(CANARY), token: b64(`Bearer ${CANARY}`) },
+      },
       { fieldManager: 'e2e' },
     );
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-security-'));
@@ -68,7 +74,14 @@ describe('security: no secret in output, file modes, encryption at rest, cross-c
     // It really is there (the bundle is a backup), so the checks below are not vacuous.
     expect(fs.readFileSync(path.join(bundle, secretFile!), 'utf8')).toContain(b64(CANARY));
     for (const f of Object.keys(m.files).filter((x) => m.files[x].secret)) expect(fs.statSync(path.join(bundle, f)).mode & 0o777, f).toBe(0o600);
-    for (const args of [['inspect', bundle, '-o', 'json', '--files'], ['inspect', bundle, '-o', 'yaml'], ['inspect', bundle], ['verify', bundle, '-o', 'json', '-v'], ['list', work, '-o', 'yaml'], ['doctor', bundle, '-o', 'json', '-v']]) {
+    for (const args of [
+      ['inspect', bundle, '-o', 'json', '--files'],
+      ['inspect', bundle, '-o', 'yaml'],
+      ['inspect', bundle],
+      ['verify', bundle, '-o', 'json', '-v'],
+      ['list', work, '-o', 'yaml'],
+      ['doctor', bundle, '-o', 'json', '-v'],
+    ]) {
       const x = await runCli(args);
       expect([0, 1, 2], `${args.join(' ')}: ${x.stderr}`).toContain(x.code);
       expectNoCanary(x, args.join(' '));
@@ -78,10 +91,22 @@ describe('security: no secret in output, file modes, encryption at rest, cross-c
   it('a changed Secret: diff and restore --dry-run (table, json, -v) and the restore itself never print either value', async () => {
     await client.apply(
       K.secret,
-      { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'sec-canary', namespace: 'calico-system' }, type: 'Opaque', data: { 'tls.key': b64(CANARY2), token: b64(`Bearer ${CANARY2}`) } },
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'sec-canary', namespace: 'calico-system' },
+        type: 'Opaque',
+        data: { 'tls.key': b64(CANARY2), token: b64(`Bearer ${CANARY2}`) },
+      },
       { fieldManager: 'e2e' },
     );
-    for (const args of [['diff', bundle], ['diff', bundle, '-o', 'json', '-v'], ['restore', bundle, '--resources', '--dry-run', '-v'], ['restore', bundle, '--resources', '--dry-run', '-o', 'json'], ['restore', bundle, '--resources', '--dry-run', '-o', 'yaml']]) {
+    for (const args of [
+      ['diff', bundle],
+      ['diff', bundle, '-o', 'json', '-v'],
+      ['restore', bundle, '--resources', '--dry-run', '-v'],
+      ['restore', bundle, '--resources', '--dry-run', '-o', 'json'],
+      ['restore', bundle, '--resources', '--dry-run', '-o', 'yaml'],
+    ]) {
       const x = await runCli(args);
       expect([0, 1], `${args.join(' ')}: ${x.stderr}`).toContain(x.code);
       expectNoCanary(x, args.join(' '));
@@ -95,10 +120,30 @@ describe('security: no secret in output, file modes, encryption at rest, cross-c
   });
 
   it('AWS credentials in the environment never appear, even when the provider fails', async () => {
-    const env = { AWS_ACCESS_KEY_ID: `AKIA${AWS_CANARY.slice(0, 16)}`, AWS_SECRET_ACCESS_KEY: AWS_CANARY, AWS_SESSION_TOKEN: `${AWS_CANARY}tok`, AWS_REGION: 'us-east-1', AWS_ENDPOINT_URL_EC2: 'http://127.0.0.1:1', AWS_EC2_METADATA_DISABLED: 'true' };
-    await client.apply(K.node, { apiVersion: 'v1', kind: 'Node', metadata: { name: 'sec-aws-1', labels: { 'cnr-test': 'sec' } }, spec: { providerID: 'aws:///us-east-1a/i-0123456789abcdef0' } }, { fieldManager: 'e2e' });
+    const env = {
+      AWS_ACCESS_KEY_ID: `AKIA${AWS_CANARY.slice(0, 16)}`,
+      AWS_SECRET_ACCESS_KEY: AWS_CANARY,
+      AWS_SESSION_TOKEN: `${AWS_CANARY}tok`,
+      AWS_REGION: 'us-east-1',
+      AWS_ENDPOINT_URL_EC2: 'http://127.0.0.1:1',
+      AWS_EC2_METADATA_DISABLED: 'true',
+    };
+    await client.apply(
+      K.node,
+      {
+        apiVersion: 'v1',
+        kind: 'Node',
+        metadata: { name: 'sec-aws-1', labels: { 'cnr-test': 'sec' } },
+        spec: { providerID: 'aws:///us-east-1a/i-0123456789abcdef0' },
+      },
+      { fieldManager: 'e2e' },
+    );
     try {
-      for (const args of [['backup', '--selector', 'cnr-test=sec', '--out', path.join(work, 'aws-b'), '-v'], ['backup', '--selector', 'cnr-test=sec', '--out', path.join(work, 'aws-c'), '-o', 'json'], ['snapshots', 'list', '--provider', 'aws', '-v']]) {
+      for (const args of [
+        ['backup', '--selector', 'cnr-test=sec', '--out', path.join(work, 'aws-b'), '-v'],
+        ['backup', '--selector', 'cnr-test=sec', '--out', path.join(work, 'aws-c'), '-o', 'json'],
+        ['snapshots', 'list', '--provider', 'aws', '-v'],
+      ]) {
         const x = await runCli(args, { env });
         expect(x.code, `${args.join(' ')}: ${x.stderr}`).not.toBe(0);
         if (!args.includes('-v')) expect(x.stderr, 'no stack trace without -v').not.toMatch(/\n\s+at .+[(:]\d+/);
@@ -141,7 +186,11 @@ describe('security: no secret in output, file modes, encryption at rest, cross-c
     const m = JSON.parse(fs.readFileSync(mf, 'utf8'));
     m.cluster.uid = '00000000-0000-4000-8000-000000000000';
     fs.writeFileSync(mf, JSON.stringify(m));
-    await client.apply(K.secret, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'sec-canary', namespace: 'calico-system' }, type: 'Opaque', data: { 'tls.key': b64(CANARY2) } }, { fieldManager: 'e2e' });
+    await client.apply(
+      K.secret,
+      { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'sec-canary', namespace: 'calico-system' }, type: 'Opaque', data: { 'tls.key': b64(CANARY2) } },
+      { fieldManager: 'e2e' },
+    );
     const r = await runCli(['restore', other, '--resources', '--yes']);
     expect(r.code, r.stderr).toBe(5);
     expect(r.stderr).toMatch(/not from this cluster/);

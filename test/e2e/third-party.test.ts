@@ -41,10 +41,16 @@ describe('third-party provider module loaded by path (examples/third-party-provi
     writeFileSync(configFile, `providers:\n  qcow2-files:\n    imagesDir: ${imagesDir}\n`);
     // node 1 uses the default <imagesDir>/<node>.qcow2; node 2 has two images given in the mapping file.
     mappingFile = path.join(dir, 'mapping.yaml');
-    writeFileSync(mappingFile, `defaults: { provider: qcow2-files }\nnodes:\n  ${PREFIX}2: { provider: qcow2-files, images: ['${imagesDir}/${PREFIX}2-a.qcow2', '${imagesDir}/${PREFIX}2-b.qcow2'] }\n`);
+    writeFileSync(
+      mappingFile,
+      `defaults: { provider: qcow2-files }\nnodes:\n  ${PREFIX}2: { provider: qcow2-files, images: ['${imagesDir}/${PREFIX}2-a.qcow2', '${imagesDir}/${PREFIX}2-b.qcow2'] }\n`,
+    );
     client = await testClient();
     await deleteNodes(client, PREFIX);
-    await createFakeNodes(client, [1, 2].map((i) => ({ name: `${PREFIX}${i}`, labels: { 'cnr-test': 'third-party' } })));
+    await createFakeNodes(
+      client,
+      [1, 2].map((i) => ({ name: `${PREFIX}${i}`, labels: { 'cnr-test': 'third-party' } })),
+    );
   });
 
   afterAll(async () => {
@@ -54,7 +60,21 @@ describe('third-party provider module loaded by path (examples/third-party-provi
 
   it('backup --provider-module ./examples/third-party-provider/index.js snapshots every image', async () => {
     bundlePath = path.join(dir, 'b1');
-    const r = await cli(['backup', '--provider-module', MODULE, '--config', configFile, '--mapping', mappingFile, '--selector', SELECTOR, '--out', bundlePath, '-o', 'json']);
+    const r = await cli([
+      'backup',
+      '--provider-module',
+      MODULE,
+      '--config',
+      configFile,
+      '--mapping',
+      mappingFile,
+      '--selector',
+      SELECTOR,
+      '--out',
+      bundlePath,
+      '-o',
+      'json',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const manifest = JSON.parse(readFileSync(path.join(bundlePath, 'manifest.json'), 'utf8'));
     bundleId = manifest.id;
@@ -68,16 +88,48 @@ describe('third-party provider module loaded by path (examples/third-party-provi
   });
 
   it('snapshots list with the module finds them through its own tags', async () => {
-    const r = await cli(['snapshots', 'list', '--provider-module', MODULE, '--provider', 'qcow2-files', '--config', configFile, '--bundle', bundleId, '-o', 'json']);
+    const r = await cli([
+      'snapshots',
+      'list',
+      '--provider-module',
+      MODULE,
+      '--provider',
+      'qcow2-files',
+      '--config',
+      configFile,
+      '--bundle',
+      bundleId,
+      '-o',
+      'json',
+    ]);
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout).map((s: any) => s.node).sort()).toEqual([`${PREFIX}1`, `${PREFIX}2`, `${PREFIX}2`]);
+    expect(
+      JSON.parse(r.stdout)
+        .map((s: any) => s.node)
+        .sort(),
+    ).toEqual([`${PREFIX}1`, `${PREFIX}2`, `${PREFIX}2`]);
   });
 
   it('restore BUNDLE --disks through the module (CLI): data written after the snapshot is gone', async () => {
     const [a, b] = [`${PREFIX}2-a.qcow2`, `${PREFIX}2-b.qcow2`].map((f) => path.join(imagesDir, f));
     await qemuIo(a!, 'write', 0xbb);
     await qemuIo(b!, 'write', 0xbb);
-    const r = await cli(['restore', bundlePath, '--disks', '--nodes', `${PREFIX}2`, '--provider-module', MODULE, '--config', configFile, '--mapping', mappingFile, '--yes', '-o', 'json']);
+    const r = await cli([
+      'restore',
+      bundlePath,
+      '--disks',
+      '--nodes',
+      `${PREFIX}2`,
+      '--provider-module',
+      MODULE,
+      '--config',
+      configFile,
+      '--mapping',
+      mappingFile,
+      '--yes',
+      '-o',
+      'json',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     for (const f of [a!, b!]) {
       expect(await qemuIo(f, 'read', 0xaa)).toBe(true);
@@ -86,7 +138,19 @@ describe('third-party provider module loaded by path (examples/third-party-provi
   });
 
   it('snapshots delete with the module removes them', async () => {
-    const r = await cli(['snapshots', 'delete', '--provider-module', MODULE, '--provider', 'qcow2-files', '--config', configFile, '--bundle', bundleId, '--yes']);
+    const r = await cli([
+      'snapshots',
+      'delete',
+      '--provider-module',
+      MODULE,
+      '--provider',
+      'qcow2-files',
+      '--config',
+      configFile,
+      '--bundle',
+      bundleId,
+      '--yes',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     expect(execFileSync('qemu-img', ['snapshot', '-l', path.join(imagesDir, `${PREFIX}1.qcow2`)], { encoding: 'utf8' })).not.toContain('cnr.');
   });

@@ -54,16 +54,40 @@ describe('trust boundaries against the test cluster', () => {
     const dir = path.join(work, 'crafted');
     fs.cpSync(base, dir, { recursive: true });
     const m = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
-    const crb = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'trust-pwn' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' }, subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: 'default' }] };
+    const crb = {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'trust-pwn' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+      subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: 'default' }],
+    };
     plant(dir, m, resourcePathFor(crb as any), crb as any);
-    m.resources.push({ key: 'clusterrolebindings.rbac.authorization.k8s.io', group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'ClusterRoleBinding', plural: 'clusterrolebindings', namespaced: false, count: 1 });
+    m.resources.push({
+      key: 'clusterrolebindings.rbac.authorization.k8s.io',
+      group: 'rbac.authorization.k8s.io',
+      version: 'v1',
+      kind: 'ClusterRoleBinding',
+      plural: 'clusterrolebindings',
+      namespaced: false,
+      count: 1,
+    });
     m.counts['clusterrolebindings.rbac.authorization.k8s.io'] = 1;
     const secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'trust-pwn', namespace: 'kube-system' }, stringData: { token: 'planted' } };
     plant(dir, m, configPathFor(secret as any), secret as any);
-    const deployment = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'trust-pwn', namespace: 'tigera-operator' }, spec: { selector: { matchLabels: { a: 'b' } }, template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'x', image: 'evil' }] } } } };
+    const deployment = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'trust-pwn', namespace: 'tigera-operator' },
+      spec: { selector: { matchLabels: { a: 'b' } }, template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'x', image: 'evil' }] } } },
+    };
     plant(dir, m, configPathFor(deployment as any), deployment as any);
     // A Calico NetworkPolicy whose file says namespace trust-app while its content says kube-system.
-    const np = { apiVersion: 'crd.projectcalico.org/v1', kind: 'NetworkPolicy', metadata: { name: 'trust-moved', namespace: 'kube-system' }, spec: { selector: 'all()', types: ['Ingress'] } };
+    const np = {
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: 'trust-moved', namespace: 'kube-system' },
+      spec: { selector: 'all()', types: ['Ingress'] },
+    };
     plant(dir, m, resourcePathFor({ ...np, metadata: { ...np.metadata, namespace: pop.namespace } } as any), np as any);
     const netpols = m.resources.find((r: any) => r.kind === 'NetworkPolicy' && r.group === 'crd.projectcalico.org');
     netpols.count += 1;
@@ -82,7 +106,9 @@ describe('trust boundaries against the test cluster', () => {
     expect(out).toMatch(/ClusterRoleBinding trust-pwn: not restored: rbac\.authorization\.k8s\.io\/v1 ClusterRoleBinding is not a Calico kind/);
     expect(out).toMatch(/Secret kube-system\/trust-pwn: not restored: Secret kube-system\/trust-pwn is not Calico configuration/);
     expect(out).toMatch(/Deployment tigera-operator\/trust-pwn: not restored: Deployment tigera-operator\/trust-pwn is not Calico configuration/);
-    expect(out).toMatch(/NetworkPolicy kube-system\/trust-moved: not restored: resources\/crd\.projectcalico\.org\/NetworkPolicy\/trust-app\/trust-moved\.yaml holds .* which belongs at resources\/crd\.projectcalico\.org\/NetworkPolicy\/kube-system\/trust-moved\.yaml/);
+    expect(out).toMatch(
+      /NetworkPolicy kube-system\/trust-moved: not restored: resources\/crd\.projectcalico\.org\/NetworkPolicy\/trust-app\/trust-moved\.yaml holds .* which belongs at resources\/crd\.projectcalico\.org\/NetworkPolicy\/kube-system\/trust-moved\.yaml/,
+    );
 
     expect(await client.getOrUndefined(K.clusterRoleBinding, undefined, 'trust-pwn')).toBeUndefined();
     expect(await client.getOrUndefined(K.secret, 'kube-system', 'trust-pwn')).toBeUndefined();
@@ -108,11 +134,19 @@ describe('trust boundaries against the test cluster', () => {
     m.createdAt = new Date().toISOString();
     fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(m, null, 2));
     fs.writeFileSync(path.join(dir, `planted${evil.replace(/\n|\r/g, '')}`), 'x');
-    for (const args of [['inspect', dir], ['list', root], ['verify', dir], ['doctor', dir]]) {
+    for (const args of [
+      ['inspect', dir],
+      ['list', root],
+      ['verify', dir],
+      ['doctor', dir],
+    ]) {
       const r = await runCli(args);
       const out = r.stdout + r.stderr;
       expect(out, args[0]).not.toMatch(/[\x07\x0d]|\x1b(?!\[(?:1|2|22|31|32|33|39)m)/);
-      expect(out.split('\n').some((l) => l.startsWith('FAKE LINE')), `${args[0]}: ${out}`).toBe(false);
+      expect(
+        out.split('\n').some((l) => l.startsWith('FAKE LINE')),
+        `${args[0]}: ${out}`,
+      ).toBe(false);
       if (args[0] === 'inspect' || args[0] === 'list') expect(out, args[0]).toContain('\\x1b]0;owned\\x07');
     }
   });
@@ -146,7 +180,10 @@ describe('trust boundaries against the test cluster', () => {
       expect(r.stdout).toContain(`moved:           GlobalNetworkPolicy ${gnp.metadata.name} (bundle) -> GlobalNetworkPolicy trust-renamed (cluster)`);
       expect(r.stdout).not.toMatch(/only in (bundle|cluster): .*(trust-allow-dns|trust-deny-metadata|trust-renamed)/);
       const j = JSON.parse((await runCli(['diff', base, '--kinds', 'NetworkPolicy,GlobalNetworkPolicy', '-o', 'json'])).stdout);
-      expect(j.moved.map((m: any) => `${m.from.name}->${m.to.namespace ?? ''}/${m.to.name}`).sort()).toEqual(['trust-allow-dns->default/trust-allow-dns', `${gnp.metadata.name}->/trust-renamed`]);
+      expect(j.moved.map((m: any) => `${m.from.name}->${m.to.namespace ?? ''}/${m.to.name}`).sort()).toEqual([
+        'trust-allow-dns->default/trust-allow-dns',
+        `${gnp.metadata.name}->/trust-renamed`,
+      ]);
 
       // A bundle file moved to another namespace's path (checksums right): its path has no live object, so reading
       // it is the only way to see that it is trust-app's policy; diff refuses the bundle naming the file.
@@ -162,7 +199,9 @@ describe('trust boundaries against the test cluster', () => {
       fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(m, null, 2));
       const d = await runCli(['diff', dir, '--kinds', 'NetworkPolicy']);
       expect(d.code, d.stdout + d.stderr).toBe(2);
-      expect(d.stderr).toMatch(/NetworkPolicy\/kube-system\/trust-deny-db\.yaml holds .*NetworkPolicy trust-app\/trust-deny-db, which belongs at .*NetworkPolicy\/trust-app\/trust-deny-db\.yaml/);
+      expect(d.stderr).toMatch(
+        /NetworkPolicy\/kube-system\/trust-deny-db\.yaml holds .*NetworkPolicy trust-app\/trust-deny-db, which belongs at .*NetworkPolicy\/trust-app\/trust-deny-db\.yaml/,
+      );
     } finally {
       await client.delete(netpols, 'default', np.metadata.name);
       await client.delete(gnps, undefined, 'trust-renamed');

@@ -43,17 +43,43 @@ describe('vSphere: vsphere://<uuid> providerIDs, VMs in folders, expired session
     await vim.login(vcsim.username, vcsim.password);
     // Two folders deep, so no `<datacenter>/vm/<name>` path can find them.
     const vmFolder = (await vim.findByInventoryPath('DC0/vm'))!;
-    const outer = moref(child(await vim.call('CreateFolder', [['_this', vmFolder], ['name', 'cnr-workers']]), 'returnval'))!;
-    const inner = moref(child(await vim.call('CreateFolder', [['_this', outer], ['name', 'pool-a']]), 'returnval'))!;
+    const outer = moref(
+      child(
+        await vim.call('CreateFolder', [
+          ['_this', vmFolder],
+          ['name', 'cnr-workers'],
+        ]),
+        'returnval',
+      ),
+    )!;
+    const inner = moref(
+      child(
+        await vim.call('CreateFolder', [
+          ['_this', outer],
+          ['name', 'pool-a'],
+        ]),
+        'returnval',
+      ),
+    )!;
     for (const [i, name] of ['DC0_H0_VM0', 'DC0_H0_VM1'].entries()) {
       const ref = (await vim.findByInventoryPath(`DC0/vm/${name}`))!;
-      await vim.waitTask(await vim.startTask('MoveIntoFolder_Task', [['_this', inner], ['list', ref]]), `move ${name}`, { timeoutMs: 30_000 });
+      await vim.waitTask(
+        await vim.startTask('MoveIntoFolder_Task', [
+          ['_this', inner],
+          ['list', ref],
+        ]),
+        `move ${name}`,
+        { timeoutMs: 30_000 },
+      );
       vms.push({ node: `${PREFIX}${i + 1}`, path: `DC0/vm/cnr-workers/pool-a/${name}`, uuid: (await prop(ref, 'config.uuid'))!, ref });
     }
     client = await testClient();
     await deleteNodes(client, PREFIX);
     dir = mkdtempSync(path.join(tmpdir(), 'cnr-vsuuid-'));
-    await createFakeNodes(client, vms.map((v) => ({ name: v.node, providerID: `vsphere://${v.uuid}`, labels: { 'cnr-test': 'vsphere-uuid' } })));
+    await createFakeNodes(
+      client,
+      vms.map((v) => ({ name: v.node, providerID: `vsphere://${v.uuid}`, labels: { 'cnr-test': 'vsphere-uuid' } })),
+    );
   });
 
   afterAll(async () => {
@@ -98,7 +124,10 @@ describe('vSphere: vsphere://<uuid> providerIDs, VMs in folders, expired session
 
   it('a session terminated by another client mid-run is logged in again, once', async () => {
     const host = new RecordingIoHost();
-    const provider = await vsphereModule.create({ reporter: new Reporter(host), config: { url: vcsim.url, username: vcsim.username, password: vcsim.password } });
+    const provider = await vsphereModule.create({
+      reporter: new Reporter(host),
+      config: { url: vcsim.url, username: vcsim.username, password: vcsim.password },
+    });
     try {
       const target = (await provider.resolve({ name: vms[0]!.node, providerID: `vsphere://${vms[0]!.uuid}`, labels: {}, annotations: {} }))!;
       expect(target.location.vm).toBe(vms[0]!.ref.value);
@@ -106,9 +135,14 @@ describe('vSphere: vsphere://<uuid> providerIDs, VMs in folders, expired session
       const sc = await vim.serviceContent();
       const [sm] = await vim.retrieve('SessionManager', ['sessionList', 'currentSession'], [sc.sessionManager]);
       const own = textOf(sm!.props.get('currentSession'), 'key');
-      const others = childrenNamed(sm!.props.get('sessionList'), 'UserSession').map((s) => textOf(s, 'key')!).filter((k) => k && k !== own);
+      const others = childrenNamed(sm!.props.get('sessionList'), 'UserSession')
+        .map((s) => textOf(s, 'key')!)
+        .filter((k) => k && k !== own);
       expect(others.length).toBeGreaterThan(0);
-      await vim.call('TerminateSession', [['_this', sc.sessionManager], ['sessionId', others]]);
+      await vim.call('TerminateSession', [
+        ['_this', sc.sessionManager],
+        ['sessionId', others],
+      ]);
       const listed = await provider.list({});
       expect(listed.map((s) => s.node).sort()).toEqual(vms.map((v) => v.node));
       expect(host.codes().filter((c) => c === 'CNR_VSPHERE_RELOGIN')).toHaveLength(1);
@@ -126,7 +160,10 @@ describe('vSphere: vsphere://<uuid> providerIDs, VMs in folders, expired session
       const ref = (await vim.findByInventoryPath(`DC0/vm/${name}`))!;
       more.push({ node: `${PREFIX}more-${i + 1}`, uuid: (await prop(ref, 'config.uuid'))! });
     }
-    await createFakeNodes(client, more.map((v) => ({ name: v.node, providerID: `vsphere://${v.uuid}` })));
+    await createFakeNodes(
+      client,
+      more.map((v) => ({ name: v.node, providerID: `vsphere://${v.uuid}` })),
+    );
     const all = [...vms.map((v) => v.node), ...more.map((v) => v.node)];
     const sc = await vim.serviceContent();
     const sessionKeys = async () => {
@@ -143,7 +180,10 @@ describe('vSphere: vsphere://<uuid> providerIDs, VMs in folders, expired session
       if (!killed) await new Promise((r) => setTimeout(r, 25));
     }
     expect(killed, 'the CLI logged in to vcsim').toBeDefined();
-    await vim.call('TerminateSession', [['_this', sc.sessionManager], ['sessionId', [killed!]]]);
+    await vim.call('TerminateSession', [
+      ['_this', sc.sessionManager],
+      ['sessionId', [killed!]],
+    ]);
     const ran = await run.done;
     expect(ran.code, ran.stderr).toBe(0);
     expect(run.exited()).toBe(true);

@@ -53,7 +53,10 @@ describe('vSphere provider on vcsim', () => {
     dir = mkdtempSync(path.join(tmpdir(), 'cnr-vsphere-'));
     mappingFile = path.join(dir, 'mapping.yaml');
     writeFileSync(mappingFile, `nodes:\n${VMS.map((vm, i) => `  ${PREFIX}${i + 1}: { provider: vsphere, vm: '${vm}' }`).join('\n')}\n`);
-    await createFakeNodes(client, [1, 2].map((i) => ({ name: `${PREFIX}${i}`, labels: { 'cnr-test': 'vsphere' } })));
+    await createFakeNodes(
+      client,
+      [1, 2].map((i) => ({ name: `${PREFIX}${i}`, labels: { 'cnr-test': 'vsphere' } })),
+    );
   });
 
   afterAll(async () => {
@@ -76,7 +79,12 @@ describe('vSphere provider on vcsim', () => {
       const recs = manifest.snapshots.filter((s: any) => s.node === `${PREFIX}${i + 1}`);
       expect(recs.length).toBeGreaterThan(0);
       for (const rec of recs) {
-        expect(rec).toMatchObject({ provider: 'vsphere', machine: vmPath, state: 'completed', details: { memory: false, quiesce: false, snapshotRef: expect.stringMatching(/^snapshot-/) } });
+        expect(rec).toMatchObject({
+          provider: 'vsphere',
+          machine: vmPath,
+          state: 'completed',
+          details: { memory: false, quiesce: false, snapshotRef: expect.stringMatching(/^snapshot-/) },
+        });
         expect(rec.disk).toMatch(/\.vmdk$/);
         expect(rec.details.task).toBeUndefined();
       }
@@ -120,8 +128,12 @@ describe('vSphere provider on vcsim', () => {
     const saved = { ...process.env };
     for (const k of ['GOVC_URL', 'GOVC_USERNAME', 'GOVC_PASSWORD']) delete process.env[k];
     try {
-      expect(() => create({})).toThrow(expect.objectContaining({ name: 'BadInputError', message: 'vsphere: no vCenter/ESXi URL', hint: expect.stringContaining('GOVC_URL') }));
-      expect(() => create({ url: vcsim.url })).toThrow(expect.objectContaining({ name: 'BadInputError', message: 'vsphere: no credentials', hint: expect.stringContaining('GOVC_PASSWORD') }));
+      expect(() => create({})).toThrow(
+        expect.objectContaining({ name: 'BadInputError', message: 'vsphere: no vCenter/ESXi URL', hint: expect.stringContaining('GOVC_URL') }),
+      );
+      expect(() => create({ url: vcsim.url })).toThrow(
+        expect.objectContaining({ name: 'BadInputError', message: 'vsphere: no credentials', hint: expect.stringContaining('GOVC_PASSWORD') }),
+      );
     } finally {
       process.env = saved;
     }

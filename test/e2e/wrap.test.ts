@@ -68,7 +68,22 @@ describe('wrap: back up, run a risky command, check, restore on failure', () => 
   it('wrap --restore-on-failure -- kubectl delete -f <3.28.1 tigera-operator.yaml> ends with the Calico data restored', async () => {
     const before = await calicoSnapshot(client);
     const r = await runCli(
-      ['wrap', '--restore-on-failure', '--out', path.join(dir, 'b-delete'), '-o', 'json', '--', kubectlPath(), '--kubeconfig', kubeconfig(), 'delete', '-f', fixturePath('3.28.1', 'tigera-operator.yaml'), '--wait=true'],
+      [
+        'wrap',
+        '--restore-on-failure',
+        '--out',
+        path.join(dir, 'b-delete'),
+        '-o',
+        'json',
+        '--',
+        kubectlPath(),
+        '--kubeconfig',
+        kubeconfig(),
+        'delete',
+        '-f',
+        fixturePath('3.28.1', 'tigera-operator.yaml'),
+        '--wait=true',
+      ],
       { timeoutMs: 900_000 },
     );
     const res = JSON.parse(r.stdout);
@@ -76,9 +91,12 @@ describe('wrap: back up, run a risky command, check, restore on failure', () => 
     expect(res.command.exitCode, r.stderr).toBe(0);
     expect(res.check.healthy).toBe(false);
     const lostKinds = new Set(res.check.lost.map((x: any) => x.kind));
-    for (const k of ['IPPool', 'IPAMBlock', 'IPAMHandle', 'BlockAffinity', 'GlobalNetworkPolicy', 'NetworkPolicy', 'Installation']) expect(lostKinds, k).toContain(k);
+    for (const k of ['IPPool', 'IPAMBlock', 'IPAMHandle', 'BlockAffinity', 'GlobalNetworkPolicy', 'NetworkPolicy', 'Installation'])
+      expect(lostKinds, k).toContain(k);
     expect(res.restored, r.stderr).toBeDefined();
-    console.log(`wrap: ${res.check.lost.length} objects lost by the delete; restore ok=${res.restored.ok}${res.restored.failures.length ? `, not restored: ${res.restored.failures.map((f: any) => f.id).join(', ')}` : ''}; exit ${r.code}`);
+    console.log(
+      `wrap: ${res.check.lost.length} objects lost by the delete; restore ok=${res.restored.ok}${res.restored.failures.length ? `, not restored: ${res.restored.failures.map((f: any) => f.id).join(', ')}` : ''}; exit ${r.code}`,
+    );
     expect(r.code).toBe(res.restored.ok ? 1 : 3);
 
     // Every Calico data object is back with the same content.

@@ -59,7 +59,27 @@ export async function startAzureArmFake(): Promise<AzureArmFake> {
   const dir = mkdtempSync(path.join(tmpdir(), 'cnr-azure-fake-'));
   const caFile = path.join(dir, 'cert.pem');
   const keyFile = path.join(dir, 'key.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', caFile, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      keyFile,
+      '-out',
+      caFile,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   const subscription = '00000000-1111-2222-3333-444444444444';
   const identityHeader = randomBytes(12).toString('hex');
   const token = `fake-arm-token-${randomBytes(16).toString('hex')}`;
@@ -83,23 +103,57 @@ export async function startAzureArmFake(): Promise<AzureArmFake> {
     pollsPerOperation: 3,
     copyGets: 2,
     diskId: (rg, name) => `/subscriptions/${subscription}/resourceGroups/${rg}/providers/Microsoft.Compute/disks/${name}`,
-    addVm: (rg, name, luns, opts = {}) => addMachine(`/subscriptions/${subscription}/resourceGroups/${rg}/providers/Microsoft.Compute/virtualMachines/${name}`, rg, name, luns, opts),
+    addVm: (rg, name, luns, opts = {}) =>
+      addMachine(`/subscriptions/${subscription}/resourceGroups/${rg}/providers/Microsoft.Compute/virtualMachines/${name}`, rg, name, luns, opts),
     addVmssInstance: (rg, vmss, id, luns) =>
-      addMachine(`/subscriptions/${subscription}/resourceGroups/${rg}/providers/Microsoft.Compute/virtualMachineScaleSets/${vmss}/virtualMachines/${id}`, rg, `${vmss}_${id}`, luns, {}, id),
+      addMachine(
+        `/subscriptions/${subscription}/resourceGroups/${rg}/providers/Microsoft.Compute/virtualMachineScaleSets/${vmss}/virtualMachines/${id}`,
+        rg,
+        `${vmss}_${id}`,
+        luns,
+        {},
+        id,
+      ),
     close: () => new Promise((r) => server.close(() => r())),
   };
 
   function newDisk(rg: string, name: string, props: Json, extra: Json = {}): Json {
-    const d = { id: fake.diskId(rg, name), name, type: 'Microsoft.Compute/disks', location: LOCATION, sku: { name: 'Premium_LRS' }, tags: {}, ...extra, properties: { diskSizeGB: 30, provisioningState: 'Succeeded', diskState: 'Attached', ...props } };
+    const d = {
+      id: fake.diskId(rg, name),
+      name,
+      type: 'Microsoft.Compute/disks',
+      location: LOCATION,
+      sku: { name: 'Premium_LRS' },
+      tags: {},
+      ...extra,
+      properties: { diskSizeGB: 30, provisioningState: 'Succeeded', diskState: 'Attached', ...props },
+    };
     disks.set(lower(d.id), d);
     return d;
   }
 
-  function addMachine(id: string, rg: string, name: string, luns: number[], opts: { zone?: string; pvTags?: Record<number, string> }, instanceId?: string): FakeMachine {
+  function addMachine(
+    id: string,
+    rg: string,
+    name: string,
+    luns: number[],
+    opts: { zone?: string; pvTags?: Record<number, string> },
+    instanceId?: string,
+  ): FakeMachine {
     const zones = opts.zone ? [opts.zone] : undefined;
-    const os = newDisk(rg, `${name}_OsDisk_1`, { osType: 'Linux', hyperVGeneration: 'V2', creationData: { createOption: 'FromImage' } }, { zones, managedBy: id });
+    const os = newDisk(
+      rg,
+      `${name}_OsDisk_1`,
+      { osType: 'Linux', hyperVGeneration: 'V2', creationData: { createOption: 'FromImage' } },
+      { zones, managedBy: id },
+    );
     const data = luns.map((lun) =>
-      newDisk(rg, `${name}-data-${lun}`, { diskSizeGB: 64, creationData: { createOption: 'Empty' } }, { zones, managedBy: id, tags: opts.pvTags?.[lun] ? { 'kubernetes.io-created-for-pv-name': opts.pvTags[lun] } : {} }),
+      newDisk(
+        rg,
+        `${name}-data-${lun}`,
+        { diskSizeGB: 64, creationData: { createOption: 'Empty' } },
+        { zones, managedBy: id, tags: opts.pvTags?.[lun] ? { 'kubernetes.io-created-for-pv-name': opts.pvTags[lun] } : {} },
+      ),
     );
     const json: Json = {
       id,
@@ -112,8 +166,22 @@ export async function startAzureArmFake(): Promise<AzureArmFake> {
         provisioningState: 'Succeeded',
         hardwareProfile: { vmSize: 'Standard_D4s_v5' },
         storageProfile: {
-          osDisk: { osType: 'Linux', name: os.name, createOption: 'FromImage', caching: 'ReadWrite', managedDisk: { id: os.id, storageAccountType: 'Premium_LRS' }, diskSizeGB: 30 },
-          dataDisks: data.map((d, i) => ({ lun: luns[i], name: d.name, createOption: 'Attach', caching: 'None', managedDisk: { id: d.id, storageAccountType: 'Premium_LRS' }, diskSizeGB: 64 })),
+          osDisk: {
+            osType: 'Linux',
+            name: os.name,
+            createOption: 'FromImage',
+            caching: 'ReadWrite',
+            managedDisk: { id: os.id, storageAccountType: 'Premium_LRS' },
+            diskSizeGB: 30,
+          },
+          dataDisks: data.map((d, i) => ({
+            lun: luns[i],
+            name: d.name,
+            createOption: 'Attach',
+            caching: 'None',
+            managedDisk: { id: d.id, storageAccountType: 'Premium_LRS' },
+            diskSizeGB: 64,
+          })),
         },
       },
     };
@@ -161,7 +229,11 @@ export async function startAzureArmFake(): Promise<AzureArmFake> {
         if (other && other !== m) return armError(res, 409, 'OperationNotAllowed', `Disk ${id} is attached to ${other.id}.`);
       }
       const before = storageDiskIds(m.json);
-      m.json.properties.storageProfile = { ...cur, ...(sp.osDisk ? { osDisk: { ...cur.osDisk, ...sp.osDisk } } : {}), ...(sp.dataDisks ? { dataDisks: sp.dataDisks } : {}) };
+      m.json.properties.storageProfile = {
+        ...cur,
+        ...(sp.osDisk ? { osDisk: { ...cur.osDisk, ...sp.osDisk } } : {}),
+        ...(sp.dataDisks ? { dataDisks: sp.dataDisks } : {}),
+      };
       m.json.properties.provisioningState = 'Updating';
       return lro(res, 200, m.json, () => {
         m.json.properties.provisioningState = 'Succeeded';
@@ -177,7 +249,8 @@ export async function startAzureArmFake(): Promise<AzureArmFake> {
     const s = snapshots.get(lower(id));
     if (req.method === 'GET') {
       if (!s) return armError(res, 404, 'ResourceNotFound', `The Resource 'Microsoft.Compute/snapshots/${name}' was not found.`);
-      if (s.properties.provisioningState === 'Succeeded' && s.properties.completionPercent < 100) s.properties.completionPercent = Math.min(100, s.properties.completionPercent + Math.ceil(100 / fake.copyGets));
+      if (s.properties.provisioningState === 'Succeeded' && s.properties.completionPercent < 100)
+        s.properties.completionPercent = Math.min(100, s.properties.completionPercent + Math.ceil(100 / fake.copyGets));
       return send(res, 200, s);
     }
     if (req.method === 'DELETE') {
@@ -196,7 +269,15 @@ export async function startAzureArmFake(): Promise<AzureArmFake> {
         location: body.location,
         tags: body.tags ?? {},
         sku: { name: 'Standard_LRS', tier: 'Standard' },
-        properties: { ...body.properties, diskSizeGB: disk.properties.diskSizeGB, osType: disk.properties.osType, timeCreated: new Date().toISOString(), provisioningState: 'Creating', completionPercent: 0, incremental: !!body.properties?.incremental },
+        properties: {
+          ...body.properties,
+          diskSizeGB: disk.properties.diskSizeGB,
+          osType: disk.properties.osType,
+          timeCreated: new Date().toISOString(),
+          provisioningState: 'Creating',
+          completionPercent: 0,
+          incremental: !!body.properties?.incremental,
+        },
       };
       snapshots.set(lower(id), snap);
       return lro(res, 201, snap, () => void (snap.properties.provisioningState = 'Succeeded'));
@@ -206,7 +287,8 @@ export async function startAzureArmFake(): Promise<AzureArmFake> {
 
   function handleDisk(req: http.IncomingMessage, res: http.ServerResponse, id: string, rg: string, name: string, body: Json) {
     const d = disks.get(lower(id));
-    if (req.method === 'GET') return d ? send(res, 200, { ...d, managedBy: attached(id)?.id }) : armError(res, 404, 'ResourceNotFound', `Disk ${name} not found`);
+    if (req.method === 'GET')
+      return d ? send(res, 200, { ...d, managedBy: attached(id)?.id }) : armError(res, 404, 'ResourceNotFound', `Disk ${name} not found`);
     if (req.method === 'DELETE') {
       if (!d) return send(res, 204);
       if (attached(id)) return armError(res, 409, 'OperationNotAllowed', `Disk ${name} is attached to a VM.`);
@@ -217,7 +299,12 @@ export async function startAzureArmFake(): Promise<AzureArmFake> {
       const snap = src && snapshots.get(lower(src));
       if (!snap) return armError(res, 404, 'NotFound', `Source snapshot ${src} was not found.`);
       if (snap.properties.completionPercent < 100) return armError(res, 409, 'OperationNotAllowed', `Snapshot ${src} has not finished its background copy.`);
-      const disk = newDisk(rg, name, { ...body.properties, diskSizeGB: snap.properties.diskSizeGB, provisioningState: 'Updating', diskState: 'Unattached' }, { location: body.location, zones: body.zones, sku: body.sku, tags: body.tags ?? {} });
+      const disk = newDisk(
+        rg,
+        name,
+        { ...body.properties, diskSizeGB: snap.properties.diskSizeGB, provisioningState: 'Updating', diskState: 'Unattached' },
+        { location: body.location, zones: body.zones, sku: body.sku, tags: body.tags ?? {} },
+      );
       return lro(res, 201, disk, () => void (disk.properties.provisioningState = 'Succeeded'));
     }
     return armError(res, 405, 'MethodNotAllowed', 'not supported');
@@ -228,20 +315,29 @@ export async function startAzureArmFake(): Promise<AzureArmFake> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const u = new URL(req.url ?? '/', base);
-      const record = (status: number) => fake.requests.push({ method: req.method ?? '', path: u.pathname, query: u.searchParams, headers: req.headers, status });
+      const record = (status: number) =>
+        fake.requests.push({ method: req.method ?? '', path: u.pathname, query: u.searchParams, headers: req.headers, status });
       const origEnd = res.end.bind(res);
       res.end = ((...a: any[]) => (record(res.statusCode), origEnd(...a))) as typeof res.end;
       if (u.pathname === '/msi/token') {
         if (req.headers['x-identity-header'] !== identityHeader) return armError(res, 401, 'Unauthorized', 'wrong X-IDENTITY-HEADER');
-        return send(res, 200, { access_token: token, expires_on: String(Math.floor(Date.now() / 1000) + 3600), resource: u.searchParams.get('resource'), token_type: 'Bearer', client_id: 'fake-client' });
+        return send(res, 200, {
+          access_token: token,
+          expires_on: String(Math.floor(Date.now() / 1000) + 3600),
+          resource: u.searchParams.get('resource'),
+          token_type: 'Bearer',
+          client_id: 'fake-client',
+        });
       }
-      if (req.headers.authorization !== `Bearer ${token}`) return armError(res, 401, 'AuthenticationFailed', 'Authentication failed. The Authorization header is missing or invalid.');
-      if (!u.searchParams.get('api-version')) return armError(res, 400, 'MissingApiVersionParameter', "The api-version query parameter (?api-version=) is required for all requests.");
+      if (req.headers.authorization !== `Bearer ${token}`)
+        return armError(res, 401, 'AuthenticationFailed', 'Authentication failed. The Authorization header is missing or invalid.');
+      if (!u.searchParams.get('api-version'))
+        return armError(res, 400, 'MissingApiVersionParameter', 'The api-version query parameter (?api-version=) is required for all requests.');
       if (fake.throttleNext > 0) {
         fake.throttleNext--;
         return send(res, 429, { error: { code: 'TooManyRequests', message: 'throttled by the fake' } }, { 'retry-after': '1' });
       }
-      let body: Json = {};
+      let body: Json;
       try {
         body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {};
       } catch {
@@ -267,7 +363,10 @@ export async function startAzureArmFake(): Promise<AzureArmFake> {
       }
       m = /^\/subscriptions\/[^/]+\/resourceGroups\/([^/]+)\/providers\/Microsoft\.Compute\/(snapshots|disks)\/([^/]+)$/i.exec(p);
       if (m) return (lower(m[2]!) === 'snapshots' ? handleSnapshot : handleDisk)(req, res, p, m[1]!, m[3]!, body);
-      m = /^(\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.Compute\/(?:virtualMachines\/[^/]+|virtualMachineScaleSets\/[^/]+\/virtualMachines\/[^/]+))(?:\/(deallocate|start|restart))?$/i.exec(p);
+      m =
+        /^(\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.Compute\/(?:virtualMachines\/[^/]+|virtualMachineScaleSets\/[^/]+\/virtualMachines\/[^/]+))(?:\/(deallocate|start|restart))?$/i.exec(
+          p,
+        );
       const machine = m && machines.get(lower(m[1]!));
       if (machine) return handleMachine(req, res, machine, m![2], body);
       return armError(res, 404, 'ResourceNotFound', `no route for ${req.method} ${p} in this fake`);

@@ -94,17 +94,31 @@ export async function startGcpComputeFake(project = 'cnr-fake-project'): Promise
     progress: op.status === 'DONE' ? 100 : 50,
     ...(op.zone ? { zone: link(`zones/${op.zone}`) } : {}),
     ...(op.region ? { region: link(`regions/${op.region}`) } : {}),
-    selfLink: link(op.zone ? `zones/${op.zone}/operations/${op.name}` : op.region ? `regions/${op.region}/operations/${op.name}` : `global/operations/${op.name}`),
+    selfLink: link(
+      op.zone ? `zones/${op.zone}/operations/${op.name}` : op.region ? `regions/${op.region}/operations/${op.name}` : `global/operations/${op.name}`,
+    ),
     ...(op.error ? { error: op.error } : {}),
   });
-  const notFound = (what: string) => ({ status: 404, body: { error: { code: 404, message: `The resource '${what}' was not found`, errors: [{ reason: 'notFound', message: `The resource '${what}' was not found` }] } } });
+  const notFound = (what: string) => ({
+    status: 404,
+    body: {
+      error: { code: 404, message: `The resource '${what}' was not found`, errors: [{ reason: 'notFound', message: `The resource '${what}' was not found` }] },
+    },
+  });
   const bad = (message: string) => ({ status: 400, body: { error: { code: 400, message, errors: [{ reason: 'invalid', message }] } } });
 
   function route(method: string, path: string, q: URLSearchParams, body: any): { status: number; body: any } {
     if (!path.startsWith(base + '/')) return notFound(path);
-    const p = path.slice(base.length + 1).split('/').map(decodeURIComponent);
+    const p = path
+      .slice(base.length + 1)
+      .split('/')
+      .map(decodeURIComponent);
     // global/operations/{op}/wait, zones/{z}/operations/{op}/wait, regions/{r}/operations/{op}/wait
-    if (method === 'POST' && ((p[0] === 'global' && p[1] === 'operations' && p[3] === 'wait') || ((p[0] === 'zones' || p[0] === 'regions') && p[2] === 'operations' && p[4] === 'wait'))) {
+    if (
+      method === 'POST' &&
+      ((p[0] === 'global' && p[1] === 'operations' && p[3] === 'wait') ||
+        ((p[0] === 'zones' || p[0] === 'regions') && p[2] === 'operations' && p[4] === 'wait'))
+    ) {
       const op = ops.get(p[0] === 'global' ? p[2]! : p[3]!);
       if (!op) return notFound(p.join('/'));
       if (op.status !== 'DONE' && op.waits++ >= 1) {
@@ -143,7 +157,8 @@ export async function startGcpComputeFake(project = 'cnr-fake-project'): Promise
     const regional = p[0] === 'regions';
     const scope = `${p[0]}/${zone}`;
     const dkey = (name: string) => (regional ? ikey(scope, name) : ikey(zone, name));
-    const scoped = (opType: string, target: string, finish?: () => void) => (regional ? newOp(opType, target, undefined, finish, zone) : newOp(opType, target, zone, finish));
+    const scoped = (opType: string, target: string, finish?: () => void) =>
+      regional ? newOp(opType, target, undefined, finish, zone) : newOp(opType, target, zone, finish);
     if (p[2] === 'disks') {
       const name = p[3];
       if (method === 'POST' && !name) {
@@ -154,13 +169,31 @@ export async function startGcpComputeFake(project = 'cnr-fake-project'): Promise
         const snap = snapName ? snapshots.get(snapName) : undefined;
         if (d.sourceSnapshot && (!snap || snap.status !== 'READY')) return bad(`sourceSnapshot ${d.sourceSnapshot} is not ready`);
         if (regional && (!Array.isArray(d.replicaZones) || d.replicaZones.length !== 2)) return bad('A regional disk needs two replicaZones');
-        const disk: FakeDisk = { name: d.name, zone, sizeGb: String(d.sizeGb ?? snap?.diskSizeGb ?? '10'), type: d.type ?? link(`${scope}/diskTypes/pd-balanced`), sourceSnapshot: snap ? link(`global/snapshots/${snapName}`) : undefined, labels: d.labels, users: [], ...(regional ? { replicaZones: d.replicaZones.map((z: string) => link(`zones/${z.split('/').pop()}`)) } : {}) };
+        const disk: FakeDisk = {
+          name: d.name,
+          zone,
+          sizeGb: String(d.sizeGb ?? snap?.diskSizeGb ?? '10'),
+          type: d.type ?? link(`${scope}/diskTypes/pd-balanced`),
+          sourceSnapshot: snap ? link(`global/snapshots/${snapName}`) : undefined,
+          labels: d.labels,
+          users: [],
+          ...(regional ? { replicaZones: d.replicaZones.map((z: string) => link(`zones/${z.split('/').pop()}`)) } : {}),
+        };
         const op = scoped('insert', link(`${scope}/disks/${d.name}`), () => disks.set(dkey(d.name), disk));
         return { status: 200, body: opJson(op) };
       }
       const disk = name ? disks.get(dkey(name)) : undefined;
       if (!disk) return notFound(`projects/${project}/${scope}/disks/${name}`);
-      if (method === 'GET' && !p[4]) return { status: 200, body: { kind: 'compute#disk', ...disk, selfLink: link(`${scope}/disks/${disk.name}`), ...(regional ? { region: link(scope), zone: undefined } : { zone: link(scope) }) } };
+      if (method === 'GET' && !p[4])
+        return {
+          status: 200,
+          body: {
+            kind: 'compute#disk',
+            ...disk,
+            selfLink: link(`${scope}/disks/${disk.name}`),
+            ...(regional ? { region: link(scope), zone: undefined } : { zone: link(scope) }),
+          },
+        };
       if (method === 'DELETE' && !p[4]) {
         if (disk.users?.length) return bad(`The disk resource is already being used by ${disk.users[0]}`);
         return { status: 200, body: opJson(scoped('delete', link(`${scope}/disks/${name}`), () => disks.delete(dkey(name!)))) };
@@ -194,7 +227,25 @@ export async function startGcpComputeFake(project = 'cnr-fake-project'): Promise
       const inst = instances.get(ikey(zone, p[3]));
       if (!inst) return notFound(`projects/${project}/zones/${zone}/instances/${p[3]}`);
       const self = link(`zones/${zone}/instances/${inst.name}`);
-      if (method === 'GET' && !p[4]) return { status: 200, body: { kind: 'compute#instance', name: inst.name, status: inst.status, zone: link(`zones/${zone}`), disks: inst.disks.map((d, i) => ({ ...d, index: i, type: 'PERSISTENT', mode: 'READ_WRITE', kind: 'compute#attachedDisk', diskSizeGb: disks.get(keyOfSource(d.source))?.sizeGb })), selfLink: self } };
+      if (method === 'GET' && !p[4])
+        return {
+          status: 200,
+          body: {
+            kind: 'compute#instance',
+            name: inst.name,
+            status: inst.status,
+            zone: link(`zones/${zone}`),
+            disks: inst.disks.map((d, i) => ({
+              ...d,
+              index: i,
+              type: 'PERSISTENT',
+              mode: 'READ_WRITE',
+              kind: 'compute#attachedDisk',
+              diskSizeGb: disks.get(keyOfSource(d.source))?.sizeGb,
+            })),
+            selfLink: self,
+          },
+        };
       const action = p[4];
       if (method === 'POST' && action === 'stop') return { status: 200, body: opJson(newOp('stop', self, zone, () => (inst.status = 'TERMINATED'))) };
       if (method === 'POST' && action === 'start') return { status: 200, body: opJson(newOp('start', self, zone, () => (inst.status = 'RUNNING'))) };
@@ -206,16 +257,20 @@ export async function startGcpComputeFake(project = 'cnr-fake-project'): Promise
         if (inst.disks[i]!.boot && inst.status !== 'TERMINATED') return bad('The boot disk can only be detached from a stopped instance');
         return {
           status: 200,
-          body: opJson(newOp('detachDisk', self, zone, () => {
-            const [d] = inst.disks.splice(i, 1);
-            const dd = disks.get(keyOfSource(d!.source));
-            if (dd) dd.users = [];
-          })),
+          body: opJson(
+            newOp('detachDisk', self, zone, () => {
+              const [d] = inst.disks.splice(i, 1);
+              const dd = disks.get(keyOfSource(d!.source));
+              if (dd) dd.users = [];
+            }),
+          ),
         };
       }
       if (method === 'POST' && action === 'attachDisk') {
         const a = body ?? {};
-        const dname = String(a.source ?? '').split('/').pop()!;
+        const dname = String(a.source ?? '')
+          .split('/')
+          .pop()!;
         const src = /\/regions\//.test(String(a.source)) ? String(a.source) : `zones/${zone}/disks/${dname}`;
         const dd = disks.get(keyOfSource(src));
         if (!dd) return bad(`disk ${a.source} not found`);
@@ -223,12 +278,19 @@ export async function startGcpComputeFake(project = 'cnr-fake-project'): Promise
         if (a.boot && inst.status !== 'TERMINATED') return bad('A boot disk can only be attached to a stopped instance');
         return {
           status: 200,
-          body: opJson(newOp('attachDisk', self, zone, () => {
-            const entry = { deviceName: a.deviceName, boot: !!a.boot, autoDelete: !!a.autoDelete, source: link(src.replace(/^.*?((zones|regions)\/)/, '$1')) };
-            if (a.boot) inst.disks.unshift(entry);
-            else inst.disks.push(entry);
-            dd.users = [self];
-          })),
+          body: opJson(
+            newOp('attachDisk', self, zone, () => {
+              const entry = {
+                deviceName: a.deviceName,
+                boot: !!a.boot,
+                autoDelete: !!a.autoDelete,
+                source: link(src.replace(/^.*?((zones|regions)\/)/, '$1')),
+              };
+              if (a.boot) inst.disks.unshift(entry);
+              else inst.disks.push(entry);
+              dd.users = [self];
+            }),
+          ),
         };
       }
     }
@@ -251,7 +313,14 @@ export async function startGcpComputeFake(project = 'cnr-fake-project'): Promise
         const dname = `${name}-${d.deviceName}`;
         const scope = d.region ? `regions/${d.region}` : `zones/${zone}`;
         const replicaZones = d.region ? [link(`zones/${zone}`), link(`zones/${d.region}-${zone.endsWith('-b') ? 'c' : 'b'}`)] : undefined;
-        disks.set(d.region ? ikey(scope, dname) : ikey(zone, dname), { name: dname, zone: d.region ?? zone, sizeGb: String(d.sizeGb ?? 10), type: link(`${scope}/diskTypes/pd-balanced`), users: [link(`zones/${zone}/instances/${name}`)], ...(replicaZones ? { replicaZones } : {}) });
+        disks.set(d.region ? ikey(scope, dname) : ikey(zone, dname), {
+          name: dname,
+          zone: d.region ?? zone,
+          sizeGb: String(d.sizeGb ?? 10),
+          type: link(`${scope}/diskTypes/pd-balanced`),
+          users: [link(`zones/${zone}/instances/${name}`)],
+          ...(replicaZones ? { replicaZones } : {}),
+        });
         inst.disks.push({ deviceName: d.deviceName, boot: !!d.boot, autoDelete: true, source: link(`${scope}/disks/${dname}`) });
       }
       instances.set(ikey(zone, name), inst);
@@ -275,7 +344,10 @@ export async function startGcpComputeFake(project = 'cnr-fake-project'): Promise
       let out: { status: number; body: any };
       if (fake.throttleNext > 0) {
         fake.throttleNext--;
-        out = { status: 429, body: { error: { code: 429, message: 'Rate Limit Exceeded', errors: [{ reason: 'rateLimitExceeded', message: 'Rate Limit Exceeded' }] } } };
+        out = {
+          status: 429,
+          body: { error: { code: 429, message: 'Rate Limit Exceeded', errors: [{ reason: 'rateLimitExceeded', message: 'Rate Limit Exceeded' }] } },
+        };
       } else out = route(req.method ?? 'GET', u.pathname, u.searchParams, body);
       const text = JSON.stringify(out.body);
       res.writeHead(out.status, { 'content-type': 'application/json; charset=UTF-8', 'content-length': Buffer.byteLength(text) });

@@ -104,13 +104,27 @@ export class ProxmoxFake {
     const injected = this.failNext.get(type);
     if (injected) this.failNext.delete(type);
     const exitstatus = error ?? injected ?? 'OK';
-    this.tasks.set(upid, { upid, node, polls: this.opts.taskPolls ?? 2, exitstatus, log: exitstatus === 'OK' ? ['TASK OK'] : [exitstatus, `TASK ERROR: ${exitstatus}`], effect });
+    this.tasks.set(upid, {
+      upid,
+      node,
+      polls: this.opts.taskPolls ?? 2,
+      exitstatus,
+      log: exitstatus === 'OK' ? ['TASK OK'] : [exitstatus, `TASK ERROR: ${exitstatus}`],
+      effect,
+    });
     return upid;
   }
 
   private handle(req: http.IncomingMessage, body: string, res: http.ServerResponse): void {
     const u = new URL(req.url ?? '/', 'http://fake');
-    this.requests.push({ method: req.method ?? '', path: u.pathname, query: u.search, authorization: req.headers.authorization, contentType: req.headers['content-type'], body });
+    this.requests.push({
+      method: req.method ?? '',
+      path: u.pathname,
+      query: u.search,
+      authorization: req.headers.authorization,
+      contentType: req.headers['content-type'],
+      body,
+    });
     const send = (status: number, data: unknown, reason?: string, extra: Record<string, unknown> = {}) => {
       res.writeHead(status, reason ?? http.STATUS_CODES[status], { 'content-type': 'application/json;charset=UTF-8' });
       res.end(JSON.stringify({ data, ...extra }));
@@ -118,10 +132,17 @@ export class ProxmoxFake {
     if (req.headers.authorization !== `PVEAPIToken=${this.opts.tokenId}=${this.opts.tokenSecret}`) return send(401, null, 'authentication failure');
     if (this.forbid) return send(403, null, `Permission check failed (/vms, VM.Audit)`);
     const form = new URLSearchParams(req.method === 'GET' || req.method === 'DELETE' ? u.search : body);
-    const p = u.pathname.replace(/^\/api2\/json/, '').split('/').filter(Boolean).map(decodeURIComponent);
+    const p = u.pathname
+      .replace(/^\/api2\/json/, '')
+      .split('/')
+      .filter(Boolean)
+      .map(decodeURIComponent);
 
     if (req.method === 'GET' && p.join('/') === 'cluster/resources') {
-      return send(200, this.vms.map((v) => ({ id: `qemu/${v.vmid}`, type: 'qemu', vmid: v.vmid, name: v.name, node: v.node, status: v.status })));
+      return send(
+        200,
+        this.vms.map((v) => ({ id: `qemu/${v.vmid}`, type: 'qemu', vmid: v.vmid, name: v.name, node: v.node, status: v.status })),
+      );
     }
     if (p[0] === 'nodes' && p[2] === 'tasks' && p[3]) {
       const t = this.tasks.get(p[3]);
@@ -137,7 +158,13 @@ export class ProxmoxFake {
         }
         return send(200, { upid: t.upid, node: t.node, status: 'stopped', exitstatus: t.exitstatus, type: t.upid.split(':')[5] });
       }
-      if (p[4] === 'log') return send(200, t.log.map((line, i) => ({ n: i + 1, t: line })), undefined, { total: t.log.length });
+      if (p[4] === 'log')
+        return send(
+          200,
+          t.log.map((line, i) => ({ n: i + 1, t: line })),
+          undefined,
+          { total: t.log.length },
+        );
     }
     if (p[0] === 'nodes' && p[2] === 'qemu' && p[3]) {
       const vm = this.vms.find((v) => String(v.vmid) === p[3] && v.node === p[1]);
@@ -147,8 +174,19 @@ export class ProxmoxFake {
       if (req.method === 'GET' && rest === 'config') return send(200, { name: vm.name, ...vm.config, digest: 'fake' });
       if (req.method === 'POST' && rest === 'status/reboot') return send(200, this.newTask(vm.node, 'qmreboot', String(vm.vmid)));
       if (rest === 'snapshot' && req.method === 'GET') {
-        const list: unknown[] = vm.snapshots.map((s) => ({ name: s.name, description: s.description, snaptime: s.snaptime, vmstate: s.vmstate, ...(s.parent ? { parent: s.parent } : {}) }));
-        list.push({ name: 'current', description: 'You are here!', running: vm.status === 'running' ? 1 : 0, ...(vm.snapshots.length ? { parent: vm.snapshots[vm.snapshots.length - 1]!.name } : {}) });
+        const list: unknown[] = vm.snapshots.map((s) => ({
+          name: s.name,
+          description: s.description,
+          snaptime: s.snaptime,
+          vmstate: s.vmstate,
+          ...(s.parent ? { parent: s.parent } : {}),
+        }));
+        list.push({
+          name: 'current',
+          description: 'You are here!',
+          running: vm.status === 'running' ? 1 : 0,
+          ...(vm.snapshots.length ? { parent: vm.snapshots[vm.snapshots.length - 1]!.name } : {}),
+        });
         return send(200, list);
       }
       if (rest === 'snapshot' && req.method === 'POST') {
@@ -158,10 +196,16 @@ export class ProxmoxFake {
           return send(400, null, 'Parameter verification failed.', { errors: { snapname: `invalid format - invalid configuration ID '${name}'` } });
         }
         const vmstate = Number(form.get('vmstate') ?? 0);
-        if (vm.snapshots.some((s) => s.name === name)) return send(200, this.newTask(vm.node, 'qmsnapshot', String(vm.vmid), undefined, `snapshot name '${name}' already used`));
+        if (vm.snapshots.some((s) => s.name === name))
+          return send(200, this.newTask(vm.node, 'qmsnapshot', String(vm.vmid), undefined, `snapshot name '${name}' already used`));
         const data = vm.data;
         const parent = vm.snapshots[vm.snapshots.length - 1]?.name;
-        return send(200, this.newTask(vm.node, 'qmsnapshot', String(vm.vmid), () => vm.snapshots.push({ name, description: form.get('description') ?? '', snaptime: Math.floor(Date.now() / 1000), vmstate, data, parent })));
+        return send(
+          200,
+          this.newTask(vm.node, 'qmsnapshot', String(vm.vmid), () =>
+            vm.snapshots.push({ name, description: form.get('description') ?? '', snaptime: Math.floor(Date.now() / 1000), vmstate, data, parent }),
+          ),
+        );
       }
       const sm = /^snapshot\/([^/]+)(\/rollback)?$/.exec(rest);
       if (sm) {
@@ -170,16 +214,22 @@ export class ProxmoxFake {
           if (!snap) return send(200, this.newTask(vm.node, 'qmrollback', String(vm.vmid), undefined, `snapshot '${sm[1]}' does not exist`));
           const start = form.get('start') === '1';
           // Rollback stops the VM first and starts it again only with start=1 (or a vmstate snapshot).
-          return send(200, this.newTask(vm.node, 'qmrollback', String(vm.vmid), () => {
-            vm.data = snap.data;
-            vm.status = start || snap.vmstate ? 'running' : 'stopped';
-          }));
+          return send(
+            200,
+            this.newTask(vm.node, 'qmrollback', String(vm.vmid), () => {
+              vm.data = snap.data;
+              vm.status = start || snap.vmstate ? 'running' : 'stopped';
+            }),
+          );
         }
         if (req.method === 'DELETE' && !sm[2]) {
           if (!snap) return send(200, this.newTask(vm.node, 'qmdelsnapshot', String(vm.vmid), undefined, `snapshot '${sm[1]}' does not exist`));
-          return send(200, this.newTask(vm.node, 'qmdelsnapshot', String(vm.vmid), () => {
-            vm.snapshots = vm.snapshots.filter((s) => s !== snap);
-          }));
+          return send(
+            200,
+            this.newTask(vm.node, 'qmdelsnapshot', String(vm.vmid), () => {
+              vm.snapshots = vm.snapshots.filter((s) => s !== snap);
+            }),
+          );
         }
       }
     }

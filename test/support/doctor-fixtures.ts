@@ -11,7 +11,10 @@ export function fixtureCrd(version: string, kind: string): KubeObject {
   if (!cache.has(key)) {
     const got = readShippedFile(version, 'operator-crds.yaml');
     if (!got) throw new Error(`Calico ${version} is not shipped`);
-    cache.set(key, parseManifests(got.text, key).filter((o) => o.kind === 'CustomResourceDefinition'));
+    cache.set(
+      key,
+      parseManifests(got.text, key).filter((o) => o.kind === 'CustomResourceDefinition'),
+    );
   }
   const crd = cache.get(key)!.find((c) => c.spec.names.kind === kind);
   if (!crd) throw new Error(`no ${kind} CRD in ${key}`);

@@ -12,47 +12,110 @@ const crdObj = (kind: string, name: string, spec: any, extra: Partial<KubeObject
 });
 
 export const pool = (name: string, cidr: string, spec: any = {}, labels?: Record<string, string>): KubeObject =>
-  crdObj('IPPool', name, { cidr, blockSize: 26, ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true, nodeSelector: 'all()', ...spec }, { metadata: { name, labels } });
+  crdObj(
+    'IPPool',
+    name,
+    { cidr, blockSize: 26, ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true, nodeSelector: 'all()', ...spec },
+    { metadata: { name, labels } },
+  );
 
 /** An Installation as operator v1.34 leaves it (defaults filled in). */
 export const installationWith = (ipPools: any[] | undefined): KubeObject =>
   crdObj('Installation', 'default', { calicoNetwork: ipPools === undefined ? {} : { ipPools } });
 
 export const entry = (name: string, cidr: string, extra: any = {}) => ({
-  name, cidr, blockSize: 26, encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', nodeSelector: 'all()', disableBGPExport: false, allowedUses: ['Workload', 'Tunnel'], ...extra,
+  name,
+  cidr,
+  blockSize: 26,
+  encapsulation: 'VXLANCrossSubnet',
+  natOutgoing: 'Enabled',
+  nodeSelector: 'all()',
+  disableBGPExport: false,
+  allowedUses: ['Workload', 'Tunnel'],
+  ...extra,
 });
 
 /** A block with the given ordinals allocated; owners index the attributes. */
-export const block = (cidr: string, node: string | undefined, allocs: { ordinal: number; handle: string; pod?: [string, string]; node?: string; type?: string }[]): KubeObject => {
+export const block = (
+  cidr: string,
+  node: string | undefined,
+  allocs: { ordinal: number; handle: string; pod?: [string, string]; node?: string; type?: string }[],
+): KubeObject => {
   const size = 64;
   const allocations: (number | null)[] = Array(size).fill(null);
   const attributes = allocs.map((a, i) => {
     allocations[a.ordinal] = i;
-    return { handle_id: a.handle, secondary: a.pod ? { namespace: a.pod[0], pod: a.pod[1], node: a.node ?? node } : { node: a.node ?? node, type: a.type ?? 'vxlanTunnelAddress' } };
+    return {
+      handle_id: a.handle,
+      secondary: a.pod ? { namespace: a.pod[0], pod: a.pod[1], node: a.node ?? node } : { node: a.node ?? node, type: a.type ?? 'vxlanTunnelAddress' },
+    };
   });
-  return crdObj('IPAMBlock', cidr.replace(/[./:]/g, '-'), { cidr, affinity: node ? `host:${node}` : undefined, allocations, attributes, unallocated: [], strictAffinity: false });
+  return crdObj('IPAMBlock', cidr.replace(/[./:]/g, '-'), {
+    cidr,
+    affinity: node ? `host:${node}` : undefined,
+    allocations,
+    attributes,
+    unallocated: [],
+    strictAffinity: false,
+  });
 };
 
 export const handle = (id: string, blockCidr: string): KubeObject => crdObj('IPAMHandle', id.toLowerCase(), { handleID: id, block: { [blockCidr]: 1 } });
-export const affinity = (node: string, cidr: string): KubeObject => crdObj('BlockAffinity', `${node}-${cidr.replace(/[./]/g, '-')}`, { node, cidr, state: 'confirmed', deleted: 'false' });
+export const affinity = (node: string, cidr: string): KubeObject =>
+  crdObj('BlockAffinity', `${node}-${cidr.replace(/[./]/g, '-')}`, { node, cidr, state: 'confirmed', deleted: 'false' });
 
 export const podAt = (ns: string, name: string, node: string, ip: string, extra: Partial<PodInfo> = {}): PodInfo => ({
-  namespace: ns, name, node, phase: 'Running', hostNetwork: false, podIPs: [ip], calicoAnnotations: {}, ...extra,
+  namespace: ns,
+  name,
+  node,
+  phase: 'Running',
+  hostNetwork: false,
+  podIPs: [ip],
+  calicoAnnotations: {},
+  ...extra,
 });
 
-export const operatorWorkload = (tag: string): WorkloadInfo => ({ kind: 'Deployment', namespace: 'tigera-operator', name: 'tigera-operator', image: `quay.io/tigera/operator:${tag}`, desired: 1, ready: 1 });
-export const calicoNode = (tag: string, ready = 2, desired = 2): WorkloadInfo => ({ kind: 'DaemonSet', namespace: 'calico-system', name: 'calico-node', image: `docker.io/calico/node:${tag}`, desired, ready });
+export const operatorWorkload = (tag: string): WorkloadInfo => ({
+  kind: 'Deployment',
+  namespace: 'tigera-operator',
+  name: 'tigera-operator',
+  image: `quay.io/tigera/operator:${tag}`,
+  desired: 1,
+  ready: 1,
+});
+export const calicoNode = (tag: string, ready = 2, desired = 2): WorkloadInfo => ({
+  kind: 'DaemonSet',
+  namespace: 'calico-system',
+  name: 'calico-node',
+  image: `docker.io/calico/node:${tag}`,
+  desired,
+  ready,
+});
 
 const IPPOOL_CRD_STUB: KubeObject = {
-  apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'ippools.crd.projectcalico.org' },
-  spec: { group: 'crd.projectcalico.org', names: { kind: 'IPPool', plural: 'ippools' }, scope: 'Cluster', versions: [{ name: 'v1', served: true, storage: true }] },
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: 'ippools.crd.projectcalico.org' },
+  spec: {
+    group: 'crd.projectcalico.org',
+    names: { kind: 'IPPool', plural: 'ippools' },
+    scope: 'Cluster',
+    versions: [{ name: 'v1', served: true, storage: true }],
+  },
 };
 
-export function makeState(parts: { objects?: KubeObject[]; crds?: KubeObject[]; nodes?: string[]; pods?: PodInfo[]; workloads?: WorkloadInfo[]; withIpam?: boolean } = {}): CalicoState {
+export function makeState(
+  parts: { objects?: KubeObject[]; crds?: KubeObject[]; nodes?: string[]; pods?: PodInfo[]; workloads?: WorkloadInfo[]; withIpam?: boolean } = {},
+): CalicoState {
   const objects: Record<string, KubeObject[]> = {};
   const keyOf: Record<string, string> = {
-    IPPool: KEYS.ipPools, IPAMBlock: KEYS.ipamBlocks, IPAMHandle: KEYS.ipamHandles, BlockAffinity: KEYS.blockAffinities,
-    ClusterInformation: KEYS.clusterInformations, Installation: KEYS.installations, TigeraStatus: KEYS.tigeraStatuses,
+    IPPool: KEYS.ipPools,
+    IPAMBlock: KEYS.ipamBlocks,
+    IPAMHandle: KEYS.ipamHandles,
+    BlockAffinity: KEYS.blockAffinities,
+    ClusterInformation: KEYS.clusterInformations,
+    Installation: KEYS.installations,
+    TigeraStatus: KEYS.tigeraStatuses,
   };
   if (parts.withIpam !== false) objects[KEYS.ipPools] = [];
   for (const o of parts.objects ?? []) (objects[keyOf[o.kind] ?? `${o.kind.toLowerCase()}s.x`] ??= []).push(o);

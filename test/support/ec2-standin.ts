@@ -69,7 +69,8 @@ export async function startEc2StandIn(opts: Ec2StandInOptions = {}): Promise<Ec2
   const throttled: Record<string, number> = {};
   const buckets = new Map<Category, { tokens: number; size: number; rate: number; at: number }>();
   if (opts.buckets !== false) {
-    for (const [cat, [size, rate]] of Object.entries({ ...DEFAULT_BUCKETS, ...(opts.buckets ?? {}) }) as [Category, [number, number]][]) buckets.set(cat, { tokens: size, size, rate, at: Date.now() });
+    for (const [cat, [size, rate]] of Object.entries({ ...DEFAULT_BUCKETS, ...(opts.buckets ?? {}) }) as [Category, [number, number]][])
+      buckets.set(cat, { tokens: size, size, rate, at: Date.now() });
   }
   const take = (action: string): boolean => {
     const b = buckets.get(CATEGORY[action] ?? 'describe');
@@ -101,7 +102,12 @@ export async function startEc2StandIn(opts: Ec2StandInOptions = {}): Promise<Ec2
         if (missing.length) return { status: 400, code: 'InvalidInstanceID.NotFound', message: `The instance IDs '${missing.join(', ')}' do not exist` };
         const items = ids.map((id) => {
           const i = instances.get(id)!;
-          const bdm = i.volumes.map((v) => `<item><deviceName>${v.device}</deviceName><ebs><volumeId>${v.id}</volumeId><status>attached</status><deleteOnTermination>${v.device === '/dev/sda1'}</deleteOnTermination></ebs></item>`).join('');
+          const bdm = i.volumes
+            .map(
+              (v) =>
+                `<item><deviceName>${v.device}</deviceName><ebs><volumeId>${v.id}</volumeId><status>attached</status><deleteOnTermination>${v.device === '/dev/sda1'}</deleteOnTermination></ebs></item>`,
+            )
+            .join('');
           return `<item><instanceId>${id}</instanceId><instanceState><code>16</code><name>running</name></instanceState><placement><availabilityZone>${i.zone}</availabilityZone></placement><rootDeviceName>/dev/sda1</rootDeviceName><blockDeviceMapping>${bdm}</blockDeviceMapping></item>`;
         });
         return `<reservationSet><item><reservationId>r-${hex(8)}</reservationId><ownerId>123456789012</ownerId><instancesSet>${items.join('')}</instancesSet></item></reservationSet>`;
@@ -109,7 +115,12 @@ export async function startEc2StandIn(opts: Ec2StandInOptions = {}): Promise<Ec2
       case 'DescribeVolumes': {
         const ids = new Set(listParam(form, 'VolumeId'));
         const items = [...instances.values()].flatMap((i) =>
-          i.volumes.filter((v) => ids.has(v.id)).map((v) => `<item><volumeId>${v.id}</volumeId><size>${v.sizeGiB}</size><availabilityZone>${i.zone}</availabilityZone><status>in-use</status><volumeType>gp3</volumeType><iops>3000</iops><throughput>125</throughput><encrypted>false</encrypted></item>`),
+          i.volumes
+            .filter((v) => ids.has(v.id))
+            .map(
+              (v) =>
+                `<item><volumeId>${v.id}</volumeId><size>${v.sizeGiB}</size><availabilityZone>${i.zone}</availabilityZone><status>in-use</status><volumeType>gp3</volumeType><iops>3000</iops><throughput>125</throughput><encrypted>false</encrypted></item>`,
+            ),
         );
         return `<volumeSet>${items.join('')}</volumeSet>`;
       }
@@ -117,9 +128,17 @@ export async function startEc2StandIn(opts: Ec2StandInOptions = {}): Promise<Ec2
         const inst = instances.get(form.get('InstanceSpecification.InstanceId') ?? '');
         if (!inst) return { status: 400, code: 'InvalidInstanceID.NotFound', message: 'The instance does not exist' };
         const tags = new Map<string, string>();
-        for (let n = 1; form.has(`TagSpecification.1.Tag.${n}.Key`); n++) tags.set(form.get(`TagSpecification.1.Tag.${n}.Key`)!, form.get(`TagSpecification.1.Tag.${n}.Value`) ?? '');
+        for (let n = 1; form.has(`TagSpecification.1.Tag.${n}.Key`); n++)
+          tags.set(form.get(`TagSpecification.1.Tag.${n}.Key`)!, form.get(`TagSpecification.1.Tag.${n}.Value`) ?? '');
         const made = inst.volumes.map((v) => {
-          const s: Snap = { id: `snap-${hex(8)}`, volumeId: v.id, sizeGiB: v.sizeGiB, started: Date.now(), description: form.get('Description') ?? '', tags: new Map(tags) };
+          const s: Snap = {
+            id: `snap-${hex(8)}`,
+            volumeId: v.id,
+            sizeGiB: v.sizeGiB,
+            started: Date.now(),
+            description: form.get('Description') ?? '',
+            tags: new Map(tags),
+          };
           snaps.set(s.id, s);
           return s;
         });
@@ -176,7 +195,13 @@ export async function startEc2StandIn(opts: Ec2StandInOptions = {}): Promise<Ec2
       const ids: string[] = [];
       for (let n = 0; n < count; n++) {
         const id = `i-${hex(8)}`;
-        instances.set(id, { zone, volumes: [{ id: `vol-${hex(8)}`, device: '/dev/sda1', sizeGiB: 8 }, { id: `vol-${hex(8)}`, device: '/dev/sdf', sizeGiB: 10 }] });
+        instances.set(id, {
+          zone,
+          volumes: [
+            { id: `vol-${hex(8)}`, device: '/dev/sda1', sizeGiB: 8 },
+            { id: `vol-${hex(8)}`, device: '/dev/sdf', sizeGiB: 10 },
+          ],
+        });
         ids.push(id);
       }
       return ids;

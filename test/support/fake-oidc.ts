@@ -62,7 +62,13 @@ export async function startFakeOidcIssuer(tls: { cert: Buffer; key: Buffer }, op
         state.refreshes++;
         state.refreshToken = randomBytes(12).toString('hex');
         const now = Math.floor(Date.now() / 1000);
-        return json(res, 200, { access_token: randomBytes(12).toString('hex'), token_type: 'Bearer', expires_in: opts.lifetimeSeconds, id_token: sign(now, now + opts.lifetimeSeconds), refresh_token: state.refreshToken });
+        return json(res, 200, {
+          access_token: randomBytes(12).toString('hex'),
+          token_type: 'Bearer',
+          expires_in: opts.lifetimeSeconds,
+          id_token: sign(now, now + opts.lifetimeSeconds),
+          refresh_token: state.refreshToken,
+        });
       }
       json(res, 404, { error: 'not_found' });
     });
@@ -72,8 +78,12 @@ export async function startFakeOidcIssuer(tls: { cert: Buffer; key: Buffer }, op
   return {
     issuer,
     clientId,
-    get refreshes() { return state.refreshes; },
-    get refreshToken() { return state.refreshToken; },
+    get refreshes() {
+      return state.refreshes;
+    },
+    get refreshToken() {
+      return state.refreshToken;
+    },
     expiredIdToken: (agoSeconds = 60) => {
       const now = Math.floor(Date.now() / 1000);
       return sign(now - agoSeconds - opts.lifetimeSeconds, now - agoSeconds);
@@ -85,9 +95,10 @@ export async function startFakeOidcIssuer(tls: { cert: Buffer; key: Buffer }, op
       const claims = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
       return claims.iss === issuer && claims.aud === clientId && claims.exp * 1000 > Date.now();
     },
-    close: () => new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

@@ -64,10 +64,11 @@ function listen(server: net.Server): Promise<number> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
 }
 
-const close = (server: net.Server) => new Promise<void>((r) => {
-  (server as http.Server).closeAllConnections?.();
-  server.close(() => r());
-});
+const close = (server: net.Server) =>
+  new Promise<void>((r) => {
+    (server as http.Server).closeAllConnections?.();
+    server.close(() => r());
+  });
 
 export interface TokenProxy {
   url: string;
@@ -94,8 +95,12 @@ export async function startTokenProxy(a: ApiServerAccess, valid: (token: string)
   const port = await listen(server);
   return {
     url: `https://127.0.0.1:${port}`,
-    get accepted() { return stats.accepted; },
-    get rejected() { return stats.rejected; },
+    get accepted() {
+      return stats.accepted;
+    },
+    get rejected() {
+      return stats.rejected;
+    },
     close: () => close(server),
   };
 }
@@ -154,8 +159,12 @@ export async function startConnectProxy(intercept?: { cert: Buffer; key: Buffer;
   const port = await listen(server);
   return {
     url: `http://127.0.0.1:${port}`,
-    get tunnels() { return stats.tunnels; },
-    get requests() { return stats.requests; },
+    get tunnels() {
+      return stats.tunnels;
+    },
+    get requests() {
+      return stats.requests;
+    },
     log,
     close: async () => {
       for (const s of sockets) s.destroy();

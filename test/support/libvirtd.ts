@@ -32,9 +32,13 @@ async function answers(): Promise<string | undefined> {
 }
 
 function ensureAccount(): void {
-  const has = (db: string, name: string) => readFileSync(db, 'utf8').split('\n').some((l) => l.startsWith(`${name}:`));
+  const has = (db: string, name: string) =>
+    readFileSync(db, 'utf8')
+      .split('\n')
+      .some((l) => l.startsWith(`${name}:`));
   if (!has('/etc/group', 'libvirt-qemu')) execFileSync('groupadd', ['-r', 'libvirt-qemu']);
-  if (!has('/etc/passwd', 'libvirt-qemu')) execFileSync('useradd', ['-r', '-g', 'libvirt-qemu', '-d', '/var/lib/libvirt', '-s', '/usr/sbin/nologin', 'libvirt-qemu']);
+  if (!has('/etc/passwd', 'libvirt-qemu'))
+    execFileSync('useradd', ['-r', '-g', 'libvirt-qemu', '-d', '/var/lib/libvirt', '-s', '/usr/sbin/nologin', 'libvirt-qemu']);
   if (!has('/etc/group', 'libvirt')) execFileSync('groupadd', ['-r', 'libvirt']);
 }
 
@@ -81,7 +85,10 @@ export async function startLibvirtd(): Promise<LibvirtdHandle> {
 }
 
 /** Define a TCG domain with one qcow2 disk per entry of `disks` (each `size` big), shut off. */
-export async function defineTestDomain(name: string, opts: { disks?: string[]; size?: string; format?: 'qcow2' | 'raw' } = {}): Promise<{ name: string; files: string[] }> {
+export async function defineTestDomain(
+  name: string,
+  opts: { disks?: string[]; size?: string; format?: 'qcow2' | 'raw' } = {},
+): Promise<{ name: string; files: string[] }> {
   const format = opts.format ?? 'qcow2';
   const targets = opts.disks ?? ['vda'];
   const files: string[] = [];

@@ -41,7 +41,8 @@ export async function startMoto(opts: { timeoutMs?: number } = {}): Promise<Moto
   child.on('exit', (code) => (exited = code));
   const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
   for (;;) {
-    if (exited !== undefined) throw new Error(`moto server exited (code ${exited}) before it was ready; is moto[server] installed (pip install -r test/requirements.txt)?\n${log}`);
+    if (exited !== undefined)
+      throw new Error(`moto server exited (code ${exited}) before it was ready; is moto[server] installed (pip install -r test/requirements.txt)?\n${log}`);
     try {
       const r = await fetch(`${url}/moto-api/`);
       if (r.status === 200) break;
@@ -59,7 +60,13 @@ export async function startMoto(opts: { timeoutMs?: number } = {}): Promise<Moto
     url,
     port,
     pid,
-    env: { AWS_ACCESS_KEY_ID: 'testing', AWS_SECRET_ACCESS_KEY: 'testing', AWS_REGION: 'us-east-1', AWS_ENDPOINT_URL_EC2: url, AWS_EC2_METADATA_DISABLED: 'true' },
+    env: {
+      AWS_ACCESS_KEY_ID: 'testing',
+      AWS_SECRET_ACCESS_KEY: 'testing',
+      AWS_REGION: 'us-east-1',
+      AWS_ENDPOINT_URL_EC2: url,
+      AWS_EC2_METADATA_DISABLED: 'true',
+    },
     async reset() {
       const r = await fetch(`${url}/moto-api/reset`, { method: 'POST' });
       if (r.status !== 200) throw new Error(`moto reset answered HTTP ${r.status}`);
@@ -102,7 +109,9 @@ export async function forward(target: string, req: IncomingMessage, res: ServerR
 
 /** Send one proxied request on to `target` and read its whole answer. */
 async function relay(target: string, req: IncomingMessage, body: Buffer): Promise<{ status: number; contentType: string; body: Buffer }> {
-  const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k))) as Record<string, string>;
+  const headers = Object.fromEntries(
+    Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k)),
+  ) as Record<string, string>;
   const r = await fetch(target + (req.url ?? '/'), { method: req.method, headers, body: body.length ? body : undefined });
   return { status: r.status, contentType: r.headers.get('content-type') ?? 'text/xml', body: Buffer.from(await r.arrayBuffer()) };
 }
@@ -119,7 +128,9 @@ export function ec2Error(res: ServerResponse, status: number, code: string, mess
  * An HTTP server on 127.0.0.1 (a free port) that hands each EC2 query-protocol request, with its body and parsed
  * form, to `handle`: the shape every stand-in and proxy in front of moto shares.
  */
-export async function ec2Server(handle: (req: IncomingMessage, res: ServerResponse, body: Buffer, form: URLSearchParams) => Promise<void> | void): Promise<{ url: string; close(): Promise<void> }> {
+export async function ec2Server(
+  handle: (req: IncomingMessage, res: ServerResponse, body: Buffer, form: URLSearchParams) => Promise<void> | void,
+): Promise<{ url: string; close(): Promise<void> }> {
   const http = await import('node:http');
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -270,7 +281,12 @@ export interface ReplaceRootStandIn {
 export async function startReplaceRootStandIn(motoUrl: string): Promise<ReplaceRootStandIn> {
   const { randomBytes } = await import('node:crypto');
   const sdk = await import('@aws-sdk/client-ec2');
-  const ec2 = new sdk.EC2Client({ region: 'us-east-1', endpoint: motoUrl, credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' }, maxAttempts: 1 });
+  const ec2 = new sdk.EC2Client({
+    region: 'us-east-1',
+    endpoint: motoUrl,
+    credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' },
+    maxAttempts: 1,
+  });
   const tasks: ReplaceRootStandIn['tasks'] = [];
   const state = { failNext: false };
   const ns = 'http://ec2.amazonaws.com/doc/2016-11-15/';
@@ -295,10 +311,20 @@ export async function startReplaceRootStandIn(motoUrl: string): Promise<ReplaceR
     };
     try {
       if (action === 'CreateReplaceRootVolumeTask') {
-        const t = { id: `replacevol-${randomBytes(8).toString('hex')}`, instanceId: form.get('InstanceId')!, snapshotId: form.get('SnapshotId')!, deleteReplaced: form.get('DeleteReplacedRootVolume') === 'true', state: 'pending', describes: 0, fail: state.failNext };
+        const t = {
+          id: `replacevol-${randomBytes(8).toString('hex')}`,
+          instanceId: form.get('InstanceId')!,
+          snapshotId: form.get('SnapshotId')!,
+          deleteReplaced: form.get('DeleteReplacedRootVolume') === 'true',
+          state: 'pending',
+          describes: 0,
+          fail: state.failNext,
+        };
         state.failNext = false;
         tasks.push(t);
-        return reply(`<?xml version="1.0" encoding="UTF-8"?>\n<CreateReplaceRootVolumeTaskResponse xmlns="${ns}"><requestId>${randomBytes(8).toString('hex')}</requestId><replaceRootVolumeTask>${taskXml(t)}</replaceRootVolumeTask></CreateReplaceRootVolumeTaskResponse>`);
+        return reply(
+          `<?xml version="1.0" encoding="UTF-8"?>\n<CreateReplaceRootVolumeTaskResponse xmlns="${ns}"><requestId>${randomBytes(8).toString('hex')}</requestId><replaceRootVolumeTask>${taskXml(t)}</replaceRootVolumeTask></CreateReplaceRootVolumeTaskResponse>`,
+        );
       }
       if (action === 'DescribeReplaceRootVolumeTasks') {
         const ids = [...form.entries()].filter(([k]) => k.startsWith('ReplaceRootVolumeTaskId.')).map(([, v]) => v);
@@ -314,7 +340,9 @@ export async function startReplaceRootStandIn(motoUrl: string): Promise<ReplaceR
             }
           }
         }
-        return reply(`<?xml version="1.0" encoding="UTF-8"?>\n<DescribeReplaceRootVolumeTasksResponse xmlns="${ns}"><requestId>${randomBytes(8).toString('hex')}</requestId><replaceRootVolumeTaskSet>${chosen.map((t) => `<item>${taskXml(t)}</item>`).join('')}</replaceRootVolumeTaskSet></DescribeReplaceRootVolumeTasksResponse>`);
+        return reply(
+          `<?xml version="1.0" encoding="UTF-8"?>\n<DescribeReplaceRootVolumeTasksResponse xmlns="${ns}"><requestId>${randomBytes(8).toString('hex')}</requestId><replaceRootVolumeTaskSet>${chosen.map((t) => `<item>${taskXml(t)}</item>`).join('')}</replaceRootVolumeTaskSet></DescribeReplaceRootVolumeTasksResponse>`,
+        );
       }
       await forward(motoUrl, req, res, body);
     } catch (err) {

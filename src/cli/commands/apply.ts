@@ -25,13 +25,20 @@ export const applyCommand: Command<ApplyArgs> = {
     y
       .positional('plan', { type: 'string', describe: 'plan file written by `cni-rewind plan --out`' })
       .option('resume', { type: 'boolean', default: false, describe: 'continue an interrupted run from its journal (steps already done are not repeated)' })
-      .option('break-lock', { type: 'boolean', default: false, describe: 'take the cluster lock even if another run holds it (only when that run is gone for good)' })
-      .option('auto-rollback', { type: 'boolean', default: false, describe: 'when a step fails, restore the Calico resources from the plan\'s bundle' })
+      .option('break-lock', {
+        type: 'boolean',
+        default: false,
+        describe: 'take the cluster lock even if another run holds it (only when that run is gone for good)',
+      })
+      .option('auto-rollback', { type: 'boolean', default: false, describe: "when a step fails, restore the Calico resources from the plan's bundle" })
       // A plan file is input: the code and files its --reboot-nodes step would load are used only when named here too.
       .option('provider-module', { type: 'string', array: true, describe: 'allow a provider module the plan names (--reboot-nodes plans); repeatable' })
       .option('config', { type: 'string', describe: 'allow the config file the plan names (--reboot-nodes plans)' })
       .option('mapping', { type: 'string', describe: 'allow the node mapping file the plan names (--reboot-nodes plans)' })
-      .option('plan-key-file', { type: 'string', describe: `key the plan was signed with (default $${PLAN_KEY_ENV}, else ~/.config/cni-rewind/plan-signing.key); an unsigned or edited plan is refused` }) as any,
+      .option('plan-key-file', {
+        type: 'string',
+        describe: `key the plan was signed with (default $${PLAN_KEY_ENV}, else ~/.config/cni-rewind/plan-signing.key); an unsigned or edited plan is refused`,
+      }) as any,
   handler: handler<ApplyArgs>(async (ctx, args) => {
     const plan = await readPlan(args.plan);
     // Before anything else reads the plan's values: its policy (max backup age, snapshots, consent flags) is the signer's.
@@ -86,19 +93,30 @@ function renderResult(r: ApplyResult, planPath: string): string {
       { header: 'result', value: (s) => s.error ?? s.summary ?? '' },
     ]),
   ];
-  if (r.nodes) lines.push('', renderTable(r.nodes, [
-    { header: 'node', value: (n) => n.node },
-    { header: 'provider', value: (n) => n.provider },
-    { header: 'machine', value: (n) => n.machine },
-    { header: 'reboot', value: (n) => n.phase },
-  ]));
+  if (r.nodes)
+    lines.push(
+      '',
+      renderTable(r.nodes, [
+        { header: 'node', value: (n) => n.node },
+        { header: 'provider', value: (n) => n.provider },
+        { header: 'machine', value: (n) => n.machine },
+        { header: 'reboot', value: (n) => n.phase },
+      ]),
+    );
   lines.push('', `journal ${r.journal}`);
   if (r.ok) {
     lines.push(`plan ${r.planId} applied${r.resumed ? ' (resumed)' : ''}`);
     return lines.join('\n');
   }
-  lines.push(r.failed?.notStarted ? `plan ${r.planId} stopped before step ${r.failed.step}: ${r.failed.error}` : `plan ${r.planId} stopped at step ${r.failed?.step}: ${r.failed?.error}`);
-  if (r.rollback) lines.push(r.rollback.ok ? 'Calico resources were restored from the bundle (--auto-rollback)' : `the automatic resource restore failed: ${r.rollback.error}`);
+  lines.push(
+    r.failed?.notStarted
+      ? `plan ${r.planId} stopped before step ${r.failed.step}: ${r.failed.error}`
+      : `plan ${r.planId} stopped at step ${r.failed?.step}: ${r.failed?.error}`,
+  );
+  if (r.rollback)
+    lines.push(
+      r.rollback.ok ? 'Calico resources were restored from the bundle (--auto-rollback)' : `the automatic resource restore failed: ${r.rollback.error}`,
+    );
   lines.push(
     '',
     'To continue after fixing the cause:',

@@ -10,7 +10,7 @@ import { createFakeNodes } from '../../dev/local-cluster/nodes.js';
 import { packageRoot } from '../../core/package-root.js';
 import { countPools, deleteCalicoCrds, installCalico, upgradeByHand } from '../../dev/demo/actions.js';
 import { hasPattern, hasQemuTools, makeNodeImages, writePattern } from '../../dev/demo/disks.js';
-import { demoSteps, type DemoAction, type DemoStep } from '../../dev/demo/scenario.js';
+import { demoSteps, type DemoAction } from '../../dev/demo/scenario.js';
 import { handler, type Command } from '../context.js';
 import { renderTable } from '../output.js';
 
@@ -27,20 +27,31 @@ interface DemoArgs {
 export const demoCommand: Command<DemoArgs> = {
   command: 'demo',
   describe: 'Play the Calico 3.28.1 incident and its safe resolution on a local cluster (starts and stops it itself)',
-  builder: (y) => y.option('keep', { type: 'boolean', default: false, describe: 'leave the demo cluster running at the end (stop it with CNI_REWIND_CLUSTER_NAME=demo npm run cluster -- down)' }) as any,
+  builder: (y) =>
+    y.option('keep', {
+      type: 'boolean',
+      default: false,
+      describe: 'leave the demo cluster running at the end (stop it with CNI_REWIND_CLUSTER_NAME=demo npm run cluster -- down)',
+    }) as any,
   handler: handler<DemoArgs>(async (ctx, args) => {
     // What the demo needs besides Node (Go, openssl, qemu-utils), checked and, where it can, installed by the
     // script shipped in the package: an installed `cni-rewind demo` works like the repository's `npm run demo`.
     if (!hasQemuTools() || process.env.CNI_REWIND_DEMO_PREREQS === 'always') {
       const res = spawnSync('bash', [path.join(packageRoot(), 'scripts', 'demo-prereqs.sh')], { stdio: ['ignore', 'inherit', 'inherit'] });
       if (res.status !== 0 || !hasQemuTools()) {
-        throw new EnvironmentError('the demo needs Go, openssl, qemu-img and qemu-io', { hint: 'install them: apt-get install qemu-utils openssl (Go >= 1.26 from go.dev)' });
+        throw new EnvironmentError('the demo needs Go, openssl, qemu-img and qemu-io', {
+          hint: 'install them: apt-get install qemu-utils openssl (Go >= 1.26 from go.dev)',
+        });
       }
     }
     const s = ctx.style;
     const say = (line = '') => ctx.host.result(line);
     const work = mkdtempSync(path.join(os.tmpdir(), 'cni-rewind-demo-'));
-    const cluster = new LocalCluster({ name: 'demo', portBase: Number(process.env.CNI_REWIND_DEMO_PORT_BASE ?? 17443), log: (l) => say(s.dim(`  [cluster] ${l}`)) });
+    const cluster = new LocalCluster({
+      name: 'demo',
+      portBase: Number(process.env.CNI_REWIND_DEMO_PORT_BASE ?? 17443),
+      log: (l) => say(s.dim(`  [cluster] ${l}`)),
+    });
     const results: { step: string; result: string; seconds: string }[] = [];
     let client: KubeClient | undefined;
     try {
@@ -49,7 +60,10 @@ export const demoCommand: Command<DemoArgs> = {
       say(s.dim('The first run builds it from Go modules (about 10-30 minutes on 2 cores); later runs start in seconds.'));
       const state = await cluster.up();
       client = await KubeClient.connect({ kubeconfig: state.kubeconfig });
-      await createFakeNodes(client, NODES.map((name) => ({ name })));
+      await createFakeNodes(
+        client,
+        NODES.map((name) => ({ name })),
+      );
       const imagesDir = path.join(work, 'images');
       const images = makeNodeImages(imagesDir, NODES);
       const config = path.join(work, 'cni-rewind.yaml');
@@ -89,21 +103,25 @@ export const demoCommand: Command<DemoArgs> = {
       }
       say();
       say(s.bold('Summary'));
-      say(renderTable(results, [
-        { header: 'step', value: (r) => r.step },
-        { header: 'result', value: (r) => r.result },
-        { header: 'seconds', value: (r) => r.seconds },
-      ]));
+      say(
+        renderTable(results, [
+          { header: 'step', value: (r) => r.step },
+          { header: 'result', value: (r) => r.result },
+          { header: 'seconds', value: (r) => r.seconds },
+        ]),
+      );
       say();
       say('Every IP pool, IPAM record and policy survived the upgrade, the downgrade and the deleted CRDs; the node disk came back from its snapshot.');
       return ExitCode.Ok;
     } catch (err) {
       if (results.length) {
         say();
-        say(renderTable(results, [
-          { header: 'step', value: (r) => r.step },
-          { header: 'result', value: (r) => r.result },
-        ]));
+        say(
+          renderTable(results, [
+            { header: 'step', value: (r) => r.step },
+            { header: 'result', value: (r) => r.result },
+          ]),
+        );
       }
       throw err;
     } finally {
@@ -127,7 +145,11 @@ async function runAction(action: DemoAction, c: { client: KubeClient; images: st
   switch (action) {
     case 'install-3.27.4': {
       const created = await installCalico(c.client, '3.27.4', NODES);
-      c.say(`   created: ${Object.entries(created).map(([k, v]) => `${v} ${k}`).join(', ')}`);
+      c.say(
+        `   created: ${Object.entries(created)
+          .map(([k, v]) => `${v} ${k}`)
+          .join(', ')}`,
+      );
       return 'installed';
     }
     case 'upgrade-3.28.1-by-hand': {

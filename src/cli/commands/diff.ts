@@ -16,8 +16,17 @@ export const diffCommand: Command<DiffArgs> = {
   builder: (y) =>
     y
       .positional('bundle', { type: 'string', demandOption: true, describe: 'bundle directory or .tar.gz' })
-      .option('kinds', { type: 'string', array: true, describe: 'only these kinds (IPPool, ippools or ippools.crd.projectcalico.org; crds for the CRDs); comma-separated or repeated' })
-      .coerce('kinds', (v: string[] | undefined) => v?.flatMap((x) => String(x).split(',')).map((x) => x.trim()).filter(Boolean)) as any,
+      .option('kinds', {
+        type: 'string',
+        array: true,
+        describe: 'only these kinds (IPPool, ippools or ippools.crd.projectcalico.org; crds for the CRDs); comma-separated or repeated',
+      })
+      .coerce('kinds', (v: string[] | undefined) =>
+        v
+          ?.flatMap((x) => String(x).split(','))
+          .map((x) => x.trim())
+          .filter(Boolean),
+      ) as any,
   handler: handler<DiffArgs>(async (ctx, args) => {
     try {
       const b = await openBundle(args.bundle);

@@ -20,9 +20,12 @@ export const doctorCommand: Command<DoctorArgs> = {
       .positional('bundle', { type: 'string', describe: 'check this bundle offline instead of the live cluster' })
       .option('target', { type: 'string', describe: 'also check against this Calico version (X.Y.Z): its operator rules and CRD schemas' })
       .option('manifests', { type: 'string', describe: 'folder or URL with the --target release manifests (default: shipped fixtures, else the release URL)' })
-      .epilogue('Exit codes: 0 no findings · 1 warnings only · 2 errors found (bad input also exits 2, with a one-line cni-rewind: message on stderr) · 4 cluster unreachable'),
+      .epilogue(
+        'Exit codes: 0 no findings · 1 warnings only · 2 errors found (bad input also exits 2, with a one-line cni-rewind: message on stderr) · 4 cluster unreachable',
+      ),
   handler: handler<DoctorArgs>(async (ctx, args) => {
-    if (args.manifests && !args.target) throw new BadInputError('--manifests needs --target VERSION', { hint: 'e.g. cni-rewind doctor --target 3.27.4 --manifests ./calico-3.27.4/' });
+    if (args.manifests && !args.target)
+      throw new BadInputError('--manifests needs --target VERSION', { hint: 'e.g. cni-rewind doctor --target 3.27.4 --manifests ./calico-3.27.4/' });
     const target: Release | undefined = args.target ? await loadRelease(args.target, { manifests: args.manifests }) : undefined;
     let report: DoctorReport;
     if (args.bundle) {
@@ -44,7 +47,10 @@ const HEADINGS = { error: 'Errors', warning: 'Warnings', info: 'Notes' } as cons
 
 function renderReport(ctx: CliContext, r: DoctorReport): string {
   const s = ctx.style;
-  const where = r.source.type === 'bundle' ? `bundle ${oneLine(r.source.path)}${r.source.createdAt ? ` (exported ${oneLine(r.source.createdAt)})` : ''}` : `cluster ${oneLine(r.source.server)}`;
+  const where =
+    r.source.type === 'bundle'
+      ? `bundle ${oneLine(r.source.path)}${r.source.createdAt ? ` (exported ${oneLine(r.source.createdAt)})` : ''}`
+      : `cluster ${oneLine(r.source.server)}`;
   const lines = [
     `Checked ${where}: ${r.calico.installType === 'none' ? 'Calico not installed' : `Calico ${oneLine(r.calico.version ?? 'version unknown')} (${oneLine(r.calico.installType)} install)`}${r.calico.target ? `, target ${r.calico.target}` : ''}`,
   ];
@@ -57,12 +63,19 @@ function renderReport(ctx: CliContext, r: DoctorReport): string {
   }
   for (const n of r.notes) lines.push('', s.dim(`note: ${oneLine(n)}`));
   const { errors, warnings } = r.summary;
-  lines.push('', errors + warnings === 0 ? s.green('No problems found.') : `${errors} error(s), ${warnings} warning(s). Each id is explained in docs/troubleshooting.md.`);
+  lines.push(
+    '',
+    errors + warnings === 0 ? s.green('No problems found.') : `${errors} error(s), ${warnings} warning(s). Each id is explained in docs/troubleshooting.md.`,
+  );
   return lines.join('\n');
 }
 
 function renderFinding(f: Finding, colour: (t: string) => string): string[] {
-  const indent = (t: string) => t.split('\n').map((l, i) => (i === 0 ? l : `      ${l}`)).join('\n');
+  const indent = (t: string) =>
+    t
+      .split('\n')
+      .map((l, i) => (i === 0 ? l : `      ${l}`))
+      .join('\n');
   const shown = f.objects.slice(0, 20);
   return [
     '',

@@ -16,9 +16,16 @@ export const exportCommand: Command<ExportArgs> = {
   describe: 'Export every Calico resource (CRDs, custom resources, config, node annotations) to a checksummed bundle',
   builder: (y) =>
     encryptionOptions(y)
-      .option('out', { type: 'string', describe: 'bundle directory, a .tar.gz file, or s3://BUCKET/PREFIX[/NAME.tar.gz] (default ./cni-rewind-backups/<cluster>-<UTC time>/)' })
+      .option('out', {
+        type: 'string',
+        describe: 'bundle directory, a .tar.gz file, or s3://BUCKET/PREFIX[/NAME.tar.gz] (default ./cni-rewind-backups/<cluster>-<UTC time>/)',
+      })
       .option('exclude-secrets', { type: 'boolean', default: false, describe: 'leave Secrets out of the bundle' })
-      .option('encrypt', { type: 'boolean', default: false, describe: 'encrypt Secret material at rest (AES-256-GCM) with the key from --encryption-key-file, --encryption-passphrase-file or the environment' }) as any,
+      .option('encrypt', {
+        type: 'boolean',
+        default: false,
+        describe: 'encrypt Secret material at rest (AES-256-GCM) with the key from --encryption-key-file, --encryption-passphrase-file or the environment',
+      }) as any,
   handler: handler<ExportArgs>(async (ctx, args) => {
     const keyed = newBundleKey(ctx, args);
     const client = await ctx.client();

@@ -17,38 +17,87 @@ export interface CommandEntry {
 
 export const commandTable: CommandEntry[] = [
   { command: 'version', describe: 'Print the tool version and the bundle format version', load: async () => (await import('./version.js')).versionCommand },
-  { command: 'status', describe: 'Show Kubernetes, the Calico install (type, version, operator, TigeraStatus) and the nodes with their providers', load: async () => (await import('./status.js')).statusCommand },
-  { command: 'backup', describe: "Export every Calico resource and snapshot the nodes' disks through their providers, into one bundle", load: async () => (await import('./backup.js')).backupCommand },
-  { command: 'snapshots', describe: 'List or delete the provider snapshots cni-rewind made', load: async () => (await import('./snapshots.js')).snapshotsCommand },
-  { command: 'export', describe: 'Export every Calico resource (CRDs, custom resources, config, node annotations) to a checksummed bundle', load: async () => (await import('./export.js')).exportCommand },
-  { command: 'inspect <bundle>', describe: 'Summarize a bundle: cluster, versions, counts per kind, snapshot records', load: async () => (await import('./inspect.js')).inspectCommand },
-  { command: 'verify <bundle>', describe: 'Check a bundle: format version, completeness and every checksum (exit 2 naming each bad file)', load: async () => (await import('./verify.js')).verifyCommand },
-  { command: 'list [dir]', describe: 'List bundles under a directory (default ./cni-rewind-backups), newest first', load: async () => (await import('./list.js')).listCommand },
+  {
+    command: 'status',
+    describe: 'Show Kubernetes, the Calico install (type, version, operator, TigeraStatus) and the nodes with their providers',
+    load: async () => (await import('./status.js')).statusCommand,
+  },
+  {
+    command: 'backup',
+    describe: "Export every Calico resource and snapshot the nodes' disks through their providers, into one bundle",
+    load: async () => (await import('./backup.js')).backupCommand,
+  },
+  {
+    command: 'snapshots',
+    describe: 'List or delete the provider snapshots cni-rewind made',
+    load: async () => (await import('./snapshots.js')).snapshotsCommand,
+  },
+  {
+    command: 'export',
+    describe: 'Export every Calico resource (CRDs, custom resources, config, node annotations) to a checksummed bundle',
+    load: async () => (await import('./export.js')).exportCommand,
+  },
+  {
+    command: 'inspect <bundle>',
+    describe: 'Summarize a bundle: cluster, versions, counts per kind, snapshot records',
+    load: async () => (await import('./inspect.js')).inspectCommand,
+  },
+  {
+    command: 'verify <bundle>',
+    describe: 'Check a bundle: format version, completeness and every checksum (exit 2 naming each bad file)',
+    load: async () => (await import('./verify.js')).verifyCommand,
+  },
+  {
+    command: 'list [dir]',
+    describe: 'List bundles under a directory (default ./cni-rewind-backups), newest first',
+    load: async () => (await import('./list.js')).listCommand,
+  },
   {
     command: 'prune [dir]',
     describe: 'Delete old bundles under a directory (default ./cni-rewind-backups): keep the newest N and/or those younger than an age',
     load: async () => (await import('./prune.js')).pruneCommand,
   },
-  { command: 'diff <bundle>', describe: 'Compare the live cluster with a bundle; exit 0 no differences, 1 differences, 2 trouble (like diff(1))', load: async () => (await import('./diff.js')).diffCommand },
+  {
+    command: 'diff <bundle>',
+    describe: 'Compare the live cluster with a bundle; exit 0 no differences, 1 differences, 2 trouble (like diff(1))',
+    load: async () => (await import('./diff.js')).diffCommand,
+  },
   {
     command: 'doctor [bundle]',
     describe: 'Find the known Calico traps (operator-managed pools, IPAM leaks, version skew, unhealthy parts), in the cluster or in a bundle',
     load: async () => (await import('./doctor.js')).doctorCommand,
   },
-  { command: 'restore <bundle>', describe: 'Restore Calico resources from a bundle: ordered, previewed, schema-aware, with the operator paused', load: async () => (await import('./restore.js')).restoreCommand },
+  {
+    command: 'restore <bundle>',
+    describe: 'Restore Calico resources from a bundle: ordered, previewed, schema-aware, with the operator paused',
+    load: async () => (await import('./restore.js')).restoreCommand,
+  },
   {
     command: 'plan',
     describe: 'Plan an upgrade or downgrade of Calico: schema-aware findings, preflight and the steps `apply` will run (changes nothing)',
     load: async () => (await import('./plan.js')).planCommand,
   },
-  { command: 'apply <plan>', describe: 'Execute a plan: journaled, resumable steps under a cluster lock; stops with the restore commands if a step fails', load: async () => (await import('./apply.js')).applyCommand },
+  {
+    command: 'apply <plan>',
+    describe: 'Execute a plan: journaled, resumable steps under a cluster lock; stops with the restore commands if a step fails',
+    load: async () => (await import('./apply.js')).applyCommand,
+  },
   {
     command: 'wrap [command..]',
-    describe: "Back up, run a risky command (after --), then check Calico and its data; print the restore command or restore with --restore-on-failure. Exits with the command's code",
+    describe:
+      "Back up, run a risky command (after --), then check Calico and its data; print the restore command or restore with --restore-on-failure. Exits with the command's code",
     load: async () => (await import('./wrap.js')).wrapCommand,
   },
-  { command: 'releases', describe: 'List the Calico releases cni-rewind ships manifests for (usable offline; others need --manifests)', load: async () => (await import('./releases.js')).releasesCommand },
-  { command: 'demo', describe: 'Play the Calico 3.28.1 incident and its safe resolution on a local cluster (starts and stops it itself)', load: async () => (await import('./demo.js')).demoCommand },
+  {
+    command: 'releases',
+    describe: 'List the Calico releases cni-rewind ships manifests for (usable offline; others need --manifests)',
+    load: async () => (await import('./releases.js')).releasesCommand,
+  },
+  {
+    command: 'demo',
+    describe: 'Play the Calico 3.28.1 incident and its safe resolution on a local cluster (starts and stops it itself)',
+    load: async () => (await import('./demo.js')).demoCommand,
+  },
 ];
 
 /** The command word of an entry (`inspect` for `inspect <bundle>`). */

@@ -31,19 +31,52 @@ export const planCommand: Command<PlanArgs> = {
   builder: (y: Argv<any>) =>
     providerOptions(y)
       .option('to', { type: 'string', demandOption: true, describe: 'target Calico version (X.Y.Z)' })
-      .option('manifests', { type: 'string', describe: 'folder (or URL) with the target release manifests (default: the manifests shipped for known versions, else raw.githubusercontent.com/projectcalico/calico/vX.Y.Z/manifests/)' })
-      .option('strategy', { choices: ['in-place', 'reinstall'] as const, default: 'in-place' as const, describe: 'in-place: replace CRDs and operator, never delete data; reinstall: delete and create (the users\' procedure), then restore everything from the bundle' })
+      .option('manifests', {
+        type: 'string',
+        describe:
+          'folder (or URL) with the target release manifests (default: the manifests shipped for known versions, else raw.githubusercontent.com/projectcalico/calico/vX.Y.Z/manifests/)',
+      })
+      .option('strategy', {
+        choices: ['in-place', 'reinstall'] as const,
+        default: 'in-place' as const,
+        describe:
+          "in-place: replace CRDs and operator, never delete data; reinstall: delete and create (the users' procedure), then restore everything from the bundle",
+      })
       .option('bundle', { type: 'string', describe: 'the backup the plan relies on (default: the newest bundle of this cluster in ./cni-rewind-backups)' })
       .option('out', { type: 'string', describe: 'write the plan to this file (.yaml, or .json)' })
-      .option('reboot-nodes', { type: 'boolean', default: false, describe: 'add a rolling node step: one node at a time, cordon, drain (PDB-aware), reboot through its provider (--provider/--provider-module/--config/--mapping as for backup), wait Ready, uncordon' })
+      .option('reboot-nodes', {
+        type: 'boolean',
+        default: false,
+        describe:
+          'add a rolling node step: one node at a time, cordon, drain (PDB-aware), reboot through its provider (--provider/--provider-module/--config/--mapping as for backup), wait Ready, uncordon',
+      })
       .option('drain-timeout', { type: 'string', default: '10m', describe: '--reboot-nodes: how long a drain may wait for PodDisruptionBudgets' })
       .option('ready-timeout', { type: 'string', default: '15m', describe: '--reboot-nodes: how long a node may take to come back Ready after its reboot' })
       .option('max-backup-age', { type: 'string', default: '24h', describe: 'refuse a bundle older than this' })
-      .option('disk-snapshots', { type: 'boolean', default: true, describe: 'require completed disk snapshots of every node in the bundle (--no-disk-snapshots to waive)' })
-      .option(PLAN_FLAGS.dropFields, { type: 'boolean', default: false, describe: 'allow fields the target CRDs prune from Calico objects (they stay in the bundle)' })
-      .option(PLAN_FLAGS.restoreDrift, { type: 'boolean', default: false, describe: 'put Calico objects that changed since the backup back as the bundle has them (default: keep them and say so)' })
-      .option('plan-key-file', { type: 'string', describe: `key the plan is signed with (64 hex characters; default $${PLAN_KEY_ENV}, else ~/.config/cni-rewind/plan-signing.key, created on first use)` })
-      .option(PLAN_FLAGS.trimPools, { type: 'boolean', default: false, describe: 'keep only the first pool per IP family in the Installation when the target operator allows one (the IPPool objects stay)' }) as any,
+      .option('disk-snapshots', {
+        type: 'boolean',
+        default: true,
+        describe: 'require completed disk snapshots of every node in the bundle (--no-disk-snapshots to waive)',
+      })
+      .option(PLAN_FLAGS.dropFields, {
+        type: 'boolean',
+        default: false,
+        describe: 'allow fields the target CRDs prune from Calico objects (they stay in the bundle)',
+      })
+      .option(PLAN_FLAGS.restoreDrift, {
+        type: 'boolean',
+        default: false,
+        describe: 'put Calico objects that changed since the backup back as the bundle has them (default: keep them and say so)',
+      })
+      .option('plan-key-file', {
+        type: 'string',
+        describe: `key the plan is signed with (64 hex characters; default $${PLAN_KEY_ENV}, else ~/.config/cni-rewind/plan-signing.key, created on first use)`,
+      })
+      .option(PLAN_FLAGS.trimPools, {
+        type: 'boolean',
+        default: false,
+        describe: 'keep only the first pool per IP family in the Installation when the target operator allows one (the IPPool objects stay)',
+      }) as any,
   handler: handler<PlanArgs>(async (ctx, args) => {
     const flags = Object.values(PLAN_FLAGS).filter((f) => (args as any)[f]);
     if (!args['reboot-nodes'] && (args.provider !== 'auto' || args.providerModule?.length || args.config || args.mapping)) {
@@ -76,7 +109,12 @@ export const planCommand: Command<PlanArgs> = {
     const plan = signPlan(built, key);
     if (args.out) await writePlan(args.out, plan);
     const blockers = planBlockers(plan);
-    ctx.print(plan, () => renderPlan(plan, ctx.style) + (args.out ? `\n\nPlan written to ${args.out}.${blockers.length ? '' : ` Apply it with: cni-rewind apply ${args.out}`}` : ''));
+    ctx.print(
+      plan,
+      () =>
+        renderPlan(plan, ctx.style) +
+        (args.out ? `\n\nPlan written to ${args.out}.${blockers.length ? '' : ` Apply it with: cni-rewind apply ${args.out}`}` : ''),
+    );
     if (blockers.length) {
       ctx.host.text(`cni-rewind: apply would refuse this plan:\n${blockers.map((b) => `  - ${b}`).join('\n')}`);
       return ExitCode.Refused;

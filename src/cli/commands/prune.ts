@@ -27,8 +27,16 @@ export const pruneCommand: Command<PruneArgs> = {
       .positional('dir', { type: 'string', describe: 'directory holding bundles, or s3://BUCKET/PREFIX' })
       .option('keep-last', { type: 'number', describe: 'keep the N newest complete bundles' })
       .option('older-than', { type: 'string', describe: 'delete only bundles older than this (e.g. 30d, 12h)' })
-      .option('snapshots', { type: 'boolean', default: false, describe: 'also delete the disk snapshots each deleted bundle recorded (never one a kept bundle records)' })
-      .option('abort-uploads-older-than', { type: 'string', default: '24h', describe: 's3:// only: abort the multipart uploads begun longer ago than this that never completed (bundles whose upload was killed)' })
+      .option('snapshots', {
+        type: 'boolean',
+        default: false,
+        describe: 'also delete the disk snapshots each deleted bundle recorded (never one a kept bundle records)',
+      })
+      .option('abort-uploads-older-than', {
+        type: 'string',
+        default: '24h',
+        describe: 's3:// only: abort the multipart uploads begun longer ago than this that never completed (bundles whose upload was killed)',
+      })
       .option('config', { type: 'string', describe: 'cni-rewind config file (provider settings for --snapshots)' })
       .option('provider-module', { type: 'string', array: true, describe: 'load a third-party provider module for --snapshots; repeatable' })
       .option('dry-run', { type: 'boolean', default: false, describe: 'show what would be deleted; delete nothing' }) as any,
@@ -36,7 +44,8 @@ export const pruneCommand: Command<PruneArgs> = {
     const dir = args.dir ?? DEFAULT_BACKUP_DIR;
     const keepLast = args['keep-last'];
     if (keepLast === undefined && args['older-than'] === undefined) throw new BadInputError('prune needs --keep-last N, --older-than AGE or both');
-    if (keepLast !== undefined && (!Number.isInteger(keepLast) || keepLast < 1)) throw new BadInputError(`--keep-last must be a whole number of at least 1, not ${keepLast}`);
+    if (keepLast !== undefined && (!Number.isInteger(keepLast) || keepLast < 1))
+      throw new BadInputError(`--keep-last must be a whole number of at least 1, not ${keepLast}`);
     const olderThanMs = args['older-than'] === undefined ? undefined : parseDuration(args['older-than'], '--older-than');
     let config: CniRewindConfig | undefined;
     if (args.snapshots) {
@@ -65,11 +74,15 @@ export const pruneCommand: Command<PruneArgs> = {
           { header: 'action', value: (b) => b.action },
           { header: 'created', value: (b) => b.createdAt },
           { header: 'complete', value: (b) => (b.complete ? 'yes' : 'no') },
-          ...(args.snapshots ? [{ header: 'snapshots', value: (b: (typeof res.bundles)[number]) => (b.snapshotIds ? b.snapshotIds.join(' ') || '-' : '') }] : []),
+          ...(args.snapshots
+            ? [{ header: 'snapshots', value: (b: (typeof res.bundles)[number]) => (b.snapshotIds ? b.snapshotIds.join(' ') || '-' : '') }]
+            : []),
           { header: 'path', value: (b) => b.path },
         ]);
         const shared = res.sharedWithKept.length ? `\nleft alone (a kept bundle records them too): ${res.sharedWithKept.join(' ')}` : '';
-        const uploads = res.abortedUploads.map((u) => `\n${dryRun ? 'would abort' : 'aborted'} the unfinished upload of ${u.url} (begun ${u.initiated})`).join('');
+        const uploads = res.abortedUploads
+          .map((u) => `\n${dryRun ? 'would abort' : 'aborted'} the unfinished upload of ${u.url} (begun ${u.initiated})`)
+          .join('');
         return table + shared + uploads;
       },
     );

@@ -30,8 +30,16 @@ export function restoreDisksOptions<T>(y: Argv<T>): Argv<T & RestoreDisksArgs> {
     .option('concurrency', { type: 'number', default: 1, describe: '--disks: nodes restored at the same time' })
     .option('drain-timeout', { type: 'string', default: '10m', describe: '--disks: how long a drain may wait for PodDisruptionBudgets' })
     .option('ready-timeout', { type: 'string', default: '15m', describe: '--disks: how long a node may take to be Ready after its disks are restored' })
-    .option('delete-replaced-volumes', { type: 'boolean', default: false, describe: '--disks: delete the volumes/disks the restore replaced (default: keep them, tagged with the run id)' })
-    .option('include-volumes', { type: 'boolean', default: false, describe: '--disks: also restore the PersistentVolume disks a `backup --include-volumes` recorded (default: leave them alone)' }) as unknown as Argv<T & RestoreDisksArgs>;
+    .option('delete-replaced-volumes', {
+      type: 'boolean',
+      default: false,
+      describe: '--disks: delete the volumes/disks the restore replaced (default: keep them, tagged with the run id)',
+    })
+    .option('include-volumes', {
+      type: 'boolean',
+      default: false,
+      describe: '--disks: also restore the PersistentVolume disks a `backup --include-volumes` recorded (default: leave them alone)',
+    }) as unknown as Argv<T & RestoreDisksArgs>;
 }
 
 function planText(plan: NodeRestorePlan[]): string {

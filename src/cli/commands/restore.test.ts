@@ -9,12 +9,24 @@ const SECRET = 'k7Qm2vXr9pLw';
 
 function planWith(diff: string): RestorePlan {
   return {
-    bundle: { id: 'bundle-1', cluster: { name: 'prod', uid: 'uid-1', server: 'https://127.0.0.1:6443', kubernetesVersion: 'v1.33.0' }, calicoVersion: '3.28.1' },
+    bundle: {
+      id: 'bundle-1',
+      cluster: { name: 'prod', uid: 'uid-1', server: 'https://127.0.0.1:6443', kubernetesVersion: 'v1.33.0' },
+      calicoVersion: '3.28.1',
+    },
     cluster: { uid: 'uid-1', sameCluster: true },
     dryRun: false,
     existing: 'update',
     crdsToCreate: [],
-    actions: [{ ref: { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', name: 'default-pool' }, id: 'IPPool default-pool', phase: 'pools', action: 'update', diff }],
+    actions: [
+      {
+        ref: { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', name: 'default-pool' },
+        id: 'IPPool default-pool',
+        phase: 'pools',
+        action: 'update',
+        diff,
+      },
+    ],
     counts: { update: 1 },
   } as RestorePlan;
 }

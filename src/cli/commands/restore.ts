@@ -34,42 +34,74 @@ export const restoreCommand: Command<RestoreArgs> = {
     encryptionOptions(restoreDisksOptions(y))
       .positional('bundle', { type: 'string', demandOption: true, describe: 'bundle directory or .tar.gz' })
       .option('resources', { type: 'boolean', default: false, describe: 'restore the Calico resources (CRDs, IP pools, IPAM, policies, ...)' })
-      .option('disks', { type: 'boolean', default: false, describe: 'restore node disks from the bundle\'s snapshots, node by node (cordon, drain, restore, start, uncordon)' })
-      .option('dry-run', { type: 'boolean', default: false, describe: 'show per object what would happen (create / update with diff / unchanged / skip / prune); write nothing' })
-      .option('existing', { choices: ['skip', 'update', 'replace'] as const, default: 'update' as const, describe: 'objects that exist and differ: leave them, update them in place, or delete and re-create them (IPAM blocks, handles and affinities that exist are always left: they are live state)' })
-      .option('prune', { type: 'boolean', default: false, describe: 'also delete objects of the bundle\'s Calico kinds that the bundle does not have (never IPAM blocks, handles or affinities: they hold allocations made since the backup)' })
-      .option('drop-unknown-fields', { type: 'boolean', default: false, describe: 'write objects without the fields the installed CRDs do not know (otherwise such objects are not written)' })
+      .option('disks', {
+        type: 'boolean',
+        default: false,
+        describe: "restore node disks from the bundle's snapshots, node by node (cordon, drain, restore, start, uncordon)",
+      })
+      .option('dry-run', {
+        type: 'boolean',
+        default: false,
+        describe: 'show per object what would happen (create / update with diff / unchanged / skip / prune); write nothing',
+      })
+      .option('existing', {
+        choices: ['skip', 'update', 'replace'] as const,
+        default: 'update' as const,
+        describe:
+          'objects that exist and differ: leave them, update them in place, or delete and re-create them (IPAM blocks, handles and affinities that exist are always left: they are live state)',
+      })
+      .option('prune', {
+        type: 'boolean',
+        default: false,
+        describe:
+          "also delete objects of the bundle's Calico kinds that the bundle does not have (never IPAM blocks, handles or affinities: they hold allocations made since the backup)",
+      })
+      .option('drop-unknown-fields', {
+        type: 'boolean',
+        default: false,
+        describe: 'write objects without the fields the installed CRDs do not know (otherwise such objects are not written)',
+      })
       .option('allow-other-cluster', { type: 'boolean', default: false, describe: 'restore a bundle exported from a different cluster' })
       .option('kinds', { type: 'string', array: true, describe: 'only these kinds (e.g. IPPool GlobalNetworkPolicy)' })
-      .option('write-concurrency', { type: 'number', default: DEFAULT_RESTORE_CONCURRENCY, describe: '--resources: API requests in flight at once while planning, writing and re-reading (HTTP 429 answers are retried with backoff)' })
+      .option('write-concurrency', {
+        type: 'number',
+        default: DEFAULT_RESTORE_CONCURRENCY,
+        describe: '--resources: API requests in flight at once while planning, writing and re-reading (HTTP 429 answers are retried with backoff)',
+      })
       .epilogue(
         'Exit codes: 0 restored (dry run: all restorable) · 1 dry run: some objects would not be restored · 2 bad input · 3 partial · 4 environment · 5 refused (other cluster, not confirmed; no TTY needs --yes)',
       ) as any,
   handler: handler<RestoreArgs>(async (ctx, args) => {
-    if (args.disks && args.resources) throw new BadInputError('restore --resources and --disks one at a time', { hint: 'disks first (it restarts the nodes), then --resources if the Calico objects still differ' });
+    if (args.disks && args.resources)
+      throw new BadInputError('restore --resources and --disks one at a time', {
+        hint: 'disks first (it restarts the nodes), then --resources if the Calico objects still differ',
+      });
     if (args.disks) return runRestoreDisks(ctx, args);
     if (!args.resources) throw new BadInputError('say what to restore: --resources or --disks', { hint: 'cni-rewind restore BUNDLE --resources [--dry-run]' });
     const concurrency = args['write-concurrency'];
-    if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256) throw new BadInputError(`--write-concurrency must be a whole number from 1 to 256 (got ${concurrency})`);
+    if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256)
+      throw new BadInputError(`--write-concurrency must be a whole number from 1 to 256 (got ${concurrency})`);
     const client = await ctx.client();
     const bundle = await openKeyedBundle(ctx, args.bundle, args);
     try {
-      const result = await SignalScope.run((signals) => restoreResources(
-        client,
-        bundle,
-        {
-          dryRun: args['dry-run'],
-          existing: args.existing,
-          prune: args.prune,
-          dropUnknownFields: args['drop-unknown-fields'],
-          allowOtherCluster: args['allow-other-cluster'],
-          kinds: args.kinds,
-          concurrency,
-          confirm: args.yes ? undefined : (plan) => confirmPlan(ctx, plan),
-          signal: signals.signal,
-        },
-        ctx.reporter,
-      ));
+      const result = await SignalScope.run((signals) =>
+        restoreResources(
+          client,
+          bundle,
+          {
+            dryRun: args['dry-run'],
+            existing: args.existing,
+            prune: args.prune,
+            dropUnknownFields: args['drop-unknown-fields'],
+            allowOtherCluster: args['allow-other-cluster'],
+            kinds: args.kinds,
+            concurrency,
+            confirm: args.yes ? undefined : (plan) => confirmPlan(ctx, plan),
+            signal: signals.signal,
+          },
+          ctx.reporter,
+        ),
+      );
       ctx.print(result, () => renderResult(result, ctx.style, args.verbose) + (args.verbose ? `\n${renderTimings(result.timings)}` : ''));
       if (result.dryRun) return result.ok ? ExitCode.Ok : ExitCode.Differences;
       return result.ok ? ExitCode.Ok : ExitCode.Partial;
@@ -107,7 +139,9 @@ function actionLabel(a: RestoreAction, s: Styler): string {
 
 function renderPlan(plan: RestorePlan, s: Styler, verbose: boolean): string {
   const lines: string[] = [];
-  lines.push(`Bundle ${plan.bundle.id} (cluster ${plan.bundle.cluster?.name}, Calico ${plan.bundle.calicoVersion ?? '?'})${plan.cluster.sameCluster ? '' : s.yellow('  from another cluster')}`);
+  lines.push(
+    `Bundle ${plan.bundle.id} (cluster ${plan.bundle.cluster?.name}, Calico ${plan.bundle.calicoVersion ?? '?'})${plan.cluster.sameCluster ? '' : s.yellow('  from another cluster')}`,
+  );
   if (plan.crdsToCreate.length) lines.push(`CRDs to create from the bundle: ${plan.crdsToCreate.join(', ')}`);
   const shown = plan.actions.filter((a) => verbose || SHOWN_WITHOUT_VERBOSE(a));
   if (shown.length) {
@@ -116,7 +150,10 @@ function renderPlan(plan: RestorePlan, s: Styler, verbose: boolean): string {
         { header: 'action', value: (a) => actionLabel(a, s) },
         { header: 'object', value: (a) => a.id },
         { header: 'phase', value: (a) => a.phase },
-        { header: 'detail', value: (a) => [a.reason, a.serverDryRunError && `API server: ${a.serverDryRunError}`, ...(a.notes ?? [])].filter(Boolean).join('; ') },
+        {
+          header: 'detail',
+          value: (a) => [a.reason, a.serverDryRunError && `API server: ${a.serverDryRunError}`, ...(a.notes ?? [])].filter(Boolean).join('; '),
+        },
       ]),
     );
   }
@@ -124,27 +161,34 @@ function renderPlan(plan: RestorePlan, s: Styler, verbose: boolean): string {
     if (a.diff && (a.action === 'update' || a.action === 'replace' || verbose)) lines.push('', a.diff);
     if (a.fix) lines.push(`  fix for ${a.id}: ${a.fix}`);
   }
-  const counts = Object.entries(plan.counts).map(([k, v]) => `${v} ${k}`).join(', ');
+  const counts = Object.entries(plan.counts)
+    .map(([k, v]) => `${v} ${k}`)
+    .join(', ');
   lines.push('', `${plan.dryRun ? 'Would do' : 'Plan'}: ${counts || 'nothing'} (existing objects: ${plan.existing})`);
   return lines.join('\n');
 }
 
 function renderResult(r: RestoreResult, s: Styler, verbose: boolean): string {
-  if (r.dryRun) return renderPlan(r, s, verbose) + (r.ok ? '' : `\n${s.red(`${r.failures.length} object(s) would not be restored`)}`) + '\nDry run: nothing was written.';
+  if (r.dryRun)
+    return renderPlan(r, s, verbose) + (r.ok ? '' : `\n${s.red(`${r.failures.length} object(s) would not be restored`)}`) + '\nDry run: nothing was written.';
   const lines: string[] = [];
   const wrote = r.actions.filter((a) => a.outcome === 'done');
-  lines.push(`Restored from ${r.bundle.id}: ${wrote.length} object(s) written, ${r.counts.unchanged ?? 0} unchanged, ${r.counts.skip ?? 0} skipped${r.crdsToCreate.length ? `, ${r.crdsToCreate.length} CRD(s) created` : ''}`);
+  lines.push(
+    `Restored from ${r.bundle.id}: ${wrote.length} object(s) written, ${r.counts.unchanged ?? 0} unchanged, ${r.counts.skip ?? 0} skipped${r.crdsToCreate.length ? `, ${r.crdsToCreate.length} CRD(s) created` : ''}`,
+  );
   if (r.guards.paused.length) lines.push(`Put back after the restore: ${r.guards.paused.join('; ')}`);
   for (const p of r.guards.releaseProblems) lines.push(s.red(p));
   const notes = r.actions.filter((a) => a.notes?.length);
   for (const a of notes) for (const n of a.notes!) lines.push(`note: ${a.id}: ${n}`);
   if (r.failures.length) {
     lines.push('', s.red(`${r.failures.length} object(s) not restored:`));
-    lines.push(renderTable(r.failures, [
-      { header: 'object', value: (f) => f.id },
-      { header: 'action', value: (f) => f.action },
-      { header: 'reason', value: (f) => f.reason },
-    ]));
+    lines.push(
+      renderTable(r.failures, [
+        { header: 'object', value: (f) => f.id },
+        { header: 'action', value: (f) => f.action },
+        { header: 'reason', value: (f) => f.reason },
+      ]),
+    );
     for (const a of r.actions) if (a.fix && r.failures.some((f) => f.id === a.id)) lines.push(`  fix for ${a.id}: ${a.fix}`);
   }
   if (r.drifted.length) {

@@ -25,7 +25,11 @@ export default { apiVersion: 'cni-rewind.provider/v1', name: 'failing', create: 
 
 function snapshots(...args: string[]) {
   const main = path.join(packageRoot(), 'dist', 'src', 'cli', 'main.js');
-  return spawnSync(process.execPath, [main, 'snapshots', ...args, '--provider', 'failing', '--provider-module', module, '--all-clusters', '--no-color'], { cwd: dir, encoding: 'utf8', env: { ...process.env, KUBECONFIG: path.join(dir, 'none') } });
+  return spawnSync(process.execPath, [main, 'snapshots', ...args, '--provider', 'failing', '--provider-module', module, '--all-clusters', '--no-color'], {
+    cwd: dir,
+    encoding: 'utf8',
+    env: { ...process.env, KUBECONFIG: path.join(dir, 'none') },
+  });
 }
 
 describe('snapshots with a provider that fails to list', () => {

@@ -23,11 +23,15 @@ function common(y: Argv<GlobalArgs>) {
   return providerOptions(y)
     .option('bundle', { type: 'string', describe: 'only snapshots of this bundle id' })
     .option('older-than', { type: 'string', describe: 'only snapshots older than this (e.g. 7d, 12h)' })
-    .option('all-clusters', { type: 'boolean', default: false, describe: 'include snapshots made for other clusters (default: only the current cluster\'s)' });
+    .option('all-clusters', { type: 'boolean', default: false, describe: "include snapshots made for other clusters (default: only the current cluster's)" });
 }
 
 /** Find the snapshots the flags select and run `fn` on them; the providers are closed afterwards, also on an error. */
-async function withSnapshots<T>(ctx: CliContext, args: SnapshotsArgs, fn: (providers: ProviderSet, found: ListedSnapshot[], failures: string[]) => Promise<T>): Promise<T> {
+async function withSnapshots<T>(
+  ctx: CliContext,
+  args: SnapshotsArgs,
+  fn: (providers: ProviderSet, found: ListedSnapshot[], failures: string[]) => Promise<T>,
+): Promise<T> {
   const { config, mapping } = await loadProviderSettings(args);
   return withProviders({ config, modules: args.providerModule }, ctx.reporter, async (providers) => {
     const { found, failures } = await find(ctx, args, providers, mapping);
@@ -84,13 +88,20 @@ const deleteCommand: Command<SnapshotsArgs> = {
   handler: handler<SnapshotsArgs>(async (ctx, args) => {
     if (!args.bundle && !args['older-than']) throw new BadInputError('say which snapshots to delete: --bundle ID or --older-than DURATION');
     return withSnapshots(ctx, args, async (providers, found, listFailures) => {
-      if (listFailures.length) throw new PartialFailureError(`not deleting: ${listFailures.length} provider(s) could not be asked (${listFailures.join('; ')})`, { hint: 'fix their access, or name the providers to use with --provider' });
+      if (listFailures.length)
+        throw new PartialFailureError(`not deleting: ${listFailures.length} provider(s) could not be asked (${listFailures.join('; ')})`, {
+          hint: 'fix their access, or name the providers to use with --provider',
+        });
       if (args['dry-run'] || !found.length) {
-        ctx.print({ dryRun: !!args['dry-run'], wouldDelete: found, deleted: 0 }, () => (found.length ? `would delete:\n${table(found)}` : 'no snapshots found: nothing to delete'));
+        ctx.print({ dryRun: !!args['dry-run'], wouldDelete: found, deleted: 0 }, () =>
+          found.length ? `would delete:\n${table(found)}` : 'no snapshots found: nothing to delete',
+        );
         return ExitCode.Ok;
       }
       if (!args.yes && !(await ctx.reporter.confirm(`Delete ${found.length} snapshot(s)?`))) {
-        throw new RefusedError(`not deleting ${found.length} snapshot(s) without confirmation`, { hint: 'pass --yes (or answer y on a terminal); --dry-run lists them' });
+        throw new RefusedError(`not deleting ${found.length} snapshot(s) without confirmation`, {
+          hint: 'pass --yes (or answer y on a terminal); --dry-run lists them',
+        });
       }
       const res = await deleteSnapshots(providers, found, ctx.reporter);
       ctx.print({ dryRun: false, deleted: res.deleted, snapshots: found.map((f) => f.snapshotId), failures: res.failures }, () =>
@@ -105,6 +116,10 @@ const deleteCommand: Command<SnapshotsArgs> = {
 export const snapshotsCommand: Command = {
   command: 'snapshots',
   describe: 'List or delete the provider snapshots cni-rewind made',
-  builder: (y: Argv<GlobalArgs>) => y.command(listCommand as any).command(deleteCommand as any).demandCommand(1, 'name an action: list or delete') as any,
+  builder: (y: Argv<GlobalArgs>) =>
+    y
+      .command(listCommand as any)
+      .command(deleteCommand as any)
+      .demandCommand(1, 'name an action: list or delete') as any,
   handler: () => {},
 };

@@ -19,12 +19,15 @@ export const statusCommand: Command = {
         const conds = ts.conditions.filter((x) => x.status === 'True').map((x) => x.type + (x.message ? `: ${x.message}` : ''));
         lines.push(`TigeraStatus ${ts.name}: ${conds.join('; ') || 'no conditions'}`);
       }
-      lines.push('', renderTable(report.nodes, [
-        { header: 'node', value: (n) => n.name },
-        { header: 'ready', value: (n) => (n.ready ? 'yes' : 'no') + (n.unschedulable ? ',cordoned' : '') },
-        { header: 'provider', value: (n) => n.provider },
-        { header: 'providerID', value: (n) => n.providerID ?? '-' },
-      ]));
+      lines.push(
+        '',
+        renderTable(report.nodes, [
+          { header: 'node', value: (n) => n.name },
+          { header: 'ready', value: (n) => (n.ready ? 'yes' : 'no') + (n.unschedulable ? ',cordoned' : '') },
+          { header: 'provider', value: (n) => n.provider },
+          { header: 'providerID', value: (n) => n.providerID ?? '-' },
+        ]),
+      );
       return lines.join('\n');
     });
   }),

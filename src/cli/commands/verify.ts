@@ -16,18 +16,31 @@ export const verifyCommand: Command<VerifyArgs> = {
     // With the key (optional here), an encrypted bundle's manifest MAC is checked on open and every encrypted file is decrypted.
     const b = await openKeyedBundle(ctx, args.bundle, args, false);
     try {
-      const keyed = !!b.manifest.encryption && (!!args['encryption-key-file'] || !!args['encryption-passphrase-file'] || !!process.env.CNI_REWIND_ENCRYPTION_KEY || !!process.env.CNI_REWIND_ENCRYPTION_PASSPHRASE);
-      if (b.manifest.encryption && !keyed) ctx.reporter.info('CNR_VERIFY_NO_KEY', 'encrypted bundle, no key given: checksums checked; manifest.json authenticity and the encrypted files were not');
+      const keyed =
+        !!b.manifest.encryption &&
+        (!!args['encryption-key-file'] ||
+          !!args['encryption-passphrase-file'] ||
+          !!process.env.CNI_REWIND_ENCRYPTION_KEY ||
+          !!process.env.CNI_REWIND_ENCRYPTION_PASSPHRASE);
+      if (b.manifest.encryption && !keyed)
+        ctx.reporter.info(
+          'CNR_VERIFY_NO_KEY',
+          'encrypted bundle, no key given: checksums checked; manifest.json authenticity and the encrypted files were not',
+        );
       const r = await verifyBundle(b, { decrypt: keyed });
       ctx.print({ bundle: args.bundle, id: b.manifest.id, formatVersion: b.manifest.formatVersion, ...r }, () =>
         r.ok
           ? `${oneLine(args.bundle)}: OK (format ${oneLine(b.manifest.formatVersion)}, ${r.checked} files checked)`
-          : [`${oneLine(args.bundle)}: FAILED, ${r.problems.length} problem(s):`, ...r.problems.map((p) => `  ${oneLine(p.file)}: ${oneLine(p.problem)}`)].join('\n'),
+          : [`${oneLine(args.bundle)}: FAILED, ${r.problems.length} problem(s):`, ...r.problems.map((p) => `  ${oneLine(p.file)}: ${oneLine(p.problem)}`)].join(
+              '\n',
+            ),
       );
       if (!r.ok) {
         // One summary line on stderr too, so scripts that only keep stderr see which file is bad.
         const first = r.problems[0]!;
-        ctx.host.text(`cni-rewind: bundle ${oneLine(args.bundle)} failed verification: ${oneLine(first.file)}: ${oneLine(first.problem)}${r.problems.length > 1 ? ` (and ${r.problems.length - 1} more)` : ''}`);
+        ctx.host.text(
+          `cni-rewind: bundle ${oneLine(args.bundle)} failed verification: ${oneLine(first.file)}: ${oneLine(first.problem)}${r.problems.length > 1 ? ` (and ${r.problems.length - 1} more)` : ''}`,
+        );
         return ExitCode.BadInput;
       }
     } finally {

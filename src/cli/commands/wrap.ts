@@ -19,13 +19,22 @@ interface WrapArgs extends ProviderArgs {
 
 export const wrapCommand: Command<WrapArgs> = {
   command: 'wrap [command..]',
-  describe: 'Back up, run a risky command (after --), then check Calico and its data; print the restore command or restore with --restore-on-failure. Exits with the command\'s code',
+  describe:
+    "Back up, run a risky command (after --), then check Calico and its data; print the restore command or restore with --restore-on-failure. Exits with the command's code",
   builder: (y: Argv<any>) =>
     providerOptions(
       y
         .positional('command', { type: 'string', array: true, describe: 'the command to run, after --' })
-        .option('restore-on-failure', { type: 'boolean', default: false, describe: 'restore the Calico resources from the backup when the command fails or leaves Calico broken' })
-        .option('disk-snapshots', { type: 'boolean', default: false, describe: 'back up with disk snapshots of every node (like `backup`), not only the Calico resources' })
+        .option('restore-on-failure', {
+          type: 'boolean',
+          default: false,
+          describe: 'restore the Calico resources from the backup when the command fails or leaves Calico broken',
+        })
+        .option('disk-snapshots', {
+          type: 'boolean',
+          default: false,
+          describe: 'back up with disk snapshots of every node (like `backup`), not only the Calico resources',
+        })
         .option('out', { type: 'string', describe: 'bundle path (default ./cni-rewind-backups/<cluster>-<UTC time>/)' })
         .option('exclude-secrets', { type: 'boolean', default: false, describe: 'do not put Secrets into the bundle' }),
     )
@@ -34,42 +43,44 @@ export const wrapCommand: Command<WrapArgs> = {
   handler: handler<WrapArgs>(async (ctx, args) => {
     const argv = [...(args.command ?? []), ...(args['--'] ?? [])].map(String);
     const client = await ctx.client();
-    const result = await SignalScope.run((signals) => wrap(
-      client,
-      {
-        command: argv,
-        restoreOnFailure: args['restore-on-failure'],
-        commandStdoutToStderr: args.output !== 'table',
-        out: args.out,
-        excludeSecrets: args['exclude-secrets'],
-        takeBackup: args['disk-snapshots']
-          ? async () => {
-              const { config, mapping } = await loadProviderSettings(args);
-              const r = await backup(
-                client,
-                {
-                  provider: args.provider,
-                  providerModules: args.providerModule,
-                  out: args.out,
-                  snapshotTimeoutMs: parseDuration(config.backup.snapshotTimeout ?? '30m', 'snapshotTimeout'),
-                  concurrency: config.backup.concurrency ?? 16,
-                  excludeSecrets: args['exclude-secrets'],
-                  config,
-                  mapping,
-                  signal: signals.signal,
-                },
-                ctx.reporter,
-              );
-              return { path: r.path, diskSnapshots: r.snapshots.length };
-            }
-          : undefined,
-        signal: signals.signal,
-        onCommandRunning: (running) => {
-          signals.ignoreInterrupt = running;
+    const result = await SignalScope.run((signals) =>
+      wrap(
+        client,
+        {
+          command: argv,
+          restoreOnFailure: args['restore-on-failure'],
+          commandStdoutToStderr: args.output !== 'table',
+          out: args.out,
+          excludeSecrets: args['exclude-secrets'],
+          takeBackup: args['disk-snapshots']
+            ? async () => {
+                const { config, mapping } = await loadProviderSettings(args);
+                const r = await backup(
+                  client,
+                  {
+                    provider: args.provider,
+                    providerModules: args.providerModule,
+                    out: args.out,
+                    snapshotTimeoutMs: parseDuration(config.backup.snapshotTimeout ?? '30m', 'snapshotTimeout'),
+                    concurrency: config.backup.concurrency ?? 16,
+                    excludeSecrets: args['exclude-secrets'],
+                    config,
+                    mapping,
+                    signal: signals.signal,
+                  },
+                  ctx.reporter,
+                );
+                return { path: r.path, diskSnapshots: r.snapshots.length };
+              }
+            : undefined,
+          signal: signals.signal,
+          onCommandRunning: (running) => {
+            signals.ignoreInterrupt = running;
+          },
         },
-      },
-      ctx.reporter,
-    ));
+        ctx.reporter,
+      ),
+    );
     ctx.print(result, () => render(result));
     // The command's exit code passes through; a command that "succeeded" but left Calico broken exits 1
     // (3 when the restore we ran did not fully succeed).
@@ -80,9 +91,14 @@ export const wrapCommand: Command<WrapArgs> = {
 };
 
 function render(r: WrapResult): string {
-  const lines = [`bundle   ${r.bundle.path} (${r.bundle.diskSnapshots ? `${r.bundle.diskSnapshots} disk snapshots` : 'resources only'})`, `command  ${r.command.argv.join(' ')} -> ${r.command.signal ?? `exit ${r.command.exitCode}`}`];
+  const lines = [
+    `bundle   ${r.bundle.path} (${r.bundle.diskSnapshots ? `${r.bundle.diskSnapshots} disk snapshots` : 'resources only'})`,
+    `command  ${r.command.argv.join(' ')} -> ${r.command.signal ?? `exit ${r.command.exitCode}`}`,
+  ];
   if (r.check.healthy && r.command.exitCode === 0) {
-    lines.push(`Calico   healthy; no Calico data lost${r.check.changed.length ? ` (${r.check.changed.length} objects changed, see cni-rewind diff ${r.bundle.path})` : ''}`);
+    lines.push(
+      `Calico   healthy; no Calico data lost${r.check.changed.length ? ` (${r.check.changed.length} objects changed, see cni-rewind diff ${r.bundle.path})` : ''}`,
+    );
     return lines.join('\n');
   }
   if (r.check.problem) lines.push(`check    ${r.check.problem}`);
@@ -94,7 +110,17 @@ function render(r: WrapResult): string {
   for (const e of r.check.errors) lines.push(`doctor   ${e.title} (${e.objects.slice(0, 5).join(', ')}): ${e.fix}`);
   for (const c of r.check.changed.slice(0, 5)) lines.push(c.diff);
   if (r.restored) {
-    lines.push(r.restored.ok ? 'restored the Calico resources from the bundle (--restore-on-failure)' : `the restore did not fully succeed: ${r.restored.error ?? r.restored.failures.slice(0, 5).map((f) => `${f.id}: ${f.reason}`).join('; ')}`);
+    lines.push(
+      r.restored.ok
+        ? 'restored the Calico resources from the bundle (--restore-on-failure)'
+        : `the restore did not fully succeed: ${
+            r.restored.error ??
+            r.restored.failures
+              .slice(0, 5)
+              .map((f) => `${f.id}: ${f.reason}`)
+              .join('; ')
+          }`,
+    );
     if (!r.restored.ok) lines.push(`retry with: ${r.restoreCommand}`);
   } else {
     lines.push(`restore with: ${r.restoreCommand}`);

@@ -32,7 +32,21 @@ export async function installCalico(client: KubeClient, version: string, nodes: 
 export async function upgradeByHand(client: KubeClient): Promise<void> {
   await applyManifests(client, fixture('3.28.1', 'tigera-operator.yaml'), { fieldManager: 'kubectl' });
   await client.mergePatch(INSTALLATION, undefined, 'default', {
-    spec: { calicoNetwork: { ipPools: [{ name: 'default-ipv4-ippool', blockSize: 26, cidr: '192.168.0.0/16', encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', nodeSelector: 'all()', allowedUses: ['Workload', 'Tunnel'] }] } },
+    spec: {
+      calicoNetwork: {
+        ipPools: [
+          {
+            name: 'default-ipv4-ippool',
+            blockSize: 26,
+            cidr: '192.168.0.0/16',
+            encapsulation: 'VXLANCrossSubnet',
+            natOutgoing: 'Enabled',
+            nodeSelector: 'all()',
+            allowedUses: ['Workload', 'Tunnel'],
+          },
+        ],
+      },
+    },
   });
   await client.mergePatch(CALICO_TYPES.ippool, undefined, 'default-ipv4-ippool', {
     metadata: { labels: { [OPERATOR_MANAGED_LABEL]: OPERATOR_MANAGED_VALUE } },
@@ -47,7 +61,11 @@ export async function deleteCalicoCrds(client: KubeClient): Promise<number> {
   await pool(crds, 8, async (c) => {
     await client.delete(K.crd, undefined, c.metadata.name);
   });
-  await client.waitFor('Calico CRDs to be gone', async () => ((await client.listAll(K.crd)).some((c) => c.spec.group === 'crd.projectcalico.org') ? undefined : true), { timeoutMs: 120_000 });
+  await client.waitFor(
+    'Calico CRDs to be gone',
+    async () => ((await client.listAll(K.crd)).some((c) => c.spec.group === 'crd.projectcalico.org') ? undefined : true),
+    { timeoutMs: 120_000 },
+  );
   return crds.length;
 }
 

@@ -7,7 +7,13 @@ import type { KubeObject, ResourceType } from '../../kube/types.js';
  * (`default-ipv4-ippool` disabled, `new-pool` active), workloads whose addresses IPAM records
  * (blocks, handles, affinities consistent with the pods kwok runs), policies, BGP and Felix configuration.
  */
-const calico = (plural: string, kind: string, namespaced = false): ResourceType => ({ group: 'crd.projectcalico.org', version: 'v1', plural, kind, namespaced });
+const calico = (plural: string, kind: string, namespaced = false): ResourceType => ({
+  group: 'crd.projectcalico.org',
+  version: 'v1',
+  plural,
+  kind,
+  namespaced,
+});
 export const CALICO_TYPES = {
   ippool: calico('ippools', 'IPPool'),
   ipamConfig: calico('ipamconfigs', 'IPAMConfig'),
@@ -39,31 +45,78 @@ export async function createDemoPopulation(client: KubeClient, opts: { calicoVer
     created[o.kind] = (created[o.kind] ?? 0) + 1;
   };
   await put(T.clusterInfo, obj('ClusterInformation', 'default', { calicoVersion: opts.calicoVersion, clusterType: 'k8s,operator,bgp', datastoreReady: true }));
-  await put(T.ippool, obj('IPPool', 'default-ipv4-ippool', { cidr: '192.168.0.0/16', blockSize: 26, ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true, nodeSelector: 'all()', disabled: true, allowedUses: ['Workload', 'Tunnel'] }));
-  await put(T.ippool, obj('IPPool', 'new-pool', { cidr: '10.244.0.0/16', blockSize: 26, ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true, nodeSelector: 'all()', allowedUses: ['Workload', 'Tunnel'] }));
+  await put(
+    T.ippool,
+    obj('IPPool', 'default-ipv4-ippool', {
+      cidr: '192.168.0.0/16',
+      blockSize: 26,
+      ipipMode: 'Never',
+      vxlanMode: 'CrossSubnet',
+      natOutgoing: true,
+      nodeSelector: 'all()',
+      disabled: true,
+      allowedUses: ['Workload', 'Tunnel'],
+    }),
+  );
+  await put(
+    T.ippool,
+    obj('IPPool', 'new-pool', {
+      cidr: '10.244.0.0/16',
+      blockSize: 26,
+      ipipMode: 'Never',
+      vxlanMode: 'CrossSubnet',
+      natOutgoing: true,
+      nodeSelector: 'all()',
+      allowedUses: ['Workload', 'Tunnel'],
+    }),
+  );
   await put(T.ipamConfig, obj('IPAMConfig', 'default', { autoAllocateBlocks: true, strictAffinity: false, maxBlocksPerHost: 0 }));
   await put(T.felix, obj('FelixConfiguration', 'default', { bpfEnabled: false, logSeverityScreen: 'Info', reportingInterval: '0s', vxlanEnabled: true }));
   await put(T.bgp, obj('BGPConfiguration', 'default', { asNumber: 64512, logSeverityScreen: 'Info', nodeToNodeMeshEnabled: true }));
   await put(T.gns, obj('GlobalNetworkSet', 'metadata-endpoints', { nets: ['169.254.169.254/32'] }, { labels: { role: 'metadata' } }));
-  await put(T.gnp, obj('GlobalNetworkPolicy', 'deny-metadata-egress', { order: 100, selector: 'all()', types: ['Egress'], egress: [{ action: 'Deny', destination: { selector: "role == 'metadata'" } }, { action: 'Allow' }] }));
+  await put(
+    T.gnp,
+    obj('GlobalNetworkPolicy', 'deny-metadata-egress', {
+      order: 100,
+      selector: 'all()',
+      types: ['Egress'],
+      egress: [{ action: 'Deny', destination: { selector: "role == 'metadata'" } }, { action: 'Allow' }],
+    }),
+  );
 
   // Workloads: a Deployment whose pods kwok runs and gives addresses from 10.244.0.0/16 (new-pool).
   await client.apply(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: DEMO_NAMESPACE } }, { fieldManager: 'cni-rewind-demo' });
-  await put(T.np, { ...obj('NetworkPolicy', 'allow-frontend', { order: 10, selector: "app == 'web'", types: ['Ingress'], ingress: [{ action: 'Allow', protocol: 'TCP', destination: { ports: [80] } }] }), metadata: { name: 'allow-frontend', namespace: DEMO_NAMESPACE } });
-  await client.apply(K.deployment, {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name: 'web', namespace: DEMO_NAMESPACE },
-    spec: {
-      replicas: 4,
-      selector: { matchLabels: { app: 'web' } },
-      template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'nginx:1.27' }] } },
+  await put(T.np, {
+    ...obj('NetworkPolicy', 'allow-frontend', {
+      order: 10,
+      selector: "app == 'web'",
+      types: ['Ingress'],
+      ingress: [{ action: 'Allow', protocol: 'TCP', destination: { ports: [80] } }],
+    }),
+    metadata: { name: 'allow-frontend', namespace: DEMO_NAMESPACE },
+  });
+  await client.apply(
+    K.deployment,
+    {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web', namespace: DEMO_NAMESPACE },
+      spec: {
+        replicas: 4,
+        selector: { matchLabels: { app: 'web' } },
+        template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'nginx:1.27' }] } },
+      },
     },
-  }, { fieldManager: 'cni-rewind-demo' });
-  const pods = await client.waitFor('demo pods to get addresses', async () => {
-    const ps = await client.listAll(K.pod, { namespace: DEMO_NAMESPACE });
-    return ps.length === 4 && ps.every((p) => p.status?.podIP && p.spec?.nodeName) ? ps : undefined;
-  }, { timeoutMs: 120_000 });
+    { fieldManager: 'cni-rewind-demo' },
+  );
+  const pods = await client.waitFor(
+    'demo pods to get addresses',
+    async () => {
+      const ps = await client.listAll(K.pod, { namespace: DEMO_NAMESPACE });
+      return ps.length === 4 && ps.every((p) => p.status?.podIP && p.spec?.nodeName) ? ps : undefined;
+    },
+    { timeoutMs: 120_000 },
+  );
 
   // IPAM that matches the pods: one /26 block per address range in use, affine to the first node using it.
   const blocks = new Map<string, { node: string; cidr: string; allocations: (number | null)[]; attributes: any[] }>();
@@ -85,7 +138,18 @@ export async function createDemoPopulation(client: KubeClient, opts: { calicoVer
   for (const b of blocks.values()) {
     const name = b.cidr.replace(/[./]/g, '-');
     const unallocated = b.allocations.map((a, i) => (a === null ? i : -1)).filter((i) => i >= 0);
-    await put(T.ipamBlock, obj('IPAMBlock', name, { cidr: b.cidr, affinity: `host:${b.node}`, allocations: b.allocations, unallocated, attributes: b.attributes, strictAffinity: false, deleted: false }));
+    await put(
+      T.ipamBlock,
+      obj('IPAMBlock', name, {
+        cidr: b.cidr,
+        affinity: `host:${b.node}`,
+        allocations: b.allocations,
+        unallocated,
+        attributes: b.attributes,
+        strictAffinity: false,
+        deleted: false,
+      }),
+    );
     await put(T.blockAffinity, obj('BlockAffinity', `${b.node}-${name}`, { state: 'confirmed', node: b.node, cidr: b.cidr, deleted: 'false' }));
   }
   return created;

@@ -26,8 +26,18 @@ describe('desiredOperator', () => {
 describe('desiredApiServer', () => {
   const b64 = (s: string) => Buffer.from(s).toString('base64');
   const dep = deployment('calico/apiserver:v3.28.1', 1);
-  const svc = (ip: string): KubeObject => ({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'calico-api' }, spec: { clusterIP: ip, ports: [{ name: 'apiserver', port: 443, targetPort: 5443 }] } });
-  const secret = (crt: string): KubeObject => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'calico-apiserver-certs' }, data: { 'tls.crt': b64(crt), 'tls.key': b64('KEY') } });
+  const svc = (ip: string): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 'calico-api' },
+    spec: { clusterIP: ip, ports: [{ name: 'apiserver', port: 443, targetPort: 5443 }] },
+  });
+  const secret = (crt: string): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'calico-apiserver-certs' },
+    data: { 'tls.crt': b64(crt), 'tls.key': b64('KEY') },
+  });
 
   it('serves the Service ClusterIP and port with the secret certificate', () => {
     const d = desiredApiServer(dep, svc('127.1.59.20'), secret('CERT'))!;

@@ -35,7 +35,11 @@ export interface DesiredApiServer {
  * The Calico API server as the operator rendered it: Deployment calico-apiserver (replicas > 0), Service
  * calico-api, secret calico-apiserver-certs. Undefined while any of them is missing.
  */
-export function desiredApiServer(deployment: KubeObject | undefined, service: KubeObject | undefined, secret: KubeObject | undefined): DesiredApiServer | undefined {
+export function desiredApiServer(
+  deployment: KubeObject | undefined,
+  service: KubeObject | undefined,
+  secret: KubeObject | undefined,
+): DesiredApiServer | undefined {
   if (!deployment || deployment.metadata.deletionTimestamp || (deployment.spec?.replicas ?? 1) < 1) return undefined;
   const address: string | undefined = service?.spec?.clusterIP;
   const port: number | undefined = service?.spec?.ports?.[0]?.port;

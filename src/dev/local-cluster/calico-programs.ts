@@ -32,7 +32,11 @@ export function ensureCalicoProgram(kind: CalicoProgramKind, tag: string, log: (
     child.on('error', reject);
     child.on('exit', (code) => {
       if (code === 0) return resolve(out.trim().split('\n').pop()!);
-      const last = err.trim().split('\n').filter((l) => l.startsWith('build-calico.sh:')).pop();
+      const last = err
+        .trim()
+        .split('\n')
+        .filter((l) => l.startsWith('build-calico.sh:'))
+        .pop();
       reject(new Error(`building ${kind} ${tag} failed (exit ${code})${last ? `: ${last}` : ''}`));
     });
   });

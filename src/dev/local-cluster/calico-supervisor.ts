@@ -18,7 +18,13 @@ import type { ResourceType } from '../../kube/types.js';
 import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from './calico-programs.js';
 import { desiredApiServer, desiredKubeControllers, desiredOperator } from './calico-desired.js';
 
-const KCC: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'kubecontrollersconfigurations', kind: 'KubeControllersConfiguration', namespaced: false };
+const KCC: ResourceType = {
+  group: 'crd.projectcalico.org',
+  version: 'v1',
+  plural: 'kubecontrollersconfigurations',
+  kind: 'KubeControllersConfiguration',
+  namespaced: false,
+};
 
 interface Running {
   key: string;
@@ -157,11 +163,20 @@ export class CalicoSupervisor {
         writeAtomic(path.join(certDir, 'tls.crt'), api.cert);
         writeAtomic(path.join(certDir, 'tls.key'), api.key);
         const kc = `--kubeconfig=${this.kubeconfig}`;
-        this.apiserver.ensure(api.fingerprint, path.join(dir, 'apiserver'), [
-          `--secure-port=${api.port}`, `--bind-address=${api.address}`, kc,
-          `--authentication-kubeconfig=${this.kubeconfig}`, `--authorization-kubeconfig=${this.kubeconfig}`,
-          `--tls-cert-file=${certDir}/tls.crt`, `--tls-private-key-file=${certDir}/tls.key`,
-        ], this.env);
+        this.apiserver.ensure(
+          api.fingerprint,
+          path.join(dir, 'apiserver'),
+          [
+            `--secure-port=${api.port}`,
+            `--bind-address=${api.address}`,
+            kc,
+            `--authentication-kubeconfig=${this.kubeconfig}`,
+            `--authorization-kubeconfig=${this.kubeconfig}`,
+            `--tls-cert-file=${certDir}/tls.crt`,
+            `--tls-private-key-file=${certDir}/tls.key`,
+          ],
+          this.env,
+        );
       }
       Object.assign(status.apiserver, running(this.apiserver));
     }
@@ -176,11 +191,16 @@ export class CalicoSupervisor {
       status.kubeControllers = {};
       const dir = this.bin('calico', CALICO_PROGRAMS_VERSION);
       if (dir && !this.kubeControllers.alive() && (await this.metricsOff())) {
-        this.kubeControllers.ensure('kube-controllers', path.join(dir, 'kube-controllers'), ['-status-file', path.join(this.workDir, 'kube-controllers-status.json')], {
-          ...this.env,
-          // In 3.28 IPAM garbage collection is part of the node controller (a separate 'ipam' name is rejected).
-          ENABLED_CONTROLLERS: 'node',
-        });
+        this.kubeControllers.ensure(
+          'kube-controllers',
+          path.join(dir, 'kube-controllers'),
+          ['-status-file', path.join(this.workDir, 'kube-controllers-status.json')],
+          {
+            ...this.env,
+            // In 3.28 IPAM garbage collection is part of the node controller (a separate 'ipam' name is rejected).
+            ENABLED_CONTROLLERS: 'node',
+          },
+        );
       }
       Object.assign(status.kubeControllers, running(this.kubeControllers));
     }
@@ -195,7 +215,12 @@ export class CalicoSupervisor {
     try {
       const kcc = await this.client.getOrUndefined(KCC, undefined, 'default');
       if (!kcc) {
-        await this.client.create(KCC, { apiVersion: 'crd.projectcalico.org/v1', kind: 'KubeControllersConfiguration', metadata: { name: 'default' }, spec: { controllers: { node: { reconcilerPeriod: '5m' } }, prometheusMetricsPort: 0 } });
+        await this.client.create(KCC, {
+          apiVersion: 'crd.projectcalico.org/v1',
+          kind: 'KubeControllersConfiguration',
+          metadata: { name: 'default' },
+          spec: { controllers: { node: { reconcilerPeriod: '5m' } }, prometheusMetricsPort: 0 },
+        });
       } else if (kcc.spec?.prometheusMetricsPort !== 0) {
         await this.client.mergePatch(KCC, undefined, 'default', { spec: { prometheusMetricsPort: 0 } });
       }

@@ -115,11 +115,17 @@ export class LocalCluster {
     try {
       this.log('starting etcd');
       start('etcd', [
-        '--name=e2e', `--data-dir=${workDir}/etcd`,
-        `--listen-client-urls=http://127.0.0.1:${p.etcd}`, `--advertise-client-urls=http://127.0.0.1:${p.etcd}`,
-        `--listen-peer-urls=http://127.0.0.1:${p.etcdPeer}`, `--initial-advertise-peer-urls=http://127.0.0.1:${p.etcdPeer}`,
-        `--initial-cluster=e2e=http://127.0.0.1:${p.etcdPeer}`, '--unsafe-no-fsync=true', '--auto-compaction-retention=1',
-        '--quota-backend-bytes=4294967296', '--listen-metrics-urls=',
+        '--name=e2e',
+        `--data-dir=${workDir}/etcd`,
+        `--listen-client-urls=http://127.0.0.1:${p.etcd}`,
+        `--advertise-client-urls=http://127.0.0.1:${p.etcd}`,
+        `--listen-peer-urls=http://127.0.0.1:${p.etcdPeer}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${p.etcdPeer}`,
+        `--initial-cluster=e2e=http://127.0.0.1:${p.etcdPeer}`,
+        '--unsafe-no-fsync=true',
+        '--auto-compaction-retention=1',
+        '--quota-backend-bytes=4294967296',
+        '--listen-metrics-urls=',
       ]);
       await waitUntil('etcd', () => probe(`http://127.0.0.1:${p.etcd}/health`), 60_000);
       this.log('starting kube-apiserver');
@@ -127,19 +133,33 @@ export class LocalCluster {
       await waitUntil('kube-apiserver', () => probe(`${server}/readyz`, path.join(pki, 'ca.crt')), 120_000);
       this.log('starting kube-controller-manager, kube-scheduler and kwok');
       start('kube-controller-manager', [
-        `--kubeconfig=${kubeconfig}`, '--bind-address=127.0.0.1', `--secure-port=${p.kcm}`, '--leader-elect=false',
-        `--root-ca-file=${pki}/ca.crt`, `--service-account-private-key-file=${pki}/sa.key`, '--use-service-account-credentials=false',
-        '--node-monitor-period=5s', '--node-monitor-grace-period=40s', '--concurrent-gc-syncs=10',
+        `--kubeconfig=${kubeconfig}`,
+        '--bind-address=127.0.0.1',
+        `--secure-port=${p.kcm}`,
+        '--leader-elect=false',
+        `--root-ca-file=${pki}/ca.crt`,
+        `--service-account-private-key-file=${pki}/sa.key`,
+        '--use-service-account-credentials=false',
+        '--node-monitor-period=5s',
+        '--node-monitor-grace-period=40s',
+        '--concurrent-gc-syncs=10',
         '--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics',
       ]);
       start('kube-scheduler', [
-        `--kubeconfig=${kubeconfig}`, '--bind-address=127.0.0.1', `--secure-port=${p.scheduler}`, '--leader-elect=false',
+        `--kubeconfig=${kubeconfig}`,
+        '--bind-address=127.0.0.1',
+        `--secure-port=${p.scheduler}`,
+        '--leader-elect=false',
         '--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics',
       ]);
       start('kwok', [
-        `--kubeconfig=${kubeconfig}`, `--config=${kwokConfig}`, '--manage-all-nodes=false',
-        '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake', '--node-lease-duration-seconds=40',
-        '--cidr=10.244.0.0/16', '--node-ip=127.0.0.1',
+        `--kubeconfig=${kubeconfig}`,
+        `--config=${kwokConfig}`,
+        '--manage-all-nodes=false',
+        '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
+        '--node-lease-duration-seconds=40',
+        '--cidr=10.244.0.0/16',
+        '--node-ip=127.0.0.1',
       ]);
       await waitUntil('kube-controller-manager', () => probe(`https://127.0.0.1:${p.kcm}/healthz`, undefined), 60_000);
       await waitUntil('kube-scheduler', () => probe(`https://127.0.0.1:${p.scheduler}/healthz`, undefined), 60_000);
@@ -238,21 +258,33 @@ export class LocalCluster {
 
 function apiserverArgs(p: LocalCluster['ports'], pki: string): string[] {
   return [
-    `--etcd-servers=http://127.0.0.1:${p.etcd}`, '--bind-address=127.0.0.1', '--advertise-address=127.0.0.1',
-    `--secure-port=${p.apiserver}`, `--tls-cert-file=${pki}/apiserver.crt`, `--tls-private-key-file=${pki}/apiserver.key`,
-    `--client-ca-file=${pki}/ca.crt`, '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-    `--service-account-key-file=${pki}/sa.pub`, `--service-account-signing-key-file=${pki}/sa.key`,
+    `--etcd-servers=http://127.0.0.1:${p.etcd}`,
+    '--bind-address=127.0.0.1',
+    '--advertise-address=127.0.0.1',
+    `--secure-port=${p.apiserver}`,
+    `--tls-cert-file=${pki}/apiserver.crt`,
+    `--tls-private-key-file=${pki}/apiserver.key`,
+    `--client-ca-file=${pki}/ca.crt`,
+    '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+    `--service-account-key-file=${pki}/sa.pub`,
+    `--service-account-signing-key-file=${pki}/sa.key`,
     // Loopback Service IPs: a host process bound to a Service's ClusterIP:port is that Service for the
     // aggregation layer (the Calico API server), with no kube-proxy and no traffic off loopback.
-    `--service-cluster-ip-range=${serviceCidr(p.apiserver)}`, '--authorization-mode=Node,RBAC', '--allow-privileged=true',
+    `--service-cluster-ip-range=${serviceCidr(p.apiserver)}`,
+    '--authorization-mode=Node,RBAC',
+    '--allow-privileged=true',
     '--endpoint-reconciler-type=none',
     // The aggregation layer, for projectcalico.org/v3 served by the Calico API server.
-    `--requestheader-client-ca-file=${pki}/front-proxy-ca.crt`, '--requestheader-allowed-names=front-proxy-client',
-    '--requestheader-extra-headers-prefix=X-Remote-Extra-', '--requestheader-group-headers=X-Remote-Group',
-    '--requestheader-username-headers=X-Remote-User', `--proxy-client-cert-file=${pki}/front-proxy-client.crt`,
+    `--requestheader-client-ca-file=${pki}/front-proxy-ca.crt`,
+    '--requestheader-allowed-names=front-proxy-client',
+    '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+    '--requestheader-group-headers=X-Remote-Group',
+    '--requestheader-username-headers=X-Remote-User',
+    `--proxy-client-cert-file=${pki}/front-proxy-client.crt`,
     `--proxy-client-key-file=${pki}/front-proxy-client.key`,
     // Generous limits: benchmarks push 100k objects through one client.
-    '--max-requests-inflight=800', '--max-mutating-requests-inflight=400',
+    '--max-requests-inflight=800',
+    '--max-mutating-requests-inflight=400',
   ];
 }
 

@@ -6,12 +6,7 @@
  *   `block`: { <block cidr>: <count> }.
  * - BlockAffinity.spec: `node`, `cidr`, `state`, `deleted` (a string).
  */
-import {
-  IPAM_HOST_AFFINITY_PREFIX,
-  IPAM_POD_HANDLE_PREFIX,
-  IPAM_TUNNEL_HANDLE,
-  POD_ANNOTATION_CONTAINER_ID,
-} from '../../calico/knowledge.js';
+import { IPAM_HOST_AFFINITY_PREFIX, IPAM_POD_HANDLE_PREFIX, IPAM_TUNNEL_HANDLE, POD_ANNOTATION_CONTAINER_ID } from '../../calico/knowledge.js';
 import type { KubeObject } from '../../kube/types.js';
 import { addressAt, canonicalIp, cidrContains, parseCidr, parseIp, type Cidr } from '../ip.js';
 import { KEYS, objectsOf, podRef, ref, type CalicoState, type PodInfo } from '../state.js';
@@ -156,14 +151,15 @@ const duplicateAddresses: Check = {
         title: `Address ${ip} is allocated in ${allocs.length} IPAM blocks`,
         objects: [`IP/${ip}`, ...allocs.map((a) => `${ref(a.block)}${a.pod ? ` (pod ${a.namespace}/${a.pod})` : ''}`)],
         why: 'Overlapping IPAM blocks let two workloads receive the same address; traffic for it reaches only one of them. This happens when IPAM objects from different times are mixed (a partial restore, re-created pools).',
-        fix: 'Find the block that does not match its pool\'s blockSize or was restored from an older state, move its workloads (delete their pods), then delete the stale IPAMBlock and BlockAffinity objects. `calicoctl ipam check` reports the same problem.',
+        fix: "Find the block that does not match its pool's blockSize or was restored from an older state, move its workloads (delete their pods), then delete the stale IPAMBlock and BlockAffinity objects. `calicoctl ipam check` reports the same problem.",
       });
     }
     const podsByIp = new Map<string, PodInfo[]>();
-    for (const p of networkedPods(state)) for (const ip of p.podIPs) {
-      const c = canonicalIp(ip) ?? ip;
-      (podsByIp.get(c) ?? podsByIp.set(c, []).get(c)!).push(p);
-    }
+    for (const p of networkedPods(state))
+      for (const ip of p.podIPs) {
+        const c = canonicalIp(ip) ?? ip;
+        (podsByIp.get(c) ?? podsByIp.set(c, []).get(c)!).push(p);
+      }
     for (const [ip, pods] of podsByIp) {
       if (pods.length < 2) continue;
       out.push({
@@ -199,7 +195,10 @@ const podAddressesVsPools: Check = {
           outside.push(`${podRef(p)} (${text})`);
           continue;
         }
-        if (inPool.pool.spec?.disabled === true) (disabled.get(inPool.pool.metadata.name) ?? disabled.set(inPool.pool.metadata.name, []).get(inPool.pool.metadata.name)!).push(`${podRef(p)} (${text})`);
+        if (inPool.pool.spec?.disabled === true)
+          (disabled.get(inPool.pool.metadata.name) ?? disabled.set(inPool.pool.metadata.name, []).get(inPool.pool.metadata.name)!).push(
+            `${podRef(p)} (${text})`,
+          );
         if (!allocated.has(canonicalIp(text)!)) untracked.push(`${podRef(p)} (${text})`);
       }
     }

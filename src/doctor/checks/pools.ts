@@ -215,7 +215,9 @@ const entryCidrNotOwned: Check = {
           `The pool has no ${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE} label and differs from the entry (${differs.join(', ') || 'name'}), ` +
           'so the operator refuses to touch it: it logs "Cannot update an IP pool not owned by the operator" on every reconcile ' +
           '(TigeraStatus ippools stays Available: operator v1.34.3 clears the condition at the end of the same reconcile) and the entry is never applied.' +
-          (pool.spec?.disabled === true ? ` That keeps ${pool.metadata.name} disabled, which is what a plan that stops a disabled pool on its entry relies on.` : ''),
+          (pool.spec?.disabled === true
+            ? ` That keeps ${pool.metadata.name} disabled, which is what a plan that stops a disabled pool on its entry relies on.`
+            : ''),
         fix:
           `Make the entry describe the pool as it is (${differs.map((k) => `${k}: ${JSON.stringify(view[k])}`).join(', ') || `name: ${pool.metadata.name}`}), ` +
           `or let the operator take the pool over and rewrite it to the entry: ${relabel(pool.metadata.name, `${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE}`)} ` +

@@ -7,7 +7,15 @@ import type { Check, Finding } from '../types.js';
 /** What the API server keeps for itself or regenerates: never part of what a CRD schema judges on a write. */
 function writableView(obj: KubeObject): KubeObject {
   const { status: _status, ...rest } = obj;
-  return { ...rest, metadata: { name: obj.metadata.name, ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}), labels: obj.metadata.labels, annotations: obj.metadata.annotations } };
+  return {
+    ...rest,
+    metadata: {
+      name: obj.metadata.name,
+      ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
+      labels: obj.metadata.labels,
+      annotations: obj.metadata.annotations,
+    },
+  };
 }
 
 const targetSchemas: Check = {
@@ -28,7 +36,8 @@ const targetSchemas: Check = {
         // The target CRD serves the same group; judge the object at a version the target serves (storage version).
         const served = (crd.spec.versions ?? []).map((v: any) => v.name);
         const view = writableView(obj);
-        if (!served.includes(obj.apiVersion.split('/')[1])) view.apiVersion = `${crd.spec.group}/${(crd.spec.versions.find((v: any) => v.storage) ?? crd.spec.versions[0]).name}`;
+        if (!served.includes(obj.apiVersion.split('/')[1]))
+          view.apiVersion = `${crd.spec.group}/${(crd.spec.versions.find((v: any) => v.storage) ?? crd.spec.versions[0]).name}`;
         const findings = checkAgainstSchema(view, crd);
         const rejected = findings.filter((f) => f.kind === 'rejected');
         const pruned = findings.filter((f) => f.kind === 'pruned');

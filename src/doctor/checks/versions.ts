@@ -40,10 +40,12 @@ const versionSkew: Check = {
     if (op) seen.push({ what: `operator ${op.image}`, version: op.version, exact: op.exact, obj: `Deployment/tigera-operator/${OPERATOR_DEPLOYMENT}` });
     const ci = objectsOf(state, KEYS.clusterInformations).find((o) => o.metadata.name === 'default');
     const civ: string | undefined = ci?.spec?.calicoVersion;
-    if (civ && /^v?\d+\.\d+\.\d+/.test(civ)) seen.push({ what: 'ClusterInformation default calicoVersion', version: normalizeVersion(civ), exact: true, obj: 'ClusterInformation/default' });
+    if (civ && /^v?\d+\.\d+\.\d+/.test(civ))
+      seen.push({ what: 'ClusterInformation default calicoVersion', version: normalizeVersion(civ), exact: true, obj: 'ClusterInformation/default' });
     const node = workload(state, 'calico-node');
     const nodeTag = imageTag(node?.image);
-    if (node && nodeTag && /^v?\d+\.\d+\.\d+/.test(nodeTag)) seen.push({ what: `calico-node ${node.image}`, version: normalizeVersion(nodeTag), exact: true, obj: `DaemonSet/${node.namespace}/calico-node` });
+    if (node && nodeTag && /^v?\d+\.\d+\.\d+/.test(nodeTag))
+      seen.push({ what: `calico-node ${node.image}`, version: normalizeVersion(nodeTag), exact: true, obj: `DaemonSet/${node.namespace}/calico-node` });
     if (seen.length < 2) return [];
     // Compare exactly where both sides are exact, by minor otherwise (an unknown operator patch only tells its series).
     const differ = seen.some((a) => seen.some((b) => (a.exact && b.exact ? a.version !== b.version : minor(a.version) !== minor(b.version))));
@@ -60,7 +62,7 @@ const versionSkew: Check = {
           'A difference that lasts means an upgrade or downgrade stopped half way: components of two releases share one datastore ' +
           (minorsDiffer ? 'across a minor version, which Calico does not support.' : '(a patch difference, usually harmless while a rollout finishes).'),
         fix:
-          'Finish the change to one release: apply that release\'s manifests (operator install: tigera-operator.yaml server-side with ' +
+          "Finish the change to one release: apply that release's manifests (operator install: tigera-operator.yaml server-side with " +
           '--force-conflicts, then custom-resources; manifest install: calico.yaml), or let cni-rewind do it: cni-rewind plan --to <version>, then cni-rewind apply <plan>. ' +
           'Wait until calico-node is Ready everywhere and ClusterInformation shows the new version.',
       },
