@@ -13,140 +13,30 @@ import { Journal, journalPathFor } from '../../src/apply/journal.js';
 import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/apply/lock.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
-import { waitCrdsEstablished } from '../../src/kube/manifests.js';
-import { pool } from '../../src/util/pool.js';
-import { ResourceResolver } from '../../src/kube/resolver.js';
-import type { KubeObject } from '../../src/kube/types.js';
 import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
-import { releasesDir } from '../support/releases.js';
 import { canonicalJson } from '../../src/util/canonical.js';
-import { calicoType, deleteNodes, fixtureObjects, resetCalico, runCli, testClient } from './helpers.js';
-import { applyKilledAtEachStep, calicoSnapshot } from './plan-support.js';
+import { deleteNodes, resetCalico, runCli, testClient } from './helpers.js';
+import { applyKilledAtEachStep } from './plan-support.js';
 import { populateCalico, type Population } from './population.js';
-
-const fixtures = releasesDir();
-const NODES = ['fpm-1', 'fpm-2'];
-const MANIFEST_STEPS = ['preflight', 'apply-crds', 'apply-calico-manifest', 'wait-rollout', 'verify-data'];
-const CLUSTER_INFO = calicoType('clusterinformations', 'ClusterInformation');
-const FELIX = calicoType('felixconfigurations', 'FelixConfiguration');
-/** A per-node FelixConfiguration using a 3.28 field (debugPort) that the 3.27 CRD prunes: the plan's schema finding. */
-const FELIX_NODE = 'node.fpm-1';
-
-const images = (o: KubeObject | undefined): string[] => {
-  const s = o?.spec?.template?.spec ?? {};
-  return [...(s.initContainers ?? []), ...(s.containers ?? [])].map((c: any) => c.image);
-};
-const calicoYaml = (version: string) => fixtureObjects(version, 'calico.yaml');
-const REGISTRY = 'registry.example.internal:5000/calico/';
-/** Where the releases pull their images from (`<registry>/calico/`), read from the manifest itself. */
-const RELEASE_REPO = images(calicoYaml('3.28.1').find((o) => o.kind === 'Deployment'))[0]!.replace(/kube-controllers:.*$/, '');
-
-/**
- * calico.yaml as the cluster's admins edited it before applying it, as Calico's docs describe: VXLAN instead of
- * BGP (calico_backend, pool env, bird checks out of the probes), a pod CIDR, the node address interface, the MTU,
- * images from a mirror. A plan must carry these into the target's calico.yaml.
- */
-function withUserEdits(objs: KubeObject[]): KubeObject[] {
-  return objs.map((o) => {
-    if (o.kind !== 'DaemonSet' && o.kind !== 'Deployment' && !(o.kind === 'ConfigMap' && o.metadata.name === 'calico-config')) return o;
-    const c = structuredClone(o);
-    if (c.kind === 'ConfigMap') {
-      c.data = { ...c.data, calico_backend: 'vxlan', veth_mtu: '1450' };
-      return c;
-    }
-    for (const k of [...(c.spec.template.spec.initContainers ?? []), ...c.spec.template.spec.containers]) k.image = k.image.replace(RELEASE_REPO, REGISTRY);
-    if (c.kind === 'DaemonSet') {
-      const node = c.spec.template.spec.containers.find((x: any) => x.name === 'calico-node');
-      const set = (name: string, value: string) => {
-        const e = node.env.find((x: any) => x.name === name);
-        if (e) e.value = value;
-        else node.env.push({ name, value });
-      };
-      set('CALICO_IPV4POOL_IPIP', 'Never');
-      set('CALICO_IPV4POOL_VXLAN', 'Always');
-      set('CALICO_IPV4POOL_CIDR', '10.244.0.0/16');
-      set('IP_AUTODETECTION_METHOD', 'interface=ens.*');
-      node.livenessProbe.exec.command = ['/bin/calico-node', '-felix-live'];
-      node.readinessProbe.exec.command = ['/bin/calico-node', '-felix-ready'];
-    }
-    return c;
-  });
-}
-/** What the cluster runs after installing (or planning to) `version`: its calico.yaml with the admins' edits. */
-const installedYaml = (version: string) => withUserEdits(calicoYaml(version));
-/** calico-node's env (name=value; valueFrom by reference) and probe commands. */
-const nodeSettings = (ds: KubeObject | undefined) => {
-  const node = (ds?.spec?.template?.spec?.containers ?? []).find((c: any) => c.name === 'calico-node');
-  return {
-    env: (node?.env ?? []).map((e: any) => `${e.name}=${e.value ?? (e.valueFrom?.configMapKeyRef ? `cm:${e.valueFrom.configMapKeyRef.key}` : 'ref')}`),
-    probes: [node?.livenessProbe?.exec?.command, node?.readinessProbe?.exec?.command],
-  };
-};
-const crdSchemas = (c: KubeObject) => canonicalJson(c.spec.versions.map((v: any) => ({ name: v.name, schema: v.schema })));
-
-/** What a manifest install is made of, beyond the Calico CRDs and data: the workloads' images and the calico-config ConfigMap. */
-async function manifestSnapshot(client: KubeClient) {
-  const ds = await client.getOrUndefined(K.daemonSet, 'kube-system', 'calico-node');
-  const kc = await client.getOrUndefined(K.deployment, 'kube-system', 'calico-kube-controllers');
-  const cm = await client.getOrUndefined(K.configMap, 'kube-system', 'calico-config');
-  const { operator: _op, ...calico } = await calicoSnapshot(client);
-  return { ...calico, node: images(ds), nodeSettings: nodeSettings(ds), kubeControllers: images(kc), config: canonicalJson(cm?.data ?? null) };
-}
-
-/** Wait until calico-node and calico-kube-controllers run `version`'s images everywhere (kwok makes the pods Ready). */
-async function waitManifestRollout(client: KubeClient, version: string): Promise<void> {
-  const want = installedYaml(version).filter((o) => o.kind === 'DaemonSet' || o.kind === 'Deployment');
-  await client.waitFor(
-    `calico.yaml ${version} workloads rolled out`,
-    async () => {
-      for (const w of want) {
-        const live = await client.getOrUndefined(w.kind === 'DaemonSet' ? K.daemonSet : K.deployment, 'kube-system', w.metadata.name);
-        const s = live?.status ?? {};
-        if (!live || images(live).join() !== images(w).join() || (s.observedGeneration ?? 0) < (live.metadata.generation ?? 0)) return undefined;
-        if (
-          w.kind === 'DaemonSet'
-            ? !(s.desiredNumberScheduled === NODES.length && s.updatedNumberScheduled === NODES.length && s.numberAvailable === NODES.length)
-            : !(s.updatedReplicas === 1 && s.availableReplicas === 1 && s.replicas === 1)
-        )
-          return undefined;
-      }
-      return true;
-    },
-    { timeoutMs: 180_000, intervalMs: 1000 },
-  );
-}
-
-/** `kubectl create/replace -f calico.yaml` of a release with the admins' edits, exactly (CRDs first), then wait for its rollout. */
-async function installCalicoManifest(client: KubeClient, version: string): Promise<void> {
-  const objs = installedYaml(version);
-  const resolver = new ResourceResolver(client);
-  const put = async (type: any, o: KubeObject) => {
-    const live = await client.getOrUndefined(type, o.metadata.namespace, o.metadata.name);
-    if (!live) await client.create(type, o);
-    else await client.replace(type, { ...o, metadata: { ...o.metadata, resourceVersion: live.metadata.resourceVersion } });
-  };
-  const crds = objs.filter((o) => o.kind === 'CustomResourceDefinition');
-  await pool(crds, 4, (c) => put(K.crd, c));
-  await waitCrdsEstablished(
-    client,
-    crds.map((c) => c.metadata.name),
-  );
-  for (const o of objs.filter((x) => x.kind !== 'CustomResourceDefinition')) await put(await resolver.forObject(o), o);
-  await waitManifestRollout(client, version);
-}
-
-/** calico-node writes ClusterInformation default when it starts; kwok runs no calico-node, so the test does. */
-async function calicoNodeStarted(client: KubeClient, version: string): Promise<void> {
-  const live = await client.getOrUndefined(CLUSTER_INFO, undefined, 'default');
-  const obj = {
-    apiVersion: 'crd.projectcalico.org/v1',
-    kind: 'ClusterInformation',
-    metadata: { name: 'default' },
-    spec: { calicoVersion: version, clusterGUID: 'a2f1c1e2b5d84e0c9d6f1b2a3c4d5e6f', clusterType: 'k8s,bgp,kubeadm,kdd', datastoreReady: true },
-  };
-  if (live) await client.replace(CLUSTER_INFO, { ...obj, metadata: { ...obj.metadata, resourceVersion: live.metadata.resourceVersion } });
-  else await client.create(CLUSTER_INFO, obj);
-}
+import {
+  fixtures,
+  NODES,
+  MANIFEST_STEPS,
+  CLUSTER_INFO,
+  FELIX,
+  FELIX_NODE,
+  images,
+  calicoYaml,
+  REGISTRY,
+  RELEASE_REPO,
+  installedYaml,
+  nodeSettings,
+  crdSchemas,
+  manifestSnapshot,
+  waitManifestRollout,
+  installCalicoManifest,
+  calicoNodeStarted,
+} from './plan-manifest-support.js';
 
 describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -> 3.28.1 -> 3.30.7', () => {
   let client: KubeClient;
