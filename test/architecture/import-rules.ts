@@ -80,8 +80,8 @@ export function checkImports(files: Map<string, string>, table: LayerEntry[]): V
       }
     }
   }
-  for (const c of cycles(fileEdges)) out.push({ rule: 'cycle', message: `import cycle: ${[...c, c[0]].join(' -> ')}` });
-  for (const c of cycles(folderEdges)) out.push({ rule: 'folder-cycle', message: `folder cycle: ${[...c, c[0]].join(' -> ')}` });
+  for (const c of cycles(fileEdges)) out.push({ rule: 'cycle', message: `files in an import cycle: ${c.join(', ')}` });
+  for (const c of cycles(folderEdges)) out.push({ rule: 'folder-cycle', message: `folders in an import cycle: ${c.join(', ')}` });
   return out;
 }
 
