@@ -108,7 +108,7 @@ export async function preflightChecks(
     })),
     ...cluster.checks,
   ].filter((c) => !resumeOnly || ['bundle-verifies', 'bundle-is-the-planned-one', 'bundle-of-this-cluster'].includes(c.name));
-  if (!resumeOnly && plan.current.installType === 'operator') checks.push(await checkTargetPools(client, target, plan.transforms.installation));
+  if (!resumeOnly && plan.current.installType === 'operator') checks.push(await checkTargetPools(client, target, plan.transforms.installation, cluster.state));
   refuseOnFailure(checks, what);
   if (resumeOnly) return checks;
   const now = await detectCalico(client);

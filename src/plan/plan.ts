@@ -96,7 +96,7 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
     ];
     const live = await loadLiveCalico(client);
     const { findings, installation } = computeFindings(live, target, install, flags);
-    if (install.installType === 'operator') preflight.push(await checkTargetPools(client, target, installation));
+    if (install.installType === 'operator') preflight.push(await checkTargetPools(client, target, installation, cluster.state));
     // Objects changed since the backup (by people or by an operator, as in #9100): the plan names them and either
     // keeps them as they are or, with --restore-drift, puts them back from the bundle while the operator is paused.
     // IPAM objects change with every pod: live state, not drift (restore never writes them over the cluster's).

@@ -118,7 +118,10 @@ export async function checkBundle(bundle: Bundle, opts: BundleCheckOptions): Pro
 }
 
 /** Cluster health: nodes Ready, and PDBs that would block a drain. */
-export async function checkCluster(client: KubeClient, rebootNodes: boolean): Promise<{ checks: PreflightCheck[]; nodes: string[] }> {
+export async function checkCluster(
+  client: KubeClient,
+  rebootNodes: boolean,
+): Promise<{ checks: PreflightCheck[]; nodes: string[]; /** The live Calico state doctor read (for checkTargetPools), if it could. */ state?: CalicoState }> {
   const nodes = await client.listAll(K.node);
   const notReady = nodes.filter((n) => !n.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')).map((n) => n.metadata.name);
   const checks: PreflightCheck[] = [
@@ -140,8 +143,10 @@ export async function checkCluster(client: KubeClient, rebootNodes: boolean): Pr
       : 'no PDB blocks a drain',
   });
   // Doctor's checks, listed but not blocking: the cluster a downgrade rescues is often the one doctor flags (#9100).
+  let state: CalicoState | undefined;
   try {
-    const errors = runChecks(await loadLiveState(client)).filter((f) => f.severity === 'error');
+    state = await loadLiveState(client);
+    const errors = runChecks(state).filter((f) => f.severity === 'error');
     checks.push({
       name: 'doctor',
       ok: errors.length === 0,
@@ -156,7 +161,7 @@ export async function checkCluster(client: KubeClient, rebootNodes: boolean): Pr
   } catch (err) {
     checks.push({ name: 'doctor', ok: false, blocking: false, detail: `doctor could not run: ${(err as Error).message}` });
   }
-  return { checks, nodes: nodes.map((n) => n.metadata.name) };
+  return { checks, nodes: nodes.map((n) => n.metadata.name), state };
 }
 
 export function failedBlocking(checks: PreflightCheck[]): PreflightCheck[] {
@@ -185,8 +190,14 @@ export async function openPlanBundle(p: string): Promise<Bundle> {
  * resumes can stop that. Blocking, with doctor's fix (stop allocations through the Installation entry), so a plan
  * is never the cause of the incident it exists to prevent.
  */
-export async function checkTargetPools(client: KubeClient, target: Release, transform: InstallationTransform): Promise<PreflightCheck> {
-  const state = await loadLiveState(client);
+export async function checkTargetPools(
+  client: KubeClient,
+  target: Release,
+  transform: InstallationTransform,
+  /** The live state checkCluster already read: the same objects, not a second read of every pool and IPAM object. */
+  loaded?: CalicoState,
+): Promise<PreflightCheck> {
+  const state = loaded ?? (await loadLiveState(client));
   return targetPoolsCheck(state, target, transform);
 }
 
