@@ -27,11 +27,11 @@ import { startRecordingEc2Proxy, type Ec2Call, type RecordingEc2Proxy } from '..
 import { resetCalico, runCli, testClient } from './helpers.js';
 import { calicoSnapshot, installCalico328 } from './plan-support.js';
 import { populateCalico } from './population.js';
+import { evictablePods, monitorCordons, rebootLikeAMachine, workloadAvailable } from './plan-reboot-support.js';
 
 const fixtures = releasesDir();
 const PREFIX = 'frb-';
 const APP_NS = 'frb-web';
-const NOT_READY_LABEL = 'node-not-ready.stage.kwok.x-k8s.io';
 
 describe('plan --reboot-nodes: one node at a time, through the AWS provider (moto)', () => {
   let client: KubeClient;
@@ -51,18 +51,6 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     client.mergePatch(K.node, undefined, node, { status: { nodeInfo: { bootID: id } } }, { subresource: 'status' });
   const isReady = (n: any) => n?.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True');
 
-  /** The machine side of a reboot, as a real node would show it in Kubernetes. */
-  async function rebootLikeAMachine(node: string): Promise<void> {
-    await client.mergePatch(K.node, undefined, node, { metadata: { labels: { [NOT_READY_LABEL]: 'true' } } });
-    await client.waitFor(`${node} NotReady`, async () => (!isReady(await client.get(K.node, undefined, node)) ? true : undefined), {
-      timeoutMs: 60_000,
-      intervalMs: 200,
-    });
-    await new Promise((r) => setTimeout(r, 1500)); // the machine is down for a while
-    await setBootId(node, `boot-${randomUUID()}`);
-    await client.mergePatch(K.node, undefined, node, { metadata: { labels: { [NOT_READY_LABEL]: null } } });
-  }
-
   function onEc2Call(call: Ec2Call): void | Promise<unknown> {
     if (call.action !== 'RebootInstances' || !simulate) return;
     const instance = call.params['InstanceId.1']!;
@@ -72,55 +60,12 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     rec.done = (async () => {
       const live = await client.get(K.node, undefined, n.node);
       rec.cordoned = live.spec?.unschedulable === true;
-      const pods = await client.listAll(K.pod, { fieldSelector: `spec.nodeName=${n.node}` });
-      // Left on the node at its reboot: pods that are neither DaemonSet pods nor pods that tolerate the cordon (the
-      // tigera-operator tolerates every taint, so the scheduler may put its replacement right back; that is expected).
-      const toleratesCordon = (p: any) =>
-        (p.spec?.tolerations ?? []).some(
-          (t: any) => t.operator === 'Exists' && (!t.key || t.key === 'node.kubernetes.io/unschedulable') && (!t.effect || t.effect === 'NoSchedule'),
-        );
-      rec.evictablePods = pods
-        .filter((p) => !p.metadata.deletionTimestamp && !p.metadata.ownerReferences?.some((o) => o.kind === 'DaemonSet') && !toleratesCordon(p))
-        .map((p) => `${p.metadata.namespace}/${p.metadata.name}`);
-      await rebootLikeAMachine(n.node);
+      rec.evictablePods = await evictablePods(client, n.node);
+      await rebootLikeAMachine(client, n.node);
     })();
     reboots.push(rec);
     // moto performs the reboot when the call is forwarded; holding the forward holds cni-rewind's answer.
     if (holdReboot && reboots.length === holdReboot.nth) return holdReboot.until;
-  }
-
-  /** Samples the nodes' cordon state until stopped: the most nodes cordoned at once, and in which order. */
-  function monitorCordons(): { stop: () => Promise<{ maxCordoned: number; order: string[] }> } {
-    let running = true;
-    let maxCordoned = 0;
-    const order: string[] = [];
-    const loop = (async () => {
-      while (running) {
-        const cordoned = (await client.listAll(K.node)).filter((n) => n.metadata.name.startsWith(PREFIX) && n.spec?.unschedulable).map((n) => n.metadata.name);
-        maxCordoned = Math.max(maxCordoned, cordoned.length);
-        for (const c of cordoned) if (order[order.length - 1] !== c) order.push(c);
-        await new Promise((r) => setTimeout(r, 150));
-      }
-    })();
-    return {
-      stop: async () => {
-        running = false;
-        await loop;
-        return { maxCordoned, order };
-      },
-    };
-  }
-
-  async function workloadAvailable(): Promise<void> {
-    await client.waitFor(
-      'the web Deployment to have 2 available replicas and its PDB to allow a disruption',
-      async () => {
-        const d = await client.get(K.deployment, APP_NS, 'web');
-        const pdb = await client.get(K.pdb, APP_NS, 'web');
-        return d.status?.availableReplicas === 2 && pdb.status?.disruptionsAllowed === 1 ? true : undefined;
-      },
-      { timeoutMs: 120_000, intervalMs: 500 },
-    );
   }
 
   async function backupAndPlan(name: string, drainTimeout = '2m'): Promise<{ bundle: string; plan: string; out: any }> {
@@ -129,27 +74,8 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     expect(b.code, b.stderr).toBe(0);
     expect(JSON.parse(b.stdout).complete).toBe(true);
     const plan = path.join(dir, `plan-${name}.yaml`);
-    const p = await runCli(
-      [
-        'plan',
-        '--to',
-        '3.27.4',
-        '--manifests',
-        fixtures,
-        '--bundle',
-        bundle,
-        '--reboot-nodes',
-        '--drain-timeout',
-        drainTimeout,
-        '--ready-timeout',
-        '2m',
-        '--out',
-        plan,
-        '-o',
-        'json',
-      ],
-      { env: env() },
-    );
+    const rolling = ['--reboot-nodes', '--drain-timeout', drainTimeout, '--ready-timeout', '2m'];
+    const p = await runCli(['plan', '--to', '3.27.4', '--manifests', fixtures, '--bundle', bundle, ...rolling, '--out', plan, '-o', 'json'], { env: env() });
     expect(p.code, p.stderr + p.stdout).toBe(0);
     return { bundle, plan, out: JSON.parse(p.stdout) };
   }
@@ -208,7 +134,7 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
       metadata: { name: 'web', namespace: APP_NS },
       spec: { minAvailable: 1, selector: { matchLabels: { app: 'web' } } },
     });
-    await workloadAvailable();
+    await workloadAvailable(client, APP_NS);
   }, 600_000);
 
   // Each test starts from every node schedulable and no apply lock, so one test's failure (a node left cordoned, a
@@ -302,7 +228,7 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     const boots = Object.fromEntries(await Promise.all(nodes.map(async (n) => [n.node, await bootId(n.node)] as const)));
     const { plan, bundle, out } = await backupAndPlan('full');
     const rebootsBefore = reboots.length;
-    const monitor = monitorCordons();
+    const monitor = monitorCordons(client, PREFIX);
     const r = await runCli(['apply', plan, '--yes', '-o', 'json'], { env: env() });
     const seen = await monitor.stop();
     expect(r.code, r.stderr + r.stdout).toBe(0);
@@ -333,7 +259,7 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     }
     // The workload kept its budget: both replicas available again at the end, and the PDB was never broken
     // (a drain that bypassed it would have evicted both replicas of a node pair at once: the monitor shows one node at a time).
-    await workloadAvailable();
+    await workloadAvailable(client, APP_NS);
 
     // The Calico data is what it was (the downgrade's Installation transform aside).
     const after = await calicoSnapshot(client);
@@ -345,7 +271,7 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
 
   it("killed with SIGKILL right after a node's reboot was asked for, --resume does not reboot it again and finishes the rest", async () => {
     await installCalico328(client);
-    await workloadAvailable();
+    await workloadAvailable(client, APP_NS);
     const { plan, bundle, out } = await backupAndPlan('killed');
     const rebootsBefore = reboots.length;
     const journal = journalPathFor(bundle, out.id);
@@ -397,12 +323,12 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
       .records.filter((x) => x.event === 'step-start')
       .map((x: any) => x.step);
     expect(starts).toEqual([...out.steps.map((s: any) => s.id)].concat('reboot-nodes')); // every step once; the interrupted node step twice
-    await workloadAvailable();
+    await workloadAvailable(client, APP_NS);
   });
 
   it('a PDB that blocks before apply starts: refused by the apply preflight (exit 5), nothing touched', async () => {
     await installCalico328(client);
-    await workloadAvailable();
+    await workloadAvailable(client, APP_NS);
     const { plan, bundle, out } = await backupAndPlan('refused');
     await client.mergePatch(K.pdb, APP_NS, 'web', { spec: { minAvailable: 2 } });
     try {
@@ -427,7 +353,7 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
 
   it('a PDB that starts blocking mid-rollout stops it on the first node it protects, left cordoned (exit 3); --resume finishes once it allows', async () => {
     await installCalico328(client);
-    await workloadAvailable();
+    await workloadAvailable(client, APP_NS);
     const { plan, bundle, out } = await backupAndPlan('blocked', '5s');
     const rebootsBefore = reboots.length;
     // As soon as the first machine reboots, the budget tightens to "no disruption at all".
@@ -465,6 +391,6 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     expect(reboots.slice(rebootsBefore).map((x) => x.node)).toEqual(nodes.map((n) => n.node));
     for (const n of nodes) expect((await client.get(K.node, undefined, n.node)).spec?.unschedulable ?? false).toBe(false);
     expect(Journal.read(journalPathFor(bundle, out.id)).done).toBe(true);
-    await workloadAvailable();
+    await workloadAvailable(client, APP_NS);
   });
 });
