@@ -17,8 +17,11 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { SERVICE_ACCOUNT_DIR } from '../../src/kube/connection.js';
 import { packageRoot } from '../../src/core/package-root.js';
 import { findKubectl } from '../../bench/lib.js';
+import { EC2Client } from '@aws-sdk/client-ec2';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { apiForwarder, apiServerAccess, startConnectProxy } from '../support/kube-proxies.js';
-import { applyFixture, kubeconfig, runCli, testClient } from './helpers.js';
+import { runMotoInstances, startMoto, type Moto } from '../support/moto.js';
+import { applyFixture, deleteNodes, kubeconfig, runCli, testClient } from './helpers.js';
 
 const SA = 'system:serviceaccount:cni-rewind:cni-rewind';
 const deployFile = (f: string) => path.join(packageRoot(), 'deploy', f);
@@ -109,6 +112,16 @@ describe('deploy/: CronJob and least-privilege RBAC', () => {
   });
 
   it('backup as the service account (in-cluster config) succeeds, and uses every verb the RBAC grants', async () => {
+    // One node on an EC2 instance (moto): the AWS provider chooses its disks, so the backup also reads the
+    // PersistentVolumes (the disk policy), the one rule a provider-less backup would not use.
+    const moto: Moto = await startMoto();
+    const ec2 = new EC2Client({ region: 'us-east-1', endpoint: moto.url, credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' } });
+    const [instance] = await runMotoInstances(ec2, 1);
+    ec2.destroy();
+    await deleteNodes(client, 'cnr-deploy-');
+    await createFakeNodes(client, [{ name: 'cnr-deploy-1', providerID: `aws:///us-east-1a/${instance}`, labels: { 'cnr-test': 'deploy' }, ipIndex: 71 }], {
+      waitReady: false,
+    });
     const tr = await client.request('POST', '/api/v1/namespaces/cni-rewind/serviceaccounts/cni-rewind/token', {
       body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
     });
@@ -129,9 +142,12 @@ describe('deploy/: CronJob and least-privilege RBAC', () => {
         CNI_REWIND_POD_ROOT: path.join(work, 'pod'),
         HTTPS_PROXY: proxy.url,
         NO_PROXY: '',
+        ...moto.env,
       };
-      const r = await runCli(['backup', '--allow-unprotected-nodes', '--out', path.join(work, 'bundle'), '-o', 'json'], { env });
+      const r = await runCli(['backup', '--selector', 'cnr-test=deploy', '--out', path.join(work, 'bundle'), '-o', 'json'], { env });
       expect(r.code, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.complete && out.snapshots.length > 0, "the node's disks were snapshotted through moto").toBe(true);
       expect(proxy.requests).toBeGreaterThan(10);
       const used = proxy.log.map(grantOf).filter((g): g is Grant => !!g);
       const roles = docs('rbac.yaml').filter((x) => x.kind === 'ClusterRole' || x.kind === 'Role');
@@ -144,9 +160,6 @@ describe('deploy/: CronJob and least-privilege RBAC', () => {
       // Every verb of every rule was used at least once.
       for (const d of roles) {
         for (const rule of d.rules) {
-          // Read only by a backup whose node provider chooses disks (AWS, GCP; aws-volumes.test.ts runs one against
-          // moto): this backup has no provider. can-i above still checks the rule is granted.
-          if (rule.resources.includes('persistentvolumes')) continue;
           for (const verb of rule.verbs) {
             const hit = used.some(
               (g) => g.verb === verb && (!d.metadata.namespace || d.metadata.namespace === g.namespace) && allows({ ...rule, verbs: [verb] }, g),
@@ -160,6 +173,8 @@ describe('deploy/: CronJob and least-privilege RBAC', () => {
       }
     } finally {
       await proxy.close();
+      await deleteNodes(client, 'cnr-deploy-');
+      await moto.stop();
     }
   });
 });
