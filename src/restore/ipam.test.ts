@@ -24,6 +24,21 @@ describe('restore: IPAM is merged, never overwritten', () => {
     }
   });
 
+  it("reads each entry's desired object once (a plan of 100k objects keeps them as JSON text, parsed on each read)", async () => {
+    let reads = 0;
+    const counted = (p: IpamPlanned): IpamPlanned => {
+      const desired = p.desired;
+      return Object.defineProperty({ ...p }, 'desired', { get: () => (reads++, desired), enumerable: true });
+    };
+    const ps = [
+      plan('create', block('10.0.0.4/30', ['h1', null])),
+      plan('create', handle('h1', '10.0.0.4/30')),
+      plan('create', affinity('n1', '10.0.0.4/30')),
+    ].map(counted);
+    expect(await mergeIpamPlan(ps, none)).toBe(0);
+    expect(reads).toBe(3);
+  });
+
   it('creates a block the cluster lacks, and its handles and affinity', async () => {
     const ps = [plan('create', block('10.0.0.4/30', ['h1', 'h2'])), plan('create', handle('h1', '10.0.0.4/30')), plan('create', affinity('n1', '10.0.0.4/30'))];
     expect(await mergeIpamPlan(ps, none)).toBe(0);

@@ -42,18 +42,19 @@ export interface IpamSources {
 
 /** Turns the plan's writes of IPAM objects into the merge described above. */
 export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources): Promise<number> {
-  const ipam = planned.filter((p) => p.desired && isIpamLive(p.desired));
+  // `desired` may parse the object from the plan's JSON text each time it is read: read it once per entry.
+  const ipam = planned.map((p) => ({ p, o: p.desired })).filter((x): x is { p: IpamPlanned; o: KubeObject } => !!x.o && isIpamLive(x.o));
   if (!ipam.length) return 0;
   // The bundle's blocks by CIDR (from the plan, else read from the bundle), and the blocks as they will be after
   // the restore (live ones stay, missing ones come from the bundle; else read from the cluster).
   const before = blockIndex(sources.bundleBlocks);
   const after = blockIndex(sources.liveBlocks);
-  for (const p of ipam) if (p.desired!.kind === 'IPAMBlock') before.set(p.desired!);
+  for (const { o } of ipam) if (o.kind === 'IPAMBlock') before.set(o);
   const created = new Set<string>(); // CIDRs of the blocks this restore creates
-  for (const p of ipam) {
-    if (p.desired!.kind !== 'IPAMBlock') continue;
-    if (!p.live && p.action.action === 'create') created.add(p.desired!.spec?.cidr);
-    const b = p.live ?? (p.action.action === 'create' ? p.desired : undefined);
+  for (const { p, o } of ipam) {
+    if (o.kind !== 'IPAMBlock') continue;
+    if (!p.live && p.action.action === 'create') created.add(o.spec?.cidr);
+    const b = p.live ?? (p.action.action === 'create' ? o : undefined);
     if (b?.spec?.cidr) after.set(b);
   }
 
@@ -64,14 +65,13 @@ export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources
     p.action.fix = SKIP_FIX;
     skipped++;
   };
-  for (const p of ipam) {
+  for (const { p, o } of ipam) {
     const a = p.action.action;
     if (a === 'update' || a === 'replace' || (a === 'skip' && p.live)) {
       skip(p, "IPAM is live state: the cluster's object changed since the backup (addresses allocated or released) and is kept");
       continue;
     }
     if (a !== 'create') continue;
-    const o = p.desired!;
     if (o.kind === 'IPAMHandle') {
       const handle: string = o.spec?.handleID ?? o.metadata.name;
       const blocks = Object.keys(o.spec?.block ?? {});
