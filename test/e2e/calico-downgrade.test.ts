@@ -6,7 +6,7 @@
  * the 3.27 operator cannot handle: an uninstall (`kubectl delete -f custom-resources.yaml`) completes with nothing
  * left Terminating, and no TigeraStatus stays Degraded (calico#9100's users deleted and re-created everything instead).
  */
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -33,6 +33,27 @@ async function waitTigeraStatusAvailable(name: string, timeoutMs = 300_000): Pro
     },
     { timeoutMs, intervalMs: 1000 },
   );
+}
+
+/** What holds an uninstall up: the Installation's and APIServer's finalizers, the namespaces' conditions, the v3
+ * APIService (an unavailable one stalls namespace deletion) and the end of the operator's log. */
+async function uninstallState(): Promise<string> {
+  const lines: string[] = [];
+  for (const kind of ['installations', 'apiservers']) {
+    const o = await client.getOrUndefined(operatorType(kind, kind === 'installations' ? 'Installation' : 'APIServer'), undefined, 'default');
+    lines.push(
+      `${kind}/default: ${o ? `finalizers ${o.metadata.finalizers?.join(', ') || 'none'}, deleting since ${o.metadata.deletionTimestamp ?? '-'}` : 'gone'}`,
+    );
+  }
+  for (const ns of ['calico-system', 'calico-apiserver']) {
+    const o = await client.getOrUndefined(K.namespace, undefined, ns);
+    lines.push(`namespace ${ns}: ${o ? `${o.status?.phase} ${JSON.stringify(o.status?.conditions ?? [])}` : 'gone'}`);
+  }
+  const svc = await client.request<any>('GET', '/apis/apiregistration.k8s.io/v1/apiservices/v3.projectcalico.org').catch(() => undefined);
+  lines.push(`APIService v3.projectcalico.org: ${svc ? JSON.stringify(svc.status?.conditions ?? []) : 'none'}`);
+  const log = path.join(cluster.dir, 'run', 'tigera-operator.log');
+  if (existsSync(log)) lines.push('tigera-operator.log (end):', ...readFileSync(log, 'utf8').trimEnd().split('\n').slice(-25));
+  return lines.join('\n');
 }
 
 describe('3.28.1 -> 3.27.4 downgrade with the real tigera operators', () => {
@@ -99,11 +120,18 @@ describe('3.28.1 -> 3.27.4 downgrade with the real tigera operators', () => {
       // cluster); a finalizer only v1.34 removes would keep it Terminating for ever.
       const deletedAt = Date.now();
       await kubectl(cluster, ['delete', '-f', fixturePath('3.27.4', 'custom-resources.yaml'), '--wait=false']);
-      await client.waitFor(
-        'Installation default to be deleted by the v1.32 operator',
-        async () => ((await client.getOrUndefined(INSTALLATION, undefined, 'default')) ? undefined : true),
-        { timeoutMs: 180_000, intervalMs: 500 },
-      );
+      await client
+        .waitFor(
+          'Installation default to be deleted by the v1.32 operator',
+          async () => ((await client.getOrUndefined(INSTALLATION, undefined, 'default')) ? undefined : true),
+          {
+            timeoutMs: 300_000,
+            intervalMs: 500,
+          },
+        )
+        .catch(async (err) => {
+          throw new Error(`${(err as Error).message}\n${await uninstallState()}`, { cause: err });
+        });
       console.log(`kubectl delete -f custom-resources.yaml: Installation gone in ${((Date.now() - deletedAt) / 1000).toFixed(1)} s`);
       await client.waitFor(
         'calico-system and calico-apiserver to be gone (nothing Terminating)',
