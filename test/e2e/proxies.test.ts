@@ -6,7 +6,6 @@
  * HTTPS_PROXY covers https:// targets and HTTP_PROXY http:// ones, so both are set; the Proxmox case, an
  * https:// target with its own CA behind the tunnel, is run with HTTPS_PROXY alone.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -18,6 +17,7 @@ import { startAzureArmFake, type AzureArmFake } from '../fakes/azure-arm-fake.js
 import { startGcpComputeFake, type GcpComputeFake } from '../fakes/gcp-compute-fake.js';
 import { ProxmoxFake } from '../fakes/proxmox-fake.js';
 import { runCli } from './helpers.js';
+import { selfSignedCert } from '../support/self-signed.js';
 
 const PORT = Number(process.env.CNI_REWIND_E2E_PORT_BASE ?? 23443) + 42;
 const TOKEN_ID = 'cnr@pve!proxy';
@@ -38,29 +38,7 @@ describe('HTTPS_PROXY / NO_PROXY for every provider (counting proxy on 127.0.0.1
   beforeAll(async () => {
     proxy = await startCountingProxy();
     dir = mkdtempSync(path.join(tmpdir(), 'cnr-proxy-'));
-    const caFile = path.join(dir, 'pve.pem');
-    const keyFile = path.join(dir, 'pve.key');
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-keyout',
-        keyFile,
-        '-out',
-        caFile,
-        '-days',
-        '2',
-        '-subj',
-        '/CN=127.0.0.1',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-      ],
-      { stdio: 'ignore' },
-    );
+    const { caFile, keyFile } = selfSignedCert(dir, 'pve');
     [moto, gcp, vcsim, azure] = await Promise.all([startMoto(), startGcpComputeFake(), startVcsim({ port: PORT }), startAzureArmFake()]);
     pve = new ProxmoxFake({
       tokenId: TOKEN_ID,

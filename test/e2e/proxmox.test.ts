@@ -4,7 +4,6 @@
  * served over HTTPS with a certificate made here by openssl. Exercises the calls (form-encoded, token header),
  * task (UPID) polling, and the error paths: failed tasks, a rejected token, missing privileges, TLS.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -18,6 +17,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { ProxmoxFake } from '../fakes/proxmox-fake.js';
 import { deleteNodes, runCli, testClient } from './helpers.js';
+import { selfSignedCert } from '../support/self-signed.js';
 
 const PREFIX = 'cnr-px-';
 const SELECTOR = 'cnr-test=proxmox';
@@ -37,29 +37,9 @@ describe('Proxmox VE provider against the Proxmox fake', () => {
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'cnr-proxmox-'));
     // A self-signed certificate for 127.0.0.1, like PVE's own pve-ssl.pem.
-    caFile = path.join(dir, 'pve.pem');
-    const keyFile = path.join(dir, 'pve.key');
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-keyout',
-        keyFile,
-        '-out',
-        caFile,
-        '-days',
-        '2',
-        '-subj',
-        '/CN=127.0.0.1',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-      ],
-      { stdio: 'ignore' },
-    );
+    const cert = selfSignedCert(dir, 'pve');
+    caFile = cert.caFile;
+    const keyFile = cert.keyFile;
     fake = new ProxmoxFake({
       tokenId: TOKEN_ID,
       tokenSecret: SECRET,

@@ -13,7 +13,6 @@
  * Tokens: an App Service managed identity endpoint (`/msi/token`, header X-IDENTITY-HEADER), which
  * DefaultAzureCredential uses when IDENTITY_ENDPOINT and IDENTITY_HEADER are set.
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import type http from 'node:http';
@@ -21,6 +20,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { selfSignedCert } from '../support/self-signed.js';
 
 type Json = Record<string, any>;
 export interface FakeMachine {
@@ -57,29 +57,7 @@ const lower = (s: string) => s.toLowerCase();
 
 export async function startAzureArmFake(): Promise<AzureArmFake> {
   const dir = mkdtempSync(path.join(tmpdir(), 'cnr-azure-fake-'));
-  const caFile = path.join(dir, 'cert.pem');
-  const keyFile = path.join(dir, 'key.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      keyFile,
-      '-out',
-      caFile,
-      '-days',
-      '2',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { stdio: 'ignore' },
-  );
+  const { caFile, keyFile } = selfSignedCert(dir, 'cert');
   const subscription = '00000000-1111-2222-3333-444444444444';
   const identityHeader = randomBytes(12).toString('hex');
   const token = `fake-arm-token-${randomBytes(16).toString('hex')}`;
