@@ -6,7 +6,7 @@ import { entry, installationWith, makeState, operatorWorkload, pool } from '../.
 import { changedCrds, computeFindings, deletePath, transformInstallation } from './findings.js';
 import { targetPoolsCheck } from './preflight.js';
 
-/** The Installation as the 3.28 operator leaves it: name and allowedUses written into its pool. */
+/** The Installation as the 3.28 operator (v1.34) leaves it: its defaults name, allowedUses and the policy setup timeout 0. */
 export const installation328 = (
   pools = [
     {
@@ -23,7 +23,7 @@ export const installation328 = (
   apiVersion: 'operator.tigera.io/v1',
   kind: 'Installation',
   metadata: { name: 'default' },
-  spec: { calicoNetwork: { ipPools: pools, linuxPolicySetupTimeoutSeconds: 10 }, variant: 'Calico' },
+  spec: { calicoNetwork: { ipPools: pools, linuxPolicySetupTimeoutSeconds: 0 }, variant: 'Calico', cni: { type: 'Calico', ipam: { type: 'Calico' } } },
 });
 
 describe('plan findings 3.28.1 -> 3.27.4 with the real CRDs', async () => {
@@ -51,6 +51,45 @@ describe('plan findings 3.28.1 -> 3.27.4 with the real CRDs', async () => {
     expect(checkAgainstSchema(out, crd)).toEqual([]);
     expect(out.spec.calicoNetwork.ipPools[0]).toMatchObject({ cidr: '192.168.0.0/16', blockSize: 26 });
     expect(inst.spec.calicoNetwork.ipPools[0].name).toBe('default-ipv4-ippool'); // input untouched
+  });
+
+  it("drops the v1.34 operator's own defaults without a flag, but settings a user made need --allow-field-loss (with their values)", () => {
+    const defaulted = computeFindings(live({ 'installations.operator.tigera.io': [installation328()] }), to, { version: 'v3.28.1' }, new Set());
+    expect(defaulted.findings.map((x) => x.id)).not.toContain('installation-fields-lost');
+    expect(defaulted.findings.filter((x) => x.severity === 'error')).toEqual([]);
+
+    const inst = installation328([
+      { name: 'default-ipv4-ippool', cidr: '192.168.0.0/16', allowedUses: ['Workload', 'Tunnel'] },
+      { name: 'pods-b', cidr: '10.9.0.0/16', allowedUses: ['Workload'] },
+    ] as any);
+    inst.spec.calicoNetwork.linuxPolicySetupTimeoutSeconds = 10;
+    inst.spec.calicoNetwork.sysctl = [{ key: 'net.ipv4.tcp_keepalive_time', value: '600' }];
+    // The live pool names the first entry (the operator takes a pool's name from the IPPool of its CIDR).
+    const livePool: KubeObject = {
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'IPPool',
+      metadata: { name: 'default-ipv4-ippool' },
+      spec: { cidr: '192.168.0.0/16' },
+    };
+    const objs = { 'installations.operator.tigera.io': [inst], 'ippools.crd.projectcalico.org': [livePool] };
+    const r = computeFindings(live(objs), to, { version: 'v3.28.1' }, new Set(['trim-installation-pools']));
+    const lost = r.findings.find((x) => x.id === 'installation-fields-lost')!;
+    expect(lost).toMatchObject({ severity: 'error', action: 'requires-flag', flag: 'allow-field-loss', satisfied: false, objects: ['Installation/default'] });
+    // Two entries: "pods-b" is not the name the operator derives (10.9.0.0-16), and ['Workload'] is not its default.
+    expect(lost.details.sort()).toEqual([
+      'spec.calicoNetwork.ipPools[1].allowedUses: ["Workload"] (unknown to v3.27.4)',
+      'spec.calicoNetwork.ipPools[1].name: "pods-b" (unknown to v3.27.4)',
+      'spec.calicoNetwork.linuxPolicySetupTimeoutSeconds: 10 (unknown to v3.27.4)',
+      'spec.calicoNetwork.sysctl: [{"key":"net.ipv4.tcp_keepalive_time","value":"600"}] (unknown to v3.27.4)',
+    ]);
+    const ok = computeFindings(
+      live({ 'installations.operator.tigera.io': [inst] }),
+      to,
+      { version: 'v3.28.1' },
+      new Set(['trim-installation-pools', 'allow-field-loss']),
+    );
+    expect(ok.findings.find((x) => x.id === 'installation-fields-lost')).toMatchObject({ severity: 'warning', satisfied: true });
+    expect(transformInstallation(inst, ok.installation).spec.calicoNetwork).not.toHaveProperty('sysctl');
   });
 
   it('clears what only the 3.28 operator clears: its Installation finalizers and TigeraStatus ippools (else delete hangs, Degraded stays)', async () => {

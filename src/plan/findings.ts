@@ -11,6 +11,7 @@ import {
   operatorPoolBehaviour,
   type OperatorPoolBehaviour,
 } from '../calico/knowledge.js';
+import { isOperatorDefault, valueAt } from '../calico/operator-defaults.js';
 import { adoptionReason } from '../doctor/checks/pools.js';
 import type { Release } from '../calico/release.js';
 import type { KubeObject } from '../kube/types.js';
@@ -62,6 +63,9 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
   const findings: PlanFinding[] = [];
   const installation: InstallationTransform = { removeFields: [], trimPoolsPerFamily: false };
   const targetByName = new Map(target.crds.map((c) => [c.metadata.name, c]));
+  const livePools = live.objects.get(`ippools.${CALICO_CRD_GROUP}`) ?? [];
+  // Installation values the target's CRD lacks that the user set (not the operator's own defaults): path -> value.
+  const installationLost: { obj: KubeObject; path: string }[] = [];
 
   // 1. Fields the target CRDs prune and values they reject, per kind, against the live objects.
   for (const { live: lc, target: tc } of changedCrds(live.crds, target.crds)) {
@@ -87,6 +91,11 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
       const details = [...pruned.keys()].map((p) => `${p} (unknown to ${target.version})`);
       if (kind === 'Installation') {
         installation.removeFields.push(...pruned.keys());
+        for (const obj of live.objects.get(lc.metadata.name) ?? []) {
+          for (const p of pruned.keys()) {
+            if (pruned.get(p)!.has(objRef(obj)) && !isOperatorDefault(obj, p, livePools)) installationLost.push({ obj, path: p });
+          }
+        }
         findings.push({
           id: 'installation-fields-unknown-to-target',
           severity: 'warning',
@@ -94,7 +103,9 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
           objects,
           details,
           action: 'transform',
-          plan: `remove these fields from the Installation while the operator is paused, so the ${target.operatorImage ?? 'target'} operator and the API server accept it`,
+          plan:
+            `remove these fields from the Installation while the operator is paused, so the ${target.operatorImage ?? 'target'} operator and the API server accept it ` +
+            "(values the newer operator filled in by itself are safe to drop; values a user set are listed in 'installation-fields-lost')",
         });
       } else {
         const ok = flags.has(PLAN_FLAGS.dropFields);
@@ -223,6 +234,32 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
       plan:
         `set ${text} on their Installation entries while the operator is paused, so the ${target.operatorImage ?? 'target'} operator keeps them ` +
         'non-allocating (the pools themselves and the bundle are not changed)',
+    });
+  }
+
+  // Set by a user, not filled in by the operator: configuration the downgrade loses, like other kinds' pruned fields.
+  // A disableNewAllocations: true carried over in the target's terms (4. above) is not lost.
+  const lost = installationLost.filter(
+    ({ obj, path }) =>
+      !(
+        path.endsWith('.disableNewAllocations') &&
+        installation.stopAllocations?.cidrs.includes(String(valueAt(obj, path.replace(/\.disableNewAllocations$/, '.cidr'))))
+      ),
+  );
+  if (lost.length) {
+    const ok = flags.has(PLAN_FLAGS.dropFields);
+    findings.push({
+      id: 'installation-fields-lost',
+      severity: ok ? 'warning' : 'error',
+      title: `Installation settings that ${target.version}'s CRD does not have, set by a user (not the operator's defaults)`,
+      objects: [...new Set(lost.map(({ obj }) => objRef(obj)))],
+      details: lost.map(({ obj, path }) => `${path}: ${JSON.stringify(valueAt(obj, path))} (unknown to ${target.version})`),
+      action: 'requires-flag',
+      flag: PLAN_FLAGS.dropFields,
+      satisfied: ok,
+      plan: ok
+        ? 'removed from the Installation with the fields above (allowed by --allow-field-loss); the bundle keeps them'
+        : `refused unless --${PLAN_FLAGS.dropFields}: the ${target.version} Installation cannot hold these settings, so the downgrade would lose them (they stay in the bundle)`,
     });
   }
 

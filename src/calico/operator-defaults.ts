@@ -1,0 +1,88 @@
+/**
+ * What the tigera operator writes into an Installation itself when a field is absent (its "poor man's defaulting":
+ * installation core_controller.go fillDefaults and ippool/defaults.go fillDefaults, whose result the operator writes
+ * back to the object). A field the target release's CRD lacks can be dropped on a downgrade when its value is exactly
+ * this default: the user never set it. Any other value is configuration that the downgrade would lose.
+ *
+ * Read in tigera/operator v1.34.3, v1.36.16 and v1.38.13 (the operators of Calico 3.28, 3.29 and 3.30); only the
+ * fields that a shipped older Installation CRD lacks are listed (the rest are never dropped).
+ */
+import type { KubeObject } from '../kube/types.js';
+
+/** A path with its array indices folded (`spec.calicoNetwork.ipPools[].name`). */
+const folded = (path: string) => path.replace(/\[\d+\]/g, '[]');
+
+/** `ipPools[3].name` -> 3 */
+const poolIndex = (path: string) => Number(/ipPools\[(\d+)\]/.exec(path)?.[1] ?? -1);
+
+type DefaultRule = (inst: KubeObject, value: unknown, path: string, livePools: KubeObject[]) => boolean;
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+const isV6 = (cidr: string) => cidr.includes(':');
+
+/** ippool/defaults.go cidrToName: the network address fully expanded, ':' -> '.', then `-<bits>`. */
+export function operatorPoolNameForCidr(cidr: string): string {
+  const [addr = '', bits = ''] = cidr.split('/');
+  if (!isV6(addr)) return `${addr}-${bits}`;
+  const [head = '', tail = ''] = addr.split('::');
+  const groups = (s: string) => (s ? s.split(':') : []);
+  const h = groups(head);
+  const t = groups(tail);
+  const all = addr.includes('::') ? [...h, ...Array(8 - h.length - t.length).fill('0'), ...t] : h;
+  return `${all.map((g) => g.padStart(4, '0')).join('.')}-${bits}`;
+}
+
+/**
+ * The name ippool/defaults.go gives an entry without one: the live pool's name for that CIDR, else
+ * default-ipv4-ippool / default-ipv6-ippool for a single pool or a dual-stack pair, else the CIDR-derived name.
+ */
+function operatorPoolName(inst: KubeObject, index: number, livePools: KubeObject[]): string | undefined {
+  const entries: any[] = inst.spec?.calicoNetwork?.ipPools ?? [];
+  const cidr = String(entries[index]?.cidr ?? '');
+  const live = livePools.find((p) => p.spec?.cidr === cidr);
+  if (live) return live.metadata.name;
+  const v6 = entries.filter((e) => isV6(String(e.cidr ?? ''))).length;
+  if (entries.length === 1 || (entries.length === 2 && v6 === 1)) return isV6(cidr) ? 'default-ipv6-ippool' : 'default-ipv4-ippool';
+  return cidr ? operatorPoolNameForCidr(cidr) : undefined;
+}
+
+/** installation core_controller.go: the CNI type and the dataplane the operator defaults to (as written back). */
+const cniType = (inst: KubeObject) => inst.spec?.cni?.type ?? 'Calico';
+const linuxDataplane = (inst: KubeObject) => inst.spec?.calicoNetwork?.linuxDataplane ?? 'Iptables';
+
+/** Folded path -> whether `value` is what the operator writes when the field is absent. */
+const RULES: Record<string, DefaultRule> = {
+  // v1.34+: `var delay int32 = 0` for Calico CNI on the iptables dataplane; no default otherwise.
+  'spec.calicoNetwork.linuxPolicySetupTimeoutSeconds': (inst, v) => v === 0 && cniType(inst) === 'Calico' && linuxDataplane(inst) === 'Iptables',
+  // v1.34+: [Workload, Tunnel] when empty.
+  'spec.calicoNetwork.ipPools[].allowedUses': (_i, v) => same(v, ['Workload', 'Tunnel']),
+  'spec.calicoNetwork.ipPools[].name': (inst, v, path, live) => v === operatorPoolName(inst, poolIndex(path), live),
+  // v1.36+: ptr.ToPtr(false) when nil.
+  'spec.calicoNetwork.ipPools[].disableNewAllocations': (_i, v) => v === false,
+  // v1.38+: crdv1.Automatic when empty.
+  'spec.calicoNetwork.ipPools[].assignmentMode': (_i, v) => v === 'Automatic',
+  // v1.36+: {policyMode: Default} on AKS only.
+  'spec.azure': (inst, v) => inst.spec?.kubernetesProvider === 'AKS' && same(v, { policyMode: 'Default' }),
+  // calicoNetwork.sysctl, proxy, the component overrides (calicoNodeDaemonSet, ...): the operator fills none of them.
+};
+
+/** The value at a concrete path such as `spec.calicoNetwork.ipPools[0].name` (undefined when absent). */
+export function valueAt(obj: unknown, path: string): unknown {
+  let node: any = obj;
+  for (const seg of path.split('.')) {
+    const m = /^([^[\]]+)((?:\[\d+\])*)$/.exec(seg);
+    if (!m || node === null || typeof node !== 'object') return undefined;
+    node = node[m[1]!];
+    for (const [, i] of m[2]!.matchAll(/\[(\d+)\]/g)) node = Array.isArray(node) ? node[Number(i)] : undefined;
+  }
+  return node;
+}
+
+/**
+ * Whether the Installation's value at `path` is what the operator fills in by itself (safe to drop: the user did
+ * not set it). `livePools` are the crd.projectcalico.org IPPools, which name the entries.
+ */
+export function isOperatorDefault(inst: KubeObject, path: string, livePools: KubeObject[]): boolean {
+  const rule = RULES[folded(path)];
+  return rule ? rule(inst, valueAt(inst, path), path, livePools) : false;
+}
