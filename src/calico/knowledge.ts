@@ -174,11 +174,36 @@ export const IPAM_TUNNEL_HANDLE = /^(?:ipip|vxlan|vxlan-v6|wireguard|wireguard-v
  * configuration nor written over the cluster's (src/restore/ipam.ts). IPAMConfig is configuration.
  */
 export const IPAM_LIVE_KINDS: ReadonlySet<string> = new Set(['IPAMBlock', 'IPAMHandle', 'BlockAffinity']);
+/**
+ * Node annotations whose tunnel addresses `calicoctl ipam check` counts as in use (calicoctl 3.28 getNodeIPs: the
+ * IPv4 VXLAN, WireGuard and IPIP addresses only; libcalico-go k8s/resources/node.go names the annotations).
+ */
+export const NODE_TUNNEL_ADDR_ANNOTATIONS = [
+  'projectcalico.org/IPv4VXLANTunnelAddr',
+  'projectcalico.org/IPv4WireguardInterfaceAddr',
+  'projectcalico.org/IPv4IPIPTunnelAddr',
+];
+/** libcalico-go ipam_block.go WindowsReservedHandle: addresses reserved for Windows, in use by definition. */
+export const IPAM_WINDOWS_RESERVED_HANDLE = 'windows-reserved-ipam-handle';
+/**
+ * Releasing leaked addresses the way calicoctl accepts it: `ipam release --from-report` refuses unless the datastore
+ * is locked and the report was taken after the lock (it compares the ClusterInformation revision, which the lock
+ * changes). While locked, every CNI ADD/DEL fails, so run the four lines without a pause.
+ */
+export const IPAM_RELEASE_RECIPE = [
+  'calicoctl datastore migrate lock',
+  'calicoctl ipam check --show-problem-ips -o ipam-report.json',
+  'calicoctl ipam release --from-report=ipam-report.json',
+  'calicoctl datastore migrate unlock',
+];
 /** IPAMBlock.spec.affinity is `host:<node>` for node-affine blocks. */
 export const IPAM_HOST_AFFINITY_PREFIX = 'host:';
 /** Pod annotations Calico's CNI plugin writes. */
 export const POD_ANNOTATION_CONTAINER_ID = 'cni.projectcalico.org/containerID';
 export const POD_ANNOTATION_PREFIX = 'cni.projectcalico.org/';
+/** libcalico-go conversion.go getPodIPs: read when the pod's status has no address yet. */
+export const POD_ANNOTATION_POD_IPS = 'cni.projectcalico.org/podIPs';
+export const POD_ANNOTATION_POD_IP = 'cni.projectcalico.org/podIP';
 
 /**
  * A field that first appears in a Calico minor's CRD schemas: finding one in the installed CRDs means the CRDs are

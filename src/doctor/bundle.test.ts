@@ -81,7 +81,7 @@ describe('loadBundleState', () => {
       ]);
       expect(state.objects['ipamhandles.crd.projectcalico.org']).toEqual([]); // exported with no objects: present, empty
       expect(state.workloads.map((x) => x.name)).toEqual(['tigera-operator']);
-      expect(state.nodes).toEqual([{ name: 'n1', ready: undefined }]);
+      expect(state.nodes).toEqual([{ name: 'n1', ready: undefined, tunnelIPs: [] }]);
       expect(state.pods).toBeUndefined();
       expect(state.source).toMatchObject({ type: 'bundle', path: out });
       const r = doctorReport(state);

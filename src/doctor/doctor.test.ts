@@ -135,6 +135,11 @@ describe('IPAM consistency', () => {
       ],
       pods: [podAt('default', 'web-1', 'n1', '10.244.0.1'), podAt('kube-system', 'host', 'n1', '127.0.0.1', { hostNetwork: true })],
     });
+    // The tunnel address is in use because the node says so (projectcalico.org/IPv4VXLANTunnelAddr).
+    st.nodes = [
+      { name: 'n1', ready: true, tunnelIPs: ['10.244.0.0'] },
+      { name: 'n2', ready: true },
+    ];
     const r = doctorReport(st);
     expect(r.findings).toEqual([]);
     expect(doctorExitCode(r)).toBe(0);

@@ -6,7 +6,7 @@ import { K } from '../kube/builtin.js';
 import { crdResourceType, listCrds } from '../kube/discovery.js';
 import { pool } from '../util/pool.js';
 import { groupOf, resourceKey, type KubeObject } from '../kube/types.js';
-import { installTypeOf, toNodeInfo, toPodInfo, toWorkloadInfo, type CalicoState, type WorkloadInfo } from './state.js';
+import { installTypeOf, nodeTunnelIPs, toNodeInfo, toPodInfo, toWorkloadInfo, type CalicoState, type WorkloadInfo } from './state.js';
 
 /** Read everything the checks need from the live cluster. Pods and IPAM objects are listed page by page. */
 export async function loadLiveState(client: KubeClient): Promise<CalicoState> {
@@ -86,7 +86,7 @@ export async function loadBundleState(bundle: Bundle): Promise<CalicoState> {
 /** nodes/<node>.yaml: one record per node at export time (annotations only, so readiness is unknown). */
 async function bundleNodes(bundle: Bundle): Promise<CalicoState['nodes']> {
   const out: NonNullable<CalicoState['nodes']> = [];
-  for await (const { object } of bundle.nodeObjects()) out.push({ name: object.metadata.name, ready: undefined });
+  for await (const { object } of bundle.nodeObjects()) out.push({ name: object.metadata.name, ready: undefined, tunnelIPs: nodeTunnelIPs(object) });
   // An export always writes node records; a bundle with none did not record nodes (or the cluster had none).
   return out.length > 0 || (bundle.manifest.counts?.nodes ?? 0) > 0 ? out : undefined;
 }

@@ -3,13 +3,15 @@
  * same on a live cluster (`loadLiveState`) and on a bundle offline (`loadBundleState`).
  */
 import type { InstallType } from '../calico/detect.js';
-import { CALICO_CRD_GROUP, CALICO_WORKLOADS, OPERATOR_GROUP, POD_ANNOTATION_PREFIX } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, CALICO_WORKLOADS, NODE_TUNNEL_ADDR_ANNOTATIONS, OPERATOR_GROUP, POD_ANNOTATION_PREFIX } from '../calico/knowledge.js';
 import type { KubeObject } from '../kube/types.js';
 
 export interface NodeInfo {
   name: string;
   /** Undefined when the source does not say (a bundle keeps node annotations, not conditions). */
   ready?: boolean;
+  /** The node's tunnel addresses (NODE_TUNNEL_ADDR_ANNOTATIONS), which its IPAM allocations are in use by. */
+  tunnelIPs?: string[];
 }
 
 export interface PodInfo {
@@ -99,7 +101,13 @@ export function toPodInfo(p: KubeObject): PodInfo {
 
 export function toNodeInfo(n: KubeObject): NodeInfo {
   const conds: any[] | undefined = n.status?.conditions;
-  return { name: n.metadata.name, ready: conds ? conds.some((c) => c.type === 'Ready' && c.status === 'True') : undefined };
+  return { name: n.metadata.name, ready: conds ? conds.some((c) => c.type === 'Ready' && c.status === 'True') : undefined, tunnelIPs: nodeTunnelIPs(n) };
+}
+
+/** The tunnel addresses libcalico-go keeps in a Kubernetes Node's annotations (a CIDR or a bare address). */
+export function nodeTunnelIPs(n: KubeObject): string[] {
+  const ann = n.metadata.annotations ?? {};
+  return NODE_TUNNEL_ADDR_ANNOTATIONS.map((k) => ann[k]?.split('/')[0]).filter((ip): ip is string => !!ip);
 }
 
 /** A DaemonSet or Deployment as a WorkloadInfo, when it is one of the Calico workloads doctor watches. */

@@ -6,10 +6,17 @@
  *   `block`: { <block cidr>: <count> }.
  * - BlockAffinity.spec: `node`, `cidr`, `state`, `deleted` (a string).
  */
-import { IPAM_HOST_AFFINITY_PREFIX, IPAM_POD_HANDLE_PREFIX, IPAM_TUNNEL_HANDLE, POD_ANNOTATION_CONTAINER_ID } from '../../calico/knowledge.js';
+import {
+  IPAM_HOST_AFFINITY_PREFIX,
+  IPAM_RELEASE_RECIPE,
+  IPAM_TUNNEL_HANDLE,
+  IPAM_WINDOWS_RESERVED_HANDLE,
+  POD_ANNOTATION_POD_IP,
+  POD_ANNOTATION_POD_IPS,
+} from '../../calico/knowledge.js';
 import type { KubeObject } from '../../kube/types.js';
 import { addressAt, canonicalIp, cidrContains, parseCidr, parseIp, type Cidr } from '../ip.js';
-import { KEYS, objectsOf, podRef, ref, type CalicoState, type PodInfo } from '../state.js';
+import { KEYS, objectsOf, podRef, ref, type CalicoState, type NodeInfo, type PodInfo } from '../state.js';
 import type { Check, Finding } from '../types.js';
 
 export interface Allocation {
@@ -45,8 +52,10 @@ export function allocations(state: CalicoState): Allocation[] {
 }
 
 /** Pods that hold a Calico-managed address now: scheduled, not finished, not on the host network, with an IP. */
-export function networkedPods(state: CalicoState): PodInfo[] {
-  return (state.pods ?? []).filter((p) => !p.hostNetwork && p.podIPs.length > 0 && p.phase !== 'Succeeded' && p.phase !== 'Failed');
+export function networkedPods(state: CalicoState | PodInfo[]): PodInfo[] {
+  return (Array.isArray(state) ? state : (state.pods ?? [])).filter(
+    (p) => !p.hostNetwork && p.podIPs.length > 0 && p.phase !== 'Succeeded' && p.phase !== 'Failed',
+  );
 }
 
 const ipamPresent = (state: CalicoState) => state.objects[KEYS.ipPools] !== undefined;
@@ -83,56 +92,103 @@ const orphanAffinities: Check = {
         `claimed, so their addresses cannot go to other nodes; normally calico-kube-controllers releases them when a node is ` +
         `deleted, so this also means kube-controllers is not running or not keeping up.`,
       fix:
-        `Make sure calico-kube-controllers is running (it garbage-collects a deleted node's IPAM). Otherwise release them by hand:\n` +
-        `  calicoctl ipam check --show-problem-ips -o ipam-report.json\n` +
-        `  calicoctl ipam release --from-report=ipam-report.json\n` +
-        `(calicoctl datastore migrate lock first on a busy cluster, unlock after).`,
+        `Make sure calico-kube-controllers is running (it garbage-collects a deleted node's IPAM). Otherwise release them by hand, ` +
+        `in this order (ipam release refuses a report taken without the lock; every CNI ADD/DEL fails until the unlock):\n${RELEASE_FIX}`,
     }));
   },
 };
 
-const handlesWithoutPods: Check = {
-  name: 'IPAM handles for pods that no longer exist',
+/**
+ * The addresses that are in use, as `calicoctl ipam check` (3.28 check.go) counts them: every workload endpoint's
+ * addresses (a running pod's IPs; libcalico-go reads status.podIPs, else the cni.projectcalico.org podIPs/podIP
+ * annotations) and every node's tunnel addresses.
+ */
+function inUseAddresses(pods: PodInfo[], nodes: NodeInfo[]): Map<string, string> {
+  const owner = new Map<string, string>();
+  for (const p of networkedPods(pods)) for (const ip of p.podIPs) owner.set(canonicalIp(ip) ?? ip, podRef(p));
+  for (const p of pods.filter((x) => !x.hostNetwork && x.podIPs.length === 0 && x.phase !== 'Succeeded' && x.phase !== 'Failed')) {
+    const ann = p.calicoAnnotations[POD_ANNOTATION_POD_IPS] ?? p.calicoAnnotations[POD_ANNOTATION_POD_IP] ?? '';
+    for (const ip of ann.split(',').filter(Boolean)) owner.set(canonicalIp(ip.split('/')[0]!) ?? ip, podRef(p));
+  }
+  for (const n of nodes) for (const ip of n.tunnelIPs ?? []) owner.set(canonicalIp(ip) ?? ip, `Node/${n.name}`);
+  return owner;
+}
+
+/** Tunnel handles of nodes that are gone: ipam-block-affinity-missing-node reports them (one finding per cause). */
+const goneNodeTunnel = (handleId: string | undefined, nodes: Set<string>) => {
+  const node = IPAM_TUNNEL_HANDLE.exec(handleId ?? '')?.[1];
+  return node !== undefined && !nodes.has(node);
+};
+
+const RELEASE_FIX = IPAM_RELEASE_RECIPE.map((l) => `  ${l}`).join('\n');
+
+/**
+ * calicoctl ipam check's own problems (3.28 check.go), with its definitions: an allocation is leaked when its
+ * address is in use by no workload endpoint and no node tunnel (judged by IP, not by the pod its attributes name);
+ * a handle is leaked when no block allocates to it; a handle is missing when a block allocates to a handle that has
+ * no IPAMHandle object (calicoctl lists these without counting them as problems).
+ */
+const ipamCheckProblems: Check = {
+  name: 'IPAM allocations and handles, as calicoctl ipam check judges them',
   run(state) {
-    if (!ipamPresent(state) || !state.pods) return [];
-    const pods = new Set(state.pods.map((p) => `${p.namespace}/${p.name}`));
-    const containerIds = new Set(state.pods.map((p) => p.calicoAnnotations[POD_ANNOTATION_CONTAINER_ID]).filter(Boolean));
-    const allocsByHandle = new Map<string, Allocation[]>();
-    for (const a of allocations(state)) if (a.handleId) (allocsByHandle.get(a.handleId) ?? allocsByHandle.set(a.handleId, []).get(a.handleId)!).push(a);
-    const leaked: string[] = [];
-    for (const h of objectsOf(state, KEYS.ipamHandles)) {
-      const id: string = h.spec?.handleID ?? '';
-      if (!id.startsWith(IPAM_POD_HANDLE_PREFIX)) continue;
-      if (containerIds.has(id.slice(IPAM_POD_HANDLE_PREFIX.length))) continue;
-      const owners = (allocsByHandle.get(id) ?? []).filter((a) => a.pod);
-      if (owners.some((a) => pods.has(`${a.namespace}/${a.pod}`))) continue;
-      const ips = (allocsByHandle.get(id) ?? []).map((a) => a.ip);
-      const who = owners[0] ? ` (pod ${owners[0].namespace}/${owners[0].pod})` : '';
-      leaked.push(`${ref(h)}${who}${ips.length ? ` holds ${ips.join(', ')}` : ' holds no address'}`);
-    }
-    // Addresses whose attributes name a pod that is gone, under a handle object that is missing too.
-    const handleIds = new Set(objectsOf(state, KEYS.ipamHandles).map((h) => h.spec?.handleID));
+    if (!ipamPresent(state) || !state.pods || !state.nodes) return [];
+    const inUse = inUseAddresses(state.pods, state.nodes);
+    const nodes = new Set(state.nodes.map((n) => n.name));
+    const handles = new Map(objectsOf(state, KEYS.ipamHandles).map((h) => [h.spec?.handleID as string, h]));
+    const leakedByHandle = new Map<string, Allocation[]>();
+    const referenced = new Set<string>();
+    const missing = new Map<string, Allocation[]>();
     for (const a of allocations(state)) {
-      if (!a.pod || !a.handleId || handleIds.has(a.handleId) || pods.has(`${a.namespace}/${a.pod}`)) continue;
-      leaked.push(`IP/${a.ip} in ${ref(a.block)} (pod ${a.namespace}/${a.pod}, handle ${a.handleId} missing)`);
+      if (a.handleId) referenced.add(a.handleId);
+      if (a.handleId && !handles.has(a.handleId)) (missing.get(a.handleId) ?? missing.set(a.handleId, []).get(a.handleId)!).push(a);
+      if (a.handleId === IPAM_WINDOWS_RESERVED_HANDLE || inUse.has(a.ip) || goneNodeTunnel(a.handleId, nodes)) continue;
+      const key = a.handleId ?? '';
+      (leakedByHandle.get(key) ?? leakedByHandle.set(key, []).get(key)!).push(a);
     }
-    if (leaked.length === 0) return [];
-    return [
-      {
+    const leaked: string[] = [];
+    for (const [id, allocs] of leakedByHandle) {
+      const h = handles.get(id);
+      const who = allocs[0]!.pod ? ` (pod ${allocs[0]!.namespace}/${allocs[0]!.pod})` : '';
+      if (h) leaked.push(`${ref(h)}${who} holds ${allocs.map((a) => a.ip).join(', ')}`);
+      else for (const a of allocs) leaked.push(`IP/${a.ip} in ${ref(a.block)}${who}${id ? `, handle ${id} missing` : ', no handle'}`);
+    }
+    const out: Finding[] = [];
+    if (leaked.length > 0) {
+      out.push({
         id: 'ipam-handle-without-pod',
         severity: 'warning',
-        title: `${leaked.length} IPAM allocation(s) belong to pods that no longer exist`,
+        title: `${leaked.length} IPAM allocation(s) are in use by no pod and no node tunnel (calicoctl ipam check: "allocated in IPAM but not actually in use")`,
         objects: leaked,
         why:
-          'Each pod address is recorded in an IPAMHandle (k8s-pod-network.<containerID>) and in its block. When the pod is gone ' +
-          'and the address is still recorded, it is leaked: IPAM will never hand it out again, and a block full of leaks makes ' +
-          'nodes borrow addresses from other blocks.',
-        fix:
-          'calico-kube-controllers releases leaked addresses on its own (after a grace period); if it is not running, release them:\n' +
-          '  calicoctl ipam check --show-problem-ips -o ipam-report.json\n' +
-          '  calicoctl ipam release --from-report=ipam-report.json',
-      },
-    ];
+          'An allocated address that no workload endpoint and no node tunnel uses is leaked: IPAM will never hand it out again, ' +
+          'and a block full of leaks makes nodes borrow addresses from other blocks. Judged by address, as calicoctl ipam check does.',
+        fix: `calico-kube-controllers releases leaked addresses on its own (after a grace period); if it is not running, release them (the lock first: ipam release refuses a report taken without it, and every CNI ADD/DEL fails until the unlock):\n${RELEASE_FIX}`,
+      });
+    }
+    const unreferenced = [...handles].filter(([id]) => !referenced.has(id) && !goneNodeTunnel(id, nodes)).map(([, h]) => ref(h));
+    if (unreferenced.length > 0) {
+      out.push({
+        id: 'ipam-handle-leaked',
+        severity: 'warning',
+        title: `${unreferenced.length} IPAM handle(s) hold no address (calicoctl ipam check: "handles with no matching IPs")`,
+        objects: unreferenced,
+        why: 'No block allocates an address to these handles any more; they are leftovers that calicoctl ipam check counts as problems.',
+        fix: `Release them with calicoctl's report (the report lists them as leakedHandles):\n${RELEASE_FIX}`,
+      });
+    }
+    if (missing.size > 0) {
+      out.push({
+        id: 'ipam-handle-missing',
+        severity: 'info',
+        title: `${missing.size} handle(s) named by IPAM blocks have no IPAMHandle object (calicoctl ipam check: "handles mentioned in blocks with no matching handle resource")`,
+        objects: [...missing].map(
+          ([id, allocs]) => `IPAMHandle/${id} (in ${[...new Set(allocs.map((a) => ref(a.block)))].join(', ')}: ${allocs.map((a) => a.ip).join(', ')})`,
+        ),
+        why: 'calicoctl ipam check lists these without counting them as problems. Addresses under them that nothing uses are also reported as leaked (ipam-handle-without-pod).',
+        fix: 'Nothing to do for addresses in use; leaked ones are freed with the release recipe of ipam-handle-without-pod.',
+      });
+    }
+    return out;
   },
 };
 
@@ -237,4 +293,4 @@ const podAddressesVsPools: Check = {
   },
 };
 
-export const ipamChecks: Check[] = [orphanAffinities, handlesWithoutPods, duplicateAddresses, podAddressesVsPools];
+export const ipamChecks: Check[] = [orphanAffinities, ipamCheckProblems, duplicateAddresses, podAddressesVsPools];
