@@ -8,6 +8,7 @@
 import {
   calicoLabels,
   OPERATOR_MANAGED_LABEL,
+  OPERATOR_GROUP,
   OPERATOR_MANAGED_VALUE,
   operatorPoolBehaviour,
   POOL_ENCAPSULATION,
@@ -81,14 +82,43 @@ export function adoptionReason(pool: KubeObject, entries: any[] | undefined, beh
   return undefined;
 }
 
+/**
+ * The Installation's pool entries as an operator that manages pools reads them: ippool/defaults.go (v1.34+) defaults
+ * a missing ipPools to [] when pools exist, so a missing list means "no pools" then (and deletes owned ones).
+ */
+function entriesAsDefaulted(state: CalicoState, inst: KubeObject | undefined, managesPools: boolean): any[] | undefined {
+  const entries = installationPools(inst);
+  if (entries || !inst || !managesPools) return entries;
+  return objectsOf(state, KEYS.ipPools).length > 0 ? [] : undefined;
+}
+
 /** The governing operator version, Installation `default` and its pool entries, when the operator behaviour `needs` applies. */
 function installationScope(state: CalicoState, ctx: CheckContext, needs: 'managesPools' | 'onePoolPerFamily') {
   const g = ctx.governing;
   const inst = installation(state);
-  const entries = installationPools(inst);
-  if (!g || !inst || !entries || !operatorPoolBehaviour(g.version)[needs]) return undefined;
-  return { g, inst, entries };
+  if (!g || !inst || !operatorPoolBehaviour(g.version)[needs]) return undefined;
+  const entries = entriesAsDefaulted(state, inst, operatorPoolBehaviour(g.version).managesPools);
+  return entries ? { g, inst, entries, listed: installationPools(inst) !== undefined } : undefined;
 }
+
+/**
+ * pool_controller.go (v1.34+) rewrites or deletes existing pools only while APIServer `default` reports state Ready
+ * (`apiAvailable`); otherwise it only sets its status Degraded ("Unable to modify/delete IP pools while Calico API
+ * server is unavailable") and acts once the API server is Ready. Undefined when the installed one is Ready or when
+ * the judgement is about a target (its API server's state is not known yet).
+ */
+function apiServerNotReady(state: CalicoState, g: GoverningVersion): string | undefined {
+  const objs = state.objects[`apiservers.${OPERATOR_GROUP}`];
+  if (g.source !== 'installed' || !objs) return undefined;
+  const api = objs.find((o) => o.metadata.name === 'default' || o.metadata.name === 'tigera-secure');
+  const st: string | undefined = api?.status?.state;
+  if (st === 'Ready') return undefined;
+  return api ? `APIServer ${api.metadata.name} is not Ready (state: ${st || 'none'})` : 'there is no APIServer object';
+}
+
+const notReadyWhy = (why: string, verb: string) =>
+  ` Not yet, though: ${why}, and the operator ${verb} existing pools only through the Calico API server while its APIServer ` +
+  `reports Ready (until then its TigeraStatus says Degraded). It will do so as soon as the API server becomes Ready.`;
 
 function governingText(g: GoverningVersion): string {
   return g.source === 'target' ? `the target Calico ${g.version}` : `the installed Calico ${g.version}`;
@@ -103,6 +133,7 @@ const disabledAdoptedPools: Check = {
     const behaviour = operatorPoolBehaviour(g.version);
     if (!behaviour.managesPools || !behaviour.stopAllocations) return [];
     const entries = installationPools(inst) ?? [];
+    const gate = apiServerNotReady(state, g);
     const out: Finding[] = [];
     for (const pool of objectsOf(state, KEYS.ipPools)) {
       if (pool.spec?.disabled !== true) continue;
@@ -117,13 +148,14 @@ const disabledAdoptedPools: Check = {
       out.push({
         id: 'pool-disabled-will-be-reenabled',
         severity: 'error',
-        title: `IP pool ${pool.metadata.name} is disabled, but the tigera operator of ${governingText(g)} manages it and will re-enable it`,
+        title: `IP pool ${pool.metadata.name} is disabled, but the tigera operator of ${governingText(g)} manages it and will re-enable it${gate ? ' once the Calico API server is Ready' : ''}`,
         objects: [ref(pool), ref(inst)],
         why:
           `The operator adopts ${pool.metadata.name} because ${reason}. From Calico 3.28 the operator treats ` +
           `Installation.spec.calicoNetwork.ipPools as desired state and its pool type has no "disabled" field, so it rewrites ` +
-          `the pool to disabled: false (at once and every 5 minutes); edits are reverted and a deleted pool is re-created ` +
-          `while the entry is listed (Calico issue #9100). New pods will get addresses from ${pool.spec?.cidr} again.`,
+          `the pool to disabled: false (${gate ? 'when it can' : 'at once'} and every 5 minutes); edits are reverted and a deleted pool is re-created ` +
+          `while the entry is listed (Calico issue #9100). New pods will get addresses from ${pool.spec?.cidr} again.` +
+          (gate ? notReadyWhy(gate, 'rewrites') : ''),
         fix:
           `Stop allocations through the Installation instead of the pool: on entry ${idx} (cidr ${pool.spec?.cidr}) set ${stop.text}:\n` +
           `  kubectl patch installation default --type=json -p '${patch}'\n` +
@@ -141,6 +173,7 @@ const managedPoolsNotListed: Check = {
     const scope = installationScope(state, ctx, 'managesPools');
     if (!scope) return [];
     const { g, inst, entries } = scope;
+    const gate = apiServerNotReady(state, g);
     const listed = new Set(entries.map((e) => e.cidr));
     const doomed = objectsOf(state, KEYS.ipPools).filter((p) => isOperatorLabelled(p) && !listed.has(p.spec?.cidr));
     if (doomed.length === 0) return [];
@@ -150,14 +183,18 @@ const managedPoolsNotListed: Check = {
       {
         id: emptied ? 'installation-ippools-empty' : 'pool-managed-not-listed',
         severity: 'error',
-        title: emptied
-          ? `Installation default has ipPools: [] while ${doomed.length} pool(s) are operator-managed: the operator of ${governingText(g)} will delete ${names.join(', ')}`
-          : `IP pool(s) ${names.join(', ')} carry ${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE} but are not listed in Installation default: the operator of ${governingText(g)} will delete them`,
+        title:
+          (emptied
+            ? `Installation default has ${scope.listed ? 'ipPools: []' : 'no ipPools (the operator defaults it to [])'} while ${doomed.length} pool(s) are operator-managed: the operator of ${governingText(g)} will delete ${names.join(', ')}`
+            : `IP pool(s) ${names.join(', ')} carry ${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE} but are not listed in Installation default: the operator of ${governingText(g)} will delete them`) +
+          (gate ? ' once the Calico API server is Ready' : ''),
         objects: [...doomed.map(ref), ref(inst)],
         why:
           `The operator deletes every pool it manages (labelled ${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE}) whose CIDR is not in ` +
           `spec.calicoNetwork.ipPools. Pods keep their addresses, but the pool's settings (encapsulation, NAT) go and IPAM ` +
-          `can no longer allocate from ${doomed.map((p) => p.spec?.cidr).join(', ')}.`,
+          `can no longer allocate from ${doomed.map((p) => p.spec?.cidr).join(', ')}.` +
+          (scope.listed ? '' : ' An Installation without spec.calicoNetwork.ipPools is defaulted to [] while pools exist (ippool/defaults.go).') +
+          (gate ? notReadyWhy(gate, 'deletes') : ''),
         fix:
           `Either list the pool(s) in the Installation again (an entry with the same cidr, blockSize, encapsulation, natOutgoing and ` +
           `nodeSelector), or release them from the operator by removing the label:\n` +
