@@ -283,20 +283,7 @@ async function removeOld({ client, bundle, target, reporter }: StepDeps): Promis
     );
   }
   const crds = (await client.listAll(K.crd)).filter(isManagedCrd);
-  // Operator custom resources first (their finalizers belong to the operator, which is paused and about to go).
-  for (const crd of crds.filter((c) => c.spec.group === 'operator.tigera.io')) {
-    const type = crdResourceType(crd);
-    for (const o of await client.listAll(type)) {
-      if (o.metadata.finalizers?.length) {
-        reporter.warn(
-          'CNR_APPLY_FINALIZERS',
-          `removing finalizers ${o.metadata.finalizers.join(', ')} from ${o.kind} ${o.metadata.name}: its operator is paused and being replaced`,
-        );
-        await client.mergePatch(type, o.metadata.namespace, o.metadata.name, { metadata: { finalizers: null } });
-      }
-      await client.delete(type, o.metadata.namespace, o.metadata.name);
-    }
-  }
+  const orphaned = await deleteOperatorResources(client, crds, reporter);
   const resolver = new ResourceResolver(client);
   let operatorObjects = 0;
   for (const o of target.operatorObjects) {
@@ -311,7 +298,62 @@ async function removeOld({ client, bundle, target, reporter }: StepDeps): Promis
     timeoutMs: 300_000,
     intervalMs: 1000,
   });
-  return `deleted ${crds.length} CRDs (with their objects) and ${operatorObjects} operator objects; the bundle holds all of it`;
+  return `deleted ${crds.length} CRDs (with their objects) and ${operatorObjects} operator objects, ${orphaned} operator resource(s) deleted with what they own kept for the target operator; the bundle holds all of it`;
+}
+
+/**
+ * Delete the operator's custom resources (Installation, APIServer, TigeraStatus, ...) and wait until they are gone.
+ * Their finalizers belong to the operator, which is paused and about to go: removed. They are deleted with orphan
+ * propagation: the Installation owns calico-system and everything the operator rendered (the APIServer owns
+ * calico-apiserver), and a background delete lets the garbage collector delete those namespaces, where the
+ * `tigera.io/cni-protector` finalizers on calico-node's and the CNI plugin's ServiceAccounts and RBAC keep them
+ * Terminating for ever (only an operator whose own Installation is being deleted takes them off, and the target
+ * operator's is not: it cannot render into a Terminating namespace). Orphaned, calico-node keeps running and the
+ * target operator adopts what it renders (it sets itself as controller owner). The garbage collector takes the
+ * owner references off and then lets the resource go, hence the wait.
+ */
+async function deleteOperatorResources(client: KubeClient, crds: KubeObject[], reporter: Reporter): Promise<number> {
+  const left = async () => {
+    const out: { type: ReturnType<typeof crdResourceType>; o: KubeObject }[] = [];
+    for (const crd of crds.filter((c) => c.spec.group === 'operator.tigera.io')) {
+      const type = crdResourceType(crd);
+      for (const o of await client.listAll(type)) out.push({ type, o });
+    }
+    return out;
+  };
+  const resources = await left();
+  for (const { type, o } of resources) {
+    const foreign = (o.metadata.finalizers ?? []).filter((f: string) => f !== 'orphan');
+    if (foreign.length) {
+      reporter.warn(
+        'CNR_APPLY_FINALIZERS',
+        `removing finalizers ${foreign.join(', ')} from ${o.kind} ${o.metadata.name}: its operator is paused and being replaced`,
+      );
+      await client.mergePatch(type, o.metadata.namespace, o.metadata.name, {
+        metadata: { finalizers: (o.metadata.finalizers ?? []).filter((f: string) => f === 'orphan') },
+      });
+    }
+    await client.delete(type, o.metadata.namespace, o.metadata.name, { propagationPolicy: 'Orphan' });
+  }
+  let last: string[] = [];
+  await client
+    .waitFor(
+      'the operator resources to be deleted (their dependents orphaned)',
+      async () => {
+        last = (await left()).map(
+          ({ o }) => `${o.kind} ${o.metadata.name}${o.metadata.finalizers?.length ? ` (finalizers ${o.metadata.finalizers.join(', ')})` : ''}`,
+        );
+        return last.length ? undefined : true;
+      },
+      { timeoutMs: 180_000, intervalMs: 500 },
+    )
+    .catch((err) => {
+      throw new EnvironmentError(`the operator resources were not deleted: ${last.slice(0, 5).join(', ')}`, {
+        cause: err,
+        hint: 'the garbage collector (kube-controller-manager) removes the "orphan" finalizer; check that it runs',
+      });
+    });
+  return resources.length;
 }
 
 async function restoreData({ client, bundle, reporter }: StepDeps): Promise<string> {

@@ -14,7 +14,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { applyFixture, fixturePath, operatorType, runCli } from './helpers.js';
-import { kubectl, waitApiServiceAvailable, waitOperator, withRealCalico } from './calico-support.js';
+import { kubectl, tigeraCondition, waitApiServiceAvailable, waitOperator, waitTigeraStatusAvailable, withRealCalico } from './calico-support.js';
 
 const INSTALLATION = operatorType('installations', 'Installation');
 const TIGERA_STATUS = operatorType('tigerastatuses', 'TigeraStatus');
@@ -22,18 +22,7 @@ let client: KubeClient;
 let cluster: LocalCluster;
 let dir: string;
 
-const condition = (ts: any, type: string) => ts?.status?.conditions?.find((c: any) => c.type === type)?.status;
-
-async function waitTigeraStatusAvailable(name: string, timeoutMs = 300_000): Promise<void> {
-  await client.waitFor(
-    `TigeraStatus ${name} Available`,
-    async () => {
-      const ts = await client.getOrUndefined(TIGERA_STATUS, undefined, name);
-      return condition(ts, 'Available') === 'True' && condition(ts, 'Degraded') !== 'True' ? true : undefined;
-    },
-    { timeoutMs, intervalMs: 1000 },
-  );
-}
+const condition = tigeraCondition;
 
 /** What holds an uninstall up: the Installation's and APIServer's finalizers, the namespaces' conditions, the v3
  * APIService (an unavailable one stalls namespace deletion) and the end of the operator's log. */
@@ -71,7 +60,7 @@ describe('3.28.1 -> 3.27.4 downgrade with the real tigera operators', () => {
       await applyFixture(client, '3.28.1', 'custom-resources.yaml');
       await waitOperator(cluster, 'v1.34.3');
       await waitApiServiceAvailable(client, 240_000);
-      await waitTigeraStatusAvailable('calico');
+      await waitTigeraStatusAvailable(client, 'calico');
       const inst328 = await client.get(INSTALLATION, undefined, 'default');
       console.log(`3.28.1 Installation finalizers: ${inst328.metadata.finalizers?.join(', ')}`);
 

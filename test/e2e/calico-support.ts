@@ -80,6 +80,23 @@ export async function waitApiServiceAvailable(client: KubeClient, timeoutMs: num
   }
 }
 
+const TIGERA_STATUS: ResourceType = { group: 'operator.tigera.io', version: 'v1', plural: 'tigerastatuses', kind: 'TigeraStatus', namespaced: false };
+
+/** A TigeraStatus condition's status ('True', 'False', or undefined when absent). */
+export const tigeraCondition = (ts: any, type: string): string | undefined => ts?.status?.conditions?.find((c: any) => c.type === type)?.status;
+
+/** Wait until the operator reports TigeraStatus `name` Available and not Degraded. */
+export async function waitTigeraStatusAvailable(client: KubeClient, name: string, timeoutMs = 300_000): Promise<void> {
+  await client.waitFor(
+    `TigeraStatus ${name} Available`,
+    async () => {
+      const ts = await client.getOrUndefined(TIGERA_STATUS, undefined, name);
+      return tigeraCondition(ts, 'Available') === 'True' && tigeraCondition(ts, 'Degraded') !== 'True' ? true : undefined;
+    },
+    { timeoutMs, intervalMs: 1000 },
+  );
+}
+
 /**
  * A real operator leaves finalizers (on the Installation and APIServer, and `tigera.io/cni-protector` on the CNI
  * plugin's ServiceAccount and cluster RBAC) that only it removes, and only while it runs and uninstalls. With the
