@@ -60,7 +60,7 @@ export const STEP_TEXT = {
   'verify-data': {
     title: 'verify the Calico data against the bundle',
     description:
-      'every IPPool, IPAM object, policy and BGP/Felix object of the bundle is present and unchanged; the Installation differs only by the planned transform',
+      'every IPPool, IPAM object, policy and BGP/Felix object of the bundle is present and unchanged; the Installation differs only by the planned transform and the defaults the target operator writes where a field was unset',
   },
   'reboot-nodes': {
     title: 'reboot the nodes one at a time',
