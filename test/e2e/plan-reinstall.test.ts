@@ -19,7 +19,7 @@ import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { releasesDir } from '../support/releases.js';
 import { canonicalJson } from '../../src/util/canonical.js';
 import { applyFixture, calicoType, fixtureObjects, operatorType, runCli } from './helpers.js';
-import { tigeraCondition, waitApiServiceAvailable, waitOperator, waitTigeraStatusAvailable, withRealCalico } from './calico-support.js';
+import { applyLogged, tigeraCondition, waitApiServiceAvailable, waitOperator, waitTigeraStatusAvailable, withRealCalico } from './calico-support.js';
 import { heldByLog, ipamCheck, ipamProblems, readEvents, readIpam, startChurn } from './ipam-support.js';
 import { calicoSnapshot } from './plan-support.js';
 import { populateCalico, type Population } from './population.js';
@@ -122,18 +122,8 @@ describe('plan --strategy reinstall with the real tigera operators: delete-and-c
 
       // Watch the IPPool CRD's uid: a reinstall really deletes and re-creates it.
       const uidBefore = (await client.get(K.crd, undefined, 'ippools.crd.projectcalico.org')).metadata.uid;
-      const started = Date.now();
-      const r = await runCli(['apply', plan, '--yes', '-o', 'json']);
-      const res = (() => {
-        try {
-          return JSON.parse(r.stdout);
-        } catch {
-          return undefined;
-        }
-      })();
-      console.log(
-        `reinstall: exit ${r.code} in ${((Date.now() - started) / 1000).toFixed(1)} s; ${res?.steps?.map((s: any) => `${s.id} ${s.status} ${(s.ms / 1000).toFixed(1)}s`).join(', ')}`,
-      );
+      const r = await applyLogged(plan, 'reinstall');
+      const res = r.res;
       expect(r.code, r.stderr + r.stdout).toBe(0);
       expect((await client.get(K.crd, undefined, 'ippools.crd.projectcalico.org')).metadata.uid).not.toBe(uidBefore);
 
