@@ -14,7 +14,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { applyFixture, fixturePath, operatorType, runCli } from './helpers.js';
-import { kubectl, waitApiServiceAvailable, waitOperator, withRealCalico } from './calico-support.js';
+import { applyLogged, kubectl, tigeraCondition, waitApiServiceAvailable, waitOperator, waitTigeraStatusAvailable, withRealCalico } from './calico-support.js';
 
 const INSTALLATION = operatorType('installations', 'Installation');
 const TIGERA_STATUS = operatorType('tigerastatuses', 'TigeraStatus');
@@ -22,18 +22,7 @@ let client: KubeClient;
 let cluster: LocalCluster;
 let dir: string;
 
-const condition = (ts: any, type: string) => ts?.status?.conditions?.find((c: any) => c.type === type)?.status;
-
-async function waitTigeraStatusAvailable(name: string, timeoutMs = 300_000): Promise<void> {
-  await client.waitFor(
-    `TigeraStatus ${name} Available`,
-    async () => {
-      const ts = await client.getOrUndefined(TIGERA_STATUS, undefined, name);
-      return condition(ts, 'Available') === 'True' && condition(ts, 'Degraded') !== 'True' ? true : undefined;
-    },
-    { timeoutMs, intervalMs: 1000 },
-  );
-}
+const condition = tigeraCondition;
 
 /** What holds an uninstall up: the Installation's and APIServer's finalizers, the namespaces' conditions, the v3
  * APIService (an unavailable one stalls namespace deletion) and the end of the operator's log. */
@@ -71,7 +60,7 @@ describe('3.28.1 -> 3.27.4 downgrade with the real tigera operators', () => {
       await applyFixture(client, '3.28.1', 'custom-resources.yaml');
       await waitOperator(cluster, 'v1.34.3');
       await waitApiServiceAvailable(client, 240_000);
-      await waitTigeraStatusAvailable('calico');
+      await waitTigeraStatusAvailable(client, 'calico');
       const inst328 = await client.get(INSTALLATION, undefined, 'default');
       console.log(`3.28.1 Installation finalizers: ${inst328.metadata.finalizers?.join(', ')}`);
 
@@ -81,18 +70,8 @@ describe('3.28.1 -> 3.27.4 downgrade with the real tigera operators', () => {
       const p = await runCli(['plan', '--to', '3.27.4', '--bundle', bundle, '--no-disk-snapshots', '--out', planFile, '-o', 'json']);
       expect(p.code, p.stdout + p.stderr).toBe(0);
 
-      const started = Date.now();
-      const a = await runCli(['apply', planFile, '--yes', '-o', 'json']);
-      const res = (() => {
-        try {
-          return JSON.parse(a.stdout);
-        } catch {
-          return undefined;
-        }
-      })();
-      console.log(
-        `apply: exit ${a.code} in ${((Date.now() - started) / 1000).toFixed(1)} s; ${res?.steps?.map((s: any) => `${s.id} ${s.status} ${(s.ms / 1000).toFixed(1)}s`).join(', ')}`,
-      );
+      const a = await applyLogged(planFile, 'apply');
+      const res = a.res;
       expect(a.code, a.stderr + a.stdout).toBe(0);
       // By the time apply says done, v1.32 has rendered calico-node at 3.27.4 and reported on it.
       const node = await client.get(K.daemonSet, 'calico-system', 'calico-node');

@@ -10,7 +10,7 @@ import type { SupervisorStatus } from '../../src/dev/local-cluster/calico-superv
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { afterAll, beforeAll } from 'vitest';
-import { applyFixture, deleteNodes, kubeconfig, resetCalico, testClient } from './helpers.js';
+import { applyFixture, deleteNodes, kubeconfig, resetCalico, runCli, testClient, type CliResult } from './helpers.js';
 
 function run(bin: string, args: string[], input?: string, env: Record<string, string> = {}): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -48,6 +48,21 @@ export async function ippoolsWide(): Promise<Record<string, Record<string, strin
   return rows;
 }
 
+/** `apply PLAN --yes -o json`, its result parsed (undefined when it printed none) and each step's outcome and time logged. */
+export async function applyLogged(plan: string, label: string): Promise<CliResult & { res: any }> {
+  const started = Date.now();
+  const r = await runCli(['apply', plan, '--yes', '-o', 'json']);
+  let res: any;
+  try {
+    res = JSON.parse(r.stdout);
+  } catch {
+    res = undefined;
+  }
+  const steps = res?.steps?.map((s: any) => `${s.id} ${s.status} ${(s.ms / 1000).toFixed(1)}s`).join(', ');
+  console.log(`${label}: exit ${r.code} in ${((Date.now() - started) / 1000).toFixed(1)} s; ${steps}`);
+  return { ...r, res };
+}
+
 /** Wait until the supervisor runs the operator binary of `tag` (it follows the tigera-operator Deployment). */
 export async function waitOperator(cluster: LocalCluster, tag: string, timeoutMs = 300_000): Promise<SupervisorStatus> {
   const deadline = Date.now() + timeoutMs;
@@ -78,6 +93,23 @@ export async function waitApiServiceAvailable(client: KubeClient, timeoutMs: num
   } catch (err) {
     throw new Error(`${(err as Error).message}; last: ${last}`, { cause: err });
   }
+}
+
+const TIGERA_STATUS: ResourceType = { group: 'operator.tigera.io', version: 'v1', plural: 'tigerastatuses', kind: 'TigeraStatus', namespaced: false };
+
+/** A TigeraStatus condition's status ('True', 'False', or undefined when absent). */
+export const tigeraCondition = (ts: any, type: string): string | undefined => ts?.status?.conditions?.find((c: any) => c.type === type)?.status;
+
+/** Wait until the operator reports TigeraStatus `name` Available and not Degraded. */
+export async function waitTigeraStatusAvailable(client: KubeClient, name: string, timeoutMs = 300_000): Promise<void> {
+  await client.waitFor(
+    `TigeraStatus ${name} Available`,
+    async () => {
+      const ts = await client.getOrUndefined(TIGERA_STATUS, undefined, name);
+      return tigeraCondition(ts, 'Available') === 'True' && tigeraCondition(ts, 'Degraded') !== 'True' ? true : undefined;
+    },
+    { timeoutMs, intervalMs: 1000 },
+  );
 }
 
 /**

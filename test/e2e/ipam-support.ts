@@ -177,3 +177,18 @@ export async function ipamCheck(): Promise<IpamCheck> {
     text,
   };
 }
+
+/**
+ * What `calicoctl ipam check` finds wrong, comparable between two runs: the leaked addresses (allocated, no Pod uses
+ * them) and the counts of the other problems. In-use addresses outside every pool are left out: kwok gives its pods
+ * addresses of its own range, and which pods exist changes with every rollout.
+ */
+export function ipamProblems(c: IpamCheck) {
+  return {
+    leakedIps: [...c.leakedIps].sort(),
+    noAllocation: c.noAllocation,
+    handlesWithoutIps: c.handlesWithoutIps,
+    missingHandles: c.missingHandles,
+    multipleOwners: c.multipleOwners,
+  };
+}
