@@ -154,11 +154,17 @@ export interface IpamCheck {
   leakedIps: Set<string>;
   /** In use (by a pod) but in no active pool: the kwok pods' own addresses here. */
   outsidePoolIps: string[];
+  /** Who uses an address in an active pool that IPAM did not allocate (`Workload(<namespace>/<endpoint>)`). */
+  noAllocationOwners: string[];
   text: string;
 }
 
 export async function ipamCheck(): Promise<IpamCheck> {
-  const text = await calicoctl(['ipam', 'check', '--show-problem-ips']);
+  return parseIpamCheck(await calicoctl(['ipam', 'check', '--show-problem-ips']));
+}
+
+/** The output of `calicoctl ipam check --show-problem-ips`, read into its counts and problem addresses. */
+export function parseIpamCheck(text: string): IpamCheck {
   const num = (re: RegExp) => {
     const m = re.exec(text);
     if (!m) throw new Error(`calicoctl ipam check: no line matching ${re}:\n${text}`);
@@ -174,6 +180,7 @@ export async function ipamCheck(): Promise<IpamCheck> {
     problems: num(/Check complete; found (\d+) problems/),
     leakedIps: new Set([...text.matchAll(/^\s+(\S+) leaked; attrs/gm)].map((m) => m[1]!)),
     outsidePoolIps: [...text.matchAll(/^\s+(\S+) in use by .* is not in any active IP pool/gm)].map((m) => m[1]!),
+    noAllocationOwners: [...text.matchAll(/^\s+\S+ in use by (.*) and in active IPAM pool but has no IPAM allocation/gm)].map((m) => m[1]!),
     text,
   };
 }
