@@ -14,26 +14,13 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { applyFixture, fixturePath, operatorType, runCli } from './helpers.js';
-import { kubectl, waitApiServiceAvailable, waitOperator, withRealCalico } from './calico-support.js';
+import { kubectl, tigeraCondition, waitApiServiceAvailable, waitOperator, waitTigeraStatusAvailable, withRealCalico } from './calico-support.js';
 
 const INSTALLATION = operatorType('installations', 'Installation');
 const TIGERA_STATUS = operatorType('tigerastatuses', 'TigeraStatus');
 let client: KubeClient;
 let cluster: LocalCluster;
 let dir: string;
-
-const condition = (ts: any, type: string) => ts?.status?.conditions?.find((c: any) => c.type === type)?.status;
-
-async function waitTigeraStatusAvailable(name: string, timeoutMs = 300_000): Promise<void> {
-  await client.waitFor(
-    `TigeraStatus ${name} Available`,
-    async () => {
-      const ts = await client.getOrUndefined(TIGERA_STATUS, undefined, name);
-      return condition(ts, 'Available') === 'True' && condition(ts, 'Degraded') !== 'True' ? true : undefined;
-    },
-    { timeoutMs, intervalMs: 1000 },
-  );
-}
 
 /** What holds an uninstall up: the Installation's and APIServer's finalizers, the namespaces' conditions, the v3
  * APIService (an unavailable one stalls namespace deletion) and the end of the operator's log. */
@@ -71,7 +58,7 @@ describe('3.28.1 -> 3.27.4 downgrade with the real tigera operators', () => {
       await applyFixture(client, '3.28.1', 'custom-resources.yaml');
       await waitOperator(cluster, 'v1.34.3');
       await waitApiServiceAvailable(client, 240_000);
-      await waitTigeraStatusAvailable('calico');
+      await waitTigeraStatusAvailable(client, 'calico');
       const inst328 = await client.get(INSTALLATION, undefined, 'default');
       console.log(`3.28.1 Installation finalizers: ${inst328.metadata.finalizers?.join(', ')}`);
 
@@ -99,14 +86,14 @@ describe('3.28.1 -> 3.27.4 downgrade with the real tigera operators', () => {
       const image = node.spec.template.spec.containers.find((c: any) => c.name === 'calico-node').image;
       expect(image).toMatch(/:v3\.27\.4$/);
       const calico = await client.get(TIGERA_STATUS, undefined, 'calico');
-      expect(condition(calico, 'Available')).toBe('True');
+      expect(tigeraCondition(calico, 'Available')).toBe('True');
       expect(res.steps.find((s: any) => s.id === 'wait-rollout').summary).toMatch(/calico-node rendered at v3\.27\.4/);
 
       // Nothing the 3.27 operator cannot clear: no finalizer only v1.34 removes, no TigeraStatus only v1.34 updates.
       await new Promise((r) => setTimeout(r, 10_000));
       const statuses = await client.listAll(TIGERA_STATUS);
       const degraded = statuses
-        .filter((s) => condition(s, 'Degraded') === 'True')
+        .filter((s) => tigeraCondition(s, 'Degraded') === 'True')
         .map((s) => `${s.metadata.name}: ${s.status.conditions.find((c: any) => c.type === 'Degraded').message}`);
       expect(degraded, 'TigeraStatus Degraded after the downgrade').toEqual([]);
       const terminating = (await client.listAll(K.pod, { namespace: 'calico-system' })).filter((x) => x.metadata.deletionTimestamp).map((x) => x.metadata.name);

@@ -4,13 +4,13 @@ import path from 'node:path';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { crdResourceType } from '../../src/kube/discovery.js';
-import type { ResourceType } from '../../src/kube/types.js';
+import type { KubeObject, ResourceType } from '../../src/kube/types.js';
 import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
 import { parseWideTable, runCalicoctl, waitApiServiceAvailable, waitOperator } from '../../src/dev/local-cluster/calico-tools.js';
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { afterAll, beforeAll } from 'vitest';
-import { applyFixture, deleteNodes, kubeconfig, resetCalico, testClient } from './helpers.js';
+import { applyFixture, deleteNodes, kubeconfig, operatorType, resetCalico, testClient } from './helpers.js';
 
 function run(bin: string, args: string[], input?: string, env: Record<string, string> = {}): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -40,6 +40,24 @@ export async function ippoolsWide(): Promise<Record<string, Record<string, strin
 }
 
 export { waitApiServiceAvailable, waitOperator };
+
+const TIGERA_STATUS = operatorType('tigerastatuses', 'TigeraStatus');
+
+/** The status of one condition of a TigeraStatus ('True', 'False', or undefined). */
+export const tigeraCondition = (ts: KubeObject | undefined, type: string): string | undefined =>
+  ts?.status?.conditions?.find((c: any) => c.type === type)?.status;
+
+/** Wait until TigeraStatus `name` says Available and not Degraded; returns it. */
+export async function waitTigeraStatusAvailable(client: KubeClient, name: string, timeoutMs = 300_000): Promise<KubeObject> {
+  return client.waitFor(
+    `TigeraStatus ${name} Available`,
+    async () => {
+      const ts = await client.getOrUndefined(TIGERA_STATUS, undefined, name);
+      return tigeraCondition(ts, 'Available') === 'True' && tigeraCondition(ts, 'Degraded') !== 'True' ? ts : undefined;
+    },
+    { timeoutMs, intervalMs: 1000 },
+  );
+}
 
 /**
  * A real operator leaves finalizers (on the Installation and APIServer, and `tigera.io/cni-protector` on the CNI
