@@ -21,7 +21,7 @@ import path from 'node:path';
 import yaml from 'js-yaml';
 import { openBundle } from '../src/bundle/reader.js';
 import { exportBundle } from '../src/export/export.js';
-import { deleteAllHandles, etcdFor, putHandles } from './etcd.js';
+import { deleteAllBlocks, deleteAllHandles, etcdFor, putBlocks, putHandles } from './etcd.js';
 import { RecordingIoHost, Reporter } from '../src/io/host.js';
 import { KubeClient } from '../src/kube/client.js';
 import { K } from '../src/kube/builtin.js';
@@ -66,10 +66,12 @@ async function loseHandles(client: KubeClient, crd: KubeObject, recreate: boolea
 async function makeHandles(client: KubeClient, n: number): Promise<void> {
   const etcd = etcdFor(client.connection.server);
   await deleteAllHandles(etcd);
-  await putHandles(
-    etcd,
-    Array.from({ length: n }, (_, i) => `k8s-pod-network.bench-${String(i).padStart(6, '0')}`),
-  );
+  await deleteAllBlocks(etcd);
+  const names = Array.from({ length: n }, (_, i) => `k8s-pod-network.bench-${String(i).padStart(6, '0')}`);
+  await putHandles(etcd, names);
+  // The blocks that allocate each handle's address stay in the cluster when the handles are lost: restore brings
+  // back a lost handle only when a live block still allocates to it (src/restore/ipam.ts), as after the incident.
+  await putBlocks(etcd, names);
   // The API server's cache catches up with etcd through its watch; a list meanwhile may answer "too large resource version".
   await client.waitFor(`${n} IPAM handles listed`, async () => ((await countHandles(client).catch(() => -1)) === n ? true : undefined), {
     timeoutMs: 600_000,
@@ -249,7 +251,7 @@ function writeSection(r: {
     ]) +
       ` Started ${r.started.toISOString().slice(0, 16).replace('T', ' ')} UTC at 1-minute load average ${r.loadStart.toFixed(1)}; local control plane (kube-apiserver and etcd on 127.0.0.1). ` +
       (notRun.length ? `Sizes asked for but not (yet) run when this was written: ${notRun.map(fmt).join(', ')}. ` : '') +
-      "N IPAM handles are lost as in the incident (their CRD deleted), then brought back by cni-rewind's restore engine " +
+      "N IPAM handles, each the owner of one allocated address in the IPAMBlocks (N / 64 of them, /26) that stay in the cluster, are lost as in the incident (their CRD deleted), then brought back by cni-rewind's restore engine " +
       '(`restore --resources --kinds IPAMHandle`, in a process of its own, `bench/restore-worker.ts`: re-creates the CRD from the bundle, reads and checks the bundle, plans, creates each object with strict field validation, re-reads for drift) ' +
       'and by `kubectl apply --server-side -f` of the same objects in one file (with the empty CRD put back first), one after the other in the same run. Both must end with exactly N handles or the script fails. ' +
       "Times are wall clock of each process (Node or kubectl start-up included); peak RSS is GNU time's maximum resident set size of the restore process. " +
