@@ -4,7 +4,6 @@
  * the pause) is kept in the journal.
  */
 import type { Bundle } from '../bundle/reader.js';
-import { verifyBundle } from '../bundle/verify.js';
 import { detectCalico } from '../calico/detect.js';
 import { OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE } from '../calico/knowledge.js';
 import type { Release } from '../calico/release.js';
@@ -19,8 +18,8 @@ import { waitCrdsEstablished } from '../kube/manifests.js';
 import { pool } from '../util/pool.js';
 import { ResourceResolver } from '../kube/resolver.js';
 import type { KubeObject } from '../kube/types.js';
-import { bundleDataPresent, liveDataNotInBundle } from '../plan/compare.js';
-import { isManagedCrd, transformInstallation } from '../plan/findings.js';
+import { bundleDataPresent } from '../plan/compare.js';
+import { transformInstallation } from '../plan/findings.js';
 import { checkBundle, checkCluster, checkTargetPools, refuseOnFailure } from '../plan/preflight.js';
 import { parseDuration } from '../config/config.js';
 import { applyManifestEdits } from '../plan/manifest-custom.js';
@@ -29,6 +28,7 @@ import type { Plan, PreflightCheck } from '../plan/types.js';
 import type { ExecStep, StepRuntime } from './executor.js';
 import { restoreResources } from '../restore/restore.js';
 import { rebootNodes } from './reboot-nodes.js';
+import { removeOld } from './remove-old.js';
 import { TIGERA_STATUS, waitRollout } from './wait-rollout.js';
 
 export interface StepDeps {
@@ -54,7 +54,7 @@ export const STEP_IMPLEMENTATIONS: { readonly [K in StepKind]: StepImpl } = {
   'apply-operator': (deps) => applyOperator(deps),
   'apply-calico-manifest': (deps) => applyCalicoManifest(deps),
   'transform-installation': (deps) => transformInstallationStep(deps),
-  'remove-old': (deps) => removeOld(deps),
+  'remove-old': (deps) => removeOld(deps.client, deps.bundle, deps.target, deps.reporter),
   'install-target': async (deps) => `${await applyCrds(deps)}; ${await applyOperator(deps)}`,
   'restore-data': (deps) => restoreData(deps),
   'restore-drift': (deps) => restoreDrift(deps),
@@ -258,60 +258,6 @@ async function transformInstallationStep({ client, plan }: StepDeps): Promise<st
   return removed.length || t.trimPoolsPerFamily || stopped || cleared
     ? `Installation rewritten without ${removed.join(', ') || 'nothing'}${t.trimPoolsPerFamily ? ' and with one pool per family' : ''}${stopped}${cleared}`
     : 'Installation already valid for the target';
-}
-
-async function removeOld({ client, bundle, target, reporter }: StepDeps): Promise<string> {
-  // The delete step of the users' procedure, made safe: the bundle verifies and holds everything we delete.
-  const v = await verifyBundle(bundle);
-  if (!v.ok)
-    throw new RefusedError(
-      `the bundle fails verify, nothing deleted: ${v.problems
-        .slice(0, 3)
-        .map((p) => `${p.file}: ${p.problem}`)
-        .join('; ')}`,
-    );
-  const extra = await liveDataNotInBundle(client, bundle);
-  if (extra.length > 0) {
-    throw new RefusedError(
-      `the cluster holds Calico data the bundle would not bring back (${extra.length}: ${extra
-        .slice(0, 5)
-        .map((d) => `${d.object} ${d.problem}`)
-        .join(', ')}); nothing deleted`,
-      {
-        hint: 'take a new backup and make a new plan',
-      },
-    );
-  }
-  const crds = (await client.listAll(K.crd)).filter(isManagedCrd);
-  // Operator custom resources first (their finalizers belong to the operator, which is paused and about to go).
-  for (const crd of crds.filter((c) => c.spec.group === 'operator.tigera.io')) {
-    const type = crdResourceType(crd);
-    for (const o of await client.listAll(type)) {
-      if (o.metadata.finalizers?.length) {
-        reporter.warn(
-          'CNR_APPLY_FINALIZERS',
-          `removing finalizers ${o.metadata.finalizers.join(', ')} from ${o.kind} ${o.metadata.name}: its operator is paused and being replaced`,
-        );
-        await client.mergePatch(type, o.metadata.namespace, o.metadata.name, { metadata: { finalizers: null } });
-      }
-      await client.delete(type, o.metadata.namespace, o.metadata.name);
-    }
-  }
-  const resolver = new ResourceResolver(client);
-  let operatorObjects = 0;
-  for (const o of target.operatorObjects) {
-    if (o.kind === 'Namespace') continue; // kept: it holds configuration the operator reads
-    const type = await resolver.forObject(o);
-    if (type && (await client.delete(type, o.metadata.namespace, o.metadata.name, { propagationPolicy: 'Background' }))) operatorObjects++;
-  }
-  await pool(crds, 8, async (c) => {
-    await client.delete(K.crd, undefined, c.metadata.name);
-  });
-  await client.waitFor('the old Calico CRDs to be deleted', async () => ((await client.listAll(K.crd)).some(isManagedCrd) ? undefined : true), {
-    timeoutMs: 300_000,
-    intervalMs: 1000,
-  });
-  return `deleted ${crds.length} CRDs (with their objects) and ${operatorObjects} operator objects; the bundle holds all of it`;
 }
 
 async function restoreData({ client, bundle, reporter }: StepDeps): Promise<string> {

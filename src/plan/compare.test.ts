@@ -75,3 +75,24 @@ describe('withoutOperatorDefaults: what the tigera operator fills into FelixConf
     expect(withoutOperatorDefaults(felix({ bpfEnabled: false }, 'node.a'), felix({}, 'node.a')).spec).toEqual({ bpfEnabled: false });
   });
 });
+
+describe('withoutOperatorDefaults: what the tigera operator writes back into the Installation where it was unset is not a change', () => {
+  const inst = (spec: Record<string, unknown>) => ({ apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default' }, spec });
+  it('drops fields (also inside pool entries) the bundle left unset (v1.34.3 adds nodeAddressAutodetectionV6 once an IPv6 pool exists)', () => {
+    const bundle = inst({ calicoNetwork: { ipPools: [{ cidr: '192.168.0.0/16' }] } });
+    const live = inst({
+      calicoNetwork: { ipPools: [{ cidr: '192.168.0.0/16', name: 'default-ipv4-ippool' }], nodeAddressAutodetectionV6: { firstFound: true } },
+      linuxPolicySetupTimeoutSeconds: 0,
+    });
+    expect(withoutOperatorDefaults(live, bundle).spec).toEqual(bundle.spec);
+  });
+  it('still compares what the bundle sets: a changed value, a pool removed or added', () => {
+    const bundle = inst({ calicoNetwork: { ipPools: [{ cidr: '192.168.0.0/16', encapsulation: 'VXLAN' }], mtu: 1450 } });
+    expect(withoutOperatorDefaults(inst({ calicoNetwork: { ipPools: [{ cidr: '192.168.0.0/16', encapsulation: 'IPIP' }], mtu: 1450 } }), bundle).spec).toEqual({
+      calicoNetwork: { ipPools: [{ cidr: '192.168.0.0/16', encapsulation: 'IPIP' }], mtu: 1450 },
+    });
+    expect(withoutOperatorDefaults(inst({ calicoNetwork: { ipPools: [], mtu: 1450 } }), bundle).spec).toEqual({ calicoNetwork: { ipPools: [], mtu: 1450 } });
+    const two = [{ cidr: '192.168.0.0/16', encapsulation: 'VXLAN' }, { cidr: '10.0.0.0/16' }];
+    expect(withoutOperatorDefaults(inst({ calicoNetwork: { ipPools: two, mtu: 1450 } }), bundle).spec).toEqual({ calicoNetwork: { ipPools: two, mtu: 1450 } });
+  });
+});

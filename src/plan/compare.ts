@@ -92,16 +92,31 @@ export async function bundleDataPresent(
 }
 
 /**
- * The live object without the FelixConfiguration fields the operator fills in where the bundle's object leaves them
- * unset (the target operator's defaults); a field the bundle sets is still compared.
+ * The live object without the fields the operator fills in where the bundle's object leaves them unset (the target
+ * operator's defaults): the FelixConfiguration fields it sets, and anything in the Installation's spec. The
+ * operator writes its defaults back into the Installation, and only where a field is unset (tigera/operator
+ * core_controller.go fillDefaults: e.g. v1.34.3 adds `calicoNetwork.nodeAddressAutodetectionV6` once any IPv6 pool
+ * exists, and `linuxPolicySetupTimeoutSeconds`, new in 3.28); a field the bundle sets is still compared.
  */
 export function withoutOperatorDefaults(live: KubeObject, expected: KubeObject): KubeObject {
+  if (live.kind === 'Installation' && live.metadata.name === 'default' && live.spec)
+    return { ...live, spec: onlySetIn(live.spec, expected.spec ?? {}) as Record<string, unknown> };
   if (live.kind !== 'FelixConfiguration' || live.metadata.name !== 'default' || !live.spec) return live;
   const filled = OPERATOR_FILLED_FELIX_FIELDS.filter((f) => expected.spec?.[f] === undefined && live.spec[f] !== undefined);
   if (!filled.length) return live;
   const spec = { ...live.spec };
   for (const f of filled) delete spec[f];
   return { ...live, spec };
+}
+
+/** `live` without what `expected` leaves unset, through objects and through arrays of the same length (pool entries). */
+function onlySetIn(live: unknown, expected: unknown): unknown {
+  if (Array.isArray(live) && Array.isArray(expected) && live.length === expected.length) return live.map((v, i) => onlySetIn(v, expected[i]));
+  if (!live || !expected || typeof live !== 'object' || typeof expected !== 'object' || Array.isArray(live) || Array.isArray(expected)) return live;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(live))
+    if ((expected as Record<string, unknown>)[k] !== undefined) out[k] = onlySetIn(v, (expected as Record<string, unknown>)[k]);
+  return out;
 }
 
 /** Calico data in the cluster that the bundle does not hold or holds differently (it would be lost by a delete-and-restore). */

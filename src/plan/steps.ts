@@ -39,7 +39,7 @@ export const STEP_TEXT = {
   'remove-old': {
     title: 'remove the old version',
     description:
-      "delete the operator custom resources, the operator Deployment and RBAC, and every Calico CRD (with all their objects): the users' delete step, safe because the bundle verified",
+      "delete the operator custom resources (orphaning what they own: calico-system keeps running and the target operator adopts it), the operator Deployment and RBAC, and every Calico CRD (with all their objects): the users' delete step, safe because the bundle verified",
   },
   'install-target': { title: 'install the target version', description: 'apply the target CRDs and operator manifest (operator kept at 0 replicas)' },
   'restore-data': {
@@ -60,7 +60,7 @@ export const STEP_TEXT = {
   'verify-data': {
     title: 'verify the Calico data against the bundle',
     description:
-      'every IPPool, IPAM object, policy and BGP/Felix object of the bundle is present and unchanged; the Installation differs only by the planned transform',
+      'every IPPool, IPAM object, policy and BGP/Felix object of the bundle is present and unchanged; the Installation differs only by the planned transform and the defaults the target operator writes where a field was unset',
   },
   'reboot-nodes': {
     title: 'reboot the nodes one at a time',

@@ -14,7 +14,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { applyFixture, fixturePath, operatorType, runCli } from './helpers.js';
-import { kubectl, tigeraCondition, waitApiServiceAvailable, waitOperator, waitTigeraStatusAvailable, withRealCalico } from './calico-support.js';
+import { applyLogged, kubectl, tigeraCondition, waitApiServiceAvailable, waitOperator, waitTigeraStatusAvailable, withRealCalico } from './calico-support.js';
 
 const INSTALLATION = operatorType('installations', 'Installation');
 const TIGERA_STATUS = operatorType('tigerastatuses', 'TigeraStatus');
@@ -68,18 +68,8 @@ describe('3.28.1 -> 3.27.4 downgrade with the real tigera operators', () => {
       const p = await runCli(['plan', '--to', '3.27.4', '--bundle', bundle, '--no-disk-snapshots', '--out', planFile, '-o', 'json']);
       expect(p.code, p.stdout + p.stderr).toBe(0);
 
-      const started = Date.now();
-      const a = await runCli(['apply', planFile, '--yes', '-o', 'json']);
-      const res = (() => {
-        try {
-          return JSON.parse(a.stdout);
-        } catch {
-          return undefined;
-        }
-      })();
-      console.log(
-        `apply: exit ${a.code} in ${((Date.now() - started) / 1000).toFixed(1)} s; ${res?.steps?.map((s: any) => `${s.id} ${s.status} ${(s.ms / 1000).toFixed(1)}s`).join(', ')}`,
-      );
+      const a = await applyLogged(planFile, 'apply');
+      const res = a.res;
       expect(a.code, a.stderr + a.stdout).toBe(0);
       // By the time apply says done, v1.32 has rendered calico-node at 3.27.4 and reported on it.
       const node = await client.get(K.daemonSet, 'calico-system', 'calico-node');

@@ -10,7 +10,7 @@ import { parseWideTable, runCalicoctl, waitApiServiceAvailable, waitOperator } f
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { afterAll, beforeAll } from 'vitest';
-import { applyFixture, deleteNodes, kubeconfig, operatorType, resetCalico, testClient } from './helpers.js';
+import { applyFixture, deleteNodes, kubeconfig, operatorType, resetCalico, runCli, testClient, type CliResult } from './helpers.js';
 
 function run(bin: string, args: string[], input?: string, env: Record<string, string> = {}): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -40,6 +40,21 @@ export async function ippoolsWide(): Promise<Record<string, Record<string, strin
 }
 
 export { waitApiServiceAvailable, waitOperator };
+
+/** `apply PLAN --yes -o json`, its result parsed (undefined when it printed none) and each step's outcome and time logged. */
+export async function applyLogged(plan: string, label: string): Promise<CliResult & { res: any }> {
+  const started = Date.now();
+  const r = await runCli(['apply', plan, '--yes', '-o', 'json']);
+  let res: any;
+  try {
+    res = JSON.parse(r.stdout);
+  } catch {
+    res = undefined;
+  }
+  const steps = res?.steps?.map((s: any) => `${s.id} ${s.status} ${(s.ms / 1000).toFixed(1)}s`).join(', ');
+  console.log(`${label}: exit ${r.code} in ${((Date.now() - started) / 1000).toFixed(1)} s; ${steps}`);
+  return { ...r, res };
+}
 
 const TIGERA_STATUS = operatorType('tigerastatuses', 'TigeraStatus');
 

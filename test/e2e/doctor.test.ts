@@ -2,6 +2,11 @@
  * doctor against the real control plane: a healthy population (operator 3.28.1, pool + IPAM matching the pods kwok
  * runs), the problems the issue names (labelled pool not listed, handle of a deleted pod, block of a deleted node),
  * the #9100 incident, the same checks offline on a bundle, --target, and bad input.
+ * The operator here is the kwok-faked Deployment, not Calico's real programs, because what doctor must find are
+ * states the real ones do not hold still: the v1.34 operator deletes an owned pool missing from the Installation
+ * (pool_controller.go) and recomputes TigeraStatus every 5 s, and IPAM that agrees with the pods has to be written by
+ * hand, since kwok gives pods their addresses itself (the IPAM driver's allocations have no Pod). The real operators'
+ * view of the #9100 trap is tested in calico-9100-plan.test.ts.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -219,3 +219,18 @@ export async function expectIpamIntact(client: KubeClient, evs: DriverEvent[]): 
   expect(check.outsidePoolIps.length).toBe(check.notInPools);
   expect(check.outsidePoolIps.filter((ip) => ip.startsWith('192.168.'))).toEqual([]);
 }
+
+/**
+ * What `calicoctl ipam check` finds wrong, comparable between two runs: the leaked addresses (allocated, no Pod uses
+ * them) and the counts of the other problems. In-use addresses outside every pool are left out: kwok gives its pods
+ * addresses of its own range, and which pods exist changes with every rollout.
+ */
+export function ipamProblems(c: IpamCheck) {
+  return {
+    leakedIps: [...c.leakedIps].sort(),
+    noAllocation: c.noAllocation,
+    handlesWithoutIps: c.handlesWithoutIps,
+    missingHandles: c.missingHandles,
+    multipleOwners: c.multipleOwners,
+  };
+}
