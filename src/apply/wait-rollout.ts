@@ -4,10 +4,11 @@
  */
 import { OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE } from '../calico/knowledge.js';
 import type { Release } from '../calico/release.js';
+import { TIGERA_STATUS } from '../calico/detect.js';
 import { EnvironmentError } from '../core/errors.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
-import type { KubeObject, ResourceType } from '../kube/types.js';
+import type { KubeObject } from '../kube/types.js';
 import { applyManifestEdits } from '../plan/manifest-custom.js';
 import type { ManifestTransform } from '../plan/types.js';
 import { CALICO_POD_NAMESPACES, MANIFEST_POD_SELECTOR } from '../plan/rules.js';
@@ -16,7 +17,7 @@ import type { Plan } from '../plan/types.js';
 /** The tigera operator's status manager recomputes its TigeraStatus every 5 s (pkg/controller/status/status.go). */
 const STATUS_TICK_MS = 6_000;
 
-export const TIGERA_STATUS: ResourceType = { group: 'operator.tigera.io', version: 'v1', plural: 'tigerastatuses', kind: 'TigeraStatus', namespaced: false };
+export { TIGERA_STATUS };
 
 /**
  * Does this calico-node DaemonSet run Calico `version` (e.g. v3.28.1)? Its calico-node container's image tag names

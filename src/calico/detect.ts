@@ -29,7 +29,7 @@ const CLUSTER_INFO: ResourceType = {
   kind: 'ClusterInformation',
   namespaced: false,
 };
-const TIGERA_STATUS: ResourceType = { group: 'operator.tigera.io', version: 'v1', plural: 'tigerastatuses', kind: 'TigeraStatus', namespaced: false };
+export const TIGERA_STATUS: ResourceType = { group: 'operator.tigera.io', version: 'v1', plural: 'tigerastatuses', kind: 'TigeraStatus', namespaced: false };
 
 async function optional<T>(p: Promise<T>): Promise<T | undefined> {
   try {

@@ -4,7 +4,7 @@
  * is read back (read-back.ts).
  */
 import { performance } from 'node:perf_hooks';
-import { CALICO_CRD_GROUP } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, OPERATOR_GROUP } from '../calico/knowledge.js';
 import { errorMessage } from '../core/errors.js';
 import { whenAborted } from '../io/abort.js';
 import type { Reporter } from '../io/host.js';
@@ -13,10 +13,11 @@ import type { KubeClient } from '../kube/client.js';
 import { waitCrdsEstablished } from '../kube/manifests.js';
 import { pool } from '../util/pool.js';
 import { ResourceResolver } from '../kube/resolver.js';
-import type { KubeObject, ResourceType } from '../kube/types.js';
+import { groupOf, type KubeObject, type ResourceType } from '../kube/types.js';
 import { lockDatastore, pauseOperator, releaseAll, type Release } from './guards.js';
 import { stripServerFields } from './normalize.js';
-import { CLUSTER_INFORMATION, OTHER_PHASE, RESTORE_PHASES } from './order.js';
+import { clearReports, judgeOperator } from './operator.js';
+import { CLUSTER_INFORMATION, INSTALLATION_KIND, INSTALLATION_NAME, OTHER_PHASE, RESTORE_PHASES } from './order.js';
 import { readBack } from './read-back.js';
 import { PhaseTimer } from './timings.js';
 import { DEFAULT_RESTORE_CONCURRENCY, WRITES, desiredOf, type Planned, type RestoreOptions, type RestorePlan, type RestoreResult } from './types.js';
@@ -33,6 +34,8 @@ interface Execution {
   concurrency: number;
   releases: Release[];
   paused: string[];
+  /** The operator was paused (and is judged by its reports once resumed). */
+  operatorPaused?: boolean;
   /** Set when the caller's signal aborts: nothing more is written. */
   interrupted?: string;
 }
@@ -67,7 +70,7 @@ export async function executeRestore(
     });
     try {
       await createMissingCrds(ex, plan, bundleCrds);
-      await pauseTheOperator(ex);
+      await pauseTheOperator(ex, plan.operatorReports);
       await writePhases(ex, writes, lockPrior);
       await prune(ex, writes);
     } finally {
@@ -75,7 +78,18 @@ export async function executeRestore(
       stopListening();
     }
   }
-  return readBack(ex.client, ex.resolver, plan, writes, { paused: ex.paused, releaseProblems }, ex.concurrency, reporter, timer);
+  // The operator's own word on what it made of the restore, before the read-back so drift includes its rewrites.
+  const operator = ex.operatorPaused && !releaseProblems.length ? await timer.time('operator', () => judgeResumed(ex, plan, opts)) : undefined;
+  const result = await readBack(ex.client, ex.resolver, plan, writes, { paused: ex.paused, releaseProblems }, ex.concurrency, reporter, timer);
+  if (!operator) return result;
+  return { ...result, operator, ok: result.ok && !operator.problem };
+}
+
+function judgeResumed(ex: Execution, plan: RestorePlan, opts: RestoreOptions): Promise<{ checked: string[]; problem?: string }> {
+  const installation = plan.actions.some(
+    (a) => a.ref.kind === INSTALLATION_KIND && a.ref.name === INSTALLATION_NAME && groupOf(a.ref.apiVersion) === OPERATOR_GROUP,
+  );
+  return judgeOperator(ex.client, plan.operatorReports, installation, ex.reporter, opts.operatorTimeoutMs);
 }
 
 /**
@@ -99,25 +113,38 @@ async function prepareDatastoreLock(ex: Execution, plan: RestorePlan, writes: Pl
 
 /** 1. CRDs missing from the cluster, from the bundle, until Established. */
 async function createMissingCrds(ex: Execution, plan: RestorePlan, bundleCrds: Map<string, KubeObject>): Promise<void> {
-  if (!plan.crdsToCreate.length) return;
-  const crds = [...bundleCrds.values()].filter((c) => plan.crdsToCreate.includes(c.metadata.name));
-  ex.reporter.info('CNR_RESTORE_CRDS', `creating ${crds.length} CRD(s) from the bundle: ${plan.crdsToCreate.join(', ')}`);
-  await ex.timer.time('createCrds', async () => {
-    await pool(crds, 4, async (c) => {
-      const body = stripServerFields(c);
-      await ex.client.create(K.crd, body);
-    });
-    await waitCrdsEstablished(ex.client, plan.crdsToCreate);
-  });
+  await createCrds(ex.client, plan.crdsToCreate, bundleCrds, ex.reporter, ex.timer);
   ex.resolver.forget();
 }
 
-/** 2. Keep the operator from rewriting what we write. */
-async function pauseTheOperator(ex: Execution): Promise<void> {
+/** Creates the named CRDs from the bundle and waits until they are Established. */
+export async function createCrds(
+  client: KubeClient,
+  names: string[],
+  bundleCrds: Map<string, KubeObject>,
+  reporter: Reporter,
+  timer: PhaseTimer,
+): Promise<void> {
+  if (!names.length) return;
+  const crds = [...bundleCrds.values()].filter((c) => names.includes(c.metadata.name));
+  reporter.info('CNR_RESTORE_CRDS', `creating ${crds.length} CRD(s) from the bundle: ${names.join(', ')}`);
+  await timer.time('createCrds', async () => {
+    await pool(crds, 4, async (c) => {
+      const body = stripServerFields(c);
+      await client.create(K.crd, body);
+    });
+    await waitCrdsEstablished(client, names);
+  });
+}
+
+/** 2. Keep the operator from rewriting what we write; its last reports go, so what it reports after is its own. */
+async function pauseTheOperator(ex: Execution, reports: string[]): Promise<void> {
   const op = await ex.timer.time('guards', () => pauseOperator(ex.client, ex.reporter));
   if (op) {
     ex.releases.push(op);
     ex.paused.push(op.what);
+    ex.operatorPaused = true;
+    await ex.timer.time('guards', () => clearReports(ex.client, reports));
   }
 }
 

@@ -12,6 +12,7 @@ import { groupOf, type KubeObject, type ResourceType } from '../kube/types.js';
 import { isIpamLive } from './ipam.js';
 import { objectDiff, sameContent, stripServerFields } from './normalize.js';
 import { NEVER_RESTORED_KINDS, RUNTIME_FIELDS, phaseOf } from './order.js';
+import { deletionNote } from './operator.js';
 import { judgePool } from './pools.js';
 import type { PhaseTimer } from './timings.js';
 import { idOf, refOf, type ExistingPolicy, type Planned, type RestoreAction } from './types.js';
@@ -66,7 +67,12 @@ export async function planOne(client: KubeClient, resolver: ResourceResolver, ob
   let live: KubeObject | undefined;
   if (liveCrd || !crd) live = await ctx.liveIndex.get(type, obj.metadata.namespace, obj.metadata.name);
   if (live) desired = keepRuntimeFields(desired, live);
-  if (action.action === 'create') compareWithLive(action, live, desired, ctx.existing, obj.kind === 'Namespace' && group === '');
+  const deleting = live && deletionNote(live);
+  if (deleting) {
+    // Never "unchanged": it is about to be gone (the operator's teardown); a real run waits for that, then plans again.
+    action.deleting = true;
+    (action.notes ??= []).push(deleting);
+  } else if (action.action === 'create') compareWithLive(action, live, desired, ctx.existing, obj.kind === 'Namespace' && group === '');
   // Text, not the object: the plan of a large bundle holds every entry until the restore ends. The live object is
   // kept only where a write needs it (a replace's resourceVersion, a dry run's check); creates have none.
   return { action, desiredText: JSON.stringify(desired), ...(live && action.action !== 'unchanged' ? { live } : {}), type, rank };

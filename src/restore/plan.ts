@@ -5,7 +5,7 @@
  * all of them (their keys, namespaces, groups, the Installation); the second plans object by object as it reads.
  */
 import { performance } from 'node:perf_hooks';
-import { CALICO_CRD_GROUP, OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, OPERATOR_DEPLOYMENT, OPERATOR_GROUP, OPERATOR_NAMESPACE } from '../calico/knowledge.js';
 import { matchesKind } from '../bundle/reader.js';
 import type { BundleManifest } from '../bundle/types.js';
 import { BadInputError, RefusedError } from '../core/errors.js';
@@ -19,6 +19,7 @@ import { groupOf, type KubeObject } from '../kube/types.js';
 import { admissionRefusal, isCalicoCrd, isReferenceOnlyConfig } from './admission.js';
 import { isIpamLive, mergeIpamPlan } from './ipam.js';
 import { INSTALLATION_KIND, INSTALLATION_NAME, NEVER_RESTORED_KINDS, RESTORED_CONFIG_KINDS, phaseOf } from './order.js';
+import { availableReports, deletionsInProgress } from './operator.js';
 import { LiveIndex, crdKey, ownerKey, planOne, planPrune } from './plan-object.js';
 import { PhaseTimer } from './timings.js';
 import {
@@ -70,7 +71,8 @@ export async function planRestore(
   const bundleCrds = new Map(summary.crds.map((c) => [crdKey(c.spec.group, c.spec.names.kind), c]));
   const extraNs = namespacesNeeded(summary);
 
-  const liveCrds = new Map((await timer.time('readCluster', () => listCrds(client))).map((c) => [crdKey(c.spec.group, c.spec.names.kind), c]));
+  const liveCrdList = await timer.time('readCluster', () => listCrds(client));
+  const liveCrds = new Map(liveCrdList.map((c) => [crdKey(c.spec.group, c.spec.names.kind), c]));
   const crdsToCreate = summary.crds.filter((c) => summary.neededGroups.has(c.spec.group) && !liveCrds.has(crdKey(c.spec.group, c.spec.names.kind)));
 
   // Planning creates no CRD, so a group-version found missing stays missing: ask discovery once, not per object.
@@ -111,6 +113,8 @@ export async function planRestore(
     crdsToCreate: crdsToCreate.map((c) => c.metadata.name).sort(),
     actions,
     counts: countActions(actions),
+    deleting: deletionsInProgress(liveCrdList, actions),
+    operatorReports: await timer.time('readBundle', () => bundleReports(bundle)),
   };
   // What planning spent that is not reading the bundle or the cluster or checking schemas: comparing, diffing, ordering.
   const spent = (k: keyof typeof before) => timer.spent(k) - before[k];
@@ -228,6 +232,13 @@ async function* secondPass(bundle: RestoreSource, opts: RestoreOptions, timer: P
     yield r.value;
   }
   yield* extraNs;
+}
+
+/** TigeraStatus names Available in the bundle (they are never restored: the operator must write them again). */
+async function bundleReports(bundle: RestoreSource): Promise<string[]> {
+  const statuses: KubeObject[] = [];
+  for await (const bo of bundle.objects({ groups: [OPERATOR_GROUP], kinds: ['TigeraStatus'], lenient: true })) statuses.push(bo.object);
+  return availableReports(statuses);
 }
 
 async function operatorImageOf(client: KubeClient): Promise<string | undefined> {

@@ -10,7 +10,8 @@
 import { RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import type { KubeClient } from '../kube/client.js';
-import { executeRestore } from './execute.js';
+import { createCrds, executeRestore } from './execute.js';
+import { settleDeletions } from './operator.js';
 import { planRestore } from './plan.js';
 import { dryRunResult } from './read-back.js';
 import { PhaseTimer } from './timings.js';
@@ -37,7 +38,7 @@ export {
  */
 export async function restoreResources(client: KubeClient, bundle: RestoreSource, opts: RestoreOptions, reporter: Reporter): Promise<RestoreResult> {
   const timer = new PhaseTimer();
-  const { plan, planned, bundleCrds } = await planRestore(client, bundle, opts, reporter, timer);
+  let { plan, planned, bundleCrds } = await planRestore(client, bundle, opts, reporter, timer);
   if (opts.dryRun) {
     await timer.time('serverDryRun', () => serverDryRun(client, planned, opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY));
     return dryRunResult(plan, timer);
@@ -45,6 +46,19 @@ export async function restoreResources(client: KubeClient, bundle: RestoreSource
   const writes = plan.actions.filter((a) => WRITES.has(a.action)).length + plan.crdsToCreate.length;
   if (writes && opts.confirm && !(await timer.time('confirm', () => opts.confirm!(plan)))) {
     throw new RefusedError('restore not confirmed; nothing was written', { hint: 'answer y on a terminal, or pass --yes (see the preview with --dry-run)' });
+  }
+  if (plan.deleting.length) {
+    // A teardown in progress (the CRDs deleted under a running operator): let it finish, then plan what is left.
+    const missing = plan.crdsToCreate;
+    const crds = bundleCrds;
+    await timer.time('operator', () =>
+      settleDeletions(client, plan.deleting, () => createCrds(client, missing, crds, reporter, timer), reporter, opts.deletionTimeoutMs),
+    );
+    ({ plan, planned, bundleCrds } = await planRestore(client, bundle, opts, reporter, timer));
+    if (plan.deleting.length)
+      throw new RefusedError(`being deleted again: ${plan.deleting.join(', ')}; nothing but missing CRDs was written`, {
+        hint: 'something keeps deleting Calico objects: find it, then restore again',
+      });
   }
   return executeRestore(client, plan, planned, bundleCrds, opts, reporter, timer);
 }

@@ -26,6 +26,8 @@ export type RestorePhase =
   | 'write'
   /** Deleting objects the bundle does not have (--prune). */
   | 'prune'
+  /** Waiting for a teardown in progress to finish (before writing), and for the resumed operator's reports. */
+  | 'operator'
   /** Re-reading what was written to report drift. */
   | 'driftCheck';
 

@@ -34,6 +34,10 @@ export interface RestoreOptions {
    * datastore lock are put back and the result lists what was left (the CLI aborts it on SIGINT/SIGTERM).
    */
   signal?: AbortSignal;
+  /** How long Calico CRDs and objects being deleted (the operator's teardown) may take to go before restore refuses. */
+  deletionTimeoutMs?: number;
+  /** How long the resumed operator may take to report Calico Available again. */
+  operatorTimeoutMs?: number;
 }
 
 /**
@@ -75,6 +79,8 @@ export interface RestoreAction {
   error?: string;
   /** Paths that differ from what was written when re-read (someone else changed them). */
   drift?: string[];
+  /** The live object is being deleted (finalizers hold it): a real run waits until it is gone, then creates it. */
+  deleting?: boolean;
 }
 
 export interface RestorePlan {
@@ -86,6 +92,10 @@ export interface RestorePlan {
   crdsToCreate: string[];
   actions: RestoreAction[];
   counts: Partial<Record<RestoreActionKind, number>>;
+  /** Calico CRDs and objects being deleted now: a real run lets the deletion finish first (operator.ts). */
+  deleting: string[];
+  /** TigeraStatus names Available in the bundle: the resumed operator must report them Available again. */
+  operatorReports: string[];
 }
 
 export interface RestoreResult extends RestorePlan {
@@ -94,6 +104,8 @@ export interface RestoreResult extends RestorePlan {
   drifted: { id: string; paths: string[] }[];
   /** Operator / datastore state changed for the restore and put back, or problems putting it back. */
   guards: { paused: string[]; releaseProblems: string[] };
+  /** What the resumed tigera operator reported (checked), or why it is not judged ready (then not ok). */
+  operator?: { checked: string[]; problem?: string };
   /** Everything restored as planned and nothing drifted. */
   ok: boolean;
   /** Milliseconds per phase (see timings.ts), and `total`. */

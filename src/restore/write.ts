@@ -12,6 +12,8 @@ export async function serverDryRun(client: KubeClient, planned: Planned[], concu
   await pool(writes, concurrency, async (p) => {
     // Objects whose CRD does not exist yet cannot be checked by the server; the schema check covered them.
     if (!p.live && p.action.action !== 'create') return;
+    // Being deleted: a real run waits until it is gone and creates it then; the server cannot judge that now.
+    if (p.action.deleting) return;
     try {
       const body = bodyFor(p, undefined);
       if (p.action.action === 'create') await client.create(p.type!, body, { dryRun: true, fieldValidation: 'Strict' });

@@ -22,8 +22,6 @@ let client: KubeClient;
 let cluster: LocalCluster;
 let dir: string;
 
-const condition = tigeraCondition;
-
 /** What holds an uninstall up: the Installation's and APIServer's finalizers, the namespaces' conditions, the v3
  * APIService (an unavailable one stalls namespace deletion) and the end of the operator's log. */
 async function uninstallState(): Promise<string> {
@@ -78,14 +76,14 @@ describe('3.28.1 -> 3.27.4 downgrade with the real tigera operators', () => {
       const image = node.spec.template.spec.containers.find((c: any) => c.name === 'calico-node').image;
       expect(image).toMatch(/:v3\.27\.4$/);
       const calico = await client.get(TIGERA_STATUS, undefined, 'calico');
-      expect(condition(calico, 'Available')).toBe('True');
+      expect(tigeraCondition(calico, 'Available')).toBe('True');
       expect(res.steps.find((s: any) => s.id === 'wait-rollout').summary).toMatch(/calico-node rendered at v3\.27\.4/);
 
       // Nothing the 3.27 operator cannot clear: no finalizer only v1.34 removes, no TigeraStatus only v1.34 updates.
       await new Promise((r) => setTimeout(r, 10_000));
       const statuses = await client.listAll(TIGERA_STATUS);
       const degraded = statuses
-        .filter((s) => condition(s, 'Degraded') === 'True')
+        .filter((s) => tigeraCondition(s, 'Degraded') === 'True')
         .map((s) => `${s.metadata.name}: ${s.status.conditions.find((c: any) => c.type === 'Degraded').message}`);
       expect(degraded, 'TigeraStatus Degraded after the downgrade').toEqual([]);
       const terminating = (await client.listAll(K.pod, { namespace: 'calico-system' })).filter((x) => x.metadata.deletionTimestamp).map((x) => x.metadata.name);

@@ -4,13 +4,13 @@ import path from 'node:path';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { crdResourceType } from '../../src/kube/discovery.js';
-import type { ResourceType } from '../../src/kube/types.js';
+import type { KubeObject, ResourceType } from '../../src/kube/types.js';
 import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
-import type { SupervisorStatus } from '../../src/dev/local-cluster/calico-supervisor.js';
+import { parseWideTable, runCalicoctl, waitApiServiceAvailable, waitOperator } from '../../src/dev/local-cluster/calico-tools.js';
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { afterAll, beforeAll } from 'vitest';
-import { applyFixture, deleteNodes, kubeconfig, resetCalico, runCli, testClient, type CliResult } from './helpers.js';
+import { applyFixture, deleteNodes, kubeconfig, operatorType, resetCalico, runCli, testClient, type CliResult } from './helpers.js';
 
 function run(bin: string, args: string[], input?: string, env: Record<string, string> = {}): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -23,9 +23,8 @@ function run(bin: string, args: string[], input?: string, env: Record<string, st
 }
 
 /** The real calicoctl (kubernetes datastore, the test cluster); the one build serves every Calico version. */
-export async function calicoctl(args: string[], input?: string): Promise<string> {
-  const dir = await ensureCalicoProgram('calico', CALICO_PROGRAMS_VERSION);
-  return run(path.join(dir, 'calicoctl'), [...args, '--allow-version-mismatch'], input, { DATASTORE_TYPE: 'kubernetes' });
+export function calicoctl(args: string[], input?: string): Promise<string> {
+  return runCalicoctl(kubeconfig(), args, input);
 }
 
 /** The real kubectl built with the control plane. */
@@ -37,16 +36,10 @@ export function kubectl(cluster: LocalCluster, args: string[]): Promise<string> 
 
 /** `calicoctl get ippool -o wide`, as rows keyed by pool name (column header -> value). */
 export async function ippoolsWide(): Promise<Record<string, Record<string, string>>> {
-  const lines = (await calicoctl(['get', 'ippool', '-o', 'wide'])).trim().split('\n');
-  const header = lines.shift()!.trim().split(/\s+/);
-  const rows: Record<string, Record<string, string>> = {};
-  for (const l of lines) {
-    const cells = l.trim().split(/\s+/);
-    const row = Object.fromEntries(header.map((h, i) => [h, cells[i] ?? '']));
-    rows[row.NAME!] = row;
-  }
-  return rows;
+  return parseWideTable(await calicoctl(['get', 'ippool', '-o', 'wide']));
 }
+
+export { waitApiServiceAvailable, waitOperator };
 
 /** `apply PLAN --yes -o json`, its result parsed (undefined when it printed none) and each step's outcome and time logged. */
 export async function applyLogged(plan: string, label: string): Promise<CliResult & { res: any }> {
@@ -63,50 +56,19 @@ export async function applyLogged(plan: string, label: string): Promise<CliResul
   return { ...r, res };
 }
 
-/** Wait until the supervisor runs the operator binary of `tag` (it follows the tigera-operator Deployment). */
-export async function waitOperator(cluster: LocalCluster, tag: string, timeoutMs = 300_000): Promise<SupervisorStatus> {
-  const deadline = Date.now() + timeoutMs;
-  let last: SupervisorStatus | undefined;
-  while (Date.now() < deadline) {
-    last = cluster.calicoStatus();
-    if (last?.operator?.tag === tag && last.operator.pid) return last;
-    if (last?.operator?.error) throw new Error(`the supervisor cannot run operator ${tag}: ${last.operator.error}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`operator ${tag} not running after ${timeoutMs / 1000}s; supervisor status: ${JSON.stringify(last)}`);
-}
+const TIGERA_STATUS = operatorType('tigerastatuses', 'TigeraStatus');
 
-/** Wait until the aggregation layer reports the projectcalico.org/v3 APIService Available. */
-export async function waitApiServiceAvailable(client: KubeClient, timeoutMs: number): Promise<void> {
-  let last = '';
-  try {
-    await client.waitFor(
-      'APIService v3.projectcalico.org to be Available',
-      async () => {
-        const svc = await client.request<any>('GET', '/apis/apiregistration.k8s.io/v1/apiservices/v3.projectcalico.org').catch(() => undefined);
-        const cond = svc?.status?.conditions?.find((c: any) => c.type === 'Available');
-        last = cond ? `${cond.status} ${cond.reason ?? ''} ${cond.message ?? ''}` : 'no APIService';
-        return cond?.status === 'True' ? true : undefined;
-      },
-      { timeoutMs, intervalMs: 500 },
-    );
-  } catch (err) {
-    throw new Error(`${(err as Error).message}; last: ${last}`, { cause: err });
-  }
-}
+/** The status of one condition of a TigeraStatus ('True', 'False', or undefined). */
+export const tigeraCondition = (ts: KubeObject | undefined, type: string): string | undefined =>
+  ts?.status?.conditions?.find((c: any) => c.type === type)?.status;
 
-const TIGERA_STATUS: ResourceType = { group: 'operator.tigera.io', version: 'v1', plural: 'tigerastatuses', kind: 'TigeraStatus', namespaced: false };
-
-/** A TigeraStatus condition's status ('True', 'False', or undefined when absent). */
-export const tigeraCondition = (ts: any, type: string): string | undefined => ts?.status?.conditions?.find((c: any) => c.type === type)?.status;
-
-/** Wait until the operator reports TigeraStatus `name` Available and not Degraded. */
-export async function waitTigeraStatusAvailable(client: KubeClient, name: string, timeoutMs = 300_000): Promise<void> {
-  await client.waitFor(
+/** Wait until TigeraStatus `name` says Available and not Degraded; returns it. */
+export async function waitTigeraStatusAvailable(client: KubeClient, name: string, timeoutMs = 300_000): Promise<KubeObject> {
+  return client.waitFor(
     `TigeraStatus ${name} Available`,
     async () => {
       const ts = await client.getOrUndefined(TIGERA_STATUS, undefined, name);
-      return tigeraCondition(ts, 'Available') === 'True' && tigeraCondition(ts, 'Degraded') !== 'True' ? true : undefined;
+      return tigeraCondition(ts, 'Available') === 'True' && tigeraCondition(ts, 'Degraded') !== 'True' ? ts : undefined;
     },
     { timeoutMs, intervalMs: 1000 },
   );

@@ -18,7 +18,7 @@ import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { clearCalicoFinalizers, waitApiServiceAvailable, waitOperator } from './calico-support.js';
 import { releasesDir } from '../support/releases.js';
 import { applyFixture, calicoType, deleteNodes, resetCalico, runCli, testClient } from './helpers.js';
-import { heldByLog, ipamCheck, readEvents, readIpam, startChurn, stopAllChurns, type DriverEvent, type IpamCheck } from './ipam-support.js';
+import { expectIpamIntact, heldByLog, ipamCheck, readEvents, startChurn, stopAllChurns, type DriverEvent, type IpamCheck } from './ipam-support.js';
 
 const POOL = calicoType('ippools', 'IPPool');
 const CLUSTER_INFO = calicoType('clusterinformations', 'ClusterInformation');
@@ -43,40 +43,6 @@ async function until(what: string, ok: () => boolean, timeoutMs = 120_000): Prom
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(200);
   }
-}
-
-/**
- * Every address the driver's log says is held is allocated to its handle (and only to it), nothing it released is
- * allocated, and calicoctl ipam check finds no problem but the churn's own pod-less allocations.
- */
-async function expectIpamIntact(evs: DriverEvent[]): Promise<void> {
-  const held = heldByLog(evs);
-  const ipam = await readIpam(client);
-  const lost: string[] = [];
-  for (const [handle, ip] of held) {
-    const owners = ipam.owners.get(ip) ?? [];
-    if (owners.length !== 1 || owners[0] !== handle) lost.push(`${ip} of ${handle}: allocated to ${owners.join(', ') || 'nobody'}`);
-    const recorded = Object.values(ipam.handles.get(handle) ?? {}).reduce((a, n) => a + n, 0);
-    if (recorded !== 1) lost.push(`IPAMHandle ${handle} records ${recorded} addresses, not 1`);
-  }
-  expect(lost).toEqual([]);
-  const twice = [...ipam.owners].filter(([, o]) => o.length > 1);
-  expect(twice).toEqual([]);
-  // Nothing the driver released (before or after the backup) is allocated again to its old handle.
-  const podHandles = [...ipam.owners.values()].flat().filter((h) => h.startsWith('k8s-pod-network.'));
-  expect(podHandles.sort()).toEqual([...held.keys()].sort());
-
-  const check = await ipamCheck();
-  expect(check.leakedIps).toEqual(new Set(held.values()));
-  expect(check.leaked).toBe(held.size);
-  expect({ noAllocation: check.noAllocation, handlesWithoutIps: check.handlesWithoutIps, missingHandles: check.missingHandles }).toEqual({
-    noAllocation: 0,
-    handlesWithoutIps: 0,
-    missingHandles: 0,
-  });
-  // The kwok pods' addresses (kwok assigns them, not Calico) are the only ones in use outside the pools.
-  expect(check.outsidePoolIps.length).toBe(check.notInPools);
-  expect(check.outsidePoolIps.filter((ip) => ip.startsWith('192.168.'))).toEqual([]);
 }
 
 describe('IPAM under churn through backup, diff and restore --resources (real Calico 3.28.1 and libcalico-go IPAM)', () => {
@@ -183,7 +149,7 @@ describe('IPAM under churn through backup, diff and restore --resources (real Ca
       `churn b: ${count('assign', '', `${run}b-`)} assigns, ${count('release', '', `${run}b-`)} releases, ${count('fail', '', `${run}b-`)} failures (datastore lock); restore wrote ${written} IPAM objects; counts ${JSON.stringify(result.counts)}`,
     );
 
-    await expectIpamIntact(evs);
+    await expectIpamIntact(client, evs);
   }, 600_000);
 
   it('`apply` of a 3.28.1 -> 3.27.4 downgrade plan while pods come and go: the real v1.32 operator takes over, verify-data passes, IPAM intact', async () => {
@@ -212,6 +178,6 @@ describe('IPAM under churn through backup, diff and restore --resources (real Ca
       `churn c: during apply ${during('assign')} assigns, ${during('release')} releases, ${during('fail')} failures; apply ${JSON.stringify(JSON.parse(a.stdout).steps?.map((s: any) => s.id ?? s) ?? a.stdout.slice(0, 300))}`,
     );
     expect(during('assign') + during('release')).toBeGreaterThan(0);
-    await expectIpamIntact(evs);
+    await expectIpamIntact(client, evs);
   }, 1_200_000);
 });

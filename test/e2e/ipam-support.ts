@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
+import { expect } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
 import { calicoctl } from './calico-support.js';
@@ -154,11 +155,17 @@ export interface IpamCheck {
   leakedIps: Set<string>;
   /** In use (by a pod) but in no active pool: the kwok pods' own addresses here. */
   outsidePoolIps: string[];
+  /** Who uses an address in an active pool that IPAM did not allocate (`Workload(<namespace>/<endpoint>)`). */
+  noAllocationOwners: string[];
   text: string;
 }
 
 export async function ipamCheck(): Promise<IpamCheck> {
-  const text = await calicoctl(['ipam', 'check', '--show-problem-ips']);
+  return parseIpamCheck(await calicoctl(['ipam', 'check', '--show-problem-ips']));
+}
+
+/** The output of `calicoctl ipam check --show-problem-ips`, read into its counts and problem addresses. */
+export function parseIpamCheck(text: string): IpamCheck {
   const num = (re: RegExp) => {
     const m = re.exec(text);
     if (!m) throw new Error(`calicoctl ipam check: no line matching ${re}:\n${text}`);
@@ -174,8 +181,43 @@ export async function ipamCheck(): Promise<IpamCheck> {
     problems: num(/Check complete; found (\d+) problems/),
     leakedIps: new Set([...text.matchAll(/^\s+(\S+) leaked; attrs/gm)].map((m) => m[1]!)),
     outsidePoolIps: [...text.matchAll(/^\s+(\S+) in use by .* is not in any active IP pool/gm)].map((m) => m[1]!),
+    noAllocationOwners: [...text.matchAll(/^\s+\S+ in use by (.*) and in active IPAM pool but has no IPAM allocation/gm)].map((m) => m[1]!),
     text,
   };
+}
+
+/**
+ * Every address the driver's log says is held is allocated to its handle (and only to it), nothing it released is
+ * allocated, and calicoctl ipam check finds no problem but the churn's own pod-less allocations.
+ */
+export async function expectIpamIntact(client: KubeClient, evs: DriverEvent[]): Promise<void> {
+  const held = heldByLog(evs);
+  const ipam = await readIpam(client);
+  const lost: string[] = [];
+  for (const [handle, ip] of held) {
+    const owners = ipam.owners.get(ip) ?? [];
+    if (owners.length !== 1 || owners[0] !== handle) lost.push(`${ip} of ${handle}: allocated to ${owners.join(', ') || 'nobody'}`);
+    const recorded = Object.values(ipam.handles.get(handle) ?? {}).reduce((a, n) => a + n, 0);
+    if (recorded !== 1) lost.push(`IPAMHandle ${handle} records ${recorded} addresses, not 1`);
+  }
+  expect(lost).toEqual([]);
+  const twice = [...ipam.owners].filter(([, o]) => o.length > 1);
+  expect(twice).toEqual([]);
+  // Nothing the driver released (before or after the backup) is allocated again to its old handle.
+  const podHandles = [...ipam.owners.values()].flat().filter((h) => h.startsWith('k8s-pod-network.'));
+  expect(podHandles.sort()).toEqual([...held.keys()].sort());
+
+  const check = await ipamCheck();
+  expect(check.leakedIps).toEqual(new Set(held.values()));
+  expect(check.leaked).toBe(held.size);
+  expect({ noAllocation: check.noAllocation, handlesWithoutIps: check.handlesWithoutIps, missingHandles: check.missingHandles }).toEqual({
+    noAllocation: 0,
+    handlesWithoutIps: 0,
+    missingHandles: 0,
+  });
+  // The kwok pods' addresses (kwok assigns them, not Calico) are the only ones in use outside the pools.
+  expect(check.outsidePoolIps.length).toBe(check.notInPools);
+  expect(check.outsidePoolIps.filter((ip) => ip.startsWith('192.168.'))).toEqual([]);
 }
 
 /**

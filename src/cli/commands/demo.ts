@@ -8,7 +8,9 @@ import { KubeClient } from '../../kube/client.js';
 import { LocalCluster } from '../../dev/local-cluster/cluster.js';
 import { createFakeNodes } from '../../dev/local-cluster/nodes.js';
 import { packageRoot } from '../../core/package-root.js';
-import { countPools, deleteCalicoCrds, installCalico, upgradeByHand } from '../../dev/demo/actions.js';
+import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../dev/local-cluster/calico-programs.js';
+import { countPools, deleteCalicoCrds, installCalico, ipamCheck, upgradeByHand, type DemoCalico } from '../../dev/demo/actions.js';
+import { OPERATOR_MANAGED_LABEL } from '../../calico/knowledge.js';
 import { hasPattern, hasQemuTools, makeNodeImages, writePattern } from '../../dev/demo/disks.js';
 import { demoSteps, type DemoAction } from '../../dev/demo/scenario.js';
 import { handler, type Command } from '../context.js';
@@ -59,11 +61,23 @@ export const demoCommand: Command<DemoArgs> = {
       say(s.dim('Starting a local Kubernetes control plane on 127.0.0.1 (etcd, kube-apiserver, controller-manager, scheduler, kwok).'));
       say(s.dim('The first run builds it from Go modules (about 10-30 minutes on 2 cores); later runs start in seconds.'));
       const state = await cluster.up();
+      say(s.dim("Calico's own programs run beside it: the tigera operators v1.32.10 and v1.34.3, the Calico API server, kube-controllers, calicoctl."));
+      say(s.dim('They are built from upstream source once (several minutes each on a fresh machine; cached afterwards).'));
+      for (const [kind, tag] of [
+        ['operator', 'v1.32.10'],
+        ['operator', 'v1.34.3'],
+        ['calico', CALICO_PROGRAMS_VERSION],
+      ] as const) {
+        const dir = await ensureCalicoProgram(kind, tag, (l) => say(s.dim(`  ${l}`)));
+        say(s.dim(`  [calico] ${kind} ${tag}: ${dir}`));
+      }
       client = await KubeClient.connect({ kubeconfig: state.kubeconfig });
       await createFakeNodes(
         client,
         NODES.map((name) => ({ name })),
       );
+      await cluster.startCalico();
+      const calico: DemoCalico = { client, cluster, kubeconfig: state.kubeconfig, log: say };
       const imagesDir = path.join(work, 'images');
       const images = makeNodeImages(imagesDir, NODES);
       const config = path.join(work, 'cni-rewind.yaml');
@@ -97,7 +111,7 @@ export const demoCommand: Command<DemoArgs> = {
             throw new EnvironmentError(`demo step "${step.title}" exited ${code}`);
           }
         } else {
-          outcome = await runAction(step.action!, { client, images, say });
+          outcome = await runAction(step.action!, { calico, images, say });
         }
         results.push({ step: step.title, result: outcome, seconds: secs(t0) });
       }
@@ -141,10 +155,11 @@ function secs(t0: number): string {
   return ((Date.now() - t0) / 1000).toFixed(1);
 }
 
-async function runAction(action: DemoAction, c: { client: KubeClient; images: string[]; say: (l: string) => void }): Promise<string> {
+async function runAction(action: DemoAction, c: { calico: DemoCalico; images: string[]; say: (l: string) => void }): Promise<string> {
+  const client = c.calico.client;
   switch (action) {
     case 'install-3.27.4': {
-      const created = await installCalico(c.client, '3.27.4', NODES);
+      const created = await installCalico(c.calico, '3.27.4');
       c.say(
         `   created: ${Object.entries(created)
           .map(([k, v]) => `${v} ${k}`)
@@ -153,15 +168,26 @@ async function runAction(action: DemoAction, c: { client: KubeClient; images: st
       return 'installed';
     }
     case 'upgrade-3.28.1-by-hand': {
-      await upgradeByHand(c.client);
-      const pools = await countPools(c.client);
+      const got = await upgradeByHand(c.calico);
+      c.say(`   operator v1.34.3 (pid ${got.operatorPid}) re-enabled default-ipv4-ippool ${got.seconds.toFixed(1)} s after it started`);
+      c.say(`   projectcalico.org/metadata of the pool: ${OPERATOR_MANAGED_LABEL}=${got.managedBy ?? '(none)'}`);
+      c.say('   $ calicoctl get ippool -o wide');
+      for (const l of got.wide.trimEnd().split('\n')) c.say(`   ${l}`);
+      const pools = await countPools(client);
       c.say(`   pools now: ${pools.map((p) => `${p.name} (${p.disabled ? 'disabled' : 'ENABLED'})`).join(', ')}`);
-      return 'default-ipv4-ippool re-enabled';
+      return 'default-ipv4-ippool re-enabled by operator v1.34.3';
     }
     case 'delete-crds': {
-      const n = await deleteCalicoCrds(c.client);
-      c.say(`   deleted ${n} CRDs; IP pools left: ${(await countPools(c.client)).length}`);
-      return `${n} CRDs deleted`;
+      const { deleted, terminating } = await deleteCalicoCrds(client);
+      c.say(`   deleted ${deleted} CRDs; IP pools left: ${(await countPools(client)).length}`);
+      if (terminating.length) c.say(`   still terminating (their objects carry the running operator's finalizers): ${terminating.join(', ')}`);
+      return `${deleted} CRDs deleted`;
+    }
+    case 'ipam-check': {
+      c.say('   $ calicoctl ipam check --show-problem-ips');
+      const out = await ipamCheck(c.calico.kubeconfig);
+      for (const l of out.trimEnd().split('\n')) c.say(`   ${l}`);
+      return /Check complete; found \d+ problems/.exec(out)?.[0] ?? 'no summary line';
     }
     case 'write-data-after-backup':
       writePattern(c.images[0]!, 0x99);

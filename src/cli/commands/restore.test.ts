@@ -18,6 +18,8 @@ function planWith(diff: string): RestorePlan {
     dryRun: false,
     existing: 'update',
     crdsToCreate: [],
+    deleting: [],
+    operatorReports: [],
     actions: [
       {
         ref: { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', name: 'default-pool' },

@@ -178,6 +178,8 @@ function renderResult(r: RestoreResult, s: Styler, verbose: boolean): string {
   );
   if (r.guards.paused.length) lines.push(`Put back after the restore: ${r.guards.paused.join('; ')}`);
   for (const p of r.guards.releaseProblems) lines.push(s.red(p));
+  if (r.operator?.checked.length) lines.push(`The tigera operator reports: ${r.operator.checked.join('; ')}`);
+  if (r.operator?.problem) lines.push(s.red(r.operator.problem));
   const notes = r.actions.filter((a) => a.notes?.length);
   for (const a of notes) for (const n of a.notes!) lines.push(`note: ${a.id}: ${n}`);
   if (r.failures.length) {
@@ -210,6 +212,7 @@ const PHASE_LABELS: [keyof RestoreTimings, string][] = [
   ['guards', 'operator pause / datastore lock'],
   ['write', 'write'],
   ['prune', 'prune'],
+  ['operator', 'operator teardown / resumed operator'],
   ['driftCheck', 'drift check'],
 ];
 

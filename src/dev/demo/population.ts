@@ -3,9 +3,10 @@ import { K } from '../../kube/builtin.js';
 import type { KubeObject, ResourceType } from '../../kube/types.js';
 
 /**
- * The demo's Calico population, as the incident's cluster had it: a migrated pool setup
- * (`default-ipv4-ippool` disabled, `new-pool` active), workloads whose addresses IPAM records
- * (blocks, handles, affinities consistent with the pods kwok runs), policies, BGP and Felix configuration.
+ * The demo's Calico population besides the pools (created through projectcalico.org/v3 by actions.ts), as the
+ * incident's cluster had it: workloads whose addresses IPAM records (blocks, handles, affinities consistent with
+ * the pods kwok runs, as Calico's CNI plugin would have written them: no CNI plugin runs here), policies, BGP and
+ * Felix configuration.
  */
 const calico = (plural: string, kind: string, namespaced = false): ResourceType => ({
   group: 'crd.projectcalico.org',
@@ -37,39 +38,13 @@ const obj = (kind: string, name: string, spec: unknown, extra: Partial<KubeObjec
 
 export const DEMO_NAMESPACE = 'demo-app';
 
-export async function createDemoPopulation(client: KubeClient, opts: { calicoVersion: string; nodes: string[] }): Promise<Record<string, number>> {
+export async function createDemoPopulation(client: KubeClient): Promise<Record<string, number>> {
   const T = CALICO_TYPES;
   const created: Record<string, number> = {};
   const put = async (t: ResourceType, o: KubeObject) => {
     await client.apply(t, o, { fieldManager: 'cni-rewind-demo' });
     created[o.kind] = (created[o.kind] ?? 0) + 1;
   };
-  await put(T.clusterInfo, obj('ClusterInformation', 'default', { calicoVersion: opts.calicoVersion, clusterType: 'k8s,operator,bgp', datastoreReady: true }));
-  await put(
-    T.ippool,
-    obj('IPPool', 'default-ipv4-ippool', {
-      cidr: '192.168.0.0/16',
-      blockSize: 26,
-      ipipMode: 'Never',
-      vxlanMode: 'CrossSubnet',
-      natOutgoing: true,
-      nodeSelector: 'all()',
-      disabled: true,
-      allowedUses: ['Workload', 'Tunnel'],
-    }),
-  );
-  await put(
-    T.ippool,
-    obj('IPPool', 'new-pool', {
-      cidr: '10.244.0.0/16',
-      blockSize: 26,
-      ipipMode: 'Never',
-      vxlanMode: 'CrossSubnet',
-      natOutgoing: true,
-      nodeSelector: 'all()',
-      allowedUses: ['Workload', 'Tunnel'],
-    }),
-  );
   await put(T.ipamConfig, obj('IPAMConfig', 'default', { autoAllocateBlocks: true, strictAffinity: false, maxBlocksPerHost: 0 }));
   await put(T.felix, obj('FelixConfiguration', 'default', { bpfEnabled: false, logSeverityScreen: 'Info', reportingInterval: '0s', vxlanEnabled: true }));
   await put(T.bgp, obj('BGPConfiguration', 'default', { asNumber: 64512, logSeverityScreen: 'Info', nodeToNodeMeshEnabled: true }));

@@ -1,7 +1,8 @@
 /**
  * The demo's story as data: each step is a title, an explanation, and either a cni-rewind invocation
- * (run as a child process, exactly as a user would type it) or an action on the cluster that the
- * demo performs itself (installing Calico, simulating the 3.28 operator, the disaster).
+ * (run as a child process, exactly as a user would type it) or a user's action on the cluster that the demo
+ * performs itself (installing Calico, the upgrade by hand, the disaster). Calico's reactions come from its real
+ * programs (the tigera operators v1.32.10 and v1.34.3, the Calico API server, kube-controllers).
  */
 export interface DemoPaths {
   work: string;
@@ -13,7 +14,7 @@ export interface DemoPaths {
   providerName: string;
 }
 
-export type DemoAction = 'install-3.27.4' | 'upgrade-3.28.1-by-hand' | 'delete-crds' | 'write-data-after-backup' | 'check-data-restored';
+export type DemoAction = 'install-3.27.4' | 'upgrade-3.28.1-by-hand' | 'delete-crds' | 'ipam-check' | 'write-data-after-backup' | 'check-data-restored';
 
 export interface DemoStep {
   title: string;
@@ -32,7 +33,7 @@ export function demoSteps(p: DemoPaths): DemoStep[] {
     {
       title: 'Install Calico 3.27.4',
       explain:
-        'CRDs, tigera operator and custom resources from the release manifests, plus a migrated pool setup (default-ipv4-ippool disabled, new-pool active), workloads with IPAM records, policies, BGP and Felix configuration.',
+        'tigera-operator.yaml and custom-resources.yaml of the release; the real tigera operator v1.32.10 renders Calico and its API server. Then the pool migration through projectcalico.org/v3 (default-ipv4-ippool disabled, new-pool active), workloads with IPAM records, policies, BGP and Felix configuration.',
       action: 'install-3.27.4',
     },
     { title: 'Status', explain: 'What cni-rewind sees in the cluster.', cli: ['status'] },
@@ -44,14 +45,15 @@ export function demoSteps(p: DemoPaths): DemoStep[] {
     { title: 'Inspect the bundle', explain: 'Counts per kind and the snapshot records.', cli: ['inspect', p.bundle] },
     {
       title: 'Doctor before the upgrade',
-      explain: 'The disabled default-ipv4-ippool will be adopted and re-enabled by the 3.28 operator (Calico issue #9100).',
+      explain:
+        'The disabled default-ipv4-ippool will be adopted and re-enabled by the 3.28 operator (Calico issue #9100). Doctor also lists the pods the operator rendered: kwok gave them addresses in new-pool and no CNI plugin runs here, so IPAM has no allocation for them.',
       cli: ['doctor', '--target', '3.28.1'],
       expectExit: [1, 2],
     },
     {
       title: 'Upgrade to 3.28.1 "by hand"',
       explain:
-        'kubectl apply --server-side of the 3.28.1 manifests, then what operator v1.34 does to the pools. The operator does not really run on this local cluster (kwok fakes its pod), so the demo applies its effects itself: it labels the pools and rewrites default-ipv4-ippool to disabled: false.',
+        "kubectl apply --server-side of 3.28.1's tigera-operator.yaml. The operator Deployment's image changes to v1.34.3 and the real operator v1.34.3 starts: it adopts default-ipv4-ippool (listed in the Installation) and rewrites it without `disabled` through projectcalico.org/v3.",
       action: 'upgrade-3.28.1-by-hand',
     },
     {
@@ -88,6 +90,12 @@ export function demoSteps(p: DemoPaths): DemoStep[] {
       cli: ['restore', p.bundle, '--resources', '--yes'],
     },
     { title: 'Diff again', explain: 'Nothing differs from the bundle.', cli: ['diff', p.bundle] },
+    {
+      title: 'IPAM check',
+      explain:
+        "Calico's own consistency check of the restored IPAM (calicoctl ipam check). No CNI plugin runs on this local cluster: the pods the operator rendered got their addresses from kwok, not from Calico IPAM, and are listed as such.",
+      action: 'ipam-check',
+    },
     {
       title: 'Data written to a node disk after the backup',
       explain: "A file changes on demo-node-1's disk after the snapshot.",

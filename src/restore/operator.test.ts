@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import { isErrorKind } from '../core/errors.js';
+import { RecordingIoHost, Reporter } from '../io/host.js';
+import type { KubeClient } from '../kube/client.js';
+import type { KubeObject, ResourceType } from '../kube/types.js';
+import { availableReports, deletionsInProgress, judgeOperator, settleDeletions } from './operator.js';
+
+const status = (name: string, available: string, at = '2026-01-01T00:00:00Z'): KubeObject => ({
+  apiVersion: 'operator.tigera.io/v1',
+  kind: 'TigeraStatus',
+  metadata: { name },
+  status: { conditions: [{ type: 'Available', status: available, lastTransitionTime: at }] },
+});
+const crd = (name: string, group: string, deleting: boolean): KubeObject => ({
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name, ...(deleting ? { deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['customresourcecleanup.apiextensions.k8s.io'] } : {}) },
+  spec: { group, names: { plural: name.split('.')[0], kind: 'Installation' }, scope: 'Cluster', versions: [{ name: 'v1', storage: true }] },
+});
+
+/** A cluster as a function of the poll count: `objects(n)` answers every read of the n-th poll. */
+function fakeClient(objects: (poll: number) => Record<string, KubeObject[]>): { client: KubeClient; polls: () => number } {
+  let n = 0;
+  const read = (t: ResourceType) => objects(n)[t.plural] ?? [];
+  const client = {
+    listAll: async (t: ResourceType) => {
+      if (t.plural === 'customresourcedefinitions') n++;
+      return read(t);
+    },
+    getOrUndefined: async (t: ResourceType, _ns: string | undefined, name: string) => read(t).find((o) => o.metadata.name === name),
+  } as unknown as KubeClient;
+  return { client, polls: () => n };
+}
+
+describe('restore and a running tigera operator', () => {
+  it('expects again only the reports that were Available in the bundle', () => {
+    expect(availableReports([status('calico', 'True'), status('ippools', 'False'), status('apiserver', 'True')])).toEqual(['apiserver', 'calico']);
+  });
+
+  it('names the Calico CRDs and planned objects being deleted', () => {
+    const actions = [
+      {
+        ref: { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', name: 'default' },
+        id: 'Installation default',
+        phase: 'operator',
+        action: 'create' as const,
+        deleting: true,
+      },
+      { ref: { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', name: 'p' }, id: 'IPPool p', phase: 'ip-pools', action: 'unchanged' as const },
+    ];
+    expect(
+      deletionsInProgress([crd('installations.operator.tigera.io', 'operator.tigera.io', true), crd('x.example.com', 'example.com', true)], actions),
+    ).toEqual(['CustomResourceDefinition installations.operator.tigera.io', 'Installation default']);
+  });
+
+  it('waits for a teardown to finish after creating the missing CRDs, and refuses (exit 5) when it does not', async () => {
+    const held = { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default', finalizers: ['tigera.io/operator-cleanup'] } };
+    const operator = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'tigera-operator' }, spec: { replicas: 1 } };
+    const order: string[] = [];
+    const finishing = fakeClient((n) => ({
+      customresourcedefinitions: n < 3 ? [crd('installations.operator.tigera.io', 'operator.tigera.io', true)] : [],
+      installations: n < 3 ? [held] : [],
+      deployments: [operator],
+    }));
+    const reporter = new Reporter(new RecordingIoHost());
+    await settleDeletions(finishing.client, ['Installation default'], async () => void order.push(`crds at poll ${finishing.polls()}`), reporter, 30_000);
+    expect(order).toEqual(['crds at poll 0']);
+    expect(finishing.polls()).toBe(3);
+
+    const stuck = fakeClient(() => ({
+      customresourcedefinitions: [crd('installations.operator.tigera.io', 'operator.tigera.io', true)],
+      installations: [held],
+    }));
+    const err = await settleDeletions(stuck.client, ['Installation default'], async () => undefined, reporter, 1500).catch((e) => e);
+    expect(isErrorKind(err, 'refused')).toBe(true);
+    expect(err.message).toMatch(/still being deleted after 2 s: .*Installation default \(finalizers tigera.io\/operator-cleanup\)/);
+    expect(err.hint).toMatch(/install the tigera operator again/);
+  });
+
+  it('judges the resumed operator by its own reports: a missing one is waited for, one that never comes makes the restore partial', async () => {
+    let reads = 0;
+    const calls = fakeClient(() => {
+      reads++;
+      return {
+        installations: [{ apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default' } }],
+        tigerastatuses: reads > 4 ? [status('calico', 'True')] : [],
+        daemonsets: reads > 4 ? [{ apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'calico-node' } }] : [],
+      };
+    });
+    const host = new RecordingIoHost();
+    const ok = await judgeOperator(calls.client, ['calico'], true, new Reporter(host), 30_000);
+    expect(ok).toEqual({
+      checked: ['Installation default not being deleted', 'TigeraStatus calico Available (reported after the operator resumed)', 'calico-node rendered'],
+    });
+    expect(host.codes()).toEqual(['CNR_RESTORE_OPERATOR_READY']);
+
+    const never = fakeClient(() => ({
+      installations: [{ apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default', deletionTimestamp: 't' } }],
+    }));
+    const bad = await judgeOperator(never.client, ['calico'], true, new Reporter(new RecordingIoHost()), 1000);
+    expect(bad.problem).toMatch(
+      /did not report Calico ready within 1 s: Installation default is being deleted; TigeraStatus calico not reported yet; calico-node not rendered/,
+    );
+  });
+});

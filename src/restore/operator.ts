@@ -1,0 +1,162 @@
+/**
+ * Restore and a running tigera operator, judged by what the operator did:
+ * - before anything is written, deletions in progress are allowed to finish. Deleting the Calico CRDs while the real
+ *   operator runs leaves the Installation (and APIServer) Terminating on the operator's finalizers, and their CRDs
+ *   with them: writing into them fails, and counting them as "unchanged" restores nothing while the operator tears
+ *   Calico down. The operator removes its finalizers only once its teardown completes, and its reconcile needs the
+ *   CRDs that are already gone (TigeraStatus, IP pools), so the missing ones are created first, then restore waits.
+ *   Stripping the finalizers instead lets the garbage collector take calico-system with it.
+ * - after the operator is resumed, restore waits for the operator's own reports: every TigeraStatus that was
+ *   Available in the bundle is Available again, written by the resumed operator (the stale ones are deleted while
+ *   it is paused), the Installation is not being deleted and calico-node is rendered.
+ */
+import { TIGERA_STATUS } from '../calico/detect.js';
+import { CALICO_NAMESPACES, OPERATOR_GROUP, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT } from '../calico/knowledge.js';
+import { RefusedError } from '../core/errors.js';
+import type { Reporter } from '../io/host.js';
+import { K } from '../kube/builtin.js';
+import type { KubeClient } from '../kube/client.js';
+import { crdResourceType, listCrds } from '../kube/discovery.js';
+import type { KubeObject } from '../kube/types.js';
+import { isCalicoCrd } from './admission.js';
+import { INSTALLATION_KIND, INSTALLATION_NAME } from './order.js';
+import type { RestoreAction } from './types.js';
+
+/** How long the operator may take to finish a teardown before restore gives up (it writes nothing meanwhile). */
+export const DELETION_TIMEOUT_MS = 300_000;
+/** How long the resumed operator may take to report its components Available again. */
+export const OPERATOR_REPORT_TIMEOUT_MS = 600_000;
+
+/** What a live object being deleted looks like in a plan's notes. */
+export function deletionNote(live: KubeObject): string | undefined {
+  if (!live.metadata.deletionTimestamp) return undefined;
+  const f = live.metadata.finalizers ?? [];
+  return `being deleted since ${live.metadata.deletionTimestamp}${f.length ? ` (held by finalizers ${f.join(', ')})` : ''}: restore waits until it is gone, then creates it`;
+}
+
+/** Calico CRDs and planned objects that are being deleted now. */
+export function deletionsInProgress(liveCrds: KubeObject[], actions: RestoreAction[]): string[] {
+  return [
+    ...liveCrds.filter((c) => isCalicoCrd(c) && c.metadata.deletionTimestamp).map((c) => `CustomResourceDefinition ${c.metadata.name}`),
+    ...actions.filter((a) => a.deleting).map((a) => a.id),
+  ];
+}
+
+async function stillDeleting(client: KubeClient): Promise<{ what: string; finalizers: string[] }[]> {
+  const out: { what: string; finalizers: string[] }[] = [];
+  for (const crd of (await listCrds(client)).filter((c) => isCalicoCrd(c) && c.metadata.deletionTimestamp)) {
+    out.push({ what: `CustomResourceDefinition ${crd.metadata.name}`, finalizers: crd.metadata.finalizers ?? [] });
+    if (crd.spec.group !== OPERATOR_GROUP) continue;
+    const t = crdResourceType(crd);
+    for (const o of await client.listAll(t).catch(() => [] as KubeObject[]))
+      if (o.metadata.finalizers?.length) out.push({ what: `${t.kind} ${o.metadata.name}`, finalizers: o.metadata.finalizers });
+  }
+  // The teardown deletes the operator's namespaces last; objects restored into one still Terminating are refused.
+  for (const ns of CALICO_NAMESPACES) {
+    const o = await client.getOrUndefined(K.namespace, undefined, ns);
+    if (o?.metadata.deletionTimestamp) out.push({ what: `Namespace ${ns}`, finalizers: o.spec?.finalizers ?? [] });
+  }
+  return out;
+}
+
+/**
+ * Let deletions in progress finish: create the bundle's CRDs the cluster lacks (`createCrds`), then wait until no
+ * Calico CRD is Terminating. Nothing else is written. Refused (exit 5) when they do not finish in time.
+ */
+export async function settleDeletions(
+  client: KubeClient,
+  deleting: string[],
+  createCrds: () => Promise<void>,
+  reporter: Reporter,
+  timeoutMs = DELETION_TIMEOUT_MS,
+): Promise<void> {
+  const operator = await client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
+  const running = !!operator && (operator.spec?.replicas ?? 1) > 0;
+  reporter.warn(
+    'CNR_RESTORE_WAIT_DELETION',
+    `being deleted: ${deleting.join(', ')}; ${running ? 'the tigera operator finishes its teardown first' : 'the tigera operator is not running, nothing may remove its finalizers'}: waiting (up to ${Math.round(timeoutMs / 1000)} s) before restoring`,
+    { deleting },
+  );
+  await createCrds();
+  let left: { what: string; finalizers: string[] }[];
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    left = await stillDeleting(client);
+    if (!left.length || Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  if (left.length)
+    throw new RefusedError(
+      `still being deleted after ${Math.round(timeoutMs / 1000)} s: ${left.map((l) => `${l.what}${l.finalizers.length ? ` (finalizers ${l.finalizers.join(', ')})` : ''}`).join(', ')}; nothing but missing CRDs was written`,
+      {
+        hint: running
+          ? 'the tigera operator removes its finalizers when its teardown completes: see its log (kubectl logs -n tigera-operator deploy/tigera-operator), then restore again'
+          : operator
+            ? 'start the tigera operator (kubectl scale -n tigera-operator deploy/tigera-operator --replicas=1) so it can finish the teardown, then restore again'
+            : "install the tigera operator again (the release's tigera-operator.yaml) so it can finish the teardown, then restore again",
+      },
+    );
+}
+
+/** Names of the TigeraStatus objects that were Available when the bundle was made: what the operator must report again. */
+export function availableReports(statuses: KubeObject[]): string[] {
+  return statuses
+    .filter((s) => s.status?.conditions?.some((c: any) => c.type === 'Available' && c.status === 'True'))
+    .map((s) => s.metadata.name)
+    .sort();
+}
+
+/** While the operator is paused: its last reports go, so a report seen after it resumes is its own. */
+export async function clearReports(client: KubeClient, names: string[]): Promise<void> {
+  for (const name of names) await client.delete(TIGERA_STATUS, undefined, name).catch(() => undefined);
+}
+
+/**
+ * After the operator resumed: wait for its own reports. Returns what was checked, and the problem when the operator
+ * did not get there in time (the restore is then not ok: exit 3).
+ */
+export async function judgeOperator(
+  client: KubeClient,
+  reports: string[],
+  expectInstallation: boolean,
+  reporter: Reporter,
+  timeoutMs = OPERATOR_REPORT_TIMEOUT_MS,
+): Promise<{ checked: string[]; problem?: string }> {
+  const installationType = { group: OPERATOR_GROUP, version: 'v1', plural: 'installations', kind: INSTALLATION_KIND, namespaced: false };
+  let missing: string[];
+  const check = async (): Promise<string[]> => {
+    const out: string[] = [];
+    if (expectInstallation) {
+      const inst = await client.getOrUndefined(installationType, undefined, INSTALLATION_NAME).catch(() => undefined);
+      if (!inst) out.push('Installation default missing');
+      else if (inst.metadata.deletionTimestamp) out.push('Installation default is being deleted');
+    }
+    for (const name of reports) {
+      const ts = await client.getOrUndefined(TIGERA_STATUS, undefined, name).catch(() => undefined);
+      const cond = (type: string) => ts?.status?.conditions?.find((c: any) => c.type === type)?.status;
+      if (!ts) out.push(`TigeraStatus ${name} not reported yet`);
+      else if (cond('Available') !== 'True' || cond('Degraded') === 'True' || cond('Progressing') === 'True')
+        out.push(`TigeraStatus ${name}: Available ${cond('Available') ?? '-'}, Progressing ${cond('Progressing') ?? '-'}, Degraded ${cond('Degraded') ?? '-'}`);
+    }
+    if (reports.includes('calico') && !(await client.getOrUndefined(K.daemonSet, 'calico-system', 'calico-node'))) out.push('calico-node not rendered');
+    return out;
+  };
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    missing = await check();
+    if (!missing.length || Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  if (missing.length) {
+    const problem = `the resumed tigera operator did not report Calico ready within ${Math.round(timeoutMs / 1000)} s: ${missing.join('; ')}`;
+    reporter.error('CNR_RESTORE_OPERATOR_NOT_READY', problem);
+    return { checked: [], problem };
+  }
+  const checked = [
+    ...(expectInstallation ? ['Installation default not being deleted'] : []),
+    ...reports.map((n) => `TigeraStatus ${n} Available (reported after the operator resumed)`),
+    ...(reports.includes('calico') ? ['calico-node rendered'] : []),
+  ];
+  if (checked.length) reporter.info('CNR_RESTORE_OPERATOR_READY', `the resumed tigera operator reports: ${checked.join('; ')}`, { checked });
+  return { checked };
+}
