@@ -91,11 +91,18 @@ describe('restore --resources under the running real tigera operator v1.34.3', (
           timeoutMs: 120_000,
         },
       );
-      const stuck = await client.getOrUndefined(INSTALLATION, undefined, 'default');
-      console.log(
-        `Installation after the CRDs were deleted: finalizers ${stuck?.metadata.finalizers?.join(', ')}, deleting since ${stuck?.metadata.deletionTimestamp}`,
+      // The API server deletes a CRD's objects after the CRD: the Installation is then held by the operator's finalizers.
+      const stuck = await client.waitFor(
+        'the Installation to be deleting',
+        async () => {
+          const inst = await client.getOrUndefined(INSTALLATION, undefined, 'default');
+          return inst?.metadata.deletionTimestamp ? inst : undefined;
+        },
+        { timeoutMs: 120_000 },
       );
-      expect(stuck?.metadata.deletionTimestamp, 'the Installation is held by the operator').toBeDefined();
+      console.log(
+        `Installation after the CRDs were deleted: finalizers ${stuck.metadata.finalizers?.join(', ')}, deleting since ${stuck.metadata.deletionTimestamp}`,
+      );
 
       const started = Date.now();
       const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json'], { timeoutMs: 1_500_000 });
