@@ -83,6 +83,9 @@ function kubectlEach(kubectl: string, kubeconfig: string, types: ResourceType[],
   return kc;
 }
 
+/** The size the issue states the export speed goals for. */
+const GOAL_SIZE = 100_000;
+
 async function main(): Promise<void> {
   const sizes = (arg('sizes') ?? '10000,100000').split(',').map(Number);
   const kubeconfig = kubeconfigPath();
@@ -149,8 +152,12 @@ async function main(): Promise<void> {
   for (const r of results) {
     const y = r.kubectl.seconds / r.tool.seconds;
     const j = r.kubectlJson.seconds / r.tool.seconds;
+    // The speed goals are stated for 100,000 objects; a smaller size is shown beside them, not judged (start-up and
+    // discovery, a fixed second or so, weigh more there).
+    const judged = r.n >= GOAL_SIZE;
+    const verdict = (ok: boolean, missed: string) => (judged ? (ok ? 'met' : missed) : `stated for ${GOAL_SIZE.toLocaleString('en')}`);
     goals.push(
-      `${r.n.toLocaleString('en')}: ${y.toFixed(2)}x kubectl -o yaml (goal 4x: ${y >= 4 ? 'met' : `missed by ${((1 - y / 4) * 100).toFixed(0)}%`}), ${j.toFixed(2)}x kubectl -o json (goal 1.5x: ${j >= 1.5 ? 'met' : 'missed'}), peak RSS ${r.tool.rssMiB.toFixed(0)} MiB (goal < 200 MiB: ${r.tool.rssMiB < 200 ? 'met' : 'missed'})`,
+      `${r.n.toLocaleString('en')}: ${y.toFixed(2)}x kubectl -o yaml (goal 4x: ${verdict(y >= 4, `missed by ${((1 - y / 4) * 100).toFixed(0)}%`)}), ${j.toFixed(2)}x kubectl -o json (goal 1.5x: ${verdict(j >= 1.5, 'missed')}), peak RSS ${r.tool.rssMiB.toFixed(0)} MiB (goal < 200 MiB: ${r.tool.rssMiB < 200 ? 'met' : 'missed'})`,
     );
   }
   const [small, big] = [results[0], results[results.length - 1]];

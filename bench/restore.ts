@@ -21,7 +21,7 @@ import path from 'node:path';
 import yaml from 'js-yaml';
 import { openBundle } from '../src/bundle/reader.js';
 import { exportBundle } from '../src/export/export.js';
-import { deleteAllHandles, etcdFor, putHandles } from './etcd.js';
+import { deleteAllBlocks, deleteAllHandles, deleteHandles, etcdFor, putBlocks, putHandles } from './etcd.js';
 import { RecordingIoHost, Reporter } from '../src/io/host.js';
 import { KubeClient } from '../src/kube/client.js';
 import { K } from '../src/kube/builtin.js';
@@ -30,6 +30,7 @@ import { applyManifests, parseManifests, waitCrdsEstablished } from '../src/kube
 import type { KubeObject, ResourceType } from '../src/kube/types.js';
 import { readShippedFile } from '../src/calico/shipped.js';
 import { packageRoot } from '../src/core/package-root.js';
+import { pool } from '../src/util/pool.js';
 import { arg, benchHeader, findKubectl, kubeconfigPath, replaceBenchmarkSection } from './lib.js';
 import { DEFAULT_RESTORE_CONCURRENCY } from '../src/restore/restore.js';
 import type { RestoreTimings } from '../src/restore/timings.js';
@@ -66,15 +67,42 @@ async function loseHandles(client: KubeClient, crd: KubeObject, recreate: boolea
 async function makeHandles(client: KubeClient, n: number): Promise<void> {
   const etcd = etcdFor(client.connection.server);
   await deleteAllHandles(etcd);
-  await putHandles(
-    etcd,
-    Array.from({ length: n }, (_, i) => `k8s-pod-network.bench-${String(i).padStart(6, '0')}`),
-  );
+  await deleteAllBlocks(etcd);
+  const names = Array.from({ length: n }, (_, i) => `k8s-pod-network.bench-${String(i).padStart(6, '0')}`);
+  await putHandles(etcd, names);
+  // The blocks that allocate each handle's address stay in the cluster when the handles are lost: restore brings
+  // back a lost handle only when a live block still allocates to it (src/restore/ipam.ts), as after the incident.
+  await putBlocks(etcd, names);
   // The API server's cache catches up with etcd through its watch; a list meanwhile may answer "too large resource version".
   await client.waitFor(`${n} IPAM handles listed`, async () => ((await countHandles(client).catch(() => -1)) === n ? true : undefined), {
     timeoutMs: 600_000,
     intervalMs: 2000,
   });
+}
+
+/**
+ * The API server's own floor: F bare creates (POST, strict field validation, nothing else) of fresh handles, one at a
+ * time and `concurrency` at a time, in ms per object. When more in flight is no faster per object, the API server
+ * (and etcd) are the bottleneck, and no client can restore faster than that: kubectl's ms/object over this floor is
+ * the largest ratio any restore could reach on that machine at that moment. The handles go again through etcd.
+ */
+async function serverFloor(client: KubeClient, n: number, concurrency: number): Promise<{ objects: number; one: number; many: number }> {
+  const objects = Math.min(n, 2000);
+  const perObject = async (inFlight: number, tag: string) => {
+    const items = Array.from({ length: objects }, (_, i) => ({
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'IPAMHandle',
+      metadata: { name: `floor-${tag}-${i}` },
+      spec: { handleID: `floor-${tag}-${i}`, block: { '10.255.0.0/26': 1 }, deleted: false },
+    }));
+    const t = process.hrtime.bigint();
+    await pool(items, inFlight, (o) => client.create(HANDLE, o, { fieldValidation: 'Strict' }));
+    return Number(process.hrtime.bigint() - t) / 1e6 / objects;
+  };
+  const one = await perObject(1, 'a');
+  const many = await perObject(concurrency, 'b');
+  await deleteHandles(etcdFor(client.connection.server), 'floor-');
+  return { objects, one, many };
 }
 
 /** The restore engine in a process of its own (bench/restore-worker.ts) under GNU time: wall time, peak RSS, its result. */
@@ -112,6 +140,7 @@ interface Row {
   kubectl: number;
   kubectl429: number;
   kubectlRequests: number;
+  floor: { objects: number; one: number; many: number };
 }
 
 const PHASES: [keyof RestoreTimings, string][] = [
@@ -198,8 +227,11 @@ async function main(): Promise<void> {
       const kRequests = (logText.match(/\b[1-5]\d\d [A-Z][A-Za-z ]+"? (in )?\d+ ?milliseconds|\bstatus="[1-5]\d\d /g) ?? []).length;
       const afterB = await countHandles(setup);
       if (afterB !== n) throw new Error(`kubectl apply left ${afterB} handles, expected ${n}`);
+      step(n, 'the API server floor: bare creates, 1 and then many in flight');
+      const floor = await serverFloor(setup, n, concurrency);
       rows.push({
         n,
+        floor,
         cni,
         cniRssMiB: w.rssMiB,
         cniThrottled: cniStats.throttled,
@@ -249,7 +281,7 @@ function writeSection(r: {
     ]) +
       ` Started ${r.started.toISOString().slice(0, 16).replace('T', ' ')} UTC at 1-minute load average ${r.loadStart.toFixed(1)}; local control plane (kube-apiserver and etcd on 127.0.0.1). ` +
       (notRun.length ? `Sizes asked for but not (yet) run when this was written: ${notRun.map(fmt).join(', ')}. ` : '') +
-      "N IPAM handles are lost as in the incident (their CRD deleted), then brought back by cni-rewind's restore engine " +
+      "N IPAM handles, each the owner of one allocated address in the IPAMBlocks (N / 64 of them, /26) that stay in the cluster, are lost as in the incident (their CRD deleted), then brought back by cni-rewind's restore engine " +
       '(`restore --resources --kinds IPAMHandle`, in a process of its own, `bench/restore-worker.ts`: re-creates the CRD from the bundle, reads and checks the bundle, plans, creates each object with strict field validation, re-reads for drift) ' +
       'and by `kubectl apply --server-side -f` of the same objects in one file (with the empty CRD put back first), one after the other in the same run. Both must end with exactly N handles or the script fails. ' +
       "Times are wall clock of each process (Node or kubectl start-up included); peak RSS is GNU time's maximum resident set size of the restore process. " +
@@ -262,6 +294,17 @@ function writeSection(r: {
       (x) =>
         `| ${fmt(x.n)} | ${x.cni.toFixed(1)} s | ${x.kubectl.toFixed(1)} s | ${(x.kubectl / x.cni).toFixed(2)}x | ${x.cniRssMiB.toFixed(0)} MiB | ${perObj(x.cni, x.n)} | ${perObj(x.kubectl, x.n)} | ${x.cniThrottled} | ${x.kubectl429} | ${fmt(x.cniRequests)} | ${fmt(x.kubectlRequests)} |`,
     ),
+    '',
+    "The API server's floor in the same run (after both restores): bare creates of fresh handles (POST, strict field validation, nothing else), one at a time and " +
+      `${r.concurrency} at a time. When more in flight is no faster per object, the API server and etcd are the bottleneck and set the pace of any restore; ` +
+      "kubectl's ms/object over the floor is then the largest ratio any client could reach on this machine at that moment:",
+    '',
+    `| IPAM handles | bare creates | ms/object, 1 in flight | ms/object, ${r.concurrency} in flight | kubectl ms/object / floor (largest reachable ratio) | cni-rewind ms/object / floor |`,
+    '|---:|---:|---:|---:|---:|---:|',
+    ...rows.map((x) => {
+      const fl = Math.min(x.floor.one, x.floor.many);
+      return `| ${fmt(x.n)} | ${fmt(x.floor.objects)} | ${x.floor.one.toFixed(2)} | ${x.floor.many.toFixed(2)} | ${(((x.kubectl / x.n) * 1000) / fl).toFixed(2)}x | ${(((x.cni / x.n) * 1000) / fl).toFixed(2)}x |`;
+    }),
     '',
     "Where cni-rewind's time goes (`RestoreResult.timings`, shown by `restore -v` and in `-o json`; wall time per phase):",
     '',

@@ -1,84 +1,21 @@
 #!/usr/bin/env node
-import yargs, { type Argv } from 'yargs';
-import { hideBin } from 'yargs/helpers';
+import { BUNDLE_FORMAT_VERSION } from '../bundle/format.js';
 import { ExitCode } from '../core/errors.js';
 import { toolVersion } from '../core/version.js';
-import { commandName, commandTable, commandWord, type CommandEntry } from './commands/index.js';
-import type { Command, GlobalArgs } from './context.js';
+import { cachedHelp, helpWidth } from './help-cache.js';
 
 /**
- * Which command modules to import for this command line: only the one it names (`--help`, `version` and a
- * mistyped command import none of the others), or all of them (shell completion, which may complete any
- * command's flags).
+ * The answers that need no argument parser, for exactly these command lines: `--version`, `version` and `--help`
+ * (`-h`) on their own. They print what the parser would print (tests compare them); everything else, and these
+ * under another name (`kubectl cni-rewind`) or without a usable help cache, goes through the parser.
  */
-async function loadCommands(argv: readonly string[], all: boolean): Promise<Map<CommandEntry, Command<any>>> {
-  const word = commandWord(argv);
-  const wanted = all || argv.includes('--get-yargs-completions') ? commandTable : commandTable.filter((e) => commandName(e) === word);
-  return new Map(await Promise.all(wanted.map(async (e) => [e, await e.load()] as const)));
-}
-
-/**
- * Build the yargs parser (exported so tests and the docs checker can parse without running). Commands whose
- * module was not imported are registered by name and description only; should yargs choose one of them after
- * all (the command word was guessed wrong), the command line is parsed again with every command loaded.
- */
-export async function buildParser(argv: string[], opts: { allCommands?: boolean } = {}) {
-  const loaded = await loadCommands(argv, !!opts.allCommands);
-  let parser: Argv<any> = yargs(argv)
-    .scriptName(process.argv[1]?.endsWith('kubectl-cni_rewind') ? 'kubectl cni-rewind' : 'cni-rewind')
-    .usage('$0 <command> [options]\n\nMake risky Calico changes safe to attempt and quick to undo.')
-    .option('kubeconfig', { type: 'string', describe: 'path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config)', global: true })
-    .option('context', { type: 'string', describe: 'kubeconfig context to use', global: true })
-    .option('as', { type: 'string', describe: 'impersonate this user for every Kubernetes request', global: true })
-    .option('as-group', { type: 'string', array: true, describe: 'impersonate this group (repeatable)', global: true })
-    .option('request-timeout', { type: 'string', describe: 'give up on one Kubernetes request after this long (30s, 2m; 0 = never)', global: true })
-    .option('output', { alias: 'o', choices: ['table', 'json', 'yaml'] as const, default: 'table' as const, describe: 'output format', global: true })
-    .option('yes', { alias: 'y', type: 'boolean', default: false, describe: 'do not ask for confirmation', global: true })
-    .option('verbose', { alias: 'v', type: 'boolean', default: false, describe: 'show debug messages and stack traces', global: true })
-    .option('quiet', { alias: 'q', type: 'boolean', default: false, describe: 'only print results and errors', global: true })
-    .option('color', { type: 'boolean', default: true, describe: 'colour output (--no-color to disable; NO_COLOR is honoured)', global: true })
-    .completion('completion', 'print a bash/zsh completion script')
-    .version(toolVersion())
-    .help()
-    .alias('help', 'h')
-    .strict()
-    .middleware(
-      ((argv: Record<string, unknown>, y: unknown) => {
-        // yargs turns a repeated single-value option into an array, which the commands do not expect: say so instead.
-        // `--nodes` may be repeated as well as comma-separated (the commands split and join it).
-        const arrays = new Set<string>([...((y as any).getOptions?.().array ?? []), 'nodes']);
-        const dup = Object.keys(argv).find((k) => /^[a-z][a-z0-9-]+$/.test(k) && Array.isArray(argv[k]) && !arrays.has(k));
-        if (dup) usageError(`--${dup} was given more than once; give it once`);
-      }) as any,
-      true,
-    )
-    .demandCommand(1, 'name a command; see --help')
-    .recommendCommands()
-    .wrap(Math.min(120, process.stdout.columns ?? 100))
-    .epilogue(
-      'Exit codes: 0 success · 1 differences or warnings · 2 usage error or bad input · 3 partial failure · 4 environment error · 5 refused by a safety check',
-    )
-    .fail((msg, err) => {
-      // One clear line for usage errors, never a stack trace.
-      if (err) throw err;
-      // yargs spreads some messages over several lines ("Invalid values:\n  Argument: ..."): keep it to one.
-      usageError(String(msg).replace(/:?\s*\n\s*/g, ': '));
-    });
-  for (const e of commandTable) {
-    const full = loaded.get(e);
-    parser = parser.command(
-      full ?? ({ command: e.command, describe: e.describe, builder: (y: Argv) => y.strict(false), handler: () => main(argv, { allCommands: true }) } as any),
-    );
-  }
-  function usageError(line: string): never {
-    process.stderr.write(`cni-rewind: ${line}\n  see: cni-rewind --help\n`);
-    process.exit(ExitCode.BadInput);
-  }
-  return parser as Argv<GlobalArgs>;
-}
-
-export async function main(argv = hideBin(process.argv), opts: { allCommands?: boolean } = {}): Promise<void> {
-  await (await buildParser(argv, opts)).parseAsync();
+export function fastAnswer(argv: readonly string[], columns: number | undefined, asKubectlPlugin: boolean): string | undefined {
+  if (argv.length !== 1 || asKubectlPlugin) return undefined;
+  const [word] = argv;
+  if (word === '--version') return `${toolVersion()}\n`;
+  if (word === 'version') return `cni-rewind ${toolVersion()} (bundle format ${BUNDLE_FORMAT_VERSION}, node ${process.version})\n`;
+  if (word === '--help' || word === '-h') return cachedHelp(helpWidth(columns));
+  return undefined;
 }
 
 const invokedDirectly = (() => {
@@ -90,8 +27,14 @@ if (invokedDirectly) {
   // an SDK release that supports Node 20 (its supported range), so the eight-line warning tells the user nothing
   // they can act on; a user who wants it back sets the variable to anything but "true".
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-  main().catch((err) => {
-    process.stderr.write(`cni-rewind: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = ExitCode.BadInput;
-  });
+  const argv = process.argv.slice(2); // what yargs' hideBin gives under Node, without loading yargs
+  const fast = fastAnswer(argv, process.stdout.columns, (process.argv[1] ?? '').endsWith('kubectl-cni_rewind'));
+  if (fast !== undefined) process.stdout.write(fast);
+  else
+    import('./parser.js')
+      .then(({ main }) => main(argv))
+      .catch((err) => {
+        process.stderr.write(`cni-rewind: ${err instanceof Error ? err.message : String(err)}\n`);
+        process.exitCode = ExitCode.BadInput;
+      });
 }
