@@ -14,7 +14,7 @@ import { waitCrdsEstablished } from '../kube/manifests.js';
 import { pool } from '../util/pool.js';
 import { ResourceResolver } from '../kube/resolver.js';
 import { groupOf, type KubeObject, type ResourceType } from '../kube/types.js';
-import { lockDatastore, pauseOperator, releaseAll, type Release } from './guards.js';
+import { lockDatastore, pauseOperator, recordedPrior, releaseAll, type Release } from './guards.js';
 import { stripServerFields } from './normalize.js';
 import { clearReports, judgeOperator } from './operator.js';
 import { CLUSTER_INFORMATION, INSTALLATION_KIND, INSTALLATION_NAME, OTHER_PHASE, RESTORE_PHASES } from './order.js';
@@ -105,6 +105,9 @@ async function prepareDatastoreLock(ex: Execution, plan: RestorePlan, writes: Pl
   const ciCreate = writes.find(
     (p) => p.action.action === 'create' && p.action.ref.kind === CLUSTER_INFORMATION.kind && p.action.ref.name === CLUSTER_INFORMATION.name && p.desiredText,
   );
+  // Locked before this plan was made (a teardown let finish, operator.ts): the value recorded then is the prior one.
+  const recorded = recordedPrior(ciBefore);
+  if (recorded) return recorded.value;
   if (!(ipamWrites && ciCreate)) return ciBefore ? (ciBefore.spec?.datastoreReady as boolean | undefined) : undefined;
   const ci = desiredOf(ciCreate);
   ciCreate.desiredText = JSON.stringify({ ...ci, spec: { ...ci.spec, datastoreReady: false } });

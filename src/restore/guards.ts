@@ -13,7 +13,7 @@ import { errorMessage } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
-import type { ResourceType } from '../kube/types.js';
+import type { KubeObject, ResourceType } from '../kube/types.js';
 import { CLUSTER_INFORMATION } from './order.js';
 
 export const PRIOR_REPLICAS_ANNOTATION = 'cni-rewind.io/restore-prior-replicas';
@@ -81,9 +81,8 @@ export async function lockDatastore(client: KubeClient, type: ResourceType, repo
     reporter.warn('CNR_RESTORE_NO_DATASTORE_LOCK', 'ClusterInformation default does not exist: IPAM is written without the datastore lock');
     return undefined;
   }
-  const recorded = ci.metadata.annotations?.[PRIOR_DATASTORE_READY_ANNOTATION];
-  const current = ci.spec?.datastoreReady as boolean | undefined;
-  const prior: boolean | undefined = recorded === 'true' ? true : recorded === 'false' ? false : recorded === 'unset' ? undefined : (priorOverride ?? current);
+  const recorded = recordedPrior(ci);
+  const prior: boolean | undefined = recorded ? recorded.value : (priorOverride ?? (ci.spec?.datastoreReady as boolean | undefined));
   await client.mergePatch(type, undefined, CLUSTER_INFORMATION.name, {
     metadata: { annotations: { [PRIOR_DATASTORE_READY_ANNOTATION]: prior === undefined ? 'unset' : String(prior) } },
     spec: { datastoreReady: false },
@@ -101,6 +100,13 @@ export async function lockDatastore(client: KubeClient, type: ResourceType, repo
       reporter.info('CNR_RESTORE_DATASTORE_RELEASED', `ClusterInformation default: datastoreReady back to ${prior ?? true}`, { datastoreReady: prior ?? true });
     },
   };
+}
+
+/** The prior datastoreReady a restore recorded on ClusterInformation default when it locked it (undefined: none recorded). */
+export function recordedPrior(ci: KubeObject | undefined): { value: boolean | undefined } | undefined {
+  const recorded = ci?.metadata.annotations?.[PRIOR_DATASTORE_READY_ANNOTATION];
+  if (recorded === 'true' || recorded === 'false') return { value: recorded === 'true' };
+  return recorded === 'unset' ? { value: undefined } : undefined;
 }
 
 /** Release in reverse order; a failing release is reported (with what to do by hand) and does not stop the others. */

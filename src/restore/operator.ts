@@ -11,16 +11,18 @@
  *   it is paused), the Installation is not being deleted and calico-node is rendered.
  */
 import { TIGERA_STATUS } from '../calico/detect.js';
-import { CALICO_NAMESPACES, OPERATOR_GROUP, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, CALICO_NAMESPACES, OPERATOR_GROUP, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT } from '../calico/knowledge.js';
 import { RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
-import type { KubeClient } from '../kube/client.js';
+import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { crdResourceType, listCrds } from '../kube/discovery.js';
 import type { KubeObject } from '../kube/types.js';
 import { isCalicoCrd } from './admission.js';
-import { INSTALLATION_KIND, INSTALLATION_NAME } from './order.js';
-import type { RestoreAction } from './types.js';
+import { PRIOR_DATASTORE_READY_ANNOTATION } from './guards.js';
+import { stripServerFields } from './normalize.js';
+import { CLUSTER_INFORMATION, INSTALLATION_KIND, INSTALLATION_NAME } from './order.js';
+import type { RestoreAction, RestoreSource } from './types.js';
 
 /** How long the operator may take to finish a teardown before restore gives up (it writes nothing meanwhile). */
 export const DELETION_TIMEOUT_MS = 300_000;
@@ -60,13 +62,13 @@ async function stillDeleting(client: KubeClient): Promise<{ what: string; finali
 }
 
 /**
- * Let deletions in progress finish: create the bundle's CRDs the cluster lacks (`createCrds`), then wait until no
- * Calico CRD is Terminating. Nothing else is written. Refused (exit 5) when they do not finish in time.
+ * Let deletions in progress finish: give the operator what its teardown needs (`prepare`: the bundle's CRDs the
+ * cluster lacks, its ClusterInformation and pools, `writeTeardownNeeds`), then wait until no Calico CRD is Terminating. Nothing else is written. Refused (exit 5) when they do not finish in time.
  */
 export async function settleDeletions(
   client: KubeClient,
   deleting: string[],
-  createCrds: () => Promise<void>,
+  prepare: () => Promise<void>,
   reporter: Reporter,
   timeoutMs = DELETION_TIMEOUT_MS,
 ): Promise<void> {
@@ -77,7 +79,7 @@ export async function settleDeletions(
     `being deleted: ${deleting.join(', ')}; ${running ? 'the tigera operator finishes its teardown first' : 'the tigera operator is not running, nothing may remove its finalizers'}: waiting (up to ${Math.round(timeoutMs / 1000)} s) before restoring`,
     { deleting },
   );
-  await createCrds();
+  await prepare();
   let left: { what: string; finalizers: string[] }[];
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -159,4 +161,39 @@ export async function judgeOperator(
   ];
   if (checked.length) reporter.info('CNR_RESTORE_OPERATOR_READY', `the resumed tigera operator reports: ${checked.join('; ')}`, { checked });
   return { checked };
+}
+
+/**
+ * What a terminating operator needs to finish its teardown: v1.34 renders its teardown only once an enabled IP pool
+ * exists ("waiting for enabled IP pools to be created") and never creates one while the Installation is terminating.
+ * The bundle's ClusterInformation is created locked (datastoreReady false, the bundle's value recorded as the prior
+ * one for the restore's own lock to release to), then the pools the plan would write: no calico-node allocates
+ * from them before the IPAM they carve is restored.
+ */
+export async function writeTeardownNeeds(client: KubeClient, bundle: RestoreSource, pools: Set<string>, reporter: Reporter): Promise<void> {
+  const written: string[] = [];
+  for await (const bo of bundle.objects({ groups: [CALICO_CRD_GROUP], kinds: [CLUSTER_INFORMATION.kind, 'IPPool'], lenient: true })) {
+    const o = stripServerFields(bo.object);
+    const isCi = o.kind === CLUSTER_INFORMATION.kind && o.metadata.name === CLUSTER_INFORMATION.name;
+    if (!isCi && !(o.kind === 'IPPool' && pools.has(o.metadata.name))) continue;
+    const body = isCi
+      ? {
+          ...o,
+          metadata: {
+            ...o.metadata,
+            annotations: { ...o.metadata.annotations, [PRIOR_DATASTORE_READY_ANNOTATION]: o.spec?.datastoreReady === false ? 'false' : 'true' },
+          },
+          spec: { ...o.spec, datastoreReady: false },
+        }
+      : o;
+    const t = { group: CALICO_CRD_GROUP, version: 'v1', plural: isCi ? 'clusterinformations' : 'ippools', kind: o.kind, namespaced: false };
+    try {
+      await client.create(t, body);
+      written.push(`${o.kind} ${o.metadata.name}`);
+    } catch (err) {
+      if (!(err instanceof KubeApiError && err.conflict)) throw err;
+    }
+  }
+  if (written.length)
+    reporter.info('CNR_RESTORE_TEARDOWN_NEEDS', `written so the operator can finish its teardown: ${written.join(', ')} (datastore locked)`, { written });
 }

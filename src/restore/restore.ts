@@ -11,7 +11,7 @@ import { RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import type { KubeClient } from '../kube/client.js';
 import { createCrds, executeRestore } from './execute.js';
-import { settleDeletions } from './operator.js';
+import { settleDeletions, writeTeardownNeeds } from './operator.js';
 import { planRestore } from './plan.js';
 import { dryRunResult } from './read-back.js';
 import { PhaseTimer } from './timings.js';
@@ -51,9 +51,12 @@ export async function restoreResources(client: KubeClient, bundle: RestoreSource
     // A teardown in progress (the CRDs deleted under a running operator): let it finish, then plan what is left.
     const missing = plan.crdsToCreate;
     const crds = bundleCrds;
-    await timer.time('operator', () =>
-      settleDeletions(client, plan.deleting, () => createCrds(client, missing, crds, reporter, timer), reporter, opts.deletionTimeoutMs),
-    );
+    const pools = new Set(plan.actions.filter((a) => a.ref.kind === 'IPPool' && a.action === 'create').map((a) => a.ref.name));
+    const prepare = async () => {
+      await createCrds(client, missing, crds, reporter, timer);
+      await writeTeardownNeeds(client, bundle, pools, reporter);
+    };
+    await timer.time('operator', () => settleDeletions(client, plan.deleting, prepare, reporter, opts.deletionTimeoutMs));
     ({ plan, planned, bundleCrds } = await planRestore(client, bundle, opts, reporter, timer));
     if (plan.deleting.length)
       throw new RefusedError(`being deleted again: ${plan.deleting.join(', ')}; nothing but missing CRDs was written`, {

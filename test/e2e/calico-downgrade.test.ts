@@ -13,8 +13,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
-import { applyFixture, fixturePath, operatorType, runCli } from './helpers.js';
-import { applyLogged, kubectl, tigeraCondition, waitApiServiceAvailable, waitOperator, waitTigeraStatusAvailable, withRealCalico } from './calico-support.js';
+import { fixturePath, operatorType, runCli } from './helpers.js';
+import { applyLogged, installReal328, kubectl, tigeraCondition, withRealCalico } from './calico-support.js';
 
 const INSTALLATION = operatorType('installations', 'Installation');
 const TIGERA_STATUS = operatorType('tigerastatuses', 'TigeraStatus');
@@ -54,11 +54,7 @@ describe('3.28.1 -> 3.27.4 downgrade with the real tigera operators', () => {
   it(
     "apply waits for the v1.32 operator's own rollout; afterwards the Installation can be deleted and no status stays Degraded",
     async () => {
-      await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
-      await applyFixture(client, '3.28.1', 'custom-resources.yaml');
-      await waitOperator(cluster, 'v1.34.3');
-      await waitApiServiceAvailable(client, 240_000);
-      await waitTigeraStatusAvailable(client, 'calico');
+      await installReal328(client, cluster);
       const inst328 = await client.get(INSTALLATION, undefined, 'default');
       console.log(`3.28.1 Installation finalizers: ${inst328.metadata.finalizers?.join(', ')}`);
 

@@ -10,7 +10,7 @@ import { parseWideTable, runCalicoctl, waitApiServiceAvailable, waitOperator } f
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { afterAll, beforeAll } from 'vitest';
-import { applyFixture, deleteNodes, kubeconfig, operatorType, resetCalico, runCli, testClient, type CliResult } from './helpers.js';
+import { applyFixture, calicoType, deleteNodes, kubeconfig, operatorType, resetCalico, runCli, testClient, type CliResult } from './helpers.js';
 
 function run(bin: string, args: string[], input?: string, env: Record<string, string> = {}): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -163,4 +163,29 @@ export function withRealCalico(nodePrefix: string): { cluster: LocalCluster; cli
       return client;
     },
   };
+}
+
+/** Calico 3.28.1 installed as its docs say under the real v1.34.3 operator: the v3 API served, TigeraStatus calico Available. */
+export async function installReal328(client: KubeClient, cluster: LocalCluster): Promise<void> {
+  await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
+  await applyFixture(client, '3.28.1', 'custom-resources.yaml');
+  await waitOperator(cluster, 'v1.34.3');
+  await waitApiServiceAvailable(client, 240_000);
+  await waitTigeraStatusAvailable(client, 'calico');
+}
+
+/**
+ * The operator creates the Installation's pool through the v3 API; the CNI plugin (and the IPAM driver) refuses to
+ * work until ClusterInformation default says datastoreReady.
+ */
+export async function waitPoolAndDatastoreReady(client: KubeClient): Promise<void> {
+  await client.waitFor(
+    'default-ipv4-ippool and a ready datastore',
+    async () => {
+      const pool = await client.getOrUndefined(calicoType('ippools', 'IPPool'), undefined, 'default-ipv4-ippool');
+      const ci = await client.getOrUndefined(calicoType('clusterinformations', 'ClusterInformation'), undefined, 'default');
+      return pool && ci?.spec?.datastoreReady === true ? true : undefined;
+    },
+    { timeoutMs: 240_000, intervalMs: 500 },
+  );
 }

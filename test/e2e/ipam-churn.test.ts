@@ -15,13 +15,11 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
-import { clearCalicoFinalizers, waitApiServiceAvailable, waitOperator } from './calico-support.js';
+import { clearCalicoFinalizers, waitApiServiceAvailable, waitOperator, waitPoolAndDatastoreReady } from './calico-support.js';
 import { releasesDir } from '../support/releases.js';
-import { applyFixture, calicoType, deleteNodes, resetCalico, runCli, testClient } from './helpers.js';
+import { applyFixture, deleteNodes, resetCalico, runCli, testClient } from './helpers.js';
 import { expectIpamIntact, heldByLog, ipamCheck, readEvents, startChurn, stopAllChurns, type DriverEvent, type IpamCheck } from './ipam-support.js';
 
-const POOL = calicoType('ippools', 'IPPool');
-const CLUSTER_INFO = calicoType('clusterinformations', 'ClusterInformation');
 const NODES = ['ipam-node-1', 'ipam-node-2'];
 const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });
 const dir = mkdtempSync(path.join(os.tmpdir(), 'ipam-churn-'));
@@ -64,17 +62,7 @@ describe('IPAM under churn through backup, diff and restore --resources (real Ca
     await applyFixture(client, '3.28.1', 'custom-resources.yaml');
     await waitOperator(cluster, 'v1.34.3');
     await waitApiServiceAvailable(client, 240_000);
-    // The operator creates the Installation's pool through the v3 API; the CNI plugin refuses to work until
-    // ClusterInformation default says datastoreReady.
-    await client.waitFor(
-      'default-ipv4-ippool and a ready datastore',
-      async () => {
-        const pool = await client.getOrUndefined(POOL, undefined, 'default-ipv4-ippool');
-        const ci = await client.getOrUndefined(CLUSTER_INFO, undefined, 'default');
-        return pool && ci?.spec?.datastoreReady === true ? true : undefined;
-      },
-      { timeoutMs: 240_000, intervalMs: 500 },
-    );
+    await waitPoolAndDatastoreReady(client);
     baseline = await ipamCheck();
   }, 60 * 60_000);
 

@@ -15,15 +15,22 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
-import { applyFixture, calicoType, operatorType, runCli } from './helpers.js';
-import { calicoctl, ippoolsWide, tigeraCondition, waitApiServiceAvailable, waitOperator, waitTigeraStatusAvailable, withRealCalico } from './calico-support.js';
+import { operatorType, runCli } from './helpers.js';
+import {
+  calicoctl,
+  installReal328,
+  ippoolsWide,
+  tigeraCondition,
+  waitOperator,
+  waitPoolAndDatastoreReady,
+  waitTigeraStatusAvailable,
+  withRealCalico,
+} from './calico-support.js';
 import { expectIpamIntact, heldByLog, ipamCheck, readEvents, startChurn } from './ipam-support.js';
 import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
 
 const INSTALLATION = operatorType('installations', 'Installation');
 const TIGERA_STATUS = operatorType('tigerastatuses', 'TigeraStatus');
-const POOL = calicoType('ippools', 'IPPool');
-const CLUSTER_INFO = calicoType('clusterinformations', 'ClusterInformation');
 const CALICO_CRD_GROUPS = ['crd.projectcalico.org', 'operator.tigera.io'];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -43,20 +50,8 @@ describe('restore --resources under the running real tigera operator v1.34.3', (
   it(
     'after every Calico CRD was deleted under the operator: the teardown finishes, Calico comes back as the operator reports it, IPAM intact',
     async () => {
-      await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
-      await applyFixture(client, '3.28.1', 'custom-resources.yaml');
-      await waitOperator(cluster, 'v1.34.3');
-      await waitApiServiceAvailable(client, 240_000);
-      await waitTigeraStatusAvailable(client, 'calico');
-      await client.waitFor(
-        'default-ipv4-ippool and a ready datastore',
-        async () => {
-          const pool = await client.getOrUndefined(POOL, undefined, 'default-ipv4-ippool');
-          const ci = await client.getOrUndefined(CLUSTER_INFO, undefined, 'default');
-          return pool && ci?.spec?.datastoreReady === true ? true : undefined;
-        },
-        { timeoutMs: 240_000, intervalMs: 500 },
-      );
+      await installReal328(client, cluster);
+      await waitPoolAndDatastoreReady(client);
       // A pool of the user's, parked: not listed in the Installation, so v1.34 leaves it as it is.
       const parked = { apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'parked-pool' } };
       await calicoctl(
@@ -91,11 +86,18 @@ describe('restore --resources under the running real tigera operator v1.34.3', (
           timeoutMs: 120_000,
         },
       );
-      const stuck = await client.getOrUndefined(INSTALLATION, undefined, 'default');
-      console.log(
-        `Installation after the CRDs were deleted: finalizers ${stuck?.metadata.finalizers?.join(', ')}, deleting since ${stuck?.metadata.deletionTimestamp}`,
+      // The API server deletes a CRD's objects after the CRD: the Installation is then held by the operator's finalizers.
+      const stuck = await client.waitFor(
+        'the Installation to be deleting',
+        async () => {
+          const inst = await client.getOrUndefined(INSTALLATION, undefined, 'default');
+          return inst?.metadata.deletionTimestamp ? inst : undefined;
+        },
+        { timeoutMs: 120_000 },
       );
-      expect(stuck?.metadata.deletionTimestamp, 'the Installation is held by the operator').toBeDefined();
+      console.log(
+        `Installation after the CRDs were deleted: finalizers ${stuck.metadata.finalizers?.join(', ')}, deleting since ${stuck.metadata.deletionTimestamp}`,
+      );
 
       const started = Date.now();
       const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json'], { timeoutMs: 1_500_000 });
