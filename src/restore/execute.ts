@@ -140,14 +140,18 @@ export async function createCrds(
   });
 }
 
-/** 2. Keep the operator from rewriting what we write; its last reports go, so what it reports after is its own. */
+/**
+ * 2. Keep the operator from rewriting what we write; its last reports go, so what it reports after is its own.
+ * An operator that was already stopped (apply's restore steps run with the operator at 0 replicas, and apply
+ * resumes and judges it itself) is not judged here: nothing would report before the restore ends.
+ */
 async function pauseTheOperator(ex: Execution, reports: string[]): Promise<void> {
   const op = await ex.timer.time('guards', () => pauseOperator(ex.client, ex.reporter));
   if (op) {
     ex.releases.push(op);
     ex.paused.push(op.what);
-    ex.operatorPaused = true;
-    await ex.timer.time('guards', () => clearReports(ex.client, reports));
+    ex.operatorPaused = op.wasRunning;
+    if (op.wasRunning) await ex.timer.time('guards', () => clearReports(ex.client, reports));
   }
 }
 

@@ -25,8 +25,13 @@ export interface Release {
   release(): Promise<void>;
 }
 
+/** The operator's pause: `wasRunning` is false when it was already at 0 replicas (apply stops it before a restore step). */
+export interface OperatorPause extends Release {
+  wasRunning: boolean;
+}
+
 /** Scale the operator to 0. Returns undefined when there is no operator Deployment (manifest install, or deleted). */
-export async function pauseOperator(client: KubeClient, reporter: Reporter): Promise<Release | undefined> {
+export async function pauseOperator(client: KubeClient, reporter: Reporter): Promise<OperatorPause | undefined> {
   const dep = await client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
   if (!dep) return undefined;
   const recorded = dep.metadata.annotations?.[PRIOR_REPLICAS_ANNOTATION];
@@ -37,8 +42,9 @@ export async function pauseOperator(client: KubeClient, reporter: Reporter): Pro
     spec: { replicas: 0 },
   });
   reporter.info('CNR_RESTORE_OPERATOR_PAUSED', `paused the tigera operator (replicas ${prior} -> 0) so it does not rewrite what is being restored`, { prior });
-  const release: Release = {
+  const release: OperatorPause = {
     what: `tigera-operator replicas ${prior}`,
+    wasRunning: prior > 0,
     async release() {
       await client.mergePatch(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT, {
         metadata: { annotations: { [PRIOR_REPLICAS_ANNOTATION]: null } },
