@@ -20,7 +20,16 @@ import { clearReports, judgeOperator } from './operator.js';
 import { CLUSTER_INFORMATION, INSTALLATION_KIND, INSTALLATION_NAME, OTHER_PHASE, RESTORE_PHASES } from './order.js';
 import { readBack } from './read-back.js';
 import { PhaseTimer } from './timings.js';
-import { DEFAULT_RESTORE_CONCURRENCY, WRITES, desiredOf, type Planned, type RestoreOptions, type RestorePlan, type RestoreResult } from './types.js';
+import {
+  DEFAULT_RESTORE_CONCURRENCY,
+  NOT_RESTORED,
+  WRITES,
+  desiredOf,
+  type Planned,
+  type RestoreOptions,
+  type RestorePlan,
+  type RestoreResult,
+} from './types.js';
 import { pastTense, writeOne } from './write.js';
 
 const CI_TYPE: ResourceType = { group: CALICO_CRD_GROUP, version: 'v1', plural: 'clusterinformations', kind: CLUSTER_INFORMATION.kind, namespaced: false };
@@ -86,8 +95,15 @@ export async function executeRestore(
 }
 
 function judgeResumed(ex: Execution, plan: RestorePlan, opts: RestoreOptions): Promise<{ checked: string[]; problem?: string }> {
+  // The Installation is expected back only when this restore put it there or found it as in the bundle: one it did
+  // not write (blocked, refused, failed) is reported as such already, and waiting for it would only delay exit 3.
   const installation = plan.actions.some(
-    (a) => a.ref.kind === INSTALLATION_KIND && a.ref.name === INSTALLATION_NAME && groupOf(a.ref.apiVersion) === OPERATOR_GROUP,
+    (a) =>
+      a.ref.kind === INSTALLATION_KIND &&
+      a.ref.name === INSTALLATION_NAME &&
+      groupOf(a.ref.apiVersion) === OPERATOR_GROUP &&
+      !NOT_RESTORED.has(a.action) &&
+      a.outcome !== 'failed',
   );
   return judgeOperator(ex.client, plan.operatorReports, installation, ex.reporter, opts.operatorTimeoutMs);
 }
