@@ -30,6 +30,7 @@ const CLUSTER_INFO: ResourceType = {
   namespaced: false,
 };
 export const TIGERA_STATUS: ResourceType = { group: 'operator.tigera.io', version: 'v1', plural: 'tigerastatuses', kind: 'TigeraStatus', namespaced: false };
+export const INSTALLATION: ResourceType = { group: 'operator.tigera.io', version: 'v1', plural: 'installations', kind: 'Installation', namespaced: false };
 
 async function optional<T>(p: Promise<T>): Promise<T | undefined> {
   try {

@@ -10,7 +10,7 @@
  *   Available in the bundle is Available again, written by the resumed operator (the stale ones are deleted while
  *   it is paused), the Installation is not being deleted and calico-node is rendered.
  */
-import { TIGERA_STATUS } from '../calico/detect.js';
+import { INSTALLATION, TIGERA_STATUS } from '../calico/detect.js';
 import { CALICO_CRD_GROUP, CALICO_NAMESPACES, OPERATOR_GROUP, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT } from '../calico/knowledge.js';
 import { RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
@@ -21,7 +21,7 @@ import type { KubeObject } from '../kube/types.js';
 import { isCalicoCrd } from './admission.js';
 import { PRIOR_DATASTORE_READY_ANNOTATION } from './guards.js';
 import { stripServerFields } from './normalize.js';
-import { CLUSTER_INFORMATION, INSTALLATION_KIND, INSTALLATION_NAME } from './order.js';
+import { CLUSTER_INFORMATION, INSTALLATION_NAME } from './order.js';
 import type { RestoreAction, RestoreSource } from './types.js';
 
 /** How long the operator may take to finish a teardown before restore gives up (it writes nothing meanwhile). */
@@ -124,12 +124,11 @@ export async function judgeOperator(
   reporter: Reporter,
   timeoutMs = OPERATOR_REPORT_TIMEOUT_MS,
 ): Promise<{ checked: string[]; problem?: string }> {
-  const installationType = { group: OPERATOR_GROUP, version: 'v1', plural: 'installations', kind: INSTALLATION_KIND, namespaced: false };
   let missing: string[];
   const check = async (): Promise<string[]> => {
     const out: string[] = [];
     if (expectInstallation) {
-      const inst = await client.getOrUndefined(installationType, undefined, INSTALLATION_NAME).catch(() => undefined);
+      const inst = await client.getOrUndefined(INSTALLATION, undefined, INSTALLATION_NAME).catch(() => undefined);
       if (!inst) out.push('Installation default missing');
       else if (inst.metadata.deletionTimestamp) out.push('Installation default is being deleted');
     }
