@@ -109,8 +109,11 @@ case $kind in
     mkdir -p "$src/stub/vbom-util"
     echo "module vbom.ml/util" >"$src/stub/vbom-util/go.mod"
     echo "replace vbom.ml/util => ./stub/vbom-util" >>"$src/go.mod"
+    # The main package moved from the module root to ./cmd in v1.38 (its Makefile builds ./cmd/main.go).
+    main=.
+    [ -f "$src/cmd/main.go" ] && main=./cmd
     with_progress "go build operator $tag" \
-      bash -c "cd '$src' && go build -p 2 -trimpath -ldflags '-s -w -X github.com/tigera/operator/version.VERSION=$tag' -o '$tmp/operator' ."
+      bash -c "cd '$src' && go build -p 2 -trimpath -ldflags '-s -w -X github.com/tigera/operator/version.VERSION=$tag' -o '$tmp/operator' $main"
     # Capture first: with pipefail, `grep -q` closing the pipe early would fail the check.
     v=$("$tmp/operator" --version 2>/dev/null || true)
     [[ $v == *"Operator: $tag"* ]] || die "built operator does not report $tag: $v" 1

@@ -52,7 +52,7 @@ bash "$here/vcsim/build.sh" >/dev/null
 # Calico's programs for the tests that run the real tigera operator and Calico API server (cached; 10-30 min cold).
 # Their source comes from GitHub, or from CNI_REWIND_SOURCE_MIRROR; when neither is reachable those tests fail
 # loudly on their own, and every other test still runs.
-for prog in "operator v1.32.10" "operator v1.34.3" "calico v3.28.1" "ipam-driver v3.28.1"; do
+for prog in "operator v1.32.10" "operator v1.34.3" "operator v1.36.16" "operator v1.38.13" "calico v3.28.1" "calico v3.29.7" "calico v3.30.7" "ipam-driver v3.28.1"; do
   # shellcheck disable=SC2086
   bash "$root/control-plane/build-calico.sh" $prog >/dev/null || say "could not build Calico's $prog: the tests that run it will fail (set CNI_REWIND_SOURCE_MIRROR to a folder of the upstream release archives when offline)"
 done

@@ -1,11 +1,13 @@
 // ipam-driver allocates and releases pod addresses with libcalico-go's IPAM client, as Calico's CNI plugin does
 // (cni-plugin/pkg/ipamplugin/ipam_plugin.go cmdAdd/cmdDel; the datastore-ready check of cni-plugin/pkg/plugin),
 // against the datastore named by the environment (DATASTORE_TYPE=kubernetes, KUBECONFIG). It stands in for the
-// CNI plugin of the local test cluster, whose pods never run a real network.
+// CNI plugin of the local test cluster, whose pods never run a real network. `tunnel` is calico-node's
+// tunnel-address allocation, run once per node as calico-node runs it at start.
 //
 //	ipam-driver churn --nodes n1,n2 --duration 30s --rate 10 --target 20 --prefix run1 [--namespace ns] [--seed 1]
 //	ipam-driver assign --node n1 --pod p [--namespace ns] [--id ID]
 //	ipam-driver release --id ID
+//	ipam-driver tunnel --nodes n1,n2
 //
 // Every call is one JSON line on stdout: {"op":"assign",...}, {"op":"release",...} for calls that succeeded,
 // {"op":"fail",...} for those that did not, and for churn a last {"op":"end",...} line. A consumer that replays
@@ -33,6 +35,7 @@ import (
 	cerrors "github.com/projectcalico/calico/libcalico-go/lib/errors"
 	"github.com/projectcalico/calico/libcalico-go/lib/ipam"
 	"github.com/projectcalico/calico/libcalico-go/lib/options"
+	"github.com/projectcalico/calico/node/pkg/allocateip"
 	"github.com/sirupsen/logrus"
 )
 
@@ -130,6 +133,38 @@ func (d driver) release(ctx context.Context, p *pod) error {
 	return err
 }
 
+// tunnel is calico-node's own tunnel-address code (node/pkg/allocateip, the `calico-node -allocate-tunnel-addrs`
+// step of its start) in its single-shot mode, for one node: for each tunnel type (IPIP, VXLAN, their IPv6 and
+// wireguard forms) an address from the enabled pools with that encapsulation that select the node, handle
+// "<type>-tunnel-addr-<node>", written to the Node (in KDD its projectcalico.org/IPv4*TunnelAddr annotation); kept
+// when still valid, released and reassigned when its pool is gone or changed. Like calico-node it exits the process
+// on an error (logrus Fatal), with the reason on stderr. The line printed, {"op":"tunnel","node","ipip","vxlan"},
+// is the Node's IPv4 tunnel addresses afterwards ("" = none).
+func (d driver) tunnel(nodename string) error {
+	if err := os.Setenv("NODENAME", nodename); err != nil {
+		return err
+	}
+	allocateip.Run(nil) // nil: one reconcile, no watch
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	n, err := d.c.Nodes().Get(ctx, nodename, options.GetOptions{})
+	if err != nil {
+		emit(event{Op: "fail", Call: "tunnel", pod: &pod{Node: nodename}, Error: err.Error()})
+		return err
+	}
+	line := struct {
+		Time  string `json:"t"`
+		Op    string `json:"op"`
+		Node  string `json:"node"`
+		IPIP  string `json:"ipip"`
+		VXLAN string `json:"vxlan"`
+	}{time.Now().UTC().Format(time.RFC3339Nano), "tunnel", nodename, "", n.Spec.IPv4VXLANTunnelAddr}
+	if n.Spec.BGP != nil {
+		line.IPIP = n.Spec.BGP.IPv4IPIPTunnelAddr
+	}
+	return out.Encode(line)
+}
+
 func newPod(id, name, namespace, node string) *pod {
 	if id == "" {
 		sum := sha256.Sum256([]byte(namespace + "/" + name))
@@ -150,8 +185,9 @@ func call(what string, p *pod, f func(context.Context, *pod) error) error {
 }
 
 // churn keeps about `target` fake pods, adding and deleting them at `rate` calls per second until `duration`
-// has passed or SIGTERM/SIGINT arrives. A failed ADD is followed by its DEL; a failed DEL stays held and is
-// retried first on the next tick, as the kubelet does.
+// has passed or SIGTERM/SIGINT arrives. A failed ADD is followed by its DEL, retried on every following tick until it
+// succeeds (nothing else is called meanwhile), as the kubelet retries it. A failed DEL of a held pod is not retried
+// as such: the pod stays held and may be picked again by a later tick's random delete.
 func (d driver) churn(nodes []string, namespace, prefix string, rate float64, target int, duration time.Duration, seed int64) int {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
@@ -228,11 +264,11 @@ func main() {
 	logrus.SetOutput(os.Stderr)
 	logrus.SetLevel(logrus.WarnLevel)
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: ipam-driver churn|assign|release [flags]")
+		fmt.Fprintln(os.Stderr, "usage: ipam-driver churn|assign|release|tunnel [flags]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
-	nodes := fs.String("nodes", "", "churn: comma-separated node names")
+	nodes := fs.String("nodes", "", "churn, tunnel: comma-separated node names")
 	node := fs.String("node", "", "assign: node name")
 	podName := fs.String("pod", "", "assign: pod name")
 	namespace := fs.String("namespace", "ipam-churn", "pod namespace")
@@ -274,8 +310,21 @@ func main() {
 		if call("release", newPod(*id, "", *namespace, ""), d.release) != nil {
 			os.Exit(1)
 		}
+	case "tunnel":
+		list := strings.FieldsFunc(*nodes, func(r rune) bool { return r == ',' })
+		if len(list) == 0 {
+			fmt.Fprintln(os.Stderr, "ipam-driver tunnel: --nodes is required")
+			os.Exit(2)
+		}
+		code := 0
+		for _, n := range list {
+			if d.tunnel(n) != nil {
+				code = 1
+			}
+		}
+		os.Exit(code)
 	default:
-		fmt.Fprintf(os.Stderr, "ipam-driver: unknown command %q (churn, assign, release)\n", os.Args[1])
+		fmt.Fprintf(os.Stderr, "ipam-driver: unknown command %q (churn, assign, release, tunnel)\n", os.Args[1])
 		os.Exit(2)
 	}
 }

@@ -8,8 +8,29 @@ import { packageRoot } from '../../core/package-root.js';
  */
 export type CalicoProgramKind = 'operator' | 'calico' | 'ipam-driver';
 
-/** The Calico tree whose API server, calicoctl and kube-controllers serve every installed Calico version. */
+/** The Calico tree of the default calicoctl, and of the API server and kube-controllers for 3.27 and 3.28 installs. */
 export const CALICO_PROGRAMS_VERSION = 'v3.28.1';
+
+/**
+ * Installed Calico minor (the image tag the operator or calico.yaml rendered) -> the pinned Calico tree whose API
+ * server and kube-controllers serve it. Each minor gets its own tree, except 3.27: its projectcalico.org/v3 types
+ * are a subset of 3.28.1's (api/pkg/apis/projectcalico/v3 of v3.27.4 and v3.28.1 differ only by three optional
+ * FelixConfiguration fields that 3.28 added and 3.27's CRD prunes), so 3.28.1's programs serve it and the 3.27.4
+ * tree is not built. From 3.29 the types differ (Tier is new in 3.29, IPPool assignmentMode and the LoadBalancer
+ * allowed use in 3.30): an older API server would drop or reject what that operator writes.
+ */
+export const CALICO_PROGRAMS_FOR_MINOR: Readonly<Record<string, string>> = {
+  'v3.27': 'v3.28.1',
+  'v3.28': 'v3.28.1',
+  'v3.29': 'v3.29.7',
+  'v3.30': 'v3.30.7',
+};
+
+/** The Calico tree for an installed image tag (`v3.30.7`), or undefined when no pinned tree serves its minor. */
+export function calicoProgramsFor(tag: string | undefined): string | undefined {
+  const m = /^v?(\d+)\.(\d+)\./.exec(tag ?? '');
+  return m ? CALICO_PROGRAMS_FOR_MINOR[`v${m[1]}.${m[2]}`] : undefined;
+}
 
 /** Operator tags the build script has pinned sources for (image tag -> buildable). */
 export const BUILDABLE_OPERATORS = ['v1.32.10', 'v1.34.3', 'v1.36.16', 'v1.38.13'] as const;

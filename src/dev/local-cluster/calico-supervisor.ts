@@ -5,7 +5,8 @@
  * - the `tigera-operator` Deployment: image tag -> that operator's binary, replicas 0 -> stopped;
  * - the operator-rendered Calico API server (Deployment calico-apiserver, Service calico-api, secret
  *   calico-apiserver-certs) -> the Calico API server on the Service's loopback ClusterIP and port;
- * - a calico-kube-controllers Deployment -> kube-controllers with the node controller (node and IPAM clean-up).
+ * - a calico-kube-controllers Deployment -> kube-controllers with the node controller (node and IPAM clean-up);
+ * both from the Calico tree of the rendered image's minor (calicoProgramsFor).
  * Started detached by LocalCluster.startCalico(); its children share its process group, so stopping the
  * group stops everything. Usage: calico-supervisor.js <work dir> <kubeconfig>
  */
@@ -14,9 +15,9 @@ import { mkdirSync, openSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { K } from '../../kube/builtin.js';
 import { KubeApiError, KubeClient } from '../../kube/client.js';
-import type { ResourceType } from '../../kube/types.js';
-import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from './calico-programs.js';
-import { desiredApiServer, desiredKubeControllers, desiredOperator } from './calico-desired.js';
+import type { KubeObject, ResourceType } from '../../kube/types.js';
+import { calicoProgramsFor, ensureCalicoProgram } from './calico-programs.js';
+import { desiredApiServer, desiredKubeControllers, desiredOperator, OPERATOR_POD_FINALIZER, operatorPodActions } from './calico-desired.js';
 
 const KCC: ResourceType = {
   group: 'crd.projectcalico.org',
@@ -36,16 +37,21 @@ interface Running {
 export interface SupervisorStatus {
   pid: number;
   updatedAt: string;
-  operator?: { tag: string; pid?: number; startedAt?: string; error?: string };
-  apiserver?: { address: string; port: number; pid?: number; startedAt?: string; error?: string };
-  kubeControllers?: { pid?: number; startedAt?: string; error?: string };
+  /** `starts`: how often the program of this tag was started since the slot last ran another one (1: no restart). */
+  operator?: { tag: string; pid?: number; startedAt?: string; starts?: number; error?: string };
+  /** `calico`: the Calico tree whose program runs (or would run) for the rendered image's tag. */
+  apiserver?: { address: string; port: number; calico?: string; pid?: number; startedAt?: string; error?: string };
+  kubeControllers?: { calico?: string; pid?: number; startedAt?: string; error?: string };
 }
 
 export const SUPERVISOR_STATUS_FILE = 'calico-supervisor.json';
+const OPERATOR_NAMESPACE = 'tigera-operator';
 
 class Slot {
   running?: Running;
   private lastStart = 0;
+  /** The key last started and how often in a row (a crash and restart counts again; another key starts at 1). */
+  starts = { key: '', n: 0 };
   error?: string;
   constructor(
     readonly name: string,
@@ -66,6 +72,7 @@ class Slot {
     const out = openSync(path.join(this.workDir, `${this.name}.log`), 'a');
     const child = spawn(bin, args, { stdio: ['ignore', out, out], env: { ...process.env, ...env } });
     const r: Running = { key, child, startedAt: new Date().toISOString() };
+    this.starts = { key, n: this.starts.key === key ? this.starts.n + 1 : 1 };
     child.on('exit', (code, sig) => {
       r.exited = code ?? sig ?? 'unknown';
       this.log(`${this.name} (${key}) exited: ${r.exited}`);
@@ -123,23 +130,39 @@ export class CalicoSupervisor {
     return undefined;
   }
 
+  /** The bin dir of the Calico tree serving an image tag; a tag no pinned tree serves, or a failed build, is reported in `into.error`. */
+  private treeBin(tree: string | undefined, tag: string | undefined, into: { error?: string }): string | undefined {
+    if (!tree) {
+      into.error = `no pinned Calico tree serves image tag ${tag ?? '(none)'} (calico-programs.ts CALICO_PROGRAMS_FOR_MINOR)`;
+      return undefined;
+    }
+    try {
+      return this.bin('calico', tree);
+    } catch (err) {
+      into.error = (err as Error).message;
+      return undefined;
+    }
+  }
+
   private get env(): Record<string, string> {
     return { KUBECONFIG: this.kubeconfig, DATASTORE_TYPE: 'kubernetes' };
   }
 
   async tick(): Promise<SupervisorStatus> {
     const status: SupervisorStatus = { pid: process.pid, updatedAt: new Date().toISOString() };
-    const get = (r: ResourceType, ns: string, name: string) => this.client.getOrUndefined(r, ns, name);
+    const get = (r: ResourceType, ns: string | undefined, name: string) => this.client.getOrUndefined(r, ns, name);
 
     // The operator: one binary per image tag.
-    const op = desiredOperator(await get(K.deployment, 'tigera-operator', 'tigera-operator'));
+    const op = desiredOperator(await get(K.deployment, OPERATOR_NAMESPACE, 'tigera-operator'), await get(K.namespace, undefined, OPERATOR_NAMESPACE));
     if (this.operator.running && this.operator.running.key !== op?.tag) await this.operator.stop();
+    await this.followOperatorPods();
     if (op) {
       status.operator = { tag: op.tag };
       try {
         const dir = this.bin('operator', op.tag);
         if (dir) {
-          this.operator.ensure(op.tag, path.join(dir, 'operator'), ['--enable-leader-election=false'], { ...this.env, OPERATOR_NAMESPACE: 'tigera-operator' });
+          const args = ['--enable-leader-election=false', ...op.args];
+          this.operator.ensure(op.tag, path.join(dir, 'operator'), args, { ...this.env, OPERATOR_NAMESPACE: 'tigera-operator' });
         }
       } catch (err) {
         status.operator.error = (err as Error).message;
@@ -153,18 +176,20 @@ export class CalicoSupervisor {
       await get(K.service, 'calico-apiserver', 'calico-api'),
       await get(K.secret, 'calico-apiserver', 'calico-apiserver-certs'),
     );
-    if (this.apiserver.running && this.apiserver.running.key !== api?.fingerprint) await this.apiserver.stop();
+    const apiTree = calicoProgramsFor(api?.tag);
+    const apiKey = api && apiTree ? `${apiTree} ${api.fingerprint}` : undefined;
+    if (this.apiserver.running && this.apiserver.running.key !== apiKey) await this.apiserver.stop();
     if (api) {
-      status.apiserver = { address: api.address, port: api.port };
-      const dir = this.bin('calico', CALICO_PROGRAMS_VERSION);
-      if (dir && !this.apiserver.alive()) {
+      status.apiserver = { address: api.address, port: api.port, calico: apiTree };
+      const dir = this.treeBin(apiTree, api.tag, status.apiserver);
+      if (dir && apiKey && !this.apiserver.alive()) {
         const certDir = path.join(this.workDir, 'calico-apiserver-certs');
         mkdirSync(certDir, { recursive: true, mode: 0o700 });
         writeAtomic(path.join(certDir, 'tls.crt'), api.cert);
         writeAtomic(path.join(certDir, 'tls.key'), api.key);
         const kc = `--kubeconfig=${this.kubeconfig}`;
         this.apiserver.ensure(
-          api.fingerprint,
+          apiKey,
           path.join(dir, 'apiserver'),
           [
             `--secure-port=${api.port}`,
@@ -186,25 +211,55 @@ export class CalicoSupervisor {
       await get(K.deployment, 'calico-system', 'calico-kube-controllers'),
       await get(K.deployment, 'kube-system', 'calico-kube-controllers'),
     ]);
-    if (!kcWanted) await this.kubeControllers.stop();
-    else {
-      status.kubeControllers = {};
-      const dir = this.bin('calico', CALICO_PROGRAMS_VERSION);
-      if (dir && !this.kubeControllers.alive() && (await this.metricsOff())) {
-        this.kubeControllers.ensure(
-          'kube-controllers',
-          path.join(dir, 'kube-controllers'),
-          ['-status-file', path.join(this.workDir, 'kube-controllers-status.json')],
-          {
-            ...this.env,
-            // In 3.28 IPAM garbage collection is part of the node controller (a separate 'ipam' name is rejected).
-            ENABLED_CONTROLLERS: 'node',
-          },
-        );
+    const kcTree = calicoProgramsFor(kcWanted?.tag);
+    if (this.kubeControllers.running && this.kubeControllers.running.key !== kcTree) await this.kubeControllers.stop();
+    if (kcWanted) {
+      status.kubeControllers = { calico: kcTree };
+      const dir = this.treeBin(kcTree, kcWanted.tag, status.kubeControllers);
+      if (dir && kcTree && !this.kubeControllers.alive() && (await this.metricsOff())) {
+        this.kubeControllers.ensure(kcTree, path.join(dir, 'kube-controllers'), ['-status-file', path.join(this.workDir, 'kube-controllers-status.json')], {
+          ...this.env,
+          // In 3.28-3.30 IPAM garbage collection is part of the node controller (a separate 'ipam' name is rejected).
+          ENABLED_CONTROLLERS: 'node',
+        });
       }
       Object.assign(status.kubeControllers, running(this.kubeControllers));
     }
     return status;
+  }
+
+  /**
+   * Plays the kubelet's part for the operator's pods: a live pod is held by OPERATOR_POD_FINALIZER, a deleted one
+   * is let go only once its process has stopped, so "no operator pod left" means "no operator process left".
+   */
+  private async followOperatorPods(): Promise<void> {
+    const pods = await this.client.listAll<KubeObject>(K.pod, { namespace: OPERATOR_NAMESPACE });
+    const act = operatorPodActions(pods, this.operator.alive() ? this.operator.running!.key : undefined);
+    if (act.stop) await this.operator.stop();
+    for (const pod of act.release) await this.holdPod(pod, false);
+    for (const pod of act.hold) await this.holdPod(pod, true);
+  }
+
+  /** Add or remove the finalizer; a pod that changed or went meanwhile is looked at again on the next tick. */
+  private async holdPod(pod: KubeObject, hold: boolean): Promise<void> {
+    const others = (pod.metadata.finalizers ?? []).filter((f) => f !== OPERATOR_POD_FINALIZER);
+    const finalizers = hold ? [...others, OPERATOR_POD_FINALIZER] : others.length ? others : null;
+    try {
+      await this.client.mergePatch(K.pod, OPERATOR_NAMESPACE, pod.metadata.name!, { metadata: { resourceVersion: pod.metadata.resourceVersion, finalizers } });
+      if (!hold) this.log(`released operator pod ${pod.metadata.name}`);
+    } catch (err) {
+      if (!(err instanceof KubeApiError && (err.statusCode === 404 || err.statusCode === 409))) throw err;
+    }
+  }
+
+  /** At shutdown: no pod may stay held by a supervisor that no longer runs (its namespace could never go). */
+  private async releaseOperatorPods(): Promise<void> {
+    try {
+      const pods = await this.client.listAll<KubeObject>(K.pod, { namespace: OPERATOR_NAMESPACE });
+      for (const pod of pods) if (pod.metadata.finalizers?.includes(OPERATOR_POD_FINALIZER)) await this.holdPod(pod, false);
+    } catch (err) {
+      this.log(`could not release the operator pods: ${(err as Error).message}`);
+    }
   }
 
   /**
@@ -244,11 +299,12 @@ export class CalicoSupervisor {
       for (let i = 0; i < 10 && !this.stopping; i++) await sleep(100);
     }
     await Promise.all([this.operator.stop(), this.apiserver.stop(), this.kubeControllers.stop()]);
+    await this.releaseOperatorPods();
   }
 }
 
-function running(s: Slot): { pid?: number; startedAt?: string } {
-  return s.alive() ? { pid: s.running!.child.pid, startedAt: s.running!.startedAt } : {};
+function running(s: Slot): { pid?: number; startedAt?: string; starts?: number } {
+  return s.alive() ? { pid: s.running!.child.pid, startedAt: s.running!.startedAt, starts: s.starts.n } : {};
 }
 
 function writeAtomic(file: string, text: string): void {

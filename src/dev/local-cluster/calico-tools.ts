@@ -9,9 +9,9 @@ import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from './calico-programs.
 import type { SupervisorStatus } from './calico-supervisor.js';
 import type { LocalCluster } from './cluster.js';
 
-/** The real calicoctl (kubernetes datastore) against `kubeconfig`; the one 3.28.1 build serves every Calico version. */
-export async function runCalicoctl(kubeconfig: string, args: string[], input?: string): Promise<string> {
-  const dir = await ensureCalicoProgram('calico', CALICO_PROGRAMS_VERSION);
+/** The real calicoctl (kubernetes datastore) against `kubeconfig`; the one 3.28.1 build serves every Calico version unless `tree` names another. */
+export async function runCalicoctl(kubeconfig: string, args: string[], input?: string, tree = CALICO_PROGRAMS_VERSION): Promise<string> {
+  const dir = await ensureCalicoProgram('calico', tree);
   const bin = path.join(dir, 'calicoctl');
   const all = [...args, '--allow-version-mismatch'];
   return new Promise((resolve, reject) => {
