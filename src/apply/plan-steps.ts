@@ -19,6 +19,7 @@ import { pool } from '../util/pool.js';
 import { ResourceResolver } from '../kube/resolver.js';
 import type { KubeObject } from '../kube/types.js';
 import { bundleDataPresent } from '../plan/compare.js';
+import { crdsTheTargetOperatorMisreads } from '../plan/crd-findings.js';
 import { transformInstallation } from '../plan/findings.js';
 import { checkBundle, checkCluster, checkTargetPools, refuseOnFailure } from '../plan/preflight.js';
 import { parseDuration } from '../config/config.js';
@@ -192,7 +193,31 @@ async function applyCrds({ client, plan, target, reporter }: StepDeps): Promise<
     crds.map((c) => c.metadata.name),
     120_000,
   );
-  return `${crds.length} CRDs of ${target.version} in place (${created} new); none deleted`;
+  const removed = plan.current.installType === 'operator' ? await removeCrdsTheTargetOperatorMisreads(client, target) : [];
+  return `${crds.length} CRDs of ${target.version} in place (${created} new); ${removed.length ? `deleted the empty ${removed.join(', ')} (the ${target.operatorImage ?? target.version} operator would misread the cluster while they are served)` : 'none deleted'}`;
+}
+
+/**
+ * Delete the CRDs the target lacks whose mere presence changes what the target operator does (plan/crd-findings.ts),
+ * read again from the cluster; one that holds objects is never deleted (the plan refused it; refused here too).
+ */
+async function removeCrdsTheTargetOperatorMisreads(client: KubeClient, target: Release): Promise<string[]> {
+  const doomed = crdsTheTargetOperatorMisreads(await client.listAll(K.crd), target);
+  for (const d of doomed) {
+    const crd = await client.getOrUndefined(K.crd, undefined, d.crd);
+    if (!crd) continue;
+    for await (const o of client.listItems(crdResourceType(crd), { limit: 1 })) {
+      throw new RefusedError(`CRD ${d.crd} holds objects (${o.kind}/${o.metadata.name}): not deleted; ${d.effect}`);
+    }
+    await client.delete(K.crd, undefined, d.crd);
+  }
+  const names = doomed.map((d) => d.crd);
+  await client.waitFor(
+    `the CRDs ${names.join(', ')} to be gone`,
+    async () => ((await client.listAll(K.crd)).some((c) => names.includes(c.metadata.name)) ? undefined : true),
+    { timeoutMs: 120_000, intervalMs: 500 },
+  );
+  return names;
 }
 
 async function putObjects(client: KubeClient, objs: KubeObject[]): Promise<number> {
@@ -254,9 +279,14 @@ async function transformInstallationStep({ client, plan }: StepDeps): Promise<st
   const leftovers = [...(t.removeFinalizers ?? []).map((f) => `finalizer ${f}`), ...(t.deleteTigeraStatuses ?? []).map((n) => `TigeraStatus ${n}`)];
   const cleared = leftovers.length ? `; removed the newer operator's ${leftovers.join(', ')}` : '';
   const removed = t.removeFields;
-  const stopped = t.stopAllocations ? `; ${t.stopAllocations.field}: ${JSON.stringify(t.stopAllocations.value)} on ${t.stopAllocations.cidrs.join(', ')}` : '';
-  return removed.length || t.trimPoolsPerFamily || stopped || cleared
-    ? `Installation rewritten without ${removed.join(', ') || 'nothing'}${t.trimPoolsPerFamily ? ' and with one pool per family' : ''}${stopped}${cleared}`
+  const stopped = t.stopAllocations ? `${t.stopAllocations.field}: ${JSON.stringify(t.stopAllocations.value)} on ${t.stopAllocations.cidrs.join(', ')}` : '';
+  const changes = [
+    ...(removed.length ? [`without ${removed.join(', ')}`] : []),
+    ...(t.trimPoolsPerFamily ? ['with one pool per family'] : []),
+    ...(stopped ? [stopped] : []),
+  ];
+  return changes.length || cleared
+    ? `Installation rewritten${changes.length ? `: ${changes.join('; ')}` : ''}${cleared}`
     : 'Installation already valid for the target';
 }
 

@@ -2,6 +2,7 @@
  * What cni-rewind knows about Calico, as data in one place (see docs/calico-differences.md).
  * Engine modules read these tables; nothing else hard-codes Calico groups, kinds or versions.
  */
+import type { KubeObject } from '../kube/types.js';
 
 /** API groups whose CRDs hold Calico state. */
 export const CALICO_CRD_GROUP = 'crd.projectcalico.org';
@@ -49,6 +50,11 @@ export function calicoLabels(obj: { metadata: { labels?: Record<string, string>;
     }
   }
   return obj.metadata.labels ?? {};
+}
+
+/** Labelled as the tigera operator reads it (calicoLabels): a pool it manages, adopts and may rewrite or delete. */
+export function isOperatorLabelled(pool: KubeObject): boolean {
+  return calicoLabels(pool)[OPERATOR_MANAGED_LABEL] === OPERATOR_MANAGED_VALUE;
 }
 
 /**
@@ -151,6 +157,13 @@ export const OPERATOR_POOL_BEHAVIOUR: OperatorPoolBehaviour[] = [
     comparesDisabled: true,
   },
 ];
+
+/**
+ * The TigeraStatus the operator's IP pool controller writes. Only operators that manage pools have that controller
+ * (tigera/operator pkg/controller/ippool, first in v1.34 = Calico 3.28; v1.32 has none), so an older operator never
+ * reports it.
+ */
+export const POOL_CONTROLLER_REPORT = 'ippools';
 
 export function operatorPoolBehaviour(calicoVersion: string): OperatorPoolBehaviour {
   let row = OPERATOR_POOL_BEHAVIOUR[0]!;
@@ -277,3 +290,9 @@ export function leftoversUnknownTo(target: string): { installationFinalizers: st
  * where the bundle has none is the target version's default, not a change to the user's data.
  */
 export const OPERATOR_FILLED_FELIX_FIELDS = ['bpfEnabled', 'bpfHostConntrackBypass', 'healthPort', 'vxlanVNI', 'routeTableRange'] as const;
+
+/** The OPERATOR_FILLED_FELIX_FIELDS the live FelixConfiguration `default` has and the bundle's (`expected`) leaves unset. */
+export function operatorFilledFelixFields(expected: KubeObject, live: KubeObject): string[] {
+  if (live.kind !== 'FelixConfiguration' || live.metadata.name !== 'default' || !live.spec) return [];
+  return OPERATOR_FILLED_FELIX_FIELDS.filter((f) => expected.spec?.[f] === undefined && live.spec![f] !== undefined);
+}

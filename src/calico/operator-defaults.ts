@@ -79,6 +79,37 @@ export function valueAt(obj: unknown, path: string): unknown {
 }
 
 /**
+ * Other kinds: values the newer release writes by itself into objects that an older release's CRD prunes. Such a
+ * value is the newer release's default, not a user's setting, so pruning it on a downgrade loses nothing.
+ * Read in projectcalico/calico v3.30.7 and tigera/operator v1.38.13.
+ */
+type ObjectRule = (obj: KubeObject, value: unknown, installation: KubeObject | undefined) => boolean;
+const OBJECT_RULES: Record<string, Record<string, ObjectRule>> = {
+  IPPool: {
+    // libcalico-go clientv3/ippool.go (create and update) and backend/k8s/resources/ippool.go set Automatic when
+    // unset; the v1.38 operator writes its entries' default (ippool/defaults.go). Before 3.30 every pool is
+    // Automatic, so only Manual is a setting a downgrade loses.
+    'spec.assignmentMode': (_o, v) => v === 'Automatic',
+  },
+  FelixConfiguration: {
+    // v1.38 core_controller.go setNftablesMode: on FelixConfiguration default, Enabled for the Nftables Linux
+    // dataplane and Disabled for any other (the operator's fillDefaults sets Iptables when none is given).
+    'spec.nftablesMode': (o, v, inst) =>
+      inst !== undefined && o.metadata.name === 'default' && v === (linuxDataplane(inst) === 'Nftables' ? 'Enabled' : 'Disabled'),
+  },
+};
+
+/**
+ * Whether `obj`'s value at `path` (a field the target's CRD prunes) is what the newer release writes by itself
+ * (`installation`: the live Installation default, when the operator runs Calico). For the Installation itself,
+ * isOperatorDefault.
+ */
+export function isReleaseDefault(obj: KubeObject, path: string, installation: KubeObject | undefined): boolean {
+  const rule = OBJECT_RULES[obj.kind]?.[folded(path)];
+  return rule ? rule(obj, valueAt(obj, path), installation) : false;
+}
+
+/**
  * Whether the Installation's value at `path` is what the operator fills in by itself (safe to drop: the user did
  * not set it). `livePools` are the crd.projectcalico.org IPPools, which name the entries.
  */

@@ -21,10 +21,22 @@ import { httpGet, type HttpGetResponse } from '../net/http-get.js';
 import { parseManifests } from '../kube/manifests.js';
 import type { KubeObject } from '../kube/types.js';
 import { readShippedFile, shippedReleases, shippedReleasesDir } from './shipped.js';
-import { imageTag, normalizeVersion, OPERATOR_DEPLOYMENT, OPERATOR_VERSIONS } from './knowledge.js';
+import { compareVersions, imageTag, normalizeVersion, OPERATOR_DEPLOYMENT, OPERATOR_VERSIONS } from './knowledge.js';
 
 /** Raw manifests of projectcalico/calico at a release tag; `{version}` is `vX.Y.Z`. */
 export const RELEASE_URL_PATTERN = 'https://raw.githubusercontent.com/projectcalico/calico/{version}/manifests/';
+
+/**
+ * The commands that install a release's tigera operator again as its docs do, server-side: its CRDs are too large
+ * for a client-side apply's annotation, and a server-side apply also takes over objects that still exist (a CRD
+ * still Terminating). From 3.30 the CRDs are in operator-crds.yaml, no longer in tigera-operator.yaml.
+ */
+export function operatorInstallCommands(version: string): string[] {
+  const v = normalizeVersion(version);
+  const base = RELEASE_URL_PATTERN.replace('{version}', v);
+  const files = compareVersions(v, 'v3.30.0') >= 0 ? [RELEASE_FILES.operatorCrds, RELEASE_FILES.operator] : [RELEASE_FILES.operator];
+  return files.map((f) => `kubectl apply --server-side --force-conflicts -f ${base}${f}`);
+}
 
 export const RELEASE_FILES = {
   operator: 'tigera-operator.yaml',

@@ -3,6 +3,7 @@ import type { Bundle } from '../bundle/reader.js';
 import type { KubeClient } from '../kube/client.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
 import { bundleDataPresent, withoutOperatorDefaults } from './compare.js';
+import type { InstallationTransform } from './types.js';
 
 const crd = (kind: string, plural: string): KubeObject => ({
   apiVersion: 'apiextensions.k8s.io/v1',
@@ -14,12 +15,12 @@ const CRDS = [crd('IPAMBlock', 'ipamblocks'), crd('IPAMHandle', 'ipamhandles'), 
 const obj = (kind: string, name: string, spec: unknown): KubeObject => ({ apiVersion: 'crd.projectcalico.org/v1', kind, metadata: { name }, spec });
 
 /** Just what bundleDataPresent reads: CRDs and custom resources listed from the cluster, objects from a bundle. */
-function fakes(live: KubeObject[], inBundle: KubeObject[]) {
+function fakes(live: KubeObject[], inBundle: KubeObject[], liveCrds = CRDS, bundleCrds: KubeObject[] = []) {
   const client = {
-    listAll: async (t: ResourceType) => (t.kind === 'CustomResourceDefinition' ? CRDS : live.filter((o) => o.kind === t.kind)),
+    listAll: async (t: ResourceType) => (t.kind === 'CustomResourceDefinition' ? liveCrds : live.filter((o) => o.kind === t.kind)),
   } as unknown as KubeClient;
   const bundle = {
-    crds: async () => [],
+    crds: async () => bundleCrds,
     objects: async function* () {
       for (const object of inBundle) yield { object };
     },
@@ -94,5 +95,115 @@ describe('withoutOperatorDefaults: what the tigera operator writes back into the
     expect(withoutOperatorDefaults(inst({ calicoNetwork: { ipPools: [], mtu: 1450 } }), bundle).spec).toEqual({ calicoNetwork: { ipPools: [], mtu: 1450 } });
     const two = [{ cidr: '192.168.0.0/16', encapsulation: 'VXLAN' }, { cidr: '10.0.0.0/16' }];
     expect(withoutOperatorDefaults(inst({ calicoNetwork: { ipPools: two, mtu: 1450 } }), bundle).spec).toEqual({ calicoNetwork: { ipPools: two, mtu: 1450 } });
+  });
+});
+
+describe("verify-data: the Installation after a stop in a field the bundle's CRD lacks", () => {
+  // Installation CRDs of 3.28 (ipPools entries without disableNewAllocations) and 3.29 (with it).
+  const installationCrd = (entryFields: string[]): KubeObject => {
+    const props = Object.fromEntries(
+      entryFields.map((f) => [f, f === 'blockSize' ? { type: 'integer' } : f === 'disableNewAllocations' ? { type: 'boolean' } : { type: 'string' }]),
+    );
+    const ipPools = { type: 'array', items: { type: 'object', properties: props } };
+    return {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'installations.operator.tigera.io' },
+      spec: {
+        group: 'operator.tigera.io',
+        scope: 'Cluster',
+        names: { kind: 'Installation', plural: 'installations' },
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            schema: {
+              openAPIV3Schema: {
+                type: 'object',
+                properties: { spec: { type: 'object', properties: { calicoNetwork: { type: 'object', properties: { ipPools } } } } },
+              },
+            },
+          },
+        ],
+      },
+    };
+  };
+  const fields = ['name', 'cidr', 'blockSize', 'nodeSelector'];
+  const crd328 = installationCrd(fields);
+  const crd329 = installationCrd([...fields, 'disableNewAllocations']);
+  const inst = (pools: Record<string, unknown>[]): KubeObject => ({
+    apiVersion: 'operator.tigera.io/v1',
+    kind: 'Installation',
+    metadata: { name: 'default' },
+    spec: { calicoNetwork: { ipPools: pools } },
+  });
+  const old = { name: 'default-ipv4-ippool', cidr: '192.168.0.0/16', blockSize: 26, nodeSelector: 'all()' };
+  const other = { name: 'new-ipv4-pool', cidr: '10.100.0.0/16', blockSize: 26, nodeSelector: 'all()' };
+  const transform: InstallationTransform = {
+    removeFields: [],
+    trimPoolsPerFamily: false,
+    stopAllocations: { cidrs: ['192.168.0.0/16'], field: 'disableNewAllocations', value: true },
+  };
+
+  it('passes when the target operator keeps the planned stop and defaults the field on the other entries (3.28 -> 3.29)', async () => {
+    const { client, bundle } = fakes(
+      [
+        inst([
+          { ...old, disableNewAllocations: true },
+          { ...other, disableNewAllocations: false },
+        ]),
+      ],
+      [inst([old, other])],
+      [...CRDS, crd329],
+      [crd328],
+    );
+    const r = await bundleDataPresent(client, bundle, transform);
+    expect(r.differences).toEqual([]);
+    expect(r.checked).toBe(1);
+  });
+
+  it('reports an entry that lost the planned stop, and other changes', async () => {
+    const { client, bundle } = fakes(
+      [
+        inst([
+          { ...old, disableNewAllocations: false },
+          { ...other, nodeSelector: '!all()' },
+        ]),
+      ],
+      [inst([old, other])],
+      [...CRDS, crd329],
+      [crd328],
+    );
+    const r = await bundleDataPresent(client, bundle, transform);
+    expect(r.differences.map((d) => `${d.object} ${d.problem}`)).toEqual(['Installation/default changed']);
+    expect(r.differences[0]!.detail).toContain('disableNewAllocations');
+    const lostOnly = fakes([inst([{ ...old, disableNewAllocations: false }, other])], [inst([old, other])], [...CRDS, crd329], [crd328]);
+    const r2 = await bundleDataPresent(lostOnly.client, lostOnly.bundle, transform);
+    expect(r2.differences.map((d) => `${d.object} ${d.problem} ${d.detail}`)).toEqual([
+      'Installation/default changed ipPools 192.168.0.0/16: disableNewAllocations true planned, cluster false',
+    ]);
+  });
+});
+
+describe('verify-data: a pool the plan stopped in the target operator\'s terms (3.30 -> 3.28: nodeSelector "!all()")', () => {
+  const spec = { cidr: '192.168.0.0/16', blockSize: 26, vxlanMode: 'CrossSubnet', natOutgoing: true, allowedUses: ['Workload', 'Tunnel'] };
+  const inBundle = obj('IPPool', 'default-ipv4-ippool', { ...spec, nodeSelector: 'all()', disabled: true });
+  const stop = { removeFields: [], trimPoolsPerFamily: false, stopAllocations: { cidrs: ['192.168.0.0/16'], field: 'nodeSelector', value: '!all()' } };
+
+  it("accepts the v1.34 operator's rewrite from the converted entry (the stop set, no `disabled`), and the pool as before it", async () => {
+    for (const live of [obj('IPPool', 'default-ipv4-ippool', { ...spec, nodeSelector: '!all()' }), inBundle]) {
+      const { client, bundle } = fakes([live], [inBundle]);
+      expect((await bundleDataPresent(client, bundle, stop)).differences).toEqual([]);
+    }
+  });
+
+  it('still reports a pool that allocates again, and the rewrite of a pool the plan did not convert', async () => {
+    const enabled = fakes([obj('IPPool', 'default-ipv4-ippool', { ...spec, nodeSelector: 'all()' })], [inBundle]);
+    expect((await bundleDataPresent(enabled.client, enabled.bundle, stop)).differences).toMatchObject([{ problem: 'changed' }]);
+    const rewritten = fakes([obj('IPPool', 'default-ipv4-ippool', { ...spec, nodeSelector: '!all()' })], [inBundle]);
+    expect((await bundleDataPresent(rewritten.client, rewritten.bundle, { ...stop, stopAllocations: undefined })).differences).toMatchObject([
+      { problem: 'changed' },
+    ]);
   });
 });

@@ -6,7 +6,7 @@
  */
 import type { Bundle } from '../bundle/reader.js';
 import { pruneUnknownFields } from '../calico/schema.js';
-import { CALICO_CRD_GROUP, OPERATOR_FILLED_FELIX_FIELDS, OPERATOR_GROUP } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, OPERATOR_GROUP, operatorFilledFelixFields } from '../calico/knowledge.js';
 import { isIpamLive } from '../restore/ipam.js';
 import type { KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
@@ -73,22 +73,56 @@ export async function bundleDataPresent(
       continue;
     }
     const crd = live.crds.get(`${object.apiVersion.split('/')[0]}/${object.kind}`);
+    const installation = object.kind === 'Installation' && object.metadata.name === 'default';
     let expected = crd ? pruneUnknownFields(object, crd) : object;
-    if (object.kind === 'Installation' && object.metadata.name === 'default') expected = transformInstallation(expected, transform);
+    if (installation) expected = transformInstallation(expected, transform);
     // Fields the bundle's own CRD lacks were invisible when the backup was taken, so they cannot differ from it:
     // an upgrade's CRDs show them again (a value pruned on read under the older schema is still stored, e.g.
-    // FelixConfiguration debugPort after 3.28 -> 3.27 -> 3.28 on a manifest install) or default them.
+    // FelixConfiguration debugPort after 3.28 -> 3.27 -> 3.28 on a manifest install) or default them (v1.36 sets
+    // disableNewAllocations: false on every Installation pool entry).
     const bundleCrd = bundleCrds.get(`${object.apiVersion.split('/')[0]}/${object.kind}`);
     const seen = withoutOperatorDefaults(bundleCrd ? pruneUnknownFields(l, bundleCrd) : l, expected);
-    if (content(expected) !== content(seen)) {
+    // The planned stop can be such a field too (disableNewAllocations, new in 3.29, on a 3.28 bundle): compared on
+    // the fields the bundle's CRD has, and the stop itself checked on the live object.
+    const lostStop = installation ? stopNotKept(expected, l, transform) : undefined;
+    if (installation && bundleCrd) expected = pruneUnknownFields(expected, bundleCrd);
+    if (lostStop || (content(expected) !== content(seen) && !asStoppedByTarget(expected, seen, transform))) {
       differences.push({
         object: objRef(object),
         problem: 'changed',
-        detail: firstDifference({ spec: expected.spec, data: expected.data }, { spec: seen.spec, data: seen.data }),
+        detail: lostStop ?? firstDifference({ spec: expected.spec, data: expected.data }, { spec: seen.spec, data: seen.data }),
       });
     }
   }
   return { checked, differences };
+}
+
+/** The first Installation pool entry whose planned stop (transform.stopAllocations) the cluster does not have. */
+function stopNotKept(expected: KubeObject, live: KubeObject, transform: InstallationTransform): string | undefined {
+  const stop = transform.stopAllocations;
+  if (!stop) return undefined;
+  const planned = new Set<string>((expected.spec?.calicoNetwork?.ipPools ?? []).map((p: any) => String(p.cidr)));
+  for (const cidr of stop.cidrs.filter((c) => planned.has(c))) {
+    const entry = (live.spec?.calicoNetwork?.ipPools ?? []).find((p: any) => String(p.cidr) === cidr);
+    if (canonicalJson(entry?.[stop.field]) !== canonicalJson(stop.value)) {
+      return `ipPools ${cidr}: ${stop.field} ${JSON.stringify(stop.value)} planned, cluster ${JSON.stringify(entry?.[stop.field])}`;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * An IPPool whose Installation entry the plan stopped in the target operator's terms (transform.stopAllocations:
+ * 3.28's nodeSelector "!all()") is rewritten by that operator from the entry: the stop set on the pool and no
+ * `disabled` (v1.34's pool type has none). That is the planned change, not a difference; until the operator gets to
+ * it the pool is as in the bundle. A stop the pool type has no field for (disableNewAllocations: the operator writes
+ * `disabled: true`, as the bundle has it) leaves nothing else to accept.
+ */
+function asStoppedByTarget(expected: KubeObject, seen: KubeObject, transform: InstallationTransform): boolean {
+  const stop = transform.stopAllocations;
+  if (expected.kind !== 'IPPool' || !stop || stop.field !== 'nodeSelector' || !stop.cidrs.includes(String(expected.spec?.cidr))) return false;
+  const { disabled: _d, ...spec } = expected.spec ?? {};
+  return content({ ...expected, spec: { ...spec, [stop.field]: stop.value } }) === content(seen);
 }
 
 /**
@@ -101,8 +135,7 @@ export async function bundleDataPresent(
 export function withoutOperatorDefaults(live: KubeObject, expected: KubeObject): KubeObject {
   if (live.kind === 'Installation' && live.metadata.name === 'default' && live.spec)
     return { ...live, spec: onlySetIn(live.spec, expected.spec ?? {}) as Record<string, unknown> };
-  if (live.kind !== 'FelixConfiguration' || live.metadata.name !== 'default' || !live.spec) return live;
-  const filled = OPERATOR_FILLED_FELIX_FIELDS.filter((f) => expected.spec?.[f] === undefined && live.spec[f] !== undefined);
+  const filled = operatorFilledFelixFields(expected, live);
   if (!filled.length) return live;
   const spec = { ...live.spec };
   for (const f of filled) delete spec[f];

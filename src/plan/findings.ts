@@ -12,27 +12,16 @@ import {
   type OperatorPoolBehaviour,
 } from '../calico/knowledge.js';
 import { isOperatorDefault, valueAt } from '../calico/operator-defaults.js';
+import { releaseDefaultsPruned } from './release-defaults.js';
+import { crdFindings } from './crd-findings.js';
 import { adoptionReason } from '../doctor/checks/pools.js';
 import type { Release } from '../calico/release.js';
 import type { KubeObject } from '../kube/types.js';
+import { objRef, type LiveCalico } from './live.js';
 import { INSTALLATION_POOL_RULES, PLAN_FLAGS, RUNTIME_KINDS } from './rules.js';
 import type { InstallationTransform, PlanFinding } from './types.js';
 
-export interface LiveCalico {
-  /** Calico CRDs installed now (crd.projectcalico.org and operator.tigera.io). */
-  crds: KubeObject[];
-  /** Live objects by CRD name. */
-  objects: Map<string, KubeObject[]>;
-}
-
-export const objRef = (o: KubeObject) => [o.kind, o.metadata.namespace, o.metadata.name].filter(Boolean).join('/');
-
-/** Groups whose CRDs a plan manages (the shared policy.networking.k8s.io CRDs are never touched). */
-export const MANAGED_GROUPS = [CALICO_CRD_GROUP, OPERATOR_GROUP];
-
-export function isManagedCrd(crd: KubeObject): boolean {
-  return MANAGED_GROUPS.includes(crd.spec?.group);
-}
+export { isManagedCrd, MANAGED_GROUPS, objRef, type LiveCalico } from './live.js';
 
 export function servedVersion(crd: KubeObject): string | undefined {
   const vs: any[] = crd.spec?.versions ?? [];
@@ -62,7 +51,6 @@ export interface FindingsResult {
 export function computeFindings(live: LiveCalico, target: Release, current: { version?: string }, flags: Set<string>): FindingsResult {
   const findings: PlanFinding[] = [];
   const installation: InstallationTransform = { removeFields: [], trimPoolsPerFamily: false };
-  const targetByName = new Map(target.crds.map((c) => [c.metadata.name, c]));
   const livePools = live.objects.get(`ippools.${CALICO_CRD_GROUP}`) ?? [];
   // Installation values the target's CRD lacks that the user set (not the operator's own defaults): path -> value.
   const installationLost: { obj: KubeObject; path: string }[] = [];
@@ -86,6 +74,9 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
         }
       }
     }
+    // Values the newer release wrote by itself (operator-defaults.ts) are not a user's settings: dropped without a flag.
+    if (kind !== 'Installation')
+      findings.push(...releaseDefaultsPruned(kind, live.objects.get(lc.metadata.name) ?? [], pruned, installationOf(live), target.version));
     if (pruned.size > 0) {
       const objects = [...new Set([...pruned.values()].flatMap((s) => [...s]))];
       const details = [...pruned.keys()].map((p) => `${p} (unknown to ${target.version})`);
@@ -137,26 +128,12 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
     }
   }
 
-  // 2. CRDs the target lacks: kept, never deleted while they hold data.
-  for (const lc of live.crds) {
-    if (targetByName.has(lc.metadata.name) || !isManagedCrd(lc)) continue;
-    const n = (live.objects.get(lc.metadata.name) ?? []).length;
-    findings.push({
-      id: 'crd-not-in-target',
-      severity: n > 0 ? 'warning' : 'info',
-      title: `CRD ${lc.metadata.name} is not part of ${target.version}`,
-      objects: (live.objects.get(lc.metadata.name) ?? []).slice(0, 20).map(objRef),
-      details: [`${n} object(s) stored`],
-      action: 'keep',
-      plan:
-        n > 0
-          ? 'kept with its objects (a CRD that holds data is never deleted); the target version ignores them'
-          : 'kept (harmless; delete it by hand if you no longer want it)',
-    });
-  }
+  // 2. CRDs the target lacks: kept, never deleted while they hold data; an empty one that the target operator
+  // misreads (its discovery) is deleted.
+  findings.push(...crdFindings(live, target));
 
   // 3. Installation constraints of the target operator.
-  const inst = [...(live.objects.get(`installations.${OPERATOR_GROUP}`) ?? [])].find((o) => o.metadata.name === 'default');
+  const inst = installationOf(live);
   const pools: any[] = inst?.spec?.calicoNetwork?.ipPools ?? [];
   for (const rule of INSTALLATION_POOL_RULES) {
     if (compareVersions(target.version, rule.until) >= 0) continue;
@@ -319,6 +296,9 @@ function disabledPoolsTheTargetWouldEnable(live: LiveCalico, entries: any[], beh
     return adoptionReason(p, entries, behaviour) !== undefined;
   });
 }
+
+export const installationOf = (live: LiveCalico): KubeObject | undefined =>
+  (live.objects.get(`installations.${OPERATOR_GROUP}`) ?? []).find((o) => o.metadata.name === 'default');
 
 function withoutStatus(o: KubeObject): KubeObject {
   const { status: _s, ...rest } = o;

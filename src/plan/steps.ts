@@ -20,7 +20,7 @@ export const STEP_TEXT = {
   'apply-crds': {
     title: 'apply the target CRDs',
     description:
-      "replace each CRD with the target's exactly (create or update, so no field of the old schema survives), then wait until Established; no CRD is deleted (CRDs the target lacks stay with their data)",
+      "replace each CRD with the target's exactly (create or update, so no field of the old schema survives), then wait until Established; CRDs the target lacks stay with their data, except an empty one whose mere presence changes what the target operator does (finding crd-changes-target-operator), which is deleted",
   },
   'apply-operator': {
     title: 'apply the target operator manifest',
