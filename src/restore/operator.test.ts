@@ -3,7 +3,7 @@ import { isErrorKind } from '../core/errors.js';
 import { RecordingIoHost, Reporter } from '../io/host.js';
 import type { KubeClient } from '../kube/client.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
-import { availableReports, deletionsInProgress, judgeOperator, settleDeletions } from './operator.js';
+import { availableReports, deletionsInProgress, judgeOperator, reinstallOperatorHint, settleDeletions } from './operator.js';
 
 const status = (name: string, available: string, at = '2026-01-01T00:00:00Z'): KubeObject => ({
   apiVersion: 'operator.tigera.io/v1',
@@ -35,6 +35,13 @@ function fakeClient(objects: (poll: number) => Record<string, KubeObject[]>): { 
 describe('restore and a running tigera operator', () => {
   it('expects again only the reports that were Available in the bundle', () => {
     expect(availableReports([status('calico', 'True'), status('ippools', 'False'), status('apiserver', 'True')])).toEqual(['apiserver', 'calico']);
+  });
+
+  it('does not expect the ippools report from an operator without an IP pool controller (v1.32, Calico 3.27)', () => {
+    const bundle = [status('calico', 'True'), status('ippools', 'True'), status('apiserver', 'True')];
+    expect(availableReports(bundle, 'quay.io/tigera/operator:v1.32.10')).toEqual(['apiserver', 'calico']);
+    expect(availableReports(bundle, 'quay.io/tigera/operator:v1.34.3')).toEqual(['apiserver', 'calico', 'ippools']);
+    expect(availableReports(bundle, undefined)).toEqual(['apiserver', 'calico', 'ippools']);
   });
 
   it('names the Calico CRDs and planned objects being deleted', () => {
@@ -70,11 +77,33 @@ describe('restore and a running tigera operator', () => {
     const stuck = fakeClient(() => ({
       customresourcedefinitions: [crd('installations.operator.tigera.io', 'operator.tigera.io', true)],
       installations: [held],
+      deployments: [operator],
     }));
     const err = await settleDeletions(stuck.client, ['Installation default'], async () => undefined, reporter, 1500).catch((e) => e);
     expect(isErrorKind(err, 'refused')).toBe(true);
     expect(err.message).toMatch(/still being deleted after 2 s: .*Installation default \(finalizers tigera.io\/operator-cleanup\)/);
-    expect(err.hint).toMatch(/install the tigera operator again/);
+    expect(err.hint).toMatch(/the tigera operator removes its finalizers when its teardown completes/);
+  });
+
+  it('refuses at once, writing nothing, when the operator that holds the finalizers is not installed any more, naming the commands that install it', async () => {
+    const gone = fakeClient(() => ({
+      customresourcedefinitions: [crd('installations.operator.tigera.io', 'operator.tigera.io', true)],
+      installations: [{ apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default', finalizers: ['tigera.io/operator-cleanup'] } }],
+    }));
+    let prepared = false;
+    const started = Date.now();
+    const prepare = async () => void (prepared = true);
+    const err = await settleDeletions(gone.client, ['Installation default'], prepare, new Reporter(new RecordingIoHost()), 30_000, 'v3.28.1').catch((e) => e);
+    expect(isErrorKind(err, 'refused')).toBe(true);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(prepared).toBe(false);
+    expect(err.message).toMatch(/the operator is not installed .*nothing was written/);
+    expect(err.hint).toBe(
+      'install the tigera operator again: kubectl apply --server-side --force-conflicts -f https://raw.githubusercontent.com/projectcalico/calico/v3.28.1/manifests/tigera-operator.yaml; it finishes the teardown, then restore again',
+    );
+    expect(reinstallOperatorHint('3.30.7')).toMatch(
+      /manifests\/operator-crds\.yaml && kubectl apply --server-side --force-conflicts -f .*v3\.30\.7\/manifests\/tigera-operator\.yaml;/,
+    );
   });
 
   it('judges the resumed operator by its own reports: a missing one is waited for, one that never comes makes the restore partial', async () => {
@@ -101,5 +130,14 @@ describe('restore and a running tigera operator', () => {
     expect(bad.problem).toMatch(
       /did not report Calico ready within 1 s: Installation default is being deleted; TigeraStatus calico not reported yet; calico-node not rendered/,
     );
+  });
+
+  it('waits for no report when there is no Installation for the operator to act on (the restore did not write it)', async () => {
+    const none = fakeClient(() => ({}));
+    const host = new RecordingIoHost();
+    const started = Date.now();
+    expect(await judgeOperator(none.client, ['calico'], false, new Reporter(host), 5000)).toEqual({ checked: [] });
+    expect(Date.now() - started).toBeLessThan(4000);
+    expect(host.codes()).toEqual([]);
   });
 });

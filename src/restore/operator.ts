@@ -11,7 +11,16 @@
  *   it is paused), the Installation is not being deleted and calico-node is rendered.
  */
 import { INSTALLATION, TIGERA_STATUS } from '../calico/detect.js';
-import { CALICO_CRD_GROUP, CALICO_NAMESPACES, OPERATOR_GROUP, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT } from '../calico/knowledge.js';
+import {
+  CALICO_CRD_GROUP,
+  CALICO_NAMESPACES,
+  OPERATOR_GROUP,
+  OPERATOR_NAMESPACE,
+  OPERATOR_DEPLOYMENT,
+  POOL_CONTROLLER_REPORT,
+  operatorPoolBehaviour,
+} from '../calico/knowledge.js';
+import { operatorInstallCommands } from '../calico/release.js';
 import { RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
@@ -22,6 +31,7 @@ import { isCalicoCrd } from './admission.js';
 import { PRIOR_DATASTORE_READY_ANNOTATION } from './guards.js';
 import { stripServerFields } from './normalize.js';
 import { CLUSTER_INFORMATION, INSTALLATION_NAME } from './order.js';
+import { calicoVersionOfOperatorImage } from './pools.js';
 import type { RestoreAction, RestoreSource } from './types.js';
 
 /** How long the operator may take to finish a teardown before restore gives up (it writes nothing meanwhile). */
@@ -61,9 +71,17 @@ async function stillDeleting(client: KubeClient): Promise<{ what: string; finali
   return out;
 }
 
+/** What to run so a teardown can finish when the operator is no longer installed (`operatorVersion`: the bundle's Calico release). */
+export function reinstallOperatorHint(operatorVersion?: string): string {
+  const how = operatorVersion ? `: ${operatorInstallCommands(operatorVersion).join(' && ')}` : " (the release's tigera-operator.yaml)";
+  return `install the tigera operator again${how}; it finishes the teardown, then restore again`;
+}
+
 /**
  * Let deletions in progress finish: give the operator what its teardown needs (`prepare`: the bundle's CRDs the
- * cluster lacks, its ClusterInformation and pools, `writeTeardownNeeds`), then wait until no Calico CRD is Terminating. Nothing else is written. Refused (exit 5) when they do not finish in time.
+ * cluster lacks, its ClusterInformation and pools, `writeTeardownNeeds`), then wait until no Calico CRD is Terminating. Nothing else is written. Refused (exit 5) when they do not finish in time,
+ * and at once, with nothing written, when the operator is not installed at all (`kubectl delete -f tigera-operator.yaml`
+ * deletes it with the CRDs): only the operator removes its finalizers, so waiting could not help.
  */
 export async function settleDeletions(
   client: KubeClient,
@@ -71,9 +89,15 @@ export async function settleDeletions(
   prepare: () => Promise<void>,
   reporter: Reporter,
   timeoutMs = DELETION_TIMEOUT_MS,
+  operatorVersion?: string,
 ): Promise<void> {
   const operator = await client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
-  const running = !!operator && (operator.spec?.replicas ?? 1) > 0;
+  if (!operator)
+    throw new RefusedError(
+      `being deleted: ${deleting.join(', ')}, held by the tigera operator's finalizers, and the operator is not installed (deployment ${OPERATOR_NAMESPACE}/${OPERATOR_DEPLOYMENT} is gone): nothing can finish the teardown; nothing was written`,
+      { hint: reinstallOperatorHint(operatorVersion) },
+    );
+  const running = (operator.spec?.replicas ?? 1) > 0;
   reporter.warn(
     'CNR_RESTORE_WAIT_DELETION',
     `being deleted: ${deleting.join(', ')}; ${running ? 'the tigera operator finishes its teardown first' : 'the tigera operator is not running, nothing may remove its finalizers'}: waiting (up to ${Math.round(timeoutMs / 1000)} s) before restoring`,
@@ -93,18 +117,23 @@ export async function settleDeletions(
       {
         hint: running
           ? 'the tigera operator removes its finalizers when its teardown completes: see its log (kubectl logs -n tigera-operator deploy/tigera-operator), then restore again'
-          : operator
-            ? 'start the tigera operator (kubectl scale -n tigera-operator deploy/tigera-operator --replicas=1) so it can finish the teardown, then restore again'
-            : "install the tigera operator again (the release's tigera-operator.yaml) so it can finish the teardown, then restore again",
+          : 'start the tigera operator (kubectl scale -n tigera-operator deploy/tigera-operator --replicas=1) so it can finish the teardown, then restore again',
       },
     );
 }
 
-/** Names of the TigeraStatus objects that were Available when the bundle was made: what the operator must report again. */
-export function availableReports(statuses: KubeObject[]): string[] {
+/**
+ * Names of the TigeraStatus objects that were Available when the bundle was made: what the operator must report
+ * again. `operatorImage` is the operator that will resume: one without an IP pool controller (a 3.28 bundle restored
+ * under the 3.27 operator) never writes the bundle's `ippools` report, so that one is not awaited.
+ */
+export function availableReports(statuses: KubeObject[], operatorImage?: string): string[] {
+  const version = calicoVersionOfOperatorImage(operatorImage);
+  const noPoolController = !!version && !operatorPoolBehaviour(version).managesPools;
   return statuses
     .filter((s) => s.status?.conditions?.some((c: any) => c.type === 'Available' && c.status === 'True'))
     .map((s) => s.metadata.name)
+    .filter((name) => !(noPoolController && name === POOL_CONTROLLER_REPORT))
     .sort();
 }
 
@@ -124,6 +153,9 @@ export async function judgeOperator(
   reporter: Reporter,
   timeoutMs = OPERATOR_REPORT_TIMEOUT_MS,
 ): Promise<{ checked: string[]; problem?: string }> {
+  // An Installation this restore did not write (blocked, refused: reported as such already) and none in the cluster:
+  // the operator renders nothing and reports nothing, so waiting would only delay the exit 3 that names it.
+  if (!expectInstallation && !(await client.getOrUndefined(INSTALLATION, undefined, INSTALLATION_NAME).catch(() => undefined))) return { checked: [] };
   let missing: string[];
   const check = async (): Promise<string[]> => {
     const out: string[] = [];

@@ -2,7 +2,7 @@
  * Planning one object of a restore: which RestoreAction it gets (create, update, unchanged, blocked, ...) and the
  * exact object a write would send. Also the live objects planning compares against and the --prune candidates.
  */
-import { CALICO_CRD_GROUP, CALICO_GROUPS, SHARED_POLICY_GROUP } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, CALICO_GROUPS, operatorFilledFelixFields, SHARED_POLICY_GROUP } from '../calico/knowledge.js';
 import { checkAgainstSchema, pruneUnknownFields } from '../calico/schema.js';
 import type { BundleManifest } from '../bundle/types.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
@@ -67,6 +67,7 @@ export async function planOne(client: KubeClient, resolver: ResourceResolver, ob
   let live: KubeObject | undefined;
   if (liveCrd || !crd) live = await ctx.liveIndex.get(type, obj.metadata.namespace, obj.metadata.name);
   if (live) desired = keepRuntimeFields(desired, live);
+  if (live && ctx.operatorImage) desired = keepOperatorFilledFelixFields(desired, live);
   const deleting = live && deletionNote(live);
   if (deleting) {
     // Never "unchanged": it is about to be gone (the operator's teardown); a real run waits for that, then plans again.
@@ -167,6 +168,20 @@ function keepRuntimeFields(desired: KubeObject, live: KubeObject): KubeObject {
     else parent[last] = v;
   }
   return out;
+}
+
+/**
+ * FelixConfiguration `default` fields the tigera operator fills in where they are unset (OPERATOR_FILLED_FELIX_FIELDS,
+ * e.g. v1.34 writes bpfEnabled: false, healthPort, vxlanVNI): when the bundle leaves one unset, the live value is
+ * kept. Writing the bundle's object without it would only be undone by the running operator seconds later, and
+ * would show as a change on every restore and as drift in the read-back.
+ */
+export function keepOperatorFilledFelixFields(desired: KubeObject, live: KubeObject): KubeObject {
+  const filled = operatorFilledFelixFields(desired, live);
+  if (!filled.length) return desired;
+  const spec = { ...(desired.spec ?? {}) };
+  for (const f of filled) spec[f] = live.spec[f];
+  return { ...desired, spec };
 }
 
 /**

@@ -21,10 +21,13 @@ import { isIpamLive, mergeIpamPlan } from './ipam.js';
 import { INSTALLATION_KIND, INSTALLATION_NAME, NEVER_RESTORED_KINDS, RESTORED_CONFIG_KINDS, phaseOf } from './order.js';
 import { availableReports, deletionsInProgress } from './operator.js';
 import { LiveIndex, crdKey, ownerKey, planOne, planPrune } from './plan-object.js';
+import { judgeInstallationPools } from './pools.js';
 import { PhaseTimer } from './timings.js';
 import {
   DEFAULT_RESTORE_CONCURRENCY,
   countActions,
+  WRITES,
+  NOT_RESTORED,
   desiredOf,
   idOf,
   refOf,
@@ -97,6 +100,7 @@ export async function planRestore(
   if (planned.length !== summary.count + extraNs.length)
     throw new BadInputError(`bundle ${m.id} changed while it was read (${summary.count + extraNs.length} objects, then ${planned.length})`);
   await keepLiveIpam(client, resolver, bundle, planned, reporter, timer);
+  await timer.time('readCluster', () => refuseInstallationDeletingPools(client, planned, liveCrds, operatorImage));
   planned.push(...summary.refused);
   for (const p of planned)
     for (const n of p.action.notes ?? []) if (n.startsWith('ownerReferences')) reporter.warn('CNR_RESTORE_OWNER_DROPPED', `${p.action.id}: ${n}`);
@@ -114,7 +118,7 @@ export async function planRestore(
     actions,
     counts: countActions(actions),
     deleting: deletionsInProgress(liveCrdList, actions),
-    operatorReports: await timer.time('readBundle', () => bundleReports(bundle)),
+    operatorReports: await timer.time('readBundle', () => bundleReports(bundle, operatorImage)),
   };
   // What planning spent that is not reading the bundle or the cluster or checking schemas: comparing, diffing, ordering.
   const spent = (k: keyof typeof before) => timer.spent(k) - before[k];
@@ -235,10 +239,10 @@ async function* secondPass(bundle: RestoreSource, opts: RestoreOptions, timer: P
 }
 
 /** TigeraStatus names Available in the bundle (they are never restored: the operator must write them again). */
-async function bundleReports(bundle: RestoreSource): Promise<string[]> {
+async function bundleReports(bundle: RestoreSource, operatorImage: string | undefined): Promise<string[]> {
   const statuses: KubeObject[] = [];
   for await (const bo of bundle.objects({ groups: [OPERATOR_GROUP], kinds: ['TigeraStatus'], lenient: true })) statuses.push(bo.object);
-  return availableReports(statuses);
+  return availableReports(statuses, operatorImage);
 }
 
 async function operatorImageOf(client: KubeClient): Promise<string | undefined> {
@@ -305,4 +309,28 @@ async function poolStream<T>(items: AsyncIterable<T>, limit: number, fn: (item: 
   }
   await Promise.all(running);
   if (failed) throw (failed as { err: unknown }).err;
+}
+
+/**
+ * Refuses writing an Installation that would make the operator delete pools (pools.ts judgeInstallationPools): the
+ * pools judged are those there will be afterwards, the live ones with the bundle's version where it restores one.
+ */
+async function refuseInstallationDeletingPools(client: KubeClient, planned: Planned[], liveCrds: Map<string, KubeObject>, operatorImage?: string) {
+  const inst = planned.find(
+    (p) => p.action.ref.kind === INSTALLATION_KIND && groupOf(p.action.ref.apiVersion) === OPERATOR_GROUP && p.action.ref.name === INSTALLATION_NAME,
+  );
+  if (!inst || !WRITES.has(inst.action.action) || !operatorImage) return;
+  const pools = new Map<string, KubeObject>();
+  const poolCrd = liveCrds.get(crdKey(CALICO_CRD_GROUP, 'IPPool'));
+  if (poolCrd)
+    for (const p of await client.listAll({ group: CALICO_CRD_GROUP, version: 'v1', plural: 'ippools', kind: 'IPPool', namespaced: false }))
+      pools.set(p.metadata.name, p);
+  for (const p of planned)
+    if (p.action.ref.kind === 'IPPool' && groupOf(p.action.ref.apiVersion) === CALICO_CRD_GROUP && !NOT_RESTORED.has(p.action.action))
+      pools.set(p.action.ref.name, desiredOf(p));
+  const refusal = judgeInstallationPools(desiredOf(inst), [...pools.values()], operatorImage);
+  if (!refusal) return;
+  inst.action.action = 'refused';
+  inst.action.reason = refusal.reason;
+  inst.action.fix = refusal.fix;
 }

@@ -6,7 +6,7 @@
  * so, and refuses a pool state the installed operator's pool API cannot express (e.g. disabled: true).
  */
 import {
-  calicoLabels,
+  isOperatorLabelled,
   OPERATOR_MANAGED_LABEL,
   OPERATOR_MANAGED_VALUE,
   calicoMinorForOperator,
@@ -48,7 +48,7 @@ export function judgePool(pool: KubeObject, installation: KubeObject | undefined
   const behaviour = operatorPoolBehaviour(version);
   if (!behaviour.managesPools) return { managed: false };
   const entry = installationEntries(installation).find((e) => (e?.name && e.name === pool.metadata.name) || (e?.cidr && e.cidr === pool.spec?.cidr));
-  const labelled = calicoLabels(pool)[OPERATOR_MANAGED_LABEL] === OPERATOR_MANAGED_VALUE;
+  const labelled = isOperatorLabelled(pool);
   if (!entry && !labelled) return { managed: false };
   const entryName: string | undefined = entry ? (entry.name ?? entry.cidr) : undefined;
   const op = imageTag(operatorImage);
@@ -68,15 +68,58 @@ export function judgePool(pool: KubeObject, installation: KubeObject | undefined
       },
     };
   }
+  if (!entry && installation) {
+    // The Installation restored with it does not list it: the operator deletes the pool once both are written.
+    return {
+      managed: true,
+      refusal: {
+        reason: `pool ${pool.metadata.name} carries the ${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE} label but the bundle's Installation does not list it: operator ${op} deletes labelled pools it does not list, so it would not stay`,
+        fix: `release the pool from the operator by removing the label through the Calico API server (kubectl label ippools.projectcalico.org ${pool.metadata.name} ${OPERATOR_MANAGED_LABEL}-) and restore again, or install the bundle's Calico version first (cni-rewind plan --to <bundle version>, then apply)`,
+      },
+    };
+  }
   if (!entry) {
     return {
       managed: true,
-      note: `pool ${pool.metadata.name} carries the ${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE} label but no Installation entry: operator ${op} deletes labelled pools it does not list`,
+      note: `pool ${pool.metadata.name} carries the ${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE} label and the bundle has no Installation: the live Installation must list it or operator ${op} deletes it`,
     };
   }
   return {
     managed: true,
     entry: entryName,
     note: `pool ${pool.metadata.name} is restored through Installation entry ${entryName} (operator ${op} reconciles it from there); the IPPool is written too so IPAM is consistent before the operator resumes`,
+  };
+}
+
+/**
+ * Does writing this Installation make the operator delete pools? From v1.34 (Calico 3.28) the operator deletes every
+ * pool it manages (managed-by label, read from the v3 metadata) whose CIDR the Installation does not list, and a
+ * missing `ipPools` is defaulted to [] while any pool exists (ippool/defaults.go). A restore that writes such an
+ * Installation would delete those pools minutes later, so the write is refused with the ways out.
+ * `pools`: every IPPool there will be after the restore (live ones, with the bundle's version where it has one).
+ */
+export function judgeInstallationPools(
+  installation: KubeObject,
+  pools: KubeObject[],
+  operatorImage: string | undefined,
+): { reason: string; fix: string } | undefined {
+  const version = calicoVersionOfOperatorImage(operatorImage);
+  if (!operatorImage || !version || !operatorPoolBehaviour(version).managesPools) return undefined;
+  const listed = installation.spec?.calicoNetwork?.ipPools;
+  const entries: any[] = Array.isArray(listed) ? listed : [];
+  if (!Array.isArray(listed) && pools.length === 0) return undefined; // the operator then creates its default pool
+  const cidrs = new Set(entries.map((e) => e?.cidr));
+  const doomed = pools.filter((p) => isOperatorLabelled(p) && !cidrs.has(p.spec?.cidr));
+  if (doomed.length === 0) return undefined;
+  const names = doomed.map((p) => `${p.metadata.name} (${p.spec?.cidr})`).join(', ');
+  const op = imageTag(operatorImage);
+  return {
+    reason:
+      `the bundle's Installation ${Array.isArray(listed) ? 'does not list' : 'has no ipPools, which operator ' + op + ' defaults to [] and so does not list'} ` +
+      `the operator-managed pool(s) ${names}: tigera operator ${op} would delete them once it is written`,
+    fix:
+      `install the bundle's Calico version first (cni-rewind plan --to <bundle version>, then apply), whose Installation matches it; ` +
+      `or release the pool(s) from the operator through the Calico API server, then restore again: ` +
+      doomed.map((p) => `kubectl label ippools.projectcalico.org ${p.metadata.name} ${OPERATOR_MANAGED_LABEL}-`).join('; '),
   };
 }

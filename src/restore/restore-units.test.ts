@@ -3,6 +3,7 @@ import type { KubeObject } from '../kube/types.js';
 import { comparable, missingFrom, objectDiff, sameContent } from './normalize.js';
 import { phaseOf } from './order.js';
 import { calicoVersionOfOperatorImage, judgePool } from './pools.js';
+import { keepOperatorFilledFelixFields } from './plan-object.js';
 
 const calico = (kind: string, name = 'x', spec: unknown = {}): KubeObject => ({ apiVersion: 'crd.projectcalico.org/v1', kind, metadata: { name }, spec });
 
@@ -157,5 +158,23 @@ describe('operator-managed IP pools', () => {
     const labelled = calico('IPPool', 'mine', { cidr: '10.9.0.0/16', disabled: true });
     labelled.metadata.labels = { 'app.kubernetes.io/managed-by': 'tigera-operator' };
     expect(judgePool(labelled, installation, op('v1.34.3')).refusal).toBeDefined();
+  });
+});
+
+describe('FelixConfiguration fields the running operator fills in', () => {
+  const felix = (spec: Record<string, unknown>): KubeObject => ({
+    apiVersion: 'crd.projectcalico.org/v1',
+    kind: 'FelixConfiguration',
+    metadata: { name: 'default' },
+    spec,
+  });
+
+  it('keeps the live operator-filled values the bundle leaves unset (a write without them is undone by the operator), not others', () => {
+    const live = felix({ bpfEnabled: false, healthPort: 9099, vxlanVNI: 4096, logSeverityScreen: 'Debug' });
+    const bundle = felix({ logSeverityScreen: 'Info', healthPort: 9199 });
+    expect(keepOperatorFilledFelixFields(bundle, live).spec).toEqual({ logSeverityScreen: 'Info', healthPort: 9199, bpfEnabled: false, vxlanVNI: 4096 });
+    expect(keepOperatorFilledFelixFields(felix({ bpfEnabled: false }), live)).toEqual(felix({ bpfEnabled: false, healthPort: 9099, vxlanVNI: 4096 }));
+    const node = { ...bundle, metadata: { name: 'node.n1' } };
+    expect(keepOperatorFilledFelixFields(node, { ...live, metadata: { name: 'node.n1' } })).toBe(node);
   });
 });

@@ -56,7 +56,9 @@ export async function restoreResources(client: KubeClient, bundle: RestoreSource
       await createCrds(client, missing, crds, reporter, timer);
       await writeTeardownNeeds(client, bundle, pools, reporter);
     };
-    await timer.time('operator', () => settleDeletions(client, plan.deleting, prepare, reporter, opts.deletionTimeoutMs));
+    const { installType, version } = bundle.manifest.calico;
+    const operatorVersion = installType === 'operator' ? version : undefined;
+    await timer.time('operator', () => settleDeletions(client, plan.deleting, prepare, reporter, opts.deletionTimeoutMs, operatorVersion));
     ({ plan, planned, bundleCrds } = await planRestore(client, bundle, opts, reporter, timer));
     if (plan.deleting.length)
       throw new RefusedError(`being deleted again: ${plan.deleting.join(', ')}; nothing but missing CRDs was written`, {
