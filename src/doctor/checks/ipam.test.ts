@@ -75,4 +75,18 @@ describe('IPAM findings with calicoctl ipam check definitions', () => {
     expect([...at].sort((a, b) => a - b)).toEqual(at);
     expect(IPAM_RELEASE_RECIPE[0]).toBe('calicoctl datastore migrate lock');
   });
+
+  it('"in use but not allocated" counts what calicoctl counts: node tunnel addresses and pods known only by their Calico annotation', () => {
+    const st = makeState({
+      objects: [pool('p', '10.244.0.0/16'), pool('old', '10.99.0.0/16', { disabled: true }), affinity('n1', '10.244.0.0/26')],
+      pods: [
+        podAt('default', 'starting', 'n1', '', { podIPs: [], phase: 'Pending', calicoAnnotations: { 'cni.projectcalico.org/podIPs': '10.244.0.9/32' } }),
+        podAt('default', 'parked', 'n1', '10.99.0.4'),
+      ],
+    });
+    st.nodes = [{ name: 'n1', ready: true, tunnelIPs: ['10.244.0.1'] }];
+    const f = runChecks(st).find((x) => x.id === 'pod-ip-not-allocated')!;
+    expect(f.severity).toBe('error');
+    expect(f.objects).toEqual(['Node/n1 (10.244.0.1)', 'Pod/default/parked (10.99.0.4, disabled pool old)', 'Pod/default/starting (10.244.0.9)']);
+  });
 });

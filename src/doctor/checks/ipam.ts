@@ -231,6 +231,13 @@ const duplicateAddresses: Check = {
   },
 };
 
+/**
+ * Pod addresses against pools and IPAM. "Not allocated" uses calicoctl ipam check's definition (3.28 check.go): every
+ * address in use (a pod's IPs, from status or the Calico annotations, and every node tunnel address) that lies in a
+ * pool but has no IPAM allocation. calicoctl splits off addresses in no *active* (enabled) pool; here an unallocated
+ * address in a disabled pool stays an error, named with its pool: re-enabling that pool (Calico issue #9100 does it
+ * unasked) hands the address out again.
+ */
 const podAddressesVsPools: Check = {
   name: 'pod addresses vs pools and IPAM',
   run(state) {
@@ -238,32 +245,37 @@ const podAddressesVsPools: Check = {
     const pools = objectsOf(state, KEYS.ipPools)
       .map((p) => ({ pool: p, cidr: parseCidr(p.spec?.cidr) }))
       .filter((x): x is { pool: KubeObject; cidr: Cidr } => !!x.cidr);
+    const poolOf = (text: string) => {
+      const ip = parseIp(text);
+      return ip ? pools.find((x) => cidrContains(x.cidr, ip)) : undefined;
+    };
     const allocated = new Set(allocations(state).map((a) => a.ip));
     const outside: string[] = [];
     const disabled = new Map<string, string[]>();
-    const untracked: string[] = [];
     for (const p of networkedPods(state)) {
       for (const text of p.podIPs) {
-        const ip = parseIp(text);
-        if (!ip) continue;
-        const inPool = pools.find((x) => cidrContains(x.cidr, ip));
-        if (!inPool) {
-          outside.push(`${podRef(p)} (${text})`);
-          continue;
-        }
-        if (inPool.pool.spec?.disabled === true)
+        if (!parseIp(text)) continue;
+        const inPool = poolOf(text);
+        if (!inPool) outside.push(`${podRef(p)} (${text})`);
+        else if (inPool.pool.spec?.disabled === true)
           (disabled.get(inPool.pool.metadata.name) ?? disabled.set(inPool.pool.metadata.name, []).get(inPool.pool.metadata.name)!).push(
             `${podRef(p)} (${text})`,
           );
-        if (!allocated.has(canonicalIp(text)!)) untracked.push(`${podRef(p)} (${text})`);
       }
     }
+    const untracked: string[] = [];
+    for (const [ip, owner] of inUseAddresses(state.pods, state.nodes ?? [])) {
+      const inPool = poolOf(ip);
+      if (!inPool || allocated.has(ip)) continue;
+      untracked.push(`${owner} (${ip}${inPool.pool.spec?.disabled === true ? `, disabled pool ${inPool.pool.metadata.name}` : ''})`);
+    }
+    untracked.sort();
     const out: Finding[] = [];
     if (untracked.length > 0) {
       out.push({
         id: 'pod-ip-not-allocated',
         severity: 'error',
-        title: `${untracked.length} pod address(es) lie in an IP pool but IPAM has no allocation for them`,
+        title: `${untracked.length} address(es) in use by pods or node tunnels lie in an IP pool but IPAM has no allocation for them (calicoctl ipam check: "in use ... but have no corresponding IPAM allocation")`,
         objects: untracked,
         why: 'IPAM does not know these addresses are in use, so it will give them to new pods: duplicate IPs. This is the state the Calico IPAM objects are in after the CRDs were deleted and re-created (the destructive downgrade).',
         fix: 'Restore the IPAM objects (IPAMBlock, IPAMHandle, BlockAffinity) from a backup taken before the loss: cni-rewind restore <bundle> --resources. Without a backup, recreate the affected pods (kubectl rollout restart) so every address goes through IPAM.',

@@ -6,7 +6,7 @@
  * enabled) and deletes labelled pools that are no longer listed.
  */
 import {
-  calicoLabels,
+  isOperatorLabelled,
   OPERATOR_MANAGED_LABEL,
   OPERATOR_GROUP,
   OPERATOR_MANAGED_VALUE,
@@ -18,11 +18,6 @@ import type { KubeObject } from '../../kube/types.js';
 import { parseCidr } from '../ip.js';
 import { installation, KEYS, objectsOf, ref, type CalicoState } from '../state.js';
 import type { Check, CheckContext, Finding, GoverningVersion } from '../types.js';
-
-/** Labelled as the operator reads it: from the projectcalico.org/metadata annotation when present. */
-export function isOperatorLabelled(pool: KubeObject): boolean {
-  return calicoLabels(pool)[OPERATOR_MANAGED_LABEL] === OPERATOR_MANAGED_VALUE;
-}
 
 /** Label commands that reach the label the operator reads (the v3 API), with calicoctl as the alternative. */
 function relabel(name: string, label: string): string {
