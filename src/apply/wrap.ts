@@ -5,12 +5,14 @@
  */
 import { spawn } from 'node:child_process';
 import { openBundle } from '../bundle/reader.js';
-import { CALICO_CRD_GROUP, OPERATOR_GROUP } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, OPERATOR_DEPLOYMENT, OPERATOR_GROUP, OPERATOR_NAMESPACE } from '../calico/knowledge.js';
+import { operatorInstallCommands } from '../calico/release.js';
 import { diffBundle, type Ref } from '../diff/diff.js';
 import { loadLiveState, runChecks, type Finding } from '../doctor/doctor.js';
-import { BadInputError, errorMessage } from '../core/errors.js';
+import { BadInputError, errorMessage, isErrorKind } from '../core/errors.js';
 import { exportBundle } from '../export/export.js';
 import type { Reporter } from '../io/host.js';
+import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
 import { restoreResources } from '../restore/restore.js';
 import { RUNTIME_KINDS } from '../plan/rules.js';
@@ -47,7 +49,14 @@ export interface WrapResult {
     problem?: string;
   };
   restoreCommand: string;
-  restored?: { ok: boolean; failures: { id: string; reason: string }[]; error?: string };
+  /** refused: a safety check of the restore said no (exit 5); nothing was restored. */
+  restored?: { ok: boolean; failures: { id: string; reason: string }[]; error?: string; refused?: boolean };
+  /**
+   * What to run, in order, when Calico is not healthy and was not restored: the restore command, preceded by the
+   * commands that install the tigera operator again when the command removed it (its finalizers hold the deleted
+   * Calico objects, and only it removes them: a restore without it is refused).
+   */
+  recovery: string[];
 }
 
 const isData = (r: Ref) => [CALICO_CRD_GROUP, OPERATOR_GROUP].includes(r.apiVersion.split('/')[0]!) && !RUNTIME_KINDS.has(r.kind);
@@ -84,7 +93,13 @@ export async function wrap(client: KubeClient, opts: WrapOptions, reporter: Repo
       check.problem = `the check itself failed: ${errorMessage(err)}`;
     }
     check.healthy = !check.problem && check.lost.length === 0 && check.errors.length === 0;
-    const result: WrapResult = { bundle: { path: backup.path, id: bundle.manifest.id, diskSnapshots: backup.diskSnapshots }, command, check, restoreCommand };
+    const result: WrapResult = {
+      bundle: { path: backup.path, id: bundle.manifest.id, diskSnapshots: backup.diskSnapshots },
+      command,
+      check,
+      restoreCommand,
+      recovery: [],
+    };
     if (!check.healthy || command.exitCode !== 0) {
       reporter.warn('CNR_WRAP_UNHEALTHY', `after the command: ${describe(check, command)}`);
       if (opts.restoreOnFailure) {
@@ -93,15 +108,32 @@ export async function wrap(client: KubeClient, opts: WrapOptions, reporter: Repo
           const r = await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true, signal: opts.signal }, reporter);
           result.restored = { ok: r.failures.length === 0, failures: r.failures.map((f) => ({ id: f.id, reason: f.reason })) };
         } catch (err) {
-          result.restored = { ok: false, failures: [], error: errorMessage(err) };
+          result.restored = { ok: false, failures: [], error: errorMessage(err), refused: isErrorKind(err, 'refused') };
         }
       }
+      if (!result.restored?.ok) result.recovery = [...(await operatorReinstall(client, bundle.manifest.calico)), restoreCommand];
     }
     return result;
   } finally {
     await bundle.close();
   }
 }
+
+/** The commands that install the bundle's tigera operator again, when the bundle had one and the cluster has none now. */
+async function operatorReinstall(client: KubeClient, calico: { installType: string; version?: string }): Promise<string[]> {
+  if (calico.installType !== 'operator' || !calico.version) return [];
+  const operator = await client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT).catch(() => 'unknown');
+  if (operator) return [];
+  // The reinstall is refused while the operator's namespace is still being deleted ("unable to create new content in
+  // namespace tigera-operator because it is being terminated"); with its objects gone that takes seconds, so wait for
+  // it, and when it does not go, make waiting for it the first step.
+  const nsGone = async () => ((await client.getOrUndefined(K.namespace, undefined, OPERATOR_NAMESPACE)) ? undefined : true);
+  const gone = await client.waitFor(`namespace ${OPERATOR_NAMESPACE} to be gone`, nsGone, { timeoutMs: NAMESPACE_GONE_MS, intervalMs: 500 }).catch(() => false);
+  return [...(gone ? [] : [`kubectl wait --for=delete namespace/${OPERATOR_NAMESPACE} --timeout=10m`]), ...operatorInstallCommands(calico.version)];
+}
+
+/** How long wrap waits for the deleted operator's namespace to go before it prints the reinstall commands. */
+const NAMESPACE_GONE_MS = 120_000;
 
 function describe(check: WrapResult['check'], command: WrapResult['command']): string {
   const parts: string[] = [];

@@ -83,9 +83,10 @@ export const wrapCommand: Command<WrapArgs> = {
     );
     ctx.print(result, () => render(result));
     // The command's exit code passes through; a command that "succeeded" but left Calico broken exits 1
-    // (3 when the restore we ran did not fully succeed).
+    // (3 when the restore we ran did not fully succeed, 5 when a safety check refused it).
     if (result.command.exitCode !== 0) return result.command.exitCode;
     if (result.check.healthy) return ExitCode.Ok;
+    if (result.restored?.refused) return ExitCode.Refused;
     return result.restored && !result.restored.ok ? ExitCode.Partial : ExitCode.Differences;
   }),
 };
@@ -113,7 +114,7 @@ function render(r: WrapResult): string {
     lines.push(
       r.restored.ok
         ? 'restored the Calico resources from the bundle (--restore-on-failure)'
-        : `the restore did not fully succeed: ${
+        : `the restore ${r.restored.refused ? 'was refused' : 'did not fully succeed'}: ${
             r.restored.error ??
             r.restored.failures
               .slice(0, 5)
@@ -121,9 +122,10 @@ function render(r: WrapResult): string {
               .join('; ')
           }`,
     );
-    if (!r.restored.ok) lines.push(`retry with: ${r.restoreCommand}`);
-  } else {
-    lines.push(`restore with: ${r.restoreCommand}`);
   }
+  if (r.recovery.length > 1) {
+    lines.push('the command removed the tigera operator, which alone can release the deleted objects; recover with:');
+    r.recovery.forEach((c, i) => lines.push(`  ${i + 1}. ${c}`));
+  } else if (r.recovery.length) lines.push(`${r.restored ? 'retry' : 'restore'} with: ${r.recovery[0]}`);
   return lines.join('\n');
 }
