@@ -4,6 +4,8 @@
  * would). apply must stop at the next safe point, before the next step, with exit 4 and a line saying so, leave the
  * other holder's Lease alone, and record in the journal where to resume; `--resume` is refused while the other
  * holder is live and completes with `--break-lock`, skipping the steps already done.
+ * The tigera operator does not run here (kwok only marks its pod Ready): what is tested is the Lease and the journal;
+ * apply under the real operators, lock refusals included, is plan-apply.test.ts.
  */
 import fs from 'node:fs';
 import os from 'node:os';

@@ -12,7 +12,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { calicoType, operatorType, runCli } from './helpers.js';
-import { installIncident327, ippoolsWide, waitOperator, withRealCalico } from './calico-support.js';
+import { doctorExportPlan, installIncident327, ippoolsWide, nonAllocating, waitOperator, watchPoolNonAllocating, withRealCalico } from './calico-support.js';
 
 const POOL = calicoType('ippools', 'IPPool');
 const INSTALLATION = operatorType('installations', 'Installation');
@@ -21,9 +21,6 @@ const WATCH_MS = 10 * 60_000;
 let client: KubeClient;
 let cluster: LocalCluster;
 let dir: string;
-
-/** No new address can come from the pool: disabled, or a node selector that selects no node. */
-const nonAllocating = (p: any) => p?.spec?.disabled === true || p?.spec?.nodeSelector === '!all()';
 
 describe('calico#9100 avoided: doctor, plan and apply with the real tigera operators and Calico API server', () => {
   const real = withRealCalico('c9p');
@@ -39,18 +36,7 @@ describe('calico#9100 avoided: doctor, plan and apply with the real tigera opera
       await installIncident327(client, cluster);
       expect((await client.get(POOL, undefined, 'default-ipv4-ippool')).spec.disabled).toBe(true);
 
-      const d = await runCli(['doctor', '--target', '3.28.1', '-o', 'json']);
-      const found = JSON.parse(d.stdout).findings.find((f: any) => f.id === 'pool-disabled-will-be-reenabled');
-      expect(found, d.stdout + d.stderr).toBeDefined();
-      expect(found.fix).toContain('nodeSelector: "!all()"');
-
-      const bundle = path.join(dir, 'bundle');
-      const b = await runCli(['export', '--out', bundle]);
-      expect(b.code, b.stderr).toBe(0);
-      const planFile = path.join(dir, 'plan.yaml');
-      const p = await runCli(['plan', '--to', '3.28.1', '--bundle', bundle, '--no-disk-snapshots', '--out', planFile, '-o', 'json']);
-      expect(p.code, p.stdout + p.stderr).toBe(0);
-      const plan = JSON.parse(p.stdout);
+      const { plan, planFile } = await doctorExportPlan(dir, '3.28.1');
       expect(plan.transforms.installation.stopAllocations).toEqual({ cidrs: ['192.168.0.0/16'], field: 'nodeSelector', value: '!all()' });
       expect(plan.preflight.find((c: any) => c.name === 'target-operator-pools')).toMatchObject({ ok: true });
 
@@ -74,24 +60,7 @@ describe('calico#9100 avoided: doctor, plan and apply with the real tigera opera
       expect(inst.spec.calicoNetwork.ipPools.find((e: any) => e.cidr === '192.168.0.0/16')?.nodeSelector).toBe('!all()');
 
       // Ten minutes under the real target operator, sampled every second, with a reconcile forced every minute.
-      const seen = new Map<string, number>();
-      const deadline = Date.now() + WATCH_MS;
-      let nextTouch = Date.now() + 60_000;
-      let touches = 0;
-      while (Date.now() < deadline) {
-        const pool = await client.get(POOL, undefined, 'default-ipv4-ippool');
-        const key = JSON.stringify({ disabled: pool.spec.disabled ?? false, nodeSelector: pool.spec.nodeSelector });
-        seen.set(key, (seen.get(key) ?? 0) + 1);
-        expect(
-          nonAllocating(pool),
-          `default-ipv4-ippool allocating again after ${((Date.now() - started) / 1000).toFixed(0)} s: ${JSON.stringify(pool.spec)}`,
-        ).toBe(true);
-        if (Date.now() >= nextTouch) {
-          await client.mergePatch(INSTALLATION, undefined, 'default', { metadata: { annotations: { 'cni-rewind.test/touch': String(++touches) } } });
-          nextTouch += 60_000;
-        }
-        await new Promise((r) => setTimeout(r, 1000));
-      }
+      const { seen, touches } = await watchPoolNonAllocating(client, 'default-ipv4-ippool', { durationMs: WATCH_MS, touchEveryMs: 60_000, since: started });
       console.log(`default-ipv4-ippool over ${WATCH_MS / 60_000} min (${touches} forced reconciles): ${[...seen].map(([k, n]) => `${k} x${n}`).join(', ')}`);
       expect(touches).toBeGreaterThanOrEqual(9);
       // calicoctl (libcalico-go, what IPAM reads) agrees; the new pool is untouched and allocating.

@@ -1,5 +1,6 @@
 /** Helpers for e2e tests that run Calico's real programs (the Calico supervisor of the local cluster). */
 import { execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
@@ -9,7 +10,7 @@ import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/loca
 import { parseWideTable, runCalicoctl, waitApiServiceAvailable, waitOperator } from '../../src/dev/local-cluster/calico-tools.js';
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { applyFixture, calicoType, deleteNodes, kubeconfig, operatorType, resetCalico, runCli, testClient, type CliResult } from './helpers.js';
 
 function run(bin: string, args: string[], input?: string, env: Record<string, string> = {}): Promise<string> {
@@ -22,9 +23,9 @@ function run(bin: string, args: string[], input?: string, env: Record<string, st
   });
 }
 
-/** The real calicoctl (kubernetes datastore, the test cluster); the one build serves every Calico version. */
-export function calicoctl(args: string[], input?: string): Promise<string> {
-  return runCalicoctl(kubeconfig(), args, input);
+/** The real calicoctl (kubernetes datastore, the test cluster) of a Calico tree (default: the one build that serves every Calico version). */
+export function calicoctl(args: string[], input?: string, tree?: string): Promise<string> {
+  return runCalicoctl(kubeconfig(), args, input, tree);
 }
 
 /** The real kubectl built with the control plane. */
@@ -35,8 +36,8 @@ export function kubectl(cluster: LocalCluster, args: string[]): Promise<string> 
 }
 
 /** `calicoctl get ippool -o wide`, as rows keyed by pool name (column header -> value). */
-export async function ippoolsWide(): Promise<Record<string, Record<string, string>>> {
-  return parseWideTable(await calicoctl(['get', 'ippool', '-o', 'wide']));
+export async function ippoolsWide(tree?: string): Promise<Record<string, Record<string, string>>> {
+  return parseWideTable(await calicoctl(['get', 'ippool', '-o', 'wide'], undefined, tree));
 }
 
 export { waitApiServiceAvailable, waitOperator };
@@ -54,6 +55,19 @@ export async function applyLogged(plan: string, label: string): Promise<CliResul
   const steps = res?.steps?.map((s: any) => `${s.id} ${s.status} ${(s.ms / 1000).toFixed(1)}s`).join(', ');
   console.log(`${label}: exit ${r.code} in ${((Date.now() - started) / 1000).toFixed(1)} s; ${steps}`);
   return { ...r, res };
+}
+
+/** Wait until the supervisor runs the Calico API server of `tree` (it follows the rendered calico-apiserver image). */
+export async function waitApiServerTree(cluster: LocalCluster, client: KubeClient, tree: string, timeoutMs = 300_000): Promise<void> {
+  await client.waitFor(
+    `the Calico API server of ${tree}`,
+    async () => {
+      const st = cluster.calicoStatus();
+      if (st?.apiserver?.error) throw new Error(`the supervisor cannot run the API server: ${st.apiserver.error}`);
+      return st?.apiserver?.calico === tree && st.apiserver.pid ? true : undefined;
+    },
+    { timeoutMs, intervalMs: 500 },
+  );
 }
 
 const TIGERA_STATUS = operatorType('tigerastatuses', 'TigeraStatus');
@@ -127,19 +141,25 @@ export async function installIncident327(client: KubeClient, cluster: LocalClust
   await calicoctl(['patch', 'ippool', 'default-ipv4-ippool', '-p', '{"spec":{"disabled":true}}']);
 }
 
+/** What a test file's real programs are built from: operator tags and Calico trees (build-calico.sh pins). */
+export interface RealCalicoBuilds {
+  operators: string[];
+  calico: string[];
+}
+const DEFAULT_BUILDS: RealCalicoBuilds = { operators: ['v1.32.10', 'v1.34.3'], calico: [CALICO_PROGRAMS_VERSION] };
+
 /**
- * Registers the set-up every test file with Calico's real programs shares: the programs built (cold builds take
- * minutes each, cached afterwards; the build script serialises them), Calico removed with no program of an earlier
+ * Registers the set-up every test file with Calico's real programs shares: the programs built (`builds`; cold
+ * builds take minutes each, cached afterwards; the build script serialises them), Calico removed with no program of an earlier
  * run acting meanwhile, two kwok nodes named `<prefix>-node-N` for the rendered pods, the supervisor started; and
  * afterwards everything stopped and removed again. Returns the cluster and a getter for the connected client.
  */
-export function withRealCalico(nodePrefix: string): { cluster: LocalCluster; client: () => KubeClient } {
+export function withRealCalico(nodePrefix: string, builds: RealCalicoBuilds = DEFAULT_BUILDS): { cluster: LocalCluster; client: () => KubeClient } {
   const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });
   let client: KubeClient | undefined;
   beforeAll(async () => {
-    await ensureCalicoProgram('operator', 'v1.32.10');
-    await ensureCalicoProgram('operator', 'v1.34.3');
-    await ensureCalicoProgram('calico', CALICO_PROGRAMS_VERSION);
+    for (const tag of builds.operators) await ensureCalicoProgram('operator', tag);
+    for (const tag of builds.calico) await ensureCalicoProgram('calico', tag);
     client = await testClient();
     await cluster.stopCalico();
     await clearCalicoFinalizers(client);
@@ -165,6 +185,67 @@ export function withRealCalico(nodePrefix: string): { cluster: LocalCluster; cli
   };
 }
 
+/** No new address can come from the pool: disabled, or a node selector that selects no node. */
+export const nonAllocating = (p: any): boolean => p?.spec?.disabled === true || p?.spec?.nodeSelector === '!all()';
+
+/** Lines of the operator's log (the supervisor appends every run's output to `tigera-operator.log`). */
+export function operatorLog(cluster: LocalCluster): string[] {
+  const st = cluster.readState();
+  if (!st) throw new Error('the local cluster is not running');
+  const file = path.join(st.workDir, 'tigera-operator.log');
+  return existsSync(file) ? readFileSync(file, 'utf8').split('\n') : [];
+}
+
+/** The installation controller logs this line (at info level) at the start of each reconcile of Installation default. */
+const installationReconciles = (cluster: LocalCluster) =>
+  operatorLog(cluster).filter((l) => l.includes('"logger":"controller_installation"') && l.includes('Reconciling Installation.operator.tigera.io')).length;
+
+/**
+ * Samples IPPool `name` every second for `durationMs` under the running operator and throws the moment it could
+ * allocate again; the Installation is touched every `touchEveryMs` to force a reconcile. With `cluster`, each touch
+ * waits until the operator logged a new reconcile of the Installation (its installation and ippool controllers
+ * both watch it), and the operator process must stay the one running at the start (no exit, no restart by the
+ * supervisor). Returns the pool states seen (with how often), the touches and the reconciles seen after them.
+ */
+export async function watchPoolNonAllocating(
+  client: KubeClient,
+  name: string,
+  opts: { durationMs: number; touchEveryMs: number; since: number; cluster?: LocalCluster },
+): Promise<{ seen: Map<string, number>; touches: number; reconciled: number }> {
+  const pool = calicoType('ippools', 'IPPool');
+  const installation = operatorType('installations', 'Installation');
+  const seen = new Map<string, number>();
+  const deadline = Date.now() + opts.durationMs;
+  let nextTouch = Date.now() + opts.touchEveryMs;
+  let touches = 0;
+  let reconciled = 0;
+  const pid = opts.cluster?.calicoStatus()?.operator?.pid;
+  while (Date.now() < deadline) {
+    const p = await client.get(pool, undefined, name);
+    const key = JSON.stringify({ disabled: p.spec.disabled ?? false, nodeSelector: p.spec.nodeSelector });
+    seen.set(key, (seen.get(key) ?? 0) + 1);
+    if (!nonAllocating(p)) throw new Error(`${name} allocating again after ${((Date.now() - opts.since) / 1000).toFixed(0)} s: ${JSON.stringify(p.spec)}`);
+    const op = opts.cluster?.calicoStatus()?.operator;
+    if (opts.cluster && (op?.pid !== pid || op?.starts !== 1))
+      throw new Error(`the operator did not keep running: was pid ${pid}, now ${JSON.stringify(op)} (${((Date.now() - opts.since) / 1000).toFixed(0)} s)`);
+    if (Date.now() >= nextTouch) {
+      const before = opts.cluster ? installationReconciles(opts.cluster) : 0;
+      await client.mergePatch(installation, undefined, 'default', { metadata: { annotations: { 'cni-rewind.test/touch': String(++touches) } } });
+      if (opts.cluster) {
+        const c = opts.cluster;
+        await client.waitFor('the operator to reconcile the touched Installation', async () => (installationReconciles(c) > before ? true : undefined), {
+          timeoutMs: 60_000,
+          intervalMs: 250,
+        });
+        reconciled++;
+      }
+      nextTouch += opts.touchEveryMs;
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  return { seen, touches, reconciled };
+}
+
 /** Calico 3.28.1 installed as its docs say under the real v1.34.3 operator: the v3 API served, TigeraStatus calico Available. */
 export async function installReal328(client: KubeClient, cluster: LocalCluster): Promise<void> {
   await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
@@ -188,4 +269,46 @@ export async function waitPoolAndDatastoreReady(client: KubeClient): Promise<voi
     },
     { timeoutMs: 240_000, intervalMs: 500 },
   );
+}
+
+/** The user's second pool in the Installation, which takes the allocations while default-ipv4-ippool is stopped. */
+export const NEW_POOL_ENTRY = {
+  name: 'new-ipv4-pool',
+  cidr: '10.100.0.0/16',
+  blockSize: 26,
+  encapsulation: 'VXLANCrossSubnet',
+  natOutgoing: 'Enabled',
+  nodeSelector: 'all()',
+};
+
+/** Wait until default-ipv4-ippool and new-ipv4-pool exist (written by the operator `who`). */
+export async function waitBothPools(client: KubeClient, who: string): Promise<void> {
+  const pool = calicoType('ippools', 'IPPool');
+  await client.waitFor(
+    `both pools written by ${who}`,
+    async () =>
+      (await client.getOrUndefined(pool, undefined, NEW_POOL_ENTRY.name)) && (await client.getOrUndefined(pool, undefined, 'default-ipv4-ippool'))
+        ? true
+        : undefined,
+    { timeoutMs: 240_000, intervalMs: 500 },
+  );
+}
+
+/**
+ * The #9100 trap named before a change to `target` and the plan made: `doctor --target` finds
+ * pool-disabled-will-be-reenabled with a fix that says `fixText` (3.28: nodeSelector "!all()"), `export` writes a bundle in `dir`, and
+ * `plan --to` (no flag) exits 0. Returns the parsed plan and its file.
+ */
+export async function doctorExportPlan(dir: string, target: string, fixText = 'nodeSelector: "!all()"'): Promise<{ plan: any; planFile: string }> {
+  const d = await runCli(['doctor', '--target', target, '-o', 'json']);
+  const found = JSON.parse(d.stdout).findings.find((f: any) => f.id === 'pool-disabled-will-be-reenabled');
+  expect(found, d.stdout + d.stderr).toBeDefined();
+  expect(found.fix).toContain(fixText);
+  const bundle = path.join(dir, 'bundle');
+  const b = await runCli(['export', '--out', bundle]);
+  expect(b.code, b.stderr).toBe(0);
+  const planFile = path.join(dir, 'plan.yaml');
+  const p = await runCli(['plan', '--to', target, '--bundle', bundle, '--no-disk-snapshots', '--out', planFile, '-o', 'json']);
+  expect(p.code, p.stdout + p.stderr).toBe(0);
+  return { plan: JSON.parse(p.stdout), planFile };
 }

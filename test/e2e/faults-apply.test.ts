@@ -9,6 +9,9 @@
  *     takes it over and ends in the same state as the fault-free run.
  * The kill is triggered by the journal next to the bundle: as soon as the step-start record of the chosen step is
  * fsync'd, the API server is killed (the step is then in flight: its first call is under way or about to be).
+ * The tigera operator does not run here (kwok only marks its pod Ready): the faults are the API server's and the
+ * journal's, and a real operator would only add its own reconnects to judge; apply on the real operators, killed after
+ * every step and resumed, is plan-apply.test.ts.
  */
 import fs from 'node:fs';
 import os from 'node:os';

@@ -10,8 +10,10 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
-import { calicoctl } from './calico-support.js';
-import { calicoType, kubeconfig } from './helpers.js';
+import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
+import { calicoctl, waitApiServiceAvailable, waitOperator, waitPoolAndDatastoreReady, waitTigeraStatusAvailable } from './calico-support.js';
+import { applyFixture, calicoType, kubeconfig } from './helpers.js';
+import { populateCalico, type Population } from './population.js';
 
 export const IPAM_BLOCK = calicoType('ipamblocks', 'IPAMBlock');
 export const IPAM_HANDLE = calicoType('ipamhandles', 'IPAMHandle');
@@ -152,6 +154,8 @@ export interface IpamCheck {
   missingHandles: number;
   multipleOwners: number;
   problems: number;
+  /** Addresses the Nodes name as their tunnel addresses (counted as in use). */
+  nodeTunnelIps: number;
   leakedIps: Set<string>;
   /** In use (by a pod) but in no active pool: the kwok pods' own addresses here. */
   outsidePoolIps: string[];
@@ -179,6 +183,7 @@ export function parseIpamCheck(text: string): IpamCheck {
     missingHandles: num(/Found (\d+) handles mentioned in blocks with no matching handle resource/),
     multipleOwners: [...text.matchAll(/has multiple owners/g)].length,
     problems: num(/Check complete; found (\d+) problems/),
+    nodeTunnelIps: num(/Found (\d+) node tunnel IPs/),
     leakedIps: new Set([...text.matchAll(/^\s+(\S+) leaked; attrs/gm)].map((m) => m[1]!)),
     outsidePoolIps: [...text.matchAll(/^\s+(\S+) in use by .* is not in any active IP pool/gm)].map((m) => m[1]!),
     noAllocationOwners: [...text.matchAll(/^\s+\S+ in use by (.*) and in active IPAM pool but has no IPAM allocation/gm)].map((m) => m[1]!),
@@ -233,4 +238,41 @@ export function ipamProblems(c: IpamCheck) {
     missingHandles: c.missingHandles,
     multipleOwners: c.multipleOwners,
   };
+}
+
+/**
+ * IPAM exactly as `before`: every address allocated to the same handle, and `calicoctl ipam check` finding what it
+ * found then (the pod-less allocations of the IPAM driver and the population, whose pods have no Pod object, are its
+ * only "leaks").
+ */
+export async function expectIpamAsBefore(client: KubeClient, before: IpamState, checkBefore: IpamCheck): Promise<IpamCheck> {
+  const after = await readIpam(client);
+  expect(after.owners).toEqual(before.owners);
+  expect(after.handles).toEqual(before.handles);
+  const check = await ipamCheck();
+  expect(ipamProblems(check), check.text).toEqual(ipamProblems(checkBefore));
+  expect(ipamProblems(check)).toMatchObject({ noAllocation: 0, handlesWithoutIps: 0, missingHandles: 0, multipleOwners: 0 });
+  expect(check.leakedIps).toEqual(new Set(before.owners.keys()));
+  return check;
+}
+
+/**
+ * Calico 3.28.1 under the real v1.34.3 operator with a realistic population (pools, IPAM, policies, BGP/Felix, and
+ * custom-resources.yaml's Installation and APIServer) on `nodes`, the v3 API served, TigeraStatus calico Available,
+ * a ready datastore, and real allocations the IPAM driver made there (blocks claimed, affinities, handles).
+ */
+export async function installPopulatedReal328(
+  client: KubeClient,
+  cluster: LocalCluster,
+  opts: { prefix: string; nodes: string[]; logFile: string },
+): Promise<{ population: Population; events: DriverEvent[] }> {
+  await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
+  const population = await populateCalico(client, { prefix: opts.prefix, nodes: opts.nodes });
+  await waitOperator(cluster, 'v1.34.3');
+  await waitApiServiceAvailable(client, 240_000);
+  await waitTigeraStatusAvailable(client, 'calico');
+  await waitPoolAndDatastoreReady(client);
+  const churn = await startChurn(opts.logFile, { nodes: opts.nodes, prefix: `${opts.prefix}${Date.now().toString(36)}`, rate: 6, target: 6, durationS: 6 });
+  expect(await churn.done).toBe(0);
+  return { population, events: readEvents(opts.logFile) };
 }

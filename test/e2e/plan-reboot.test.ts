@@ -8,6 +8,8 @@
  * Kubernetes: the node goes NotReady (kwok's node-not-ready stage), comes back with a new status.nodeInfo.bootID,
  * and Ready again. A workload with a PodDisruptionBudget runs on the nodes, and a monitor samples which nodes are
  * cordoned throughout.
+ * The tigera operator does not run here (kwok only marks its pod Ready): the rolling reboot is judged on nodes and
+ * PodDisruptionBudgets; apply under the real operators is plan-apply.test.ts and calico-downgrade.test.ts.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';

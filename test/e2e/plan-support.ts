@@ -150,18 +150,20 @@ export async function expectDowngradedTo327(client: KubeClient, population: Popu
 /**
  * Apply `plan` killed (SIGKILL, the test hook) right after each step in turn, resuming each time, then resume to the
  * end: every kill leaves the journal with exactly k steps finished; the last run skips them all but the last; each
- * step started exactly once across all runs. `afterKill(k, journal)` checks the state between runs.
+ * step started exactly once across all runs. `afterKill(k, journal)` checks the state between runs; `firstRunArgs`
+ * are added to the first run only (e.g. `--break-lock`).
  */
 export async function applyKilledAtEachStep(
   plan: string,
   bundle: string,
   out: { id: string; steps: { id: string }[] },
   afterKill?: (k: number, st: JournalState) => Promise<void>,
+  firstRunArgs: string[] = [],
 ): Promise<void> {
   const n = out.steps.length;
   const journal = journalPathFor(bundle, out.id);
   for (let k = 1; k < n; k++) {
-    const r = await runCli(['apply', plan, '--yes', ...(k > 1 ? ['--resume'] : [])], { env: { CNI_REWIND_TEST_KILL_AFTER_STEP: String(k) } });
+    const r = await runCli(['apply', plan, '--yes', ...(k > 1 ? ['--resume'] : firstRunArgs)], { env: { CNI_REWIND_TEST_KILL_AFTER_STEP: String(k) } });
     expect(r.code, `run ${k}: ${r.stderr}`).not.toBe(0);
     const st = Journal.read(journal);
     expect(st.finished.size, `journal after the kill at step ${k}`).toBe(k);

@@ -1,26 +1,38 @@
 /**
- * restore --resources on the real control plane, what keeps it safe:
- * - operator replicas and ClusterInformation datastoreReady back to their prior values after a failed restore;
- * - the datastore lock taken before the pools and released to true when it was unset;
+ * restore --resources on the real control plane with Calico's real programs (the v1.34.3 operator, the Calico API
+ * server, kube-controllers; allocations by the IPAM driver), what keeps it safe:
+ * - operator replicas and ClusterInformation datastoreReady back to their prior values after a failed restore, the
+ *   real operator resumed and reporting again;
+ * - the datastore lock taken before the pools and released to true when it was unset, so CNI calls work after it;
  * - a bundle from another cluster refused unless --allow-other-cluster.
+ * `calicoctl ipam check` finds nothing but the driver's pod-less addresses after each test that deletes IPAM.
  */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import { runCli } from './helpers.js';
+import { operatorType, runCli } from './helpers.js';
+import { tigeraCondition, waitOperator } from './calico-support.js';
+import { expectIpamIntact, readEvents, startChurn } from './ipam-support.js';
 import { T, c, datastoreReady, exportTo, operatorReplicas, restoreSuite } from './restore-support.js';
 
-describe('restore --resources guards on a real cluster', () => {
-  let client: KubeClient;
-  const work = restoreSuite((c) => (client = c));
+const TIGERA_STATUS = operatorType('tigerastatuses', 'TigeraStatus');
+const NODES = ['rsg-node-1', 'rsg-node-2'];
 
-  it('puts the operator replicas and datastoreReady back after a failed restore, and reports each failure', async () => {
+describe('restore --resources guards on a real cluster with the real Calico programs', () => {
+  let client: KubeClient;
+  const suite = restoreSuite('rsg', (c) => (client = c));
+  const work = suite.work;
+  /** A block the IPAM driver made (so it holds real allocations), on the first node. */
+  const realBlock = async () => (await client.listAll(T.ipamblock)).find((b) => b.spec.affinity === `host:${NODES[0]}`)!.metadata.name;
+
+  it('puts the operator replicas and datastoreReady back after a failed restore, reports each failure; the real operator reports again', async () => {
     const bundle = await exportTo(work, 'failing');
+    const block = await realBlock();
     // Prior values that differ from the defaults, so "put back" is visible.
     await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', { spec: { replicas: 2 } });
     await client.mergePatch(T.clusterinfo, undefined, 'default', { spec: { datastoreReady: false } });
-    await client.delete(T.ipamblock, undefined, '192-168-10-0-26');
+    await client.delete(T.ipamblock, undefined, block);
     await client.delete(T.gnp, undefined, 'default.deny-blocked');
     await client.delete(T.gnp, undefined, 'default.allow-dns');
     // A real admission policy makes the API server refuse one of the writes (after IPAM, under the lock).
@@ -66,7 +78,9 @@ describe('restore --resources guards on a real cluster', () => {
         { timeoutMs: 60_000 },
       );
 
+      const started = Date.now();
       const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
+      console.log(`failing restore: exit ${r.code} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       expect(r.code, r.stderr).toBe(3);
       const result = JSON.parse(r.stdout);
       expect(result.ok).toBe(false);
@@ -74,7 +88,7 @@ describe('restore --resources guards on a real cluster', () => {
         expect.objectContaining({ id: 'GlobalNetworkPolicy default.deny-blocked', reason: expect.stringContaining('rst-deny-one-policy') }),
       ]);
       // The rest was restored.
-      expect(await client.getOrUndefined(T.ipamblock, undefined, '192-168-10-0-26')).toBeDefined();
+      expect(await client.getOrUndefined(T.ipamblock, undefined, block)).toBeDefined();
       expect(await client.getOrUndefined(T.gnp, undefined, 'default.allow-dns')).toBeDefined();
       expect(r.stderr).toMatch(/paused the tigera operator \(replicas 2 -> 0\)/);
       expect(r.stderr).toMatch(/datastoreReady=false while pools and IPAM are written/);
@@ -82,6 +96,14 @@ describe('restore --resources guards on a real cluster', () => {
       expect(await datastoreReady(client)).toBe(false);
       const dep = await client.get(K.deployment, 'tigera-operator', 'tigera-operator');
       expect(dep.metadata.annotations?.['cni-rewind.io/restore-prior-replicas']).toBeUndefined();
+      // The real operator runs again, and the report restore waited for is its own: written after it restarted.
+      expect(result.operator.checked).toContain('TigeraStatus calico Available (reported after the operator resumed)');
+      const resumedAt = Date.parse((await waitOperator(suite.real.cluster, 'v1.34.3')).operator!.startedAt!);
+      expect(resumedAt).toBeGreaterThan(started);
+      const ts = await client.get(TIGERA_STATUS, undefined, 'calico');
+      expect(tigeraCondition(ts, 'Available')).toBe('True');
+      // Kubernetes times have whole seconds.
+      expect(Date.parse(ts.metadata.creationTimestamp!)).toBeGreaterThanOrEqual(resumedAt - 1000);
 
       const table = await runCli(['restore', bundle, '--resources', '--yes']);
       expect(table.code).toBe(3);
@@ -114,6 +136,7 @@ describe('restore --resources guards on a real cluster', () => {
     expect(await datastoreReady(client)).toBe(false);
     await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', { spec: { replicas: 1 } });
     await client.mergePatch(T.clusterinfo, undefined, 'default', { spec: { datastoreReady: true } });
+    await expectIpamIntact(client, readEvents(suite.driverLog));
   });
 
   it('takes the datastore lock before the pools, and releases a lock whose prior value was unset to true', async () => {
@@ -123,7 +146,7 @@ describe('restore --resources guards on a real cluster', () => {
     await client.mergePatch(T.clusterinfo, undefined, 'default', { spec: { datastoreReady: null } });
     expect(await datastoreReady(client)).toBeUndefined();
     await client.delete(T.ippool, undefined, 'legacy-pool');
-    await client.delete(T.ipamblock, undefined, '192-168-10-0-26');
+    await client.delete(T.ipamblock, undefined, await realBlock());
     const r = await runCli(['restore', bundle, '--resources', '--yes']);
     expect(r.code, r.stderr).toBe(0);
     expect(await datastoreReady(client)).toBe(true);
@@ -133,6 +156,17 @@ describe('restore --resources guards on a real cluster', () => {
     expect(poolsAt, r.stderr).toBeGreaterThan(lockedAt);
     // One lock for both phases: locked and released once.
     expect(r.stderr.match(/datastoreReady=false while/g)).toHaveLength(1);
+    expect((await client.get(T.ippool, undefined, 'legacy-pool')).spec.disabled).toBe(true);
+    // CNI calls work after the release: the IPAM driver (which, as the CNI plugin, fails on an unset or false
+    // datastoreReady) allocates again, and nothing it held before is lost or held twice.
+    const after = `rsgafter${Date.now().toString(36)}`;
+    const churn = await startChurn(suite.driverLog, { nodes: NODES, prefix: after, rate: 4, target: 2, durationS: 3 });
+    expect(await churn.done).toBe(0);
+    const evs = readEvents(suite.driverLog);
+    const mine = evs.filter((e) => e.pod?.startsWith(after));
+    expect(mine.filter((e) => e.op === 'assign').length).toBeGreaterThanOrEqual(1);
+    expect(mine.filter((e) => e.op === 'fail')).toEqual([]);
+    await expectIpamIntact(client, evs);
   });
 
   it('refuses a bundle from another cluster unless --allow-other-cluster', async () => {

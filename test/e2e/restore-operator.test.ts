@@ -37,6 +37,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let client: KubeClient;
 let cluster: LocalCluster;
 let dir: string;
+/** The IPAM driver's events of the first test: the allocations every later step must keep. */
+let evs: ReturnType<typeof readEvents>;
 
 describe('restore --resources under the running real tigera operator v1.34.3', () => {
   const real = withRealCalico('rop');
@@ -62,7 +64,7 @@ describe('restore --resources under the running real tigera operator v1.34.3', (
       const log = path.join(dir, 'driver.jsonl');
       const churn = await startChurn(log, { nodes: ['rop-node-1', 'rop-node-2'], prefix: `rop${Date.now().toString(36)}`, rate: 8, target: 8, durationS: 6 });
       expect(await churn.done).toBe(0);
-      const evs = readEvents(log);
+      evs = readEvents(log);
       const held = heldByLog(evs);
       expect(held.size).toBeGreaterThanOrEqual(4);
       const baseline = await ipamCheck();
@@ -142,4 +144,47 @@ describe('restore --resources under the running real tigera operator v1.34.3', (
     },
     40 * 60_000,
   );
+
+  it(
+    "refuses to write a bundle's Installation without ipPools while v1.34 manages a pool: the pool is not deleted",
+    async () => {
+      const managed = await client.get(POOL, undefined, 'default-ipv4-ippool');
+      expect(managed.metadata.annotations?.['projectcalico.org/metadata'], 'the operator marked its pool').toMatch(/managed-by.*tigera-operator/);
+      // A bundle whose Installation lists no pools, exported while the operator was stopped (so it could not act on it).
+      await setOperatorReplicas(0);
+      await client.waitFor('the operator to stop', async () => (cluster.calicoStatus()?.operator?.pid ? undefined : true), { timeoutMs: 120_000 });
+      const inst = await client.get(INSTALLATION, undefined, 'default');
+      const entries = inst.spec.calicoNetwork.ipPools;
+      await client.mergePatch(INSTALLATION, undefined, 'default', { spec: { calicoNetwork: { ipPools: null } } });
+      const bundle = path.join(dir, 'bundle-no-pools');
+      const e = await runCli(['export', '--out', bundle]);
+      expect(e.code, e.stderr).toBe(0);
+      await client.mergePatch(INSTALLATION, undefined, 'default', { spec: { calicoNetwork: { ipPools: entries } } });
+      await setOperatorReplicas(1);
+      await waitOperator(cluster, 'v1.34.3');
+
+      const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json'], { timeoutMs: 900_000 });
+      expect(r.code, r.stderr.slice(-3000)).toBe(3);
+      const actions = JSON.parse(r.stdout).actions;
+      const written = actions.find((a: any) => a.id === 'Installation default');
+      expect(written.action).toBe('refused');
+      expect(written.reason).toMatch(/has no ipPools, which operator v1\.34\.3 defaults to \[\].*default-ipv4-ippool \(192\.168\.0\.0\/16\)/);
+      expect(written.fix).toMatch(/kubectl label ippools\.projectcalico\.org default-ipv4-ippool app\.kubernetes\.io\/managed-by-/);
+      expect((await client.get(INSTALLATION, undefined, 'default')).spec.calicoNetwork.ipPools).toEqual(entries);
+      // Through the resumed operator's reconciles the pool stays (with ipPools [] it would delete it within seconds).
+      await waitTigeraStatusAvailable(client, 'calico', 300_000);
+      for (let i = 0; i < 5; i++) {
+        expect((await ippoolsWide())['default-ipv4-ippool'], `default-ipv4-ippool after ${i * 3} s`).toBeDefined();
+        await sleep(3000);
+      }
+      await expectIpamIntact(client, evs);
+    },
+    20 * 60_000,
+  );
 });
+
+const POOL = { group: 'crd.projectcalico.org', version: 'v1', plural: 'ippools', kind: 'IPPool', namespaced: false };
+
+async function setOperatorReplicas(replicas: number): Promise<void> {
+  await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', { spec: { replicas } });
+}

@@ -1,12 +1,15 @@
-/** What the restore e2e files share: a small but complete Calico datastore on the real cluster, and readers of its state. */
+/** What the restore e2e files share: a small but complete Calico datastore on the real cluster and Calico's real programs, and readers of its state. */
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
+import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject, ResourceType } from '../../src/kube/types.js';
-import { applyFixture, calicoType, operatorType, resetCalico, runCli, testClient } from './helpers.js';
+import { calicoctl, installReal328, waitPoolAndDatastoreReady, withRealCalico } from './calico-support.js';
+import { calicoType, operatorType, runCli } from './helpers.js';
+import { heldByLog, readEvents, startChurn, stopAllChurns, type DriverEvent } from './ipam-support.js';
 
 export const T = {
   ippool: calicoType('ippools', 'IPPool'),
@@ -34,61 +37,15 @@ export const c = (kind: string, name: string, spec: unknown, ns?: string): KubeO
   spec,
 });
 
-/** A small but complete Calico datastore: pools (one disabled, not operator-managed), IPAM, BGP/Felix, sets, policies. */
+/**
+ * The configuration part of a small but complete Calico datastore (BGP/Felix, sets, policies, a reservation). The
+ * pools and IPAM come from the real programs (`populate`): default-ipv4-ippool from the operator, legacy-pool
+ * through the v3 API, blocks, handles and affinities from the IPAM driver.
+ */
 export function population(): [ResourceType, KubeObject][] {
   return [
-    [
-      T.ippool,
-      c('IPPool', 'default-ipv4-ippool', {
-        cidr: '192.168.0.0/16',
-        blockSize: 26,
-        vxlanMode: 'CrossSubnet',
-        ipipMode: 'Never',
-        natOutgoing: true,
-        nodeSelector: 'all()',
-        allowedUses: ['Workload', 'Tunnel'],
-      }),
-    ],
-    [
-      T.ippool,
-      c('IPPool', 'legacy-pool', {
-        cidr: '10.200.0.0/16',
-        blockSize: 26,
-        vxlanMode: 'Never',
-        ipipMode: 'Always',
-        natOutgoing: true,
-        disabled: true,
-        nodeSelector: 'all()',
-      }),
-    ],
     [T.ipreservation, c('IPReservation', 'reserved', { reservedCIDRs: ['192.168.255.0/24'] })],
     [T.ipamconfig, c('IPAMConfig', 'default', { strictAffinity: false, autoAllocateBlocks: true, maxBlocksPerHost: 0 })],
-    [T.blockaffinity, c('BlockAffinity', 'rst-node-1-192-168-10-0-26', { cidr: '192.168.10.0/26', node: 'rst-node-1', state: 'confirmed', deleted: 'false' })],
-    [
-      T.ipamblock,
-      c('IPAMBlock', '192-168-10-0-26', {
-        cidr: '192.168.10.0/26',
-        affinity: 'host:rst-node-1',
-        strictAffinity: false,
-        allocations: [0, 1, ...Array.from({ length: 62 }, () => null)],
-        unallocated: Array.from({ length: 62 }, (_, i) => i + 2),
-        attributes: [
-          { handle_id: 'vxlan-tunnel-addr-rst-node-1', secondary: { node: 'rst-node-1', type: 'vxlanTunnelAddress' } },
-          {
-            handle_id: 'k8s-pod-network.abc123',
-            secondary: { namespace: APP_NS, node: 'rst-node-1', pod: 'web-0', timestamp: '2026-01-01 00:00:00 +0000 UTC' },
-          },
-        ],
-        deleted: false,
-        sequenceNumber: 7,
-        sequenceNumberForAllocation: { '0': 1, '1': 2 },
-      }),
-    ],
-    [T.ipamhandle, c('IPAMHandle', 'k8s-pod-network.abc123', { handleID: 'k8s-pod-network.abc123', block: { '192.168.10.0/26': 1 }, deleted: false })],
-    [
-      T.ipamhandle,
-      c('IPAMHandle', 'vxlan-tunnel-addr-rst-node-1', { handleID: 'vxlan-tunnel-addr-rst-node-1', block: { '192.168.10.0/26': 1 }, deleted: false }),
-    ],
     [T.felix, c('FelixConfiguration', 'default', { bpfEnabled: false, logSeverityScreen: 'Info', reportingInterval: '0s', vxlanVNI: 4096 })],
     [T.bgpconfig, c('BGPConfiguration', 'default', { asNumber: 64512, nodeToNodeMeshEnabled: false, logSeverityScreen: 'Info' })],
     [T.bgppeer, c('BGPPeer', 'tor-router', { peerIP: '10.0.0.1', asNumber: 64500 })],
@@ -125,22 +82,34 @@ export function population(): [ResourceType, KubeObject][] {
   ];
 }
 
+/** Every kind the restore tests compare: the population's, the pools and IPAM the real programs write, ClusterInformation, Installation. */
+const COMPARED = [T.ippool, T.blockaffinity, T.ipamblock, T.ipamhandle, ...new Set(population().map(([t]) => t)), T.clusterinfo, T.installation];
+
 export const id = (t: ResourceType, o: KubeObject) => `${t.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
 
-export async function populate(client: KubeClient): Promise<void> {
+/**
+ * The population on a running Calico 3.28.1: legacy-pool created disabled through the v3 API (calicoctl, so its
+ * metadata is where Calico keeps it), the configuration objects, and real allocations by the IPAM driver on both
+ * nodes (their log, `DriverEvent`s, says which handle holds which address).
+ */
+export async function populate(client: KubeClient, nodes: string[], log: string): Promise<DriverEvent[]> {
   await client.apply(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: APP_NS } }, { fieldManager: 'rst-e2e' });
-  for (const [t, o] of population()) await client.apply(t, o, { fieldManager: 'rst-e2e' });
-  // What calico-node/the operator leave in ClusterInformation.
-  await client.apply(
-    T.clusterinfo,
-    c('ClusterInformation', 'default', { calicoVersion: 'v3.28.1', clusterGUID: 'f0e1d2c3', clusterType: 'typha,kdd,k8s,operator,bgp', datastoreReady: true }),
-    { fieldManager: 'rst-e2e' },
+  const legacy = { cidr: '10.200.0.0/16', blockSize: 26, vxlanMode: 'Never', ipipMode: 'Always', natOutgoing: true, disabled: true, nodeSelector: 'all()' };
+  await calicoctl(
+    ['create', '-f', '-'],
+    JSON.stringify({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'legacy-pool' }, spec: legacy }),
   );
+  for (const [t, o] of population()) await client.apply(t, o, { fieldManager: 'rst-e2e' });
+  const churn = await startChurn(log, { nodes, prefix: `rst${Date.now().toString(36)}`, rate: 8, target: 6, durationS: 5 });
+  expect(await churn.done).toBe(0);
+  const evs = readEvents(log);
+  expect(heldByLog(evs).size).toBeGreaterThanOrEqual(3);
+  return evs;
 }
 
 export async function specs(client: KubeClient): Promise<Record<string, unknown>> {
   const out: Record<string, unknown> = {};
-  for (const t of [...new Set(population().map(([t]) => t)), T.clusterinfo, T.installation]) {
+  for (const t of COMPARED) {
     for (const o of await client.listAll(t)) out[id(t, o)] = o.spec;
   }
   return out;
@@ -148,7 +117,7 @@ export async function specs(client: KubeClient): Promise<Record<string, unknown>
 
 export async function resourceVersions(client: KubeClient): Promise<Record<string, string | undefined>> {
   const out: Record<string, string | undefined> = {};
-  for (const t of [...new Set(population().map(([t]) => t)), T.clusterinfo, T.installation]) {
+  for (const t of COMPARED) {
     for (const o of await client.listAll(t)) out[id(t, o)] = o.metadata.resourceVersion;
   }
   return out;
@@ -161,13 +130,21 @@ export async function datastoreReady(client: KubeClient): Promise<unknown> {
   return (await client.getOrUndefined(T.clusterinfo, undefined, 'default'))?.spec?.datastoreReady;
 }
 
-/** Delete every Calico CRD, as `kubectl delete -f tigera-operator.yaml` does (the incident), and wait until they are gone. */
+/**
+ * Delete every Calico CRD, as `kubectl delete -f tigera-operator.yaml` does (the incident), while the real operator
+ * runs: the Calico kinds go at once; the Installation (and APIServer) stay Terminating on the operator's finalizers
+ * while it tears Calico down (restore-operator.test.ts), so only the first are waited for.
+ */
 export async function deleteCalicoCrds(client: KubeClient): Promise<void> {
   const crds = (await client.listAll(K.crd)).filter((x) => ['crd.projectcalico.org', 'operator.tigera.io'].includes(x.spec.group));
   for (const x of crds) await client.delete(K.crd, undefined, x.metadata.name);
   await client.waitFor(
-    'Calico CRDs to be gone',
-    async () => ((await client.listAll(K.crd)).some((x) => ['crd.projectcalico.org', 'operator.tigera.io'].includes(x.spec.group)) ? undefined : true),
+    'the crd.projectcalico.org CRDs to be gone and the Installation to be deleting',
+    async () => {
+      if ((await client.listAll(K.crd)).some((x) => x.spec.group === 'crd.projectcalico.org')) return undefined;
+      const inst = await client.getOrUndefined(T.installation, undefined, 'default').catch(() => undefined);
+      return !inst || inst.metadata.deletionTimestamp ? true : undefined;
+    },
     { timeoutMs: 120_000 },
   );
 }
@@ -179,33 +156,52 @@ export async function exportTo(dir: string, name: string): Promise<string> {
   return out;
 }
 
-/** A client on a cluster reset to Calico 3.28.1 (operator install) holding the population. */
-async function setUpRestoreCluster(): Promise<KubeClient> {
-  const client = await testClient();
-  await resetCalico(client);
-  await client.delete(K.namespace, undefined, APP_NS);
-  // Left by the other restore file: populate writes into it, which a namespace still terminating refuses.
-  await client.waitFor(`namespace ${APP_NS} to be gone`, async () => ((await client.getOrUndefined(K.namespace, undefined, APP_NS)) ? undefined : true), {
-    timeoutMs: 120_000,
-  });
-  await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
-  await applyFixture(client, '3.28.1', 'custom-resources.yaml');
-  // The 3.28 operator writes name/allowedUses into the Installation pool entries itself (docs/calico-differences.md); kwok
-  // runs no real operator, so do what it would.
-  const inst = await client.get(T.installation, undefined, 'default');
-  inst.spec.calicoNetwork.ipPools[0].allowedUses = ['Workload', 'Tunnel'];
-  await client.replace(T.installation, inst);
-  await populate(client);
-  return client;
+export interface RestoreSuite {
+  /** A fresh working folder for bundles and logs. */
+  work: string;
+  real: ReturnType<typeof withRealCalico>;
+  /** The IPAM driver's log of the allocations `populate` made. */
+  driverLog: string;
+  /** Its events, read after the set-up. */
+  events: () => DriverEvent[];
 }
 
-/** Sets a restore e2e file's cluster up before its tests (handing the client to `onClient`) and closes it after; returns a fresh working folder. */
-export function restoreSuite(onClient: (client: KubeClient) => void): string {
-  let client: KubeClient | undefined;
+/**
+ * A restore e2e file's set-up, once per file: Calico's real programs (withRealCalico, kwok nodes `<prefix>-node-N`),
+ * Calico 3.28.1 installed as its docs say under the real v1.34.3 operator, then `populate`.
+ */
+export function restoreSuite(prefix: string, onClient: (client: KubeClient) => void): RestoreSuite {
+  const real = withRealCalico(prefix);
+  const work = mkdtempSync(path.join(os.tmpdir(), 'cnr-restore-'));
+  const driverLog = path.join(work, 'driver.jsonl');
+  let evs: DriverEvent[] | undefined;
   beforeAll(async () => {
-    client = await setUpRestoreCluster();
+    const client = real.client();
     onClient(client);
+    await ensureCalicoProgram('ipam-driver', CALICO_PROGRAMS_VERSION);
+    await client.delete(K.namespace, undefined, APP_NS);
+    // Left by the other restore file: populate writes into it, which a namespace still terminating refuses.
+    await client.waitFor(`namespace ${APP_NS} to be gone`, async () => ((await client.getOrUndefined(K.namespace, undefined, APP_NS)) ? undefined : true), {
+      timeoutMs: 120_000,
+    });
+    await installReal328(client, real.cluster);
+    await waitPoolAndDatastoreReady(client);
+    evs = await populate(client, [`${prefix}-node-1`, `${prefix}-node-2`], driverLog);
+  }, 30 * 60_000);
+  afterAll(async () => {
+    await stopAllChurns();
+    await real
+      .client()
+      .delete(K.namespace, undefined, APP_NS)
+      .catch(() => undefined);
   });
-  afterAll(() => client?.close());
-  return mkdtempSync(path.join(os.tmpdir(), 'cnr-restore-'));
+  return {
+    work,
+    real,
+    driverLog,
+    events: () => {
+      if (!evs) throw new Error('the restore set-up has not run');
+      return evs;
+    },
+  };
 }

@@ -1,0 +1,167 @@
+/**
+ * calico#9100 caused by a downgrade, avoided, with the real programs: Calico 3.30.7 under the real v1.38.13 operator
+ * and the 3.30.7 API server, default-ipv4-ippool stopped the 3.29+ way (`disableNewAllocations: true` on its
+ * Installation entry, which v1.38 writes as `disabled: true`) and new-ipv4-pool taking the allocations. 3.28's
+ * Installation has no such field and its v1.34 operator rewrites a listed pool without `disabled`, so a plain
+ * downgrade re-enables the pool. `doctor --target 3.28.1` names the trap, `plan --to 3.28.1` converts the stop to
+ * 3.28's nodeSelector "!all()" (installation-pool-stop-allocations-converted), `apply` downgrades, and the real
+ * v1.34.3 operator, behind the 3.28.1 API server, leaves the pool non-allocating. The plan needs no flag: the 3.30
+ * fields 3.28's CRDs prune hold 3.30's own defaults (IPPool assignmentMode, FelixConfiguration nftablesMode), and
+ * 3.30's empty ManagementClusterConnection CRD, which makes v1.34 take the cluster for Calico Enterprise (its
+ * discovery.go RequiresTigeraSecure; the operator then exited every ~2 minutes), is deleted by apply-crds.
+ * The pool is watched for 150 s from the v1.34.3 start (longer than the 2-minute cache-sync timeout after which the
+ * Enterprise controllers made it exit) with a reconcile forced every 15 s and waited for in the operator's log
+ * (not a 10-minute soak: calico-9100-plan.test.ts watches ten minutes), while the operator process must stay the
+ * same and the IPAM driver allocates as the CNI plugin does: every address comes from new-ipv4-pool and
+ * `calicoctl ipam check` finds no problem but the driver's pod-less allocations.
+ */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyManifests } from '../../src/kube/manifests.js';
+import type { KubeClient } from '../../src/kube/client.js';
+import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
+import { K } from '../../src/kube/builtin.js';
+import { applyFixture, calicoType, fixtureObjects, operatorType } from './helpers.js';
+import {
+  applyLogged,
+  ippoolsWide,
+  operatorLog,
+  nonAllocating,
+  waitApiServerTree,
+  waitApiServiceAvailable,
+  waitOperator,
+  waitTigeraStatusAvailable,
+  watchPoolNonAllocating,
+  withRealCalico,
+  doctorExportPlan,
+  NEW_POOL_ENTRY,
+  waitBothPools,
+} from './calico-support.js';
+import { heldByLog, ipamCheck, readEvents, startChurn, stopAllChurns } from './ipam-support.js';
+
+const POOL = calicoType('ippools', 'IPPool');
+const INSTALLATION = operatorType('installations', 'Installation');
+const WATCH_FROM_START_MS = 150_000;
+const TOUCH_MS = 15_000;
+const MCC_CRD = 'managementclusterconnections.operator.tigera.io';
+const PREFIX = 'c30';
+let client: KubeClient;
+let cluster: LocalCluster;
+let dir: string;
+
+describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and v1.34.3 operators', () => {
+  const real = withRealCalico(PREFIX, { operators: ['v1.38.13', 'v1.34.3'], calico: ['v3.30.7', 'v3.28.1'] });
+  beforeAll(() => {
+    client = real.client();
+    cluster = real.cluster;
+    dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-3307-downgrade-'));
+  });
+  afterAll(() => stopAllChurns());
+
+  it(
+    'doctor and plan convert the stop to nodeSelector "!all()", and after apply the v1.34 operator leaves the pool non-allocating',
+    async () => {
+      // 3.30.7 installed as its docs say (operator-crds.yaml, tigera-operator.yaml, custom-resources.yaml), with the
+      // user's pools in the Installation: the default one stopped, a new one allocating.
+      await applyFixture(client, '3.30.7', 'operator-crds.yaml');
+      await applyFixture(client, '3.30.7', 'tigera-operator.yaml');
+      const crs = fixtureObjects('3.30.7', 'custom-resources.yaml');
+      const pools = crs.find((o) => o.kind === 'Installation')!.spec.calicoNetwork.ipPools;
+      pools[0].disableNewAllocations = true;
+      pools.push(NEW_POOL_ENTRY);
+      await applyManifests(client, crs, { fieldManager: 'cni-rewind-e2e' });
+      await waitOperator(cluster, 'v1.38.13');
+      await waitApiServerTree(cluster, client, 'v3.30.7');
+      await waitApiServiceAvailable(client, 240_000);
+      await waitBothPools(client, 'v1.38.13');
+      await waitTigeraStatusAvailable(client, 'calico');
+      expect(cluster.calicoStatus()?.kubeControllers?.calico).toBe('v3.30.7');
+      // The 3.30 API server serves what v1.38 writes: assignmentMode is new in 3.30's v3 IPPool (3.28.1's drops it).
+      const v3 = await client.request<any>('GET', '/apis/projectcalico.org/v3/ippools/default-ipv4-ippool');
+      expect(v3.spec).toMatchObject({ cidr: '192.168.0.0/16', disabled: true, assignmentMode: 'Automatic' });
+      expect((await ippoolsWide('v3.30.7'))['default-ipv4-ippool']?.DISABLED).toBe('true');
+
+      // v1.38 and 3.30's libcalico-go write 3.30-only fields with their defaults (IPPool assignmentMode: Automatic,
+      // FelixConfiguration nftablesMode: Disabled): 3.28's CRDs prune them, which loses no setting, so the plan needs no flag.
+      const { plan, planFile } = await doctorExportPlan(dir, '3.28.1');
+      console.log(`plan findings: ${plan.findings.map((f: any) => `${f.id} (${f.severity})`).join(', ')}`);
+      const ids = plan.findings.map((f: any) => f.id);
+      expect(ids).toContain('installation-pool-stop-allocations-converted');
+      expect(ids).toEqual(expect.arrayContaining(['ippool-defaults-pruned', 'felixconfiguration-defaults-pruned']));
+      expect(plan.findings.find((f: any) => f.id === 'crd-changes-target-operator')).toMatchObject({
+        title: expect.stringContaining(MCC_CRD),
+        action: 'transform',
+      });
+      expect(plan.transforms.installation.stopAllocations).toEqual({ cidrs: ['192.168.0.0/16'], field: 'nodeSelector', value: '!all()' });
+
+      const started = Date.now();
+      const a = await applyLogged(planFile, 'apply');
+      expect(a.code, a.stderr + a.stdout).toBe(0);
+      const op = await waitOperator(cluster, 'v1.34.3');
+      await waitApiServerTree(cluster, client, 'v3.28.1');
+      expect(await client.getOrUndefined(K.crd, undefined, MCC_CRD)).toBeUndefined();
+      const inst = await client.get(INSTALLATION, undefined, 'default');
+      const entry = inst.spec.calicoNetwork.ipPools.find((e: any) => e.cidr === '192.168.0.0/16');
+      expect(entry).toMatchObject({ nodeSelector: '!all()' });
+      expect(entry.disableNewAllocations).toBeUndefined();
+
+      // Pods come and go (the IPAM driver: 3.28.1's libcalico-go, the version now installed) while the pool is
+      // watched under the real target operator with forced reconciles.
+      const log = path.join(dir, 'driver.jsonl');
+      const churn = await startChurn(log, {
+        nodes: [`${PREFIX}-node-1`, `${PREFIX}-node-2`],
+        prefix: `c30${Date.now().toString(36)}`,
+        rate: 2,
+        target: 6,
+        durationS: 600,
+      });
+      const opStart = Date.parse(op.operator!.startedAt!);
+      const { seen, touches, reconciled } = await watchPoolNonAllocating(client, 'default-ipv4-ippool', {
+        durationMs: opStart + WATCH_FROM_START_MS - Date.now(),
+        touchEveryMs: TOUCH_MS,
+        since: started,
+        cluster,
+      });
+      await churn.stop();
+      console.log(
+        `default-ipv4-ippool until ${WATCH_FROM_START_MS / 1000} s after v1.34.3 started (${touches} touches, ${reconciled} reconciles seen): ${[...seen].map(([k, n]) => `${k} x${n}`).join(', ')}`,
+      );
+      expect(reconciled).toBeGreaterThanOrEqual(6);
+      // The same v1.34.3 process throughout (checked every second above), and it did not start as an Enterprise operator.
+      expect(cluster.calicoStatus()?.operator).toMatchObject({ tag: 'v1.34.3', pid: op.operator!.pid, starts: 1 });
+      const tsee = operatorLog(cluster).filter((l) => l.includes('Checking if TSEE controllers are required'));
+      expect(tsee.at(-1)).toContain('"required":false');
+      expect(nonAllocating(await client.get(POOL, undefined, 'default-ipv4-ippool'))).toBe(true);
+      const wide = await ippoolsWide();
+      expect(wide['new-ipv4-pool']?.DISABLED).toBe('false');
+
+      const events = readEvents(log);
+      const assigned = events.filter((e) => e.op === 'assign').map((e) => e.ip!);
+      console.log(
+        `IPAM driver: ${assigned.length} assigns, ${events.filter((e) => e.op === 'release').length} releases, ${events.filter((e) => e.op === 'fail').length} failures`,
+      );
+      expect(assigned.length).toBeGreaterThanOrEqual(6);
+      expect(assigned.filter((ip) => !ip.startsWith('10.100.'))).toEqual([]);
+      const held = heldByLog(events);
+      const check = await ipamCheck();
+      expect(check.leakedIps, check.text).toEqual(new Set(held.values()));
+      expect({
+        noAllocation: check.noAllocation,
+        handlesWithoutIps: check.handlesWithoutIps,
+        missingHandles: check.missingHandles,
+        multipleOwners: check.multipleOwners,
+      }).toEqual({
+        noAllocation: 0,
+        handlesWithoutIps: 0,
+        missingHandles: 0,
+        multipleOwners: 0,
+      });
+      // The kwok pods' own addresses (kwok assigns them, not Calico) are the only ones in use outside the pools.
+      expect(check.problems, check.text).toBe(check.leaked + check.notInPools);
+      expect(check.outsidePoolIps.filter((ip) => ip.startsWith('192.168.') || ip.startsWith('10.100.'))).toEqual([]);
+    },
+    40 * 60_000,
+  );
+});
