@@ -139,12 +139,6 @@ export interface OperatorPoolBehaviour {
   managesPools: boolean;
   stopAllocations?: { field: string; value: unknown; text: string };
   onePoolPerFamily: boolean;
-  /**
-   * The operator converts a pool's `disabled` into its own `disableNewAllocations` when comparing it with an entry
-   * (v1.36+, Calico 3.29+: `FromProjectCalicoV1`), and defaults a missing entry value to false. So a disabled pool
-   * equals only an entry that says `disableNewAllocations: true`; v1.34 (3.28) has no such field and ignores it.
-   */
-  comparesDisabled?: boolean;
 }
 export const OPERATOR_POOL_BEHAVIOUR: OperatorPoolBehaviour[] = [
   { since: 'v3.0', managesPools: false, onePoolPerFamily: true },
@@ -154,7 +148,6 @@ export const OPERATOR_POOL_BEHAVIOUR: OperatorPoolBehaviour[] = [
     managesPools: true,
     stopAllocations: { field: 'disableNewAllocations', value: true, text: 'disableNewAllocations: true' },
     onePoolPerFamily: false,
-    comparesDisabled: true,
   },
 ];
 
@@ -170,14 +163,6 @@ export function operatorPoolBehaviour(calicoVersion: string): OperatorPoolBehavi
   for (const r of OPERATOR_POOL_BEHAVIOUR) if (compareVersions(calicoVersion, `${r.since}.0`) >= 0) row = r;
   return row;
 }
-
-/** Operator IPPool encapsulation <- crd.projectcalico.org IPPool ipipMode/vxlanMode (operator FromProjectCalicoV1). */
-export const POOL_ENCAPSULATION: { ipipMode?: string; vxlanMode?: string; encapsulation: string }[] = [
-  { ipipMode: 'Always', encapsulation: 'IPIP' },
-  { ipipMode: 'CrossSubnet', encapsulation: 'IPIPCrossSubnet' },
-  { vxlanMode: 'Always', encapsulation: 'VXLAN' },
-  { vxlanMode: 'CrossSubnet', encapsulation: 'VXLANCrossSubnet' },
-];
 
 /** IPAM: CNI handle ids are `k8s-pod-network.<containerID>`; tunnel addresses use `<kind>-tunnel-addr-<node>`. */
 export const IPAM_POD_HANDLE_PREFIX = 'k8s-pod-network.';

@@ -296,7 +296,8 @@ describe('refinements', () => {
       workloads: [operatorWorkload('v1.38.13')],
       objects: [
         installationWith([entry('p', '192.168.0.0/16', { disableNewAllocations: true })]),
-        pool('p', '192.168.0.0/16', { disabled: true, allowedUses: ['Workload', 'Tunnel'] }),
+        // As 3.30's libcalico-go stores it: assignmentMode Automatic, which v1.38 compares.
+        pool('p', '192.168.0.0/16', { disabled: true, allowedUses: ['Workload', 'Tunnel'], assignmentMode: 'Automatic' }),
       ],
     });
     expect(runChecks(st)).toEqual([]);
@@ -313,9 +314,9 @@ describe('refinements', () => {
 describe('entry CIDR owned by a pool the operator does not manage', () => {
   it('warns with the differing fields, and stays quiet once the pool equals the entry', () => {
     const st = makeState({
-      workloads: [operatorWorkload('v1.34.3')],
+      workloads: [operatorWorkload('v1.36.16')],
       objects: [
-        installationWith([entry('default-ipv4-ippool', '192.168.0.0/16')]),
+        installationWith([entry('default-ipv4-ippool', '192.168.0.0/16', { disableNewAllocations: false })]),
         pool('default-ipv4-ippool', '192.168.0.0/16', { natOutgoing: false, allowedUses: ['Workload', 'Tunnel'] }),
       ],
     });
@@ -324,5 +325,19 @@ describe('entry CIDR owned by a pool the operator does not manage', () => {
     expect(fs[0]!.fix).toContain('natOutgoing: "Disabled"');
     st.objects['ippools.crd.projectcalico.org']![0]!.spec.natOutgoing = true;
     expect(runChecks(st)).toEqual([]);
+  });
+
+  it('on v1.34 says no entry can equal a pool whose natOutgoing false converts to "", and offers the label only', () => {
+    const st = makeState({
+      workloads: [operatorWorkload('v1.34.3')],
+      objects: [
+        installationWith([entry('default-ipv4-ippool', '192.168.0.0/16', { natOutgoing: 'Disabled' })]),
+        pool('default-ipv4-ippool', '192.168.0.0/16', { natOutgoing: false, allowedUses: ['Workload', 'Tunnel'] }),
+      ],
+    });
+    const fs = runChecks(st);
+    expect(ids(fs)).toEqual(['pool-cidr-not-owned']);
+    expect(fs[0]!.fix).toMatch(/^No entry can equal this pool: its natOutgoing/);
+    expect(fs[0]!.fix).toContain('kubectl label ippools.projectcalico.org default-ipv4-ippool app.kubernetes.io/managed-by=tigera-operator');
   });
 });

@@ -3,14 +3,7 @@
  * Pure functions over (live CRDs, live objects, target release) so they can be tested with the real manifests.
  */
 import { checkAgainstSchema, schemaFor } from '../calico/schema.js';
-import {
-  CALICO_CRD_GROUP,
-  compareVersions,
-  leftoversUnknownTo,
-  OPERATOR_GROUP,
-  operatorPoolBehaviour,
-  type OperatorPoolBehaviour,
-} from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, compareVersions, leftoversUnknownTo, OPERATOR_GROUP, operatorPoolBehaviour } from '../calico/knowledge.js';
 import { isOperatorDefault, valueAt } from '../calico/operator-defaults.js';
 import { releaseDefaultsPruned } from './release-defaults.js';
 import { crdFindings } from './crd-findings.js';
@@ -191,7 +184,7 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
   // for). Stop them on their entries in the target's own terms: 3.28's entry then no longer equals the pool, so
   // v1.34 leaves the disabled pool alone (a labelled one is rewritten with nodeSelector "!all()": still no new
   // allocations); from 3.29 the entry says disableNewAllocations, which is what the operator reads `disabled` as.
-  const disabledListed = disabledPoolsTheTargetWouldEnable(live, pools, targetPools).filter(
+  const disabledListed = disabledPoolsTheTargetWouldEnable(live, pools, target.version, inst?.spec?.cni?.type).filter(
     (p) => !installation.stopAllocations?.cidrs.includes(String(p.spec.cidr)),
   );
   if (disabledListed.length && targetPools.stopAllocations) {
@@ -286,14 +279,15 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
  * Live pools with `disabled: true` whose CIDR an Installation entry lists, that the target operator would adopt
  * and whose entry does not already stop allocations its way.
  */
-function disabledPoolsTheTargetWouldEnable(live: LiveCalico, entries: any[], behaviour: OperatorPoolBehaviour): KubeObject[] {
+function disabledPoolsTheTargetWouldEnable(live: LiveCalico, entries: any[], calicoVersion: string, cniType?: string): KubeObject[] {
+  const behaviour = operatorPoolBehaviour(calicoVersion);
   const stop = behaviour.stopAllocations;
   if (!behaviour.managesPools || !stop) return [];
   return (live.objects.get(`ippools.${CALICO_CRD_GROUP}`) ?? []).filter((p) => {
     if (p.spec?.disabled !== true) return false;
     const entry = entries.find((e) => e.cidr === p.spec.cidr);
     if (!entry || JSON.stringify(entry[stop.field]) === JSON.stringify(stop.value)) return false;
-    return adoptionReason(p, entries, behaviour) !== undefined;
+    return adoptionReason(p, entries, calicoVersion, cniType) !== undefined;
   });
 }
 

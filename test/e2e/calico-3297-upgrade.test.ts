@@ -14,7 +14,6 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { operatorPoolBehaviour } from '../../src/calico/knowledge.js';
 import { adoptionReason } from '../../src/doctor/checks/pools.js';
 import { isOperatorLabelled } from '../../src/calico/knowledge.js';
 import { applyManifests } from '../../src/kube/manifests.js';
@@ -148,9 +147,8 @@ describe('3.28.1 -> 3.29.7 with a disabled listed pool and the real v1.34.3 and 
       // what the tool's model predicts; v1.36 then writes the label back (through v3) and keeps the pool disabled.
       const unlabelled = await client.get(POOL, undefined, 'default-ipv4-ippool');
       const inst = await client.get(INSTALLATION, undefined, 'default');
-      const behaviour = operatorPoolBehaviour('v3.29.7');
       const withoutLabel = { ...unlabelled, metadata: { ...unlabelled.metadata, labels: {}, annotations: {} } };
-      expect(adoptionReason(withoutLabel, inst.spec.calicoNetwork.ipPools, behaviour)).toMatch(/equals entry/);
+      expect(adoptionReason(withoutLabel, inst.spec.calicoNetwork.ipPools, 'v3.29.7', inst.spec.cni?.type)).toMatch(/equals entry/);
       const relabelled = JSON.parse(await kubectl(cluster, ['label', 'ippools.projectcalico.org', 'default-ipv4-ippool', `${MANAGED_BY}-`, '-o', 'json']));
       expect(relabelled.metadata.labels?.[MANAGED_BY]).toBeUndefined();
       const unlabelledAt = Date.now();

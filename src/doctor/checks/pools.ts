@@ -5,15 +5,8 @@
  * rewrites adopted pools to match their entry (its pool type has no `disabled`, so a disabled pool comes back
  * enabled) and deletes labelled pools that are no longer listed.
  */
-import {
-  isOperatorLabelled,
-  OPERATOR_MANAGED_LABEL,
-  OPERATOR_GROUP,
-  OPERATOR_MANAGED_VALUE,
-  operatorPoolBehaviour,
-  POOL_ENCAPSULATION,
-  type OperatorPoolBehaviour,
-} from '../../calico/knowledge.js';
+import { isOperatorLabelled, OPERATOR_MANAGED_LABEL, OPERATOR_GROUP, OPERATOR_MANAGED_VALUE, operatorPoolBehaviour } from '../../calico/knowledge.js';
+import { entryAsDefaulted, operatorPoolDifferences, poolAsOperatorEntry, poolConversion } from '../../calico/pool-conversion.js';
 import type { KubeObject } from '../../kube/types.js';
 import { parseCidr } from '../ip.js';
 import { installation, KEYS, objectsOf, ref, type CalicoState } from '../state.js';
@@ -29,50 +22,26 @@ export function installationPools(inst: KubeObject | undefined): any[] | undefin
   return Array.isArray(p) ? p : undefined;
 }
 
-/**
- * The operator's view of a crd.projectcalico.org IPPool (its FromProjectCalicoV1 conversion). Before 3.29 `disabled`
- * has no place in it; from 3.29 it becomes `disableNewAllocations` (`behaviour.comparesDisabled`).
- */
-export function operatorViewOfPool(pool: KubeObject, behaviour?: OperatorPoolBehaviour): Record<string, unknown> {
-  const s = pool.spec ?? {};
-  const enc = POOL_ENCAPSULATION.find((e) => (e.ipipMode && e.ipipMode === s.ipipMode) || (e.vxlanMode && e.vxlanMode === s.vxlanMode));
-  return {
-    ...(behaviour?.comparesDisabled ? { disableNewAllocations: s.disabled === true } : {}),
-    name: pool.metadata.name,
-    cidr: s.cidr,
-    encapsulation: enc?.encapsulation ?? 'None',
-    natOutgoing: s.natOutgoing ? 'Enabled' : 'Disabled',
-    nodeSelector: s.nodeSelector,
-    blockSize: s.blockSize,
-    disableBGPExport: s.disableBGPExport ?? false,
-    allowedUses: s.allowedUses,
-  };
-}
+/** The Installation's CNI type as the operator's pool defaulting reads it (Calico unless a provider set another). */
+export const cniTypeOf = (inst: KubeObject | undefined): string | undefined => inst?.spec?.cni?.type;
 
-function sameValue(a: unknown, b: unknown): boolean {
-  if (Array.isArray(a) && Array.isArray(b)) return JSON.stringify([...a].sort()) === JSON.stringify([...b].sort());
-  return JSON.stringify(a) === JSON.stringify(b);
+/**
+ * The fields in which an Installation entry, defaulted, differs from the pool converted to the operator's pool type
+ * of Calico `calicoVersion` (calico/pool-conversion.ts); none means the operator takes the pool as its own.
+ */
+export function entryPoolDifferences(entry: Record<string, any>, pool: KubeObject, calicoVersion: string, cniType?: string): string[] {
+  const row = poolConversion(calicoVersion);
+  const filled = entryAsDefaulted(entry, row, { cniType, poolNameForCidr: entry.cidr === pool.spec?.cidr ? pool.metadata.name : undefined });
+  return operatorPoolDifferences(filled, poolAsOperatorEntry(pool, row));
 }
 
 /**
- * Does the pool equal this Installation entry as the operator compares them? The operator fills the entry's
- * defaults before comparing; fields the entry leaves out are treated as defaulted to what the pool has.
+ * Why the operator of Calico `calicoVersion` treats a pool as its own, or undefined when it leaves it alone: the
+ * managed-by label (read where the operator reads it), or an entry equal to the converted pool (Go's DeepEqual).
  */
-export function entryMatchesPool(entry: Record<string, unknown>, pool: KubeObject, behaviour?: OperatorPoolBehaviour): boolean {
-  const view = operatorViewOfPool(pool, behaviour);
-  if (entry.cidr !== view.cidr) return false;
-  // The operators that compare disableNewAllocations default a missing entry value to false, not to the pool's.
-  const filled = behaviour?.comparesDisabled ? { ...entry, disableNewAllocations: entry.disableNewAllocations ?? false } : entry;
-  return Object.entries(filled).every(([k, v]) => v === undefined || !(k in view) || view[k] === undefined || sameValue(v, view[k]));
-}
-
-/**
- * Why the operator (of the Calico version whose pool behaviour is given) treats a pool as its own, or undefined
- * when it leaves it alone.
- */
-export function adoptionReason(pool: KubeObject, entries: any[] | undefined, behaviour?: OperatorPoolBehaviour): string | undefined {
+export function adoptionReason(pool: KubeObject, entries: any[] | undefined, calicoVersion: string, cniType?: string): string | undefined {
   if (isOperatorLabelled(pool)) return `it carries the label ${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE}`;
-  const i = (entries ?? []).findIndex((e) => entryMatchesPool(e, pool, behaviour));
+  const i = (entries ?? []).findIndex((e) => entryPoolDifferences(e, pool, calicoVersion, cniType).length === 0);
   if (i >= 0) return `it equals entry ${i} of Installation default's spec.calicoNetwork.ipPools once converted to the operator's pool type`;
   return undefined;
 }
@@ -132,7 +101,7 @@ const disabledAdoptedPools: Check = {
     const out: Finding[] = [];
     for (const pool of objectsOf(state, KEYS.ipPools)) {
       if (pool.spec?.disabled !== true) continue;
-      const reason = adoptionReason(pool, entries, behaviour);
+      const reason = adoptionReason(pool, entries, g.version, cniTypeOf(inst));
       if (!reason) continue;
       const idx = entries.findIndex((e) => e.cidr === pool.spec?.cidr);
       if (idx < 0) continue; // labelled but not listed: the operator deletes it (reported by the next check)
@@ -234,10 +203,10 @@ const entryCidrNotOwned: Check = {
     const out: Finding[] = [];
     entries.forEach((e, i) => {
       const pool = objectsOf(state, KEYS.ipPools).find((p) => p.spec?.cidr === e.cidr);
-      const behaviour = operatorPoolBehaviour(g.version);
-      if (!pool || adoptionReason(pool, entries, behaviour)) return;
-      const view = operatorViewOfPool(pool, behaviour);
-      const differs = Object.keys(e).filter((k) => k in view && view[k] !== undefined && e[k] !== undefined && !sameValue(e[k], view[k]));
+      if (!pool || adoptionReason(pool, entries, g.version, cniTypeOf(inst))) return;
+      const view = poolAsOperatorEntry(pool, poolConversion(g.version));
+      const differs = entryPoolDifferences(e, pool, g.version, cniTypeOf(inst));
+      const unmatchable = differs.filter((k) => view[k] === '');
       out.push({
         id: 'pool-cidr-not-owned',
         severity: 'warning',
@@ -251,8 +220,12 @@ const entryCidrNotOwned: Check = {
             ? ` That keeps ${pool.metadata.name} disabled, which is what a plan that stops a disabled pool on its entry relies on.`
             : ''),
         fix:
-          `Make the entry describe the pool as it is (${differs.map((k) => `${k}: ${JSON.stringify(view[k])}`).join(', ') || `name: ${pool.metadata.name}`}), ` +
-          `or let the operator take the pool over and rewrite it to the entry: ${relabel(pool.metadata.name, `${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE}`)} ` +
+          // A field the pool converts to "" (no encapsulation; natOutgoing false on v1.34) is one the operator's
+          // defaulting never leaves empty: no entry can equal the pool then, only the label makes it the operator's.
+          (unmatchable.length
+            ? `No entry can equal this pool: its ${unmatchable.join(', ')} convert(s) to an empty value, which the operator's defaults never leave in an entry. `
+            : `Make the entry describe the pool as it is (${differs.map((k) => `${k}: ${JSON.stringify(view[k])}`).join(', ') || `name: ${pool.metadata.name}`}), or `) +
+          `let the operator take the pool over and rewrite it to the entry: ${relabel(pool.metadata.name, `${OPERATOR_MANAGED_LABEL}=${OPERATOR_MANAGED_VALUE}`)} ` +
           '(check first that the entry is what you want: a disabled pool comes back enabled).',
       });
     });
@@ -263,8 +236,9 @@ const entryCidrNotOwned: Check = {
 export const poolChecks: Check[] = [disabledAdoptedPools, managedPoolsNotListed, entryCidrNotOwned, onePoolPerFamily];
 
 /** Exported for tests and for plan: is this pool the operator's (by label or by equality)? */
-export function operatorAdopts(state: CalicoState, pool: KubeObject, behaviour?: OperatorPoolBehaviour): boolean {
-  return adoptionReason(pool, installationPools(installation(state)), behaviour) !== undefined;
+export function operatorAdopts(state: CalicoState, pool: KubeObject, calicoVersion: string): boolean {
+  const inst = installation(state);
+  return adoptionReason(pool, installationPools(inst), calicoVersion, cniTypeOf(inst)) !== undefined;
 }
 
 export type { CheckContext };
