@@ -306,9 +306,12 @@ async function restoreData({ client, bundle, reporter }: StepDeps): Promise<stri
 
 /** Put back, from the bundle, the kinds of the objects the plan found changed since the backup. */
 async function restoreDrift({ client, bundle, plan, reporter }: StepDeps): Promise<string> {
-  const kinds = [...new Set((plan.drift ?? []).map((ref) => ref.split('/')[0]!).filter((k) => k !== 'Installation'))];
+  // Exactly the objects the plan showed as changed (the Installation is the plan's own transform): another object of
+  // the same kind that changed after the plan was made, or was deleted since the backup, was not shown to the user.
+  const drift = (plan.drift ?? []).filter((ref) => ref.split('/')[0] !== 'Installation');
+  const kinds = [...new Set(drift.map((ref) => ref.split('/')[0]!))];
   if (!kinds.length) return 'nothing changed since the backup';
-  const r = await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true, kinds }, reporter);
+  const r = await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true, kinds, only: new Set(drift) }, reporter);
   if (r.failures.length > 0) {
     throw new EnvironmentError(
       `could not restore ${r.failures.length} object(s) changed since the backup: ${r.failures

@@ -74,3 +74,6 @@ export function resourcePath(r: Pick<ResourceType, 'group' | 'version' | 'plural
   const obj = name ? `/${encodeURIComponent(name)}` : '';
   return `${base}${ns}/${r.plural}${obj}`;
 }
+
+/** `Kind/namespace/name` (`Kind/name` for cluster-scoped objects): how plans and restores name an object to a user. */
+export const objRef = (o: KubeObject): string => [o.kind, o.metadata.namespace, o.metadata.name].filter(Boolean).join('/');

@@ -9,7 +9,7 @@ export interface LiveCalico {
   objects: Map<string, KubeObject[]>;
 }
 
-export const objRef = (o: KubeObject) => [o.kind, o.metadata.namespace, o.metadata.name].filter(Boolean).join('/');
+export { objRef } from '../kube/types.js';
 
 /** Groups whose CRDs a plan manages (the shared policy.networking.k8s.io CRDs are never touched). */
 export const MANAGED_GROUPS = [CALICO_CRD_GROUP, OPERATOR_GROUP];

@@ -15,7 +15,7 @@ import { clusterUid } from '../kube/cluster-uid.js';
 import type { KubeClient } from '../kube/client.js';
 import { listCrds } from '../kube/discovery.js';
 import { ResourceResolver } from '../kube/resolver.js';
-import { groupOf, type KubeObject } from '../kube/types.js';
+import { groupOf, objRef, type KubeObject } from '../kube/types.js';
 import { admissionRefusal, isCalicoCrd, isReferenceOnlyConfig } from './admission.js';
 import { isIpamLive, mergeIpamPlan } from './ipam.js';
 import { INSTALLATION_KIND, INSTALLATION_NAME, NEVER_RESTORED_KINDS, RESTORED_CONFIG_KINDS, phaseOf } from './order.js';
@@ -174,12 +174,13 @@ function matchesKinds(obj: KubeObject, kinds: string[] | undefined): boolean {
 /** The bundle objects restore writes, in the order read; `refuse` hears of those it never writes. */
 async function* restorable(bundle: RestoreSource, opts: RestoreOptions, refuse?: (o: KubeObject, reason: string) => void): AsyncGenerator<KubeObject> {
   for await (const bo of bundle.objects({ ...(opts.kinds?.length ? { kinds: opts.kinds } : {}), lenient: true })) {
+    if (opts.only && !opts.only.has(objRef(bo.object))) continue;
     const no = admissionRefusal(bo, 'resources');
     if (no) refuse?.(bo.object, no);
     else if (!NEVER_RESTORED_KINDS.has(bo.object.kind)) yield bo.object;
   }
   for await (const bo of bundle.configObjects({ lenient: true })) {
-    if (!matchesKinds(bo.object, opts.kinds) || isReferenceOnlyConfig(bo)) continue;
+    if (!matchesKinds(bo.object, opts.kinds) || (opts.only && !opts.only.has(objRef(bo.object))) || isReferenceOnlyConfig(bo)) continue;
     const no = admissionRefusal(bo, 'config');
     if (no) refuse?.(bo.object, no);
     else yield bo.object;

@@ -25,6 +25,11 @@ export interface RestoreOptions {
   allowOtherCluster?: boolean;
   /** Only these kinds (kind, plural or `<plural>.<group>`, case-insensitive). */
   kinds?: string[];
+  /**
+   * Only these objects (`Kind/namespace/name`, objRef): what a plan listed, e.g. apply's --restore-drift puts back
+   * exactly the objects its plan showed as changed, not others of their kinds.
+   */
+  only?: ReadonlySet<string>;
   /** Asked with the plan before anything is written; false = refused (exit 5). Not asked on a dry run. */
   confirm?: (plan: RestorePlan) => Promise<boolean>;
   /** Requests in flight at once while planning, writing and re-reading (default DEFAULT_RESTORE_CONCURRENCY). */
