@@ -206,7 +206,7 @@ const entryCidrNotOwned: Check = {
       if (!pool || adoptionReason(pool, entries, g.version, cniTypeOf(inst))) return;
       const view = poolAsOperatorEntry(pool, poolConversion(g.version));
       const differs = entryPoolDifferences(e, pool, g.version, cniTypeOf(inst));
-      const unmatchable = differs.filter((k) => view[k] === '');
+      const unmatchable = differs.filter((k) => view[k] === '' || (Array.isArray(view[k]) && view[k].length === 0));
       out.push({
         id: 'pool-cidr-not-owned',
         severity: 'warning',
@@ -220,8 +220,8 @@ const entryCidrNotOwned: Check = {
             ? ` That keeps ${pool.metadata.name} disabled, which is what a plan that stops a disabled pool on its entry relies on.`
             : ''),
         fix:
-          // A field the pool converts to "" (no encapsulation; natOutgoing false on v1.34) is one the operator's
-          // defaulting never leaves empty: no entry can equal the pool then, only the label makes it the operator's.
+          // A field the pool converts to "" or [] (no encapsulation; natOutgoing false on v1.34; no allowedUses) is one
+          // the operator's defaulting never leaves empty: no entry can equal the pool then, only the label makes it the operator's.
           (unmatchable.length
             ? `No entry can equal this pool: its ${unmatchable.join(', ')} convert(s) to an empty value, which the operator's defaults never leave in an entry. `
             : `Make the entry describe the pool as it is (${differs.map((k) => `${k}: ${JSON.stringify(view[k])}`).join(', ') || `name: ${pool.metadata.name}`}), or `) +
