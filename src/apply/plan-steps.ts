@@ -28,6 +28,7 @@ import { isStepKind, type StepKind } from '../plan/steps.js';
 import type { Plan, PreflightCheck } from '../plan/types.js';
 import type { ExecStep, StepRuntime } from './executor.js';
 import { restoreResources } from '../restore/restore.js';
+import { waitForOperatorPodsGone } from '../restore/guards.js';
 import { rebootNodes } from './reboot-nodes.js';
 import { removeOld } from './remove-old.js';
 import { TIGERA_STATUS, waitRollout } from './wait-rollout.js';
@@ -137,6 +138,8 @@ async function pauseOperator({ client }: StepDeps, rt: StepRuntime): Promise<str
     },
     { timeoutMs: 180_000, intervalMs: 500 },
   );
+  // status.replicas is 0 as soon as the pod is terminating, while its operator still runs: wait for the pod itself.
+  await waitForOperatorPodsGone(client, dep);
   return `operator scaled from ${prior} to 0 replicas`;
 }
 

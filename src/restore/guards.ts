@@ -53,28 +53,34 @@ export async function pauseOperator(client: KubeClient, reporter: Reporter): Pro
       reporter.info('CNR_RESTORE_OPERATOR_RESUMED', `tigera operator back to ${prior} replica(s)`, { replicas: prior });
     },
   };
-  // Scaling to 0 only asks: an operator pod still running (or terminating) keeps reconciling until it is gone, and
-  // would rewrite pools and Installation-derived objects under the restore. Wait until no operator pod is left.
-  const selector = Object.entries<string>(dep.spec?.selector?.matchLabels ?? {})
-    .map(([k, v]) => `${k}=${v}`)
-    .join(',');
-  if (selector) {
-    try {
-      await client.waitFor(
-        'the tigera operator pod to be gone',
-        async () => ((await client.listAll(K.pod, { namespace: OPERATOR_NAMESPACE, labelSelector: selector })).length === 0 ? true : undefined),
-        { timeoutMs: OPERATOR_STOP_TIMEOUT_MS, intervalMs: 500 },
-      );
-    } catch (err) {
-      await release.release().catch(() => undefined);
-      throw err;
-    }
+  try {
+    await waitForOperatorPodsGone(client, dep);
+  } catch (err) {
+    await release.release().catch(() => undefined);
+    throw err;
   }
   return release;
 }
 
 /** How long a paused operator's pod may take to go (its terminationGracePeriodSeconds is 60 in the manifests). */
 const OPERATOR_STOP_TIMEOUT_MS = 120_000;
+
+/**
+ * Scaling the operator to 0 only asks: its pod keeps running (and reconciling: rewriting pools, re-creating the
+ * TigeraStatus objects a step just deleted) until its container has exited, while the Deployment already reports 0
+ * replicas once the pod is terminating. Wait until no pod of the Deployment is left.
+ */
+export async function waitForOperatorPodsGone(client: KubeClient, dep: KubeObject): Promise<void> {
+  const selector = Object.entries<string>(dep.spec?.selector?.matchLabels ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+  if (!selector) return;
+  await client.waitFor(
+    'the tigera operator pod to be gone',
+    async () => ((await client.listAll(K.pod, { namespace: OPERATOR_NAMESPACE, labelSelector: selector })).length === 0 ? true : undefined),
+    { timeoutMs: OPERATOR_STOP_TIMEOUT_MS, intervalMs: 500 },
+  );
+}
 
 /**
  * Set datastoreReady=false on ClusterInformation default. `priorOverride` is the value from before the restore
