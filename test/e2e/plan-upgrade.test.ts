@@ -40,13 +40,24 @@ describe('plan and apply: upgrade 3.27.4 -> 3.28.1 in place under the real tiger
 
   it('a disabled pool listed in the Installation (calico#9100): the plan stops it on its entry the 3.28 way instead of letting the operator re-enable it', async () => {
     // The incident's 3.27 state: default-ipv4-ippool (the Installation's entry) disabled after a pool migration.
+    // Written as libcalico-go stores a pool (allowedUses filled in): the operator compares it with the entry exactly,
+    // and an entry's allowedUses defaults to [Workload, Tunnel], so a pool without them would never be adopted.
     await client.apply(
       POOL,
       {
         apiVersion: 'crd.projectcalico.org/v1',
         kind: 'IPPool',
         metadata: { name: 'default-ipv4-ippool' },
-        spec: { cidr: '192.168.0.0/16', blockSize: 26, ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true, nodeSelector: 'all()', disabled: true },
+        spec: {
+          cidr: '192.168.0.0/16',
+          blockSize: 26,
+          ipipMode: 'Never',
+          vxlanMode: 'CrossSubnet',
+          natOutgoing: true,
+          nodeSelector: 'all()',
+          allowedUses: ['Workload', 'Tunnel'],
+          disabled: true,
+        },
       },
       { fieldManager: 'fup' },
     );
