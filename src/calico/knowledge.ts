@@ -58,6 +58,16 @@ export function isOperatorLabelled(pool: KubeObject): boolean {
 }
 
 /**
+ * The pools an operator that manages pools (v1.34+) deletes given an Installation's `spec.calicoNetwork.ipPools`:
+ * the labelled ones whose CIDR no entry lists. A missing list counts as [] while any pool exists (ippool/defaults.go).
+ */
+export function poolsTheOperatorDeletes(listed: unknown, pools: KubeObject[]): KubeObject[] {
+  if (!Array.isArray(listed) && pools.length === 0) return [];
+  const cidrs = new Set((Array.isArray(listed) ? listed : []).map((e: any) => e?.cidr));
+  return pools.filter((p) => isOperatorLabelled(p) && !cidrs.has(p.spec?.cidr));
+}
+
+/**
  * Calico version -> tigera-operator image tag. The shipped releases' rows are checked against their
  * tigera-operator.yaml by a unit test; the others come from the release notes of those tags.
  */

@@ -13,7 +13,7 @@ import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import { clusterUid } from '../kube/cluster-uid.js';
 import type { KubeClient } from '../kube/client.js';
-import { listCrds } from '../kube/discovery.js';
+import { crdResourceType, listCrds } from '../kube/discovery.js';
 import { ResourceResolver } from '../kube/resolver.js';
 import { groupOf, objRef, type KubeObject } from '../kube/types.js';
 import { admissionRefusal, isCalicoCrd, isReferenceOnlyConfig } from './admission.js';
@@ -323,9 +323,7 @@ async function refuseInstallationDeletingPools(client: KubeClient, planned: Plan
   if (!inst || !WRITES.has(inst.action.action) || !operatorImage) return;
   const pools = new Map<string, KubeObject>();
   const poolCrd = liveCrds.get(crdKey(CALICO_CRD_GROUP, 'IPPool'));
-  if (poolCrd)
-    for (const p of await client.listAll({ group: CALICO_CRD_GROUP, version: 'v1', plural: 'ippools', kind: 'IPPool', namespaced: false }))
-      pools.set(p.metadata.name, p);
+  if (poolCrd) for (const p of await client.listAll(crdResourceType(poolCrd))) pools.set(p.metadata.name, p);
   for (const p of planned)
     if (p.action.ref.kind === 'IPPool' && groupOf(p.action.ref.apiVersion) === CALICO_CRD_GROUP && !NOT_RESTORED.has(p.action.action))
       pools.set(p.action.ref.name, desiredOf(p));

@@ -13,6 +13,7 @@ import {
   calicoVersionForOperator,
   imageTag,
   operatorPoolBehaviour,
+  poolsTheOperatorDeletes,
 } from '../calico/knowledge.js';
 import type { KubeObject } from '../kube/types.js';
 
@@ -106,10 +107,7 @@ export function judgeInstallationPools(
   const version = calicoVersionOfOperatorImage(operatorImage);
   if (!operatorImage || !version || !operatorPoolBehaviour(version).managesPools) return undefined;
   const listed = installation.spec?.calicoNetwork?.ipPools;
-  const entries: any[] = Array.isArray(listed) ? listed : [];
-  if (!Array.isArray(listed) && pools.length === 0) return undefined; // the operator then creates its default pool
-  const cidrs = new Set(entries.map((e) => e?.cidr));
-  const doomed = pools.filter((p) => isOperatorLabelled(p) && !cidrs.has(p.spec?.cidr));
+  const doomed = poolsTheOperatorDeletes(listed, pools);
   if (doomed.length === 0) return undefined;
   const names = doomed.map((p) => `${p.metadata.name} (${p.spec?.cidr})`).join(', ');
   const op = imageTag(operatorImage);

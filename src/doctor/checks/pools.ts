@@ -5,7 +5,14 @@
  * rewrites adopted pools to match their entry (its pool type has no `disabled`, so a disabled pool comes back
  * enabled) and deletes labelled pools that are no longer listed.
  */
-import { isOperatorLabelled, OPERATOR_MANAGED_LABEL, OPERATOR_GROUP, OPERATOR_MANAGED_VALUE, operatorPoolBehaviour } from '../../calico/knowledge.js';
+import {
+  isOperatorLabelled,
+  OPERATOR_MANAGED_LABEL,
+  OPERATOR_GROUP,
+  OPERATOR_MANAGED_VALUE,
+  operatorPoolBehaviour,
+  poolsTheOperatorDeletes,
+} from '../../calico/knowledge.js';
 import { entryAsDefaulted, operatorPoolDifferences, poolAsOperatorEntry, poolConversion } from '../../calico/pool-conversion.js';
 import type { KubeObject } from '../../kube/types.js';
 import { parseCidr } from '../ip.js';
@@ -138,8 +145,7 @@ const managedPoolsNotListed: Check = {
     if (!scope) return [];
     const { g, inst, entries } = scope;
     const gate = apiServerNotReady(state, g);
-    const listed = new Set(entries.map((e) => e.cidr));
-    const doomed = objectsOf(state, KEYS.ipPools).filter((p) => isOperatorLabelled(p) && !listed.has(p.spec?.cidr));
+    const doomed = poolsTheOperatorDeletes(entries, objectsOf(state, KEYS.ipPools));
     if (doomed.length === 0) return [];
     const names = doomed.map((p) => p.metadata.name);
     const emptied = entries.length === 0;
