@@ -19,6 +19,7 @@ import { stripServerFields } from './normalize.js';
 import { clearReports, judgeOperator } from './operator.js';
 import { CLUSTER_INFORMATION, INSTALLATION_KIND, INSTALLATION_NAME, OTHER_PHASE, RESTORE_PHASES } from './order.js';
 import { readBack } from './read-back.js';
+import { relinkOwners, releaseFromGoneOwners } from './owners.js';
 import { PhaseTimer } from './timings.js';
 import {
   DEFAULT_RESTORE_CONCURRENCY,
@@ -67,10 +68,12 @@ export async function executeRestore(
     releases: [],
     paused: [],
   };
+  // First of all, before a CRD is created (owners.ts): what the garbage collector would delete is kept from it.
+  const released = await timer.time('guards', () => releaseFromGoneOwners(client, ex.resolver, planned, reporter));
   const writes = planned.filter((p) => WRITES.has(p.action.action));
   const lockPrior = await prepareDatastoreLock(ex, plan, writes);
   let releaseProblems: string[] = [];
-  if (writes.length || plan.crdsToCreate.length) {
+  if (writes.length || plan.crdsToCreate.length || released.length) {
     // Stopped while writing: finish the writes in flight, write nothing more, put the operator and the datastore
     // lock back, and report what was left.
     const stopListening = whenAborted(opts.signal, (why) => {
@@ -81,6 +84,7 @@ export async function executeRestore(
       await createMissingCrds(ex, plan, bundleCrds);
       await pauseTheOperator(ex, plan.operatorReports);
       await writePhases(ex, writes, lockPrior);
+      await linkToRestoredOwners(ex, released, writes);
       await prune(ex, writes);
     } finally {
       releaseProblems = await timer.time('guards', () => releaseAll(ex.releases, reporter));
@@ -226,6 +230,17 @@ async function writeEntry(ex: Execution, p: Planned, ownerCache: Map<string, str
       action: p.action.action,
     });
   }
+}
+
+/** 3b. Owners restored after what they own (config before the operator's resources): linked now, the operator still paused. */
+async function linkToRestoredOwners(ex: Execution, released: Planned[], writes: Planned[]): Promise<void> {
+  if (ex.interrupted) return;
+  const entries = [
+    ...new Set([...released.filter((p) => p.action.outcome !== 'failed'), ...writes.filter((p) => p.ownerPending && p.action.outcome === 'done')]),
+  ];
+  if (!entries.length) return;
+  ex.resolver.forget();
+  await ex.timer.time('write', () => relinkOwners(ex.client, ex.resolver, entries, ex.reporter));
 }
 
 /** 4. Prune last, most dependent kinds first. */

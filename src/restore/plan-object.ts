@@ -13,6 +13,7 @@ import { isIpamLive } from './ipam.js';
 import { objectDiff, sameContent, stripServerFields } from './normalize.js';
 import { NEVER_RESTORED_KINDS, RUNTIME_FIELDS, phaseOf } from './order.js';
 import { deletionNote } from './operator.js';
+import { goneOwnersNote, type OwnerLookup } from './owners.js';
 import { judgePool } from './pools.js';
 import type { PhaseTimer } from './timings.js';
 import { idOf, refOf, type ExistingPolicy, type Planned, type RestoreAction } from './types.js';
@@ -32,6 +33,8 @@ export interface PlanContext {
   /** ownerKey of every object the bundle restores. */
   inBundle: Set<string>;
   liveIndex: LiveIndex;
+  /** Live owners by reference: a live object whose owners are all gone is kept from the garbage collector. */
+  owners: OwnerLookup;
   timer: PhaseTimer;
 }
 
@@ -74,9 +77,15 @@ export async function planOne(client: KubeClient, resolver: ResourceResolver, ob
     action.deleting = true;
     (action.notes ??= []).push(deleting);
   } else if (action.action === 'create') compareWithLive(action, live, desired, ctx.existing, obj.kind === 'Namespace' && group === '');
+  const gone = live && !deleting ? await ctx.timer.time('readCluster', () => ctx.owners.goneOwners(live)) : [];
+  if (gone.length) {
+    action.goneOwners = gone.map((r) => `${r.kind} ${r.name}`);
+    (action.notes ??= []).push(goneOwnersNote(gone));
+  }
   // Text, not the object: the plan of a large bundle holds every entry until the restore ends. The live object is
-  // kept only where a write needs it (a replace's resourceVersion, a dry run's check); creates have none.
-  return { action, desiredText: JSON.stringify(desired), ...(live && action.action !== 'unchanged' ? { live } : {}), type, rank };
+  // kept only where a write needs it (a replace's resourceVersion, a dry run's check, references taken off); creates have none.
+  const keepLive = live && (action.action !== 'unchanged' || gone.length);
+  return { action, desiredText: JSON.stringify(desired), ...(keepLive ? { live } : {}), type, rank };
 }
 
 /** The served type of the object, or the one its CRD from the bundle will serve once created. */

@@ -20,6 +20,7 @@ import { admissionRefusal, isCalicoCrd, isReferenceOnlyConfig } from './admissio
 import { isIpamLive, mergeIpamPlan } from './ipam.js';
 import { INSTALLATION_KIND, INSTALLATION_NAME, NEVER_RESTORED_KINDS, RESTORED_CONFIG_KINDS, phaseOf } from './order.js';
 import { availableReports, deletionsInProgress } from './operator.js';
+import { OwnerLookup } from './owners.js';
 import { LiveIndex, crdKey, ownerKey, planOne, planPrune } from './plan-object.js';
 import { judgeInstallationPools } from './pools.js';
 import { PhaseTimer } from './timings.js';
@@ -90,6 +91,7 @@ export async function planRestore(
     operatorImage,
     inBundle: summary.inBundle,
     liveIndex: new LiveIndex(client, timer),
+    owners: new OwnerLookup(client, resolver),
     timer,
   };
   const planned: Planned[] = [];

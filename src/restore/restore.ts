@@ -43,7 +43,7 @@ export async function restoreResources(client: KubeClient, bundle: RestoreSource
     await timer.time('serverDryRun', () => serverDryRun(client, planned, opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY));
     return dryRunResult(plan, timer);
   }
-  const writes = plan.actions.filter((a) => WRITES.has(a.action)).length + plan.crdsToCreate.length;
+  const writes = plan.actions.filter((a) => WRITES.has(a.action) || a.goneOwners?.length).length + plan.crdsToCreate.length;
   if (writes && opts.confirm && !(await timer.time('confirm', () => opts.confirm!(plan)))) {
     throw new RefusedError('restore not confirmed; nothing was written', { hint: 'answer y on a terminal, or pass --yes (see the preview with --dry-run)' });
   }

@@ -86,6 +86,11 @@ export interface RestoreAction {
   drift?: string[];
   /** The live object is being deleted (finalizers hold it): a real run waits until it is gone, then creates it. */
   deleting?: boolean;
+  /**
+   * Every owner of the live object is gone (`Kind name`): restore takes the references off before writing anything,
+   * so the garbage collector keeps it, and links it to the restored owners after (owners.ts).
+   */
+  goneOwners?: string[];
 }
 
 export interface RestorePlan {
@@ -127,6 +132,8 @@ export interface Planned {
   desiredText?: string;
   /** What was actually sent (owner references re-linked or dropped): the drift check compares against it. */
   written?: KubeObject;
+  /** Written without references to owners not restored yet: linked to them after the writes (owners.ts). */
+  ownerPending?: boolean;
   live?: KubeObject;
   type?: ResourceType;
   rank: number;

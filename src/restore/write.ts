@@ -89,6 +89,8 @@ export async function writeOne(
     const note = `ownerReferences to ${dropped.join(', ')} dropped: the owner does not exist in the cluster`;
     (p.action.notes ??= []).push(note);
     reporter.warn('CNR_RESTORE_OWNER_DROPPED', `${p.action.id}: ${note}`);
+    // Planning kept only references to owners in the cluster or in the bundle: these are restored later.
+    p.ownerPending = true;
   }
   // Kept for the drift check only when it differs from the plan's text (owner references re-linked or dropped).
   if (desired.metadata.ownerReferences?.length) p.written = body;

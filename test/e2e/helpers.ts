@@ -123,6 +123,21 @@ export function runCli(
   });
 }
 
+/**
+ * What to show when a CLI run did not exit as expected: its failures first (from `-o json` output: the part a
+ * truncated message would lose), then the tail of stderr, which holds the one-line error.
+ */
+export function explain(r: CliResult): string {
+  let failures = '';
+  try {
+    const out = JSON.parse(r.stdout);
+    if (Array.isArray(out?.failures) && out.failures.length) failures = `failures: ${JSON.stringify(out.failures, null, 1)}\n`;
+  } catch {
+    // not JSON: stdout is shown below
+  }
+  return `exit ${r.code}\n${failures}stderr (tail): ${r.stderr.slice(-4000)}\nstdout (head): ${r.stdout.slice(0, failures ? 500 : 2000)}`;
+}
+
 /** Start the built CLI as a child process the test can watch and interrupt (runCli waits for it instead). */
 export function startCli(args: string[], env: Record<string, string> = {}) {
   let stdout = '';

@@ -1,0 +1,162 @@
+/**
+ * Live objects whose owners are gone, and the garbage collector.
+ *
+ * Deleting every Calico CRD under the running operator (the incident) deletes the Installation and the APIServer,
+ * but not what they own: the calico-system Namespace, the operator's CA (tigera-operator/tigera-ca-private), its
+ * certificates, ConfigMaps. Their ownerReferences then name an owner that no longer exists, of a kind nobody serves.
+ * Kubernetes' garbage collector cannot judge such a reference and leaves the object alone; once the kind is served
+ * again (restore creates the installations CRD from the bundle), it finds the owner missing and deletes the object,
+ * a namespace with everything restored into it. Measured on the test cluster's kube-controller-manager: a ConfigMap
+ * owned by an object of a deleted CRD survived 60 s, and was deleted 16 s after the CRD was created again. The
+ * operator, resumed, then made a new CA and new certificates: what restore wrote no longer held.
+ *
+ * So restore takes such references off before it creates any CRD or writes anything (the collector has nothing to
+ * act on), and once the owners are written links the objects to them again, with their new UIDs: the ownership is
+ * the bundle's again, and what restore kept is not deleted after it.
+ */
+import { errorMessage } from '../core/errors.js';
+import type { Reporter } from '../io/host.js';
+import { KubeApiError, type KubeClient } from '../kube/client.js';
+import type { ResourceResolver } from '../kube/resolver.js';
+import { groupOf, type KubeObject, type OwnerReference, type ResourceType } from '../kube/types.js';
+import { desiredOf, type Planned } from './types.js';
+
+/** Looks owners up by reference (kind, name, the dependent's namespace), once each. */
+export class OwnerLookup {
+  private readonly uids = new Map<string, Promise<string | undefined>>();
+  constructor(
+    private readonly client: KubeClient,
+    private readonly resolver: ResourceResolver,
+  ) {}
+
+  /** The live owner's UID, or undefined when there is none (its kind not served counts as none). */
+  uidOf(ref: OwnerReference, namespace: string | undefined): Promise<string | undefined> {
+    const key = `${ref.apiVersion}\0${ref.kind}\0${ref.name}\0${namespace ?? ''}`;
+    let p = this.uids.get(key);
+    if (!p) {
+      p = (async () => {
+        const t = await this.resolver.resolve(ref.apiVersion, ref.kind);
+        if (!t) return undefined;
+        const owner = await this.client.getOrUndefined(t, t.namespaced ? namespace : undefined, ref.name);
+        return owner?.metadata.uid;
+      })();
+      this.uids.set(key, p);
+    }
+    return p;
+  }
+
+  /**
+   * The owners of `live` that are gone, when every one of them is: then the garbage collector deletes it as soon as it
+   * can judge the references. An object with one owner left only loses the dangling references (the collector's own
+   * rule), so nothing is returned for it.
+   */
+  async goneOwners(live: KubeObject): Promise<OwnerReference[]> {
+    const refs = live.metadata.ownerReferences ?? [];
+    if (!refs.length) return [];
+    for (const r of refs) if ((await this.uidOf(r, live.metadata.namespace)) === r.uid) return [];
+    return refs;
+  }
+}
+
+export const ownerNames = (refs: OwnerReference[]): string => refs.map((r) => `${r.kind} ${r.name}`).join(', ');
+
+/** The plan's note on an object whose owners are gone. */
+export function goneOwnersNote(refs: OwnerReference[]): string {
+  return (
+    `owned by ${ownerNames(refs)}, which is gone: the garbage collector would delete it once it can judge the reference, ` +
+    'so restore takes the reference off before writing anything and links it to the restored owner after'
+  );
+}
+
+/**
+ * Before any CRD is created: take the references to gone owners off the live objects the plan found with them.
+ * An object the collector deleted meanwhile is created from the bundle instead (its action becomes create).
+ * Returns the entries released, for `relinkOwners`.
+ */
+export async function releaseFromGoneOwners(client: KubeClient, resolver: ResourceResolver, planned: Planned[], reporter: Reporter): Promise<Planned[]> {
+  const released: Planned[] = [];
+  for (const p of planned) {
+    if (!p.action.goneOwners?.length || !p.live) continue;
+    const { namespace, name } = p.live.metadata;
+    const type = (await resolver.forObject(p.live)) ?? p.type;
+    if (!type) continue;
+    const lookup = new OwnerLookup(client, resolver);
+    let live: KubeObject | undefined = p.live;
+    for (let attempt = 0; live; attempt++) {
+      const gone = await lookup.goneOwners(live);
+      if (!gone.length) break; // linked to a live owner meanwhile (the operator): nothing to take off
+      try {
+        // resourceVersion makes it conditional: a reference set meanwhile is never taken off unseen.
+        await client.mergePatch(type, namespace, name, { metadata: { ownerReferences: null, resourceVersion: live.metadata.resourceVersion } });
+        released.push(p);
+        reporter.info('CNR_RESTORE_OWNER_RELEASED', `${p.action.id}: reference to ${ownerNames(gone)} (gone) taken off, so the garbage collector keeps it`, {
+          id: p.action.id,
+        });
+        break;
+      } catch (err) {
+        if (err instanceof KubeApiError && err.notFound) live = undefined;
+        else if (err instanceof KubeApiError && err.conflict && attempt < 4) live = await client.getOrUndefined(type, namespace, name);
+        else throw err;
+      }
+    }
+    if (!live) {
+      // The collector was first: what it deleted is written from the bundle like any missing object.
+      p.action.action = 'create';
+      delete p.action.diff;
+      delete p.live;
+      (p.action.notes ??= []).push('deleted by the garbage collector before restore could keep it: created from the bundle');
+    }
+  }
+  return released;
+}
+
+/**
+ * After the writes: link the objects released from gone owners, and those written while their owner was not yet
+ * restored (`ownerPending`), to the owners that exist now, with their current UIDs. References to owners still
+ * missing stay off. Failures are reported, never thrown: the objects themselves are restored.
+ */
+export async function relinkOwners(
+  client: KubeClient,
+  resolver: ResourceResolver,
+  entries: Planned[],
+  reporter: Reporter,
+): Promise<{ linked: string[]; problems: string[] }> {
+  const lookup = new OwnerLookup(client, resolver);
+  const linked: string[] = [];
+  const problems: string[] = [];
+  for (const p of entries) {
+    const desired = desiredOf(p);
+    const refs = desired.metadata.ownerReferences ?? [];
+    const ns = desired.metadata.namespace;
+    const now: OwnerReference[] = [];
+    for (const r of refs) {
+      const uid = await lookup.uidOf(r, ns);
+      if (uid) now.push({ ...r, uid });
+    }
+    if (!now.length) continue;
+    const type: ResourceType | undefined = (await resolver.forObject(desired)) ?? p.type;
+    if (!type) continue;
+    try {
+      // References set meanwhile (the operator's, another owner's) stay; one naming the same owner is replaced.
+      const live = await client.get(type, ns, desired.metadata.name);
+      const same = (a: OwnerReference, b: OwnerReference) => a.kind === b.kind && a.name === b.name && groupOf(a.apiVersion) === groupOf(b.apiVersion);
+      const others = (live.metadata.ownerReferences ?? []).filter((l) => !now.some((n) => same(l, n)));
+      // One controller at most (the API server refuses two): ours yields to one set meanwhile.
+      const mine = others.some((o) => o.controller) ? now.map((r) => ({ ...r, controller: false })) : now;
+      const refs = [...others, ...mine];
+      const written = await client.mergePatch<KubeObject>(type, ns, desired.metadata.name, {
+        metadata: { ownerReferences: refs, resourceVersion: live.metadata.resourceVersion },
+      });
+      // The drift check compares with what was last sent.
+      p.written = { ...(p.written ?? desired), metadata: { ...(p.written ?? desired).metadata, ownerReferences: refs } };
+      linked.push(p.action.id);
+      (p.action.notes ??= []).push(`linked to ${ownerNames(now)} (uid ${now.map((r) => r.uid).join(', ')}) once restored`);
+      reporter.info('CNR_RESTORE_OWNER_LINKED', `${p.action.id}: linked to ${ownerNames(now)}`, { id: p.action.id, uid: written.metadata.uid });
+    } catch (err) {
+      const problem = `${p.action.id}: could not link it to ${ownerNames(now)}: ${errorMessage(err)}`;
+      problems.push(problem);
+      reporter.warn('CNR_RESTORE_OWNER_LINK_FAILED', problem);
+    }
+  }
+  return { linked, problems };
+}
