@@ -16,6 +16,7 @@ import { applyFixture, calicoType, fixtureObjects, runCli } from './helpers.js';
 import { waitApiServiceAvailable, waitOperator, waitTigeraStatusAvailable, withRealCalico } from './calico-support.js';
 import { ipamCheck, ipamProblems, readIpam } from './ipam-support.js';
 import { calicoSnapshot } from './plan-support.js';
+import { poolFor } from './doctor-support.js';
 import { populateCalico, type Population } from './population.js';
 
 const POOL = calicoType('ippools', 'IPPool');
@@ -42,25 +43,9 @@ describe('plan and apply: upgrade 3.27.4 -> 3.28.1 in place under the real tiger
     // The incident's 3.27 state: default-ipv4-ippool (the Installation's entry) disabled after a pool migration.
     // Written as libcalico-go stores a pool (allowedUses filled in): the operator compares it with the entry exactly,
     // and an entry's allowedUses defaults to [Workload, Tunnel], so a pool without them would never be adopted.
-    await client.apply(
-      POOL,
-      {
-        apiVersion: 'crd.projectcalico.org/v1',
-        kind: 'IPPool',
-        metadata: { name: 'default-ipv4-ippool' },
-        spec: {
-          cidr: '192.168.0.0/16',
-          blockSize: 26,
-          ipipMode: 'Never',
-          vxlanMode: 'CrossSubnet',
-          natOutgoing: true,
-          nodeSelector: 'all()',
-          allowedUses: ['Workload', 'Tunnel'],
-          disabled: true,
-        },
-      },
-      { fieldManager: 'fup' },
-    );
+    // 3.27 has no pool controller: the pool carries no operator label.
+    const pool = poolFor('default-ipv4-ippool', '192.168.0.0/16', { disabled: true });
+    await client.apply(POOL, { ...pool, metadata: { name: 'default-ipv4-ippool' } }, { fieldManager: 'fup' });
     try {
       const bundle = path.join(dir, 'bundle-9100');
       expect((await runCli(['export', '--out', bundle])).code).toBe(0);
