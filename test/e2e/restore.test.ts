@@ -133,6 +133,10 @@ describe('restore --resources on a real cluster with the real Calico programs', 
     await new Promise((r) => setTimeout(r, 10_000));
     expect(await client.getOrUndefined(T.gns, undefined, 'owned-by-filter'), 'the collector cannot judge a kind nobody serves').toBeDefined();
 
+    // The preview lists it although its content is unchanged: restore writes to it.
+    const dry = await runCli(['restore', bundle, '--resources', '--dry-run']);
+    expect(dry.code, explain(dry)).toBe(0);
+    expect(dry.stdout).toMatch(/unchanged\s+GlobalNetworkSet owned-by-filter\s.*owned by BGPFilter rst-owner-filter, which is gone/);
     const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json'], { timeoutMs: 1_500_000 });
     expect(r.code, explain(r)).toBe(0);
     const result = JSON.parse(r.stdout);

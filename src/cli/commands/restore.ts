@@ -117,7 +117,8 @@ export async function confirmPlan(ctx: CliContext, plan: RestorePlan): Promise<b
   return ctx.reporter.confirm(`Restore these objects into the cluster?`);
 }
 
-const SHOWN_WITHOUT_VERBOSE = (a: RestoreAction) => a.action !== 'unchanged';
+/** Unchanged objects are listed with -v only, unless restore still writes to them (references to gone owners). */
+const SHOWN_WITHOUT_VERBOSE = (a: RestoreAction) => a.action !== 'unchanged' || !!a.goneOwners?.length;
 
 function actionLabel(a: RestoreAction, s: Styler): string {
   switch (a.action) {
