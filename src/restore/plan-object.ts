@@ -77,7 +77,7 @@ export async function planOne(client: KubeClient, resolver: ResourceResolver, ob
     action.deleting = true;
     (action.notes ??= []).push(deleting);
   } else if (action.action === 'create') compareWithLive(action, live, desired, ctx.existing, obj.kind === 'Namespace' && group === '');
-  const gone = live && !deleting ? await ctx.timer.time('readCluster', () => ctx.owners.goneOwners(live)) : [];
+  const gone = live?.metadata.ownerReferences?.length && !deleting ? await ctx.timer.time('readCluster', () => ctx.owners.goneOwners(live)) : [];
   if (gone.length) {
     action.goneOwners = gone.map((r) => `${r.kind} ${r.name}`);
     (action.notes ??= []).push(goneOwnersNote(gone));
