@@ -19,7 +19,7 @@ import { stripServerFields } from './normalize.js';
 import { clearReports, judgeOperator } from './operator.js';
 import { CLUSTER_INFORMATION, INSTALLATION_KIND, INSTALLATION_NAME, OTHER_PHASE, RESTORE_PHASES } from './order.js';
 import { readBack } from './read-back.js';
-import { relinkOwners, releaseFromGoneOwners } from './owners.js';
+import { OwnerLookup, relinkOwners, releaseFromGoneOwners } from './owners.js';
 import { PhaseTimer } from './timings.js';
 import {
   DEFAULT_RESTORE_CONCURRENCY,
@@ -39,6 +39,8 @@ const CI_TYPE: ResourceType = { group: CALICO_CRD_GROUP, version: 'v1', plural: 
 interface Execution {
   client: KubeClient;
   resolver: ResourceResolver;
+  /** Owners' UIDs, the ones this run writes included (references are re-linked to them). */
+  owners: OwnerLookup;
   reporter: Reporter;
   timer: PhaseTimer;
   concurrency: number;
@@ -59,9 +61,11 @@ export async function executeRestore(
   reporter: Reporter,
   timer = new PhaseTimer(),
 ): Promise<RestoreResult> {
+  const resolver = new ResourceResolver(client);
   const ex: Execution = {
     client,
-    resolver: new ResourceResolver(client),
+    resolver,
+    owners: new OwnerLookup(client, resolver),
     reporter,
     timer,
     concurrency: opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY,
@@ -69,7 +73,7 @@ export async function executeRestore(
     paused: [],
   };
   // First of all, before a CRD is created (owners.ts): what the garbage collector would delete is kept from it.
-  const released = await timer.time('guards', () => releaseFromGoneOwners(client, ex.resolver, planned, reporter));
+  const released = await timer.time('guards', () => releaseFromGoneOwners(client, ex.resolver, ex.owners, planned, reporter));
   const writes = planned.filter((p) => WRITES.has(p.action.action));
   const lockPrior = await prepareDatastoreLock(ex, plan, writes);
   let releaseProblems: string[] = [];
@@ -177,7 +181,6 @@ async function pauseTheOperator(ex: Execution, reports: string[]): Promise<void>
 
 /** 3. Phase by phase; within a phase kind by kind (rank), objects of one kind in parallel. */
 async function writePhases(ex: Execution, writes: Planned[], lockPrior: boolean | undefined): Promise<void> {
-  const ownerCache = new Map<string, string | undefined>();
   const progress = { done: 0, total: writes.filter((p) => p.action.action !== 'prune').length };
   let locked = false;
   for (const phase of [...RESTORE_PHASES, OTHER_PHASE]) {
@@ -204,7 +207,7 @@ async function writePhases(ex: Execution, writes: Planned[], lockPrior: boolean 
               p.action.error = `not written: restore interrupted (${ex.interrupted})`;
               return;
             }
-            await writeEntry(ex, p, ownerCache);
+            await writeEntry(ex, p);
             ex.reporter.progress({ id: 'restore', label: 'restoring objects', current: ++progress.done, total: progress.total });
           },
         ),
@@ -215,12 +218,10 @@ async function writePhases(ex: Execution, writes: Planned[], lockPrior: boolean 
 }
 
 /** Writes one entry and records its outcome; a failure is reported and recorded, never thrown. */
-async function writeEntry(ex: Execution, p: Planned, ownerCache: Map<string, string | undefined>): Promise<void> {
+async function writeEntry(ex: Execution, p: Planned): Promise<void> {
   try {
-    const written = await writeOne(ex.client, ex.resolver, p, ownerCache, ex.reporter);
+    await writeOne(ex.client, ex.resolver, p, ex.owners, ex.reporter);
     p.action.outcome = 'done';
-    const ref = p.action.ref;
-    if (written?.metadata?.uid) ownerCache.set(`${ref.apiVersion}\0${ref.kind}\0${ref.name}\0${ref.namespace ?? ''}`, written.metadata.uid);
     ex.reporter.info('CNR_RESTORE_OBJECT', `${pastTense(p.action.action)} ${p.action.id}`, { id: p.action.id, action: p.action.action });
   } catch (err) {
     p.action.outcome = 'failed';
@@ -240,7 +241,7 @@ async function linkToRestoredOwners(ex: Execution, released: Planned[], writes: 
   ];
   if (!entries.length) return;
   ex.resolver.forget();
-  await ex.timer.time('write', () => relinkOwners(ex.client, ex.resolver, entries, ex.reporter));
+  await ex.timer.time('write', () => relinkOwners(ex.client, ex.resolver, ex.owners, entries, ex.reporter));
 }
 
 /** 4. Prune last, most dependent kinds first. */

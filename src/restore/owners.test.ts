@@ -94,14 +94,17 @@ describe('objects whose owners are gone', () => {
     const reporter = new Reporter(new RecordingIoHost());
     // The plan saw resourceVersion 6: someone changed it since (a 409), so it is read again and released then.
     const p = planned(ns([ref('old')]), ns([ref('old')], '6'), ['Installation default']);
-    const released = await releaseFromGoneOwners(c.client, c.resolver, [p], reporter);
+    const released = await releaseFromGoneOwners(c.client, c.resolver, new OwnerLookup(c.client, c.resolver), [p], reporter);
     expect(released).toEqual([p]);
     expect(c.patches).toEqual([{ key: 'Namespace/calico-system', body: { metadata: { ownerReferences: null, resourceVersion: '7' } } }]);
     expect(c.objects['Namespace/calico-system']!.metadata.ownerReferences).toBeUndefined();
 
-    // The restore wrote the Installation: the namespace is linked to it, with the new UID.
-    c.objects['Installation/default'] = { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default', uid: 'restored' } };
-    const linked = await relinkOwners(c.client, cluster(c.objects).resolver, released, reporter);
+    // The restore wrote the Installation (its CRD served again): the namespace is linked to it, with the UID the
+    // write returned (remembered, not asked again).
+    const served = cluster(c.objects).resolver;
+    const owners = new OwnerLookup(c.client, served);
+    owners.remember(INSTALLATION, { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default', uid: 'restored' } });
+    const linked = await relinkOwners(c.client, served, owners, released, reporter);
     expect(linked).toEqual({ linked: ['Namespace calico-system'], problems: [] });
     expect(c.objects['Namespace/calico-system']!.metadata.ownerReferences).toEqual([ref('restored')]);
     expect(p.action.notes?.join(' ')).toMatch(/linked to Installation default \(uid restored\)/);
@@ -110,7 +113,7 @@ describe('objects whose owners are gone', () => {
   it('one the garbage collector deleted first is created from the bundle instead', async () => {
     const c = cluster({}, { served: false });
     const p = planned(ns([ref('old')]), ns([ref('old')]), ['Installation default']);
-    expect(await releaseFromGoneOwners(c.client, c.resolver, [p], new Reporter(new RecordingIoHost()))).toEqual([]);
+    expect(await releaseFromGoneOwners(c.client, c.resolver, new OwnerLookup(c.client, c.resolver), [p], new Reporter(new RecordingIoHost()))).toEqual([]);
     expect(p.action.action).toBe('create');
     expect(p.live).toBeUndefined();
   });
@@ -121,7 +124,7 @@ describe('objects whose owners are gone', () => {
       'Namespace/calico-system': ns([ref('new')], '8'),
     });
     const p = planned(ns([ref('old')]), ns([ref('old')], '7'), ['Installation default']);
-    expect(await releaseFromGoneOwners(c.client, c.resolver, [p], new Reporter(new RecordingIoHost()))).toEqual([]);
+    expect(await releaseFromGoneOwners(c.client, c.resolver, new OwnerLookup(c.client, c.resolver), [p], new Reporter(new RecordingIoHost()))).toEqual([]);
     expect(c.patches).toEqual([]);
     expect(c.objects['Namespace/calico-system']!.metadata.ownerReferences).toEqual([ref('new')]);
   });

@@ -21,7 +21,10 @@ import type { ResourceResolver } from '../kube/resolver.js';
 import { groupOf, type KubeObject, type OwnerReference, type ResourceType } from '../kube/types.js';
 import { desiredOf, type Planned } from './types.js';
 
-/** Looks owners up by reference (kind, name, the dependent's namespace), once each. */
+/**
+ * Owners by reference, each asked of the server once: restore's one place for "does this owner exist, with which
+ * UID" (planning, writing, releasing, linking). An owner the restore writes is remembered with its new UID.
+ */
 export class OwnerLookup {
   private readonly uids = new Map<string, Promise<string | undefined>>();
   constructor(
@@ -30,19 +33,20 @@ export class OwnerLookup {
   ) {}
 
   /** The live owner's UID, or undefined when there is none (its kind not served counts as none). */
-  uidOf(ref: OwnerReference, namespace: string | undefined): Promise<string | undefined> {
-    const key = `${ref.apiVersion}\0${ref.kind}\0${ref.name}\0${namespace ?? ''}`;
+  async uidOf(ref: OwnerReference, dependentNamespace: string | undefined): Promise<string | undefined> {
+    const t = await this.resolver.resolve(ref.apiVersion, ref.kind);
+    if (!t) return undefined;
+    const namespace = t.namespaced ? dependentNamespace : undefined;
+    const key = ownerCacheKey(t, namespace, ref.name);
     let p = this.uids.get(key);
-    if (!p) {
-      p = (async () => {
-        const t = await this.resolver.resolve(ref.apiVersion, ref.kind);
-        if (!t) return undefined;
-        const owner = await this.client.getOrUndefined(t, t.namespaced ? namespace : undefined, ref.name);
-        return owner?.metadata.uid;
-      })();
-      this.uids.set(key, p);
-    }
+    if (!p) this.uids.set(key, (p = this.client.getOrUndefined(t, namespace, ref.name).then((o) => o?.metadata.uid)));
     return p;
+  }
+
+  /** An object this restore wrote: an owner of others now, with this UID. */
+  remember(type: ResourceType, written: KubeObject): void {
+    const namespace = type.namespaced ? written.metadata.namespace : undefined;
+    this.uids.set(ownerCacheKey(type, namespace, written.metadata.name), Promise.resolve(written.metadata.uid));
   }
 
   /**
@@ -57,6 +61,8 @@ export class OwnerLookup {
     return refs;
   }
 }
+
+const ownerCacheKey = (t: ResourceType, namespace: string | undefined, name: string) => `${t.group}/${t.plural}/${namespace ?? ''}/${name}`;
 
 export const ownerNames = (refs: OwnerReference[]): string => refs.map((r) => `${r.kind} ${r.name}`).join(', ');
 
@@ -73,14 +79,19 @@ export function goneOwnersNote(refs: OwnerReference[]): string {
  * An object the collector deleted meanwhile is created from the bundle instead (its action becomes create).
  * Returns the entries released, for `relinkOwners`.
  */
-export async function releaseFromGoneOwners(client: KubeClient, resolver: ResourceResolver, planned: Planned[], reporter: Reporter): Promise<Planned[]> {
+export async function releaseFromGoneOwners(
+  client: KubeClient,
+  resolver: ResourceResolver,
+  lookup: OwnerLookup,
+  planned: Planned[],
+  reporter: Reporter,
+): Promise<Planned[]> {
   const released: Planned[] = [];
   for (const p of planned) {
     if (!p.action.goneOwners?.length || !p.live) continue;
     const { namespace, name } = p.live.metadata;
     const type = (await resolver.forObject(p.live)) ?? p.type;
     if (!type) continue;
-    const lookup = new OwnerLookup(client, resolver);
     let live: KubeObject | undefined = p.live;
     for (let attempt = 0; live; attempt++) {
       const gone = await lookup.goneOwners(live);
@@ -118,10 +129,10 @@ export async function releaseFromGoneOwners(client: KubeClient, resolver: Resour
 export async function relinkOwners(
   client: KubeClient,
   resolver: ResourceResolver,
+  lookup: OwnerLookup,
   entries: Planned[],
   reporter: Reporter,
 ): Promise<{ linked: string[]; problems: string[] }> {
-  const lookup = new OwnerLookup(client, resolver);
   const linked: string[] = [];
   const problems: string[] = [];
   for (const p of entries) {

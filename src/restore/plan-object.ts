@@ -64,7 +64,7 @@ export async function planOne(client: KubeClient, resolver: ResourceResolver, ob
     }
     if (verdict.note) notes.push(verdict.note);
   }
-  await dropMissingOwners(client, resolver, desired, ctx.inBundle, notes);
+  await dropMissingOwners(ctx.owners, desired, ctx.inBundle, notes);
   if (notes.length) action.notes = notes;
 
   let live: KubeObject | undefined;
@@ -132,7 +132,7 @@ function checkSchema(desired: KubeObject, crd: KubeObject, installed: boolean, a
  * Owners neither in the cluster nor in the bundle will not exist: drop those references now (in `desired`), so
  * the preview says so and an object restored before is not seen as changed on every run.
  */
-async function dropMissingOwners(client: KubeClient, resolver: ResourceResolver, desired: KubeObject, inBundle: Set<string>, notes: string[]): Promise<void> {
+async function dropMissingOwners(owners: OwnerLookup, desired: KubeObject, inBundle: Set<string>, notes: string[]): Promise<void> {
   const refs = desired.metadata.ownerReferences;
   if (!refs?.length) return;
   const kept = [];
@@ -140,9 +140,7 @@ async function dropMissingOwners(client: KubeClient, resolver: ResourceResolver,
     const ns = desired.metadata.namespace;
     if (inBundle.has(ownerKey(r.apiVersion, r.kind, r.name, ns)) || inBundle.has(ownerKey(r.apiVersion, r.kind, r.name, undefined))) kept.push(r);
     else {
-      const t = await resolver.resolve(r.apiVersion, r.kind);
-      const owner = t ? await client.getOrUndefined(t, t.namespaced ? ns : undefined, r.name) : undefined;
-      if (owner) kept.push(r);
+      if (await owners.uidOf(r, ns)) kept.push(r);
       else notes.push(`ownerReferences to ${r.kind} ${r.name} dropped: the owner is neither in the cluster nor in the bundle`);
     }
   }

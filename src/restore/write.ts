@@ -2,8 +2,9 @@
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { pool } from '../util/pool.js';
 import type { ResourceResolver } from '../kube/resolver.js';
-import type { KubeObject } from '../kube/types.js';
+import type { KubeObject, ResourceType } from '../kube/types.js';
 import type { Reporter } from '../io/host.js';
+import type { OwnerLookup } from './owners.js';
 import { desiredOf, type Planned, type RestoreActionKind } from './types.js';
 
 /** Dry run: ask the API server whether each write would be accepted (strict field validation), writing nothing. */
@@ -53,38 +54,19 @@ function bodyFor(p: Planned, ownerUids: Map<string, string | undefined> | undefi
   return body;
 }
 
-async function ownerUidsFor(
-  client: KubeClient,
-  resolver: ResourceResolver,
-  desired: KubeObject,
-  cache: Map<string, string | undefined>,
-): Promise<Map<string, string | undefined>> {
+/** The current UID of each owner `desired` names (undefined: not in the cluster now), keyed as `bodyFor` reads them. */
+async function ownerUidsFor(owners: OwnerLookup, desired: KubeObject): Promise<Map<string, string | undefined>> {
   const out = new Map<string, string | undefined>();
-  for (const r of desired.metadata.ownerReferences ?? []) {
-    const key = `${r.apiVersion}\0${r.kind}\0${r.name}`;
-    const cacheKey = `${key}\0${desired.metadata.namespace ?? ''}`;
-    if (!cache.has(cacheKey)) {
-      const t = await resolver.resolve(r.apiVersion, r.kind);
-      const owner = t ? await client.getOrUndefined(t, t.namespaced ? desired.metadata.namespace : undefined, r.name) : undefined;
-      cache.set(cacheKey, owner?.metadata.uid);
-    }
-    out.set(key, cache.get(cacheKey));
-  }
+  for (const r of desired.metadata.ownerReferences ?? []) out.set(`${r.apiVersion}\0${r.kind}\0${r.name}`, await owners.uidOf(r, desired.metadata.namespace));
   return out;
 }
 
-export async function writeOne(
-  client: KubeClient,
-  resolver: ResourceResolver,
-  p: Planned,
-  ownerCache: Map<string, string | undefined>,
-  reporter: Reporter,
-): Promise<KubeObject> {
+export async function writeOne(client: KubeClient, resolver: ResourceResolver, p: Planned, owners: OwnerLookup, reporter: Reporter): Promise<KubeObject> {
   const desired = desiredOf(p);
   const type = (await resolver.forObject(desired)) ?? p.type!;
-  const owners = await ownerUidsFor(client, resolver, desired, ownerCache);
+  const ownerUids = await ownerUidsFor(owners, desired);
   const dropped: string[] = [];
-  const body = bodyFor(p, owners, dropped);
+  const body = bodyFor(p, ownerUids, dropped);
   if (dropped.length) {
     const note = `ownerReferences to ${dropped.join(', ')} dropped: the owner does not exist in the cluster`;
     (p.action.notes ??= []).push(note);
@@ -94,6 +76,14 @@ export async function writeOne(
   }
   // Kept for the drift check only when it differs from the plan's text (owner references re-linked or dropped).
   if (desired.metadata.ownerReferences?.length) p.written = body;
+  const written = await send(client, type, p, body);
+  // What is written here may own what is written after it (an Installation its ConfigMaps): its new UID.
+  if (written?.metadata?.uid) owners.remember(type, written);
+  return written;
+}
+
+/** The request of a create, update or replace. */
+async function send(client: KubeClient, type: ResourceType, p: Planned, body: KubeObject): Promise<KubeObject> {
   const strict = { fieldValidation: 'Strict' as const };
   switch (p.action.action) {
     case 'create':
