@@ -1,10 +1,15 @@
 import { defineConfig } from 'vitest/config';
+import { e2eWorkers } from './test/support/e2e-clusters.js';
+import DurationSequencer from './test/support/duration-sequencer.js';
 
-// Two projects: unit tests (next to the code, no cluster) and end-to-end tests against the real
-// control plane (test/e2e), which run one file at a time because they share one cluster.
+// Two projects in one pool of workers: unit tests (next to the code, no cluster) and end-to-end tests, each e2e file
+// on the cluster of its worker slot (test/e2e/cluster-setup.ts), so up to e2eWorkers() files run at once without
+// sharing any cluster state. Longest files start first; the run ends with a table of every file's wall time.
 export default defineConfig({
   test: {
-    reporters: ['default'],
+    reporters: ['default', './test/support/timing-reporter.ts'],
+    maxWorkers: e2eWorkers(),
+    sequence: { sequencer: DurationSequencer },
     projects: [
       {
         test: {
@@ -18,7 +23,7 @@ export default defineConfig({
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
           globalSetup: ['test/global-setup.ts'],
-          fileParallelism: false,
+          setupFiles: ['test/e2e/cluster-setup.ts'],
           testTimeout: 300_000,
           hookTimeout: 600_000,
         },

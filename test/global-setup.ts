@@ -1,31 +1,34 @@
 import type { TestProject } from 'vitest/node';
-import { KubeClient } from '../src/kube/client.js';
 import { LocalCluster } from '../src/dev/local-cluster/cluster.js';
+import { e2eWorkers, slotBaseFromEnv, slotCluster, type SlotBase } from './support/e2e-clusters.js';
 
 /**
- * Starts the real control plane once for all end-to-end tests (or reuses one started with
- * `npm run cluster -- up`), prints the API server's version so the run shows what it talked to,
- * and stops it afterwards if it started it.
+ * The end-to-end files run on up to `e2eWorkers()` clusters at once, one per vitest worker slot, each started by
+ * the first file that runs in its slot (test/e2e/cluster-setup.ts) and reused by the next. This runs once, in the
+ * main process: it tells the workers which clusters are theirs, and afterwards stops every slot's cluster that was
+ * not already running when the run began (one started with `npm run cluster -- up` is left running).
  */
 export default async function setup(project: TestProject) {
-  const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e', log: (l) => console.log(`[e2e cluster] ${l}`) });
-  const reused = await cluster.isUp();
-  const state = await cluster.up();
-  const client = await KubeClient.connect({ kubeconfig: state.kubeconfig });
-  const v = await client.serverVersion();
-  client.close();
-  console.log(`[e2e cluster] tests talk to a real kube-apiserver ${v.gitVersion} at ${state.server}${reused ? ' (reused)' : ''}`);
-  project.provide('kubeconfig', state.kubeconfig);
-  project.provide('kubeVersion', v.gitVersion);
-  process.env.KUBECONFIG = state.kubeconfig;
+  const base = slotBaseFromEnv();
+  const workers = e2eWorkers();
+  const slots = Array.from({ length: workers }, (_, i) => slotCluster(i + 1, base));
+  const running = new Set<string>();
+  for (const s of slots) if (await new LocalCluster({ name: s.name, portBase: s.portBase }).isUp()) running.add(s.name);
+  console.log(
+    `[e2e clusters] up to ${workers} files at once, each on its own cluster: ${slots.map((s) => `${s.name} (:${s.portBase}${running.has(s.name) ? ', reused' : ''})`).join(', ')}`,
+  );
+  project.provide('e2eSlotBase', base);
   return async () => {
-    if (!reused) await cluster.down();
+    for (const s of slots) {
+      if (running.has(s.name)) continue;
+      const cluster = new LocalCluster({ name: s.name, portBase: s.portBase });
+      if (cluster.readState()) await cluster.down();
+    }
   };
 }
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    kubeconfig: string;
-    kubeVersion: string;
+    e2eSlotBase: SlotBase;
   }
 }

@@ -47,13 +47,22 @@ if [ "$(id -u)" = 0 ] && ! getent passwd libvirt-qemu >/dev/null; then
 fi
 
 command -v go >/dev/null || { say "Go >= 1.26 is needed to build the local control plane and vcsim (go.dev/dl, or your distribution's golang package)"; exit 4; }
+cache_root=${CNI_REWIND_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cni-rewind-e2e}
+mkdir -p "$cache_root"
+# The builds that end from now on are this run's (the closing table of test/support/timing-reporter.ts).
+date +%s >"$cache_root/test-run-started"
 bash "$root/control-plane/build.sh" >/dev/null
 bash "$here/vcsim/build.sh" >/dev/null
-# Calico's programs for the tests that run the real tigera operator and Calico API server (cached; 10-30 min cold).
-# Their source comes from GitHub, or from CNI_REWIND_SOURCE_MIRROR; when neither is reachable those tests fail
-# loudly on their own, and every other test still runs.
-for prog in "operator v1.32.10" "operator v1.34.3" "operator v1.36.16" "operator v1.38.13" "calico v3.28.1" "calico v3.29.7" "calico v3.30.7" "ipam-driver v3.28.1"; do
-  # shellcheck disable=SC2086
-  bash "$root/control-plane/build-calico.sh" $prog >/dev/null || say "could not build Calico's $prog: the tests that run it will fail (set CNI_REWIND_SOURCE_MIRROR to a folder of the upstream release archives when offline)"
-done
+# Calico's programs for the tests that run the real tigera operator, API server and kube-controllers (cached; about
+# 16 min cold) build in the background while the tests start: the unit tests and the files without them run
+# meanwhile, and a test that needs a program waits for it on the build lock. Their source comes from GitHub, or
+# from CNI_REWIND_SOURCE_MIRROR; when neither is reachable those tests fail loudly, and every other test still runs.
+builder="$cache_root/calico-programs-builder"
+if [ -f "$builder.pid" ] && kill -0 "$(cat "$builder.pid")" 2>/dev/null; then
+  say "Calico's programs are still being built by an earlier run (pid $(cat "$builder.pid"), log $builder.log)"
+else
+  nohup node "$root/dist/src/dev/local-cluster/build-programs.js" >"$builder.log" 2>&1 </dev/null &
+  echo $! >"$builder.pid"
+  say "building Calico's programs in the background (pid $!, log $builder.log)"
+fi
 say "ready"

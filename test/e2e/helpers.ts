@@ -1,7 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { inject } from 'vitest';
 import { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import { applyManifests, parseManifests } from '../../src/kube/manifests.js';
@@ -11,7 +10,12 @@ import { packageRoot } from '../../src/core/package-root.js';
 import { KILL_AFTER_STEP_ENV } from '../support/kill-after-step.js';
 import { releaseFilePath, releaseText } from '../support/releases.js';
 
-export const kubeconfig = (): string => inject('kubeconfig');
+/** The kubeconfig of this file's cluster (set by cluster-setup.ts before the file is loaded). */
+export function kubeconfig(): string {
+  const file = process.env.KUBECONFIG;
+  if (!file) throw new Error('KUBECONFIG is not set: end-to-end files run under the e2e project of vitest (test/e2e/cluster-setup.ts)');
+  return file;
+}
 
 export async function testClient(): Promise<KubeClient> {
   return KubeClient.connect({ kubeconfig: kubeconfig() });

@@ -19,6 +19,8 @@ flock 9
 command -v go >/dev/null || { echo "vcsim/build.sh: Go is required to build vcsim" >&2; exit 4; }
 mkdir -p "$(dirname "$BIN")"
 echo "[vcsim-build] building vcsim from govmomi $GOVMOMI" >&2
+started=$SECONDS
 (cd "$here" && go build -trimpath -ldflags "-s -w" -o "$BIN.tmp" .)
 mv "$BIN.tmp" "$BIN"
+printf '%s\t%s\t%s\n' "$(date +%s)" "vcsim (govmomi $GOVMOMI)" "$((SECONDS - started))" >>"$cache_root/build-times.tsv"
 echo "$BIN"
