@@ -1,9 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../core/package-root.js';
+import { calicoProgramCached } from './calico-programs.js';
 
 // The source checks of control-plane/build-calico.sh, run against a private cache and mirror (no build).
 const script = path.join(packageRoot(), 'control-plane', 'build-calico.sh');
@@ -44,4 +46,42 @@ describe('build-calico.sh', () => {
     expect(r.code).toBe(4);
     expect(r.stderr).toContain('projectcalico-calico-v3.28.1.tar.gz not found in CNI_REWIND_SOURCE_MIRROR');
   });
+
+  it('finds a cached program where calicoProgramCached says it is (the same cache key as the script)', () => {
+    const cache = path.join(tmp, 'keyed');
+    const prev = process.env.CNI_REWIND_E2E_CACHE;
+    process.env.CNI_REWIND_E2E_CACHE = cache;
+    try {
+      for (const [kind, tag, commit, bins] of [
+        ['operator', 'v1.34.3', 'feba8ee90b5c134fe3c67caddf2a1a713644701e', ['operator']],
+        ['ipam-driver', 'v3.28.1', '6018563438f3aacf5e043dea0c567abe5d34c08a', ['ipam-driver']],
+      ] as const) {
+        expect(calicoProgramCached(kind, tag)).toBe(false);
+        // Plant what a finished build leaves where calicoProgramCached looks, then ask the script: without Go on its
+        // PATH it can only answer by finding the build cached there.
+        const bin = plantCached(cache, kind, tag, commit, bins);
+        expect(calicoProgramCached(kind, tag)).toBe(true);
+        const r = spawnSync('bash', [script, kind, tag], { encoding: 'utf8', env: { ...process.env, CNI_REWIND_E2E_CACHE: cache, PATH: '/usr/bin:/bin' } });
+        expect(r.status, r.stderr).toBe(0);
+        expect(r.stdout.trim()).toBe(bin);
+      }
+    } finally {
+      if (prev === undefined) delete process.env.CNI_REWIND_E2E_CACHE;
+      else process.env.CNI_REWIND_E2E_CACHE = prev;
+    }
+  });
 });
+
+/** What a finished build leaves (binaries, the tag commit marker), keyed as calicoProgramCached keys it. */
+function plantCached(cache: string, kind: string, tag: string, commit: string, bins: readonly string[]): string {
+  const files = [script, ...(kind === 'ipam-driver' ? ['go.mod', 'main.go'].map((f) => path.join(packageRoot(), 'control-plane', 'ipam-driver', f)) : [])];
+  const recipe = createHash('sha256')
+    .update(Buffer.concat(files.map((f) => readFileSync(f))))
+    .digest('hex')
+    .slice(0, 12);
+  const bin = path.join(cache, 'calico-programs', `${kind}-${tag}_${recipe}`, 'bin');
+  mkdirSync(bin, { recursive: true });
+  for (const b of bins) writeFileSync(path.join(bin, b), '#!/bin/sh\n', { mode: 0o755 });
+  writeFileSync(path.join(bin, '.commit'), `${commit}\n`);
+  return bin;
+}

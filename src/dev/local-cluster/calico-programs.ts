@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
-import { appendFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { packageRoot } from '../../core/package-root.js';
-import { buildTimesFile } from './paths.js';
+import { buildCacheRoot, buildTimesFile } from './paths.js';
 
 /**
  * Calico's own control-plane programs for the local cluster, built from the upstream release source by
@@ -36,6 +37,21 @@ export function calicoProgramsFor(tag: string | undefined): string | undefined {
 
 /** Operator tags the build script has pinned sources for (image tag -> buildable). */
 export const BUILDABLE_OPERATORS = ['v1.32.10', 'v1.34.3', 'v1.36.16', 'v1.38.13'] as const;
+
+/**
+ * True when control-plane/build-calico.sh would find this program set cached (and not build): its bin directory,
+ * keyed by version and the recipe hash exactly as the script computes it, holds the tag commit marker the script
+ * writes last. Lets the test run order files by what is already built without running the script.
+ */
+export function calicoProgramCached(kind: CalicoProgramKind, tag: string): boolean {
+  const dir = path.join(packageRoot(), 'control-plane');
+  const recipeFiles = [path.join(dir, 'build-calico.sh')];
+  if (kind === 'ipam-driver') recipeFiles.push(path.join(dir, 'ipam-driver', 'go.mod'), path.join(dir, 'ipam-driver', 'main.go'));
+  const hash = createHash('sha256');
+  for (const f of recipeFiles) hash.update(readFileSync(f));
+  const recipe = hash.digest('hex').slice(0, 12);
+  return existsSync(path.join(buildCacheRoot(), 'calico-programs', `${kind}-${tag}_${recipe}`, 'bin', '.commit'));
+}
 
 /**
  * Build (or find cached) one program set and return its bin directory. The build prints a progress line at
