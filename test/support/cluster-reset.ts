@@ -102,6 +102,7 @@ export async function resetToBaseline(client: KubeClient, baseline: Baseline, ti
   const extra = await leftovers(client, baseline);
   if (!Object.keys(extra).length) return extra;
   await clearFinalizersOfCustomObjects(client);
+  await forceDeletePods(client, baseline);
   for (const r of [...NAMESPACED_KINDS, ...CLUSTER_KINDS]) {
     await pool(Object.keys(extra[key(r)] ?? {}), 8, async (n) => {
       const [ns, name] = r.namespaced ? n.split('/') : [undefined, n];
@@ -124,8 +125,10 @@ export async function resetToBaseline(client: KubeClient, baseline: Baseline, ti
       async () => {
         const left = await stillThere();
         if (!Object.keys(left).length) return true;
-        // Objects that got finalizers after the first pass (a namespace's content being terminated).
+        // Objects that got finalizers after the first pass (a namespace's content being terminated), and pods a
+        // controller created meanwhile.
         for (const ns of Object.keys(left[key(K.namespace)] ?? {})) await dropFinalizersInNamespace(client, ns);
+        await forceDeletePods(client, baseline);
         return undefined;
       },
       { timeoutMs, intervalMs: 500 },
@@ -134,6 +137,19 @@ export async function resetToBaseline(client: KubeClient, baseline: Baseline, ti
       throw new Error(`${err instanceof Error ? err.message : String(err)}; still there: ${JSON.stringify(await stillThere())}`);
     });
   return extra;
+}
+
+/**
+ * Pods go at once (grace period 0): a kwok pod waits for its fake kubelet to confirm the deletion, and one whose node
+ * was deleted first waits for the pod garbage collector's 40 s quarantine; either keeps its namespace Terminating.
+ */
+async function forceDeletePods(client: KubeClient, baseline: Baseline): Promise<void> {
+  const base = new Set(baseline[key(K.pod)] ?? []);
+  const pods = (await client.listAll(K.pod)).filter((p) => !base.has(`${p.metadata.namespace}/${p.metadata.name}`));
+  await pool(pods, 8, async (p) => {
+    await dropFinalizers(client, K.pod, p.metadata.namespace, p.metadata.name);
+    await client.delete(K.pod, p.metadata.namespace, p.metadata.name, { gracePeriodSeconds: 0 });
+  });
 }
 
 async function dropFinalizers(client: KubeClient, r: ResourceType, ns: string | undefined, name: string): Promise<void> {
