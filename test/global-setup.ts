@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { buildCacheRoot } from '../src/dev/local-cluster/paths.js';
 import { LocalCluster } from '../src/dev/local-cluster/cluster.js';
 import { e2eWorkers, slotBaseFromEnv, slotCluster, type SlotBase } from './support/e2e-clusters.js';
 
@@ -19,12 +22,27 @@ export default async function setup(project: TestProject) {
   );
   project.provide('e2eSlotBase', base);
   return async () => {
+    stopBackgroundBuilds();
     for (const s of slots) {
       if (running.has(s.name)) continue;
       const cluster = new LocalCluster({ name: s.name, portBase: s.portBase });
       if (cluster.readState()) await cluster.down();
     }
   };
+}
+
+/**
+ * test/prereqs.sh builds Calico's programs in the background (its own process group); a run that ends before them
+ * (one file, or failures) does not leave compilers running after it. A half-built program is not cached.
+ */
+function stopBackgroundBuilds(): void {
+  try {
+    const pid = Number(readFileSync(path.join(buildCacheRoot(), 'calico-programs-builder.pid'), 'utf8').trim());
+    // Only that builder: a PID file outlives its process, and PIDs are reused.
+    if (pid > 0 && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('build-programs')) process.kill(-pid, 'SIGTERM');
+  } catch {
+    // no builder, or it has ended
+  }
 }
 
 declare module 'vitest' {

@@ -61,7 +61,8 @@ builder="$cache_root/calico-programs-builder"
 if [ -f "$builder.pid" ] && kill -0 "$(cat "$builder.pid")" 2>/dev/null; then
   say "Calico's programs are still being built by an earlier run (pid $(cat "$builder.pid"), log $builder.log)"
 else
-  nohup node "$root/dist/src/dev/local-cluster/build-programs.js" >"$builder.log" 2>&1 </dev/null &
+  # Its own process group, so that the end of the test run can stop it and the compilers it started.
+  setsid nohup node "$root/dist/src/dev/local-cluster/build-programs.js" >"$builder.log" 2>&1 </dev/null &
   echo $! >"$builder.pid"
   say "building Calico's programs in the background (pid $!, log $builder.log)"
 fi
