@@ -1,16 +1,16 @@
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BUNDLE_FORMAT_VERSION } from '../bundle/format.js';
 import { RecordingIoHost, Reporter } from '../io/host.js';
-import type { ProviderSet } from '../providers/registry.js';
+import { ProviderSet } from '../providers/registry.js';
 import type { SnapshotRecord } from '../provider-kit/types.js';
 import { pruneBundles } from './prune.js';
 
 const HOUR = 3_600_000;
-const rec = (snapshotId: string): SnapshotRecord => ({
-  provider: 'fake',
+const rec = (snapshotId: string, provider = 'fake'): SnapshotRecord => ({
+  provider,
   node: 'n1',
   machine: 'm1',
   disk: 'd1',
@@ -20,8 +20,8 @@ const rec = (snapshotId: string): SnapshotRecord => ({
   created: new Date().toISOString(),
 });
 
-/** Bundles `b0` (newest) .. `bN` in a temporary directory, each recording the given snapshot ids. */
-function bundles(snapshots: string[][]): string {
+/** Bundles `b0` (newest) .. `bN` in a temporary directory, each recording the given snapshot ids (of provider `fake`, or the records given). */
+function bundles(snapshots: (string | SnapshotRecord)[][]): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-prune-snap-'));
   for (const [i, ids] of snapshots.entries()) {
     mkdirSync(path.join(dir, `b${i}`));
@@ -35,7 +35,7 @@ function bundles(snapshots: string[][]): string {
       resources: [],
       files: {},
       notes: [],
-      snapshots: ids.map(rec),
+      snapshots: ids.map((id) => (typeof id === 'string' ? rec(id) : id)),
       complete: true,
     };
     writeFileSync(path.join(dir, `b${i}`, 'manifest.json'), JSON.stringify(manifest));
@@ -84,5 +84,24 @@ describe('pruneBundles with snapshots', () => {
     expect(r.failed).toEqual([expect.stringMatching(new RegExp(`^${path.join(dir, 'b1')}: .*stuck`))]);
     expect(r.bundles.map((b) => `${b.id} ${b.action}`)).toEqual(['b0 kept', 'b1 kept (deletion failed)', 'b2 deleted']);
     expect([0, 1, 2].map((i) => existsSync(path.join(dir, `b${i}`)))).toEqual([true, true, false]);
+  });
+
+  it('never loads a provider module a manifest names: the bundle is kept, named, and nothing ran', async () => {
+    const flag = `cnrPrunePlanted${process.pid}`;
+    const dir = bundles([['s0'], []]);
+    const planted = path.join(dir, 'b1', 'evil.mjs');
+    writeFileSync(planted, `globalThis.${flag} = 'file';`);
+    const dataUrl = `data:text/javascript,globalThis.${flag}='data';export default {}`;
+    const manifest = path.join(dir, 'b1', 'manifest.json');
+    const m = JSON.parse(readFileSync(manifest, 'utf8'));
+    m.snapshots = [rec('s-file', planted), rec('s-data', dataUrl)];
+    writeFileSync(manifest, JSON.stringify(m));
+    const reporter = new Reporter(new RecordingIoHost());
+    const set = new ProviderSet(() => ({ reporter, config: {} }));
+    const r = await pruneBundles(dir, { keepLast: 1, dryRun: false, snapshots: set, staleUploadMs: 0 }, reporter);
+    expect((globalThis as Record<string, unknown>)[flag]).toBeUndefined();
+    expect(r.bundles.map((b) => `${b.id} ${b.action}`)).toEqual(['b0 kept', 'b1 kept (deletion failed)']);
+    expect(r.failed[0]).toContain('unknown provider');
+    expect(existsSync(path.join(dir, 'b1'))).toBe(true);
   });
 });

@@ -71,11 +71,7 @@ export async function planRollingNodes(
   };
   const { providers, mapping } = await openRollingProviders(settings, reporter);
   try {
-    if (settings.provider !== 'auto' && !providers.has(settings.provider)) {
-      throw new BadInputError(`unknown provider '${settings.provider}'`, {
-        hint: `built-in providers: ${providers.names().join(', ')}; a third-party one is given with --provider-module`,
-      });
-    }
+    if (settings.provider !== 'auto') providers.assertKnown(settings.provider);
     const nodes = rollingOrder(await client.listAll(K.node));
     const { targets, unresolved } = await resolveNodes(nodes.map(nodeInfo), providers, { mapping, provider: settings.provider });
     const byNode = new Map(targets.map((t) => [t.node, t]));
