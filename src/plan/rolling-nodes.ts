@@ -9,7 +9,6 @@ import path from 'node:path';
 import { parseDuration } from '../config/config.js';
 import type { NodeMapping } from '../config/mapping.js';
 import { describePreflight, drainPreflight } from '../drain/drain.js';
-import { BadInputError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
