@@ -95,7 +95,7 @@ export class LibvirtProvider implements SnapshotProvider {
   private virsh(uri: string): Virsh {
     if (uri !== this.defaultUri && !this.knownUris.has(uri)) {
       throw new RefusedError(`libvirt: not connecting to ${uri}: it is neither the configured URI nor one the node mapping gives`, {
-        hint: 'set it as providers.libvirt.uri in the config file, or as the node\'s uri in the node mapping file',
+        hint: "set it as providers.libvirt.uri in the config file, or as the node's uri in the node mapping file",
       });
     }
     let v = this.conns.get(uri);
