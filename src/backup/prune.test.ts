@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { BUNDLE_FORMAT_VERSION } from '../bundle/format.js';
 import { RecordingIoHost, Reporter } from '../io/host.js';
 import { ProviderSet } from '../providers/registry.js';
-import type { SnapshotRecord } from '../provider-kit/types.js';
+import type { SnapshotFilter, SnapshotRecord } from '../provider-kit/types.js';
 import { pruneBundles } from './prune.js';
 
 const HOUR = 3_600_000;
@@ -43,10 +43,18 @@ function bundles(snapshots: (string | SnapshotRecord)[][]): string {
   return dir;
 }
 
-/** A provider set with one provider, `fake`, that records what it is asked to delete and refuses `refuse`. */
-function fakeProviders(refuse = new Set<string>()) {
+/**
+ * A provider set with one provider, `fake`, that records what it is asked to delete and refuses `refuse`. It lists
+ * every snapshot id of `made` as its own, tagged with the bundle id given there and cluster `u` (the test bundles').
+ */
+function fakeProviders(made: Record<string, string>, refuse = new Set<string>()) {
   const deleted: string[] = [];
   const provider = {
+    async list(filter: SnapshotFilter) {
+      return Object.entries(made)
+        .filter(([, bundleId]) => !filter.bundleId || filter.bundleId === bundleId)
+        .map(([id, bundleId]) => ({ ...rec(id), details: { bundleId, clusterId: 'u' } }));
+    },
     async delete(records: SnapshotRecord[]) {
       const bad = records.filter((r) => refuse.has(r.snapshotId));
       deleted.push(...records.filter((r) => !refuse.has(r.snapshotId)).map((r) => r.snapshotId));
@@ -59,7 +67,7 @@ function fakeProviders(refuse = new Set<string>()) {
 describe('pruneBundles with snapshots', () => {
   it('deletes the snapshots of pruned bundles, never one a kept bundle still records', async () => {
     const dir = bundles([['snap-shared', 'snap-new'], ['snap-shared', 'snap-old1'], ['snap-old2']]);
-    const p = fakeProviders();
+    const p = fakeProviders({ 'snap-shared': 'b0', 'snap-new': 'b0', 'snap-old1': 'b1', 'snap-old2': 'b2' });
     const r = await pruneBundles(dir, { keepLast: 1, dryRun: false, snapshots: p.set, staleUploadMs: 0 }, new Reporter(new RecordingIoHost()));
     expect(p.deleted.sort()).toEqual(['snap-old1', 'snap-old2']);
     expect(r.sharedWithKept).toEqual(['snap-shared']);
@@ -70,7 +78,7 @@ describe('pruneBundles with snapshots', () => {
 
   it('--dry-run deletes nothing and names the snapshots that would go', async () => {
     const dir = bundles([['s0'], ['s1'], ['s2']]);
-    const p = fakeProviders();
+    const p = fakeProviders({ s0: 'b0', s1: 'b1', s2: 'b2' });
     const r = await pruneBundles(dir, { keepLast: 2, dryRun: true, snapshots: p.set, staleUploadMs: 0 }, new Reporter(new RecordingIoHost()));
     expect(p.deleted).toEqual([]);
     expect(r.bundles.find((b) => b.id === 'b2')).toMatchObject({ action: 'would delete', snapshotIds: ['s2'] });
@@ -79,7 +87,7 @@ describe('pruneBundles with snapshots', () => {
 
   it('a bundle whose snapshots cannot all be deleted is kept and named; the others still go', async () => {
     const dir = bundles([['s0'], ['s1', 'stuck'], ['s2']]);
-    const p = fakeProviders(new Set(['stuck']));
+    const p = fakeProviders({ s0: 'b0', s1: 'b1', stuck: 'b1', s2: 'b2' }, new Set(['stuck']));
     const r = await pruneBundles(dir, { keepLast: 1, dryRun: false, snapshots: p.set, staleUploadMs: 0 }, new Reporter(new RecordingIoHost()));
     expect(r.failed).toEqual([expect.stringMatching(new RegExp(`^${path.join(dir, 'b1')}: .*stuck`))]);
     expect(r.bundles.map((b) => `${b.id} ${b.action}`)).toEqual(['b0 kept', 'b1 kept (deletion failed)', 'b2 deleted']);
@@ -103,5 +111,15 @@ describe('pruneBundles with snapshots', () => {
     expect(r.bundles.map((b) => `${b.id} ${b.action}`)).toEqual(['b0 kept', 'b1 kept (deletion failed)']);
     expect(r.failed[0]).toContain('unknown provider');
     expect(existsSync(path.join(dir, 'b1'))).toBe(true);
+  });
+
+  it('deletes only snapshots the provider lists with the bundle and cluster tags: an untagged or other bundle\'s id is named, the bundle kept', async () => {
+    const dir = bundles([['s0'], ['s1', 'prod-database'], ['s2', 's0-of-other'], ['s3']]);
+    const p = fakeProviders({ s0: 'b0', s1: 'b1', s2: 'b2', 's0-of-other': 'b0', s3: 'b3' });
+    const r = await pruneBundles(dir, { keepLast: 1, dryRun: false, snapshots: p.set, staleUploadMs: 0 }, new Reporter(new RecordingIoHost()));
+    expect(p.deleted).toEqual(['s3']);
+    expect(r.bundles.map((b) => `${b.id} ${b.action}`)).toEqual(['b0 kept', 'b1 kept (deletion failed)', 'b2 kept (deletion failed)', 'b3 deleted']);
+    expect(r.failed[0]).toMatch(/fake\/prod-database that no provider lists with this tool's tags for bundle b1 of cluster u/);
+    expect(r.failed[1]).toMatch(/fake\/s0-of-other that no provider lists/);
   });
 });

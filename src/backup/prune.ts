@@ -10,7 +10,7 @@ import { BadInputError, errorMessage, EnvironmentError } from '../core/errors.js
 import type { Reporter } from '../io/host.js';
 import type { ProviderSet } from '../providers/registry.js';
 import type { SnapshotRecord } from '../provider-kit/types.js';
-import { deleteSnapshots } from './snapshots.js';
+import { deleteSnapshots, listSnapshots } from './snapshots.js';
 
 export interface PruneOptions extends PruneRule {
   dryRun: boolean;
@@ -46,6 +46,33 @@ async function recordsOf(b: ListedBundle): Promise<SnapshotRecord[]> {
   return (await readBundleManifest(b.path)).snapshots ?? [];
 }
 
+/**
+ * The snapshots of a pruned bundle its providers confirm as this tool's: listed by the provider itself with the
+ * bundle's and cluster's tags. The manifest only names candidates: anyone who can write the backups location can
+ * list any snapshot id there (a production database's), so the provider's own record, with the location it found
+ * the snapshot at, is what gets deleted. Ids the providers do not confirm are returned to be named, never deleted.
+ */
+async function confirmedRecords(
+  providers: ProviderSet,
+  b: ListedBundle,
+  records: SnapshotRecord[],
+  reporter: Reporter,
+): Promise<{ confirmed: SnapshotRecord[]; unconfirmed: string[] }> {
+  if (!records.length) return { confirmed: [], unconfirmed: [] };
+  const names = [...new Set(records.map((r) => r.provider))].sort();
+  const { snapshots: listed } = await listSnapshots(providers, names, { bundleId: b.id, clusterId: b.clusterUid }, reporter);
+  // Checked again here: a third-party provider may filter loosely.
+  const tagged = new Map(listed.filter((l) => l.bundleId === b.id && l.clusterId === b.clusterUid).map((l) => [snapshotKey(l), l]));
+  const confirmed: SnapshotRecord[] = [];
+  const unconfirmed: string[] = [];
+  for (const r of records) {
+    const own = tagged.get(snapshotKey(r));
+    if (own) confirmed.push(own);
+    else unconfirmed.push(`${r.provider}/${r.snapshotId}`);
+  }
+  return { confirmed, unconfirmed };
+}
+
 export async function pruneBundles(dir: string, opts: PruneOptions, reporter: Reporter): Promise<PruneResult> {
   const listed = await listBundles(dir, (p, why) => reporter.debug('CNR_PRUNE_SKIP', `${p}: ${why}`)).catch((err) => {
     throw isRemote(dir) ? err : new BadInputError(`${dir}: no such directory`, { cause: err });
@@ -72,9 +99,19 @@ export async function pruneBundles(dir: string, opts: PruneOptions, reporter: Re
     try {
       if (opts.snapshots) {
         const all = await recordsOf(b);
-        const mine = all.filter((r) => !keptSnapshots.has(snapshotKey(r)));
         for (const r of all) if (keptSnapshots.has(snapshotKey(r))) shared.add(r.snapshotId);
+        const { confirmed: mine, unconfirmed } = await confirmedRecords(
+          opts.snapshots,
+          b,
+          all.filter((r) => !keptSnapshots.has(snapshotKey(r))),
+          reporter,
+        );
         row.snapshotIds = mine.map((r) => r.snapshotId);
+        if (unconfirmed.length) {
+          throw new Error(
+            `it records snapshot(s) ${unconfirmed.join(', ')} that no provider lists with this tool's tags for bundle ${b.id} of cluster ${b.clusterUid}; nothing of it was deleted`,
+          );
+        }
         if (!opts.dryRun && mine.length) {
           const res = await deleteSnapshots(opts.snapshots, mine, reporter);
           if (res.failures.length) throw new Error(`its snapshots could not all be deleted: ${res.failures.join('; ')}`);
