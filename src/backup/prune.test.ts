@@ -113,7 +113,7 @@ describe('pruneBundles with snapshots', () => {
     expect(existsSync(path.join(dir, 'b1'))).toBe(true);
   });
 
-  it('deletes only snapshots the provider lists with the bundle and cluster tags: an untagged or other bundle\'s id is named, the bundle kept', async () => {
+  it("deletes only snapshots the provider lists with the bundle and cluster tags: an untagged or other bundle's id is named, the bundle kept", async () => {
     const dir = bundles([['s0'], ['s1', 'prod-database'], ['s2', 's0-of-other'], ['s3']]);
     const p = fakeProviders({ s0: 'b0', s1: 'b1', s2: 'b2', 's0-of-other': 'b0', s3: 'b3' });
     const r = await pruneBundles(dir, { keepLast: 1, dryRun: false, snapshots: p.set, staleUploadMs: 0 }, new Reporter(new RecordingIoHost()));
