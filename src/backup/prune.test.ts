@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -39,6 +39,8 @@ function bundles(snapshots: (string | SnapshotRecord)[][]): string {
       complete: true,
     };
     writeFileSync(path.join(dir, `b${i}`, 'manifest.json'), JSON.stringify(manifest));
+    const storedAt = new Date(manifest.createdAt);
+    utimesSync(path.join(dir, `b${i}`, 'manifest.json'), storedAt, storedAt);
   }
   return dir;
 }
@@ -104,6 +106,7 @@ describe('pruneBundles with snapshots', () => {
     const m = JSON.parse(readFileSync(manifest, 'utf8'));
     m.snapshots = [rec('s-file', planted), rec('s-data', dataUrl)];
     writeFileSync(manifest, JSON.stringify(m));
+    utimesSync(manifest, new Date(m.createdAt), new Date(m.createdAt));
     const reporter = new Reporter(new RecordingIoHost());
     const set = new ProviderSet(() => ({ reporter, config: {} }));
     const r = await pruneBundles(dir, { keepLast: 1, dryRun: false, snapshots: set, staleUploadMs: 0 }, reporter);
@@ -121,5 +124,26 @@ describe('pruneBundles with snapshots', () => {
     expect(r.bundles.map((b) => `${b.id} ${b.action}`)).toEqual(['b0 kept', 'b1 kept (deletion failed)', 'b2 kept (deletion failed)', 'b3 deleted']);
     expect(r.failed[0]).toMatch(/fake\/prod-database that no provider lists with this tool's tags for bundle b1 of cluster u/);
     expect(r.failed[1]).toMatch(/fake\/s0-of-other that no provider lists/);
+  });
+});
+
+describe('pruneBundles retention trusts no date a bundle claims', () => {
+  it('--keep-last counts by the stored date and only bundles that verify: planted manifests dated 2099 push out no real backup', async () => {
+    const dir = bundles([[], [], []]);
+    // A real bundle's manifest copied alone (its files are missing, so it does not verify), claiming 2099.
+    mkdirSync(path.join(dir, 'planted-copy'));
+    const real = JSON.parse(readFileSync(path.join(dir, 'b0', 'manifest.json'), 'utf8'));
+    real.files = { 'crds/x.json': { size: 2, sha256: '0'.repeat(64) } };
+    writeFileSync(path.join(dir, 'planted-copy', 'manifest.json'), JSON.stringify({ ...real, id: 'planted-copy', createdAt: '2099-01-01T00:00:00.000Z' }));
+    // One that verifies (an empty bundle) but whose file was dated 2099 by hand.
+    mkdirSync(path.join(dir, 'planted-future'));
+    writeFileSync(path.join(dir, 'planted-future', 'manifest.json'), JSON.stringify({ ...real, files: {}, id: 'planted-future' }));
+    const y2099 = new Date('2099-01-01T00:00:00Z');
+    utimesSync(path.join(dir, 'planted-future', 'manifest.json'), y2099, y2099);
+    const host = new RecordingIoHost();
+    const r = await pruneBundles(dir, { keepLast: 2, dryRun: false, staleUploadMs: 0 }, new Reporter(host));
+    expect(existsSync(path.join(dir, 'b0')) && existsSync(path.join(dir, 'b1'))).toBe(true);
+    expect(r.bundles.filter((b) => b.action === 'deleted').map((b) => b.id)).toEqual(['b2']);
+    expect(JSON.stringify(host.messages)).toMatch(/planted-copy does not verify, so it is not counted/);
   });
 });

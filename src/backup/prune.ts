@@ -4,8 +4,9 @@
  * and a bundle whose snapshots could not all be deleted is kept: its manifest is the record of what is left.
  */
 import { deleteBundle, listBundles, selectForPrune, type ListedBundle, type PruneRule } from '../bundle/catalog.js';
-import { readBundleManifest } from '../bundle/reader.js';
-import { isRemote, staleUploads, type OpenUpload } from '../bundle/remote.js';
+import { openBundle, readBundleManifest } from '../bundle/reader.js';
+import { isRemote, newestStoredFirst, staleUploads, type OpenUpload } from '../bundle/remote.js';
+import { verifyBundle } from '../bundle/verify.js';
 import { BadInputError, errorMessage, EnvironmentError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import type { ProviderSet } from '../providers/registry.js';
@@ -73,11 +74,34 @@ async function confirmedRecords(
   return { confirmed, unconfirmed };
 }
 
+/**
+ * Whether a bundle may count as one of the N kept: it verifies (every file listed, none unlisted, checksums and
+ * counts right, complete). A manifest planted on its own, or an object that only claims to be a bundle, does not,
+ * and counting it would push a real backup out of the N.
+ */
+async function verifies(b: ListedBundle, reporter: Reporter): Promise<boolean> {
+  let why: string;
+  try {
+    const bundle = await openBundle(b.path);
+    try {
+      const r = await verifyBundle(bundle);
+      if (r.ok) return true;
+      why = r.problems.map((p) => `${p.file}: ${p.problem}`).join('; ');
+    } finally {
+      await bundle.close();
+    }
+  } catch (err) {
+    why = errorMessage(err);
+  }
+  reporter.warn('CNR_PRUNE_UNVERIFIED', `${b.path} does not verify, so it is not counted as one of the bundles to keep: ${why}`);
+  return false;
+}
+
 export async function pruneBundles(dir: string, opts: PruneOptions, reporter: Reporter): Promise<PruneResult> {
   const listed = await listBundles(dir, (p, why) => reporter.debug('CNR_PRUNE_SKIP', `${p}: ${why}`)).catch((err) => {
     throw isRemote(dir) ? err : new BadInputError(`${dir}: no such directory`, { cause: err });
   });
-  const { keep, remove } = selectForPrune(listed, opts);
+  const { keep, remove } = await selectForPrune(listed, opts, { counts: (b) => verifies(b, reporter) });
   const out: PrunedBundle[] = keep.map((b) => ({ ...b, action: 'kept' }));
   const failed: string[] = [];
   const shared = new Set<string>();
@@ -126,7 +150,7 @@ export async function pruneBundles(dir: string, opts: PruneOptions, reporter: Re
     }
     out.push(row);
   }
-  out.sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+  out.sort(newestStoredFirst);
   let abortedUploads: OpenUpload[] = [];
   if (isRemote(dir)) {
     try {

@@ -151,7 +151,10 @@ export async function fetchBundle(url: string): Promise<string> {
 export interface RemoteListed {
   path: string;
   id: string;
+  /** What the manifest (or the object's metadata) claims: shown, never used to decide anything. */
   createdAt: string;
+  /** When the storage itself recorded the bundle (S3 LastModified, the manifest file's mtime): retention goes by this. */
+  storedAt: string;
   cluster: string;
   clusterUid: string;
   calico?: string;
@@ -185,6 +188,7 @@ export async function listRemoteBundles(url: string, onSkip?: (p: string, why: s
           path: shown,
           id: m['bundle-id'],
           createdAt: m['created-at'],
+          storedAt: (o.LastModified ?? new Date(0)).toISOString(),
           cluster: m.cluster ?? '',
           clusterUid: m['cluster-uid'] ?? '',
           calico: m.calico || undefined,
@@ -198,8 +202,11 @@ export async function listRemoteBundles(url: string, onSkip?: (p: string, why: s
   } catch (err) {
     throw storageError(`cannot list ${url}`, err);
   }
-  return out.sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+  return out.sort(newestStoredFirst);
 }
+
+export const newestStoredFirst = (a: Pick<RemoteListed, 'storedAt'>, b: Pick<RemoteListed, 'storedAt'>) =>
+  a.storedAt < b.storedAt ? 1 : a.storedAt > b.storedAt ? -1 : 0;
 
 /** Delete one bundle object (prune). A bucket's object lock or retention refuses it; that is reported, not forced. */
 export async function deleteRemoteBundle(url: string): Promise<void> {

@@ -60,6 +60,7 @@ export const MESSAGES = {
   CNR_PRUNE_SNAPSHOTS: info(),
   CNR_PRUNE_FAILED: warn(),
   CNR_PRUNE_UPLOADS: warn(),
+  CNR_PRUNE_UNVERIFIED: warn(),
 
   // plan and apply
   CNR_PLAN_CURRENT: info(),
