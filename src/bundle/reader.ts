@@ -83,13 +83,16 @@ export async function openBundle(location: string, opts: OpenBundleOptions = {})
 }
 
 /**
- * With a key, an encrypted bundle's manifest must carry a valid MAC (format 1.1 and later); a format 1.0 bundle
- * has none and is read as before.
+ * With a key, an encrypted bundle's manifest must carry a valid MAC. One without (format 1.0, which had none) is
+ * refused: relabelling a bundle 1.0.0 and dropping its MAC would otherwise turn the check off.
  */
 function authenticated(m: BundleManifest, text: string, shown: string, key: Buffer | undefined): BundleManifest {
   if (!key || !m.encryption) return m;
-  const legacy = /^1\.0\./.test(m.formatVersion);
-  if (legacy && m.encryption.mac === undefined) return m;
+  if (m.encryption.mac === undefined) {
+    throw new BadInputError(`${shown}: ${MANIFEST_FILE} of this encrypted bundle carries no authentication code, so it is not read with a key`, {
+      hint: 'format 1.0 bundles had none: export again with this version; nothing was read from the bundle',
+    });
+  }
   if (!manifestMacValid(key, JSON.parse(text))) {
     throw new BadInputError(`${shown}: ${MANIFEST_FILE} fails its authentication check (edited after export, or this is not the bundle's key)`, {
       hint: 'nothing was read from the bundle',
