@@ -119,6 +119,16 @@ describe('authenticated encryption (format 1.1)', () => {
     expect(() =>
       keyForBundle({ ...m, encryption: { ...m.encryption!, scrypt: { N: 1 << 30, r: 8, p: 1 } } }, { kind: 'passphrase', passphrase: 'x'.repeat(12) }, out),
     ).toThrow(/out of bounds/);
+    // Anything costlier than what the tool writes is refused before scrypt runs (the old bound allowed 4 GiB).
+    for (const scrypt of [
+      { N: 1 << 16, r: 8, p: 1 },
+      { N: 1 << 15, r: 16, p: 1 },
+      { N: 1 << 15, r: 8, p: 2 },
+    ]) {
+      expect(() => keyForBundle({ ...m, encryption: { ...m.encryption!, scrypt } }, { kind: 'passphrase', passphrase: 'x'.repeat(12) }, out)).toThrow(
+        /out of bounds/,
+      );
+    }
   });
 });
 
