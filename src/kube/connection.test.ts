@@ -206,3 +206,37 @@ process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/
     client.close();
   });
 });
+
+describe('exec credential plugins', () => {
+  it("a plugin's env: reaches the plugin only, never this process's environment", async () => {
+    const plugin = path.join(dir, 'plugin.mjs');
+    // Prints an ExecCredential whose token is the value it was given, so the test sees the plugin got it.
+    writeFileSync(
+      plugin,
+      `process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: 'tok-' + process.env.CNR_TEST_PLUGIN_ENDPOINT } }));`,
+    );
+    const file = kubeconfig('exec-env', {
+      current: 'c',
+      entries: [
+        {
+          ctx: 'c',
+          cluster: 'k',
+          server: 'https://127.0.0.1:1',
+          user: 'u',
+          userSpec: {
+            exec: {
+              apiVersion: 'client.authentication.k8s.io/v1',
+              command: process.execPath,
+              args: [plugin],
+              env: [{ name: 'CNR_TEST_PLUGIN_ENDPOINT', value: 'http://127.0.0.1:9/elsewhere' }],
+              interactiveMode: 'Never',
+            },
+          },
+        },
+      ],
+    });
+    const conn = await connect({ kubeconfig: file });
+    expect((await conn.authHeaders()).Authorization).toBe('Bearer tok-http://127.0.0.1:9/elsewhere');
+    expect(process.env.CNR_TEST_PLUGIN_ENDPOINT).toBeUndefined();
+  });
+});
