@@ -12,7 +12,8 @@ import { BadInputError, isErrorKind } from '../core/errors.js';
 import type { KubeObject } from '../kube/types.js';
 import { extractArchive, readArchiveManifest } from './archive.js';
 import { decrypt, isBoundCiphertext, manifestMacValid } from './crypto.js';
-import { BUNDLE_FORMAT_VERSION, OLDEST_READ_MAJOR } from './format.js';
+import { depthExceeds } from '../util/depth.js';
+import { BUNDLE_FORMAT_VERSION, MAX_OBJECT_DEPTH, OLDEST_READ_MAJOR } from './format.js';
 import { DIRS, MANIFEST_FILE, isPackedPath, objectPathMismatch, parsePackedResourcePath, parseResourcePath, unsafePathReason } from './paths.js';
 import { readPacked } from './packed.js';
 import { fetchBundle, isRemote } from './remote.js';
@@ -181,18 +182,6 @@ export function parseManifest(text: string, shown: string): BundleManifest {
   return m as BundleManifest;
 }
 
-/** Is any value nested deeper than `max` levels? Iterative, so it cannot overflow itself. */
-function depthExceeds(root: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[root, 0]];
-  while (stack.length) {
-    const [v, d] = stack.pop()!;
-    if (!v || typeof v !== 'object') continue;
-    if (d > max) return true;
-    for (const c of Object.values(v)) if (c && typeof c === 'object') stack.push([c, d + 1]);
-  }
-  return false;
-}
-
 /** Does a resource type entry match one of the user's kind words? */
 export function matchesKind(r: Pick<ResourceTypeEntry, 'kind' | 'plural' | 'key'>, words: string[]): boolean {
   return words.some((w) => {
@@ -283,6 +272,7 @@ class BundleImpl implements Bundle {
     ) {
       throw new BadInputError(`${this.source}: ${rel} is not a Kubernetes object`);
     }
+    if (depthExceeds(obj, MAX_OBJECT_DEPTH)) throw new BadInputError(`${this.source}: ${rel} is nested deeper than a Kubernetes object can be`);
     return { object: obj as KubeObject, problem: objectPathMismatch(rel, obj) };
   }
 
