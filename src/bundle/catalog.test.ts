@@ -5,7 +5,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../core/package-root.js';
 import { BUNDLE_FORMAT_VERSION } from './format.js';
-import { selectForPrune } from './catalog.js';
+import { listBundles, selectForPrune } from './catalog.js';
 
 const DAY = 86_400_000;
 const now = Date.parse('2026-12-01T00:00:00Z');
@@ -75,5 +75,15 @@ describe('cni-rewind prune (built CLI)', () => {
     const none = cli(['prune', dir]);
     expect(none.status).toBe(2);
     expect(none.stderr).toMatch(/prune needs --keep-last N, --older-than AGE or both/);
+  });
+});
+
+describe('listBundles', () => {
+  it('skips a FIFO in the backups folder instead of waiting on it', { timeout: 3000 }, async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-list-fifo-'));
+    spawnSync('mkfifo', [path.join(dir, 'planted.tar.gz')]);
+    const skipped: string[] = [];
+    expect(await listBundles(dir, (p, why) => skipped.push(`${path.basename(p)}: ${why}`))).toEqual([]);
+    expect(skipped).toEqual([expect.stringMatching(/^planted\.tar\.gz: .*is not a bundle/)]);
   });
 });

@@ -108,6 +108,8 @@ export async function readBundleManifest(location: string): Promise<BundleManife
   const st = await fs.stat(p).catch(() => undefined);
   if (!st) throw new BadInputError(`${p}: no such bundle (file or directory not found)`);
   if (st.isDirectory()) return parseManifest(await readManifestFile(p), p);
+  // Opening a FIFO for reading waits for a writer: one in the backups folder hung `list` and `prune`.
+  if (!st.isFile()) throw new BadInputError(`${p} is not a bundle (neither a directory nor a .tar.gz file)`);
   await checkArchiveMagic(p);
   const buf = await readArchiveManifest(p);
   if (!buf) throw new BadInputError(`${p} is not a bundle: the archive holds no ${MANIFEST_FILE}`);
