@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -238,5 +239,34 @@ describe('exec credential plugins', () => {
     const conn = await connect({ kubeconfig: file });
     expect((await conn.authHeaders()).Authorization).toBe('Bearer tok-http://127.0.0.1:9/elsewhere');
     expect(process.env.CNR_TEST_PLUGIN_ENDPOINT).toBeUndefined();
+  });
+});
+
+describe('files a kubeconfig names', () => {
+  const withCa = (name: string, ca: string) => {
+    const file = path.join(dir, name);
+    writeFileSync(
+      file,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': 'c',
+        clusters: [{ name: 'k', cluster: { server: 'https://127.0.0.1:1', 'certificate-authority': ca } }],
+        users: [{ name: 'u', user: { token: 't' } }],
+        contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }],
+      }),
+    );
+    return file;
+  };
+
+  it('a certificate-authority that is a FIFO or /dev/zero is refused at once; a regular file is read', { timeout: 3000 }, async () => {
+    const fifo = path.join(dir, 'ca.fifo');
+    execFileSync('mkfifo', [fifo]);
+    await expect(connect({ kubeconfig: withCa('kc-fifo', fifo) })).rejects.toThrow(`the kubeconfig's certificate-authority ${fifo} is not a regular file`);
+    await expect(connect({ kubeconfig: withCa('kc-zero', '/dev/zero') })).rejects.toThrow(/certificate-authority \/dev\/zero is not a regular file/);
+    const pem = path.join(dir, 'ca.pem');
+    writeFileSync(pem, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+    const conn = await connect({ kubeconfig: withCa('kc-pem', pem) });
+    expect(String(conn.tls.ca)).toBe(readFileSync(pem, 'utf8'));
   });
 });

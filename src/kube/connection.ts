@@ -88,6 +88,7 @@ export async function connect(opts: ConnectionOptions): Promise<Connection> {
     throw new BadInputError(`kubeconfig ${source} has no current cluster`, { hint: 'set current-context or pass --context' });
   }
   const user = kc.getCurrentUser();
+  inlineReferencedFiles(cluster, user);
   keepExecEnvToThePlugin(kc, user);
   if (user?.authProvider?.name === 'oidc') useWorkingOidcClient(libraryAuthenticators(kc).oidc);
   const tlsOpts: https.RequestOptions = {};
@@ -144,6 +145,25 @@ function loadMerged(kc: KubeConfig, Ctor: typeof KubeConfig, files: string[]): v
     currentContext ||= one.getCurrentContext();
   }
   kc.loadFromOptions({ clusters, users, contexts, currentContext });
+}
+
+/** The most a certificate, key or token file a kubeconfig names may hold (a long chain of PEM certificates fits). */
+const MAX_CREDENTIAL_FILE_BYTES = 1024 * 1024;
+
+/**
+ * Read the files the kubeconfig names for the current cluster and user ourselves, as regular files of a bounded
+ * size, and hand the library their contents: it reads them whole with no check, so `certificate-authority:
+ * /dev/zero` grew without end and a FIFO hung the command. A token file (read again at each refresh) is checked.
+ */
+function inlineReferencedFiles(cluster: Cluster, user: User | null): void {
+  const read = (file: string, what: string) => readInputFile(file, `the kubeconfig's ${what}`, MAX_CREDENTIAL_FILE_BYTES).data.toString('base64');
+  const c = cluster as { caFile?: string; caData?: string };
+  if (c.caFile) [c.caData, c.caFile] = [read(c.caFile, 'certificate-authority'), undefined];
+  const u = user as { certFile?: string; certData?: string; keyFile?: string; keyData?: string } | null;
+  if (u?.certFile) [u.certData, u.certFile] = [read(u.certFile, 'client-certificate'), undefined];
+  if (u?.keyFile) [u.keyData, u.keyFile] = [read(u.keyFile, 'client-key'), undefined];
+  const tokenFile = user?.authProvider?.config?.tokenFile;
+  if (typeof tokenFile === 'string') read(tokenFile, 'token file');
 }
 
 /** A plugin's kubeconfig `env:` by its command line, handed to that plugin's process only. */
