@@ -13,7 +13,7 @@
  * (manifest installs).
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { BadInputError, EnvironmentError } from '../core/errors.js';
