@@ -71,7 +71,7 @@ export async function openBundle(location: string, opts: OpenBundleOptions = {})
     return new BundleImpl(path.resolve(p), p, manifest, undefined, opts.encryptionKey);
   }
   if (!st.isFile()) throw new BadInputError(`${p} is not a bundle (neither a directory nor a .tar.gz file)`);
-  await checkArchiveMagic(p);
+  await checkArchiveMagic(p, location);
   const root = await extractArchive(p);
   try {
     const text = await readManifestFile(root, location);
@@ -110,18 +110,19 @@ export async function readBundleManifest(location: string): Promise<BundleManife
   if (st.isDirectory()) return parseManifest(await readManifestFile(p), p);
   // Opening a FIFO for reading waits for a writer: one in the backups folder hung `list` and `prune`.
   if (!st.isFile()) throw new BadInputError(`${p} is not a bundle (neither a directory nor a .tar.gz file)`);
-  await checkArchiveMagic(p);
+  await checkArchiveMagic(p, location);
   const buf = await readArchiveManifest(p);
-  if (!buf) throw new BadInputError(`${p} is not a bundle: the archive holds no ${MANIFEST_FILE}`);
-  return parseManifest(buf.toString('utf8'), p);
+  if (!buf) throw new BadInputError(`${location} is not a bundle: the archive holds no ${MANIFEST_FILE}`);
+  return parseManifest(buf.toString('utf8'), location);
 }
 
-async function checkArchiveMagic(p: string): Promise<void> {
+/** `shown` is what the user named (an s3:// URL rather than the temporary file it was downloaded to). */
+async function checkArchiveMagic(p: string, shown: string): Promise<void> {
   const fh = await fs.open(p, 'r');
   try {
     const { buffer, bytesRead } = await fh.read(Buffer.alloc(2), 0, 2, 0);
     if (bytesRead < 2 || buffer[0] !== 0x1f || buffer[1] !== 0x8b)
-      throw new BadInputError(`${p} is not a bundle (not a directory and not a gzip-compressed tar archive)`);
+      throw new BadInputError(`${shown} is not a bundle (not a directory and not a gzip-compressed tar archive)`);
   } finally {
     await fh.close();
   }

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { BadInputError, EnvironmentError, errorMessage } from '../core/errors.js';
+import { BadInputError, EnvironmentError, errorMessage, isErrorKind } from '../core/errors.js';
 import type { BundleManifest } from './types.js';
 
 export const isRemote = (p: string | undefined): p is string => !!p && /^s3:\/\//i.test(p);
@@ -136,16 +136,43 @@ export async function fetchBundle(url: string): Promise<string> {
       throw storageError(`cannot read s3://${loc.bucket}/${key}`, err);
     }
     const file = path.join(dir, path.basename(key).endsWith(ARCHIVE) ? path.basename(key) : `bundle${ARCHIVE}`);
+    const shown = `s3://${loc.bucket}/${key}`;
     try {
-      await pipeline(body, createWriteStream(file, { mode: 0o600 }));
+      await pipeline(body, checkedDownload(shown), createWriteStream(file, { mode: 0o600 }));
     } catch (err) {
-      throw storageError(`cannot download s3://${loc.bucket}/${key}`, err);
+      if (isErrorKind(err, 'bad-input')) throw err;
+      throw storageError(`cannot download ${shown}`, err);
     }
     return file;
   }
   throw new BadInputError(`${url}: no such bundle (no object ${keys.map((k) => `s3://${loc.bucket}/${k}`).join(' or ')})`, {
     hint: `see: cni-rewind list s3://${loc.bucket}/${path.posix.dirname(loc.key)}`,
   });
+}
+
+/** The most an s3:// bundle may hold: what extracting an archive accepts unpacked (archive.ts). */
+export const MAX_REMOTE_BUNDLE_BYTES = 8 * 1024 * 1024 * 1024;
+
+/**
+ * Check a download as it streams, naming the URL: anything that does not start as gzip stops after its first
+ * bytes (it was downloaded whole before, then refused naming the temporary file), and so does one past the limit.
+ */
+function checkedDownload(shown: string) {
+  return async function* (source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+    let head = Buffer.alloc(0);
+    let total = 0;
+    for await (const chunk of source) {
+      if (head.length < 2) {
+        head = Buffer.concat([head, chunk]).subarray(0, 2);
+        if (head.length === 2 && (head[0] !== 0x1f || head[1] !== 0x8b))
+          throw new BadInputError(`${shown} is not a bundle (not a gzip-compressed tar archive)`);
+      }
+      total += chunk.length;
+      if (total > MAX_REMOTE_BUNDLE_BYTES) throw new BadInputError(`${shown} is larger than ${MAX_REMOTE_BUNDLE_BYTES} bytes; not read`);
+      yield chunk;
+    }
+    if (head.length < 2) throw new BadInputError(`${shown} is not a bundle (not a gzip-compressed tar archive)`);
+  };
 }
 
 export interface RemoteListed {
