@@ -116,14 +116,15 @@ describe('pruneBundles with snapshots', () => {
     expect(existsSync(path.join(dir, 'b1'))).toBe(true);
   });
 
-  it("deletes only snapshots the provider lists with the bundle and cluster tags: an untagged or other bundle's id is named, the bundle kept", async () => {
+  it("deletes only snapshots the provider lists with the bundle and cluster tags: an untagged or other bundle's id is named, never deleted", async () => {
     const dir = bundles([['s0'], ['s1', 'prod-database'], ['s2', 's0-of-other'], ['s3']]);
     const p = fakeProviders({ s0: 'b0', s1: 'b1', s2: 'b2', 's0-of-other': 'b0', s3: 'b3' });
-    const r = await pruneBundles(dir, { keepLast: 1, dryRun: false, snapshots: p.set, staleUploadMs: 0 }, new Reporter(new RecordingIoHost()));
-    expect(p.deleted).toEqual(['s3']);
-    expect(r.bundles.map((b) => `${b.id} ${b.action}`)).toEqual(['b0 kept', 'b1 kept (deletion failed)', 'b2 kept (deletion failed)', 'b3 deleted']);
-    expect(r.failed[0]).toMatch(/fake\/prod-database that no provider lists with this tool's tags for bundle b1 of cluster u/);
-    expect(r.failed[1]).toMatch(/fake\/s0-of-other that no provider lists/);
+    const host = new RecordingIoHost();
+    const r = await pruneBundles(dir, { keepLast: 1, dryRun: false, snapshots: p.set, staleUploadMs: 0 }, new Reporter(host));
+    expect(p.deleted.sort()).toEqual(['s1', 's2', 's3']);
+    expect(r.notConfirmed).toEqual(['fake/prod-database', 'fake/s0-of-other']);
+    expect(r.bundles.map((b) => `${b.id} ${b.action}`)).toEqual(['b0 kept', 'b1 deleted', 'b2 deleted', 'b3 deleted']);
+    expect(JSON.stringify(host.messages)).toMatch(/not deleting fake\/prod-database: no provider lists them with this tool's tags for bundle b1 of cluster u/);
   });
 });
 

@@ -35,6 +35,11 @@ export interface PruneResult {
   failed: string[];
   /** With `snapshots`: snapshots a pruned bundle recorded that a kept bundle records too, left alone. */
   sharedWithKept: string[];
+  /**
+   * With `snapshots`: ids a pruned bundle records that no provider lists with this tool's tags for that bundle and
+   * cluster (deleted already, or never made by cni-rewind: a planted manifest can name any snapshot). Never deleted.
+   */
+  notConfirmed: string[];
   /** s3://: open multipart uploads older than `staleUploadMs` that were (or, dry run, would be) aborted. */
   abortedUploads: OpenUpload[];
 }
@@ -105,6 +110,7 @@ export async function pruneBundles(dir: string, opts: PruneOptions, reporter: Re
   const out: PrunedBundle[] = keep.map((b) => ({ ...b, action: 'kept' }));
   const failed: string[] = [];
   const shared = new Set<string>();
+  const notConfirmed: string[] = [];
 
   // Every snapshot a kept bundle records is off limits; not knowing them would make any deletion a guess.
   const keptSnapshots = new Set<string>();
@@ -132,8 +138,10 @@ export async function pruneBundles(dir: string, opts: PruneOptions, reporter: Re
         );
         row.snapshotIds = mine.map((r) => r.snapshotId);
         if (unconfirmed.length) {
-          throw new Error(
-            `it records snapshot(s) ${unconfirmed.join(', ')} that no provider lists with this tool's tags for bundle ${b.id} of cluster ${b.clusterUid}; nothing of it was deleted`,
+          notConfirmed.push(...unconfirmed);
+          reporter.warn(
+            'CNR_PRUNE_NOT_CONFIRMED',
+            `${b.path}: not deleting ${unconfirmed.join(', ')}: no provider lists them with this tool's tags for bundle ${b.id} of cluster ${b.clusterUid} (deleted already, or not made by cni-rewind)`,
           );
         }
         if (!opts.dryRun && mine.length) {
@@ -167,5 +175,5 @@ export async function pruneBundles(dir: string, opts: PruneOptions, reporter: Re
       );
     }
   }
-  return { bundles: out, failed, sharedWithKept: [...shared], abortedUploads };
+  return { bundles: out, failed, sharedWithKept: [...shared], notConfirmed, abortedUploads };
 }
