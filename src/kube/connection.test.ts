@@ -21,7 +21,10 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 /** A kubeconfig (JSON is YAML) with the given clusters/users/contexts; insecure http servers need no certificates. */
 function kubeconfig(
   name: string,
-  cfg: { current?: string; entries: { ctx: string; cluster: string; server: string; user: string; userSpec?: object; proxy?: string }[] },
+  cfg: {
+    current?: string;
+    entries: { ctx: string; cluster: string; server: string; user: string; userSpec?: object; proxy?: string; clusterSpec?: object }[];
+  },
 ): string {
   const file = path.join(dir, name);
   writeFileSync(
@@ -32,7 +35,7 @@ function kubeconfig(
       'current-context': cfg.current,
       clusters: cfg.entries.map((e) => ({
         name: e.cluster,
-        cluster: { server: e.server, 'insecure-skip-tls-verify': true, ...(e.proxy ? { 'proxy-url': e.proxy } : {}) },
+        cluster: { server: e.server, ...(e.clusterSpec ?? { 'insecure-skip-tls-verify': true }), ...(e.proxy ? { 'proxy-url': e.proxy } : {}) },
       })),
       users: cfg.entries.map((e) => ({ name: e.user, user: e.userSpec ?? { token: `token-of-${e.user}` } })),
       contexts: cfg.entries.map((e) => ({ name: e.ctx, context: { cluster: e.cluster, user: e.user } })),
@@ -243,21 +246,11 @@ describe('exec credential plugins', () => {
 });
 
 describe('files a kubeconfig names', () => {
-  const withCa = (name: string, ca: string) => {
-    const file = path.join(dir, name);
-    writeFileSync(
-      file,
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Config',
-        'current-context': 'c',
-        clusters: [{ name: 'k', cluster: { server: 'https://127.0.0.1:1', 'certificate-authority': ca } }],
-        users: [{ name: 'u', user: { token: 't' } }],
-        contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }],
-      }),
-    );
-    return file;
-  };
+  const withCa = (name: string, ca: string) =>
+    kubeconfig(name, {
+      current: 'c',
+      entries: [{ ctx: 'c', cluster: 'k', server: 'https://127.0.0.1:1', user: 'u', clusterSpec: { 'certificate-authority': ca } }],
+    });
 
   it('a certificate-authority that is a FIFO or /dev/zero is refused at once; a regular file is read', { timeout: 3000 }, async () => {
     const fifo = path.join(dir, 'ca.fifo');

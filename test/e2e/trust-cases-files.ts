@@ -5,7 +5,7 @@ import type { Case } from './bad-input-support.js';
 import type { TrustHelpers } from './trust-cases.js';
 
 export function fileAndKeyCases(c: TrustHelpers): Case[] {
-  const { t, bundleCopy, writeIn, tgzIn, manifestEntry, someObject, sha256, mkfifo, encCopy, swap, keyEnv, deepManifest } = c;
+  const { t, bundleCopy, writeIn, tgzIn, manifestEntry, someObject, sha256, mkfifo, encCopy, swap, keyEnv, relabelLegacy, deepManifest } = c;
   return [
     // 4. no reads through linked directories
     {
@@ -192,8 +192,7 @@ export function fileAndKeyCases(c: TrustHelpers): Case[] {
       args: (sb) => [
         'restore',
         encCopy(sb, (d, m, s) => {
-          m.formatVersion = '1.0.0';
-          delete m.encryption.mac;
+          relabelLegacy(m);
           swap(d, m, s);
         }),
         '--resources',

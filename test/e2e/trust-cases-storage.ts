@@ -9,7 +9,7 @@ import type { Case, Sandbox } from './bad-input-support.js';
 import type { TrustHelpers } from './trust-cases.js';
 
 export function storageCases(c: TrustHelpers): Case[] {
-  const { bundleCopy, encCopy, keyEnv } = c;
+  const { bundleCopy, encCopy, keyEnv, relabelLegacy } = c;
   /**
    * A backups folder in the sandbox: a real bundle (newest) and an older copy whose manifest records a snapshot of
    * a "provider" that is a `data:` URL module writing a file into the sandbox, were it ever imported.
@@ -50,13 +50,7 @@ export function storageCases(c: TrustHelpers): Case[] {
       code: 2,
       message: /manifest\.json of this encrypted bundle carries no authentication code/,
       env: keyEnv,
-      args: (sb) => [
-        'verify',
-        encCopy(sb, (_, m) => {
-          m.formatVersion = '1.0.0';
-          delete m.encryption.mac;
-        }),
-      ],
+      args: (sb) => ['verify', encCopy(sb, (_, m) => relabelLegacy(m))],
     },
   ];
 }
