@@ -75,6 +75,12 @@ function parseConfig(raw: Record<string, unknown>): LibvirtConfig {
 export class LibvirtProvider implements SnapshotProvider {
   readonly name = 'libvirt';
   private readonly conns = new Map<string, Virsh>();
+  /**
+   * The URIs this provider may connect to: the configured default and those the node mapping gives (seen by
+   * resolve). A URI read from a snapshot record is never connected to on its own say: records come from bundle
+   * manifests, and `qemu+ext:///system?command=PROG` makes virsh run PROG.
+   */
+  private readonly knownUris = new Set<string>();
   private readonly versions = new Map<string, [number, number, number] | undefined>();
 
   constructor(
@@ -87,6 +93,11 @@ export class LibvirtProvider implements SnapshotProvider {
   }
 
   private virsh(uri: string): Virsh {
+    if (uri !== this.defaultUri && !this.knownUris.has(uri)) {
+      throw new RefusedError(`libvirt: not connecting to ${uri}: it is neither the configured URI nor one the node mapping gives`, {
+        hint: "set it as providers.libvirt.uri in the config file, or as the node's uri in the node mapping file",
+      });
+    }
     let v = this.conns.get(uri);
     if (!v) this.conns.set(uri, (v = new Virsh(uri, { binary: this.cfg.virsh })));
     return v;
@@ -101,6 +112,7 @@ export class LibvirtProvider implements SnapshotProvider {
   async resolve(node: NodeInfo, mapping?: NodeMappingEntry): Promise<NodeTarget | undefined> {
     const domain = typeof mapping?.domain === 'string' ? mapping.domain : node.name;
     const uri = typeof mapping?.uri === 'string' ? mapping.uri : this.defaultUri;
+    this.knownUris.add(uri);
     const mode = mapping?.mode ?? this.cfg.mode ?? 'internal';
     if (mode !== 'internal' && mode !== 'external') throw new BadInputError(`libvirt: node ${node.name}: mode must be 'internal' or 'external'`);
     try {
@@ -229,7 +241,8 @@ export class LibvirtProvider implements SnapshotProvider {
     if (names.length > 1)
       throw new BadInputError(`libvirt: records for domain ${domain} name several snapshots (${names.join(', ')}); restore one bundle at a time`);
     const name = names[0]!;
-    const uri = mine[0]!.location?.uri ?? target.location.uri ?? this.defaultUri;
+    // The node's URI as resolve found it (config or mapping), never the one the bundle recorded.
+    const uri = target.location.uri ?? this.defaultUri;
     const mode = (mine[0]!.details?.mode as LibvirtMode | undefined) ?? 'internal';
     const virsh = this.virsh(uri);
     const notes: string[] = [];
@@ -268,7 +281,7 @@ export class LibvirtProvider implements SnapshotProvider {
 
   /** Snapshots with cni-rewind's description tags on every domain of the configured URI(s). */
   async list(filter: SnapshotFilter): Promise<SnapshotRecord[]> {
-    const uris = new Set([this.defaultUri, ...this.conns.keys()]);
+    const uris = new Set([this.defaultUri, ...this.knownUris]);
     const out: SnapshotRecord[] = [];
     for (const uri of uris) {
       const virsh = this.virsh(uri);

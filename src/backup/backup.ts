@@ -100,12 +100,8 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
   );
   try {
     const nodes = await selectNodes(client, opts);
-    const provider = opts.provider && opts.provider !== 'auto' && !providers.has(opts.provider) ? undefined : opts.provider;
-    if (opts.provider && opts.provider !== 'auto' && !provider) {
-      throw new BadInputError(`unknown provider '${opts.provider}'`, {
-        hint: `built-in providers: ${providers.names().join(', ')}; a third-party one is given with --provider-module`,
-      });
-    }
+    const provider = opts.provider;
+    if (provider && provider !== 'auto') providers.assertKnown(provider);
     const { targets, unresolved } = await resolveNodes(nodes, providers, { mapping: opts.mapping, provider, concurrency: opts.concurrency });
     for (const u of unresolved) reporter.warn('CNR_BACKUP_UNPROTECTED', `node ${u.node} has no provider: ${u.reason}`, u);
     if (unresolved.length && !opts.allowUnprotectedNodes) {

@@ -4,13 +4,14 @@
  * and a bundle whose snapshots could not all be deleted is kept: its manifest is the record of what is left.
  */
 import { deleteBundle, listBundles, selectForPrune, type ListedBundle, type PruneRule } from '../bundle/catalog.js';
-import { readBundleManifest } from '../bundle/reader.js';
-import { isRemote, staleUploads, type OpenUpload } from '../bundle/remote.js';
+import { openBundle, readBundleManifest } from '../bundle/reader.js';
+import { isRemote, newestStoredFirst, staleUploads, type OpenUpload } from '../bundle/remote.js';
+import { verifyBundle } from '../bundle/verify.js';
 import { BadInputError, errorMessage, EnvironmentError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import type { ProviderSet } from '../providers/registry.js';
 import type { SnapshotRecord } from '../provider-kit/types.js';
-import { deleteSnapshots } from './snapshots.js';
+import { deleteSnapshots, listSnapshots } from './snapshots.js';
 
 export interface PruneOptions extends PruneRule {
   dryRun: boolean;
@@ -34,6 +35,11 @@ export interface PruneResult {
   failed: string[];
   /** With `snapshots`: snapshots a pruned bundle recorded that a kept bundle records too, left alone. */
   sharedWithKept: string[];
+  /**
+   * With `snapshots`: ids a pruned bundle records that no provider lists with this tool's tags for that bundle and
+   * cluster (deleted already, or never made by cni-rewind: a planted manifest can name any snapshot). Never deleted.
+   */
+  notConfirmed: string[];
   /** s3://: open multipart uploads older than `staleUploadMs` that were (or, dry run, would be) aborted. */
   abortedUploads: OpenUpload[];
 }
@@ -46,14 +52,65 @@ async function recordsOf(b: ListedBundle): Promise<SnapshotRecord[]> {
   return (await readBundleManifest(b.path)).snapshots ?? [];
 }
 
+/**
+ * The snapshots of a pruned bundle its providers confirm as this tool's: listed by the provider itself with the
+ * bundle's and cluster's tags. The manifest only names candidates: anyone who can write the backups location can
+ * list any snapshot id there (a production database's), so the provider's own record, with the location it found
+ * the snapshot at, is what gets deleted. Ids the providers do not confirm are returned to be named, never deleted.
+ */
+async function confirmedRecords(
+  providers: ProviderSet,
+  b: ListedBundle,
+  records: SnapshotRecord[],
+  reporter: Reporter,
+): Promise<{ confirmed: SnapshotRecord[]; unconfirmed: string[] }> {
+  if (!records.length) return { confirmed: [], unconfirmed: [] };
+  const names = [...new Set(records.map((r) => r.provider))].sort();
+  const { snapshots: listed } = await listSnapshots(providers, names, { bundleId: b.id, clusterId: b.clusterUid }, reporter);
+  // Checked again here: a third-party provider may filter loosely.
+  const tagged = new Map(listed.filter((l) => l.bundleId === b.id && l.clusterId === b.clusterUid).map((l) => [snapshotKey(l), l]));
+  const confirmed: SnapshotRecord[] = [];
+  const unconfirmed: string[] = [];
+  for (const r of records) {
+    const own = tagged.get(snapshotKey(r));
+    if (own) confirmed.push(own);
+    else unconfirmed.push(`${r.provider}/${r.snapshotId}`);
+  }
+  return { confirmed, unconfirmed };
+}
+
+/**
+ * Whether a bundle may count as one of the N kept: it verifies (every file listed, none unlisted, checksums and
+ * counts right, complete). A manifest planted on its own, or an object that only claims to be a bundle, does not,
+ * and counting it would push a real backup out of the N.
+ */
+async function verifies(b: ListedBundle, reporter: Reporter): Promise<boolean> {
+  let why: string;
+  try {
+    const bundle = await openBundle(b.path);
+    try {
+      const r = await verifyBundle(bundle);
+      if (r.ok) return true;
+      why = r.problems.map((p) => `${p.file}: ${p.problem}`).join('; ');
+    } finally {
+      await bundle.close();
+    }
+  } catch (err) {
+    why = errorMessage(err);
+  }
+  reporter.warn('CNR_PRUNE_UNVERIFIED', `${b.path} does not verify, so it is not counted as one of the bundles to keep: ${why}`);
+  return false;
+}
+
 export async function pruneBundles(dir: string, opts: PruneOptions, reporter: Reporter): Promise<PruneResult> {
   const listed = await listBundles(dir, (p, why) => reporter.debug('CNR_PRUNE_SKIP', `${p}: ${why}`)).catch((err) => {
     throw isRemote(dir) ? err : new BadInputError(`${dir}: no such directory`, { cause: err });
   });
-  const { keep, remove } = selectForPrune(listed, opts);
+  const { keep, remove } = await selectForPrune(listed, opts, { counts: (b) => verifies(b, reporter) });
   const out: PrunedBundle[] = keep.map((b) => ({ ...b, action: 'kept' }));
   const failed: string[] = [];
   const shared = new Set<string>();
+  const notConfirmed: string[] = [];
 
   // Every snapshot a kept bundle records is off limits; not knowing them would make any deletion a guess.
   const keptSnapshots = new Set<string>();
@@ -72,9 +129,21 @@ export async function pruneBundles(dir: string, opts: PruneOptions, reporter: Re
     try {
       if (opts.snapshots) {
         const all = await recordsOf(b);
-        const mine = all.filter((r) => !keptSnapshots.has(snapshotKey(r)));
         for (const r of all) if (keptSnapshots.has(snapshotKey(r))) shared.add(r.snapshotId);
+        const { confirmed: mine, unconfirmed } = await confirmedRecords(
+          opts.snapshots,
+          b,
+          all.filter((r) => !keptSnapshots.has(snapshotKey(r))),
+          reporter,
+        );
         row.snapshotIds = mine.map((r) => r.snapshotId);
+        if (unconfirmed.length) {
+          notConfirmed.push(...unconfirmed);
+          reporter.warn(
+            'CNR_PRUNE_NOT_CONFIRMED',
+            `${b.path}: not deleting ${unconfirmed.join(', ')}: no provider lists them with this tool's tags for bundle ${b.id} of cluster ${b.clusterUid} (deleted already, or not made by cni-rewind)`,
+          );
+        }
         if (!opts.dryRun && mine.length) {
           const res = await deleteSnapshots(opts.snapshots, mine, reporter);
           if (res.failures.length) throw new Error(`its snapshots could not all be deleted: ${res.failures.join('; ')}`);
@@ -89,7 +158,7 @@ export async function pruneBundles(dir: string, opts: PruneOptions, reporter: Re
     }
     out.push(row);
   }
-  out.sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+  out.sort(newestStoredFirst);
   let abortedUploads: OpenUpload[] = [];
   if (isRemote(dir)) {
     try {
@@ -106,5 +175,5 @@ export async function pruneBundles(dir: string, opts: PruneOptions, reporter: Re
       );
     }
   }
-  return { bundles: out, failed, sharedWithKept: [...shared], abortedUploads };
+  return { bundles: out, failed, sharedWithKept: [...shared], notConfirmed, abortedUploads };
 }

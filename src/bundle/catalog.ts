@@ -1,7 +1,8 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { readBundleManifest } from './reader.js';
-import { deleteRemoteBundle, isRemote, listRemoteBundles, type RemoteListed } from './remote.js';
+import { MANIFEST_FILE } from './paths.js';
+import { deleteRemoteBundle, isRemote, listRemoteBundles, newestStoredFirst, type RemoteListed } from './remote.js';
 
 /** A bundle found in a directory or under an s3:// prefix, with what `list` shows and `prune` decides on. */
 export type ListedBundle = RemoteListed;
@@ -18,10 +19,13 @@ export async function listBundles(dir: string, onSkip?: (p: string, why: string)
     const p = path.join(dir, e);
     try {
       const m = await readBundleManifest(p);
+      // A folder's manifest is written last, when the bundle is committed; an archive is one file.
+      const stored = await fs.stat((await fs.stat(p)).isDirectory() ? path.join(p, MANIFEST_FILE) : p);
       out.push({
         path: p,
         id: m.id,
         createdAt: m.createdAt,
+        storedAt: stored.mtime.toISOString(),
         cluster: m.cluster.name,
         clusterUid: m.cluster.uid,
         calico: m.calico?.version,
@@ -33,7 +37,7 @@ export async function listBundles(dir: string, onSkip?: (p: string, why: string)
       onSkip?.(p, (err as Error).message);
     }
   }
-  return out.sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+  return out.sort(newestStoredFirst);
 }
 
 /** Delete one bundle found by listBundles (a folder, an archive or an s3:// object). */
@@ -49,25 +53,42 @@ export interface PruneRule {
   olderThanMs?: number;
 }
 
+/** How far in the future a storage date may be (clock skew) and still count: a later one was set by hand. */
+const FUTURE_SKEW_MS = 5 * 60_000;
+
+export interface SelectOptions<B> {
+  now?: number;
+  /**
+   * Whether a complete bundle may count toward the N kept (prune: it verifies). Asked only while fewer than N
+   * are counted, newest first, so an s3:// prefix is not downloaded whole.
+   */
+  counts?: (b: B) => Promise<boolean>;
+}
+
 /**
- * Which bundles a retention rule removes. `bundles` must be newest first. With both rules, a bundle goes only when
- * it is outside the newest N and older than the age. Incomplete bundles never count toward the N kept.
+ * Which bundles a retention rule removes. `bundles` must be newest first by `storedAt`: the date the storage
+ * recorded, never one a manifest or object metadata claims (anyone who can write the backups location writes those,
+ * and a bundle "from 2099" made every real one look old). With both rules, a bundle goes only when it is outside the
+ * newest N and older than the age. Incomplete bundles, those `counts` rejects and those dated in the future never
+ * count toward the N kept.
  */
-export function selectForPrune<B extends Pick<ListedBundle, 'createdAt' | 'complete'>>(
+export async function selectForPrune<B extends Pick<ListedBundle, 'storedAt' | 'complete'>>(
   bundles: B[],
   rule: PruneRule,
-  now = Date.now(),
-): { keep: B[]; remove: B[] } {
+  opts: SelectOptions<B> = {},
+): Promise<{ keep: B[]; remove: B[] }> {
+  const now = opts.now ?? Date.now();
   const keep: B[] = [];
   const remove: B[] = [];
   let completeKept = 0;
   for (const b of bundles) {
+    const storedAt = Date.parse(b.storedAt);
     const withinLast = rule.keepLast === undefined || completeKept < rule.keepLast;
-    const young = rule.olderThanMs !== undefined && now - Date.parse(b.createdAt) <= rule.olderThanMs;
+    const young = rule.olderThanMs !== undefined && now - storedAt <= rule.olderThanMs;
     const byCount = rule.keepLast !== undefined && withinLast;
     if (byCount || young || (rule.keepLast === undefined && rule.olderThanMs === undefined)) {
       keep.push(b);
-      if (b.complete) completeKept++;
+      if (b.complete && storedAt <= now + FUTURE_SKEW_MS && (!byCount || !opts.counts || (await opts.counts(b)))) completeKept++;
     } else {
       remove.push(b);
     }

@@ -48,7 +48,12 @@ export function decrypt(key: Buffer, stored: Buffer, file: string): Buffer {
 
 /** scrypt parameters for passphrase-derived keys (recorded in the manifest; readers accept bounded values only). */
 export const SCRYPT_DEFAULTS = { N: 1 << 15, r: 8, p: 1 } as const;
-const SCRYPT_LIMITS = { N: 1 << 20, r: 32, p: 16 };
+/**
+ * The most a reader spends: what this tool writes (32 MiB, well under a second). The parameters come from an
+ * unauthenticated manifest (its MAC needs the key they derive), so larger ones would let any bundle cost gigabytes
+ * and minutes (N 2^20, r 32, p 16 took 4.26 GB) before it is refused.
+ */
+const SCRYPT_LIMITS = SCRYPT_DEFAULTS;
 
 export interface ScryptParams {
   N: number;

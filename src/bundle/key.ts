@@ -104,8 +104,16 @@ export function keyForBundle(manifest: BundleManifest, src: KeySource, shown: st
 /** Open a bundle with its key when its Secrets are encrypted; a clear error when the key is missing. */
 export async function openBundleWithKey(p: string, opts: KeyOptions & { required?: boolean } = {}): Promise<Bundle> {
   const b = await openBundle(p);
-  if (!b.manifest.encryption) return b;
   const src = loadKeySource(opts);
+  if (!b.manifest.encryption) {
+    if (!src) return b;
+    // Deleting the `encryption` record is all it takes to present an encrypted bundle as a plain one, with planted
+    // Secrets in clear: whoever gives a key expects an encrypted bundle, so a plain one is refused, not read.
+    await b.close();
+    throw new BadInputError(`bundle ${p} is not encrypted, but a key was given; a plain bundle is not read while a key is given`, {
+      hint: `for a bundle made without --encrypt, give no key (no --encryption-key-file or --encryption-passphrase-file, ${ENCRYPTION_KEY_ENV} and ${ENCRYPTION_PASSPHRASE_ENV} unset)`,
+    });
+  }
   if (!src) {
     if (opts.required === false) return b;
     await b.close();

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -167,5 +168,21 @@ describe('packed kinds (bundle format 2)', () => {
     });
     expect(r.stderr).toMatch(/cut\.tar\.gz is truncated or not a complete tar\.gz archive/);
     expect(r.status).toBe(2);
+  });
+
+  it('an object nested 5,000 deep in a packed file fails verify and is refused when read, in one line each', async () => {
+    const out = await writePacked(path.join(dir, 'deep'), 2);
+    const file = path.join(out, HANDLES);
+    const deep = `{"apiVersion":"${G}/v1","kind":"IPAMHandle","metadata":{"name":"deep"},"spec":${'{"x":'.repeat(5000)}1${'}'.repeat(5000)}}`;
+    // A bracket inside a string is no nesting: the first line stays within bounds.
+    const lines = [JSON.stringify({ ...handle(0), spec: { handleID: '[[[[{{{{"\\' } }), deep];
+    fs.writeFileSync(file, lines.join('\n') + '\n');
+    const m = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
+    const body = fs.readFileSync(file);
+    m.files[HANDLES] = { ...m.files[HANDLES], size: body.length, sha256: createHash('sha256').update(body).digest('hex') };
+    fs.writeFileSync(path.join(out, 'manifest.json'), JSON.stringify(m));
+    const r = await verifyBundle(await openBundle(out));
+    expect(r.problems).toEqual([{ file: HANDLES, problem: 'holds an object nested 5001 deep (at most 100)' }]);
+    await expect(names(out, ['IPAMHandle'])).rejects.toThrow(/line 2 is nested deeper than a Kubernetes object can be/);
   });
 });

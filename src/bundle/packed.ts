@@ -8,6 +8,8 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import { BadInputError } from '../core/errors.js';
 import type { KubeObject } from '../kube/types.js';
+import { depthExceeds } from '../util/depth.js';
+import { MAX_OBJECT_DEPTH } from './format.js';
 import type { FileEntry } from './types.js';
 
 const CHUNK = 1 << 20;
@@ -74,6 +76,7 @@ export async function* readPacked(file: string, entry: FileEntry, shown: string)
         throw new BadInputError(`${shown}: line ${line} is not valid JSON`);
       }
       if (!isKubeObject(obj)) throw new BadInputError(`${shown}: line ${line} is not a Kubernetes object`);
+      if (depthExceeds(obj, MAX_OBJECT_DEPTH)) throw new BadInputError(`${shown}: line ${line} is nested deeper than a Kubernetes object can be`);
       return obj;
     };
     for await (const c of chunks(fh)) {

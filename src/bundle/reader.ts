@@ -12,7 +12,8 @@ import { BadInputError, isErrorKind } from '../core/errors.js';
 import type { KubeObject } from '../kube/types.js';
 import { extractArchive, readArchiveManifest } from './archive.js';
 import { decrypt, isBoundCiphertext, manifestMacValid } from './crypto.js';
-import { BUNDLE_FORMAT_VERSION, OLDEST_READ_MAJOR } from './format.js';
+import { depthExceeds } from '../util/depth.js';
+import { BUNDLE_FORMAT_VERSION, MAX_OBJECT_DEPTH, OLDEST_READ_MAJOR } from './format.js';
 import { DIRS, MANIFEST_FILE, isPackedPath, objectPathMismatch, parsePackedResourcePath, parseResourcePath, unsafePathReason } from './paths.js';
 import { readPacked } from './packed.js';
 import { fetchBundle, isRemote } from './remote.js';
@@ -70,7 +71,7 @@ export async function openBundle(location: string, opts: OpenBundleOptions = {})
     return new BundleImpl(path.resolve(p), p, manifest, undefined, opts.encryptionKey);
   }
   if (!st.isFile()) throw new BadInputError(`${p} is not a bundle (neither a directory nor a .tar.gz file)`);
-  await checkArchiveMagic(p);
+  await checkArchiveMagic(p, location);
   const root = await extractArchive(p);
   try {
     const text = await readManifestFile(root, location);
@@ -83,13 +84,16 @@ export async function openBundle(location: string, opts: OpenBundleOptions = {})
 }
 
 /**
- * With a key, an encrypted bundle's manifest must carry a valid MAC (format 1.1 and later); a format 1.0 bundle
- * has none and is read as before.
+ * With a key, an encrypted bundle's manifest must carry a valid MAC. One without (format 1.0, which had none) is
+ * refused: relabelling a bundle 1.0.0 and dropping its MAC would otherwise turn the check off.
  */
 function authenticated(m: BundleManifest, text: string, shown: string, key: Buffer | undefined): BundleManifest {
   if (!key || !m.encryption) return m;
-  const legacy = /^1\.0\./.test(m.formatVersion);
-  if (legacy && m.encryption.mac === undefined) return m;
+  if (m.encryption.mac === undefined) {
+    throw new BadInputError(`${shown}: ${MANIFEST_FILE} of this encrypted bundle carries no authentication code, so it is not read with a key`, {
+      hint: 'format 1.0 bundles had none: export again with this version; nothing was read from the bundle',
+    });
+  }
   if (!manifestMacValid(key, JSON.parse(text))) {
     throw new BadInputError(`${shown}: ${MANIFEST_FILE} fails its authentication check (edited after export, or this is not the bundle's key)`, {
       hint: 'nothing was read from the bundle',
@@ -104,18 +108,21 @@ export async function readBundleManifest(location: string): Promise<BundleManife
   const st = await fs.stat(p).catch(() => undefined);
   if (!st) throw new BadInputError(`${p}: no such bundle (file or directory not found)`);
   if (st.isDirectory()) return parseManifest(await readManifestFile(p), p);
-  await checkArchiveMagic(p);
+  // Opening a FIFO for reading waits for a writer: one in the backups folder hung `list` and `prune`.
+  if (!st.isFile()) throw new BadInputError(`${p} is not a bundle (neither a directory nor a .tar.gz file)`);
+  await checkArchiveMagic(p, location);
   const buf = await readArchiveManifest(p);
-  if (!buf) throw new BadInputError(`${p} is not a bundle: the archive holds no ${MANIFEST_FILE}`);
-  return parseManifest(buf.toString('utf8'), p);
+  if (!buf) throw new BadInputError(`${location} is not a bundle: the archive holds no ${MANIFEST_FILE}`);
+  return parseManifest(buf.toString('utf8'), location);
 }
 
-async function checkArchiveMagic(p: string): Promise<void> {
+/** `shown` is what the user named (an s3:// URL rather than the temporary file it was downloaded to). */
+async function checkArchiveMagic(p: string, shown: string): Promise<void> {
   const fh = await fs.open(p, 'r');
   try {
     const { buffer, bytesRead } = await fh.read(Buffer.alloc(2), 0, 2, 0);
     if (bytesRead < 2 || buffer[0] !== 0x1f || buffer[1] !== 0x8b)
-      throw new BadInputError(`${p} is not a bundle (not a directory and not a gzip-compressed tar archive)`);
+      throw new BadInputError(`${shown} is not a bundle (not a directory and not a gzip-compressed tar archive)`);
   } finally {
     await fh.close();
   }
@@ -176,18 +183,6 @@ export function parseManifest(text: string, shown: string): BundleManifest {
   m.secretsExcluded = !!m.secretsExcluded;
   m.complete = m.complete !== false;
   return m as BundleManifest;
-}
-
-/** Is any value nested deeper than `max` levels? Iterative, so it cannot overflow itself. */
-function depthExceeds(root: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[root, 0]];
-  while (stack.length) {
-    const [v, d] = stack.pop()!;
-    if (!v || typeof v !== 'object') continue;
-    if (d > max) return true;
-    for (const c of Object.values(v)) if (c && typeof c === 'object') stack.push([c, d + 1]);
-  }
-  return false;
 }
 
 /** Does a resource type entry match one of the user's kind words? */
@@ -280,6 +275,7 @@ class BundleImpl implements Bundle {
     ) {
       throw new BadInputError(`${this.source}: ${rel} is not a Kubernetes object`);
     }
+    if (depthExceeds(obj, MAX_OBJECT_DEPTH)) throw new BadInputError(`${this.source}: ${rel} is nested deeper than a Kubernetes object can be`);
     return { object: obj as KubeObject, problem: objectPathMismatch(rel, obj) };
   }
 

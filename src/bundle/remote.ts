@@ -18,7 +18,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { BadInputError, EnvironmentError, errorMessage } from '../core/errors.js';
+import { BadInputError, EnvironmentError, errorMessage, isErrorKind } from '../core/errors.js';
 import type { BundleManifest } from './types.js';
 
 export const isRemote = (p: string | undefined): p is string => !!p && /^s3:\/\//i.test(p);
@@ -136,10 +136,12 @@ export async function fetchBundle(url: string): Promise<string> {
       throw storageError(`cannot read s3://${loc.bucket}/${key}`, err);
     }
     const file = path.join(dir, path.basename(key).endsWith(ARCHIVE) ? path.basename(key) : `bundle${ARCHIVE}`);
+    const shown = `s3://${loc.bucket}/${key}`;
     try {
-      await pipeline(body, createWriteStream(file, { mode: 0o600 }));
+      await pipeline(body, checkedDownload(shown), createWriteStream(file, { mode: 0o600 }));
     } catch (err) {
-      throw storageError(`cannot download s3://${loc.bucket}/${key}`, err);
+      if (isErrorKind(err, 'bad-input')) throw err;
+      throw storageError(`cannot download ${shown}`, err);
     }
     return file;
   }
@@ -148,10 +150,38 @@ export async function fetchBundle(url: string): Promise<string> {
   });
 }
 
+/** The most an s3:// bundle may hold: what extracting an archive accepts unpacked (archive.ts). */
+export const MAX_REMOTE_BUNDLE_BYTES = 8 * 1024 * 1024 * 1024;
+
+/**
+ * Check a download as it streams, naming the URL: anything that does not start as gzip stops after its first
+ * bytes (it was downloaded whole before, then refused naming the temporary file), and so does one past the limit.
+ */
+function checkedDownload(shown: string) {
+  return async function* (source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+    let head = Buffer.alloc(0);
+    let total = 0;
+    for await (const chunk of source) {
+      if (head.length < 2) {
+        head = Buffer.concat([head, chunk]).subarray(0, 2);
+        if (head.length === 2 && (head[0] !== 0x1f || head[1] !== 0x8b))
+          throw new BadInputError(`${shown} is not a bundle (not a gzip-compressed tar archive)`);
+      }
+      total += chunk.length;
+      if (total > MAX_REMOTE_BUNDLE_BYTES) throw new BadInputError(`${shown} is larger than ${MAX_REMOTE_BUNDLE_BYTES} bytes; not read`);
+      yield chunk;
+    }
+    if (head.length < 2) throw new BadInputError(`${shown} is not a bundle (not a gzip-compressed tar archive)`);
+  };
+}
+
 export interface RemoteListed {
   path: string;
   id: string;
+  /** What the manifest (or the object's metadata) claims: shown, never used to decide anything. */
   createdAt: string;
+  /** When the storage itself recorded the bundle (S3 LastModified, the manifest file's mtime): retention goes by this. */
+  storedAt: string;
   cluster: string;
   clusterUid: string;
   calico?: string;
@@ -185,6 +215,7 @@ export async function listRemoteBundles(url: string, onSkip?: (p: string, why: s
           path: shown,
           id: m['bundle-id'],
           createdAt: m['created-at'],
+          storedAt: (o.LastModified ?? new Date(0)).toISOString(),
           cluster: m.cluster ?? '',
           clusterUid: m['cluster-uid'] ?? '',
           calico: m.calico || undefined,
@@ -198,8 +229,11 @@ export async function listRemoteBundles(url: string, onSkip?: (p: string, why: s
   } catch (err) {
     throw storageError(`cannot list ${url}`, err);
   }
-  return out.sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+  return out.sort(newestStoredFirst);
 }
+
+export const newestStoredFirst = (a: Pick<RemoteListed, 'storedAt'>, b: Pick<RemoteListed, 'storedAt'>) =>
+  a.storedAt < b.storedAt ? 1 : a.storedAt > b.storedAt ? -1 : 0;
 
 /** Delete one bundle object (prune). A bucket's object lock or retention refuses it; that is reported, not forced. */
 export async function deleteRemoteBundle(url: string): Promise<void> {

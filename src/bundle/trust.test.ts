@@ -3,9 +3,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { escapeControl } from '../cli/output.js';
-import { keyForBundle, keyForNewBundle } from './key.js';
+import { keyForBundle, keyForNewBundle, openBundleWithKey } from './key.js';
 import { configPathFor, resourcePathFor } from './paths.js';
 import { openBundle } from './reader.js';
 import { verifyBundle } from './verify.js';
@@ -69,7 +69,7 @@ describe('authenticated encryption (format 1.1)', () => {
     await expect(openBundle(out, { encryptionKey: key })).rejects.toThrow(/manifest\.json fails its authentication check/);
   });
 
-  it('two encrypted files swapped and the MAC left out (as if written by 1.0): decryption fails naming the file', async () => {
+  it('relabelled format 1.0.0 with its MAC dropped: refused with the key, nothing read', async () => {
     const key = randomBytes(32);
     const { out, a, b } = await encryptedBundle(key);
     const da = fs.readFileSync(path.join(out, a));
@@ -82,9 +82,20 @@ describe('authenticated encryption (format 1.1)', () => {
       m.files[a].sha256 = sha(db);
       m.files[b].sha256 = sha(da);
     });
-    const bundle = await openBundle(out, { encryptionKey: key });
-    await expect(bundle.readObject(a)).rejects.toThrow(new RegExp(`cannot decrypt ${a.replace(/\./g, '\\.')}`));
-    expect((await verifyBundle(bundle, { decrypt: true })).problems.map((p) => p.file)).toEqual([a, b]);
+    await expect(openBundle(out, { encryptionKey: key })).rejects.toThrow(/manifest\.json of this encrypted bundle carries no authentication code/);
+  });
+
+  it('the encryption record deleted (the bundle passed off as plain): refused when a key is given, read as plain without one', async () => {
+    const key = randomBytes(32);
+    const { out } = await encryptedBundle(key);
+    editManifest(out, (m) => delete m.encryption);
+    vi.stubEnv('CNI_REWIND_ENCRYPTION_KEY', '');
+    vi.stubEnv('CNI_REWIND_ENCRYPTION_PASSPHRASE', '');
+    const keyFile = path.join(dir, 'key');
+    fs.writeFileSync(keyFile, key.toString('hex'), { mode: 0o600 });
+    await expect(openBundleWithKey(out, { keyFile })).rejects.toThrow(/is not encrypted, but a key was given/);
+    expect((await openBundleWithKey(out, {})).manifest.encryption).toBeUndefined();
+    vi.unstubAllEnvs();
   });
 
   it('an edited manifest.json (notes) of an encrypted bundle is refused with the key; readable without it', async () => {
@@ -108,6 +119,16 @@ describe('authenticated encryption (format 1.1)', () => {
     expect(() =>
       keyForBundle({ ...m, encryption: { ...m.encryption!, scrypt: { N: 1 << 30, r: 8, p: 1 } } }, { kind: 'passphrase', passphrase: 'x'.repeat(12) }, out),
     ).toThrow(/out of bounds/);
+    // Anything costlier than what the tool writes is refused before scrypt runs (the old bound allowed 4 GiB).
+    for (const scrypt of [
+      { N: 1 << 16, r: 8, p: 1 },
+      { N: 1 << 15, r: 16, p: 1 },
+      { N: 1 << 15, r: 8, p: 2 },
+    ]) {
+      expect(() => keyForBundle({ ...m, encryption: { ...m.encryption!, scrypt } }, { kind: 'passphrase', passphrase: 'x'.repeat(12) }, out)).toThrow(
+        /out of bounds/,
+      );
+    }
   });
 });
 

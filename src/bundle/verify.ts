@@ -9,7 +9,9 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { MANIFEST_FILE, parsePackedResourcePath, parseResourcePath, isPackedPath, DIRS } from './paths.js';
 import type { Bundle } from './reader.js';
+import { JsonDepthScanner } from '../util/depth.js';
 import { pool } from '../util/pool.js';
+import { MAX_OBJECT_DEPTH } from './format.js';
 
 export interface VerifyProblem {
   file: string;
@@ -43,12 +45,14 @@ export async function verifyBundle(bundle: Bundle, opts: VerifyOptions = {}): Pr
       problems.push({ file: rel, problem: 'missing' });
       return;
     }
-    const { size, hash, lines } = await hashFile(path.join(bundle.root, rel));
+    const packed = packs && isPackedPath(rel);
+    const { size, hash, lines, depth } = await hashFile(path.join(bundle.root, rel), packed);
     checked++;
     if (size !== entry.size) problems.push({ file: rel, problem: `size ${size} differs from the manifest (${entry.size})` });
     else if (hash !== entry.sha256) problems.push({ file: rel, problem: 'sha256 does not match the manifest (file edited or corrupted)' });
-    else if (packs && isPackedPath(rel) && lines !== entry.objects)
+    else if (packed && lines !== entry.objects)
       problems.push({ file: rel, problem: `holds ${lines} lines, but the manifest says ${entry.objects ?? 'nothing about'} objects` });
+    else if (depth > MAX_OBJECT_DEPTH) problems.push({ file: rel, problem: `holds an object nested ${depth} deep (at most ${MAX_OBJECT_DEPTH})` });
   });
   // Object.hasOwn, not `in`: an unlisted file named constructor or __proto__ is still unlisted.
   for (const f of onDisk) if (!Object.hasOwn(m.files, f)) problems.push({ file: f, problem: 'not listed in the manifest (extra file)' });
@@ -95,9 +99,11 @@ async function walk(root: string, rel: string, out: Set<string>, problems: Verif
   }
 }
 
-function hashFile(file: string): Promise<{ size: number; hash: string; lines: number }> {
+/** Size, sha256 and lines of a file; of a packed (JSON lines) file also its deepest nesting, seen without parsing it. */
+function hashFile(file: string, packed: boolean): Promise<{ size: number; hash: string; lines: number; depth: number }> {
   return new Promise((resolve, reject) => {
     const h = createHash('sha256');
+    const scanner = packed ? new JsonDepthScanner() : undefined;
     let size = 0;
     let lines = 0;
     createReadStream(file)
@@ -105,9 +111,10 @@ function hashFile(file: string): Promise<{ size: number; hash: string; lines: nu
         const b = c as Buffer;
         size += b.length;
         h.update(b);
+        scanner?.update(b);
         for (let i = b.indexOf(0x0a); i >= 0; i = b.indexOf(0x0a, i + 1)) lines++;
       })
-      .on('end', () => resolve({ size, hash: h.digest('hex'), lines }))
+      .on('end', () => resolve({ size, hash: h.digest('hex'), lines, depth: scanner?.deepest ?? 0 }))
       .on('error', reject);
   });
 }

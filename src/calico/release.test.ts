@@ -1,11 +1,13 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BadInputError } from '../core/errors.js';
-import { loadRelease, releaseBaseUrl } from './release.js';
+import { loadRelease, MAX_RELEASE_FILE_BYTES, releaseBaseUrl } from './release.js';
 import { readShippedFile, shippedReleasesDir } from './shipped.js';
 
 const fixtures = shippedReleasesDir();
@@ -57,6 +59,16 @@ describe('loadRelease from a folder', () => {
     await expect(loadRelease('3.27.4', { manifests: dir })).rejects.toThrow(
       /not Calico v3\.27\.4's operator manifest: it runs operator v1\.34\.3 \(Calico v3\.28\.1\)/,
     );
+  });
+
+  it('refuses a FIFO as a manifest and a small .gz that unpacks past the limit, in one line each', { timeout: 10_000 }, async () => {
+    const fifo = mkdtempSync(path.join(os.tmpdir(), 'cnr-rel-'));
+    execFileSync('mkfifo', [path.join(fifo, 'tigera-operator.yaml')]);
+    await expect(loadRelease('3.27.4', { manifests: fifo })).rejects.toThrow(/release manifest .*tigera-operator\.yaml is not a regular file/);
+    const bomb = mkdtempSync(path.join(os.tmpdir(), 'cnr-rel-'));
+    // 40 MiB of spaces packs to about 40 KiB.
+    writeFileSync(path.join(bomb, 'tigera-operator.yaml.gz'), gzipSync(Buffer.alloc(MAX_RELEASE_FILE_BYTES + 8 * 1024 * 1024, ' ')));
+    await expect(loadRelease('3.27.4', { manifests: bomb })).rejects.toThrow(/tigera-operator\.yaml\.gz unpacks to more than 33554432 bytes/);
   });
 
   it('reports missing files, a missing folder, a 3.30 release without operator-crds.yaml, and junk', async () => {

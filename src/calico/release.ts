@@ -13,10 +13,11 @@
  * (manifest installs).
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { BadInputError, EnvironmentError } from '../core/errors.js';
+import { readInputFile } from '../io/safe-file.js';
 import { httpGet, type HttpGetResponse } from '../net/http-get.js';
 import { parseManifests } from '../kube/manifests.js';
 import type { KubeObject } from '../kube/types.js';
@@ -199,6 +200,12 @@ interface Fetcher {
   read(name: string): Promise<{ text: string; file: ReleaseFile } | undefined>;
 }
 
+/**
+ * The most a release manifest may hold, read or unpacked: the largest Calico ships is under 2 MiB. A FIFO,
+ * /dev/zero, a small .gz that unpacks to gigabytes or an endless answer fail in one line instead.
+ */
+export const MAX_RELEASE_FILE_BYTES = 32 * 1024 * 1024;
+
 function fileRecord(source: string, text: string): ReleaseFile {
   return { source, sha256: createHash('sha256').update(text).digest('hex'), bytes: Buffer.byteLength(text) };
 }
@@ -231,14 +238,17 @@ function dirFetcher(root: string, v: string): Fetcher {
     async read(name) {
       const p = path.join(dir, name);
       if (existsSync(p)) {
-        const text = readFileSync(p, 'utf8');
+        const text = readInputFile(p, 'release manifest', MAX_RELEASE_FILE_BYTES).data.toString('utf8');
         return { text, file: fileRecord(p, text) };
       }
       if (!existsSync(`${p}.gz`)) return undefined;
+      const packed = readInputFile(`${p}.gz`, 'release manifest', MAX_RELEASE_FILE_BYTES).data;
       let text: string;
       try {
-        text = gunzipSync(readFileSync(`${p}.gz`)).toString('utf8');
+        text = gunzipSync(packed, { maxOutputLength: MAX_RELEASE_FILE_BYTES }).toString('utf8');
       } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
+          throw new BadInputError(`${p}.gz unpacks to more than ${MAX_RELEASE_FILE_BYTES} bytes; not a release manifest`);
         throw new BadInputError(`${p}.gz is not a readable gzip file: ${(err as Error).message}`);
       }
       return { text, file: fileRecord(`${p}.gz`, text) };
@@ -283,7 +293,12 @@ function urlFetcher(url: string, v: string, offline?: boolean): Fetcher {
       }
       if (res.status === 404) return undefined;
       if (!res.ok) throw new EnvironmentError(`fetching ${target} answered HTTP ${res.status}`);
-      const text = await res.text();
+      let text: string;
+      try {
+        text = await res.text(MAX_RELEASE_FILE_BYTES);
+      } catch (err) {
+        throw new EnvironmentError(`cannot fetch ${target}: ${(err as Error).message}`);
+      }
       return { text, file: fileRecord(target, text) };
     },
   };

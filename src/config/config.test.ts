@@ -1,3 +1,6 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, parseConfig, parseDuration } from './config.js';
@@ -29,5 +32,15 @@ describe('config and node mapping files', () => {
     expect(parseDuration('90')).toBe(90_000);
     expect(() => parseDuration('soon')).toThrow(/not a duration/);
     expect(() => parseDuration('5x')).toThrow(/not a duration/);
+  });
+});
+
+describe('config and node mapping files that are not regular files', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-config-fifo-'));
+  const fifo = path.join(dir, 'fifo.yaml');
+  execFileSync('mkfifo', [fifo]);
+  it('a FIFO as the config file or the node mapping file is refused at once, not waited on', { timeout: 3000 }, async () => {
+    await expect(loadConfig(fifo)).rejects.toThrow(`cannot read config file ${fifo}: is not a regular file`);
+    await expect(loadNodeMapping(fifo)).rejects.toThrow(`cannot read node mapping file ${fifo}: is not a regular file`);
   });
 });

@@ -7,7 +7,7 @@
  *   mapping: ./node-mapping.yaml   # relative to the config file
  *   backup: { concurrency: 16, snapshotTimeout: 30m }
  */
-import { readFile } from 'node:fs/promises';
+import { readInputText } from '../io/safe-file.js';
 import path from 'node:path';
 import yaml from 'js-yaml';
 import { BadInputError, errorMessage } from '../core/errors.js';
@@ -56,12 +56,8 @@ export function parseConfig(doc: unknown, source: string): CniRewindConfig {
 
 export async function loadConfig(file: string): Promise<CniRewindConfig> {
   const abs = path.resolve(file);
-  let text: string;
-  try {
-    text = await readFile(abs, 'utf8');
-  } catch (err) {
-    throw new BadInputError(`cannot read config file ${file}: ${errorMessage(err)}`);
-  }
+  // Not readFile: a FIFO named as the config file would hang the command.
+  const text = readInputText(abs, 'config file');
   let doc: unknown;
   try {
     doc = yaml.load(text);

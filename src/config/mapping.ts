@@ -7,7 +7,7 @@
  *     worker-1: { provider: libvirt, domain: k8s-worker-1 }
  *     worker-2: { provider: proxmox, node: pve1, vmid: 102 }
  */
-import { readFile } from 'node:fs/promises';
+import { readInputText } from '../io/safe-file.js';
 import yaml from 'js-yaml';
 import { BadInputError, errorMessage } from '../core/errors.js';
 import type { NodeMappingEntry } from '../provider-kit/types.js';
@@ -45,12 +45,8 @@ export function parseNodeMapping(doc: unknown, source: string): NodeMapping {
 }
 
 export async function loadNodeMapping(path: string): Promise<NodeMapping> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (err) {
-    throw new BadInputError(`cannot read node mapping file ${path}: ${errorMessage(err)}`);
-  }
+  // Not readFile: a FIFO named as the mapping file (a config's `mapping:` too) would hang the command.
+  const text = readInputText(path, 'node mapping file');
   let doc: unknown;
   try {
     doc = yaml.load(text);

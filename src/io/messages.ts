@@ -60,6 +60,8 @@ export const MESSAGES = {
   CNR_PRUNE_SNAPSHOTS: info(),
   CNR_PRUNE_FAILED: warn(),
   CNR_PRUNE_UPLOADS: warn(),
+  CNR_PRUNE_UNVERIFIED: warn(),
+  CNR_PRUNE_NOT_CONFIRMED: warn(),
 
   // plan and apply
   CNR_PLAN_CURRENT: info(),

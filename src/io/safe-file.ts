@@ -112,6 +112,16 @@ export function readInputFile(file: string, what: string, maxBytes = MAX_INPUT_F
   }
 }
 
+/** readInputFile as text, its errors worded `cannot read <what> <file>: <why>` (config and node mapping files). */
+export function readInputText(file: string, what: string, maxBytes = MAX_INPUT_FILE_BYTES): string {
+  try {
+    return readInputFile(file, what, maxBytes).data.toString('utf8');
+  } catch (err) {
+    const why = (err as Error).message;
+    throw new BadInputError(`cannot read ${what} ${file}: ${why.startsWith(`${what} ${file} `) ? why.slice(what.length + file.length + 2) : why}`);
+  }
+}
+
 /** Read to the end, never more than `max` bytes (a file may grow between fstat and read). */
 function readAll(fd: number, sizeHint: number, max: number, tooBig?: () => Error): Buffer {
   const chunks: Buffer[] = [];

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -20,7 +21,10 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 /** A kubeconfig (JSON is YAML) with the given clusters/users/contexts; insecure http servers need no certificates. */
 function kubeconfig(
   name: string,
-  cfg: { current?: string; entries: { ctx: string; cluster: string; server: string; user: string; userSpec?: object; proxy?: string }[] },
+  cfg: {
+    current?: string;
+    entries: { ctx: string; cluster: string; server: string; user: string; userSpec?: object; proxy?: string; clusterSpec?: object }[];
+  },
 ): string {
   const file = path.join(dir, name);
   writeFileSync(
@@ -31,7 +35,7 @@ function kubeconfig(
       'current-context': cfg.current,
       clusters: cfg.entries.map((e) => ({
         name: e.cluster,
-        cluster: { server: e.server, 'insecure-skip-tls-verify': true, ...(e.proxy ? { 'proxy-url': e.proxy } : {}) },
+        cluster: { server: e.server, ...(e.clusterSpec ?? { 'insecure-skip-tls-verify': true }), ...(e.proxy ? { 'proxy-url': e.proxy } : {}) },
       })),
       users: cfg.entries.map((e) => ({ name: e.user, user: e.userSpec ?? { token: `token-of-${e.user}` } })),
       contexts: cfg.entries.map((e) => ({ name: e.ctx, context: { cluster: e.cluster, user: e.user } })),
@@ -204,5 +208,58 @@ process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/
     await expect(client.serverVersion()).rejects.toBeInstanceOf(KubeConnectionError);
     expect(Date.now() - t0).toBeLessThan(2000);
     client.close();
+  });
+});
+
+describe('exec credential plugins', () => {
+  it("a plugin's env: reaches the plugin only, never this process's environment", async () => {
+    const plugin = path.join(dir, 'plugin.mjs');
+    // Prints an ExecCredential whose token is the value it was given, so the test sees the plugin got it.
+    writeFileSync(
+      plugin,
+      `process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: 'tok-' + process.env.CNR_TEST_PLUGIN_ENDPOINT } }));`,
+    );
+    const file = kubeconfig('exec-env', {
+      current: 'c',
+      entries: [
+        {
+          ctx: 'c',
+          cluster: 'k',
+          server: 'https://127.0.0.1:1',
+          user: 'u',
+          userSpec: {
+            exec: {
+              apiVersion: 'client.authentication.k8s.io/v1',
+              command: process.execPath,
+              args: [plugin],
+              env: [{ name: 'CNR_TEST_PLUGIN_ENDPOINT', value: 'http://127.0.0.1:9/elsewhere' }],
+              interactiveMode: 'Never',
+            },
+          },
+        },
+      ],
+    });
+    const conn = await connect({ kubeconfig: file });
+    expect((await conn.authHeaders()).Authorization).toBe('Bearer tok-http://127.0.0.1:9/elsewhere');
+    expect(process.env.CNR_TEST_PLUGIN_ENDPOINT).toBeUndefined();
+  });
+});
+
+describe('files a kubeconfig names', () => {
+  const withCa = (name: string, ca: string) =>
+    kubeconfig(name, {
+      current: 'c',
+      entries: [{ ctx: 'c', cluster: 'k', server: 'https://127.0.0.1:1', user: 'u', clusterSpec: { 'certificate-authority': ca } }],
+    });
+
+  it('a certificate-authority that is a FIFO or /dev/zero is refused at once; a regular file is read', { timeout: 3000 }, async () => {
+    const fifo = path.join(dir, 'ca.fifo');
+    execFileSync('mkfifo', [fifo]);
+    await expect(connect({ kubeconfig: withCa('kc-fifo', fifo) })).rejects.toThrow(`the kubeconfig's certificate-authority ${fifo} is not a regular file`);
+    await expect(connect({ kubeconfig: withCa('kc-zero', '/dev/zero') })).rejects.toThrow(/certificate-authority \/dev\/zero is not a regular file/);
+    const pem = path.join(dir, 'ca.pem');
+    writeFileSync(pem, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+    const conn = await connect({ kubeconfig: withCa('kc-pem', pem) });
+    expect(String(conn.tls.ca)).toBe(readFileSync(pem, 'utf8'));
   });
 });

@@ -1,3 +1,4 @@
+import { spawn, type SpawnOptions } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import type https from 'node:https';
 import os from 'node:os';
@@ -87,6 +88,8 @@ export async function connect(opts: ConnectionOptions): Promise<Connection> {
     throw new BadInputError(`kubeconfig ${source} has no current cluster`, { hint: 'set current-context or pass --context' });
   }
   const user = kc.getCurrentUser();
+  inlineReferencedFiles(cluster, user);
+  keepExecEnvToThePlugin(kc, user);
   if (user?.authProvider?.name === 'oidc') useWorkingOidcClient(libraryAuthenticators(kc).oidc);
   const tlsOpts: https.RequestOptions = {};
   try {
@@ -142,6 +145,48 @@ function loadMerged(kc: KubeConfig, Ctor: typeof KubeConfig, files: string[]): v
     currentContext ||= one.getCurrentContext();
   }
   kc.loadFromOptions({ clusters, users, contexts, currentContext });
+}
+
+/** The most a certificate, key or token file a kubeconfig names may hold (a long chain of PEM certificates fits). */
+const MAX_CREDENTIAL_FILE_BYTES = 1024 * 1024;
+
+/**
+ * Read the files the kubeconfig names for the current cluster and user ourselves, as regular files of a bounded
+ * size, and hand the library their contents: it reads them whole with no check, so `certificate-authority:
+ * /dev/zero` grew without end and a FIFO hung the command. A token file (read again at each refresh) is checked.
+ */
+function inlineReferencedFiles(cluster: Cluster, user: User | null): void {
+  const read = (file: string, what: string) => readInputFile(file, `the kubeconfig's ${what}`, MAX_CREDENTIAL_FILE_BYTES).data.toString('base64');
+  const c = cluster as { caFile?: string; caData?: string };
+  if (c.caFile) [c.caData, c.caFile] = [read(c.caFile, 'certificate-authority'), undefined];
+  const u = user as { certFile?: string; certData?: string; keyFile?: string; keyData?: string } | null;
+  if (u?.certFile) [u.certData, u.certFile] = [read(u.certFile, 'client-certificate'), undefined];
+  if (u?.keyFile) [u.keyData, u.keyFile] = [read(u.keyFile, 'client-key'), undefined];
+  const tokenFile = user?.authProvider?.config?.tokenFile;
+  if (typeof tokenFile === 'string') read(tokenFile, 'token file');
+}
+
+/** A plugin's kubeconfig `env:` by its command line, handed to that plugin's process only. */
+const pluginEnvs = new Map<string, Record<string, string>>();
+const pluginKey = (command: string, args: readonly string[] | undefined) => [command, ...(args ?? [])].join('\0');
+
+/**
+ * The library writes an exec plugin's `env:` into this process's own environment before it starts the plugin, so
+ * a kubeconfig could set AWS_ENDPOINT_URL_S3 or HTTPS_PROXY for everything cni-rewind does after (a whole bundle
+ * went to another endpoint). The entries are taken out of the user's config and given to the plugin's process alone.
+ */
+function keepExecEnvToThePlugin(kc: KubeConfig, user: User | null): void {
+  const u = user as (User & { exec?: { command?: string; args?: string[]; env?: unknown } }) | null;
+  const exec = u?.exec ?? u?.authProvider?.config?.exec;
+  if (!exec?.command || !Array.isArray(exec.env)) return;
+  const env: Record<string, string> = {};
+  for (const e of exec.env as { name?: unknown; value?: unknown }[]) if (typeof e?.name === 'string') env[e.name] = String(e.value ?? '');
+  pluginEnvs.set(pluginKey(exec.command, exec.args), env);
+  delete exec.env;
+  const authenticator = libraryAuthenticators(kc).exec as unknown as { execFn?: (c: string, a: readonly string[], o?: SpawnOptions) => unknown } | undefined;
+  if (authenticator)
+    authenticator.execFn = (command: string, args: readonly string[], options: SpawnOptions = {}) =>
+      spawn(command, args, { ...options, env: { ...process.env, ...options.env, ...pluginEnvs.get(pluginKey(command, args)) } });
 }
 
 /** What the library's authenticators keep between calls (they are not exported, so they are found by shape). */

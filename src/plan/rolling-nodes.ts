@@ -9,7 +9,6 @@ import path from 'node:path';
 import { parseDuration } from '../config/config.js';
 import type { NodeMapping } from '../config/mapping.js';
 import { describePreflight, drainPreflight } from '../drain/drain.js';
-import { BadInputError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
@@ -71,11 +70,7 @@ export async function planRollingNodes(
   };
   const { providers, mapping } = await openRollingProviders(settings, reporter);
   try {
-    if (settings.provider !== 'auto' && !providers.has(settings.provider)) {
-      throw new BadInputError(`unknown provider '${settings.provider}'`, {
-        hint: `built-in providers: ${providers.names().join(', ')}; a third-party one is given with --provider-module`,
-      });
-    }
+    if (settings.provider !== 'auto') providers.assertKnown(settings.provider);
     const nodes = rollingOrder(await client.listAll(K.node));
     const { targets, unresolved } = await resolveNodes(nodes.map(nodeInfo), providers, { mapping, provider: settings.provider });
     const byNode = new Map(targets.map((t) => [t.node, t]));

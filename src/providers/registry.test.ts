@@ -59,6 +59,16 @@ describe('provider registry', () => {
     expect(p.reboot).toBeUndefined();
   });
 
+  it('a set never imports a name that is neither built in nor registered (names come from bundle manifests too)', async () => {
+    const flag = `cnrPlanted${process.pid}`;
+    const planted = write('planted.mjs', `globalThis.${flag} = true; ${goodModule}`);
+    const set = new ProviderSet(() => ctx);
+    for (const name of [planted, `data:text/javascript,globalThis.${flag}=true;export default {}`, 'nosuchprovider']) {
+      await expect(set.get(name)).rejects.toThrow(`unknown provider '${name}'`);
+    }
+    expect((globalThis as Record<string, unknown>)[flag]).toBeUndefined();
+  });
+
   it('accepts a named `provider` export', async () => {
     const p = await loadProvider(write('named.mjs', goodModule.replace('export default', 'export const provider =')), ctx);
     expect(p.name).toBe('toy');

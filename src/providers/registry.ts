@@ -139,9 +139,27 @@ export class ProviderSet {
     return this.extraModules.has(name) || isBuiltinProvider(name);
   }
 
+  /** Refuse a name this set cannot create (a typo on the command line, or anything a bundle or plan names). */
+  assertKnown(name: string): void {
+    if (this.has(name)) return;
+    throw new BadInputError(`unknown provider '${name}'`, {
+      hint: `built-in providers: ${this.names().join(', ')}; a third-party one is given with --provider-module`,
+    });
+  }
+
+  /**
+   * The provider of a built-in name or of a module registered from the command line or config. Any other name is
+   * refused, never imported: names also come from bundle manifests, which anyone who can write the backups location
+   * can plant (a `data:` URL or a `.mjs` beside the manifest would otherwise run as this process).
+   */
   get(name: string): Promise<SnapshotProvider> {
     let p = this.instances.get(name);
     if (!p) {
+      try {
+        this.assertKnown(name);
+      } catch (err) {
+        return Promise.reject(err);
+      }
       const extra = this.extraModules.get(name);
       p = extra ? Promise.resolve(extra.create(this.ctxFor(name))).then((i) => validateProviderInstance(i, name)) : loadProvider(name, this.ctxFor(name));
       this.instances.set(name, p);

@@ -6,6 +6,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { CALICO_CRD_GROUP, OPERATOR_DEPLOYMENT, OPERATOR_GROUP, OPERATOR_NAMESPACE } from '../calico/knowledge.js';
+import { crdRefusal } from '../calico/shipped-crds.js';
 import { matchesKind } from '../bundle/reader.js';
 import type { BundleManifest } from '../bundle/types.js';
 import { BadInputError, RefusedError } from '../core/errors.js';
@@ -71,12 +72,13 @@ export async function planRestore(
 
   reporter.info('CNR_RESTORE_READ', `reading bundle ${m.id}`);
   const summary = await timer.time('readBundle', () => firstPass(bundle, opts));
+  const liveCrdList = await timer.time('readCluster', () => listCrds(client));
+  const liveCrds = new Map(liveCrdList.map((c) => [crdKey(c.spec.group, c.spec.names.kind), c]));
+  refuseUnshippedCrds(summary, liveCrds, m.calico?.version);
   for (const r of summary.refused) reporter.warn('CNR_RESTORE_REFUSED_OBJECT', `${r.action.id}: ${r.action.reason}`);
   const bundleCrds = new Map(summary.crds.map((c) => [crdKey(c.spec.group, c.spec.names.kind), c]));
   const extraNs = namespacesNeeded(summary);
 
-  const liveCrdList = await timer.time('readCluster', () => listCrds(client));
-  const liveCrds = new Map(liveCrdList.map((c) => [crdKey(c.spec.group, c.spec.names.kind), c]));
   const crdsToCreate = summary.crds.filter((c) => summary.neededGroups.has(c.spec.group) && !liveCrds.has(crdKey(c.spec.group, c.spec.names.kind)));
 
   // Planning creates no CRD, so a group-version found missing stays missing: ask discovery once, not per object.
@@ -200,8 +202,7 @@ async function firstPass(bundle: RestoreSource, opts: RestoreOptions): Promise<B
     crds: [],
     refused: [],
   };
-  const refuse = (o: KubeObject, reason: string) =>
-    s.refused.push({ action: { ref: refOf(o), id: idOf(o), phase: phaseOf(o).phase.id, action: 'refused', reason }, rank: phaseOf(o).rank });
+  const refuse = (o: KubeObject, reason: string) => s.refused.push(refusedAction(o, reason));
   for await (const o of restorable(bundle, opts, refuse)) {
     s.count++;
     s.inBundle.add(ownerKey(o.apiVersion, o.kind, o.metadata.name, o.metadata.namespace));
@@ -215,6 +216,25 @@ async function firstPass(bundle: RestoreSource, opts: RestoreOptions): Promise<B
   for (const c of crds) if (!isCalicoCrd(c)) refuse(c, `not restored: CustomResourceDefinition ${c.metadata.name} is not of a Calico group`);
   s.crds = crds.filter(isCalicoCrd);
   return s;
+}
+
+const refusedAction = (o: KubeObject, reason: string): Planned => ({
+  action: { ref: refOf(o), id: idOf(o), phase: phaseOf(o).phase.id, action: 'refused', reason },
+  rank: phaseOf(o).rank,
+});
+
+/**
+ * A bundle CRD the cluster lacks is created as the bundle has it, so its non-schema part (a conversion webhook to
+ * a URL of the bundle writer's choosing) must be a shipped release's: one that is not is refused, and the objects
+ * of its kind then have no CRD to be written with.
+ */
+function refuseUnshippedCrds(s: BundleSummary, liveCrds: Map<string, KubeObject>, bundleVersion: string | undefined): void {
+  s.crds = s.crds.filter((c) => {
+    if (liveCrds.has(crdKey(c.spec.group, c.spec.names.kind)) || !s.neededGroups.has(c.spec.group)) return true;
+    const why = crdRefusal(c, bundleVersion);
+    if (why) s.refused.push(refusedAction(c, `not restored: CustomResourceDefinition ${c.metadata.name}: ${why}`));
+    return !why;
+  });
 }
 
 /** Namespaces the namespaced objects need (the bundle records objects, not their namespaces); added to `s`. */

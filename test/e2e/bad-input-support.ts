@@ -98,7 +98,7 @@ export interface Case {
   name: string;
   /** Build the input; returns the CLI arguments. */
   args: (sb: Sandbox) => string[];
-  code: 2 | 4 | 5;
+  code: 2 | 3 | 4 | 5;
   /** What the one line must say. */
   message: RegExp;
   /** Extra assertions after the run. */

@@ -15,7 +15,8 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { packageRoot } from '../../src/core/package-root.js';
 import { applyFixture, runCli, testClient } from './helpers.js';
 import { populateCalico } from './population.js';
-import { trustCases, trustSetup, type TrustBase } from './trust-cases.js';
+import { trustCases, trustHelpers, trustSetup, type TrustBase } from './trust-cases.js';
+import { storageCases } from './trust-cases-storage.js';
 import { bundleDirCases } from './bad-input-bundles.js';
 import { otherInputCases } from './bad-input-inputs.js';
 import {
@@ -35,7 +36,8 @@ import {
 
 const trust = {} as TrustBase;
 const trustList = trustCases(trust, { bundleCopy, writeIn, tgzIn, manifestEntry, someObject, sha256 });
-const cases: Case[] = [...bundleDirCases, ...otherInputCases, ...trustList];
+const storageList = storageCases(trustHelpers(trust, { bundleCopy, writeIn, tgzIn, manifestEntry, someObject, sha256 }));
+const cases: Case[] = [...bundleDirCases, ...otherInputCases, ...trustList, ...storageList];
 
 describe('bad input: one clear line, the documented exit code, nothing written', () => {
   let client: KubeClient;
@@ -63,6 +65,7 @@ describe('bad input: one clear line, the documented exit code, nothing written',
     const doc = fs.readFileSync(path.join(packageRoot(), 'docs', 'RELIABILITY.md'), 'utf8');
     expect(doc.match(/is a corpus of (\d+) cases/)?.[1], 'the count in docs/RELIABILITY.md').toBe(String(cases.length));
     expect(doc.match(/the (\d+) cases of issue 18 live in/)?.[1], 'the issue-18 count in docs/RELIABILITY.md').toBe(String(trustList.length));
+    expect(doc.match(/the (\d+) cases of issue 32 in/)?.[1], 'the issue-32 count in docs/RELIABILITY.md').toBe(String(storageList.length));
   });
 
   for (const c of cases) {

@@ -8,7 +8,7 @@
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CreateBucketCommand, CreateMultipartUploadCommand, S3Client, UploadPartCommand } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, CreateMultipartUploadCommand, PutObjectCommand, S3Client, UploadPartCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
@@ -100,5 +100,37 @@ describe('bundles in S3 (moto)', () => {
     expect(pruned.code, pruned.stderr).toBe(0);
     const after = await runCli(['list', `s3://${BUCKET}/nightly`, '-o', 'json'], { env });
     expect(JSON.parse(after.stdout).map((b: any) => b.id)).toEqual([ids[2], ids[1]]);
+  });
+
+  it('issue 32: an object that only claims to be a bundle dated 2099 pushes out no real one', async () => {
+    const ex = await runCli(['export', '--out', `s3://${BUCKET}/hostile`, '-o', 'json'], { env });
+    expect(ex.code, ex.stderr).toBe(0);
+    const { id } = JSON.parse(ex.stdout);
+    await new Promise((r) => setTimeout(r, 1100)); // a later LastModified second
+    await s3.send(
+      new PutObjectCommand({
+        Bucket: BUCKET,
+        Key: 'hostile/planted.tar.gz',
+        Body: 'not a bundle.',
+        Metadata: { 'bundle-id': 'planted', 'created-at': '2099-01-01T00:00:00.000Z', complete: 'true' },
+      }),
+    );
+    const pruned = await runCli(['prune', `s3://${BUCKET}/hostile`, '--keep-last', '1', '-o', 'json'], { env });
+    expect(pruned.code, pruned.stderr).toBe(0);
+    expect(pruned.stderr).toMatch(/planted\.tar\.gz does not verify, so it is not counted/);
+    const after = await runCli(['list', `s3://${BUCKET}/hostile`, '-o', 'json'], { env });
+    expect(
+      JSON.parse(after.stdout)
+        .map((b: any) => b.id)
+        .sort(),
+    ).toEqual([id, 'planted'].sort());
+  });
+
+  it('issue 32: an s3:// object that is not a bundle is refused from its first bytes, naming its URL', async () => {
+    await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'junk/planted.tar.gz', Body: Buffer.alloc(32 * 1024 * 1024, 'x') }));
+    const v = await runCli(['verify', `s3://${BUCKET}/junk/planted.tar.gz`], { env });
+    expect(v.code, v.stderr).toBe(2);
+    expect(v.stderr).toMatch(/cni-rewind: s3:\/\/cnr-backups\/junk\/planted\.tar\.gz is not a bundle/);
+    expect(v.stderr).not.toMatch(/cni-rewind-s3-/);
   });
 });

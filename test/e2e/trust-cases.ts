@@ -119,6 +119,11 @@ export function trustHelpers(t: TrustBase, h: Helpers) {
     m.files[b!] = { ...m.files[b!], sha256: sha256(da), size: da.length };
   };
   const keyEnv = { CNI_REWIND_ENCRYPTION_KEY: TRUST_KEY };
+  /** Pass an encrypted bundle's manifest off as format 1.0, which had no MAC. */
+  const relabelLegacy = (m: any) => {
+    m.formatVersion = '1.0.0';
+    delete m.encryption.mac;
+  };
   const deep = (n: number) => '{"x":'.repeat(n) + '1' + '}'.repeat(n);
   /** The manifest as text with a deeply nested value spliced in (JSON.stringify itself would overflow on it). */
   const deepManifest = (n: number) => (d: string, m: any) => {
@@ -143,6 +148,7 @@ export function trustHelpers(t: TrustBase, h: Helpers) {
     encCopy,
     swap,
     keyEnv,
+    relabelLegacy,
     deep,
     deepManifest,
   };

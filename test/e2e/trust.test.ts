@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configPathFor, resourcePathFor } from '../../src/bundle/paths.js';
 import { dumpYaml } from '../../src/bundle/writer.js';
@@ -118,6 +119,35 @@ describe('trust boundaries against the test cluster', () => {
     expect(await client.getOrUndefined(netpolType, pop.namespace, 'trust-moved')).toBeUndefined();
     // The rest of the bundle was restored.
     expect((await client.get(ippools, undefined, poolObj.metadata.name)).spec.cidr).toBe(poolObj.spec.cidr);
+  });
+
+  it('restore does not create a Calico CRD whose conversion webhook the bundle changed (issue 32 #6)', async () => {
+    const name = 'caliconodestatuses.crd.projectcalico.org';
+    const dir = path.join(work, 'crd-webhook');
+    fs.cpSync(base, dir, { recursive: true });
+    const m = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
+    const rel = `crds/${name}.yaml`;
+    const crd = yaml.load(fs.readFileSync(path.join(dir, rel), 'utf8')) as any;
+    crd.spec.conversion = {
+      strategy: 'Webhook',
+      webhook: { conversionReviewVersions: ['v1'], clientConfig: { url: 'https://127.0.0.1:1/collect' } },
+    };
+    plant(dir, m, rel, crd);
+    fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(m, null, 2));
+    expect((await runCli(['verify', dir])).code, 'the edited bundle is self-consistent').toBe(0);
+    await client.delete(K.crd, undefined, name);
+    for (let i = 0; i < 100 && (await client.getOrUndefined(K.crd, undefined, name)); i++) await new Promise((r) => setTimeout(r, 100));
+    try {
+      const r = await runCli(['restore', dir, '--resources', '--yes']);
+      const out = r.stdout + r.stderr;
+      expect(r.code, out).toBe(3);
+      expect(out).toMatch(
+        /CustomResourceDefinition caliconodestatuses\.crd\.projectcalico\.org: not restored: .*its spec\.conversion differs from every shipped/,
+      );
+      expect(await client.getOrUndefined(K.crd, undefined, name)).toBeUndefined();
+    } finally {
+      await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
+    }
   });
 
   it('control characters from a bundle are shown escaped by inspect, list, verify and doctor', async () => {

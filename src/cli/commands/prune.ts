@@ -66,7 +66,9 @@ export const pruneCommand: Command<PruneArgs> = {
         kept: res.bundles.filter((b) => b.action.startsWith('kept')).map((b) => b.path),
         failed: res.failed,
         ...(res.abortedUploads.length || isRemote(dir) ? { [dryRun ? 'wouldAbortUploads' : 'abortedUploads']: res.abortedUploads } : {}),
-        ...(args.snapshots ? { snapshots: { [dryRun ? 'wouldDelete' : 'deleted']: snapshotIds, sharedWithKept: res.sharedWithKept } } : {}),
+        ...(args.snapshots
+          ? { snapshots: { [dryRun ? 'wouldDelete' : 'deleted']: snapshotIds, sharedWithKept: res.sharedWithKept, notConfirmed: res.notConfirmed } }
+          : {}),
       },
       () => {
         if (!res.bundles.length && !res.abortedUploads.length) return `no bundles under ${dir}`;
@@ -80,10 +82,13 @@ export const pruneCommand: Command<PruneArgs> = {
           { header: 'path', value: (b) => b.path },
         ]);
         const shared = res.sharedWithKept.length ? `\nleft alone (a kept bundle records them too): ${res.sharedWithKept.join(' ')}` : '';
+        const notConfirmed = res.notConfirmed.length
+          ? `\nleft alone (no provider lists them with this tool's tags for their bundle): ${res.notConfirmed.join(' ')}`
+          : '';
         const uploads = res.abortedUploads
           .map((u) => `\n${dryRun ? 'would abort' : 'aborted'} the unfinished upload of ${u.url} (begun ${u.initiated})`)
           .join('');
-        return table + shared + uploads;
+        return table + shared + notConfirmed + uploads;
       },
     );
     if (res.failed.length) throw new PartialFailureError(`${res.failed.length} bundle(s) or upload(s) could not be deleted: ${res.failed[0]}`);
