@@ -22,6 +22,9 @@ export const listCommand: Command<ListArgs> = {
       if (isRemote(dir)) throw err;
       if (args.dir) throw new BadInputError(`${dir}: no such directory`);
     }
+    // Shown newest first by the CREATED date the table shows (ties by path, so copies list in a stable order). prune
+    // does not go by this order: it decides by the date the storage recorded (catalog.ts, prune.ts).
+    out = [...out].sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : a.path.localeCompare(b.path)));
     ctx.print(out, () =>
       out.length === 0
         ? `no bundles under ${dir}`
