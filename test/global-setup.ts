@@ -34,8 +34,11 @@ export default async function setup(project: TestProject) {
 /**
  * test/prereqs.sh builds Calico's programs in the background (its own process group); a run that ends before them
  * (one file, or failures) does not leave compilers running after it. A half-built program is not cached.
+ * CNI_REWIND_KEEP_BUILDER=1 leaves it running: for a run of one file beside a longer run that started the builder
+ * (the builder and its PID file are shared by every checkout on the machine).
  */
 function stopBackgroundBuilds(): void {
+  if (process.env.CNI_REWIND_KEEP_BUILDER === '1') return;
   try {
     const pid = Number(readFileSync(path.join(buildCacheRoot(), 'calico-programs-builder.pid'), 'utf8').trim());
     // Only that builder: a PID file outlives its process, and PIDs are reused.
