@@ -14,7 +14,14 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['src/**/*.test.ts', 'providers/**/*.test.ts', 'examples/**/*.test.ts', 'test/docs/**/*.test.ts', 'test/architecture/**/*.test.ts'],
+          include: [
+            'src/**/*.test.ts',
+            'providers/**/*.test.ts',
+            'examples/**/*.test.ts',
+            'test/docs/**/*.test.ts',
+            'test/architecture/**/*.test.ts',
+            'test/support/**/*.test.ts',
+          ],
           testTimeout: 30_000,
         },
       },

@@ -341,13 +341,23 @@ export class KubeClient {
   }
 
   /** Poll until `check` returns a value (not undefined), or fail after `timeoutMs`. */
-  async waitFor<T>(what: string, check: () => Promise<T | undefined>, opts: { timeoutMs?: number; intervalMs?: number } = {}): Promise<T> {
-    const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+  /** Polls `check` until it returns a value. A timeout names the wait, its length and, from `state` (read once,
+   * then), what held it, so the message alone says why. */
+  async waitFor<T>(
+    what: string,
+    check: () => Promise<T | undefined>,
+    opts: { timeoutMs?: number; intervalMs?: number; state?: () => Promise<string> } = {},
+  ): Promise<T> {
+    const started = Date.now();
+    const deadline = started + (opts.timeoutMs ?? 60_000);
     const interval = opts.intervalMs ?? 500;
     for (;;) {
       const v = await check();
       if (v !== undefined) return v;
-      if (Date.now() > deadline) throw new EnvironmentError(`timed out waiting for ${what}`);
+      if (Date.now() > deadline) {
+        const state = opts.state ? await opts.state().catch((e: Error) => `(state unreadable: ${e.message})`) : '';
+        throw new EnvironmentError(`timed out after ${Math.round((Date.now() - started) / 1000)} s waiting for ${what}${state ? `: ${state}` : ''}`);
+      }
       await new Promise((r) => setTimeout(r, interval));
     }
   }

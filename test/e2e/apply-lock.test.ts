@@ -19,18 +19,11 @@ import { releasesDir } from '../support/releases.js';
 import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { deleteNodes, resetCalico, runCli, startCli, testClient } from './helpers.js';
 import { installCalico328 } from './plan-support.js';
+import { until } from '../support/until.js';
 
 const STEPS = ['preflight', 'pause-operator', 'apply-crds', 'apply-operator', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data'];
 const OTHER = 'other-host/4242/plan-other';
 const micro = (d = new Date()) => d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
-
-async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('apply: the lock taken by someone else mid-run', () => {
   let client: KubeClient;
@@ -67,7 +60,7 @@ describe('apply: the lock taken by someone else mid-run', () => {
     await until(
       'apply-crds to start (journal)',
       () => run.exited() || Journal.read(journal).records.some((r: any) => r.event === 'step-start' && r.step === 'apply-crds'),
-      240_000,
+      { timeoutMs: 240_000, intervalMs: 20, state: () => `journal ends: ${JSON.stringify(Journal.read(journal).records.slice(-3))}` },
     );
     expect(run.exited(), 'apply ended before apply-crds started').toBe(false);
     const lease = await client.get(K.lease, LOCK_NAMESPACE, LOCK_NAME);

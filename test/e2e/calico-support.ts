@@ -66,7 +66,7 @@ export async function waitApiServerTree(cluster: LocalCluster, client: KubeClien
       if (st?.apiserver?.error) throw new Error(`the supervisor cannot run the API server: ${st.apiserver.error}`);
       return st?.apiserver?.calico === tree && st.apiserver.pid ? true : undefined;
     },
-    { timeoutMs, intervalMs: 500 },
+    { timeoutMs, intervalMs: 500, state: async () => `the supervisor runs ${JSON.stringify(cluster.calicoStatus()?.apiserver ?? 'nothing')}` },
   );
 }
 
@@ -84,7 +84,11 @@ export async function waitTigeraStatusAvailable(client: KubeClient, name: string
       const ts = await client.getOrUndefined(TIGERA_STATUS, undefined, name);
       return tigeraCondition(ts, 'Available') === 'True' && tigeraCondition(ts, 'Degraded') !== 'True' ? ts : undefined;
     },
-    { timeoutMs, intervalMs: 1000 },
+    {
+      timeoutMs,
+      intervalMs: 1000,
+      state: async () => `its conditions: ${JSON.stringify((await client.getOrUndefined(TIGERA_STATUS, undefined, name))?.status?.conditions ?? 'none')}`,
+    },
   );
 }
 
@@ -267,7 +271,15 @@ export async function waitPoolAndDatastoreReady(client: KubeClient): Promise<voi
       const ci = await client.getOrUndefined(calicoType('clusterinformations', 'ClusterInformation'), undefined, 'default');
       return pool && ci?.spec?.datastoreReady === true ? true : undefined;
     },
-    { timeoutMs: 240_000, intervalMs: 500 },
+    {
+      timeoutMs: 240_000,
+      intervalMs: 500,
+      state: async () => {
+        const pool = await client.getOrUndefined(calicoType('ippools', 'IPPool'), undefined, 'default-ipv4-ippool');
+        const ci = await client.getOrUndefined(calicoType('clusterinformations', 'ClusterInformation'), undefined, 'default');
+        return `pool ${pool ? 'present' : 'absent'}, ClusterInformation ${ci ? `datastoreReady=${ci.spec?.datastoreReady}` : 'absent'}`;
+      },
+    },
   );
 }
 

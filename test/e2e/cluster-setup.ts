@@ -4,13 +4,15 @@
  * file finds it reset to that (test/support/cluster-reset.ts: Calico's programs stopped, everything the previous file
  * created deleted). Everything a file reads to find its cluster is set here: KUBECONFIG, and CNI_REWIND_CLUSTER_NAME /
  * CNI_REWIND_E2E_PORT_BASE for the files that hold a LocalCluster handle themselves or derive ports from it.
+ * A failed test's message gets what held it up (test/support/failure-diagnostics.ts): the next file's reset wipes it.
  */
 import path from 'node:path';
-import { inject } from 'vitest';
+import { beforeEach, inject } from 'vitest';
 import { KubeClient } from '../../src/kube/client.js';
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { currentSlot, slotCluster } from '../support/e2e-clusters.js';
 import { readBaseline, recordBaseline, resetToBaseline } from '../support/cluster-reset.js';
+import { clusterDiagnostics } from '../support/failure-diagnostics.js';
 
 const slot = slotCluster(currentSlot(), inject('e2eSlotBase'));
 process.env.CNI_REWIND_CLUSTER_NAME = slot.name;
@@ -36,3 +38,11 @@ try {
 } finally {
   client.close();
 }
+
+beforeEach(({ onTestFailed }) => {
+  const startedAt = Date.now();
+  onTestFailed(async ({ task }) => {
+    const text = await clusterDiagnostics(cluster, state.kubeconfig, startedAt).catch((e: Error) => `cluster diagnostics failed: ${e.message}`);
+    for (const err of task.result?.errors ?? []) err.message = `${err.message}\n${text}`;
+  });
+});

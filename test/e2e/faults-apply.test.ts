@@ -27,18 +27,11 @@ import { releasesDir } from '../support/releases.js';
 import { deleteNodes, resetCalico, runCli, startCli, testClient } from './helpers.js';
 import { calicoSnapshot, expectDowngradedTo327, installCalico328, type CalicoSnapshot } from './plan-support.js';
 import { populateCalico, type Population } from './population.js';
+import { until } from '../support/until.js';
 
 const fixtures = releasesDir();
 const STEPS = ['preflight', 'pause-operator', 'apply-crds', 'apply-operator', 'transform-installation', 'resume-operator', 'wait-rollout', 'verify-data'];
 const noStack = (s: string) => expect(s).not.toMatch(/\n\s+at .+[(:]\d+|unexpected error/);
-
-async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 const stepRecords = (journal: string, event: string, step: string) =>
   Journal.read(journal).records.filter((r: any) => r.event === event && r.step === step) as any[];
@@ -113,7 +106,11 @@ describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3
     let downAt: number;
     let upAt: number;
     try {
-      await until('apply-crds to start (journal)', () => run.exited() || stepRecords(journal, 'step-start', 'apply-crds').length > 0, 240_000);
+      await until('apply-crds to start (journal)', () => run.exited() || stepRecords(journal, 'step-start', 'apply-crds').length > 0, {
+        timeoutMs: 240_000,
+        intervalMs: 20,
+        state: () => `apply exited: ${run.exited()}; journal ends: ${JSON.stringify(Journal.read(journal).records.slice(-3))}`,
+      });
       expect(run.exited(), 'apply ended before apply-crds started').toBe(false);
       await cluster.stopApiserver();
       downAt = Date.now();
@@ -155,7 +152,11 @@ describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3
     let upAt: number;
     let exitAt: number;
     try {
-      await until('apply-crds to start (journal)', () => run.exited() || stepRecords(journal, 'step-start', 'apply-crds').length > 0, 240_000);
+      await until('apply-crds to start (journal)', () => run.exited() || stepRecords(journal, 'step-start', 'apply-crds').length > 0, {
+        timeoutMs: 240_000,
+        intervalMs: 20,
+        state: () => `apply exited: ${run.exited()}; journal ends: ${JSON.stringify(Journal.read(journal).records.slice(-3))}`,
+      });
       expect(run.exited(), 'apply ended before apply-crds started').toBe(false);
       await cluster.stopApiserver();
       downAt = Date.now();

@@ -19,6 +19,7 @@ import { resourceKey } from '../../src/kube/types.js';
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { applyFixture, calicoType, runCli, startCli, testClient } from './helpers.js';
 import { populateCalico } from './population.js';
+import { until } from '../support/until.js';
 
 const CALICO_GROUPS = ['crd.projectcalico.org', 'operator.tigera.io', 'policy.networking.k8s.io'];
 const HANDLES = calicoType('ipamhandles', 'IPAMHandle');
@@ -30,14 +31,6 @@ function errorLines(stderr: string): string[] {
   expect(at, stderr).toBeGreaterThanOrEqual(0);
   expect(lines.filter((l) => l.startsWith('cni-rewind: ')).length, stderr).toBe(1);
   return lines.slice(at);
-}
-
-async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 120_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 /** A partial bundle directory under `dir` is writing IPAM handles (the export is in its longest phase). */
@@ -185,7 +178,7 @@ describe('faults: API server restarts and a full disk', () => {
           return false;
         }
       },
-      180_000,
+      { timeoutMs: 180_000, state: () => `restore so far:\n${run.stderr().split('\n').slice(-10).join('\n')}` },
     );
     await cluster.stopApiserver();
     await new Promise((r) => setTimeout(r, 3000));

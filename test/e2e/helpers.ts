@@ -160,5 +160,5 @@ export function startCli(args: string[], env: Record<string, string> = {}) {
       res({ code, stdout, stderr });
     }),
   );
-  return { child, done, exited: () => exited };
+  return { child, done, exited: () => exited, stderr: () => stderr };
 }

@@ -34,6 +34,7 @@ import { releasesDir } from '../support/releases.js';
 import { applyFixture, calicoType, deleteNodes, resetCalico, runCli, testClient } from './helpers.js';
 import { expectIpamIntact, heldByLog, ipamCheck, readEvents, startChurn, stopAllChurns, type DriverEvent, type IpamCheck } from './ipam-support.js';
 import { allocateTunnels, expectTunnelsIntact, type TunnelAddrs } from './tunnel-support.js';
+import { until } from '../support/until.js';
 
 const NODES = ['ipam-node-1', 'ipam-node-2'];
 const USER_POOL = 'churn-user-pool';
@@ -51,16 +52,9 @@ let backupEnd = '';
 // Fake pods' container ids derive from their names: names unique to this run never meet an earlier run's handles.
 const run = Date.now().toString(36);
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const events = () => readEvents(log);
+const driverState = () => `the IPAM driver's last events: ${JSON.stringify(events().slice(-5))}`;
 const count = (op: DriverEvent['op'], after = '', prefix = '') => events().filter((e) => e.op === op && e.t > after && (e.pod ?? '').startsWith(prefix)).length;
-async function until(what: string, ok: () => boolean, timeoutMs = 120_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 describe('IPAM under churn through backup, diff, restore --resources and apply both ways (real Calico programs and libcalico-go IPAM)', () => {
   beforeAll(async () => {
@@ -111,12 +105,16 @@ describe('IPAM under churn through backup, diff, restore --resources and apply b
 
   it('pods come and go during and after `backup`; `diff` names the handles added and released since', async () => {
     const churn = await startChurn(log, { nodes: NODES, prefix: `${run}a`, rate: 8, target: 12, durationS: 600 });
-    await until('8 allocations before the backup', () => count('assign') >= 8);
+    await until('8 allocations before the backup', () => count('assign') >= 8, { timeoutMs: 120_000, intervalMs: 200, state: driverState });
     backupStart = new Date().toISOString();
     const b = await runCli(['backup', '--allow-unprotected-nodes', '--out', bundle, '-o', 'json']);
     backupEnd = new Date().toISOString();
     expect(b.code, b.stderr).toBe(0);
-    await until('allocations and releases after the backup', () => count('assign', backupEnd) >= 10 && count('release', backupEnd) >= 4);
+    await until('allocations and releases after the backup', () => count('assign', backupEnd) >= 10 && count('release', backupEnd) >= 4, {
+      timeoutMs: 120_000,
+      intervalMs: 200,
+      state: driverState,
+    });
     expect(await churn.stop()).toBe(0);
     const evs = events();
     const end = evs.filter((e) => e.op === 'end').pop()!;
@@ -145,13 +143,17 @@ describe('IPAM under churn through backup, diff, restore --resources and apply b
 
   it('`restore --resources` while pods still come and go: no allocation lost, none held twice, ipam check clean but for the churn', async () => {
     const churn = await startChurn(log, { nodes: NODES, prefix: `${run}b`, rate: 8, target: 12, durationS: 600, seed: 2 });
-    await until('allocations before the restore', () => count('assign', '', `${run}b-`) >= 4);
+    await until('allocations before the restore', () => count('assign', '', `${run}b-`) >= 4, { timeoutMs: 120_000, intervalMs: 200, state: driverState });
     const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
     const restoreEnd = new Date().toISOString();
     expect(r.code, r.stderr).toBe(0);
     const result = JSON.parse(r.stdout);
     // The CNI plugin works again once the restore has released the datastore lock.
-    await until('allocations after the restore', () => count('assign', restoreEnd, `${run}b-`) >= 4 && count('release', restoreEnd, `${run}b-`) >= 2);
+    await until('allocations after the restore', () => count('assign', restoreEnd, `${run}b-`) >= 4 && count('release', restoreEnd, `${run}b-`) >= 2, {
+      timeoutMs: 120_000,
+      intervalMs: 200,
+      state: driverState,
+    });
     expect(await churn.stop()).toBe(0);
     const evs = events();
     expect(evs.filter((e) => e.op === 'end').pop()!.unsettled ?? []).toEqual([]);
@@ -166,7 +168,7 @@ describe('IPAM under churn through backup, diff, restore --resources and apply b
 
   it('`apply` of a 3.28.1 -> 3.27.4 downgrade plan while pods come and go: the real v1.32 operator takes over, verify-data passes, IPAM intact', async () => {
     const churn = await startChurn(log, { nodes: NODES, prefix: `${run}c`, rate: 8, target: 12, durationS: 900, seed: 3 });
-    await until('allocations before the backup', () => count('assign', '', `${run}c-`) >= 4);
+    await until('allocations before the backup', () => count('assign', '', `${run}c-`) >= 4, { timeoutMs: 120_000, intervalMs: 200, state: driverState });
     const bundle2 = path.join(dir, 'bundle-apply');
     const b = await runCli(['backup', '--allow-unprotected-nodes', '--out', bundle2, '-o', 'json']);
     expect(b.code, b.stderr).toBe(0);
@@ -181,7 +183,11 @@ describe('IPAM under churn through backup, diff, restore --resources and apply b
     const applyEnd = new Date().toISOString();
     expect(a.code, `${a.stdout}\n${a.stderr}`).toBe(0);
     await waitOperator(cluster, 'v1.32.10');
-    await until('allocations after the apply', () => count('assign', applyEnd, `${run}c-`) >= 4 && count('release', applyEnd, `${run}c-`) >= 2);
+    await until('allocations after the apply', () => count('assign', applyEnd, `${run}c-`) >= 4 && count('release', applyEnd, `${run}c-`) >= 2, {
+      timeoutMs: 120_000,
+      intervalMs: 200,
+      state: driverState,
+    });
     expect(await churn.stop()).toBe(0);
     const evs = events();
     expect(evs.filter((e) => e.op === 'end').pop()!.unsettled ?? []).toEqual([]);
@@ -204,13 +210,17 @@ describe('IPAM under churn through backup, diff, restore --resources and apply b
     );
     const churn = await startChurn(log, { nodes: NODES, prefix: `${run}d`, rate: 8, target: 12, durationS: 900, seed: 4 });
     const mine = (e: DriverEvent, from: string, to: string) => e.t > from && e.t < to && (e.pod ?? '').startsWith(`${run}d-`);
-    await until('allocations before the backup', () => count('assign', '', `${run}d-`) >= 4);
+    await until('allocations before the backup', () => count('assign', '', `${run}d-`) >= 4, { timeoutMs: 120_000, intervalMs: 200, state: driverState });
     // The datastore lock as restore and apply take it (lockDatastore), held until the driver has run into it: the lock
     // inside apply lasts well under a second, too short to meet a call every time. Every ADD and DEL fails meanwhile,
     // as the CNI plugin's do; a failed ADD is retried as a DEL until it succeeds.
     const lockedAt = new Date().toISOString();
     const lock = await lockDatastore(client, CLUSTER_INFO, new Reporter(new RecordingIoHost()));
-    await until('driver calls refused under the lock', () => count('fail', lockedAt, `${run}d-`) >= 3, 60_000);
+    await until('driver calls refused under the lock', () => count('fail', lockedAt, `${run}d-`) >= 3, {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      state: driverState,
+    });
     await lock!.release();
     const unlockedAt = new Date().toISOString();
     const bundle3 = path.join(dir, 'bundle-upgrade');
@@ -233,7 +243,11 @@ describe('IPAM under churn through backup, diff, restore --resources and apply b
     expect(a.code, `${a.stdout}\n${a.stderr}`).toBe(0);
     const res = JSON.parse(a.stdout);
     const st = await waitOperator(cluster, 'v1.34.3', 10_000);
-    await until('allocations after the apply', () => count('assign', applyTo, `${run}d-`) >= 4 && count('release', applyTo, `${run}d-`) >= 2);
+    await until('allocations after the apply', () => count('assign', applyTo, `${run}d-`) >= 4 && count('release', applyTo, `${run}d-`) >= 2, {
+      timeoutMs: 120_000,
+      intervalMs: 200,
+      state: driverState,
+    });
     expect(await churn.stop()).toBe(0);
     const evs = events();
     expect(evs.filter((e) => e.op === 'end').pop()!.unsettled ?? []).toEqual([]);
