@@ -4,7 +4,7 @@
  *   export of 20,000 objects on 1-s tokens (the export now takes ~2.5-5 s) and a restore --resources of them on 5-s
  *   tokens (over a minute) succeed, and the plugin ran several times in each;
  * - KUBECONFIG=a:b --context in-b; a proxy-url that every request goes through; --as alice reaches the server as alice;
- * - a stopped API server fails in under 5 s with exit 4, one line;
+ * - a stopped API server fails at once (no retries: as fast as a successful status, give or take 5 s) with exit 4, one line;
  * - the in-cluster path: no kubeconfig, a service-account token and CA laid out as a Pod sees them.
  */
 import { createHmac, randomBytes } from 'node:crypto';
@@ -75,12 +75,14 @@ describe('kubeconfig like kubectl, on the real control plane', () => {
   }, 600_000);
   afterAll(() => client.close());
 
-  it('KUBECONFIG=a:b --context in-b uses b.yaml; the current-context of a.yaml (a stopped server) fails in under 5 s with exit 4', async () => {
+  it('KUBECONFIG=a:b --context in-b uses b.yaml; the current-context of a.yaml (a stopped server) fails at once with exit 4 (no retries)', async () => {
     const dead = `https://127.0.0.1:${await deadPort()}`;
     const fileA = writeConfig('a.yaml', a, 'in-a', [{ ctx: 'in-a', server: dead, user: adminUser(a) }]);
     const fileB = writeConfig('b.yaml', a, 'in-b', [{ ctx: 'in-b', server: a.server.href, user: adminUser(a) }]);
     const env = { KUBECONFIG: [fileA, fileB].join(path.delimiter) };
+    const okStart = Date.now();
     const ok = await runCli(['status', '--context', 'in-b', '-o', 'json'], { env });
+    const okTook = Date.now() - okStart;
     expect(ok.code, ok.stderr).toBe(0);
     expect(JSON.parse(ok.stdout).kubernetes).toMatchObject({ context: 'in-b', server: a.server.href.replace(/\/$/, '') });
 
@@ -88,7 +90,9 @@ describe('kubeconfig like kubectl, on the real control plane', () => {
     const down = await runCli(['status'], { env });
     const took = Date.now() - t0;
     expect(down.code, down.stderr).toBe(4);
-    expect(took).toBeLessThan(5000);
+    // No retrying a refused connection: as fast as the same command that succeeds, give or take 5 s, and far from
+    // the 60 s retry budget. Measured side by side because a loaded machine slows both (19 s at load 33).
+    expect(took, `status against the stopped server took ${took} ms, against the live one ${okTook} ms`).toBeLessThan(Math.min(okTook + 5000, 30_000));
     expect(down.stderr).toMatch(/cannot reach the Kubernetes API server \(ECONNREFUSED\)/);
     expect(down.stderr.trim().split('\n').length).toBeLessThanOrEqual(2); // one line and its hint
   });
