@@ -217,12 +217,16 @@ export class LocalCluster {
     this.log(`Calico supervisor started (pid ${child.pid}); log: ${path.join(st.workDir, 'calico-supervisor.log')}`);
   }
 
-  /** Stop the Calico supervisor and every program it runs (they share its process group). */
+  /**
+   * Stop the Calico supervisor and every program it runs (they share its process group), and remove the node
+   * side's network namespaces: with no supervisor left, nothing would run their DEL.
+   */
   async stopCalico(): Promise<void> {
     const st = this.readState();
     const pid = st?.pids['calico-supervisor'];
     if (!st || !pid) return;
     await stopGroup(pid);
+    for (const ns of listNetns(netnsPrefix(this.name))) deleteNetns(ns);
     delete st.pids['calico-supervisor'];
     writeState(this.statePath, st);
   }

@@ -45,6 +45,7 @@ const calicoNodePod = (node: string | undefined, extra: Partial<KubeObject['meta
           { name: 'IP_AUTODETECTION_METHOD', value: 'first-found' },
           { name: 'NO_DEFAULT_POOLS', value: 'true' },
           { name: 'KUBERNETES_SERVICE_HOST', value: '10.96.0.1' },
+          { name: 'FELIX_TYPHAK8SSERVICENAME', value: 'calico-typha' },
           { name: 'SECRET', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } },
         ],
       },
@@ -90,6 +91,8 @@ describe('nodeSideEnv', () => {
       NO_DEFAULT_POOLS: 'true',
     });
     expect(env).not.toHaveProperty('KUBERNETES_SERVICE_HOST');
+    // No Typha runs: the tunnel allocator must use its local syncer.
+    expect(env).not.toHaveProperty('FELIX_TYPHAK8SSERVICENAME');
   });
 });
 

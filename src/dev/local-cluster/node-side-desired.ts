@@ -69,11 +69,13 @@ export function resolveEnv(env: any[], namespace: string, node: string, lookup: 
  * machine's own interfaces, the same for every node, and start-up refuses a second node with the same address.
  * `address` is the node's InternalIP, or 127.0.1.N when the Node reports none (kwok sets no addresses, and the API
  * server drops the status a Node is created with).
+ * Typha does not run here: with the operator's FELIX_TYPHA* settings the allocator would wait for it forever, so
+ * it uses its local syncer, as calico-node does on a cluster without Typha (calico.yaml's).
  * File logging and the nodename file would land in the machine's /var/log/calico and /var/lib/calico.
  */
 export function nodeSideEnv(w: NodeSideWanted, kubeconfig: string, nodeDir: string, address: string): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(w.env)) if (!k.startsWith('KUBERNETES_SERVICE_')) env[k] = v;
+  for (const [k, v] of Object.entries(w.env)) if (!k.startsWith('KUBERNETES_SERVICE_') && !k.startsWith('FELIX_TYPHA')) env[k] = v;
   return {
     ...env,
     IP_AUTODETECTION_METHOD: 'kubernetes-internal-ip',
