@@ -2,7 +2,8 @@
  * Calico's node side in the local cluster (src/dev/local-cluster/node-side.ts), run for real: Calico 3.28.1 installed
  * by the real v1.34.3 operator, then on each kwok node calico-node's own start-up (it writes the Calico Node) and
  * its tunnel-address allocator (it claims the node's VXLAN address from the operator's pool), and for a pod bound to
- * a kwok node the real `calico` CNI plugin with `calico-ipam`: ADD in a network namespace the harness made, the
+ * a kwok node the real `calico` CNI plugin with `calico-ipam`: ADD (refused while the datastore is locked, retried
+ * until it is unlocked) in a network namespace the harness made, the
  * address in the pod's status (`kubectl get pod -o wide`), IPAM holding it for that pod; deleting the pod runs DEL,
  * which frees it; stopping the supervisor removes every namespace it made.
  */
@@ -12,6 +13,7 @@ import type { KubeObject } from '../../src/kube/types.js';
 import { listNetns, netnsPrefix } from '../../src/dev/local-cluster/netns.js';
 import { calicoctl, installReal328, kubectl, waitPoolAndDatastoreReady, withRealCalico } from './calico-support.js';
 import { ipamCheck } from './ipam-support.js';
+import { calicoType } from './helpers.js';
 
 const real = withRealCalico('nside', { operators: ['v1.34.3'], calico: ['v3.28.1'], nodeSide: ['v3.28.1'] });
 const NODES = ['nside-node-1', 'nside-node-2'];
@@ -55,13 +57,24 @@ describe('the node side on the local cluster', () => {
       expect(show).toContain('type: vxlanTunnelAddress');
     }
 
-    // A pod on a kwok node: the CNI plugin's address, in the pod's status and held in IPAM for that pod.
+    // A pod on a kwok node while the datastore is locked (what restore does): the plugin refuses the ADD, and the
+    // harness retries it as a kubelet does until the lock is lifted. Then the CNI plugin's address is in the pod's
+    // status and held in IPAM for that pod.
+    const CI = calicoType('clusterinformations', 'ClusterInformation');
+    await client.mergePatch(CI, undefined, 'default', { spec: { datastoreReady: false } });
     await client.create(K.pod, {
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name: 'nside-web', namespace: 'default' },
       spec: { nodeName: NODES[0], containers: [{ name: 'web', image: 'nginx' }] },
     });
+    await client.waitFor(
+      'the ADD to be refused under the lock',
+      async () => (/not ready to process requests/.test(cluster.calicoStatus()?.nodeSide?.pods['default/nside-web']?.error ?? '') ? true : undefined),
+      { timeoutMs: 120_000, intervalMs: 500 },
+    );
+    expect(inPool((await client.get<KubeObject>(K.pod, 'default', 'nside-web')).status?.podIP)).toBe(false);
+    await client.mergePatch(CI, undefined, 'default', { spec: { datastoreReady: true } });
     const podIp = await client.waitFor(
       'the pod to get its address from the CNI plugin',
       async () => {
