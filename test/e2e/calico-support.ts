@@ -149,6 +149,8 @@ export async function installIncident327(client: KubeClient, cluster: LocalClust
 export interface RealCalicoBuilds {
   operators: string[];
   calico: string[];
+  /** Calico trees whose node side (calico-node's start-up and tunnel allocator, the CNI plugin) runs per kwok node. */
+  nodeSide?: string[];
 }
 const DEFAULT_BUILDS: RealCalicoBuilds = { operators: ['v1.32.10', 'v1.34.3'], calico: [CALICO_PROGRAMS_VERSION] };
 
@@ -164,12 +166,13 @@ export function withRealCalico(nodePrefix: string, builds: RealCalicoBuilds = DE
   beforeAll(async () => {
     for (const tag of builds.operators) await ensureCalicoProgram('operator', tag);
     for (const tag of builds.calico) await ensureCalicoProgram('calico', tag);
+    for (const tag of builds.nodeSide ?? []) await ensureCalicoProgram('node-side', tag);
     client = await testClient();
     await cluster.stopCalico();
     await clearCalicoFinalizers(client);
     await resetCalico(client);
     await createFakeNodes(client, [{ name: `${nodePrefix}-node-1` }, { name: `${nodePrefix}-node-2` }]);
-    await cluster.startCalico();
+    await cluster.startCalico({ nodeSide: !!builds.nodeSide?.length });
   }, 60 * 60_000);
   afterAll(async () => {
     await cluster.stopCalico();

@@ -85,3 +85,42 @@ function plantCached(cache: string, kind: string, tag: string, commit: string, b
   writeFileSync(path.join(bin, '.commit'), `${commit}\n`);
   return bin;
 }
+
+// control-plane/build-calico-node.sh: its own cache key (script + calico-node/main.go), build-calico.sh's pins.
+describe('build-calico-node.sh', () => {
+  const nodeScript = path.join(packageRoot(), 'control-plane', 'build-calico-node.sh');
+  const runNode = (tag: string, env: Record<string, string>) =>
+    spawnSync('bash', [nodeScript, tag], { encoding: 'utf8', env: { ...process.env, CNI_REWIND_E2E_CACHE: path.join(tmp, 'node-cache'), ...env } });
+
+  it('refuses a Calico tag build-calico.sh has no pin for, naming the pinned ones', () => {
+    const r = runNode('v3.99.0', {});
+    expect(r.status).toBe(2);
+    expect(r.stderr.trim()).toMatch(/^build-calico-node.sh: unknown Calico version 'v3.99.0' \(known: v3.27.4 v3.28.1 /);
+  });
+
+  it('finds its cached build where calicoProgramCached says it is', () => {
+    const cache = path.join(tmp, 'node-keyed');
+    const prev = process.env.CNI_REWIND_E2E_CACHE;
+    process.env.CNI_REWIND_E2E_CACHE = cache;
+    try {
+      expect(calicoProgramCached('node-side', 'v3.28.1')).toBe(false);
+      const files = [nodeScript, path.join(packageRoot(), 'control-plane', 'calico-node', 'main.go')];
+      const recipe = createHash('sha256')
+        .update(Buffer.concat(files.map((f) => readFileSync(f))))
+        .digest('hex')
+        .slice(0, 12);
+      const bin = path.join(cache, 'calico-programs', `node-side-v3.28.1_${recipe}`, 'bin');
+      mkdirSync(bin, { recursive: true });
+      for (const b of ['calico-node-lite', 'calico', 'calico-ipam']) writeFileSync(path.join(bin, b), '#!/bin/sh\n', { mode: 0o755 });
+      writeFileSync(path.join(bin, '.commit'), '6018563438f3aacf5e043dea0c567abe5d34c08a\n');
+      expect(calicoProgramCached('node-side', 'v3.28.1')).toBe(true);
+      // Without Go on its PATH the script can only answer by finding the build cached there.
+      const r = runNode('v3.28.1', { CNI_REWIND_E2E_CACHE: cache, PATH: '/usr/bin:/bin' });
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout.trim()).toBe(bin);
+    } finally {
+      if (prev === undefined) delete process.env.CNI_REWIND_E2E_CACHE;
+      else process.env.CNI_REWIND_E2E_CACHE = prev;
+    }
+  });
+});

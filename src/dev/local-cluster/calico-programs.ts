@@ -7,9 +7,23 @@ import { buildCacheRoot, buildTimesFile } from './paths.js';
 
 /**
  * Calico's own control-plane programs for the local cluster, built from the upstream release source by
- * control-plane/build-calico.sh and cached by version (docs/calico-programs.md).
+ * control-plane/build-calico.sh and cached by version (docs/calico-programs.md). `node-side` (calico-node's start-up
+ * and tunnel-address allocator, and the CNI plugin) is built by control-plane/build-calico-node.sh, with a key of
+ * its own, so that adding it did not change build-calico.sh's key.
  */
-export type CalicoProgramKind = 'operator' | 'calico' | 'ipam-driver';
+export type CalicoProgramKind = 'operator' | 'calico' | 'ipam-driver' | 'node-side';
+
+/** The build script and the files whose hash (first 12 hex digits of one sha256 over them) keys its cache. */
+function recipeOf(kind: CalicoProgramKind): { script: string; files: string[] } {
+  const dir = path.join(packageRoot(), 'control-plane');
+  if (kind === 'node-side') {
+    const script = path.join(dir, 'build-calico-node.sh');
+    return { script, files: [script, path.join(dir, 'calico-node', 'main.go')] };
+  }
+  const script = path.join(dir, 'build-calico.sh');
+  const files = kind === 'ipam-driver' ? [script, path.join(dir, 'ipam-driver', 'go.mod'), path.join(dir, 'ipam-driver', 'main.go')] : [script];
+  return { script, files };
+}
 
 /** The Calico tree of the default calicoctl, and of the API server and kube-controllers for 3.27 and 3.28 installs. */
 export const CALICO_PROGRAMS_VERSION = 'v3.28.1';
@@ -44,11 +58,8 @@ export const BUILDABLE_OPERATORS = ['v1.32.10', 'v1.34.3', 'v1.36.16', 'v1.38.13
  * writes last. Lets the test run order files by what is already built without running the script.
  */
 export function calicoProgramCached(kind: CalicoProgramKind, tag: string): boolean {
-  const dir = path.join(packageRoot(), 'control-plane');
-  const recipeFiles = [path.join(dir, 'build-calico.sh')];
-  if (kind === 'ipam-driver') recipeFiles.push(path.join(dir, 'ipam-driver', 'go.mod'), path.join(dir, 'ipam-driver', 'main.go'));
   const hash = createHash('sha256');
-  for (const f of recipeFiles) hash.update(readFileSync(f));
+  for (const f of recipeOf(kind).files) hash.update(readFileSync(f));
   const recipe = hash.digest('hex').slice(0, 12);
   return existsSync(path.join(buildCacheRoot(), 'calico-programs', `${kind}-${tag}_${recipe}`, 'bin', '.commit'));
 }
@@ -58,15 +69,15 @@ export function calicoProgramCached(kind: CalicoProgramKind, tag: string): boole
  * least every 30 s; those lines go to `log`. Asynchronous so that a supervisor keeps serving while it builds.
  */
 export function ensureCalicoProgram(kind: CalicoProgramKind, tag: string, log: (line: string) => void = () => {}): Promise<string> {
-  const script = path.join(packageRoot(), 'control-plane', 'build-calico.sh');
+  const { script } = recipeOf(kind);
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', [script, kind, tag], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', kind === 'node-side' ? [script, tag] : [script, kind, tag], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout.on('data', (b) => (out += b));
     child.stderr.on('data', (b: Buffer) => {
       err += b;
-      for (const line of b.toString().split('\n')) if (line.startsWith('[calico-build') || line.startsWith('build-calico.sh:')) log(line);
+      for (const line of b.toString().split('\n')) if (line.startsWith('[calico-build') || /^build-calico(-node)?\.sh:/.test(line)) log(line);
     });
     child.on('error', reject);
     child.on('exit', (code) => {
@@ -80,7 +91,7 @@ export function ensureCalicoProgram(kind: CalicoProgramKind, tag: string, log: (
       const last = err
         .trim()
         .split('\n')
-        .filter((l) => l.startsWith('build-calico.sh:'))
+        .filter((l) => /^build-calico(-node)?\.sh:/.test(l))
         .pop();
       reject(new Error(`building ${kind} ${tag} failed (exit ${code})${last ? `: ${last}` : ''}`));
     });

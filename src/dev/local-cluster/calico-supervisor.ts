@@ -8,15 +8,17 @@
  * - a calico-kube-controllers Deployment -> kube-controllers with the node controller (node and IPAM clean-up);
  * both from the Calico tree of the rendered image's minor (calicoProgramsFor).
  * Started detached by LocalCluster.startCalico(); its children share its process group, so stopping the
- * group stops everything. Usage: calico-supervisor.js <work dir> <kubeconfig>
+ * group stops everything. With --node-side, also Calico's node side per kwok node (node-side.ts).
+ * Usage: calico-supervisor.js <work dir> <kubeconfig> [--node-side <netns prefix>]
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, openSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { K } from '../../kube/builtin.js';
 import { KubeApiError, KubeClient } from '../../kube/client.js';
 import type { KubeObject, ResourceType } from '../../kube/types.js';
 import { calicoProgramsFor, ensureCalicoProgram } from './calico-programs.js';
+import { NodeSide, type NodeSideStatus } from './node-side.js';
+import { sleep, Slot } from './slot.js';
 import { desiredApiServer, desiredKubeControllers, desiredOperator, OPERATOR_POD_FINALIZER, operatorPodActions } from './calico-desired.js';
 
 const KCC: ResourceType = {
@@ -27,13 +29,6 @@ const KCC: ResourceType = {
   namespaced: false,
 };
 
-interface Running {
-  key: string;
-  child: ChildProcess;
-  startedAt: string;
-  exited?: number | string;
-}
-
 export interface SupervisorStatus {
   pid: number;
   updatedAt: string;
@@ -42,58 +37,12 @@ export interface SupervisorStatus {
   /** `calico`: the Calico tree whose program runs (or would run) for the rendered image's tag. */
   apiserver?: { address: string; port: number; calico?: string; pid?: number; startedAt?: string; error?: string };
   kubeControllers?: { calico?: string; pid?: number; startedAt?: string; error?: string };
+  /** Calico's node side per kwok node and the pods the CNI plugin served (only when started with --node-side). */
+  nodeSide?: NodeSideStatus & { error?: string };
 }
 
 export const SUPERVISOR_STATUS_FILE = 'calico-supervisor.json';
 const OPERATOR_NAMESPACE = 'tigera-operator';
-
-class Slot {
-  running?: Running;
-  private lastStart = 0;
-  /** The key last started and how often in a row (a crash and restart counts again; another key starts at 1). */
-  starts = { key: '', n: 0 };
-  error?: string;
-  constructor(
-    readonly name: string,
-    private readonly workDir: string,
-    private readonly log: (l: string) => void,
-  ) {}
-
-  alive(): boolean {
-    return !!this.running && this.running.exited === undefined;
-  }
-
-  /** Start `bin args` under `key` unless it already runs; a crashed process is restarted at most every 5 s. */
-  ensure(key: string, bin: string, args: string[], env: Record<string, string>): void {
-    if (this.running && this.running.key === key && this.alive()) return;
-    if (this.running && this.running.key !== key) return; // stop() first
-    if (Date.now() - this.lastStart < 5000) return;
-    this.lastStart = Date.now();
-    const out = openSync(path.join(this.workDir, `${this.name}.log`), 'a');
-    const child = spawn(bin, args, { stdio: ['ignore', out, out], env: { ...process.env, ...env } });
-    const r: Running = { key, child, startedAt: new Date().toISOString() };
-    this.starts = { key, n: this.starts.key === key ? this.starts.n + 1 : 1 };
-    child.on('exit', (code, sig) => {
-      r.exited = code ?? sig ?? 'unknown';
-      this.log(`${this.name} (${key}) exited: ${r.exited}`);
-    });
-    this.running = r;
-    this.log(`${this.name}: started ${key} (pid ${child.pid})`);
-  }
-
-  async stop(): Promise<void> {
-    const r = this.running;
-    if (!r) return;
-    this.running = undefined;
-    if (r.exited !== undefined) return;
-    this.log(`${this.name}: stopping ${r.key} (pid ${r.child.pid})`);
-    r.child.kill('SIGTERM');
-    const deadline = Date.now() + 10_000;
-    while (r.exited === undefined && Date.now() < deadline) await sleep(100);
-    if (r.exited === undefined) r.child.kill('SIGKILL');
-    while (r.exited === undefined) await sleep(50);
-  }
-}
 
 export class CalicoSupervisor {
   private readonly operator: Slot;
@@ -107,6 +56,7 @@ export class CalicoSupervisor {
     private readonly workDir: string,
     private readonly kubeconfig: string,
     private readonly log: (line: string) => void,
+    private readonly nodeSide?: NodeSide,
   ) {
     this.operator = new Slot('tigera-operator', workDir, log);
     this.apiserver = new Slot('calico-apiserver', workDir, log);
@@ -225,6 +175,14 @@ export class CalicoSupervisor {
       }
       Object.assign(status.kubeControllers, running(this.kubeControllers));
     }
+
+    if (this.nodeSide) {
+      try {
+        status.nodeSide = await this.nodeSide.tick();
+      } catch (err) {
+        status.nodeSide = { nodes: {}, pods: {}, error: (err as Error).message };
+      }
+    }
     return status;
   }
 
@@ -298,7 +256,7 @@ export class CalicoSupervisor {
       }
       for (let i = 0; i < 10 && !this.stopping; i++) await sleep(100);
     }
-    await Promise.all([this.operator.stop(), this.apiserver.stop(), this.kubeControllers.stop()]);
+    await Promise.all([this.operator.stop(), this.apiserver.stop(), this.kubeControllers.stop(), this.nodeSide?.stop()]);
     await this.releaseOperatorPods();
   }
 }
@@ -313,17 +271,16 @@ function writeAtomic(file: string, text: string): void {
   renameSync(tmp, file);
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 async function main(): Promise<void> {
-  const [workDir, kubeconfig] = process.argv.slice(2);
-  if (!workDir || !kubeconfig) {
-    process.stderr.write('usage: calico-supervisor.js <work dir> <kubeconfig>\n');
+  const [workDir, kubeconfig, flag, netnsPrefix] = process.argv.slice(2);
+  if (!workDir || !kubeconfig || (flag !== undefined && (flag !== '--node-side' || !netnsPrefix))) {
+    process.stderr.write('usage: calico-supervisor.js <work dir> <kubeconfig> [--node-side <netns prefix>]\n');
     process.exit(2);
   }
   const log = (l: string) => process.stdout.write(`${new Date().toISOString()} ${l}\n`);
   const client = await KubeClient.connect({ kubeconfig });
-  await new CalicoSupervisor(client, workDir, kubeconfig, log).run(path.join(workDir, SUPERVISOR_STATUS_FILE));
+  const nodeSide = flag ? new NodeSide(client, workDir, kubeconfig, netnsPrefix!, log) : undefined;
+  await new CalicoSupervisor(client, workDir, kubeconfig, log, nodeSide).run(path.join(workDir, SUPERVISOR_STATUS_FILE));
   client.close();
   process.exit(0);
 }

@@ -49,8 +49,10 @@ async function main(): Promise<number> {
         } finally {
           client.close();
         }
-        await cluster.startCalico();
-        log('the Calico programs start as the installed objects ask for them (a first build takes minutes; see the supervisor log)');
+        await cluster.startCalico({ nodeSide: true });
+        log(
+          'the Calico programs, calico-node per node and the CNI plugin per pod start as the installed objects ask for them (a first build takes minutes; see the supervisor log)',
+        );
       }
       console.log(`kubeconfig: ${st.kubeconfig}`);
       console.log(`export KUBECONFIG=${st.kubeconfig}`);
@@ -66,6 +68,7 @@ async function main(): Promise<number> {
       console.log(up ? `cluster "${name}" is up at ${st!.server}\nexport KUBECONFIG=${st!.kubeconfig}` : `cluster "${name}" is not running`);
       const calico = up ? cluster.calicoStatus() : undefined;
       if (calico) console.log(`calico: ${JSON.stringify({ operator: calico.operator, apiserver: calico.apiserver, kubeControllers: calico.kubeControllers })}`);
+      if (calico?.nodeSide) console.log(`node side: ${JSON.stringify(calico.nodeSide)}`);
       return up ? 0 : 1;
     }
     default:

@@ -8,6 +8,7 @@ import { packageRoot } from '../../core/package-root.js';
 import { stateRoot } from './paths.js';
 import { serviceCidr } from './calico-desired.js';
 import { SUPERVISOR_STATUS_FILE, type SupervisorStatus } from './calico-supervisor.js';
+import { deleteNetns, listNetns, netnsPrefix } from './netns.js';
 
 /**
  * A real Kubernetes control plane on 127.0.0.1 for tests and the demo: etcd, kube-apiserver,
@@ -191,33 +192,41 @@ export class LocalCluster {
         rmSync(st.workDir, { recursive: true, force: true });
       }
     }
+    // The node side's namespaces (per node and per pod) go with the cluster, also after a crashed supervisor.
+    for (const ns of listNetns(netnsPrefix(this.name))) deleteNetns(ns);
     rmSync(this.statePath, { force: true });
   }
 
   /**
    * Start the Calico supervisor (idempotent): it runs the real tigera operator, Calico API server and
    * kube-controllers that the cluster's objects ask for (calico-supervisor.ts). Stopped by stopCalico() or down().
+   * `nodeSide`: also calico-node's start-up and tunnel allocator per kwok node and the CNI plugin per pod (node-side.ts).
    */
-  async startCalico(): Promise<void> {
+  async startCalico(opts: { nodeSide?: boolean } = {}): Promise<void> {
     const st = this.readState();
     if (!st) throw new Error('cluster not running');
     const pid = st.pids['calico-supervisor'];
     if (pid && alive(pid)) return;
     const script = path.join(packageRoot(), 'dist', 'src', 'dev', 'local-cluster', 'calico-supervisor.js');
     const out = openSync(path.join(st.workDir, 'calico-supervisor.log'), 'a');
-    const child = spawn(process.execPath, [script, st.workDir, st.kubeconfig], { detached: true, stdio: ['ignore', out, out] });
+    const args = [script, st.workDir, st.kubeconfig, ...(opts.nodeSide ? ['--node-side', netnsPrefix(this.name)] : [])];
+    const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', out, out] });
     child.unref();
     st.pids['calico-supervisor'] = child.pid!;
     writeState(this.statePath, st);
     this.log(`Calico supervisor started (pid ${child.pid}); log: ${path.join(st.workDir, 'calico-supervisor.log')}`);
   }
 
-  /** Stop the Calico supervisor and every program it runs (they share its process group). */
+  /**
+   * Stop the Calico supervisor and every program it runs (they share its process group), and remove the node
+   * side's network namespaces: with no supervisor left, nothing would run their DEL.
+   */
   async stopCalico(): Promise<void> {
     const st = this.readState();
     const pid = st?.pids['calico-supervisor'];
     if (!st || !pid) return;
     await stopGroup(pid);
+    for (const ns of listNetns(netnsPrefix(this.name))) deleteNetns(ns);
     delete st.pids['calico-supervisor'];
     writeState(this.statePath, st);
   }

@@ -1,0 +1,303 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import type { Server } from 'node:net';
+import path from 'node:path';
+import { K } from '../../kube/builtin.js';
+import { KubeApiError, type KubeClient } from '../../kube/client.js';
+import type { KubeObject } from '../../kube/types.js';
+import { packageRoot } from '../../core/package-root.js';
+import { serveUnixToTcp } from './api-bridge.js';
+import { calicoProgramsFor, ensureCalicoProgram } from './calico-programs.js';
+import { deleteNetns, ensureNetns, netnsPath } from './netns.js';
+import { CALICO_NODE_SELECTOR, cniPluginConfig, nodeAddresses, nodeSideEnv, podsForCni, wantedNodeSides, type NodeSideWanted } from './node-side-desired.js';
+import { Slot } from './slot.js';
+
+/**
+ * Calico's node side for each kwok node, run as a kubelet would run the calico-node pod and call the CNI plugin
+ * (docs/calico-programs.md): calico-node's start-up once per calico-node pod, then its tunnel-address allocator
+ * until the pod goes; the real `calico` CNI plugin (with `calico-ipam`) ADD for each pod on a ready node, in a
+ * network namespace made for the pod, its address written into the pod's status; DEL when the pod is deleted.
+ */
+export interface NodeSideStatus {
+  nodes: Record<string, { calico?: string; startup: string; allocator?: { pid?: number; startedAt?: string; starts?: number }; error?: string }>;
+  pods: Record<string, { node: string; ip?: string; netns: string; error?: string }>;
+}
+
+interface NodeRun {
+  key: string;
+  wanted: NodeSideWanted;
+  tree: string;
+  startup: 'waiting' | 'running' | 'done' | 'failed';
+  startupChild?: ChildProcess;
+  lastStartup: number;
+  allocator: Slot;
+  bridge: Slot;
+  error?: string;
+}
+
+/** A pod the CNI plugin was called for (kept on disk so that a restarted supervisor still runs its DEL). */
+interface PodNet {
+  namespace: string;
+  name: string;
+  uid: string;
+  node: string;
+  containerID: string;
+  netns: string;
+  ip?: string;
+  error?: string;
+  lastTry?: number;
+}
+
+export class NodeSide {
+  private readonly nodes = new Map<string, NodeRun>();
+  private readonly bins = new Map<string, string | Error | 'building'>();
+  private readonly dir: string;
+  private readonly podsFile: string;
+  private pods: Record<string, PodNet>;
+  private apiBridge?: Server;
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly workDir: string,
+    private readonly kubeconfig: string,
+    private readonly netnsPrefix: string,
+    private readonly log: (line: string) => void,
+  ) {
+    this.dir = path.join(workDir, 'node-side');
+    mkdirSync(this.dir, { recursive: true });
+    this.podsFile = path.join(this.dir, 'pods.json');
+    this.pods = existsSync(this.podsFile) ? (JSON.parse(readFileSync(this.podsFile, 'utf8')) as Record<string, PodNet>) : {};
+  }
+
+  private bin(tree: string): string | undefined {
+    const got = this.bins.get(tree);
+    if (got instanceof Error) throw got;
+    if (got === 'building') return undefined;
+    if (got) return got;
+    this.bins.set(tree, 'building');
+    this.log(`preparing node-side ${tree}`);
+    ensureCalicoProgram('node-side', tree, this.log).then(
+      (dir) => void this.bins.set(tree, dir),
+      (err: Error) => void this.bins.set(tree, err),
+    );
+    return undefined;
+  }
+
+  async tick(): Promise<NodeSideStatus> {
+    const cms = new Map<string, KubeObject | undefined>();
+    const calicoNodePods = await this.client.listAll<KubeObject>(K.pod, { labelSelector: CALICO_NODE_SELECTOR });
+    for (const p of calicoNodePods) {
+      for (const c of [...(p.spec?.containers ?? []), ...(p.spec?.initContainers ?? [])])
+        for (const e of c.env ?? []) {
+          const ref = e.valueFrom?.configMapKeyRef;
+          const k = `${p.metadata.namespace}/${ref?.name}`;
+          if (ref && !cms.has(k)) cms.set(k, await this.client.getOrUndefined(K.configMap, p.metadata.namespace, ref.name));
+        }
+    }
+    const wanted = wantedNodeSides(calicoNodePods, (ns, name, key) => cms.get(`${ns}/${name}`)?.data?.[key]);
+    const status: NodeSideStatus = { nodes: {}, pods: {} };
+    const seen = new Set<string>();
+    const addresses = nodeAddresses(await this.client.listAll<KubeObject>(K.node));
+    for (const w of wanted) {
+      seen.add(w.node);
+      status.nodes[w.node] = await this.followNode(w, addresses.get(w.node) ?? '127.0.1.250');
+    }
+    for (const [node, run] of this.nodes) if (!seen.has(node)) await this.stopNode(node, run);
+    await this.followPods(new Set([...this.nodes].filter(([, r]) => r.startup === 'done').map(([n]) => n)));
+    for (const p of Object.values(this.pods)) status.pods[`${p.namespace}/${p.name}`] = { node: p.node, ip: p.ip, netns: p.netns, error: p.error };
+    return status;
+  }
+
+  private async followNode(w: NodeSideWanted, address: string): Promise<NodeSideStatus['nodes'][string]> {
+    const tree = calicoProgramsFor(w.tag);
+    if (!tree) return { startup: 'waiting', error: `no pinned Calico tree serves calico-node ${w.tag}` };
+    const key = `${w.podUid} ${tree}`;
+    let run = this.nodes.get(w.node);
+    if (run && run.key !== key) {
+      await this.stopNode(w.node, run);
+      run = undefined;
+    }
+    if (!run) {
+      run = {
+        key,
+        wanted: w,
+        tree,
+        startup: 'waiting',
+        lastStartup: 0,
+        allocator: new Slot(`tunnel-allocator-${w.node}`, this.dir, this.log),
+        bridge: new Slot(`api-bridge-${w.node}`, this.dir, this.log),
+      };
+      this.nodes.set(w.node, run);
+    }
+    let dir: string | undefined;
+    try {
+      dir = this.bin(tree);
+    } catch (err) {
+      run.error = (err as Error).message;
+    }
+    const nodeDir = path.join(this.dir, w.node);
+    mkdirSync(nodeDir, { recursive: true });
+    const env = { ...process.env, ...nodeSideEnv(w, this.kubeconfig, nodeDir, address) };
+    if (dir && (run.startup === 'waiting' || run.startup === 'failed') && Date.now() - run.lastStartup > 5000) {
+      // Start-up runs once per calico-node pod and is run again after a failure, as the container would restart.
+      run.lastStartup = Date.now();
+      run.startup = 'running';
+      const out = openSync(path.join(nodeDir, 'startup.log'), 'a');
+      const child = spawn(path.join(dir, 'calico-node-lite'), ['-startup'], { stdio: ['ignore', out, out], env });
+      run.startupChild = child;
+      const r = run;
+      child.on('exit', (code) => {
+        r.startup = code === 0 ? 'done' : 'failed';
+        r.startupChild = undefined;
+        this.log(`calico-node start-up on ${w.node}: exit ${code}`);
+      });
+    }
+    if (dir && run.startup === 'done') run.allocator.ensure(key, path.join(dir, 'calico-node-lite'), ['-allocate-tunnel-addrs'], env as Record<string, string>);
+    const a = run.allocator;
+    return {
+      calico: tree,
+      startup: run.startup,
+      allocator: a.alive() ? { pid: a.running!.child.pid, startedAt: a.running!.startedAt, starts: a.starts.n } : undefined,
+      error: run.error,
+    };
+  }
+
+  private async stopNode(node: string, run: NodeRun): Promise<void> {
+    run.startupChild?.kill('SIGKILL');
+    await Promise.all([run.allocator.stop(), run.bridge.stop()]);
+    this.nodes.delete(node);
+  }
+
+  /** The namespace of a node (the CNI plugin's "host"), with the API server's port carried into it. */
+  private nodeNetns(run: NodeRun): string {
+    const name = `${this.netnsPrefix}n-${shortHash(run.wanted.node)}`;
+    ensureNetns(name);
+    const socket = path.join(this.dir, 'api.sock');
+    const port = apiPort(this.kubeconfig);
+    if (!this.apiBridge) this.apiBridge = serveUnixToTcp(socket, port);
+    const script = path.join(packageRoot(), 'dist', 'src', 'dev', 'local-cluster', 'api-bridge.js');
+    run.bridge.ensure(name, 'ip', ['netns', 'exec', name, process.execPath, script, String(port), socket], {});
+    return name;
+  }
+
+  private async followPods(readyNodes: Set<string>): Promise<void> {
+    const all = await this.client.listAll<KubeObject>(K.pod);
+    const live = new Map(all.filter((p) => !p.metadata.deletionTimestamp).map((p) => [p.metadata.uid!, p]));
+    // DEL first: a pod that was deleted (kwok removes it at once) or moved off the node side.
+    for (const [uid, rec] of Object.entries(this.pods)) {
+      if (live.has(uid)) continue;
+      if (await this.cni('DEL', rec)) {
+        deleteNetns(rec.netns);
+        delete this.pods[uid];
+        this.save();
+      }
+    }
+    for (const pod of podsForCni([...live.values()], readyNodes)) {
+      const uid = pod.metadata.uid!;
+      let rec = this.pods[uid];
+      if (rec?.ip) continue;
+      if (rec?.lastTry && Date.now() - rec.lastTry < 2000) continue;
+      if (!rec) {
+        rec = {
+          namespace: pod.metadata.namespace!,
+          name: pod.metadata.name!,
+          uid,
+          node: pod.spec.nodeName,
+          containerID: createHash('sha256').update(uid).digest('hex'),
+          netns: `${this.netnsPrefix}p-${uid.replaceAll('-', '').slice(0, 16)}`,
+        };
+        this.pods[uid] = rec;
+      }
+      rec.lastTry = Date.now();
+      ensureNetns(rec.netns);
+      const result = await this.cni('ADD', rec);
+      const ip = (result?.ips as any[] | undefined)?.[0]?.address?.split('/')[0];
+      if (ip) {
+        rec.ip = ip;
+        rec.error = undefined;
+        await this.writePodIp(pod, ip);
+      }
+      this.save();
+    }
+  }
+
+  /** The address Calico gave, where `kubectl get pod -o wide` reads it (kwok wrote its own when the pod started). */
+  private async writePodIp(pod: KubeObject, ip: string): Promise<void> {
+    try {
+      await this.client.mergePatch(K.pod, pod.metadata.namespace, pod.metadata.name!, { status: { podIP: ip, podIPs: [{ ip }] } }, { subresource: 'status' });
+    } catch (err) {
+      if (!(err instanceof KubeApiError && err.statusCode === 404)) throw err;
+    }
+  }
+
+  /** Runs the CNI plugin in the node's namespace; the parsed result, or undefined (the error kept on the record) to retry. */
+  private async cni(command: 'ADD' | 'DEL', rec: PodNet): Promise<Record<string, any> | undefined> {
+    const run = this.nodes.get(rec.node);
+    const dir = run ? this.bins.get(run.tree) : undefined;
+    if (!run || typeof dir !== 'string' || !run.wanted.cniTemplate) {
+      // Its node side is gone: nothing can release through it; the namespace still goes.
+      if (command === 'DEL') return {};
+      return undefined;
+    }
+    const ns = this.nodeNetns(run);
+    const config = cniPluginConfig(run.wanted, this.kubeconfig, path.join(this.dir, 'cni.log'), path.join(this.dir, 'endpoint-status'));
+    const env = {
+      PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin',
+      CNI_COMMAND: command,
+      CNI_CONTAINERID: rec.containerID,
+      CNI_NETNS: netnsPath(rec.netns),
+      CNI_IFNAME: 'eth0',
+      CNI_PATH: dir,
+      CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${rec.namespace};K8S_POD_NAME=${rec.name};K8S_POD_INFRA_CONTAINER_ID=${rec.containerID};K8S_POD_UID=${rec.uid}`,
+    };
+    const { code, stdout } = await runWithInput('ip', ['netns', 'exec', ns, path.join(dir, 'calico')], env, JSON.stringify(config));
+    let parsed: Record<string, any>;
+    try {
+      parsed = stdout.trim() ? JSON.parse(stdout) : {};
+    } catch {
+      parsed = { msg: stdout.trim() };
+    }
+    if (code === 0) return parsed;
+    // A kubelet retries a failed ADD (for instance while the datastore is locked) and a failed DEL: so do we.
+    rec.error = `${command}: ${parsed.msg ?? `exit ${code}`}${parsed.details ? ` (${parsed.details})` : ''}`;
+    this.log(`CNI ${command} for ${rec.namespace}/${rec.name} failed: ${rec.error}`);
+    return undefined;
+  }
+
+  private save(): void {
+    writeFileSync(`${this.podsFile}.tmp`, JSON.stringify(this.pods, null, 2));
+    renameSync(`${this.podsFile}.tmp`, this.podsFile);
+  }
+
+  async stop(): Promise<void> {
+    for (const [node, run] of [...this.nodes]) await this.stopNode(node, run);
+    this.apiBridge?.close();
+  }
+}
+
+function shortHash(s: string): string {
+  return createHash('sha256').update(s).digest('hex').slice(0, 12);
+}
+
+function apiPort(kubeconfig: string): number {
+  const m = /server:\s*https?:\/\/127\.0\.0\.1:(\d+)/.exec(readFileSync(kubeconfig, 'utf8'));
+  if (!m) throw new Error(`${kubeconfig}: no 127.0.0.1 server`);
+  return Number(m[1]);
+}
+
+function runWithInput(bin: string, args: string[], env: Record<string, string>, input: string): Promise<{ code: number; stdout: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(bin, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    child.stdout.on('data', (b) => (stdout += b));
+    child.stderr.on('data', () => {});
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+    child.on('error', () => resolve({ code: -1, stdout }));
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? -1, stdout });
+    });
+    child.stdin.end(input);
+  });
+}
