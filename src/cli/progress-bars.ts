@@ -80,3 +80,37 @@ function formatBar(options: cliProgress.Options, params: cliProgress.Params, p: 
   const bar = '█'.repeat(done) + '░'.repeat(width - done);
   return `${p.label} ${bar} ${params.value}/${params.total} ${Math.floor(params.progress * 100)}%${status}`;
 }
+
+/**
+ * Progress where no terminal reads it (a CI log, `| tee`, a file): lines a log can keep, never a bar's redraws.
+ * A task of one unit (an apply step, one node's disk) is left out: the engine reports its start and its result as
+ * messages, so its "0/1 running" and "1/1 done" would say the same thing a second time. A counted task prints how
+ * far it is at most every `everyMs` (nothing at 0) and its last count once, when it is done.
+ */
+export class ProgressLog {
+  private readonly lastPrinted = new Map<string, number>();
+  private readonly firstSeen = new Map<string, number>();
+
+  constructor(
+    private readonly write: (line: string) => void,
+    private readonly everyMs = 10_000,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** `label` and `status` come escaped (and styled) by the host. */
+  update(u: ProgressUpdate, label: string, status?: string): void {
+    if (u.total === 1) return;
+    const t = this.now();
+    if (!this.firstSeen.has(u.id)) this.firstSeen.set(u.id, t);
+    // A task that ends within `everyMs` of its start prints only its result.
+    const since = this.lastPrinted.get(u.id) ?? this.firstSeen.get(u.id)!;
+    if (!u.done && (u.current === 0 || t - since < this.everyMs)) return;
+    this.lastPrinted.set(u.id, t);
+    const count = u.total !== undefined ? `${u.current} of ${u.total}` : `${u.current}`;
+    this.write(`${label}: ${count}${status ? `, ${status}` : u.done ? ', done' : ''}`);
+    if (u.done) {
+      this.lastPrinted.delete(u.id);
+      this.firstSeen.delete(u.id);
+    }
+  }
+}

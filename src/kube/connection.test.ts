@@ -88,6 +88,18 @@ describe('connect: kubeconfig loading like kubectl', () => {
     await expect(connect({ kubeconfig: path.join(dir, 'nope.yaml') })).rejects.toThrow(/kubeconfig not found/);
   });
 
+  it('a kubeconfig that is missing or cannot be read as a file is an environment error (exit 4); one that is not a kubeconfig is bad input (2)', async () => {
+    delete process.env.KUBECONFIG;
+    process.env.HOME = path.join(dir, 'empty-home-2');
+    await expect(connect({})).rejects.toMatchObject({ exitCode: 4, message: expect.stringMatching(/kubeconfig not found/) });
+    await expect(connect({ kubeconfig: path.join(dir, 'nope.yaml') })).rejects.toMatchObject({ exitCode: 4 });
+    await expect(connect({ kubeconfig: dir })).rejects.toMatchObject({ exitCode: 4, message: expect.stringMatching(/is a directory/) });
+    await expect(connect({ kubeconfig: '/dev/zero' })).rejects.toMatchObject({ exitCode: 4, message: expect.stringMatching(/not a regular file/) });
+    const notYaml = path.join(dir, 'not-yaml.yaml');
+    writeFileSync(notYaml, 'clusters: [\n');
+    await expect(connect({ kubeconfig: notYaml })).rejects.toMatchObject({ exitCode: 2 });
+  });
+
   it('adds impersonation headers for --as and --as-group, and takes proxy-url or HTTPS_PROXY/NO_PROXY', async () => {
     const k = kubeconfig('p.yaml', {
       current: 'p',

@@ -1,10 +1,10 @@
 import { spawn, type SpawnOptions } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { accessSync, constants, existsSync, statSync, type Stats } from 'node:fs';
 import type https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import type { Cluster, Context, KubeConfig, User } from '@kubernetes/client-node';
-import { BadInputError, EnvironmentError, errorMessage } from '../core/errors.js';
+import { BadInputError, EnvironmentError, errorMessage, isErrorKind } from '../core/errors.js';
 import { readInputFile } from '../io/safe-file.js';
 import { proxyFor } from '../net/proxy.js';
 import { useWorkingOidcClient, type LibraryOidcAuthenticator } from './oidc.js';
@@ -70,7 +70,8 @@ export async function connect(opts: ConnectionOptions): Promise<Connection> {
     kc.loadFromCluster(podRoot());
     source = 'the in-cluster service account';
   } else {
-    throw new BadInputError(`kubeconfig not found: ${looked.join(path.delimiter)}`, {
+    // Like an unreachable cluster, a kubeconfig that is not there is the environment, not the command's input (exit 4).
+    throw new EnvironmentError(`kubeconfig not found: ${looked.join(path.delimiter)}`, {
       hint: 'pass --kubeconfig PATH or set KUBECONFIG (inside a Pod, the service account is used when KUBERNETES_SERVICE_HOST is set)',
     });
   }
@@ -132,7 +133,7 @@ function loadMerged(kc: KubeConfig, Ctor: typeof KubeConfig, files: string[]): v
   for (const file of files) {
     const one = new Ctor();
     // Read it ourselves first: a FIFO or /dev/zero given as --kubeconfig must fail in one line, not hang.
-    const text = readInputFile(file, 'kubeconfig', 4 * 1024 * 1024).data.toString('utf8');
+    const text = readKubeconfigFile(file);
     try {
       one.loadFromString(text);
       one.makePathsAbsolute(path.dirname(file));
@@ -145,6 +146,26 @@ function loadMerged(kc: KubeConfig, Ctor: typeof KubeConfig, files: string[]): v
     currentContext ||= one.getCurrentContext();
   }
   kc.loadFromOptions({ clusters, users, contexts, currentContext });
+}
+
+/**
+ * A kubeconfig's text. One that cannot be read as a file (a directory, a FIFO, a device, no permission) is an
+ * environment error, as a missing one is; one too large to be a kubeconfig stays bad input, as bad YAML does.
+ */
+function readKubeconfigFile(file: string): string {
+  let st: Stats;
+  try {
+    st = statSync(file);
+  } catch (err) {
+    throw new EnvironmentError(`kubeconfig ${file} cannot be read: ${(err as NodeJS.ErrnoException).code ?? errorMessage(err)}`, { cause: err });
+  }
+  try {
+    if (st.isFile()) accessSync(file, constants.R_OK);
+    return readInputFile(file, 'kubeconfig', 4 * 1024 * 1024).data.toString('utf8');
+  } catch (err) {
+    if (st.isFile() && isErrorKind(err, 'bad-input')) throw err;
+    throw new EnvironmentError(errorMessage(err).replace(/^cannot read kubeconfig/, `kubeconfig ${file} cannot be read:`), { cause: err });
+  }
 }
 
 /** The most a certificate, key or token file a kubeconfig names may hold (a long chain of PEM certificates fits). */

@@ -331,11 +331,26 @@ export const otherInputCases: Case[] = [
     message: /not a directory|cannot|ENOTDIR/i,
     args: (sb) => ['export', '--out', path.join(writeIn(sb, 'file', 'x'), 'b')],
   },
+  // The kubeconfig is part of the environment (README: exit 4), like the cluster it names: a file that is missing
+  // or cannot be read is an environment error; one that is read but is not a kubeconfig is bad input (2).
   {
-    name: 'export --kubeconfig that does not exist',
-    code: 2,
-    message: /kubeconfig/i,
+    name: 'export --kubeconfig that does not exist (environment)',
+    code: 4,
+    message: /kubeconfig not found/i,
     args: (sb) => ['export', '--kubeconfig', path.join(sb.in, 'nokc'), '--out', path.join(sb.cwd, 'out')],
+  },
+  {
+    name: 'status with KUBECONFIG naming only missing files and no ~/.kube/config (environment)',
+    code: 4,
+    message: /kubeconfig not found/i,
+    env: { KUBECONFIG: '/nonexistent-cni-rewind-tests/config', HOME: '/nonexistent-cni-rewind-tests' },
+    args: () => ['status'],
+  },
+  {
+    name: 'diff --kubeconfig that does not exist (environment)',
+    code: 4,
+    message: /kubeconfig not found/i,
+    args: (sb) => ['diff', base, '--kubeconfig', path.join(sb.in, 'gone', 'config')],
   },
   {
     name: 'status --kubeconfig that is not YAML',

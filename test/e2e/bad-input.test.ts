@@ -68,6 +68,26 @@ describe('bad input: one clear line, the documented exit code, nothing written',
     expect(doc.match(/the (\d+) cases of issue 32 in/)?.[1], 'the issue-32 count in docs/RELIABILITY.md').toBe(String(storageList.length));
   });
 
+  it("every case's exit code is in README's exit-code table, and a case names an environment or refusal as the table does", () => {
+    const readme = fs.readFileSync(path.join(packageRoot(), 'README.md'), 'utf8');
+    const table = readme.split('## Exit codes')[1]!.split('\n## ')[0]!;
+    const meaning = new Map([...table.matchAll(/^\| (\d) \| (.+) \|$/gm)].map((m) => [Number(m[1]), m[2]!]));
+    expect(meaning.get(2)).toMatch(/bad input/);
+    expect(meaning.get(4)).toMatch(/environment/);
+    expect(meaning.get(5)).toMatch(/refused/);
+    const wrong = cases.filter((c) => {
+      // Bad input never means success or "differences found"; 3 is a partial failure (a planted object kept, the rest done).
+      if (c.code < 2 || !meaning.has(c.code)) return true;
+      // A kubeconfig that is missing or cannot be read as a file is the environment (README: 4), not the user's input.
+      if (/kubeconfig (that does not exist|is a FIFO|\/dev\/zero|is a directory)|only missing files/.test(c.name)) return c.code !== 4;
+      return c.code === 4 ? !/environment|unreachable|cannot reach/i.test(c.name) : false;
+    });
+    expect(
+      wrong.map((c) => `${c.name}: ${c.code}`),
+      'cases whose exit code does not match the table',
+    ).toEqual([]);
+  });
+
   for (const c of cases) {
     it.concurrent(c.name, async () => {
       const root = fs.mkdtempSync(path.join(work, 'sb-'));

@@ -157,7 +157,7 @@ describe('kubeconfig like kubectl, on the real control plane', () => {
     expect(who.stderr).toMatch(/forbidden \(HTTP 403\): user "system:serviceaccount:kubeconn-sa:nobody"/);
     // Without the Pod's environment there is no configuration at all.
     const none = await runCli(['status'], { env: { ...pod, KUBERNETES_SERVICE_HOST: '' } });
-    expect(none.code).toBe(2);
+    expect(none.code, 'a missing kubeconfig is an environment error').toBe(4);
     expect(none.stderr).toMatch(/kubeconfig not found/);
   });
 

@@ -87,17 +87,17 @@ export function fileAndKeyCases(c: TrustHelpers): Case[] {
     // 7. special files as options
     {
       name: 'status --kubeconfig is a FIFO (no hang)',
-      code: 2,
+      code: 4,
       message: /kubeconfig .* is not a regular file/,
       args: (sb) => ['status', '--kubeconfig', mkfifo(sb, 'kc.fifo')],
     },
     {
       name: 'status --kubeconfig /dev/zero (no hang)',
-      code: 2,
+      code: 4,
       message: /kubeconfig \/dev\/zero is not a regular file/,
       args: () => ['status', '--kubeconfig', '/dev/zero'],
     },
-    { name: 'status --kubeconfig is a directory', code: 2, message: /kubeconfig .* is a directory/, args: (sb) => ['status', '--kubeconfig', sb.in] },
+    { name: 'status --kubeconfig is a directory', code: 4, message: /kubeconfig .* is a directory/, args: (sb) => ['status', '--kubeconfig', sb.in] },
     {
       name: 'status --kubeconfig larger than 4 MiB (sparse)',
       code: 2,

@@ -12,7 +12,7 @@ const show = (r: Ref) => `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.n
 
 export const diffCommand: Command<DiffArgs> = {
   command: 'diff <bundle>',
-  describe: 'Compare the live cluster with a bundle; exit 0 no differences, 1 differences, 2 trouble (like diff(1))',
+  describe: 'Compare the live cluster with a bundle; exit 0 no differences, 1 differences, 2 or more trouble (like diff(1); 2 bad input, 4 environment)',
   builder: (y) =>
     y
       .positional('bundle', { type: 'string', demandOption: true, describe: 'bundle directory or .tar.gz' })
@@ -48,9 +48,10 @@ export const diffCommand: Command<DiffArgs> = {
         await b.close();
       }
     } catch (err) {
-      // Like diff(1): any trouble is exit 2, whatever kind of error it was (the message stays the same).
-      reportError(err, args.verbose, ctx.style);
-      return ExitCode.BadInput;
+      // Like diff(1), trouble is never 0 or 1 (1 means differences): the README's code of the error (2 bad input,
+      // 4 environment, ...), and 2 for an unexpected error, whose code elsewhere is 1.
+      const code = reportError(err, args.verbose, ctx.style);
+      return code > ExitCode.Differences ? code : ExitCode.BadInput;
     }
   }),
 };

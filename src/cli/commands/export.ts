@@ -29,6 +29,8 @@ export const exportCommand: Command<ExportArgs> = {
   handler: handler<ExportArgs>(async (ctx, args) => {
     const keyed = newBundleKey(ctx, args);
     const client = await ctx.client();
+    // The bundle's notes are the human result's last lines: said there once, not also while exporting.
+    if (args.output === 'table') ctx.host.hold(['CNR_EXPORT_V3_SKIPPED']);
     const { path, manifest } = await SignalScope.run(({ signal }) => {
       const run = (out: string | undefined) => exportBundle(client, { out, excludeSecrets: args['exclude-secrets'], ...keyed, signal }, ctx.reporter);
       return isRemote(args.out) ? writeRemote(args.out, defaultBundleName(client.connection.clusterName), run) : run(args.out);
@@ -49,5 +51,6 @@ export const exportCommand: Command<ExportArgs> = {
         ),
       ].join('\n'),
     );
+    ctx.host.dropHeld();
   }),
 };

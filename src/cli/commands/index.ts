@@ -59,7 +59,7 @@ export const commandTable: CommandEntry[] = [
   },
   {
     command: 'diff <bundle>',
-    describe: 'Compare the live cluster with a bundle; exit 0 no differences, 1 differences, 2 trouble (like diff(1))',
+    describe: 'Compare the live cluster with a bundle; exit 0 no differences, 1 differences, 2 or more trouble (like diff(1); 2 bad input, 4 environment)',
     load: async () => (await import('./diff.js')).diffCommand,
   },
   {

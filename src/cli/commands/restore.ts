@@ -5,6 +5,7 @@ import type { RestoreTimings } from '../../restore/timings.js';
 import { handler, type CliContext, type Command } from '../context.js';
 import { encryptionOptions, openKeyedBundle, type EncryptionArgs } from '../encryption.js';
 import { restoreDisksOptions, runRestoreDisks, type RestoreDisksArgs } from './restore-disks.js';
+import { renderNotes } from '../notes.js';
 import { renderTable, type Styler } from '../output.js';
 
 interface RestoreArgs extends RestoreDisksArgs, EncryptionArgs {
@@ -83,6 +84,9 @@ export const restoreCommand: Command<RestoreArgs> = {
       throw new BadInputError(`--write-concurrency must be a whole number from 1 to 256 (got ${concurrency})`);
     const client = await ctx.client();
     const bundle = await openKeyedBundle(ctx, args.bundle, args);
+    // Per-object owner messages are notes of the human result too: printed once, there, summarized (-v lists each).
+    // With -o json|yaml the result is data, and stderr keeps them for the person watching.
+    if (args.output === 'table') ctx.host.hold(OWNER_NOTE_CODES);
     try {
       const result = await SignalScope.run((signals) =>
         restoreResources(
@@ -103,6 +107,7 @@ export const restoreCommand: Command<RestoreArgs> = {
         ),
       );
       ctx.print(result, () => renderResult(result, ctx.style, args.verbose) + (args.verbose ? `\n${renderTimings(result.timings)}` : ''));
+      ctx.host.dropHeld();
       if (result.dryRun) return result.ok ? ExitCode.Ok : ExitCode.Differences;
       return result.ok ? ExitCode.Ok : ExitCode.Partial;
     } finally {
@@ -110,6 +115,9 @@ export const restoreCommand: Command<RestoreArgs> = {
     }
   }),
 };
+
+/** The messages whose text every object's notes in the result repeat (src/restore/owners.ts, write.ts, plan.ts). */
+const OWNER_NOTE_CODES = ['CNR_RESTORE_OWNER_RELEASED', 'CNR_RESTORE_OWNER_LINKED', 'CNR_RESTORE_OWNER_DROPPED'];
 
 export async function confirmPlan(ctx: CliContext, plan: RestorePlan): Promise<boolean> {
   // The preview goes to stderr so stdout keeps only the result (for -o json).
@@ -181,8 +189,12 @@ function renderResult(r: RestoreResult, s: Styler, verbose: boolean): string {
   for (const p of r.guards.releaseProblems) lines.push(s.red(p));
   if (r.operator?.checked.length) lines.push(`The tigera operator reports: ${r.operator.checked.join('; ')}`);
   if (r.operator?.problem) lines.push(s.red(r.operator.problem));
-  const notes = r.actions.filter((a) => a.notes?.length);
-  for (const a of notes) for (const n of a.notes!) lines.push(`note: ${a.id}: ${n}`);
+  lines.push(
+    ...renderNotes(
+      r.actions.flatMap((a) => (a.notes ?? []).map((note) => ({ id: a.id, note }))),
+      verbose,
+    ),
+  );
   if (r.failures.length) {
     lines.push('', s.red(`${r.failures.length} object(s) not restored:`));
     lines.push(

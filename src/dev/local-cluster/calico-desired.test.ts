@@ -138,15 +138,18 @@ describe('calicoProgramsFor', () => {
 });
 
 describe('cluster up options', () => {
-  it('parses --calico and --install', () => {
-    expect(parseUpArgs([])).toEqual({ calico: undefined, install: 'operator' });
-    expect(parseUpArgs(['--calico', '3.27.4', '--install', 'manifest'])).toEqual({ calico: '3.27.4', install: 'manifest' });
-    expect(parseUpArgs(['--calico=3.28.1'])).toEqual({ calico: '3.28.1', install: 'operator' });
+  it('parses --calico and --install; waits unless --no-wait, 30 minutes unless --timeout', () => {
+    expect(parseUpArgs([])).toEqual({ calico: undefined, install: 'operator', wait: true, timeoutS: 1800 });
+    expect(parseUpArgs(['--calico', '3.27.4', '--install', 'manifest'])).toMatchObject({ calico: '3.27.4', install: 'manifest', wait: true });
+    expect(parseUpArgs(['--calico=3.28.1'])).toMatchObject({ calico: '3.28.1', install: 'operator' });
+    expect(parseUpArgs(['--calico=3.28.1', '--no-wait'])).toMatchObject({ wait: false });
+    expect(parseUpArgs(['--timeout', '90'])).toMatchObject({ wait: true, timeoutS: 90 });
   });
   it('rejects bad input with one line', () => {
     expect(() => parseUpArgs(['--install', 'helm', '--calico', '3.28.1'])).toThrow('--install takes operator or manifest, not "helm"');
     expect(() => parseUpArgs(['--install', 'operator'])).toThrow('--install needs --calico VERSION');
     expect(() => parseUpArgs(['--calico'])).toThrow('--calico needs a value');
     expect(() => parseUpArgs(['--bogus'])).toThrow('unknown option --bogus');
+    expect(() => parseUpArgs(['--timeout', '5m'])).toThrow('--timeout takes whole seconds, not "5m"');
   });
 });

@@ -1,18 +1,32 @@
 #!/usr/bin/env node
 /**
- * `npm run cluster -- up [--calico VERSION [--install operator|manifest]] | down | status`: the local real
- * control plane used by tests and the demo; with --calico, that Calico release installed and its real
- * control-plane programs running (calico-supervisor.ts).
+ * `npm run cluster -- up [--calico VERSION [--install operator|manifest]] [--no-wait] [--timeout SECONDS] | down | status`:
+ * the local real control plane used by tests and the demo; with --calico, that Calico release installed and its
+ * real control-plane programs running (calico-supervisor.ts). `up` returns once what it started is usable
+ * (readiness.ts), as `kind create cluster --wait` does, unless --no-wait.
  */
 import { KubeClient } from '../../kube/client.js';
 import { installCalicoRelease, type CalicoInstallMode } from './calico-install.js';
 import { LocalCluster } from './cluster.js';
+import { apiServerConditions, calicoConditions, nodeSideConditions, NotReadyError, waitUntilReady, type ReadinessCondition } from './readiness.js';
 
-const USAGE = 'usage: npm run cluster -- up [--calico VERSION [--install operator|manifest]] | down | status';
+const USAGE = 'usage: npm run cluster -- up [--calico VERSION [--install operator|manifest]] [--no-wait] [--timeout SECONDS] | down | status';
 
-export function parseUpArgs(args: string[]): { calico?: string; install: CalicoInstallMode } {
+/** Long enough for a first build of Calico's programs on 2 cores (the supervisor builds what is not cached). */
+const DEFAULT_WAIT_S = 1800;
+
+export interface UpArgs {
+  calico?: string;
+  install: CalicoInstallMode;
+  wait: boolean;
+  timeoutS: number;
+}
+
+export function parseUpArgs(args: string[]): UpArgs {
   let calico: string | undefined;
   let install: CalicoInstallMode = 'operator';
+  let wait = true;
+  let timeoutS = DEFAULT_WAIT_S;
   for (let i = 0; i < args.length; i++) {
     const [flag, inline] = args[i]!.split('=', 2) as [string, string | undefined];
     const value = () => {
@@ -25,10 +39,56 @@ export function parseUpArgs(args: string[]): { calico?: string; install: CalicoI
       const v = value();
       if (v !== 'operator' && v !== 'manifest') throw new UsageError(`--install takes operator or manifest, not "${v}"`);
       install = v;
+    } else if (flag === '--no-wait') wait = false;
+    else if (flag === '--timeout') {
+      const v = value();
+      timeoutS = Number(v);
+      if (!Number.isInteger(timeoutS) || timeoutS < 1) throw new UsageError(`--timeout takes whole seconds, not "${v}"`);
     } else throw new UsageError(`unknown option ${args[i]}`);
   }
   if (!calico && args.some((a) => a.startsWith('--install'))) throw new UsageError('--install needs --calico VERSION');
-  return { calico, install };
+  return { calico, install, wait, timeoutS };
+}
+
+/**
+ * One progress line on stderr while waiting: rewritten in place on a terminal; in a log, a line each time what is
+ * missing changes (not one per poll).
+ */
+function progressLine(out: NodeJS.WriteStream): {
+  round: (missing: { name: string; seen: string }[], elapsedMs: number, total: number) => void;
+  end: () => void;
+} {
+  let last = '';
+  let drawn = false;
+  return {
+    round(missing, elapsedMs, total) {
+      if (!missing.length) return;
+      const text = `[cluster] waiting (${Math.round(elapsedMs / 1000)} s): ${total - missing.length} of ${total} ready; next: ${missing[0]!.name} (${missing[0]!.seen})`;
+      if (out.isTTY) {
+        out.write(`\r\x1b[K${text.slice(0, (out.columns || 120) - 1)}`);
+        drawn = true;
+      } else {
+        const what = missing.map((m) => `${m.name} (${m.seen})`).join('; ');
+        if (what !== last) out.write(`${text}\n`);
+        last = what;
+      }
+    },
+    end() {
+      if (drawn) out.write('\r\x1b[K');
+      drawn = false;
+    },
+  };
+}
+
+async function waitReady(conditions: ReadinessCondition[], timeoutS: number, log: (l: string) => void): Promise<void> {
+  const line = progressLine(process.stderr);
+  const started = Date.now();
+  try {
+    await waitUntilReady(conditions, { timeoutMs: timeoutS * 1000, onRound: (missing, ms) => line.round(missing, ms, conditions.length) });
+  } finally {
+    line.end();
+  }
+  log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s: ${conditions.map((c) => c.name).join(', ')}`);
 }
 
 class UsageError extends Error {}
@@ -42,17 +102,21 @@ async function main(): Promise<number> {
     case 'up': {
       const opts = parseUpArgs(process.argv.slice(3));
       const st = await cluster.up();
-      if (opts.calico) {
-        const client = await KubeClient.connect({ kubeconfig: st.kubeconfig });
-        try {
+      const client = await KubeClient.connect({ kubeconfig: st.kubeconfig });
+      try {
+        const conditions = apiServerConditions(() => cluster.isUp());
+        if (opts.calico) {
           await installCalicoRelease(client, opts.calico, opts.install, log);
-        } finally {
-          client.close();
+          await cluster.startCalico({ nodeSide: true });
+          log(
+            'the Calico programs, calico-node per node and the CNI plugin per pod start as the installed objects ask for them (a first build takes minutes; see the supervisor log)',
+          );
+          conditions.push(...calicoConditions(client, () => cluster.calicoStatus(), opts.calico, opts.install));
+          conditions.push(...nodeSideConditions(client, () => cluster.calicoStatus()));
         }
-        await cluster.startCalico({ nodeSide: true });
-        log(
-          'the Calico programs, calico-node per node and the CNI plugin per pod start as the installed objects ask for them (a first build takes minutes; see the supervisor log)',
-        );
+        if (opts.wait) await waitReady(conditions, opts.timeoutS, log);
+      } finally {
+        client.close();
       }
       console.log(`kubeconfig: ${st.kubeconfig}`);
       console.log(`export KUBECONFIG=${st.kubeconfig}`);
@@ -81,6 +145,11 @@ if (process.argv[1] && /local-cluster[\\/]cli\.[jt]s$/.test(process.argv[1])) {
   main().then(
     (code) => process.exit(code),
     (err) => {
+      if (err instanceof NotReadyError) {
+        console.error(`cluster: ${err.message}`);
+        console.error('  the cluster keeps running: see `npm run cluster -- status` and the supervisor log; `down` stops it');
+        process.exit(4);
+      }
       if (err instanceof UsageError) {
         console.error(`cluster: ${err.message}\n${USAGE}`);
         process.exit(2);
