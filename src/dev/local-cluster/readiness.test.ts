@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { installationPoolNames, NotReadyError, waitUntilReady, type ReadinessCondition } from './readiness.js';
+import type { KubeClient } from '../../kube/client.js';
+import type { SupervisorStatus } from './calico-supervisor.js';
+import { installationPoolNames, nodeSideConditions, NotReadyError, waitUntilReady, type ReadinessCondition } from './readiness.js';
 
 /** A condition that holds from its `n`th check on. */
 function holdsFrom(name: string, n: number): ReadinessCondition & { checks: number } {
@@ -53,5 +55,28 @@ describe('waiting until the local cluster is usable', () => {
     ).toEqual(['default-ipv4-ippool', 'extra']);
     expect(installationPoolNames(inst([{ cidr: '192.168.0.0/16' }, { cidr: 'fd00::/48' }]))).toEqual(['default-ipv4-ippool', 'default-ipv6-ippool']);
     expect(installationPoolNames(undefined)).toEqual([]);
+  });
+});
+
+describe('the node side as a readiness condition', () => {
+  const client = { listAll: async () => [{ metadata: { name: 'default-ipv4-ippool' } }] } as unknown as KubeClient;
+  const status = (nodeSide: SupervisorStatus['nodeSide']) => () => ({ pid: 1, updatedAt: '', nodeSide }) as SupervisorStatus;
+
+  it('holds once every node finished start-up and runs its allocator', async () => {
+    const done = { startup: 'done', allocator: { pid: 42 } };
+    expect(await nodeSideConditions(client, status({ nodes: { n1: done, n2: done }, pods: {} }))[0]!.check()).toBeUndefined();
+  });
+
+  it('names each node still starting, and an empty or unreported node side', async () => {
+    const side = { nodes: { n1: { startup: 'done', allocator: { pid: 42 } }, n2: { startup: 'failed', error: 'no pool' } }, pods: {} };
+    expect(await nodeSideConditions(client, status(side))[0]!.check()).toBe('n2: start-up failed (no pool)');
+    expect(await nodeSideConditions(client, status({ nodes: {}, pods: {} }))[0]!.check()).toBe('no node runs a calico-node pod yet');
+    expect(await nodeSideConditions(client, status(undefined))[0]!.check()).toBe('not reported yet');
+  });
+
+  it('wants a pool (calico-node creates the default one before 3.28 and with calico.yaml)', async () => {
+    const none = { listAll: async () => [] } as unknown as KubeClient;
+    expect(await nodeSideConditions(none, status(undefined))[1]!.check()).toBe('no IPPool');
+    expect(await nodeSideConditions(client, status(undefined))[1]!.check()).toBeUndefined();
   });
 });
