@@ -12,7 +12,9 @@
  * As a control, the same trace must see them when they are loaded, so "none" means "not loaded", not "the trace
  * saw nothing".
  *
- *   npm run build && node dist/bench/startup.js [--runs 15] [--no-status]
+ *   npm run build && node dist/bench/startup.js [--runs 15] [--no-status] [--before DIR]
+ * `--before DIR`: also time `status` of the build in DIR (DIR/dist/src/cli/main.js, e.g. an earlier commit built
+ * beside this one) in the same rounds.
  * The cluster rows use $KUBECONFIG or the local cluster instance's ($CNI_REWIND_CLUSTER_NAME); they are left out
  * (and the section says so) when that kubeconfig does not exist. Set-up (not timed): the Calico 3.28.1 CRDs and 100
  * labelled IPAM handles for `export`. Writes the "Start-up" section of docs/BENCHMARKS.md.
@@ -51,6 +53,8 @@ interface Subject {
   cluster?: boolean;
   /** Not a cni-rewind command: timed only. */
   reference?: boolean;
+  /** An earlier build, timed for comparison (`--before`): not held to the goals. */
+  earlier?: boolean;
   /** Exit codes that mean "it ran" (doctor exits 1 or 2 when it finds something). */
   okCodes?: number[];
   times: number[];
@@ -130,6 +134,8 @@ async function exportObjects(kubeconfig: string): Promise<void> {
 
 async function main(): Promise<void> {
   const runs = Number(arg('runs') ?? 15);
+  const beforeDir = arg('before');
+  const before = beforeDir ? path.resolve(beforeDir, 'dist/src/cli/main.js') : undefined;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-bench-startup-'));
   const trace = moduleTrace(dir);
   const cli = path.join(packageRoot(), 'dist/src/cli/main.js');
@@ -163,6 +169,10 @@ async function main(): Promise<void> {
             },
             { label: 'cni-rewind doctor', argv: [node, cli, 'doctor'], cluster: true, okCodes: [0, 1, 2], times: [], firstRequest: [] },
           ]
+        : []),
+      // An earlier build's CLI in the same rounds, for a before/after comparison under the same load.
+      ...(withCluster && before
+        ? [{ label: `cni-rewind status (build in ${beforeDir})`, argv: [node, before, 'status'], cluster: true, earlier: true, times: [], firstRequest: [] }]
         : []),
     ];
     const progress = (line: string) => process.stderr.write(`bench/startup: ${line}\n`);
@@ -206,7 +216,7 @@ async function main(): Promise<void> {
       return out;
     });
     const clusterMisses = subjects
-      .filter((s) => s.cluster && !s.reference)
+      .filter((s) => s.cluster && !s.reference && !s.earlier)
       .flatMap((s) => {
         const out: string[] = [];
         const first = median(s.firstRequest);
@@ -220,10 +230,11 @@ async function main(): Promise<void> {
     const section = [
       '## Start-up',
       '',
-      benchHeader('bench/startup.ts', `node dist/bench/startup.js --runs ${runs}${withCluster ? '' : ' --no-status'}`, [
-        `kubectl ${gitVersion}`,
-        `cni-rewind ${toolVersion()}`,
-      ]),
+      benchHeader(
+        'bench/startup.ts',
+        `node dist/bench/startup.js --runs ${runs}${withCluster ? '' : ' --no-status'}${beforeDir ? ` --before ${beforeDir}` : ''}`,
+        [`kubectl ${gitVersion}`, `cni-rewind ${toolVersion()}`],
+      ),
       '',
       `${runs} rounds; each round runs every command below once, in turn, as a fresh process (wall clock, after one warm-up run each); medians over the rounds. ` +
         `\`inspect\` reads a 20-object bundle directory.` +
@@ -262,7 +273,8 @@ async function main(): Promise<void> {
         'parser (`src/cli/parser.ts`), which imports only the module of the command being run (`src/cli/commands/index.ts` is a table of names and descriptions); ' +
         'the CLI context imports the Kubernetes client when a command first asks for a client, and js-yaml loads only for `-o yaml`. The client is ' +
         '`@kubernetes/client-node` with its dependencies (about 900 module files) bundled into one file at build time (`tools/bundle-kube-library.mjs`): ' +
-        "resolving and loading those files one by one was most of a cluster command's start before the first request.",
+        "resolving and loading those files one by one was most of a cluster command's start before the first request. " +
+        'And yargs no longer renders the help text of the command being run on the way (`src/cli/parser.ts`: it did so in case the handler showed it, which none does).',
       '',
     ].join('\n');
     replaceBenchmarkSection('Start-up', section);
