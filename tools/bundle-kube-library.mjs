@@ -28,8 +28,37 @@ const ownSourcesOnly = {
   },
 };
 
+/**
+ * KubeConfig's module imports two things only for methods cni-rewind never calls: the generated API (about 900 KiB
+ * of model classes, for makeApiClient) and node-fetch's Headers (for applyToFetchOptions; Node has its own).
+ * Loading them was a third of the client's start-up cost. The stand-ins say so if they are ever used.
+ */
+const onlyWhatKubeConfigUses = {
+  name: 'only-what-kubeconfig-uses',
+  setup(b) {
+    const fromConfig = (args) => /client-node[\\/]dist[\\/]config\.js$/.test(args.importer);
+    b.onResolve({ filter: /^\.\/gen\/index\.js$/ }, (args) => (fromConfig(args) ? { path: 'generated-api', namespace: 'stand-in' } : undefined));
+    b.onResolve({ filter: /^node-fetch$/ }, (args) => (fromConfig(args) ? { path: 'node-fetch', namespace: 'stand-in' } : undefined));
+    b.onLoad({ filter: /.*/, namespace: 'stand-in' }, (args) => ({
+      loader: 'js',
+      contents:
+        args.path === 'node-fetch'
+          ? 'export const Headers = globalThis.Headers;'
+          : 'const missing = () => { throw new Error("cni-rewind bundles KubeConfig without the generated API client (makeApiClient)"); };\n' +
+            'export const createConfiguration = missing;\nexport class ServerConfiguration { constructor() { missing(); } }',
+    }));
+  },
+};
+
 await build({
-  entryPoints: [path.join(root, 'src/kube/kube-library.ts')],
+  // What src/kube/kube-library.ts exports, taken from the library's module that defines it rather than its index
+  // (which re-exports the whole generated API: watch, exec, port-forward and their dependencies).
+  stdin: {
+    contents: "export { KubeConfig } from '@kubernetes/client-node/dist/config.js';",
+    resolveDir: root,
+    sourcefile: 'src/kube/kube-library.ts',
+    loader: 'js',
+  },
   outfile,
   bundle: true,
   platform: 'node',
@@ -50,6 +79,6 @@ await build({
   },
   // ws loads these native speed-ups only when installed (in a try/catch); they are not dependencies here.
   external: ['bufferutil', 'utf-8-validate'],
-  plugins: [ownSourcesOnly],
+  plugins: [ownSourcesOnly, onlyWhatKubeConfigUses],
   logLevel: 'warning',
 });
