@@ -272,7 +272,7 @@ async function main(): Promise<void> {
         'rendered at build time, `src/cli/help-cache.ts`; `src/cli/fast-answers.test.ts` checks each answer equals the parser output); any other command line loads the ' +
         'parser (`src/cli/parser.ts`), which imports only the module of the command being run (`src/cli/commands/index.ts` is a table of names and descriptions); ' +
         'the CLI context imports the Kubernetes client when a command first asks for a client, and js-yaml loads only for `-o yaml`. The client is ' +
-        '`@kubernetes/client-node` with its dependencies (about 900 module files) bundled into one file at build time (`tools/bundle-kube-library.mjs`): ' +
+        'KubeConfig from `@kubernetes/client-node`, with what it uses, bundled into one file at build time (`tools/bundle-kube-library.mjs`; as a package the library is about 900 module files): ' +
         "resolving and loading those files one by one was most of a cluster command's start before the first request. " +
         'And yargs no longer renders the help text of the command being run on the way (`src/cli/parser.ts`: it did so in case the handler showed it, which none does).',
       '',
