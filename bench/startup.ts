@@ -239,7 +239,7 @@ async function main(): Promise<void> {
       `${runs} rounds; each round runs every command below once, in turn, as a fresh process (wall clock, after one warm-up run each); medians over the rounds. ` +
         `\`inspect\` reads a 20-object bundle directory.` +
         (withCluster
-          ? ` The cluster commands talk to the local control plane on 127.0.0.1 (\`export\`: the Calico 3.28.1 CRDs and ${EXPORT_OBJECTS} IPAM handles; \`doctor\`: the same cluster, Calico not running) ` +
+          ? ` The cluster commands talk to the local control plane on 127.0.0.1 (\`export\`: the Calico 3.28.1 CRDs and ${EXPORT_OBJECTS} IPAM handles; \`status\` and \`doctor\`: the same cluster, Calico's CRDs and objects as earlier tests left them, no Calico program running) ` +
             'through a relay that notes when the first byte of their first request arrives (`bench/first-request.ts`): "first request" is that moment after the process was spawned, kubectl measured the same way.'
           : ' The cluster rows were left out: no cluster kubeconfig.'),
       '',
