@@ -48,4 +48,20 @@ describe('answers without the argument parser', () => {
     expect(fastAnswer(['--help'], undefined, true), 'as kubectl cni-rewind the usage line differs').toBeUndefined();
     expect(fastAnswer(['--version'], undefined, true)).toBeUndefined();
   });
+
+  it('running a command does not render its help text on the way (only --help and getHelp() do)', async () => {
+    const parser = await buildParser(['version']);
+    const usage = (parser as any).getInternalMethods().getUsageInstance();
+    let rendered = 0;
+    const help = usage.help;
+    usage.help = function (this: unknown) {
+      rendered++;
+      return help.call(this);
+    };
+    // What yargs calls right after a command's handler starts.
+    usage.cacheHelpMessage();
+    expect(rendered, 'help rendered while running a command').toBe(0);
+    expect(await parser.getHelp()).toMatch(/cni-rewind version/);
+    expect(rendered, 'getHelp() renders it (control)').toBeGreaterThan(0);
+  });
 });

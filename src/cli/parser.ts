@@ -74,7 +74,21 @@ export async function buildParser(argv: string[], opts: { allCommands?: boolean;
     process.stderr.write(`cni-rewind: ${line}\n  see: cni-rewind --help\n`);
     process.exit(ExitCode.BadInput);
   }
+  skipHelpRenderingOnRun(parser);
   return parser as Argv<GlobalArgs>;
+}
+
+/**
+ * yargs renders the whole help text of the command being run right after its handler starts (synchronously, before
+ * the handler's first await resumes), in case the handler shows it later; no handler here does (usage errors print
+ * one line), and the rendering (cliui, string-width) cost a cluster command about a tenth of its CPU before its first
+ * request (docs/BENCHMARKS.md, start-up). `--help` and `getHelp()` render it when asked, as before.
+ */
+function skipHelpRenderingOnRun(parser: Argv<any>): void {
+  const usage = (parser as unknown as { getInternalMethods?: () => { getUsageInstance?: () => { cacheHelpMessage?: () => void } } })
+    .getInternalMethods?.()
+    ?.getUsageInstance?.();
+  if (usage?.cacheHelpMessage) usage.cacheHelpMessage = () => {};
 }
 
 export async function main(argv = hideBin(process.argv), opts: { allCommands?: boolean } = {}): Promise<void> {

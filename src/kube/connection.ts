@@ -58,8 +58,9 @@ function inClusterAvailable(): boolean {
 }
 
 export async function connect(opts: ConnectionOptions): Promise<Connection> {
-  // @kubernetes/client-node is most of the modules a start would load: only commands that talk to a cluster pay for it.
-  const { KubeConfig } = await import('@kubernetes/client-node');
+  // @kubernetes/client-node is most of what a start would load: only commands that talk to a cluster pay for it, and
+  // they load it as the one file the build bundles it into (kube-library.ts).
+  const { KubeConfig } = await import('./kube-library.js');
   const { files, looked } = kubeconfigFiles(opts);
   const kc = new KubeConfig();
   let source: string;
