@@ -6,6 +6,7 @@
  * has them" and exit 0 with every pod allocation lost (the next pods get the running pods' addresses). Now each
  * bundle allocation goes back into the re-claimed block address by address, with its handle.
  */
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,7 +16,7 @@ import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/loca
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { clearCalicoFinalizers, waitApiServiceAvailable, waitOperator, waitPoolAndDatastoreReady } from './calico-support.js';
-import { applyFixture, calicoType, deleteNodes, resetCalico, runCli, testClient } from './helpers.js';
+import { applyFixture, calicoType, deleteNodes, kubeconfig, resetCalico, runCli, testClient } from './helpers.js';
 import { IPAM_BLOCK, IPAM_HANDLE, heldByLog, ipamCheck, readEvents, readIpam, startChurn, stopAllChurns } from './ipam-support.js';
 import { allocateTunnels, expectTunnelsIntact, type TunnelAddrs } from './tunnel-support.js';
 
@@ -88,9 +89,15 @@ describe('restore --resources after the IPAM objects were lost and the nodes re-
       `reclaim: ${held.size} pod allocations in the bundle, ${blocksBefore.length} blocks (${reclaimed.length} re-claimed); tunnels ${JSON.stringify(tunnels)} then ${JSON.stringify(again)}; restore exit ${r.code}, counts ${JSON.stringify(result.counts)}, ipamProblems ${JSON.stringify(result.ipamProblems ?? [])}, drifted ${JSON.stringify(result.drifted)}`,
     );
     const ipam = await readIpam(client);
-    const lost = [...held].filter(([handle, ip]) => (ipam.owners.get(ip) ?? []).join() !== handle).map(([h, ip]) => `${ip} of ${h}: ${ipam.owners.get(ip)?.join() ?? 'free'}`);
+    const lost = [...held]
+      .filter(([handle, ip]) => (ipam.owners.get(ip) ?? []).join() !== handle)
+      .map(([h, ip]) => `${ip} of ${h}: ${ipam.owners.get(ip)?.join() ?? 'free'}`);
     expect(lost).toEqual([]);
-    for (const [handle] of held) expect(Object.values(ipam.handles.get(handle) ?? {}).reduce((a, n) => a + n, 0), `IPAMHandle ${handle}`).toBe(1);
+    for (const [handle] of held)
+      expect(
+        Object.values(ipam.handles.get(handle) ?? {}).reduce((a, n) => a + n, 0),
+        `IPAMHandle ${handle}`,
+      ).toBe(1);
     expect([...ipam.owners].filter(([, o]) => o.length > 1)).toEqual([]);
     expect(r.code, r.stderr + r.stdout.slice(0, 4000)).toBe(0);
     await expectTunnelsIntact(client, again);
@@ -100,5 +107,40 @@ describe('restore --resources after the IPAM objects were lost and the nodes re-
       handlesWithoutIps: 0,
       missingHandles: 0,
     });
+  }, 900_000);
+
+  it('an address a new pod took before the restore is a duplicate IP: named with the pod to restart, the rest put back, exit 3', async () => {
+    const held = heldByLog(readEvents(log));
+    for (const t of [AFFINITY, IPAM_HANDLE, IPAM_BLOCK]) for (const o of await client.listAll(t)) await client.delete(t, undefined, o.metadata.name);
+    const again = await allocateTunnels(NODES);
+    // A pod started on node 1 before the restore: IPAM gives it the lowest free address of the re-claimed block,
+    // one a running pod of the bundle still uses.
+    const dir = await ensureCalicoProgram('ipam-driver', CALICO_PROGRAMS_VERSION);
+    const line = await new Promise<string>((resolve, reject) =>
+      execFile(
+        path.join(dir, 'ipam-driver'),
+        ['assign', '--node', NODES[0]!, '--pod', `${run}-newcomer`],
+        { env: { ...process.env, KUBECONFIG: kubeconfig(), DATASTORE_TYPE: 'kubernetes' } },
+        (err, out, stderr) => (err ? reject(new Error(`${err.message}\n${out}${stderr}`)) : resolve(out)),
+      ),
+    );
+    const newcomer = JSON.parse(line) as { ip: string; handle: string };
+    const victim = [...held].find(([, ip]) => ip === newcomer.ip);
+    expect(victim, `${newcomer.ip} was a bundle pod's address`).toBeDefined();
+
+    const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
+    const result = JSON.parse(r.stdout);
+    expect(r.code, r.stderr).toBe(3);
+    expect(result.ipamProblems).toEqual([
+      expect.stringMatching(
+        new RegExp(`duplicate IP ${newcomer.ip.replace(/\./g, '\\.')}: the bundle allocates it to handle ${victim![0]}.*now to handle ${newcomer.handle}`),
+      ),
+    ]);
+    const ipam = await readIpam(client);
+    expect(ipam.owners.get(newcomer.ip)).toEqual([newcomer.handle]);
+    const lost = [...held].filter(([h, ip]) => h !== victim![0] && (ipam.owners.get(ip) ?? []).join() !== h);
+    expect(lost).toEqual([]);
+    expect([...ipam.owners].filter(([, o]) => o.length > 1)).toEqual([]);
+    await expectTunnelsIntact(client, again);
   }, 900_000);
 });
