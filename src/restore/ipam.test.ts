@@ -118,6 +118,14 @@ describe('restore: IPAM is merged, never overwritten', () => {
     expect(p.action).toMatchObject({ action: 'skip', reason: expect.stringMatching(/IPAM is live state/) });
   });
 
+  it('creates a lost LoadBalancer affinity (3.30+: type virtual) of a live block affine to virtual:load-balancer', async () => {
+    const lb = block('10.0.1.0/30', ['lb-svc'], 'virtual:load-balancer');
+    const lost = calico('BlockAffinity', 'load-balancer-10-0-1-0-30', { node: 'load-balancer', type: 'virtual', cidr: '10.0.1.0/30', state: 'confirmed' });
+    const ps = [plan('unchanged', lb, lb), plan('create', lost)];
+    await mergeIpamPlan(ps, none);
+    expect(ps.map((p) => p.action.action)).toEqual(['unchanged', 'create']);
+  });
+
   it('leaves other kinds alone', async () => {
     const pool = plan('update', calico('IPPool', 'p', { cidr: '10.0.0.0/8' }), calico('IPPool', 'p', { cidr: '10.0.0.0/16' }));
     const config = plan('update', calico('IPAMConfig', 'default', { strictAffinity: true }), calico('IPAMConfig', 'default', {}));

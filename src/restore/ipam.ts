@@ -17,7 +17,7 @@
  *   bundle has it (nothing was released from it since the backup, so the handle was lost, not released);
  *   otherwise its pod was deleted since the backup and the handle would be a handle without addresses;
  * - a BlockAffinity the cluster lacks is created only with its block, or when the live block is affine to the
- *   same node.
+ *   same node (or, 3.30+ LoadBalancer IPAM, `virtual:load-balancer` for an affinity of type virtual).
  * `--prune` never deletes IPAM objects: those the bundle lacks were allocated since the backup.
  */
 import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, IPAM_LIVE_KINDS } from '../calico/knowledge.js';
@@ -115,7 +115,9 @@ export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources
         );
     } else if (o.kind === 'BlockAffinity') {
       const block = await after.get(o.spec?.cidr);
-      if (!created.has(o.spec?.cidr) && block?.spec?.affinity !== `${IPAM_HOST_AFFINITY_PREFIX}${o.spec?.node}`) {
+      // 3.30+ LoadBalancer IPAM: type virtual, the block affine to `virtual:load-balancer`; otherwise `host:<node>`.
+      const affine = o.spec?.type && o.spec.type !== 'host' ? `${o.spec.type}:${o.spec?.node}` : `${IPAM_HOST_AFFINITY_PREFIX}${o.spec?.node}`;
+      if (!created.has(o.spec?.cidr) && block?.spec?.affinity !== affine) {
         skip(
           p,
           `block ${o.spec?.cidr} ${block ? `is affine to ${block.spec?.affinity ?? 'no node'} in the cluster` : 'no longer exists'}; the affinity was released since the backup`,
