@@ -4,6 +4,7 @@
  */
 import type { Bundle } from '../bundle/reader.js';
 import { verifyBundle } from '../bundle/verify.js';
+import { CALICO_CRD_GROUP } from '../calico/knowledge.js';
 import type { Release } from '../calico/release.js';
 import { EnvironmentError, RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
@@ -14,10 +15,28 @@ import { ResourceResolver } from '../kube/resolver.js';
 import type { KubeObject } from '../kube/types.js';
 import { liveDataNotInBundle } from '../plan/compare.js';
 import { isManagedCrd } from '../plan/findings.js';
+import { lockDatastore } from '../restore/guards.js';
 import { pool } from '../util/pool.js';
+
+const CLUSTER_INFORMATION_TYPE = { group: CALICO_CRD_GROUP, version: 'v1', plural: 'clusterinformations', kind: 'ClusterInformation', namespaced: false };
 
 /** The remove-old step of a reinstall plan (see plan/steps.ts). */
 export async function removeOld(client: KubeClient, bundle: Bundle, target: Release, reporter: Reporter): Promise<string> {
+  // Under the datastore lock from the check that the bundle holds all live data until the CRDs (ClusterInformation
+  // with them) are gone: the CNI plugin and calico-node allocate nothing the bundle lacks meanwhile (refused ADDs
+  // are retried by the kubelet once the target is installed and restored).
+  const lock = await lockDatastore(client, CLUSTER_INFORMATION_TYPE, reporter);
+  let gone = false;
+  try {
+    const summary = await removeLocked(client, bundle, target, reporter);
+    gone = true;
+    return summary;
+  } finally {
+    if (lock && !gone) await lock.release();
+  }
+}
+
+async function removeLocked(client: KubeClient, bundle: Bundle, target: Release, reporter: Reporter): Promise<string> {
   // The delete step of the users' procedure, made safe: the bundle verifies and holds everything we delete.
   const v = await verifyBundle(bundle);
   if (!v.ok)

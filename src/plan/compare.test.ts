@@ -57,6 +57,17 @@ describe('verify-data: IPAM is live state', () => {
     const r = await bundleDataPresent(client, bundle, {} as never);
     expect(r.differences.map((d) => `${d.object} ${d.problem}`)).toEqual(['IPAMBlock/10-0-0-0-30 missing', 'IPPool/p changed']);
   });
+
+  it('does not call a block lost that kube-controllers removed because it was empty, or because its node went away (issue 29)', async () => {
+    const node = (name: string): KubeObject => ({ apiVersion: 'v1', kind: 'Node', metadata: { name } });
+    const on = (b: KubeObject, n: string) => ({ ...b, spec: { ...b.spec, affinity: `host:${n}` } });
+    const { client, bundle } = fakes(
+      [node('n1')],
+      [on(block('10.0.0.0/30', []), 'n1'), on(block('10.0.0.4/30', ['h1']), 'gone-node'), on(block('10.0.0.8/30', ['h2']), 'n1')],
+    );
+    const r = await bundleDataPresent(client, bundle, {} as never);
+    expect(r.differences.map((d) => `${d.object} ${d.problem}`)).toEqual(['IPAMBlock/10-0-0-8-30 missing']);
+  });
 });
 
 describe('withoutOperatorDefaults: what the tigera operator fills into FelixConfiguration default is not a change', () => {

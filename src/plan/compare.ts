@@ -6,7 +6,7 @@
  */
 import type { Bundle } from '../bundle/reader.js';
 import { pruneUnknownFields } from '../calico/schema.js';
-import { CALICO_CRD_GROUP, OPERATOR_GROUP, operatorFilledFelixFields } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, OPERATOR_GROUP, operatorFilledFelixFields } from '../calico/knowledge.js';
 import { isIpamLive } from '../restore/ipam.js';
 import type { KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
@@ -48,8 +48,9 @@ async function liveCalicoObjects(client: KubeClient): Promise<{ objects: Map<str
 /**
  * Every Calico data object of the bundle must be in the cluster with the same content, after what the cluster's
  * CRDs would prune and the planned Installation transform. IPAM is live state (pods come and go during a change):
- * handles and affinities may be gone and blocks may hold other allocations; only a lost IPAMBlock is a difference
- * (blocks go only with their node, or with the CRDs as in the incident).
+ * handles and affinities may be gone and blocks may hold other allocations; only a lost IPAMBlock that held
+ * allocations on a node that still exists is a difference (kube-controllers deletes empty blocks and a deleted
+ * node's blocks; otherwise blocks go only with the CRDs, as in the incident).
  */
 export async function bundleDataPresent(
   client: KubeClient,
@@ -59,13 +60,24 @@ export async function bundleDataPresent(
   const live = await liveCalicoObjects(client);
   const bundleCrds = new Map((await bundle.crds()).map((c) => [`${c.spec?.group}/${c.spec?.names?.kind}`, c]));
   const differences: DataDifference[] = [];
+  let nodes: Promise<Set<string>> | undefined;
+  // A block gone is no loss when it held no allocation (kube-controllers deletes empty blocks) or its node went
+  // away (kube-controllers releases a deleted node's blocks: its pods went with it).
+  const blockLost = async (b: KubeObject): Promise<boolean> => {
+    if (!((b.spec?.allocations ?? []) as (number | null)[]).some((a) => a !== null && a !== undefined)) return false;
+    const affinity: unknown = b.spec?.affinity;
+    if (typeof affinity !== 'string' || !affinity.startsWith(IPAM_HOST_AFFINITY_PREFIX)) return true;
+    nodes ??= client.listAll(K.node).then((ns) => new Set(ns.map((n) => n.metadata.name)));
+    return (await nodes).has(affinity.slice(IPAM_HOST_AFFINITY_PREFIX.length));
+  };
   let checked = 0;
   for await (const { object } of bundle.objects({ groups: [CALICO_CRD_GROUP, OPERATOR_GROUP] })) {
     if (!isData(object)) continue;
     checked++;
     const l = live.objects.get(key(object));
     if (isIpamLive(object)) {
-      if (!l && object.kind === 'IPAMBlock') differences.push({ object: objRef(object), problem: 'missing', detail: `IPAM block ${object.spec?.cidr} lost` });
+      if (!l && object.kind === 'IPAMBlock' && (await blockLost(object)))
+        differences.push({ object: objRef(object), problem: 'missing', detail: `IPAM block ${object.spec?.cidr} lost` });
       continue;
     }
     if (!l) {

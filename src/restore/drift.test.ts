@@ -5,14 +5,15 @@ import type { ResourceResolver } from '../kube/resolver.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
 import { findDrift, type DriftTarget } from './drift.js';
 
-const HANDLE: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'ipamhandles', kind: 'IPAMHandle', namespaced: false };
-const handle = (i: number, block = '10.0.0.0/26'): KubeObject => ({
+// Many objects of one custom resource type (global network sets; IPAM kinds are judged otherwise, see below).
+const SETS: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'globalnetworksets', kind: 'GlobalNetworkSet', namespaced: false };
+const set = (i: number, net = '10.0.0.0/26'): KubeObject => ({
   apiVersion: 'crd.projectcalico.org/v1',
-  kind: 'IPAMHandle',
-  metadata: { name: `h-${i}` },
-  spec: { handleID: `h-${i}`, block: { [block]: 1 } },
+  kind: 'GlobalNetworkSet',
+  metadata: { name: `s-${i}` },
+  spec: { nets: [net] },
 });
-const target = (o: KubeObject): DriftTarget => ({ action: { id: `IPAMHandle ${o.metadata.name}` }, desired: o, type: HANDLE });
+const target = (o: KubeObject): DriftTarget => ({ action: { id: `${o.kind} ${o.metadata.name}` }, desired: o, type: SETS });
 
 /** A cluster that holds `live` and records the requests made to it; the list fails with 410 after `failAfterPages`. */
 function fakeClient(live: KubeObject[], failAfterPages?: number) {
@@ -36,38 +37,77 @@ function fakeClient(live: KubeObject[], failAfterPages?: number) {
   };
   return { client: client as unknown as KubeClient, calls };
 }
-const resolver = { forObject: async () => HANDLE } as unknown as ResourceResolver;
+const resolver = { forObject: async () => SETS } as unknown as ResourceResolver;
 const reporter = () => new Reporter(new RecordingIoHost());
 
 describe('findDrift', () => {
   it('reads many objects of one type back with a paged list (no GET each) and reports what changed or went', async () => {
-    const written = Array.from({ length: 1200 }, (_, i) => handle(i));
-    const live = written.filter((o) => o.metadata.name !== 'h-7').map((o) => (o.metadata.name === 'h-3' ? handle(3, '10.9.9.0/26') : o));
+    const written = Array.from({ length: 1200 }, (_, i) => set(i));
+    const live = written.filter((o) => o.metadata.name !== 's-7').map((o) => (o.metadata.name === 's-3' ? set(3, '10.9.9.0/26') : o));
     const { client, calls } = fakeClient(live);
     const targets = written.map(target);
     const drifted = await findDrift(client, resolver, targets, 4, reporter());
     expect(calls).toEqual(['LIST', 'LIST', 'LIST']);
-    expect(drifted.map((d) => d.id).sort()).toEqual(['IPAMHandle h-3', 'IPAMHandle h-7']);
-    expect(targets.find((t) => t.action.id === 'IPAMHandle h-7')!.action.drift).toEqual(['(object is gone)']);
-    expect(targets.find((t) => t.action.id === 'IPAMHandle h-3')!.action.drift!.join(' ')).toMatch(/spec\.block/);
+    expect(drifted.map((d) => d.id).sort()).toEqual(['GlobalNetworkSet s-3', 'GlobalNetworkSet s-7']);
+    expect(targets.find((t) => t.action.id === 'GlobalNetworkSet s-7')!.action.drift).toEqual(['(object is gone)']);
+    expect(targets.find((t) => t.action.id === 'GlobalNetworkSet s-3')!.action.drift!.join(' ')).toMatch(/spec\.nets/);
   });
 
   it('a few objects: one GET each', async () => {
-    const written = [handle(1), handle(2)];
+    const written = [set(1), set(2)];
     const { client, calls } = fakeClient(written);
     expect(await findDrift(client, resolver, written.map(target), 4, reporter())).toEqual([]);
-    expect(calls.sort()).toEqual(['GET h-1', 'GET h-2']);
+    expect(calls.sort()).toEqual(['GET s-1', 'GET s-2']);
   });
 
   it('a list whose continue token expires falls back to GETs for the objects it had not reached', async () => {
-    const written = Array.from({ length: 120 }, (_, i) => handle(i));
-    const live = written.map((o) => (o.metadata.name === 'h-110' ? handle(110, '10.9.9.0/26') : o));
+    const written = Array.from({ length: 120 }, (_, i) => set(i));
+    const live = written.map((o) => (o.metadata.name === 's-110' ? set(110, '10.9.9.0/26') : o));
     const { client, calls } = fakeClient(live, 1);
     const origList = (client as any).listPages;
     (client as any).listPages = (t: ResourceType) => origList(t, { limit: 100 });
     const drifted = await findDrift(client, resolver, written.map(target), 4, reporter());
     expect(calls.filter((c) => c === 'LIST')).toHaveLength(2);
     expect(calls.filter((c) => c.startsWith('GET'))).toHaveLength(20);
-    expect(drifted.map((d) => d.id)).toEqual(['IPAMHandle h-110']);
+    expect(drifted.map((d) => d.id)).toEqual(['GlobalNetworkSet s-110']);
+  });
+
+  // Issue 29: calico-node's tunnel allocator and the CNI plugin keep writing IPAM right after the restore.
+  const ipam = (kind: string, name: string, spec: unknown): KubeObject => ({ apiVersion: 'crd.projectcalico.org/v1', kind, metadata: { name }, spec });
+  const block = (handles: (string | null)[]) => {
+    const attributes: { handle_id: string }[] = [];
+    const allocations = handles.map((h) => (h === null ? null : attributes.push({ handle_id: h }) - 1));
+    return ipam('IPAMBlock', '10-0-0-0-30', { cidr: '10.0.0.0/30', affinity: 'host:n1', allocations, attributes, unallocated: [] });
+  };
+  const ipamTarget = (o: KubeObject, ordinals?: number[]): DriftTarget => ({
+    action: { id: `${o.kind} ${o.metadata.name}`, ...(ordinals ? { ipam: { ordinals } } : {}) },
+    desired: o,
+  });
+
+  it("judges IPAM by every restored allocation still held by its handle: Calico's own writes after the restore are not drift", async () => {
+    const written = [block(['pod-a', 'pod-b', null, null]), ipam('IPAMHandle', 'pod-a', { handleID: 'pod-a', block: { '10.0.0.0/30': 1 } })];
+    // The tunnel allocator took ordinal 2 and its handle counts it; pod-a's handle went on to count another block too.
+    const live = [
+      block(['pod-a', 'pod-b', 'vxlan-tunnel-addr-n1', null]),
+      ipam('IPAMHandle', 'pod-a', { handleID: 'pod-a', block: { '10.0.0.0/30': 1, '10.0.0.4/30': 1 } }),
+    ];
+    const { client } = fakeClient(live);
+    expect(
+      await findDrift(
+        client,
+        resolver,
+        written.map((o) => ipamTarget(o)),
+        4,
+        reporter(),
+      ),
+    ).toEqual([]);
+  });
+
+  it('reports a restored allocation another handle took, by address, and only the ordinals the merge put back', async () => {
+    const { client } = fakeClient([block(['pod-a', 'pod-x', null, 'other'])]);
+    const drifted = await findDrift(client, resolver, [ipamTarget(block(['pod-a', 'pod-b', null, null]))], 4, reporter());
+    expect(drifted).toEqual([{ id: 'IPAMBlock 10-0-0-0-30', paths: ['spec.allocations[1] (10.0.0.1, handle pod-b)'] }]);
+    // A merged block: only ordinal 0 was put back (1 was a duplicate IP, reported by the merge).
+    expect(await findDrift(client, resolver, [ipamTarget(block(['pod-a', 'pod-b', null, null]), [0])], 4, reporter())).toEqual([]);
   });
 });

@@ -4,12 +4,14 @@ import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { pool } from '../util/pool.js';
 import type { ResourceResolver } from '../kube/resolver.js';
 import { apiVersionOf, type KubeObject, type ResourceType } from '../kube/types.js';
+import { isIpamLive } from './ipam.js';
+import { ipamDrift } from './ipam-merge.js';
 import { comparable, missingFrom } from './normalize.js';
 import { CLUSTER_INFORMATION } from './order.js';
 
 /** One written object (restore's planned entry). `drift` is set on its action when it changed. */
 export interface DriftTarget {
-  action: { id: string; drift?: string[] };
+  action: { id: string; drift?: string[]; ipam?: { ordinals?: number[] } };
   /** What the plan meant to write. */
   desired?: KubeObject;
   /** What was actually sent (owner references re-linked), when it differs from desired. */
@@ -40,7 +42,8 @@ export async function findDrift(
     const desired = p.desired!;
     const wanted = comparable(p.written ?? desired);
     if (desired.kind === CLUSTER_INFORMATION.kind) delete wanted.spec?.datastoreReady; // set by the lock release
-    const paths = live ? missingFrom(wanted, comparable(live)) : ['(object is gone)'];
+    // IPAM is judged by what the restore put back still being held, not by bytes: Calico's allocators write on.
+    const paths = isIpamLive(desired) ? ipamDrift(desired, live, p.action.ipam?.ordinals) : live ? missingFrom(wanted, comparable(live)) : ['(object is gone)'];
     if (paths.length) {
       p.action.drift = paths;
       drifted.push({ id: p.action.id, paths });

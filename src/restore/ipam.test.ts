@@ -82,6 +82,50 @@ describe('restore: IPAM is merged, never overwritten', () => {
     expect(ps.map((p) => p.action.action)).toEqual(['unchanged', 'skip', 'create']);
   });
 
+  // Issue 29's first scenario: the IPAM objects lost, calico-node re-claimed the same CIDR (libcalico-go seeds a
+  // node's first block from its hostname) and allocated its tunnel address there; every pod's allocation is gone.
+  const SEQ = 1_733_000_000_000_000_000; // a block's sequenceNumber starts at its creation time in ns (past 2^53 numbers are exact in steps of 256)
+  const withSeq = (b: KubeObject, seq: number) => ({ ...b, spec: { ...b.spec, sequenceNumber: seq } });
+
+  it('puts the bundle allocations back into a block Calico re-created after the backup, address by address', async () => {
+    const bundle = withSeq(block('10.0.0.0/30', ['tunnel-n1', 'pod-a', 'pod-b', null]), SEQ + 40 * 256);
+    const recreated = withSeq(block('10.0.0.0/30', ['tunnel-n1', null, null, null]), SEQ + 60_000_000_000 + 1);
+    const ps = [plan('update', bundle, recreated), plan('create', handle('pod-a', '10.0.0.0/30')), plan('create', handle('pod-b', '10.0.0.0/30'))];
+    await mergeIpamPlan(ps, none);
+    expect(ps.map((p) => p.action.action)).toEqual(['update', 'create', 'create']);
+    expect(ps[0]!.action.ipam).toEqual({ ordinals: [1, 2] });
+  });
+
+  it('reports a bundle allocation whose address another handle holds now as a duplicate IP, naming the pod to restart', async () => {
+    const bundle = withSeq(block('10.0.0.0/30', ['tunnel-n1', 'pod-a', 'pod-b', null]), SEQ);
+    const recreated = withSeq(block('10.0.0.0/30', ['tunnel-n1', 'pod-new', null, null]), SEQ + 5_000_000_000);
+    bundle.spec.attributes[1].secondary = { namespace: 'web', pod: 'a-1' };
+    const ps = [plan('skip', bundle, recreated), plan('create', handle('pod-a', '10.0.0.0/30')), plan('create', handle('pod-b', '10.0.0.0/30'))];
+    await mergeIpamPlan(ps, none);
+    expect(ps.map((p) => p.action.action)).toEqual(['update', 'skip', 'create']);
+    expect(ps[0]!.action.ipam?.ordinals).toEqual([2]);
+    expect(ps[0]!.action.ipam?.duplicates).toEqual([
+      expect.stringMatching(/^duplicate IP 10\.0\.0\.1: .*pod-a \(pod web\/a-1\).*pod-new.*restart pod web\/a-1/),
+    ]);
+    expect(ps[1]!.action.reason).toMatch(/10\.0\.0\.1 is held by another handle now/);
+  });
+
+  it('keeps a block that only changed since the backup (same block: its sequenceNumber grew by its writes)', async () => {
+    const bundle = withSeq(block('10.0.0.0/30', ['pod-a', 'pod-b']), SEQ);
+    const live = withSeq(block('10.0.0.0/30', ['pod-a', null, 'pod-c']), SEQ + 3 * 256);
+    const p = plan('update', bundle, live);
+    await mergeIpamPlan([p], none);
+    expect(p.action).toMatchObject({ action: 'skip', reason: expect.stringMatching(/IPAM is live state/) });
+  });
+
+  it('creates a lost LoadBalancer affinity (3.30+: type virtual) of a live block affine to virtual:load-balancer', async () => {
+    const lb = block('10.0.1.0/30', ['lb-svc'], 'virtual:load-balancer');
+    const lost = calico('BlockAffinity', 'load-balancer-10-0-1-0-30', { node: 'load-balancer', type: 'virtual', cidr: '10.0.1.0/30', state: 'confirmed' });
+    const ps = [plan('unchanged', lb, lb), plan('create', lost)];
+    await mergeIpamPlan(ps, none);
+    expect(ps.map((p) => p.action.action)).toEqual(['unchanged', 'create']);
+  });
+
   it('leaves other kinds alone', async () => {
     const pool = plan('update', calico('IPPool', 'p', { cidr: '10.0.0.0/8' }), calico('IPPool', 'p', { cidr: '10.0.0.0/16' }));
     const config = plan('update', calico('IPAMConfig', 'default', { strictAffinity: true }), calico('IPAMConfig', 'default', {}));

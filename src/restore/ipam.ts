@@ -5,7 +5,10 @@
  * uses it (the next pod gets it again: duplicate pod IPs) and brings back allocations of pods that are gone.
  *
  * So restore merges instead of overwriting:
- * - an IPAM object that exists in the cluster is never written, whatever `--existing` says (skip, with why);
+ * - an IPAM object that exists in the cluster is never written, whatever `--existing` says (skip, with why),
+ *   but for an IPAMBlock Calico re-created after the backup (the IPAM objects were lost and a node re-claimed the
+ *   same CIDR): that one gets the bundle's allocations back address by address (ipam-merge.ts), and a bundle
+ *   allocation whose address another handle holds now is a duplicate IP, reported;
  * - an IPAMBlock the cluster lacks is created: no live allocation can be in its CIDR, so it cannot double-book;
  *   at worst it brings back allocations released since the backup, which `calicoctl ipam check` reports as leaks
  *   and kube-controllers' IPAM garbage collection frees;
@@ -14,18 +17,19 @@
  *   bundle has it (nothing was released from it since the backup, so the handle was lost, not released);
  *   otherwise its pod was deleted since the backup and the handle would be a handle without addresses;
  * - a BlockAffinity the cluster lacks is created only with its block, or when the live block is affine to the
- *   same node.
+ *   same node (or, 3.30+ LoadBalancer IPAM, `virtual:load-balancer` for an affinity of type virtual).
  * `--prune` never deletes IPAM objects: those the bundle lacks were allocated since the backup.
  */
 import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, IPAM_LIVE_KINDS } from '../calico/knowledge.js';
 import { groupOf, type KubeObject } from '../kube/types.js';
 import { canonicalJson } from '../util/canonical.js';
+import { blockRecreated, duplicateLine, mergeBlock } from './ipam-merge.js';
 
 export const isIpamLive = (o: Pick<KubeObject, 'apiVersion' | 'kind'>): boolean => IPAM_LIVE_KINDS.has(o.kind) && groupOf(o.apiVersion) === CALICO_CRD_GROUP;
 
 /** The part of a planned restore action this module reads and changes. */
 export interface IpamPlanned {
-  action: { action: string; reason?: string; fix?: string };
+  action: { action: string; reason?: string; fix?: string; ipam?: { ordinals?: number[]; duplicates?: string[] } };
   desired?: KubeObject;
   live?: KubeObject;
 }
@@ -38,6 +42,8 @@ export interface IpamSources {
   liveBlocks(): Promise<KubeObject[]>;
   /** The bundle's IPAMBlocks (when the plan has none of them, as with `--kinds IPAMHandle`). */
   bundleBlocks(): Promise<KubeObject[]>;
+  /** When the bundle was made (manifest createdAt): a live block created later is a re-created one. */
+  backupCreatedAt?: string;
 }
 
 /** Turns the plan's writes of IPAM objects into the merge described above. */
@@ -65,8 +71,24 @@ export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources
     p.action.fix = SKIP_FIX;
     skipped++;
   };
+  // Blocks first: the handles' judgement below reads the blocks as the merge leaves them.
+  const duplicated = new Map<string, string>(); // bundle handle -> address another handle holds now
   for (const { p, o } of ipam) {
     const a = p.action.action;
+    if (o.kind !== 'IPAMBlock' || !p.live || !(a === 'update' || a === 'replace' || a === 'skip')) continue;
+    if (!blockRecreated(p.live, o, sources.backupCreatedAt)) continue;
+    const m = mergeBlock(p.live, o);
+    after.set(m.block);
+    for (const d of m.duplicates) duplicated.set(d.bundleHandle, d.address);
+    if (m.duplicates.length) p.action.ipam = { duplicates: m.duplicates.map(duplicateLine) };
+    if (!m.restored.length) continue;
+    p.action.action = 'update';
+    p.action.ipam = { ...p.action.ipam, ordinals: m.restored };
+    p.action.reason = `re-created by Calico after the backup: ${m.restored.length} allocation(s) of the bundle put back address by address into the block as it is when written`;
+  }
+  for (const { p, o } of ipam) {
+    const a = p.action.action;
+    if (p.action.ipam?.ordinals) continue;
     if (a === 'update' || a === 'replace' || (a === 'skip' && p.live)) {
       skip(p, "IPAM is live state: the cluster's object changed since the backup (addresses allocated or released) and is kept");
       continue;
@@ -84,14 +106,18 @@ export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources
           if (then && canonicalJson(now.spec) === canonicalJson(then.spec)) holds = true;
         }
       }
-      if (!holds)
+      const taken = duplicated.get(handle);
+      if (!holds && taken) skip(p, `its address ${taken} is held by another handle now (a duplicate IP, reported with its block)`);
+      else if (!holds)
         skip(
           p,
           `released since the backup: no allocation in ${blocks.length ? `block ${blocks.join(', ')}` : 'any block'} carries this handle (its pod is gone)`,
         );
     } else if (o.kind === 'BlockAffinity') {
       const block = await after.get(o.spec?.cidr);
-      if (!created.has(o.spec?.cidr) && block?.spec?.affinity !== `${IPAM_HOST_AFFINITY_PREFIX}${o.spec?.node}`) {
+      // 3.30+ LoadBalancer IPAM: type virtual, the block affine to `virtual:load-balancer`; otherwise `host:<node>`.
+      const affine = o.spec?.type && o.spec.type !== 'host' ? `${o.spec.type}:${o.spec?.node}` : `${IPAM_HOST_AFFINITY_PREFIX}${o.spec?.node}`;
+      if (!created.has(o.spec?.cidr) && block?.spec?.affinity !== affine) {
         skip(
           p,
           `block ${o.spec?.cidr} ${block ? `is affine to ${block.spec?.affinity ?? 'no node'} in the cluster` : 'no longer exists'}; the affinity was released since the backup`,

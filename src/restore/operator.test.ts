@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { isErrorKind } from '../core/errors.js';
 import { RecordingIoHost, Reporter } from '../io/host.js';
-import type { KubeClient } from '../kube/client.js';
+import { KubeApiError, type KubeClient } from '../kube/client.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
-import { availableReports, deletionsInProgress, judgeOperator, reinstallOperatorHint, settleDeletions } from './operator.js';
+import { availableReports, deletionsInProgress, judgeOperator, reinstallOperatorHint, settleDeletions, writeTeardownNeeds } from './operator.js';
+import type { RestoreSource } from './types.js';
 
 const status = (name: string, available: string, at = '2026-01-01T00:00:00Z'): KubeObject => ({
   apiVersion: 'operator.tigera.io/v1',
@@ -139,5 +140,35 @@ describe('restore and a running tigera operator', () => {
     expect(await judgeOperator(none.client, ['calico'], false, new Reporter(host), 5000)).toEqual({ checked: [] });
     expect(Date.now() - started).toBeLessThan(4000);
     expect(host.codes()).toEqual([]);
+  });
+
+  it('gives a teardown the bundle IPAM the cluster lacks (blocks, handles, affinities) before its pools, never over what exists (issue 29)', async () => {
+    const obj = (kind: string, name: string, spec: object = {}): KubeObject => ({ apiVersion: 'crd.projectcalico.org/v1', kind, metadata: { name }, spec });
+    const objects = [
+      obj('IPPool', 'default-ipv4-ippool', { cidr: '192.168.0.0/16' }),
+      obj('BlockAffinity', 'n1-a', { node: 'n1', cidr: '192.168.1.0/26' }),
+      obj('BlockAffinity', 'n2-b', { node: 'n2', cidr: '192.168.2.0/26' }),
+      obj('IPAMHandle', 'pod-a', { block: { '192.168.1.0/26': 1 } }),
+      obj('IPAMHandle', 'pod-b', { block: { '192.168.2.0/26': 1 } }),
+      obj('IPAMBlock', '192-168-1-0-26', { cidr: '192.168.1.0/26' }),
+      obj('IPAMBlock', '192-168-2-0-26', { cidr: '192.168.2.0/26' }),
+      obj('ClusterInformation', 'default', { datastoreReady: true }),
+    ];
+    const bundle = {
+      async *objects(f: { kinds?: string[] }) {
+        for (const o of objects) if (!f.kinds || f.kinds.includes(o.kind)) yield { object: o };
+      },
+    } as unknown as RestoreSource;
+    const creates: string[] = [];
+    const client = {
+      // 192.168.2.0/26 was claimed again by its node meanwhile: it exists.
+      create: async (_t: ResourceType, o: KubeObject) => {
+        if (o.metadata.name === '192-168-2-0-26') throw new KubeApiError(409, 'AlreadyExists', 'exists', 'POST', '/x');
+        creates.push(`${o.kind} ${o.metadata.name}`);
+        return o;
+      },
+    } as unknown as KubeClient;
+    await writeTeardownNeeds(client, bundle, new Set(['default-ipv4-ippool']), new Reporter(new RecordingIoHost()));
+    expect(creates).toEqual(['ClusterInformation default', 'IPAMBlock 192-168-1-0-26', 'IPAMHandle pod-a', 'BlockAffinity n1-a', 'IPPool default-ipv4-ippool']);
   });
 });

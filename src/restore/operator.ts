@@ -198,33 +198,45 @@ export async function judgeOperator(
  * What a terminating operator needs to finish its teardown: v1.34 renders its teardown only once an enabled IP pool
  * exists ("waiting for enabled IP pools to be created") and never creates one while the Installation is terminating.
  * The bundle's ClusterInformation is created locked (datastoreReady false, the bundle's value recorded as the prior
- * one for the restore's own lock to release to), then the pools the plan would write: no calico-node allocates
- * from them before the IPAM they carve is restored.
+ * one for the restore's own lock to release to), then the bundle's IPAM the cluster lacks (blocks, then the handles
+ * and affinities of the blocks written here), then the pools the plan would write: calico-node's tunnel allocator
+ * claims a block as soon as a pool exists, whatever the lock says, and must find the bundle's blocks already there.
+ * Nothing that exists is written over (a 409 leaves it; the restore that follows merges it).
  */
 export async function writeTeardownNeeds(client: KubeClient, bundle: RestoreSource, pools: Set<string>, reporter: Reporter): Promise<void> {
   const written: string[] = [];
-  for await (const bo of bundle.objects({ groups: [CALICO_CRD_GROUP], kinds: [CLUSTER_INFORMATION.kind, 'IPPool'], lenient: true })) {
-    const o = stripServerFields(bo.object);
-    const isCi = o.kind === CLUSTER_INFORMATION.kind && o.metadata.name === CLUSTER_INFORMATION.name;
-    if (!isCi && !(o.kind === 'IPPool' && pools.has(o.metadata.name))) continue;
-    const body = isCi
-      ? {
-          ...o,
-          metadata: {
-            ...o.metadata,
-            annotations: { ...o.metadata.annotations, [PRIOR_DATASTORE_READY_ANNOTATION]: o.spec?.datastoreReady === false ? 'false' : 'true' },
-          },
-          spec: { ...o.spec, datastoreReady: false },
-        }
-      : o;
-    const t = { group: CALICO_CRD_GROUP, version: 'v1', plural: isCi ? 'clusterinformations' : 'ippools', kind: o.kind, namespaced: false };
+  const create = async (o: KubeObject, plural: string, ipam = false): Promise<boolean> => {
+    const t = { group: CALICO_CRD_GROUP, version: 'v1', plural, kind: o.kind, namespaced: false };
     try {
-      await client.create(t, body);
+      await client.create(t, o);
       written.push(`${o.kind} ${o.metadata.name}`);
+      return true;
     } catch (err) {
-      if (!(err instanceof KubeApiError && err.conflict)) throw err;
+      // Exists (someone was first: never overwritten); an IPAM CRD still terminating: the restore writes it after.
+      if (err instanceof KubeApiError && (err.conflict || (ipam && (err.notFound || err.statusCode === 405)))) return false;
+      throw err;
     }
+  };
+  const objects = async (kind: string) => {
+    const out: KubeObject[] = [];
+    for await (const bo of bundle.objects({ groups: [CALICO_CRD_GROUP], kinds: [kind], lenient: true })) out.push(stripServerFields(bo.object));
+    return out;
+  };
+  for (const o of await objects(CLUSTER_INFORMATION.kind)) {
+    if (o.metadata.name !== CLUSTER_INFORMATION.name) continue;
+    const prior = o.spec?.datastoreReady === false ? 'false' : 'true';
+    const locked = {
+      ...o,
+      metadata: { ...o.metadata, annotations: { ...o.metadata.annotations, [PRIOR_DATASTORE_READY_ANNOTATION]: prior } },
+      spec: { ...o.spec, datastoreReady: false },
+    };
+    await create(locked, 'clusterinformations');
   }
+  const blocks = new Set<string>();
+  for (const b of await objects('IPAMBlock')) if (await create(b, 'ipamblocks', true)) blocks.add(b.spec?.cidr);
+  for (const h of await objects('IPAMHandle')) if (Object.keys(h.spec?.block ?? {}).some((c) => blocks.has(c))) await create(h, 'ipamhandles', true);
+  for (const a of await objects('BlockAffinity')) if (blocks.has(a.spec?.cidr)) await create(a, 'blockaffinities', true);
+  for (const p of await objects('IPPool')) if (pools.has(p.metadata.name)) await create(p, 'ippools');
   if (written.length)
     reporter.info('CNR_RESTORE_TEARDOWN_NEEDS', `written so the operator can finish its teardown: ${written.join(', ')} (datastore locked)`, { written });
 }

@@ -15,19 +15,21 @@ export interface RestorePhase {
 
 /**
  * CRDs (handled before any phase) -> namespaces/config -> operator.tigera.io -> ClusterInformation ->
- * IPPools/IPReservations -> IPAM -> BGP/Felix -> network sets/host endpoints -> policies -> everything else.
- * Pools come before IPAM because blocks are carved out of pools; pools and IPAM are written under the datastore
- * lock so calico-node and kube-controllers neither allocate from a half-restored pool nor garbage-collect
- * half-restored blocks and handles.
+ * IPAM (blocks, handles, affinities) -> IPPools/IPReservations -> BGP/Felix -> network sets/host endpoints ->
+ * policies -> everything else.
+ * IPAM comes before pools: calico-node's tunnel allocator claims a block as soon as an encapsulated pool exists,
+ * whatever the datastore lock says, so a pool written first lets it claim (or re-claim) a CIDR the bundle's blocks
+ * hold before they are back. Blocks before handles and affinities: an affinity or a handle without its block is
+ * what kube-controllers' IPAM garbage collection removes. IPAM and pools are written under the datastore lock.
  */
 export const RESTORE_PHASES: RestorePhase[] = [
   { id: 'config', title: 'namespaces and config', groups: [''], kinds: ['Namespace', 'ConfigMap', 'Secret'] },
   { id: 'operator', title: 'operator.tigera.io', groups: [OPERATOR_GROUP] },
   { id: 'cluster-information', title: 'ClusterInformation', groups: [CALICO_CRD_GROUP], kinds: ['ClusterInformation'] },
-  // Pools are written under the lock too: a pool appearing while Calico runs makes every calico-node allocate its
-  // tunnel address from it, into blocks the IPAM phase then overwrites.
+  { id: 'ipam', title: 'IPAM', groups: [CALICO_CRD_GROUP], kinds: ['IPAMConfig', 'IPAMBlock', 'IPAMHandle', 'BlockAffinity'], datastoreLock: true },
+  // Pools are written under the lock too, after IPAM: a pool appearing makes every calico-node allocate its tunnel
+  // address from it, and the blocks it would claim must be the bundle's, already back.
   { id: 'ip-pools', title: 'IP pools and reservations', groups: [CALICO_CRD_GROUP], kinds: ['IPPool', 'IPReservation'], datastoreLock: true },
-  { id: 'ipam', title: 'IPAM', groups: [CALICO_CRD_GROUP], kinds: ['IPAMConfig', 'BlockAffinity', 'IPAMBlock', 'IPAMHandle'], datastoreLock: true },
   {
     id: 'bgp-felix',
     title: 'BGP and Felix configuration',

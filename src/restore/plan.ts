@@ -296,6 +296,7 @@ async function keepLiveIpam(
       },
     }));
   const ipamKept = await mergeIpamPlan(ipamViews, {
+    backupCreatedAt: bundle.manifest.createdAt,
     liveBlocks: async () => {
       const t = await resolver.resolve(`${CALICO_CRD_GROUP}/v1`, 'IPAMBlock');
       return t ? timer.time('readCluster', () => client.listAll(t)) : [];

@@ -5,7 +5,10 @@
 import type { Reporter } from '../io/host.js';
 import type { KubeClient } from '../kube/client.js';
 import type { ResourceResolver } from '../kube/resolver.js';
+import { ipamChecks } from '../doctor/checks/ipam.js';
+import { loadLiveState, runChecks } from '../doctor/doctor.js';
 import { findDrift } from './drift.js';
+import { isIpamLive } from './ipam.js';
 import type { PhaseTimer } from './timings.js';
 import { NOT_RESTORED, countActions, desiredOf, type Planned, type RestorePlan, type RestoreResult } from './types.js';
 
@@ -34,13 +37,15 @@ export async function readBack(
   const failures = plan.actions
     .filter((a) => a.outcome === 'failed' || NOT_RESTORED.has(a.action))
     .map((a) => ({ id: a.id, action: a.action, reason: a.error ?? a.reason ?? 'failed' }));
+  const ipamProblems = [...duplicateIps(plan), ...(await timer.time('driftCheck', () => unallocatedPodIps(client, plan)))];
   return {
     ...plan,
     counts: countActions(plan.actions),
     failures,
     drifted,
     guards,
-    ok: failures.length === 0 && drifted.length === 0 && guards.releaseProblems.length === 0,
+    ...(ipamProblems.length ? { ipamProblems } : {}),
+    ok: failures.length === 0 && drifted.length === 0 && guards.releaseProblems.length === 0 && ipamProblems.length === 0,
     timings: timer.result(),
   };
 }
@@ -50,5 +55,29 @@ export function dryRunResult(plan: RestorePlan, timer: PhaseTimer): RestoreResul
   const failures = plan.actions
     .filter((a) => NOT_RESTORED.has(a.action) || a.serverDryRunError)
     .map((a) => ({ id: a.id, action: a.action, reason: a.serverDryRunError ? `the API server would refuse it: ${a.serverDryRunError}` : (a.reason ?? '') }));
-  return { ...plan, failures, drifted: [], guards: { paused: [], releaseProblems: [] }, ok: failures.length === 0, timings: timer.result() };
+  const ipamProblems = duplicateIps(plan);
+  return {
+    ...plan,
+    failures,
+    drifted: [],
+    guards: { paused: [], releaseProblems: [] },
+    ...(ipamProblems.length ? { ipamProblems } : {}),
+    ok: failures.length === 0 && ipamProblems.length === 0,
+    timings: timer.result(),
+  };
+}
+
+/** The duplicate IPs the IPAM merge met (ipam-merge.ts), one line each. */
+const duplicateIps = (plan: RestorePlan): string[] => plan.actions.flatMap((a) => (a.ipam?.duplicates ?? []).map((d) => `${a.id}: ${d}`));
+
+/**
+ * After the lock is released: every address a pod or a node tunnel uses inside a pool that IPAM does not hold (the
+ * doctor's `pod-ip-not-allocated` check), when the restore touched IPAM. Each is an address IPAM will hand out again.
+ */
+async function unallocatedPodIps(client: KubeClient, plan: RestorePlan): Promise<string[]> {
+  if (!plan.actions.some((a) => isIpamLive(a.ref))) return [];
+  const found = runChecks(await loadLiveState(client), { checks: ipamChecks }).find((f) => f.id === 'pod-ip-not-allocated');
+  return (found?.objects ?? []).map(
+    (o) => `${o}: in use, but IPAM holds no allocation for it (pod-ip-not-allocated); restart it so it gets an address IPAM knows`,
+  );
 }

@@ -8,7 +8,7 @@ import { keepOperatorFilledFelixFields } from './plan-object.js';
 const calico = (kind: string, name = 'x', spec: unknown = {}): KubeObject => ({ apiVersion: 'crd.projectcalico.org/v1', kind, metadata: { name }, spec });
 
 describe('restore order', () => {
-  it('follows the issue: config, operator, ClusterInformation, pools, IPAM, BGP/Felix, sets, policies, the rest', () => {
+  it('follows issue 29: config, operator, ClusterInformation, IPAM (blocks, handles, affinities), pools, BGP/Felix, sets, policies, the rest', () => {
     const objs: KubeObject[] = [
       calico('GlobalNetworkPolicy'),
       calico('IPAMHandle'),
@@ -30,12 +30,12 @@ describe('restore order', () => {
       'ConfigMap',
       'Installation',
       'ClusterInformation',
-      'IPPool',
-      'IPReservation',
       'IPAMConfig',
-      'BlockAffinity',
       'IPAMBlock',
       'IPAMHandle',
+      'BlockAffinity',
+      'IPPool',
+      'IPReservation',
       'FelixConfiguration',
       'GlobalNetworkSet',
       'Tier',

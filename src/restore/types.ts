@@ -91,6 +91,12 @@ export interface RestoreAction {
    * so the garbage collector keeps it, and links it to the restored owners after (owners.ts).
    */
   goneOwners?: string[];
+  /**
+   * An IPAMBlock the cluster re-created after the backup, merged address by address (ipam-merge.ts): the ordinals
+   * whose bundle allocation is put back (the write merges them into the block as it is then), and one line per
+   * bundle allocation whose address another handle holds now (a duplicate IP: the restore is not ok).
+   */
+  ipam?: { ordinals?: number[]; duplicates?: string[] };
 }
 
 export interface RestorePlan {
@@ -116,6 +122,11 @@ export interface RestoreResult extends RestorePlan {
   guards: { paused: string[]; releaseProblems: string[] };
   /** What the resumed tigera operator reported (checked), or why it is not judged ready (then not ok). */
   operator?: { checked: string[]; problem?: string };
+  /**
+   * Pod addresses IPAM does not hold after the restore (every pod the `pod-ip-not-allocated` check finds once the
+   * datastore lock is released) and duplicate IPs met while merging IPAM: each means duplicate pod IPs to come.
+   */
+  ipamProblems?: string[];
   /** Everything restored as planned and nothing drifted. */
   ok: boolean;
   /** Milliseconds per phase (see timings.ts), and `total`. */

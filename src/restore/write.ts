@@ -4,6 +4,8 @@ import { pool } from '../util/pool.js';
 import type { ResourceResolver } from '../kube/resolver.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
 import type { Reporter } from '../io/host.js';
+import { isIpamLive } from './ipam.js';
+import { writeIpam } from './ipam-write.js';
 import type { OwnerLookup } from './owners.js';
 import { desiredOf, type Planned, type RestoreActionKind } from './types.js';
 
@@ -85,6 +87,8 @@ export async function writeOne(client: KubeClient, resolver: ResourceResolver, p
 /** The request of a create, update or replace. */
 async function send(client: KubeClient, type: ResourceType, p: Planned, body: KubeObject): Promise<KubeObject> {
   const strict = { fieldValidation: 'Strict' as const };
+  // Live state Calico keeps writing: merged, never overwritten with the bundle's copy (ipam-write.ts).
+  if (isIpamLive(body)) return writeIpam(client, type, p.action, body);
   switch (p.action.action) {
     case 'create':
       try {

@@ -179,7 +179,12 @@ function renderPlan(plan: RestorePlan, s: Styler, verbose: boolean): string {
 
 function renderResult(r: RestoreResult, s: Styler, verbose: boolean): string {
   if (r.dryRun)
-    return renderPlan(r, s, verbose) + (r.ok ? '' : `\n${s.red(`${r.failures.length} object(s) would not be restored`)}`) + '\nDry run: nothing was written.';
+    return (
+      renderPlan(r, s, verbose) +
+      (r.failures.length ? `\n${s.red(`${r.failures.length} object(s) would not be restored`)}` : '') +
+      (r.ipamProblems ?? []).map((p) => `\n${s.red(p)}`).join('') +
+      '\nDry run: nothing was written.'
+    );
   const lines: string[] = [];
   const wrote = r.actions.filter((a) => a.outcome === 'done');
   lines.push(
@@ -205,6 +210,10 @@ function renderResult(r: RestoreResult, s: Styler, verbose: boolean): string {
       ]),
     );
     for (const a of r.actions) if (a.fix && r.failures.some((f) => f.id === a.id)) lines.push(`  fix for ${a.id}: ${a.fix}`);
+  }
+  if (r.ipamProblems?.length) {
+    lines.push('', s.red(`${r.ipamProblems.length} address(es) in use that IPAM does not hold for their user (duplicate IPs to come):`));
+    for (const p of r.ipamProblems) lines.push(`  ${p}`);
   }
   if (r.drifted.length) {
     lines.push('', s.yellow(`${r.drifted.length} object(s) changed after they were written:`));

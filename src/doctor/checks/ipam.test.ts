@@ -33,6 +33,12 @@ describe('IPAM findings with calicoctl ipam check definitions', () => {
     expect(fs[0]!.objects).toEqual(['IPAMHandle/k8s-pod-network.old (pod default/web-1) holds 10.244.0.1']);
   });
 
+  it('a LoadBalancer IPAM affinity (3.30+: type virtual, node load-balancer) is no node gone missing', () => {
+    const lb = { ...affinity('load-balancer', '10.244.1.0/26') };
+    lb.spec = { ...lb.spec, type: 'virtual' };
+    expect(ipamFindings([lb], []).filter((f) => f.id === 'ipam-block-affinity-missing-node')).toEqual([]);
+  });
+
   it("a node's tunnel address is in use when the node's annotation holds it, leaked when not", () => {
     const objects = [block('10.244.0.0/26', 'n1', [{ ordinal: 0, handle: 'vxlan-tunnel-addr-n1' }]), handle('vxlan-tunnel-addr-n1', '10.244.0.0/26')];
     expect(ipamFindings(objects, [], { n1: ['10.244.0.0'] })).toEqual([]);

@@ -76,7 +76,9 @@ const orphanAffinities: Check = {
     }
     for (const a of objectsOf(state, KEYS.blockAffinities)) {
       const node: string | undefined = a.spec?.node;
-      if (node && a.spec?.deleted !== 'true' && !nodes.has(node)) add(node, ref(a));
+      // 3.30+ LoadBalancer IPAM affinities (type virtual, node load-balancer) belong to no Kubernetes node.
+      const virtual = a.spec?.type !== undefined && a.spec.type !== 'host';
+      if (node && !virtual && a.spec?.deleted !== 'true' && !nodes.has(node)) add(node, ref(a));
     }
     for (const h of objectsOf(state, KEYS.ipamHandles)) {
       const node = IPAM_TUNNEL_HANDLE.exec(h.spec?.handleID ?? '')?.[1];

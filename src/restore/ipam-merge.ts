@@ -1,0 +1,163 @@
+/**
+ * Per-address merge of an IPAMBlock the cluster re-created after the backup, and restore's judgement of IPAM
+ * objects once written.
+ *
+ * libcalico-go seeds a node's first block from a hash of its hostname: when the IPAM objects were lost and Calico
+ * allocated again (calico-node's tunnel allocator, a new pod), the node re-claims the *same* block CIDR, empty but
+ * for what it just allocated. Keeping that block "as the cluster has it" frees the address of every pod that still
+ * runs from it (the next pods get them again: duplicate IPs). So a re-created block gets the bundle's allocations
+ * back address by address: an ordinal that is free now is allocated again to the bundle's handle with the bundle's
+ * attributes; an ordinal another handle holds now is a duplicate IP (two owners, one address), reported with the
+ * pod to restart, never overwritten.
+ */
+import { addressAt, parseCidr } from '../doctor/ip.js';
+import type { KubeObject } from '../kube/types.js';
+import { canonicalJson } from '../util/canonical.js';
+
+/** A bundle allocation whose address another handle holds now. */
+export interface DuplicateIp {
+  address: string;
+  ordinal: number;
+  /** The bundle's handle and the pod its attributes name (`namespace/pod`), if any. */
+  bundleHandle: string;
+  bundlePod?: string;
+  /** The handle that holds the address in the cluster now, and its pod. */
+  liveHandle: string;
+  livePod?: string;
+}
+
+export interface BlockMerge {
+  /** The live block with the bundle's allocations put back where their ordinal was free. */
+  block: KubeObject;
+  /** Ordinals allocated again to the bundle's handle. */
+  restored: number[];
+  /** Ordinals held by the bundle's handle in both (nothing to do). */
+  held: number[];
+  duplicates: DuplicateIp[];
+}
+
+interface Attr {
+  handle_id?: string;
+  secondary?: { namespace?: string; pod?: string } | null;
+}
+
+/**
+ * A libcalico-go block's sequenceNumber starts at its creation time in nanoseconds (ipam_block.go newBlock) and
+ * grows by one per write: no block is written a billion times, so a jump of a second or more means the live
+ * block is another block than the bundle's, created later.
+ */
+const SEQUENCE_JUMP = 1_000_000_000n;
+
+/**
+ * Whether the live block was created after the bundle's copy was taken (the IPAM objects were lost, then Calico
+ * claimed the same CIDR again): its sequenceNumber is newer than the bundle's by a re-creation, or (blocks written
+ * before Calico had sequence numbers) it was created after the backup.
+ */
+export function blockRecreated(live: KubeObject, bundle: KubeObject, backupCreatedAt?: string): boolean {
+  const seq = (o: KubeObject): bigint | undefined => {
+    const v = o.spec?.sequenceNumber;
+    return typeof v === 'number' || (typeof v === 'string' && /^\d+$/.test(v)) ? BigInt(v) : undefined;
+  };
+  const l = seq(live);
+  const b = seq(bundle);
+  if (l !== undefined && b !== undefined && l !== b) return l - b >= SEQUENCE_JUMP || l < b;
+  const created = Date.parse(live.metadata.creationTimestamp ?? '');
+  const backup = Date.parse(backupCreatedAt ?? '');
+  return Number.isFinite(created) && Number.isFinite(backup) && created > backup;
+}
+
+/** Each allocated ordinal of a block with its attributes. */
+function allocated(block: KubeObject): Map<number, Attr> {
+  const attrs: Attr[] = block.spec?.attributes ?? [];
+  const out = new Map<number, Attr>();
+  ((block.spec?.allocations ?? []) as (number | null)[]).forEach((a, ordinal) => {
+    if (a !== null && a !== undefined) out.set(ordinal, attrs[a] ?? {});
+  });
+  return out;
+}
+
+const podOf = (a: Attr): string | undefined => (a.secondary?.pod ? `${a.secondary.namespace ?? ''}/${a.secondary.pod}` : undefined);
+
+/**
+ * Puts the bundle block's allocations (those at `only` ordinals, or all) into the live block where their ordinal
+ * is free. The live block is not changed; the merged copy is returned with what was done.
+ */
+export function mergeBlock(live: KubeObject, bundle: KubeObject, only?: readonly number[]): BlockMerge {
+  const block = structuredClone(live);
+  const spec = (block.spec ??= {});
+  const size = (spec.allocations ?? []).length || (bundle.spec?.allocations ?? []).length;
+  const allocations: (number | null)[] = (spec.allocations ??= Array(size).fill(null));
+  const attributes: Attr[] = (spec.attributes ??= []);
+  const cidr = parseCidr(spec.cidr ?? bundle.spec?.cidr);
+  const liveNow = allocated(live);
+  const wanted = allocated(bundle);
+  const out: BlockMerge = { block, restored: [], held: [], duplicates: [] };
+  for (const [ordinal, attr] of wanted) {
+    if (only && !only.includes(ordinal)) continue;
+    const now = liveNow.get(ordinal);
+    if (now?.handle_id === attr.handle_id) {
+      out.held.push(ordinal);
+      continue;
+    }
+    if (now) {
+      out.duplicates.push({
+        address: cidr ? addressAt(cidr, ordinal) : `ordinal ${ordinal}`,
+        ordinal,
+        bundleHandle: attr.handle_id ?? '(no handle)',
+        ...(podOf(attr) ? { bundlePod: podOf(attr) } : {}),
+        liveHandle: now.handle_id ?? '(no handle)',
+        ...(podOf(now) ? { livePod: podOf(now) } : {}),
+      });
+      continue;
+    }
+    // The same attributes (one pod's addresses, several ordinals) share one entry, as libcalico-go writes them.
+    let index = attributes.findIndex((a) => canonicalJson(a) === canonicalJson(attr));
+    if (index < 0) index = attributes.push(structuredClone(attr)) - 1;
+    allocations[ordinal] = index;
+    out.restored.push(ordinal);
+  }
+  if (out.restored.length) {
+    const taken = new Set(out.restored);
+    spec.unallocated = ((spec.unallocated ?? []) as number[]).filter((o) => !taken.has(o));
+    const seqs = bundle.spec?.sequenceNumberForAllocation;
+    if (seqs && typeof seqs === 'object') {
+      spec.sequenceNumberForAllocation ??= {};
+      for (const o of out.restored) if (seqs[String(o)] !== undefined) spec.sequenceNumberForAllocation[String(o)] = seqs[String(o)];
+    }
+  }
+  return out;
+}
+
+/** One line per duplicate: the address, who holds it now, and the pod to restart. */
+export function duplicateLine(d: DuplicateIp): string {
+  const restart = d.bundlePod ? `restart pod ${d.bundlePod} if it still runs` : `find what uses ${d.address} under handle ${d.bundleHandle} and restart it`;
+  return `duplicate IP ${d.address}: the bundle allocates it to handle ${d.bundleHandle}${d.bundlePod ? ` (pod ${d.bundlePod})` : ''}, the cluster now to handle ${d.liveHandle}${d.livePod ? ` (pod ${d.livePod})` : ''}; ${restart} so it gets an address IPAM knows`;
+}
+
+/**
+ * Restore's read-back of an IPAM object: not byte equality (calico-node's tunnel allocator, the CNI plugin and
+ * kube-controllers keep writing IPAM after the restore, which is their normal work) but whether what the restore
+ * put back is still there: every bundle allocation (those at `ordinals`, or all) still held by its handle; a handle
+ * or an affinity still there for its node and block. Returns the paths that are not.
+ */
+export function ipamDrift(desired: KubeObject, live: KubeObject | undefined, ordinals?: readonly number[]): string[] {
+  if (!live) return ['(object is gone)'];
+  if (desired.kind === 'IPAMBlock') {
+    const now = allocated(live);
+    const cidr = parseCidr(desired.spec?.cidr);
+    const lost: string[] = [];
+    for (const [ordinal, attr] of allocated(desired)) {
+      if (ordinals && !ordinals.includes(ordinal)) continue;
+      if (now.get(ordinal)?.handle_id !== attr.handle_id)
+        lost.push(`spec.allocations[${ordinal}] (${cidr ? addressAt(cidr, ordinal) : ordinal}, handle ${attr.handle_id ?? '?'})`);
+    }
+    return lost;
+  }
+  if (desired.kind === 'BlockAffinity') {
+    const paths = [];
+    if (live.spec?.node !== desired.spec?.node) paths.push('spec.node');
+    if (live.spec?.cidr !== desired.spec?.cidr) paths.push('spec.cidr');
+    return paths;
+  }
+  return [];
+}

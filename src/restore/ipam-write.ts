@@ -1,0 +1,74 @@
+/**
+ * Writing IPAM objects. Calico's allocators (calico-node's tunnel allocator, the CNI plugin) keep writing IPAM
+ * while restore does, whatever the datastore lock says, so the bundle's copy is never PUT over a live object:
+ * - an IPAMBlock that exists (re-created, or created between planning and writing: the create met 409) gets the
+ *   bundle's allocations merged into it as it is at that moment, retried on a write conflict;
+ * - an IPAMHandle that exists gets, per block, the count of addresses that block allocates to it now;
+ * - a BlockAffinity that exists is left as it is (whoever created it holds the block).
+ */
+import { KubeApiError, type KubeClient } from '../kube/client.js';
+import type { KubeObject, ResourceType } from '../kube/types.js';
+import { duplicateLine, mergeBlock } from './ipam-merge.js';
+import type { RestoreAction } from './types.js';
+
+/** Tries of a merge that meets a write conflict (someone wrote the block between our read and our write). */
+const MERGE_TRIES = 8;
+
+export async function writeIpam(client: KubeClient, type: ResourceType, action: RestoreAction, body: KubeObject): Promise<KubeObject> {
+  if (action.action === 'create') {
+    try {
+      return await client.create(type, body, { fieldValidation: 'Strict' });
+    } catch (err) {
+      if (!(err instanceof KubeApiError && err.conflict)) throw err;
+    }
+  } else if (action.action !== 'update' || body.kind !== 'IPAMBlock' || !action.ipam?.ordinals) {
+    throw new Error(`${action.id}: IPAM objects are only created or merged, never ${action.action === 'update' ? 'updated' : action.action}`);
+  }
+  if (body.kind === 'IPAMBlock') return mergeInto(client, type, action, body);
+  const live = await client.get(type, body.metadata.namespace, body.metadata.name);
+  if (body.kind === 'IPAMHandle') return countHandle(client, type, live);
+  return live;
+}
+
+async function mergeInto(client: KubeClient, type: ResourceType, action: RestoreAction, bundle: KubeObject): Promise<KubeObject> {
+  const planned = action.ipam?.ordinals;
+  for (let attempt = 1; ; attempt++) {
+    const live = await client.get(type, bundle.metadata.namespace, bundle.metadata.name);
+    const m = mergeBlock(live, bundle, planned);
+    if (m.duplicates.length) {
+      const lines = new Set([...(action.ipam?.duplicates ?? []), ...m.duplicates.map(duplicateLine)]);
+      action.ipam = { ...action.ipam, duplicates: [...lines] };
+    }
+    // The read-back judges what this write put back or found held, not what another handle holds now.
+    action.ipam = { ...action.ipam, ordinals: [...m.restored, ...m.held].sort((a, b) => a - b) };
+    if (!m.restored.length) return live;
+    try {
+      return await client.replace(
+        type,
+        { ...m.block, metadata: { ...m.block.metadata, resourceVersion: live.metadata.resourceVersion } },
+        { fieldValidation: 'Strict' },
+      );
+    } catch (err) {
+      if (!(err instanceof KubeApiError && err.conflict) || attempt >= MERGE_TRIES) throw err;
+    }
+  }
+}
+
+/** A live handle's count per block raised to what the block allocates to it now (blocks merged before handles). */
+async function countHandle(client: KubeClient, handleType: ResourceType, live: KubeObject): Promise<KubeObject> {
+  const handle: string = live.spec?.handleID ?? live.metadata.name;
+  const blockType: ResourceType = { ...handleType, plural: 'ipamblocks', kind: 'IPAMBlock' };
+  const blocks: KubeObject[] = await client.listAll(blockType);
+  const counts: Record<string, number> = { ...(live.spec?.block ?? {}) };
+  let changed = false;
+  for (const b of blocks) {
+    const attrs: { handle_id?: string }[] = b.spec?.attributes ?? [];
+    const n = ((b.spec?.allocations ?? []) as (number | null)[]).filter((a) => a !== null && a !== undefined && attrs[a]?.handle_id === handle).length;
+    if (n > (counts[b.spec?.cidr] ?? 0)) {
+      counts[b.spec.cidr] = n;
+      changed = true;
+    }
+  }
+  if (!changed) return live;
+  return client.replace(handleType, { ...live, spec: { ...live.spec, block: counts } }, { fieldValidation: 'Strict' });
+}
