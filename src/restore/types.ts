@@ -2,6 +2,7 @@
 import type { SchemaFinding } from '../calico/schema.js';
 import type { BundleManifest, BundleObject } from '../bundle/types.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
+import type { DesiredSpool, SpoolSlot } from './spool.js';
 import type { RestoreTimings } from './timings.js';
 
 /** What restore needs from a bundle (structurally the agreed `Bundle` of src/bundle/reader.ts). */
@@ -130,6 +131,9 @@ export interface Planned {
    * 100k objects holds a few hundred bytes per object instead of the parsed object (see `desiredOf`).
    */
   desiredText?: string;
+  /** Where the same text is when it was spooled to disk instead (spool.ts): then desiredText is unset. */
+  desiredAt?: SpoolSlot;
+  spool?: DesiredSpool;
   /** What was actually sent (owner references re-linked or dropped): the drift check compares against it. */
   written?: KubeObject;
   /** Written without references to owners not restored yet: linked to them after the writes (owners.ts). */
@@ -141,7 +145,17 @@ export interface Planned {
 
 /** The object a planned entry writes: parsed afresh from its text on each call, so the caller may change it. */
 export function desiredOf(p: Planned): KubeObject {
-  return JSON.parse(p.desiredText!) as KubeObject;
+  return JSON.parse(p.desiredAt ? p.spool!.get(p.desiredAt) : p.desiredText!) as KubeObject;
+}
+
+/** Does the entry carry an object to write (in memory or spooled)? Refused, unsupported and prune entries do not. */
+export const hasDesired = (p: Planned): boolean => p.desiredText !== undefined || p.desiredAt !== undefined;
+
+/** Sets the object an entry writes, kept in memory (a change made while executing, to one object). */
+export function setDesired(p: Planned, desired: KubeObject): void {
+  p.desiredText = JSON.stringify(desired);
+  delete p.desiredAt;
+  delete p.spool;
 }
 
 export const idOf = (o: { kind: string; metadata?: { namespace?: string; name: string }; namespace?: string; name?: string }): string => {
