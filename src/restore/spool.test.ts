@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { KubeClient } from '../kube/client.js';
 import type { ResourceResolver } from '../kube/resolver.js';
@@ -12,31 +13,36 @@ import { desiredOf, hasDesired, setDesired } from './types.js';
 const HANDLE: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'ipamhandles', kind: 'IPAMHandle', namespaced: false };
 const SECRET: ResourceType = { group: '', version: 'v1', plural: 'secrets', kind: 'Secret', namespaced: true };
 
-/** The spool's file, found through /proc (the spool keeps its path to itself). */
-function spoolFiles(): string[] {
+/** The spool's open files, found through /proc (the spool keeps its descriptor to itself): /proc/self/fd/N and where it was. */
+function spoolFiles(): { fd: string; target: string }[] {
   return fs
     .readdirSync('/proc/self/fd')
     .map((fd) => {
       try {
-        return fs.readlinkSync(`/proc/self/fd/${fd}`);
+        return { fd: `/proc/self/fd/${fd}`, target: fs.readlinkSync(`/proc/self/fd/${fd}`) };
       } catch {
-        return '';
+        return { fd, target: '' };
       }
     })
-    .filter((p) => p.includes('cni-rewind-restore-'));
+    .filter((f) => f.target.includes('cni-rewind-restore-'));
 }
 
 describe('the restore spool', () => {
-  it('gives back each text where it put it, from a file only this user can read, removed on close', () => {
+  it('gives back each text where it put it, from a file only this user can read, gone from its folder at once, closed on close', () => {
+    const before = spoolFiles().length;
     const spool = new DesiredSpool();
     const texts = ['{"a":1}', 'ünïcödé ✓', '', 'x'.repeat(100_000)];
     const slots = texts.map((t) => spool.put(t));
     expect(slots.map((s) => spool.get(s))).toEqual(texts);
-    const [file] = spoolFiles();
-    expect(file).toBeDefined();
-    expect(fs.statSync(file!).mode & 0o777).toBe(0o600);
+    const files = spoolFiles();
+    expect(files.length).toBe(before + 1);
+    const file = files[files.length - 1]!;
+    expect(fs.statSync(file.fd).mode & 0o777).toBe(0o600);
+    // Removed from the folder while open: nothing is left behind however the process ends.
+    expect(file.target).toMatch(/ \(deleted\)$/);
+    expect(fs.existsSync(path.dirname(file.target))).toBe(false);
     spool.close();
-    expect(fs.existsSync(file!)).toBe(false);
+    expect(spoolFiles().length).toBe(before);
     expect(() => spool.get(slots[0]!)).toThrow(/closed/);
     spool.close(); // twice is fine
   });

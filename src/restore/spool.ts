@@ -23,7 +23,6 @@ export class DesiredSpool {
   private fd: number | undefined;
   private dir: string | undefined;
   private end = 0;
-  private readonly removeOnExit = () => this.close();
 
   /** Appends one text; returns where it is. */
   put(text: string): SpoolSlot {
@@ -60,16 +59,21 @@ export class DesiredSpool {
     if (this.dir) rmSync(this.dir, { recursive: true, force: true });
     this.fd = undefined;
     this.dir = undefined;
-    process.off('exit', this.removeOnExit);
   }
 
   private open(): number {
     if (this.fd !== undefined) return this.fd;
-    // Created on first use (a restore of a few core objects never makes one); private to this user, and removed at
-    // exit even when the restore never reaches its own close (a signal, an error thrown past it).
+    // Created on first use (a restore of a few core objects never makes one), private to this user, and removed from
+    // its folder at once where the system allows it (the open descriptor still reads and writes it): nothing is left
+    // behind however the process ends. Where it does not (Windows), close removes it.
     this.dir = mkdtempSync(path.join(os.tmpdir(), 'cni-rewind-restore-'));
     this.fd = openSync(path.join(this.dir, 'plan.jsonl'), 'w+', 0o600);
-    process.on('exit', this.removeOnExit);
+    try {
+      rmSync(this.dir, { recursive: true });
+      this.dir = undefined;
+    } catch {
+      // kept until close
+    }
     return this.fd;
   }
 }
