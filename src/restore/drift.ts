@@ -20,9 +20,9 @@ export interface DriftTarget {
 /** From this many objects of one custom resource type on, they are read back with one paged list, not a GET each. */
 const LIST_READBACK_MIN = 50;
 /**
- * Objects per list request of the read-back. Each page of a list served by etcd counts what remains of the list, so
- * many small pages cost more than their objects: with 500 per page, reading back 100,000 handles took 52.8 s where
- * 10,000 took 0.7 s (bench/restore.ts). A page of handles or blocks this size is a few MiB, parsed and dropped.
+ * Objects per list request of the read-back. With 500 per page, reading back 100,000 handles took 52.8 s where
+ * 10,000 took 0.7 s (bench/restore.ts): many small pages cost more than their objects. A page of handles or blocks
+ * this size is a few MiB, parsed and dropped.
  */
 const LIST_READBACK_PAGE = 5000;
 

@@ -40,6 +40,14 @@ export interface IpamSources {
   bundleBlocks(): Promise<KubeObject[]>;
 }
 
+/** An entry whose object is parsed each time a loop reads it (a class: one getter for all, no closure each). */
+class ReadWhereUsed {
+  constructor(readonly p: IpamPlanned) {}
+  get o(): KubeObject {
+    return this.p.desired!;
+  }
+}
+
 /** Turns the plan's writes of IPAM objects into the merge described above. */
 export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources): Promise<number> {
   // `desired` may parse the object from the plan's JSON text on each read. Blocks (one per 64 addresses) are read
@@ -48,16 +56,7 @@ export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources
   const ipam = planned.flatMap((p): { p: IpamPlanned; o: KubeObject }[] => {
     const o = p.desired;
     if (!o || !isIpamLive(o)) return [];
-    return [
-      o.kind === 'IPAMBlock'
-        ? { p, o }
-        : {
-            p,
-            get o() {
-              return p.desired!;
-            },
-          },
-    ];
+    return [o.kind === 'IPAMBlock' ? { p, o } : new ReadWhereUsed(p)];
   });
   if (!ipam.length) return 0;
   // The bundle's blocks by CIDR (from the plan, else read from the bundle), and the blocks as they will be after

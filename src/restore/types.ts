@@ -163,9 +163,20 @@ export const idOf = (o: { kind: string; metadata?: { namespace?: string; name: s
   const name = o.metadata?.name ?? o.name;
   return `${o.kind} ${ns ? `${ns}/` : ''}${name}`;
 };
+/**
+ * One copy of each apiVersion and kind string for all refs: a plan of 100k objects would otherwise hold 100k copies
+ * of "crd.projectcalico.org/v1", one from each parsed object. Few distinct values exist; the table is bounded anyway.
+ */
+const shared = new Map<string, string>();
+const share = (s: string): string => {
+  const have = shared.get(s);
+  if (have !== undefined) return have;
+  if (shared.size < 10_000) shared.set(s, s);
+  return s;
+};
 export const refOf = (o: KubeObject): ObjectRef => ({
-  apiVersion: o.apiVersion,
-  kind: o.kind,
+  apiVersion: share(o.apiVersion),
+  kind: share(o.kind),
   ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}),
   name: o.metadata.name,
 });
