@@ -42,7 +42,7 @@ const reporter = () => new Reporter(new RecordingIoHost());
 
 describe('findDrift', () => {
   it('reads many objects of one type back with a paged list (no GET each) and reports what changed or went', async () => {
-    const written = Array.from({ length: 1200 }, (_, i) => set(i));
+    const written = Array.from({ length: 2_400 }, (_, i) => set(i)); // 1000 per page
     const live = written.filter((o) => o.metadata.name !== 's-7').map((o) => (o.metadata.name === 's-3' ? set(3, '10.9.9.0/26') : o));
     const { client, calls } = fakeClient(live);
     const targets = written.map(target);

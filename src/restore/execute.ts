@@ -26,6 +26,8 @@ import {
   NOT_RESTORED,
   WRITES,
   desiredOf,
+  hasDesired,
+  setDesired,
   type Planned,
   type RestoreOptions,
   type RestorePlan,
@@ -127,14 +129,14 @@ async function prepareDatastoreLock(ex: Execution, plan: RestorePlan, writes: Pl
     : await ex.timer.time('guards', () => ex.client.getOrUndefined(CI_TYPE, undefined, CLUSTER_INFORMATION.name).catch(() => undefined));
   const ipamWrites = writes.some((p) => RESTORE_PHASES.find((ph) => ph.id === p.action.phase)?.datastoreLock && p.action.action !== 'prune');
   const ciCreate = writes.find(
-    (p) => p.action.action === 'create' && p.action.ref.kind === CLUSTER_INFORMATION.kind && p.action.ref.name === CLUSTER_INFORMATION.name && p.desiredText,
+    (p) => p.action.action === 'create' && p.action.ref.kind === CLUSTER_INFORMATION.kind && p.action.ref.name === CLUSTER_INFORMATION.name && hasDesired(p),
   );
   // Locked before this plan was made (a teardown let finish, operator.ts): the value recorded then is the prior one.
   const recorded = recordedPrior(ciBefore);
   if (recorded) return recorded.value;
   if (!(ipamWrites && ciCreate)) return ciBefore ? (ciBefore.spec?.datastoreReady as boolean | undefined) : undefined;
   const ci = desiredOf(ciCreate);
-  ciCreate.desiredText = JSON.stringify({ ...ci, spec: { ...ci.spec, datastoreReady: false } });
+  setDesired(ciCreate, { ...ci, spec: { ...ci.spec, datastoreReady: false } });
   return ci.spec?.datastoreReady as boolean | undefined;
 }
 

@@ -46,10 +46,24 @@ export interface IpamSources {
   backupCreatedAt?: string;
 }
 
+/** An entry whose object is parsed each time a loop reads it (a class: one getter for all, no closure each). */
+class ReadWhereUsed {
+  constructor(readonly p: IpamPlanned) {}
+  get o(): KubeObject {
+    return this.p.desired!;
+  }
+}
+
 /** Turns the plan's writes of IPAM objects into the merge described above. */
 export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources): Promise<number> {
-  // `desired` may parse the object from the plan's JSON text each time it is read: read it once per entry.
-  const ipam = planned.map((p) => ({ p, o: p.desired })).filter((x): x is { p: IpamPlanned; o: KubeObject } => !!x.o && isIpamLive(x.o));
+  // `desired` may parse the object from the plan's JSON text on each read. Blocks (one per 64 addresses) are read
+  // once and kept; handles and affinities are read where a loop needs them, never all held parsed at once (a restore
+  // of 100k handles would hold every one).
+  const ipam = planned.flatMap((p): { p: IpamPlanned; o: KubeObject }[] => {
+    const o = p.desired;
+    if (!o || !isIpamLive(o)) return [];
+    return [o.kind === 'IPAMBlock' ? { p, o } : new ReadWhereUsed(p)];
+  });
   if (!ipam.length) return 0;
   // The bundle's blocks by CIDR (from the plan, else read from the bundle), and the blocks as they will be after
   // the restore (live ones stay, missing ones come from the bundle; else read from the cluster).

@@ -100,14 +100,22 @@ describe('objects whose owners are gone', () => {
     expect(c.objects['Namespace/calico-system']!.metadata.ownerReferences).toBeUndefined();
 
     // The restore wrote the Installation (its CRD served again): the namespace is linked to it, with the UID the
-    // write returned (remembered, not asked again).
+    // write returned (remembered, not asked again: asked before the write, it was cached as missing).
     const served = cluster(c.objects).resolver;
     const owners = new OwnerLookup(c.client, served);
+    expect(await owners.uidOf(ref('old'), undefined)).toBeUndefined();
     owners.remember(INSTALLATION, { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default', uid: 'restored' } });
     const linked = await relinkOwners(c.client, served, owners, released, reporter);
     expect(linked).toEqual({ linked: ['Namespace calico-system'], problems: [] });
     expect(c.objects['Namespace/calico-system']!.metadata.ownerReferences).toEqual([ref('restored')]);
     expect(p.action.notes?.join(' ')).toMatch(/linked to Installation default \(uid restored\)/);
+  });
+
+  it('an owner written before anything asked for it is not remembered but read when asked (no entry per object written)', async () => {
+    const c = cluster({ 'Installation/default': { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default', uid: 'live' } } });
+    const owners = new OwnerLookup(c.client, c.resolver);
+    owners.remember(INSTALLATION, { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default', uid: 'from-write' } });
+    expect(await owners.uidOf(ref('x'), undefined)).toBe('live');
   });
 
   it('one the garbage collector deleted first is created from the bundle instead', async () => {

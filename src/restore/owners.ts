@@ -46,7 +46,10 @@ export class OwnerLookup {
   /** An object this restore wrote: an owner of others now, with this UID. */
   remember(type: ResourceType, written: KubeObject): void {
     const namespace = type.namespaced ? written.metadata.namespace : undefined;
-    this.uids.set(ownerCacheKey(type, namespace, written.metadata.name), Promise.resolve(written.metadata.uid));
+    const key = ownerCacheKey(type, namespace, written.metadata.name);
+    // Only what was asked for before (and may be cached as missing): an owner first asked for later is read then.
+    // Remembering every written object would keep one entry per object of a 100k-object restore.
+    if (this.uids.has(key)) this.uids.set(key, Promise.resolve(written.metadata.uid));
   }
 
   /**

@@ -15,6 +15,7 @@ import { NEVER_RESTORED_KINDS, RUNTIME_FIELDS, phaseOf } from './order.js';
 import { deletionNote } from './operator.js';
 import { goneOwnersNote, type OwnerLookup } from './owners.js';
 import { judgePool } from './pools.js';
+import type { DesiredSpool } from './spool.js';
 import type { PhaseTimer } from './timings.js';
 import { idOf, refOf, type ExistingPolicy, type Planned, type RestoreAction } from './types.js';
 
@@ -36,6 +37,8 @@ export interface PlanContext {
   /** Live owners by reference: a live object whose owners are all gone is kept from the garbage collector. */
   owners: OwnerLookup;
   timer: PhaseTimer;
+  /** Where the objects to write are kept (spool.ts); without one, in memory. */
+  spool?: DesiredSpool;
 }
 
 export async function planOne(client: KubeClient, resolver: ResourceResolver, obj: KubeObject, ctx: PlanContext): Promise<Planned> {
@@ -82,10 +85,13 @@ export async function planOne(client: KubeClient, resolver: ResourceResolver, ob
     action.goneOwners = gone.map((r) => `${r.kind} ${r.name}`);
     (action.notes ??= []).push(goneOwnersNote(gone));
   }
-  // Text, not the object: the plan of a large bundle holds every entry until the restore ends. The live object is
-  // kept only where a write needs it (a replace's resourceVersion, a dry run's check, references taken off); creates have none.
+  // Text, not the object, and spooled to disk but for core objects (spool.ts): the plan of a large bundle holds every
+  // entry until the restore ends. The live object is kept only where a write needs it (a replace's resourceVersion,
+  // a dry run's check, references taken off); creates have none.
   const keepLive = live && (action.action !== 'unchanged' || gone.length);
-  return { action, desiredText: JSON.stringify(desired), ...(keepLive ? { live } : {}), type, rank };
+  const text = JSON.stringify(desired);
+  const where = ctx.spool && group !== '' ? { desiredAt: ctx.spool.put(text), spool: ctx.spool } : { desiredText: text };
+  return { action, ...where, ...(keepLive ? { live } : {}), type, rank };
 }
 
 /** The served type of the object, or the one its CRD from the bundle will serve once created. */
@@ -95,14 +101,20 @@ async function typeFor(
   crd: KubeObject | undefined,
   liveCrd: KubeObject | undefined,
 ): Promise<ResourceType | undefined> {
-  const type = await resolver.forObject(obj);
-  if (type || !crd || liveCrd) return type;
+  const served = await resolver.forObject(obj);
+  if (served || !crd || liveCrd) return served;
+  // One type per CRD and version, shared by its objects: a plan entry of each of 100k objects points to it.
+  let byVersion = bundleCrdTypes.get(crd);
+  if (!byVersion) bundleCrdTypes.set(crd, (byVersion = new Map()));
+  if (byVersion.has(obj.apiVersion)) return byVersion.get(obj.apiVersion);
   const group = groupOf(obj.apiVersion);
   const t = crdResourceType(crd);
-  if (`${t.group}/${t.version}` === obj.apiVersion || crd.spec.versions?.some((v: any) => `${group}/${v.name}` === obj.apiVersion && v.served))
-    return { ...t, version: obj.apiVersion.split('/')[1]! };
-  return undefined;
+  const willServe = `${t.group}/${t.version}` === obj.apiVersion || crd.spec.versions?.some((v: any) => `${group}/${v.name}` === obj.apiVersion && v.served);
+  const type = willServe ? { ...t, version: obj.apiVersion.split('/')[1]! } : undefined;
+  byVersion.set(obj.apiVersion, type);
+  return type;
 }
+const bundleCrdTypes = new WeakMap<KubeObject, Map<string, ResourceType | undefined>>();
 
 /** Checks the object against its CRD's schema: blocks the action, or (--drop-unknown-fields) returns it pruned. */
 function checkSchema(desired: KubeObject, crd: KubeObject, installed: boolean, action: RestoreAction, notes: string[], ctx: PlanContext): KubeObject {

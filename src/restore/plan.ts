@@ -24,6 +24,7 @@ import { availableReports, deletionsInProgress } from './operator.js';
 import { OwnerLookup } from './owners.js';
 import { LiveIndex, crdKey, ownerKey, planOne, planPrune } from './plan-object.js';
 import { judgeInstallationPools } from './pools.js';
+import type { DesiredSpool } from './spool.js';
 import { PhaseTimer } from './timings.js';
 import {
   DEFAULT_RESTORE_CONCURRENCY,
@@ -31,6 +32,7 @@ import {
   WRITES,
   NOT_RESTORED,
   desiredOf,
+  hasDesired,
   idOf,
   refOf,
   type ExistingPolicy,
@@ -42,9 +44,12 @@ import {
 
 /** What the first pass keeps of the bundle. */
 interface BundleSummary {
-  /** ownerKey of every object restored. */
+  /**
+   * ownerKey of every object restored that an ownerReference of the bundle names: what planning asks of it (is
+   * this owner restored?). Not of every object, which would hold one key per object of a 100k-object bundle.
+   */
   inBundle: Set<string>;
-  /** `<group>\0<id>` of every object restored: what --prune keeps. */
+  /** `<group>\0<id>` of every object restored: what --prune keeps (collected only with --prune). */
   bundleIds: Set<string>;
   namespaces: Set<string>;
   haveNs: Set<string>;
@@ -63,6 +68,7 @@ export async function planRestore(
   opts: RestoreOptions,
   reporter: Reporter,
   timer = new PhaseTimer(),
+  spool?: DesiredSpool,
 ): Promise<{ plan: RestorePlan; planned: Planned[]; bundleCrds: Map<string, KubeObject> }> {
   const planStart = performance.now();
   const before = { readBundle: timer.spent('readBundle'), readCluster: timer.spent('readCluster'), schemaCheck: timer.spent('schemaCheck') };
@@ -95,6 +101,7 @@ export async function planRestore(
     liveIndex: new LiveIndex(client, timer),
     owners: new OwnerLookup(client, resolver),
     timer,
+    spool,
   };
   const planned: Planned[] = [];
   await poolStream(secondPass(bundle, opts, timer, extraNs), opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY, async (obj) => {
@@ -203,15 +210,23 @@ async function firstPass(bundle: RestoreSource, opts: RestoreOptions): Promise<B
     refused: [],
   };
   const refuse = (o: KubeObject, reason: string) => s.refused.push(refusedAction(o, reason));
+  // Every object's key is needed only until the pass ends (an owner may come before or after what it owns).
+  const all = new Set<string>();
+  const referenced = new Set<string>();
   for await (const o of restorable(bundle, opts, refuse)) {
     s.count++;
-    s.inBundle.add(ownerKey(o.apiVersion, o.kind, o.metadata.name, o.metadata.namespace));
-    s.bundleIds.add(`${groupOf(o.apiVersion)}\0${idOf(o)}`);
+    all.add(ownerKey(o.apiVersion, o.kind, o.metadata.name, o.metadata.namespace));
+    for (const r of o.metadata.ownerReferences ?? []) {
+      referenced.add(ownerKey(r.apiVersion, r.kind, r.name, o.metadata.namespace));
+      referenced.add(ownerKey(r.apiVersion, r.kind, r.name, undefined));
+    }
+    if (opts.prune) s.bundleIds.add(`${groupOf(o.apiVersion)}\0${idOf(o)}`);
     s.neededGroups.add(groupOf(o.apiVersion));
     if (o.metadata.namespace) s.namespaces.add(o.metadata.namespace);
     if (o.kind === 'Namespace') s.haveNs.add(o.metadata.name);
     if (o.kind === INSTALLATION_KIND && groupOf(o.apiVersion) === 'operator.tigera.io' && o.metadata.name === INSTALLATION_NAME) s.installation = o;
   }
+  for (const k of referenced) if (all.has(k)) s.inBundle.add(k);
   const crds = await bundle.crds();
   for (const c of crds) if (!isCalicoCrd(c)) refuse(c, `not restored: CustomResourceDefinition ${c.metadata.name} is not of a Calico group`);
   s.crds = crds.filter(isCalicoCrd);
@@ -274,6 +289,20 @@ async function operatorImageOf(client: KubeClient): Promise<string | undefined> 
   return containers.find((c: any) => c.name === 'tigera-operator')?.image ?? containers[0]?.image;
 }
 
+/** A plan entry as the IPAM merge sees it; a class, so 100k of them share one getter instead of a closure each. */
+class IpamView {
+  constructor(private readonly p: Planned) {}
+  get action() {
+    return this.p.action;
+  }
+  get live() {
+    return this.p.live;
+  }
+  get desired() {
+    return desiredOf(this.p);
+  }
+}
+
 /**
  * IPAM entries the cluster has stay as they are (ipam.ts). The merge reads the desired object of IPAM entries
  * only; the plan keeps objects as JSON text, so each is parsed when read (a getter), never held parsed.
@@ -286,15 +315,7 @@ async function keepLiveIpam(
   reporter: Reporter,
   timer: PhaseTimer,
 ): Promise<void> {
-  const ipamViews = planned
-    .filter((p) => p.desiredText && isIpamLive(p.action.ref))
-    .map((p) => ({
-      action: p.action,
-      live: p.live,
-      get desired() {
-        return desiredOf(p);
-      },
-    }));
+  const ipamViews = planned.filter((p) => hasDesired(p) && isIpamLive(p.action.ref)).map((p) => new IpamView(p));
   const ipamKept = await mergeIpamPlan(ipamViews, {
     backupCreatedAt: bundle.manifest.createdAt,
     liveBlocks: async () => {

@@ -7,10 +7,30 @@ import type { KubeClient } from '../kube/client.js';
 import type { ResourceResolver } from '../kube/resolver.js';
 import { ipamChecks } from '../doctor/checks/ipam.js';
 import { loadLiveState, runChecks } from '../doctor/doctor.js';
-import { findDrift } from './drift.js';
+import { findDrift, type DriftTarget } from './drift.js';
 import { isIpamLive } from './ipam.js';
 import type { PhaseTimer } from './timings.js';
 import { NOT_RESTORED, countActions, desiredOf, type Planned, type RestorePlan, type RestoreResult } from './types.js';
+
+/**
+ * A written entry as the drift check sees it. A class, so its getter is shared: 100,000 object literals with a
+ * getter of their own took 45 MiB more (measured on the read-back of 100,000 IPAM handles).
+ */
+class WrittenEntry implements DriftTarget {
+  constructor(private readonly p: Planned) {}
+  get action() {
+    return this.p.action;
+  }
+  get written() {
+    return this.p.written;
+  }
+  get type() {
+    return this.p.type;
+  }
+  get desired() {
+    return desiredOf(this.p);
+  }
+}
 
 /** 5. Re-read what was written, then the result of the restore. */
 export async function readBack(
@@ -23,16 +43,7 @@ export async function readBack(
   reporter: Reporter,
   timer: PhaseTimer,
 ): Promise<RestoreResult> {
-  const targets = writes
-    .filter((p) => p.action.outcome === 'done' && p.action.action !== 'prune')
-    .map((p) => ({
-      action: p.action,
-      written: p.written,
-      type: p.type,
-      get desired() {
-        return desiredOf(p);
-      },
-    }));
+  const targets = writes.filter((p) => p.action.outcome === 'done' && p.action.action !== 'prune').map((p) => new WrittenEntry(p));
   const drifted = await timer.time('driftCheck', () => findDrift(client, resolver, targets, concurrency, reporter));
   const failures = plan.actions
     .filter((a) => a.outcome === 'failed' || NOT_RESTORED.has(a.action))

@@ -14,6 +14,7 @@ import { createCrds, executeRestore } from './execute.js';
 import { settleDeletions, writeTeardownNeeds } from './operator.js';
 import { planRestore } from './plan.js';
 import { dryRunResult } from './read-back.js';
+import { DesiredSpool } from './spool.js';
 import { PhaseTimer } from './timings.js';
 import { DEFAULT_RESTORE_CONCURRENCY, WRITES, type RestoreOptions, type RestoreResult, type RestoreSource } from './types.js';
 import { serverDryRun } from './write.js';
@@ -37,8 +38,24 @@ export {
  * would restore everything; it writes nothing (server-side dry runs only).
  */
 export async function restoreResources(client: KubeClient, bundle: RestoreSource, opts: RestoreOptions, reporter: Reporter): Promise<RestoreResult> {
+  // The objects to write live in a temporary file until the read-back has checked them (spool.ts).
+  const spool = new DesiredSpool();
+  try {
+    return await planAndExecute(client, bundle, opts, reporter, spool);
+  } finally {
+    spool.close();
+  }
+}
+
+async function planAndExecute(
+  client: KubeClient,
+  bundle: RestoreSource,
+  opts: RestoreOptions,
+  reporter: Reporter,
+  spool: DesiredSpool,
+): Promise<RestoreResult> {
   const timer = new PhaseTimer();
-  let { plan, planned, bundleCrds } = await planRestore(client, bundle, opts, reporter, timer);
+  let { plan, planned, bundleCrds } = await planRestore(client, bundle, opts, reporter, timer, spool);
   if (opts.dryRun) {
     await timer.time('serverDryRun', () => serverDryRun(client, planned, opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY));
     return dryRunResult(plan, timer);
@@ -59,7 +76,7 @@ export async function restoreResources(client: KubeClient, bundle: RestoreSource
     const { installType, version } = bundle.manifest.calico;
     const operatorVersion = installType === 'operator' ? version : undefined;
     await timer.time('operator', () => settleDeletions(client, plan.deleting, prepare, reporter, opts.deletionTimeoutMs, operatorVersion));
-    ({ plan, planned, bundleCrds } = await planRestore(client, bundle, opts, reporter, timer));
+    ({ plan, planned, bundleCrds } = await planRestore(client, bundle, opts, reporter, timer, spool));
     if (plan.deleting.length)
       throw new RefusedError(`being deleted again: ${plan.deleting.join(', ')}; nothing but missing CRDs was written`, {
         hint: 'something keeps deleting Calico objects: find it, then restore again',

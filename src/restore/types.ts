@@ -2,6 +2,7 @@
 import type { SchemaFinding } from '../calico/schema.js';
 import type { BundleManifest, BundleObject } from '../bundle/types.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
+import type { DesiredSpool, SpoolSlot } from './spool.js';
 import type { RestoreTimings } from './timings.js';
 
 /** What restore needs from a bundle (structurally the agreed `Bundle` of src/bundle/reader.ts). */
@@ -141,6 +142,9 @@ export interface Planned {
    * 100k objects holds a few hundred bytes per object instead of the parsed object (see `desiredOf`).
    */
   desiredText?: string;
+  /** Where the same text is when it was spooled to disk instead (spool.ts): then desiredText is unset. */
+  desiredAt?: SpoolSlot;
+  spool?: DesiredSpool;
   /** What was actually sent (owner references re-linked or dropped): the drift check compares against it. */
   written?: KubeObject;
   /** Written without references to owners not restored yet: linked to them after the writes (owners.ts). */
@@ -152,7 +156,17 @@ export interface Planned {
 
 /** The object a planned entry writes: parsed afresh from its text on each call, so the caller may change it. */
 export function desiredOf(p: Planned): KubeObject {
-  return JSON.parse(p.desiredText!) as KubeObject;
+  return JSON.parse(p.desiredAt ? p.spool!.get(p.desiredAt) : p.desiredText!) as KubeObject;
+}
+
+/** Does the entry carry an object to write (in memory or spooled)? Refused, unsupported and prune entries do not. */
+export const hasDesired = (p: Planned): boolean => p.desiredText !== undefined || p.desiredAt !== undefined;
+
+/** Sets the object an entry writes, kept in memory (a change made while executing, to one object). */
+export function setDesired(p: Planned, desired: KubeObject): void {
+  p.desiredText = JSON.stringify(desired);
+  delete p.desiredAt;
+  delete p.spool;
 }
 
 export const idOf = (o: { kind: string; metadata?: { namespace?: string; name: string }; namespace?: string; name?: string }): string => {
@@ -160,9 +174,20 @@ export const idOf = (o: { kind: string; metadata?: { namespace?: string; name: s
   const name = o.metadata?.name ?? o.name;
   return `${o.kind} ${ns ? `${ns}/` : ''}${name}`;
 };
+/**
+ * One copy of each apiVersion and kind string for all refs: a plan of 100k objects would otherwise hold 100k copies
+ * of "crd.projectcalico.org/v1", one from each parsed object. Few distinct values exist; the table is bounded anyway.
+ */
+const shared = new Map<string, string>();
+const share = (s: string): string => {
+  const have = shared.get(s);
+  if (have !== undefined) return have;
+  if (shared.size < 10_000) shared.set(s, s);
+  return s;
+};
 export const refOf = (o: KubeObject): ObjectRef => ({
-  apiVersion: o.apiVersion,
-  kind: o.kind,
+  apiVersion: share(o.apiVersion),
+  kind: share(o.kind),
   ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}),
   name: o.metadata.name,
 });

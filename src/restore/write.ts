@@ -7,11 +7,11 @@ import type { Reporter } from '../io/host.js';
 import { isIpamLive } from './ipam.js';
 import { writeIpam } from './ipam-write.js';
 import type { OwnerLookup } from './owners.js';
-import { desiredOf, type Planned, type RestoreActionKind } from './types.js';
+import { desiredOf, hasDesired, type Planned, type RestoreActionKind } from './types.js';
 
 /** Dry run: ask the API server whether each write would be accepted (strict field validation), writing nothing. */
 export async function serverDryRun(client: KubeClient, planned: Planned[], concurrency: number): Promise<void> {
-  const writes = planned.filter((p) => p.type && p.desiredText && ['create', 'update', 'replace'].includes(p.action.action) && p.action.phase !== 'config');
+  const writes = planned.filter((p) => p.type && hasDesired(p) && ['create', 'update', 'replace'].includes(p.action.action) && p.action.phase !== 'config');
   await pool(writes, concurrency, async (p) => {
     // Objects whose CRD does not exist yet cannot be checked by the server; the schema check covered them.
     if (!p.live && p.action.action !== 'create') return;
@@ -38,9 +38,10 @@ export async function serverDryRun(client: KubeClient, planned: Planned[], concu
  * The body to write: desired with ownerReferences re-linked to the owners' current UIDs (an owner that is
  * missing is dropped and listed in `dropped`). `ownerUids` undefined (dry run): references left as they are.
  */
-function bodyFor(p: Planned, ownerUids: Map<string, string | undefined> | undefined, dropped?: string[]): KubeObject {
-  // desiredOf parses a fresh copy: re-linking changes it, never the plan.
-  const body = desiredOf(p);
+function bodyFor(p: Planned, ownerUids: Map<string, string | undefined> | undefined, dropped?: string[], desired?: KubeObject): KubeObject {
+  // desiredOf parses a fresh copy: re-linking changes it, never the plan. A copy parsed already is copied again
+  // only when it has references to re-link (the caller keeps its own for the drift check).
+  const body = desired && !desired.metadata.ownerReferences?.length ? desired : desiredOf(p);
   if (!body.metadata.ownerReferences?.length || !ownerUids) return body;
   const refs = body.metadata.ownerReferences;
   if (refs?.length) {
@@ -68,7 +69,7 @@ export async function writeOne(client: KubeClient, resolver: ResourceResolver, p
   const type = (await resolver.forObject(desired)) ?? p.type!;
   const ownerUids = await ownerUidsFor(owners, desired);
   const dropped: string[] = [];
-  const body = bodyFor(p, ownerUids, dropped);
+  const body = bodyFor(p, ownerUids, dropped, desired);
   if (dropped.length) {
     const note = `ownerReferences to ${dropped.join(', ')} dropped: the owner does not exist in the cluster`;
     (p.action.notes ??= []).push(note);
