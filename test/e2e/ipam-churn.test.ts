@@ -16,22 +16,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
-import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { Journal } from '../../src/apply/journal.js';
 import { RecordingIoHost, Reporter } from '../../src/io/host.js';
 import { lockDatastore } from '../../src/restore/guards.js';
-import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
-import {
-  calicoctl,
-  clearCalicoFinalizers,
-  waitApiServiceAvailable,
-  waitOperator,
-  waitPoolAndDatastoreReady,
-  waitTigeraStatusAvailable,
-} from './calico-support.js';
+import { calicoctl, clearCalicoFinalizers, freshInstall328, waitOperator, waitTigeraStatusAvailable } from './calico-support.js';
 import { releasesDir } from '../support/releases.js';
-import { applyFixture, calicoType, deleteNodes, resetCalico, runCli, testClient } from './helpers.js';
+import { calicoType, deleteNodes, resetCalico, runCli } from './helpers.js';
 import { expectIpamIntact, heldByLog, ipamCheck, readEvents, startChurn, stopAllChurns, type DriverEvent, type IpamCheck } from './ipam-support.js';
 import { allocateTunnels, expectTunnelsIntact, type TunnelAddrs } from './tunnel-support.js';
 import { until } from '../support/until.js';
@@ -58,24 +49,7 @@ const count = (op: DriverEvent['op'], after = '', prefix = '') => events().filte
 
 describe('IPAM under churn through backup, diff, restore --resources and apply both ways (real Calico programs and libcalico-go IPAM)', () => {
   beforeAll(async () => {
-    await ensureCalicoProgram('operator', 'v1.32.10');
-    await ensureCalicoProgram('operator', 'v1.34.3');
-    await ensureCalicoProgram('calico', CALICO_PROGRAMS_VERSION);
-    await ensureCalicoProgram('ipam-driver', CALICO_PROGRAMS_VERSION);
-    client = await testClient();
-    await cluster.stopCalico();
-    await clearCalicoFinalizers(client);
-    await resetCalico(client);
-    await createFakeNodes(
-      client,
-      NODES.map((name) => ({ name })),
-    );
-    await cluster.startCalico();
-    await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
-    await applyFixture(client, '3.28.1', 'custom-resources.yaml');
-    await waitOperator(cluster, 'v1.34.3');
-    await waitApiServiceAvailable(client, 240_000);
-    await waitPoolAndDatastoreReady(client);
+    client = await freshInstall328(cluster, NODES, ['v1.32.10']);
     // calico-node's start on each node: a VXLAN tunnel address from default-ipv4-ippool (VXLANCrossSubnet).
     tunnels = await allocateTunnels(NODES);
     baseline = await ipamCheck();

@@ -14,9 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
-import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
-import { clearCalicoFinalizers, waitApiServiceAvailable, waitOperator, waitPoolAndDatastoreReady } from './calico-support.js';
-import { applyFixture, calicoType, deleteNodes, kubeconfig, resetCalico, runCli, testClient } from './helpers.js';
+import { clearCalicoFinalizers, freshInstall328 } from './calico-support.js';
+import { calicoType, deleteNodes, kubeconfig, resetCalico, runCli } from './helpers.js';
 import { IPAM_BLOCK, IPAM_HANDLE, heldByLog, ipamCheck, readEvents, readIpam, startChurn, stopAllChurns } from './ipam-support.js';
 import { allocateTunnels, expectTunnelsIntact, type TunnelAddrs } from './tunnel-support.js';
 
@@ -32,23 +31,7 @@ let tunnels: TunnelAddrs[];
 
 describe('restore --resources after the IPAM objects were lost and the nodes re-claimed the same blocks (issue 29)', () => {
   beforeAll(async () => {
-    await ensureCalicoProgram('operator', 'v1.34.3');
-    await ensureCalicoProgram('calico', CALICO_PROGRAMS_VERSION);
-    await ensureCalicoProgram('ipam-driver', CALICO_PROGRAMS_VERSION);
-    client = await testClient();
-    await cluster.stopCalico();
-    await clearCalicoFinalizers(client);
-    await resetCalico(client);
-    await createFakeNodes(
-      client,
-      NODES.map((name) => ({ name })),
-    );
-    await cluster.startCalico();
-    await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
-    await applyFixture(client, '3.28.1', 'custom-resources.yaml');
-    await waitOperator(cluster, 'v1.34.3');
-    await waitApiServiceAvailable(client, 240_000);
-    await waitPoolAndDatastoreReady(client);
+    client = await freshInstall328(cluster, NODES);
     tunnels = await allocateTunnels(NODES);
   }, 60 * 60_000);
 
