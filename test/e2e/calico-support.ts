@@ -327,28 +327,3 @@ export async function doctorExportPlan(dir: string, target: string, fixText = 'n
   expect(p.code, p.stdout + p.stderr).toBe(0);
   return { plan: JSON.parse(p.stdout), planFile };
 }
-
-/**
- * The start of the IPAM files: a clean 3.28.1 install by the real v1.34.3 operator on the kwok `nodes`, its pool
- * and datastore ready for the IPAM driver (`operators`: other operators the file goes on to run, built first).
- */
-export async function freshInstall328(cluster: LocalCluster, nodes: string[], operators: string[] = []): Promise<KubeClient> {
-  for (const op of [...operators, 'v1.34.3']) await ensureCalicoProgram('operator', op);
-  await ensureCalicoProgram('calico', CALICO_PROGRAMS_VERSION);
-  await ensureCalicoProgram('ipam-driver', CALICO_PROGRAMS_VERSION);
-  const client = await testClient();
-  await cluster.stopCalico();
-  await clearCalicoFinalizers(client);
-  await resetCalico(client);
-  await createFakeNodes(
-    client,
-    nodes.map((name) => ({ name })),
-  );
-  await cluster.startCalico();
-  await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
-  await applyFixture(client, '3.28.1', 'custom-resources.yaml');
-  await waitOperator(cluster, 'v1.34.3');
-  await waitApiServiceAvailable(client, 240_000);
-  await waitPoolAndDatastoreReady(client);
-  return client;
-}

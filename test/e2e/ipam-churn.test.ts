@@ -20,10 +20,20 @@ import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { Journal } from '../../src/apply/journal.js';
 import { RecordingIoHost, Reporter } from '../../src/io/host.js';
 import { lockDatastore } from '../../src/restore/guards.js';
-import { calicoctl, clearCalicoFinalizers, freshInstall328, waitOperator, waitTigeraStatusAvailable } from './calico-support.js';
+import { calicoctl, waitOperator, waitTigeraStatusAvailable } from './calico-support.js';
 import { releasesDir } from '../support/releases.js';
-import { calicoType, deleteNodes, resetCalico, runCli } from './helpers.js';
-import { expectIpamIntact, heldByLog, ipamCheck, readEvents, startChurn, stopAllChurns, type DriverEvent, type IpamCheck } from './ipam-support.js';
+import { calicoType, runCli } from './helpers.js';
+import {
+  expectIpamIntact,
+  heldByLog,
+  ipamCheck,
+  readEvents,
+  startChurn,
+  freshInstall328,
+  teardownInstall,
+  type DriverEvent,
+  type IpamCheck,
+} from './ipam-support.js';
 import { allocateTunnels, expectTunnelsIntact, type TunnelAddrs } from './tunnel-support.js';
 import { until } from '../support/until.js';
 
@@ -56,14 +66,7 @@ describe('IPAM under churn through backup, diff, restore --resources and apply b
   }, 60 * 60_000);
 
   afterAll(async () => {
-    await stopAllChurns();
-    await cluster.stopCalico();
-    if (client) {
-      await clearCalicoFinalizers(client);
-      await resetCalico(client);
-      await deleteNodes(client, 'ipam-node-');
-      client.close();
-    }
+    await teardownInstall(cluster, client, 'ipam-node-');
     rmSync(dir, { recursive: true, force: true });
   }, 600_000);
 

@@ -11,8 +11,16 @@ import { expect } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
-import { calicoctl, waitApiServiceAvailable, waitOperator, waitPoolAndDatastoreReady, waitTigeraStatusAvailable } from './calico-support.js';
-import { applyFixture, calicoType, kubeconfig } from './helpers.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
+import {
+  calicoctl,
+  clearCalicoFinalizers,
+  waitApiServiceAvailable,
+  waitOperator,
+  waitPoolAndDatastoreReady,
+  waitTigeraStatusAvailable,
+} from './calico-support.js';
+import { applyFixture, calicoType, deleteNodes, kubeconfig, resetCalico, testClient } from './helpers.js';
 import { populateCalico, type Population } from './population.js';
 
 export const IPAM_BLOCK = calicoType('ipamblocks', 'IPAMBlock');
@@ -275,4 +283,40 @@ export async function installPopulatedReal328(
   const churn = await startChurn(opts.logFile, { nodes: opts.nodes, prefix: `${opts.prefix}${Date.now().toString(36)}`, rate: 6, target: 6, durationS: 6 });
   expect(await churn.done).toBe(0);
   return { population, events: readEvents(opts.logFile) };
+}
+
+/**
+ * The start of the IPAM files: a clean 3.28.1 install by the real v1.34.3 operator on the kwok `nodes`, its pool
+ * and datastore ready for the IPAM driver (`operators`: other operators the file goes on to run, built first).
+ */
+export async function freshInstall328(cluster: LocalCluster, nodes: string[], operators: string[] = []): Promise<KubeClient> {
+  for (const op of [...operators, 'v1.34.3']) await ensureCalicoProgram('operator', op);
+  await ensureCalicoProgram('calico', CALICO_PROGRAMS_VERSION);
+  await ensureCalicoProgram('ipam-driver', CALICO_PROGRAMS_VERSION);
+  const client = await testClient();
+  await cluster.stopCalico();
+  await clearCalicoFinalizers(client);
+  await resetCalico(client);
+  await createFakeNodes(
+    client,
+    nodes.map((name) => ({ name })),
+  );
+  await cluster.startCalico();
+  await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
+  await applyFixture(client, '3.28.1', 'custom-resources.yaml');
+  await waitOperator(cluster, 'v1.34.3');
+  await waitApiServiceAvailable(client, 240_000);
+  await waitPoolAndDatastoreReady(client);
+  return client;
+}
+
+/** What freshInstall328 set up, taken down again (churns stopped, programs stopped, Calico and the nodes removed). */
+export async function teardownInstall(cluster: LocalCluster, client: KubeClient | undefined, nodePrefix: string): Promise<void> {
+  await stopAllChurns();
+  await cluster.stopCalico();
+  if (!client) return;
+  await clearCalicoFinalizers(client);
+  await resetCalico(client);
+  await deleteNodes(client, nodePrefix);
+  client.close();
 }

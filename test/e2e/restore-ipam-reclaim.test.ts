@@ -14,9 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
-import { clearCalicoFinalizers, freshInstall328 } from './calico-support.js';
-import { calicoType, deleteNodes, kubeconfig, resetCalico, runCli } from './helpers.js';
-import { IPAM_BLOCK, IPAM_HANDLE, heldByLog, ipamCheck, readEvents, readIpam, startChurn, stopAllChurns } from './ipam-support.js';
+import { calicoType, kubeconfig, runCli } from './helpers.js';
+import { IPAM_BLOCK, IPAM_HANDLE, heldByLog, ipamCheck, readEvents, readIpam, startChurn, freshInstall328, teardownInstall } from './ipam-support.js';
 import { allocateTunnels, expectTunnelsIntact, type TunnelAddrs } from './tunnel-support.js';
 
 const NODES = ['reclaim-node-1', 'reclaim-node-2', 'reclaim-node-3'];
@@ -36,14 +35,7 @@ describe('restore --resources after the IPAM objects were lost and the nodes re-
   }, 60 * 60_000);
 
   afterAll(async () => {
-    await stopAllChurns();
-    await cluster.stopCalico();
-    if (client) {
-      await clearCalicoFinalizers(client);
-      await resetCalico(client);
-      await deleteNodes(client, 'reclaim-node-');
-      client.close();
-    }
+    await teardownInstall(cluster, client, 'reclaim-node-');
     rmSync(dir, { recursive: true, force: true });
   }, 600_000);
 
