@@ -22,6 +22,8 @@ import {
 } from './calico-support.js';
 import { applyFixture, calicoType, deleteNodes, kubeconfig, resetCalico, testClient } from './helpers.js';
 import { populateCalico, type Population } from './population.js';
+import { auditTrail, blockName } from '../support/audit-trail.js';
+import { stateRoot } from '../../src/dev/local-cluster/paths.js';
 
 export const IPAM_BLOCK = calicoType('ipamblocks', 'IPAMBlock');
 export const IPAM_HANDLE = calicoType('ipamhandles', 'IPAMHandle');
@@ -207,13 +209,16 @@ export async function expectIpamIntact(client: KubeClient, evs: DriverEvent[]): 
   const held = heldByLog(evs);
   const ipam = await readIpam(client);
   const lost: string[] = [];
+  const lostHeld: [string, string][] = [];
   for (const [handle, ip] of held) {
+    const before = lost.length;
     const owners = ipam.owners.get(ip) ?? [];
     if (owners.length !== 1 || owners[0] !== handle) lost.push(`${ip} of ${handle}: allocated to ${owners.join(', ') || 'nobody'}`);
     const recorded = Object.values(ipam.handles.get(handle) ?? {}).reduce((a, n) => a + n, 0);
     if (recorded !== 1) lost.push(`IPAMHandle ${handle} records ${recorded} addresses, not 1`);
+    if (lost.length > before) lostHeld.push([handle, ip]);
   }
-  expect(lost).toEqual([]);
+  expect(lost, lostHeld.length ? await lossTrail(client, evs, lostHeld) : '').toEqual([]);
   const twice = [...ipam.owners].filter(([, o]) => o.length > 1);
   expect(twice).toEqual([]);
   // Nothing the driver released (before or after the backup) is allocated again to its old handle.
@@ -231,6 +236,21 @@ export async function expectIpamIntact(client: KubeClient, evs: DriverEvent[]): 
   // The kwok pods' addresses (kwok assigns them, not Calico) are the only ones in use outside the pools.
   expect(check.outsidePoolIps.length).toBe(check.notInPools);
   expect(check.outsidePoolIps.filter((ip) => ip.startsWith('192.168.'))).toEqual([]);
+}
+
+/** For a lost allocation: the driver's events for its handle and every recorded write to its handle and block. */
+async function lossTrail(client: KubeClient, evs: DriverEvent[], lost: [string, string][]): Promise<string> {
+  const blocks = (await client.listAll(IPAM_BLOCK)).map((b) => b.spec.cidr as string);
+  const names = lost.flatMap(([handle, ip]) => [handle, ...blocks.filter((c) => inCidr(ip, c)).map(blockName)]);
+  const driver = evs.filter((e) => lost.some(([h]) => e.handle === h)).map((e) => JSON.stringify(e));
+  const runDir = path.join(stateRoot(), 'local-cluster', process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e', 'run');
+  return ['the driver on the lost handles:', ...driver, 'writes to their handles and blocks (audit log):', ...auditTrail(runDir, names)].join('\n');
+}
+
+function inCidr(ip: string, cidr: string): boolean {
+  const [base, bits] = cidr.split('/');
+  const size = 2 ** (32 - Number(bits));
+  return Math.floor(ipToInt(ip) / size) === Math.floor(ipToInt(base!) / size);
 }
 
 /**

@@ -9,6 +9,7 @@ import { stateRoot } from './paths.js';
 import { serviceCidr } from './calico-desired.js';
 import { SUPERVISOR_STATUS_FILE, type SupervisorStatus } from './calico-supervisor.js';
 import { deleteNetns, listNetns, netnsPrefix } from './netns.js';
+import { auditArgs } from './audit-policy.js';
 
 /**
  * A real Kubernetes control plane on 127.0.0.1 for tests and the demo: etcd, kube-apiserver,
@@ -294,6 +295,7 @@ function apiserverArgs(p: LocalCluster['ports'], pki: string): string[] {
     // Generous limits: benchmarks push 100k objects through one client.
     '--max-requests-inflight=800',
     '--max-mutating-requests-inflight=400',
+    ...auditArgs(path.dirname(pki)),
   ];
 }
 
