@@ -75,7 +75,7 @@ export async function runSteps(steps: ExecStep[], journal: Journal, opts: ExecOp
     if (journal.current.finished.has(step.id)) {
       out.status = 'skipped';
       reporter.info('CNR_STEP_SKIP', `[${index}/${steps.length}] ${step.title}: already done (journal)`, { step: step.id, index });
-      reporter.progress({ id: step.id, label: step.title, current: 1, total: 1, status: 'done earlier', done: true });
+      reporter.progress({ id: step.id, label: step.title, echoed: true, current: 1, total: 1, status: 'done earlier', done: true });
       continue;
     }
     if (opts.beforeStep) {
@@ -90,7 +90,7 @@ export async function runSteps(steps: ExecStep[], journal: Journal, opts: ExecOp
     }
     const rerun = journal.current.unfinished.includes(step.id);
     reporter.info('CNR_STEP_START', `[${index}/${steps.length}] ${step.title}${rerun ? ' (again: it was interrupted)' : ''}`, { step: step.id, index, rerun });
-    reporter.progress({ id: step.id, label: step.title, current: 0, total: 1, status: 'running' });
+    reporter.progress({ id: step.id, label: step.title, echoed: true, current: 0, total: 1, status: 'running' });
     journal.append({ event: 'step-start', step: step.id, index });
     const t0 = Date.now();
     try {
@@ -106,7 +106,7 @@ export async function runSteps(steps: ExecStep[], journal: Journal, opts: ExecOp
       out.summary = summary || undefined;
       out.ms = Date.now() - t0;
       reporter.info('CNR_STEP_DONE', `[${index}/${steps.length}] ${step.title}: ${summary || 'done'}`, { step: step.id, index, ms: out.ms });
-      reporter.progress({ id: step.id, label: step.title, current: 1, total: 1, status: 'done', done: true });
+      reporter.progress({ id: step.id, label: step.title, echoed: true, current: 1, total: 1, status: 'done', done: true });
       if (stepJournaled.hasSubscribers) stepJournaled.publish({ step: step.id, index, journal: journal.path } satisfies StepJournaled);
     } catch (err) {
       const msg = errorMessage(err);
@@ -115,7 +115,7 @@ export async function runSteps(steps: ExecStep[], journal: Journal, opts: ExecOp
       out.error = msg;
       out.ms = Date.now() - t0;
       reporter.error('CNR_STEP_FAILED', `[${index}/${steps.length}] ${step.title} failed: ${msg}`, { step: step.id, index });
-      reporter.progress({ id: step.id, label: step.title, current: 0, total: 1, status: 'failed', done: true });
+      reporter.progress({ id: step.id, label: step.title, echoed: true, current: 0, total: 1, status: 'failed', done: true });
       return { ok: false, steps: outcomes, failed: { step: step.id, error: msg, cause: err } };
     }
   }

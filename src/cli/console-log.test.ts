@@ -26,9 +26,9 @@ describe('console output in a log (no terminal)', () => {
     const host = new ConsoleIoHost({ verbose: false, quiet: false, color: true, stderr: err, stdout: logStream() });
     const r = new Reporter(host);
     r.info('CNR_STEP_START', '[1/2] preflight', { step: 'preflight', index: 1, rerun: false });
-    r.progress({ id: 'preflight', label: 'preflight', current: 0, total: 1, status: 'running' });
+    r.progress({ id: 'preflight', label: 'preflight', echoed: true, current: 0, total: 1, status: 'running' });
     r.info('CNR_STEP_DONE', '[1/2] preflight: ok', { step: 'preflight', index: 1, ms: 5 });
-    r.progress({ id: 'preflight', label: 'preflight', current: 1, total: 1, status: 'done', done: true });
+    r.progress({ id: 'preflight', label: 'preflight', echoed: true, current: 1, total: 1, status: 'done', done: true });
     host.close();
     expect(err.lines()).toEqual(['[1/2] preflight', '[1/2] preflight: ok']);
   });
@@ -76,5 +76,13 @@ describe('console output in a log (no terminal)', () => {
     log.update({ id: 'export ippools', label: 'export ippools', current: 500 }, 'export ippools');
     log.update({ id: 'export ippools', label: 'export ippools', current: 640, done: true }, 'export ippools');
     expect(lines).toEqual(['export ippools: 640, done']);
+  });
+
+  it('a one-unit task the engine reports nowhere else keeps its result line (a one-pod drain\'s "drained")', () => {
+    const lines: string[] = [];
+    const log = new ProgressLog((l) => lines.push(l));
+    log.update({ id: 'drain:n1', label: 'drain n1', current: 0, total: 1, status: 'evicting' }, 'drain n1', 'evicting');
+    log.update({ id: 'drain:n1', label: 'drain n1', current: 1, total: 1, status: 'drained', done: true }, 'drain n1', 'drained');
+    expect(lines).toEqual(['drain n1: 1 of 1, drained']);
   });
 });

@@ -83,8 +83,8 @@ function formatBar(options: cliProgress.Options, params: cliProgress.Params, p: 
 
 /**
  * Progress where no terminal reads it (a CI log, `| tee`, a file): lines a log can keep, never a bar's redraws.
- * A task of one unit (an apply step, one node's disk) is left out: the engine reports its start and its result as
- * messages, so its "0/1 running" and "1/1 done" would say the same thing a second time. A counted task prints how
+ * A task the engine also reports as messages (`echoed`: an apply step) is left out: its "0/1 running" and "1/1 done"
+ * would say the same thing a second time. Any other task prints, one unit or many (a one-pod drain's "drained"). A counted task prints how
  * far it is at most every `everyMs` (nothing at 0) and its last count once, when it is done.
  */
 export class ProgressLog {
@@ -99,7 +99,7 @@ export class ProgressLog {
 
   /** `label` and `status` come escaped (and styled) by the host. */
   update(u: ProgressUpdate, label: string, status?: string): void {
-    if (u.total === 1) return;
+    if (u.echoed) return;
     const t = this.now();
     if (!this.firstSeen.has(u.id)) this.firstSeen.set(u.id, t);
     // A task that ends within `everyMs` of its start prints only its result.

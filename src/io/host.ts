@@ -26,6 +26,8 @@ export interface ProgressUpdate {
   total?: number;
   status?: string;
   done?: boolean;
+  /** The engine reports this task's start and result as messages too (an apply step): a log leaves its counts out. */
+  echoed?: boolean;
 }
 
 export interface IoHost {
