@@ -4,7 +4,7 @@
  * IPAMBlocks/IPAMHandles as stored, and `calicoctl ipam check` parsed into its problem counts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { expect } from 'vitest';
@@ -244,7 +244,22 @@ async function lossTrail(client: KubeClient, evs: DriverEvent[], lost: [string, 
   const names = lost.flatMap(([handle, ip]) => [handle, ...blocks.filter((c) => inCidr(ip, c)).map(blockName)]);
   const driver = evs.filter((e) => lost.some(([h]) => e.handle === h)).map((e) => JSON.stringify(e));
   const runDir = path.join(stateRoot(), 'local-cluster', process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e', 'run');
-  return ['the driver on the lost handles:', ...driver, 'writes to their handles and blocks (audit log):', ...auditTrail(runDir, names)].join('\n');
+  const logLines = readdirSync(runDir)
+    .filter((f) => f.endsWith('.log'))
+    .flatMap((f) =>
+      readFileSync(path.join(runDir, f), 'utf8')
+        .split('\n')
+        .filter((l) => lost.some(([h, ip]) => l.includes(h) || l.includes(`"${ip}"`)))
+        .map((l) => `${f}: ${l.slice(0, 400)}`),
+    );
+  return [
+    'the driver on the lost handles:',
+    ...driver,
+    'writes to their handles and blocks (audit log; the Calico programs all say Go-http-client, cni-rewind says so):',
+    ...auditTrail(runDir, names),
+    "the cluster's logs on them:",
+    ...logLines.slice(-40),
+  ].join('\n');
 }
 
 function inCidr(ip: string, cidr: string): boolean {
