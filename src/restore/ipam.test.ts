@@ -24,7 +24,7 @@ describe('restore: IPAM is merged, never overwritten', () => {
     }
   });
 
-  it('reads a block once and a handle or affinity once per loop, holding none but the blocks parsed (a plan of 100k objects keeps them as JSON text)', async () => {
+  it('reads a block once and a handle or affinity twice (its kind, then its judgement), holding none but the blocks parsed (a plan of 100k objects keeps them as JSON text)', async () => {
     let reads = 0;
     const counted = (p: IpamPlanned): IpamPlanned => {
       const desired = p.desired;
@@ -36,8 +36,9 @@ describe('restore: IPAM is merged, never overwritten', () => {
       plan('create', affinity('n1', '10.0.0.4/30')),
     ].map(counted);
     expect(await mergeIpamPlan(ps, none)).toBe(0);
-    // One read per loop of the merge that looks at a handle or an affinity (five since re-created blocks are merged).
-    expect(reads).toBe(1 + 5 + 5);
+    // Each object once for its kind; a handle and an affinity once more where the merge judges them (five times each
+    // before: every loop of the merge parsed them again to learn their kind).
+    expect(reads).toBe(3 + 2);
   });
 
   it('creates a block the cluster lacks, and its handles and affinity', async () => {

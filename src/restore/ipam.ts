@@ -48,7 +48,10 @@ export interface IpamSources {
 
 /** An entry whose object is parsed each time a loop reads it (a class: one getter for all, no closure each). */
 class ReadWhereUsed {
-  constructor(readonly p: IpamPlanned) {}
+  constructor(
+    readonly p: IpamPlanned,
+    readonly kind: string,
+  ) {}
   get o(): KubeObject {
     return this.p.desired!;
   }
@@ -58,21 +61,21 @@ class ReadWhereUsed {
 export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources): Promise<number> {
   // `desired` may parse the object from the plan's JSON text on each read. Blocks (one per 64 addresses) are read
   // once and kept; handles and affinities are read where a loop needs them, never all held parsed at once (a restore
-  // of 100k handles would hold every one).
-  const ipam = planned.flatMap((p): { p: IpamPlanned; o: KubeObject }[] => {
+  // of 100k handles would hold every one). The kind is kept: the loops that only look at it parse nothing.
+  const ipam = planned.flatMap((p): { p: IpamPlanned; kind: string; o: KubeObject }[] => {
     const o = p.desired;
     if (!o || !isIpamLive(o)) return [];
-    return [o.kind === 'IPAMBlock' ? { p, o } : new ReadWhereUsed(p)];
+    return [o.kind === 'IPAMBlock' ? { p, kind: o.kind, o } : new ReadWhereUsed(p, o.kind)];
   });
   if (!ipam.length) return 0;
   // The bundle's blocks by CIDR (from the plan, else read from the bundle), and the blocks as they will be after
   // the restore (live ones stay, missing ones come from the bundle; else read from the cluster).
   const before = blockIndex(sources.bundleBlocks);
   const after = blockIndex(sources.liveBlocks);
-  for (const { o } of ipam) if (o.kind === 'IPAMBlock') before.set(o);
   const created = new Set<string>(); // CIDRs of the blocks this restore creates
-  for (const { p, o } of ipam) {
-    if (o.kind !== 'IPAMBlock') continue;
+  const blocks = ipam.filter((e) => e.kind === 'IPAMBlock');
+  for (const { o } of blocks) before.set(o);
+  for (const { p, o } of blocks) {
     if (!p.live && p.action.action === 'create') created.add(o.spec?.cidr);
     const b = p.live ?? (p.action.action === 'create' ? o : undefined);
     if (b?.spec?.cidr) after.set(b);
@@ -87,9 +90,9 @@ export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources
   };
   // Blocks first: the handles' judgement below reads the blocks as the merge leaves them.
   const duplicated = new Map<string, string>(); // bundle handle -> address another handle holds now
-  for (const { p, o } of ipam) {
+  for (const { p, o } of blocks) {
     const a = p.action.action;
-    if (o.kind !== 'IPAMBlock' || !p.live || !(a === 'update' || a === 'replace' || a === 'skip')) continue;
+    if (!p.live || !(a === 'update' || a === 'replace' || a === 'skip')) continue;
     if (!blockRecreated(p.live, o, sources.backupCreatedAt)) continue;
     const m = mergeBlock(p.live, o);
     after.set(m.block);
@@ -100,7 +103,8 @@ export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources
     p.action.ipam = { ...p.action.ipam, ordinals: m.restored };
     p.action.reason = `re-created by Calico after the backup: ${m.restored.length} allocation(s) of the bundle put back address by address into the block as it is when written`;
   }
-  for (const { p, o } of ipam) {
+  for (const e of ipam) {
+    const { p, kind } = e;
     const a = p.action.action;
     if (p.action.ipam?.ordinals) continue;
     if (a === 'update' || a === 'replace' || (a === 'skip' && p.live)) {
@@ -108,7 +112,8 @@ export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources
       continue;
     }
     if (a !== 'create') continue;
-    if (o.kind === 'IPAMHandle') {
+    const o = e.o;
+    if (kind === 'IPAMHandle') {
       const handle: string = o.spec?.handleID ?? o.metadata.name;
       const blocks = Object.keys(o.spec?.block ?? {});
       let holds = false;
@@ -127,7 +132,7 @@ export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources
           p,
           `released since the backup: no allocation in ${blocks.length ? `block ${blocks.join(', ')}` : 'any block'} carries this handle (its pod is gone)`,
         );
-    } else if (o.kind === 'BlockAffinity') {
+    } else if (kind === 'BlockAffinity') {
       const block = await after.get(o.spec?.cidr);
       // 3.30+ LoadBalancer IPAM: type virtual, the block affine to `virtual:load-balancer`; otherwise `host:<node>`.
       const affine = o.spec?.type && o.spec.type !== 'host' ? `${o.spec.type}:${o.spec?.node}` : `${IPAM_HOST_AFFINITY_PREFIX}${o.spec?.node}`;
