@@ -8,11 +8,16 @@ import { pool } from '../util/pool.js';
 import { groupOf, resourceKey, type KubeObject } from '../kube/types.js';
 import { installTypeOf, nodeTunnelIPs, toNodeInfo, toPodInfo, toWorkloadInfo, type CalicoState, type WorkloadInfo } from './state.js';
 
-/** Read everything the checks need from the live cluster. Pods and IPAM objects are listed page by page. */
-export async function loadLiveState(client: KubeClient): Promise<CalicoState> {
+/**
+ * Read everything the checks need from the live cluster. Pods and IPAM objects are listed page by page.
+ * `only`: the Calico kinds to list (resource keys, `ippools.crd.projectcalico.org`), for a caller that runs one check
+ * (restore's read-back needs pools and blocks, not 100k handles); the others stay absent, as in a cluster without them.
+ */
+export async function loadLiveState(client: KubeClient, only?: readonly string[]): Promise<CalicoState> {
   const crds = await listCrds(client, CALICO_GROUPS);
   const objects: Record<string, KubeObject[]> = {};
-  await pool(crds, 4, async (crd) => {
+  const wanted = only ? crds.filter((crd) => only.includes(resourceKey(crdResourceType(crd)))) : crds;
+  await pool(wanted, 4, async (crd) => {
     const type = crdResourceType(crd);
     try {
       objects[resourceKey(type)] = await client.listAll(type);

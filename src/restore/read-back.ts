@@ -5,8 +5,9 @@
 import type { Reporter } from '../io/host.js';
 import type { KubeClient } from '../kube/client.js';
 import type { ResourceResolver } from '../kube/resolver.js';
-import { ipamChecks } from '../doctor/checks/ipam.js';
+import { podAddressesVsPools } from '../doctor/checks/ipam.js';
 import { loadLiveState, runChecks } from '../doctor/doctor.js';
+import { KEYS } from '../doctor/state.js';
 import { findDrift, type DriftTarget } from './drift.js';
 import { isIpamLive } from './ipam.js';
 import type { PhaseTimer } from './timings.js';
@@ -87,7 +88,10 @@ const duplicateIps = (plan: RestorePlan): string[] => plan.actions.flatMap((a) =
  */
 async function unallocatedPodIps(client: KubeClient, plan: RestorePlan): Promise<string[]> {
   if (!plan.actions.some((a) => isIpamLive(a.ref))) return [];
-  const found = runChecks(await loadLiveState(client), { checks: ipamChecks }).find((f) => f.id === 'pod-ip-not-allocated');
+  // Pools, blocks, pods and nodes: the one check's input, not the whole cluster a second time (the drift check read
+  // what was written; a restore of 100k handles would list them all again).
+  const state = await loadLiveState(client, [KEYS.ipPools, KEYS.ipamBlocks]);
+  const found = runChecks(state, { checks: [podAddressesVsPools] }).find((f) => f.id === 'pod-ip-not-allocated');
   return (found?.objects ?? []).map(
     (o) => `${o}: in use, but IPAM holds no allocation for it (pod-ip-not-allocated); restart it so it gets an address IPAM knows`,
   );

@@ -240,7 +240,7 @@ const duplicateAddresses: Check = {
  * address in a disabled pool stays an error, named with its pool: re-enabling that pool (Calico issue #9100 does it
  * unasked) hands the address out again.
  */
-const podAddressesVsPools: Check = {
+export const podAddressesVsPools: Check = {
   name: 'pod addresses vs pools and IPAM',
   run(state) {
     if (!ipamPresent(state) || !state.pods) return [];
