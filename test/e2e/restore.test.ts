@@ -5,19 +5,16 @@
  *   same spec, diff exits 0; the nodes' tunnel addresses (calico-node's, `ipam-driver tunnel`) allocated to their
  *   handles again and named by the Nodes, which the CRD deletion left alone;
  * - export, edit and delete a few objects: --dry-run lists exactly those and writes nothing; the real run fixes exactly those;
- * - owner references re-linked or dropped; --existing skip|replace; --prune;
- * - a disabled pool the real operator v1.34.3 manages is refused with the fix;
- * - a 3.28.1 bundle onto 3.27.4 CRDs (operator v1.32.10): the Installation fields 3.27 does not know are reported;
- *   --drop-unknown-fields writes it, the v1.32.10 operator reports Calico Available and re-renders its CNI config.
+ * - owner references re-linked or dropped; --existing skip|replace; --prune.
  * `calicoctl ipam check` finds nothing but the driver's pod-less addresses after each test.
- * The guards (operator, datastore lock, other cluster) are in restore-guards.test.ts.
+ * The guards (operator, datastore lock, other cluster) are in restore-guards.test.ts; a pool the operator manages
+ * and a 3.28.1 bundle onto 3.27.4 CRDs in restore-operator-versions.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
-import { applyFixture, calicoType, explain, operatorType, runCli } from './helpers.js';
-import { calicoctl, clearCalicoFinalizers, waitOperator } from './calico-support.js';
+import { calicoType, explain, operatorType, runCli } from './helpers.js';
 import { expectIpamIntact, heldByLog } from './ipam-support.js';
 import { allocateTunnels, expectTunnelsIntact } from './tunnel-support.js';
 import {
@@ -303,103 +300,4 @@ describe('restore --resources on a real cluster with the real Calico programs', 
     await client.delete(T.gns, undefined, 'owned-by-installation');
     await client.delete(T.gns, undefined, 'owned-by-namespace');
   });
-
-  it('refuses a disabled pool the real operator v1.34.3 manages (marked in projectcalico.org/metadata), with the fix', async () => {
-    // v1.34.3 adopted default-ipv4-ippool (the Installation lists it): its marking is in the v3 metadata annotation,
-    // where the operator reads it, not in the CRD object's labels.
-    const managedBy = (p: KubeObject) => JSON.parse(p.metadata.annotations?.['projectcalico.org/metadata'] ?? '{}').labels?.['app.kubernetes.io/managed-by'];
-    const marked = await client.waitFor(
-      'default-ipv4-ippool marked by the operator',
-      async () => {
-        const p = await client.get(T.ippool, undefined, 'default-ipv4-ippool');
-        return managedBy(p) === 'tigera-operator' ? p : undefined;
-      },
-      { timeoutMs: 120_000 },
-    );
-    expect(marked.metadata.labels?.['app.kubernetes.io/managed-by']).toBeUndefined();
-    // A backup of the pool disabled, made while the operator is scaled down (a running one may rewrite the pool
-    // within seconds: calico-9100.test.ts).
-    await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', { spec: { replicas: 0 } });
-    await client.waitFor('the operator to stop', async () => (suite.real.cluster.calicoStatus()?.operator?.pid ? undefined : true), { timeoutMs: 120_000 });
-    await calicoctl(['patch', 'ippool', 'default-ipv4-ippool', '-p', '{"spec":{"disabled":true}}']);
-    const bundle = await exportTo(work, 'managed');
-    await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', { spec: { replicas: 1 } });
-    await waitOperator(suite.real.cluster, 'v1.34.3');
-    // The pool lost (deleted by hand); the operator creates it again from its Installation entry, enabled.
-    await calicoctl(['delete', 'ippool', 'default-ipv4-ippool']);
-    await client.waitFor(
-      'the operator to create default-ipv4-ippool again',
-      async () => {
-        const p = await client.getOrUndefined(T.ippool, undefined, 'default-ipv4-ippool');
-        return p && !p.spec.disabled && managedBy(p) === 'tigera-operator' ? true : undefined;
-      },
-      { timeoutMs: 180_000 },
-    );
-
-    const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json'], { timeoutMs: 1_500_000 });
-    expect(r.code, r.stderr).toBe(3);
-    const result = JSON.parse(r.stdout);
-    const pool = result.actions.find((a: any) => a.id === 'IPPool default-ipv4-ippool');
-    expect(pool.action).toBe('refused');
-    expect(pool.reason).toMatch(/has no "disabled" field/);
-    expect(pool.fix).toMatch(/nodeSelector: "!all\(\)"/);
-    // Not written disabled for the operator to undo: the pool is as the operator keeps it.
-    const live = await client.get(T.ippool, undefined, 'default-ipv4-ippool');
-    expect(live.spec.disabled).toBeFalsy();
-    expect(managedBy(live)).toBe('tigera-operator');
-  });
-
-  it('a 3.28.1 bundle onto 3.27.4 CRDs: reports the Installation fields 3.27 does not know; --drop-unknown-fields writes it, and v1.32.10 reports Calico', async () => {
-    const bundle = await exportTo(work, 'v3281');
-    // Downgrade the CRDs the incident way (delete), then install 3.27.4's operator manifests. The Installation stays
-    // Terminating on v1.34's finalizers, which v1.32 does not remove: cleared by hand, as the runbook says, so the
-    // old CRDs go and 3.27.4's can be created.
-    await deleteCalicoCrds(client);
-    await clearCalicoFinalizers(client);
-    await client.waitFor(
-      'every Calico CRD to be gone',
-      async () => ((await client.listAll(K.crd)).some((x) => ['crd.projectcalico.org', 'operator.tigera.io'].includes(x.spec.group)) ? undefined : true),
-      { timeoutMs: 120_000 },
-    );
-    await applyFixture(client, '3.27.4', 'tigera-operator.yaml');
-    await waitOperator(suite.real.cluster, 'v1.32.10');
-    const replicas = await operatorReplicas(client);
-
-    const dry = await runCli(['restore', bundle, '--resources', '--dry-run', '-o', 'json']);
-    expect(dry.code, dry.stderr).toBe(1);
-    const plan = JSON.parse(dry.stdout);
-    const inst = plan.actions.find((a: any) => a.id === 'Installation default');
-    expect(inst.action).toBe('blocked');
-    expect(inst.findings.map((f: any) => `${f.kind} ${f.path}`).sort()).toEqual([
-      'pruned spec.calicoNetwork.ipPools[0].allowedUses',
-      'pruned spec.calicoNetwork.ipPools[0].name',
-      // Defaulted into the spec by the real v1.34.3 operator.
-      'pruned spec.calicoNetwork.linuxPolicySetupTimeoutSeconds',
-    ]);
-    expect(inst.fix).toMatch(/--drop-unknown-fields/);
-    // Operator v1.32 does not manage pools: the disabled pool is written as it is, nothing refused.
-    expect(plan.actions.filter((a: any) => a.action === 'refused')).toEqual([]);
-
-    const blocked = await runCli(['restore', bundle, '--resources', '--yes']);
-    expect(blocked.code).toBe(3);
-    expect(blocked.stdout).toMatch(/Installation default\s+blocked\s+.*does not know .*spec\.calicoNetwork\.ipPools\[0\]\.name/);
-    expect(await client.getOrUndefined(T.installation, undefined, 'default')).toBeUndefined();
-
-    const started = Date.now();
-    const r = await runCli(['restore', bundle, '--resources', '--yes', '--drop-unknown-fields', '-o', 'json'], { timeoutMs: 1_500_000 });
-    console.log(`restore onto 3.27.4: exit ${r.code} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    // Everything written; exit 3 only for the real v1.32.10 operator rendering its own (3.27.4) CNI config over the
-    // bundle's 3.28.1 one once it runs again: the read-back reports that as drift.
-    expect(r.code, r.stderr).toBe(3);
-    const result = JSON.parse(r.stdout);
-    expect(result.failures).toEqual([]);
-    expect(result.drifted).toEqual([{ id: 'ConfigMap calico-system/cni-config', paths: ['data.config'] }]);
-    // Judged by what v1.32.10 reports: it runs no IP pool controller, so the bundle's "ippools" report is not awaited.
-    expect(result.operator.checked).toContain('TigeraStatus calico Available (reported after the operator resumed)');
-    const live = await client.get(T.installation, undefined, 'default');
-    expect(live.spec.calicoNetwork.ipPools[0]).toMatchObject({ cidr: '192.168.0.0/16', encapsulation: 'VXLANCrossSubnet' });
-    expect(live.spec.calicoNetwork.ipPools[0].name).toBeUndefined();
-    expect((await client.get(T.ippool, undefined, 'legacy-pool')).spec.disabled).toBe(true);
-    expect(await operatorReplicas(client)).toBe(replicas);
-  }, 600_000);
 });
