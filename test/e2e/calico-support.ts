@@ -263,24 +263,32 @@ export async function installReal328(client: KubeClient, cluster: LocalCluster):
 }
 
 /**
- * The operator creates the Installation's pool through the v3 API; the CNI plugin (and the IPAM driver) refuses to
- * work until ClusterInformation default says datastoreReady.
+ * The operator creates the Installation's pool through the v3 API and then marks it as its own (the managed-by label,
+ * stored in the `projectcalico.org/metadata` annotation); the CNI plugin (and the IPAM driver) refuses to work until
+ * ClusterInformation default says datastoreReady. Under load the marking can come a minute after the pool: a backup
+ * taken before it holds the pool unmarked, and restoring that bundle is then a real change the operator undoes
+ * (drift, exit 3), so the install counts as settled only once the pool is marked.
  */
 export async function waitPoolAndDatastoreReady(client: KubeClient): Promise<void> {
+  const read = async () => {
+    const pool = await client.getOrUndefined(calicoType('ippools', 'IPPool'), undefined, 'default-ipv4-ippool');
+    const ci = await client.getOrUndefined(calicoType('clusterinformations', 'ClusterInformation'), undefined, 'default');
+    const marked =
+      pool && JSON.parse(pool.metadata.annotations?.['projectcalico.org/metadata'] ?? '{}').labels?.['app.kubernetes.io/managed-by'] === 'tigera-operator';
+    return { pool, ci, marked };
+  };
   await client.waitFor(
-    'default-ipv4-ippool and a ready datastore',
+    'default-ipv4-ippool marked by the operator and a ready datastore',
     async () => {
-      const pool = await client.getOrUndefined(calicoType('ippools', 'IPPool'), undefined, 'default-ipv4-ippool');
-      const ci = await client.getOrUndefined(calicoType('clusterinformations', 'ClusterInformation'), undefined, 'default');
-      return pool && ci?.spec?.datastoreReady === true ? true : undefined;
+      const { marked, ci } = await read();
+      return marked && ci?.spec?.datastoreReady === true ? true : undefined;
     },
     {
       timeoutMs: 240_000,
       intervalMs: 500,
       state: async () => {
-        const pool = await client.getOrUndefined(calicoType('ippools', 'IPPool'), undefined, 'default-ipv4-ippool');
-        const ci = await client.getOrUndefined(calicoType('clusterinformations', 'ClusterInformation'), undefined, 'default');
-        return `pool ${pool ? 'present' : 'absent'}, ClusterInformation ${ci ? `datastoreReady=${ci.spec?.datastoreReady}` : 'absent'}`;
+        const { pool, ci, marked } = await read();
+        return `pool ${pool ? (marked ? 'present, marked' : 'present, not marked by the operator yet') : 'absent'}, ClusterInformation ${ci ? `datastoreReady=${ci.spec?.datastoreReady}` : 'absent'}`;
       },
     },
   );

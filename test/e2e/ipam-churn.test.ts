@@ -14,7 +14,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { Journal } from '../../src/apply/journal.js';
@@ -29,6 +29,7 @@ import {
   ipamCheck,
   readEvents,
   startChurn,
+  stopAllChurns,
   freshInstall328,
   teardownInstall,
   type DriverEvent,
@@ -64,6 +65,10 @@ describe('IPAM under churn through backup, diff, restore --resources and apply b
     tunnels = await allocateTunnels(NODES);
     baseline = await ipamCheck();
   }, 60 * 60_000);
+
+  // Each test stops its churn before it judges IPAM; one that failed before that point must not leave its driver
+  // allocating and releasing under the next test (whose check would then see addresses go while it reads them).
+  afterEach(() => stopAllChurns());
 
   afterAll(async () => {
     await teardownInstall(cluster, client, 'ipam-node-');
