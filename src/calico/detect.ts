@@ -49,12 +49,13 @@ export async function detectCalico(client: KubeClient): Promise<CalicoInstall> {
     optional(client.get(K.daemonSet, 'kube-system', 'calico-node')),
     optional(client.get(CLUSTER_INFO, undefined, 'default')),
     optional(client.listAll(TIGERA_STATUS)),
-    client.listAll(K.crd),
+    // A CRD's name is <plural>.<group>, so the names tell the group without the schemas.
+    client.listMetadata(K.crd),
   ]);
   const operatorImage = containerImage(operator, 'tigera-operator');
   const node = nodeSys ?? nodeKube;
   const calicoNodeImage = containerImage(node, 'calico-node');
-  const calicoCrds = crds.filter((c) => c.spec?.group === 'crd.projectcalico.org').length;
+  const calicoCrds = crds.filter((c) => c.metadata.name.endsWith('.crd.projectcalico.org')).length;
   const installType: InstallType = operator ? 'operator' : nodeKube || calicoCrds > 0 ? 'manifest' : 'none';
 
   let version: string | undefined;

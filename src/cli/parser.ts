@@ -1,5 +1,5 @@
-import yargs, { type Argv } from 'yargs';
-import { hideBin } from 'yargs/helpers';
+import type { Argv } from 'yargs';
+import { hideBin, yargs } from './cli-library.js';
 import { ExitCode } from '../core/errors.js';
 import { toolVersion } from '../core/version.js';
 import { commandName, commandTable, commandWord, type CommandEntry } from './commands/index.js';

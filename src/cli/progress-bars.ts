@@ -3,8 +3,15 @@
  * nodes in flight together, each with its own count and status, instead of one line overwritten by whichever
  * node reported last. A finished task leaves its final line above the bars; messages are printed above them too.
  */
-import cliProgress from 'cli-progress';
+import { createRequire } from 'node:module';
+import type cliProgress from 'cli-progress';
 import type { ProgressUpdate } from '../io/host.js';
+
+/**
+ * cli-progress (20 module files) is loaded when the first bar is drawn, not by every command that might draw one:
+ * without a terminal, or for a command that reports no progress, it is never needed (docs/BENCHMARKS.md, start-up).
+ */
+const loadCliProgress = (): typeof cliProgress => createRequire(import.meta.url)('cli-progress') as typeof cliProgress;
 
 export interface BarText {
   label: string;
@@ -42,7 +49,7 @@ export class ProgressBars {
       bar.update(u.current, payload);
       return;
     }
-    this.multi ??= new cliProgress.MultiBar({
+    this.multi ??= new (loadCliProgress().MultiBar)({
       stream: this.out,
       format: (options, params, p) => formatBar(options, params, p as BarText & { hasTotal: boolean }),
       hideCursor: true,

@@ -1,9 +1,8 @@
 import http from 'node:http';
-import https from 'node:https';
 import { EnvironmentError } from '../core/errors.js';
-import { makeAgent } from '../net/proxy.js';
 import { connect, type Connection, type ConnectionOptions } from './connection.js';
 import { defaultRetryPolicy, withRetry, type RetryPolicy } from '../util/retry.js';
+import { openTransport, type Transport, type TransportResponse } from './transport.js';
 import { resourcePath, type KubeList, type KubeObject, type ResourceType } from './types.js';
 
 /** An error the API server answered with (a Status object). */
@@ -43,6 +42,8 @@ export class KubeConnectionError extends EnvironmentError {
 export interface RequestOptions {
   body?: unknown;
   contentType?: string;
+  /** Another representation than plain JSON (e.g. metadata only: `PARTIAL_METADATA_LIST`). */
+  accept?: string;
   query?: Record<string, string | number | boolean | undefined>;
   /** Override the retry policy; `false` disables retries. */
   retry?: RetryPolicy | false;
@@ -55,6 +56,8 @@ export interface ClientStats {
   throttled: number; // HTTP 429 answers
 }
 
+const PARTIAL_METADATA_LIST = 'application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io';
+
 const TRANSIENT_NET = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_SOCKET']);
 /**
  * Errors that mean "nothing answers at that address": retried only once the server has answered this process
@@ -64,7 +67,7 @@ const TRANSIENT_NET = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
 const UNREACHABLE_NET = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
 /**
- * The one module through which cni-rewind talks to Kubernetes: raw REST over a keep-alive agent,
+ * The one module through which cni-rewind talks to Kubernetes: raw REST (over HTTP/2 where it can, `transport.ts`),
  * with retries and backoff for throttling and a restarting API server, paging, server-side apply and waits.
  * Objects stay plain JSON: no per-kind classes, so any CRD (including ones a future Calico adds) works.
  */
@@ -78,7 +81,7 @@ export class KubeClient {
   private constructor(
     readonly connection: Connection,
     readonly retryPolicy: RetryPolicy,
-    private readonly agent: http.Agent,
+    private readonly transport: Transport,
     /** Per-request timeout (--request-timeout); 0 = none. */
     private readonly requestTimeoutMs: number,
   ) {
@@ -88,13 +91,12 @@ export class KubeClient {
   static async connect(opts: ConnectionOptions & { retry?: Partial<RetryPolicy>; requestTimeoutMs?: number } = {}): Promise<KubeClient> {
     const conn = await connect(opts);
     const url = new URL(conn.server);
-    // Through a proxy, every request goes over the proxy's agent (CONNECT tunnels for https), kept alive too.
-    const agent = await makeAgent(url, conn.proxy, { keepAlive: true, maxSockets: 16, ...conn.tls });
-    return new KubeClient(conn, { ...defaultRetryPolicy, ...opts.retry }, agent, opts.requestTimeoutMs ?? 60_000);
+    const transport = await openTransport(url, conn.proxy, conn.tls);
+    return new KubeClient(conn, { ...defaultRetryPolicy, ...opts.retry }, transport, opts.requestTimeoutMs ?? 60_000);
   }
 
   close(): void {
-    this.agent.destroy();
+    this.transport.close();
   }
 
   // ---------- raw requests ----------
@@ -149,74 +151,51 @@ export class KubeClient {
     const body = opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
     const headers: Record<string, string | number | string[]> = {
       ...auth,
-      Accept: 'application/json',
+      Accept: opts.accept ?? 'application/json',
       'User-Agent': 'cni-rewind',
     };
     if (body !== undefined) {
       headers['Content-Type'] = opts.contentType ?? 'application/json';
       headers['Content-Length'] = Buffer.byteLength(body);
     }
-    const mod = this.url.protocol === 'http:' ? http : https;
-    return new Promise<T>((resolve, reject) => {
-      const req = mod.request(
-        {
-          protocol: this.url.protocol,
-          hostname: this.url.hostname,
-          port: this.url.port || (this.url.protocol === 'http:' ? 80 : 443),
-          method,
-          path: fullPath,
-          headers,
-          agent: this.agent,
-          timeout: opts.timeoutMs ?? (this.requestTimeoutMs || undefined),
-        },
-        (res) => {
-          this.reached = true;
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('error', (e) => reject(netError(e, method, path)));
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            const status = res.statusCode ?? 0;
-            if (status >= 200 && status < 300) {
-              try {
-                resolve((text ? JSON.parse(text) : undefined) as T);
-              } catch (e) {
-                reject(new KubeApiError(status, 'BadResponse', `unparseable response from ${method} ${path}`, method, path));
-              }
-              return;
-            }
-            if (status === 429) this.stats.throttled++;
-            let parsed: any;
-            try {
-              parsed = JSON.parse(text);
-            } catch {
-              parsed = undefined;
-            }
-            const retryAfter = Number(res.headers['retry-after']);
-            const details = {
-              ...(parsed?.details ?? {}),
-              retryAfterMs: Number.isFinite(retryAfter) ? retryAfter * 1000 : undefined,
-              causes: parsed?.details?.causes,
-            };
-            reject(
-              new KubeApiError(
-                status,
-                parsed?.reason ?? httpReason(status),
-                parsed?.message ?? `${method} ${path}: HTTP ${status}`,
-                method,
-                path,
-                details,
-                this.connection.userName,
-              ),
-            );
-          });
-        },
-      );
-      req.on('timeout', () => req.destroy(Object.assign(new Error('request timed out'), { code: 'ETIMEDOUT' })));
-      req.on('error', (e) => reject(netError(e, method, path)));
-      if (body !== undefined) req.write(body);
-      req.end();
-    });
+    let res: TransportResponse;
+    try {
+      res = await this.transport.send({ method, path: fullPath, headers, body, timeoutMs: opts.timeoutMs ?? (this.requestTimeoutMs || undefined) });
+    } catch (e) {
+      throw netError(e as Error, method, path);
+    }
+    this.reached = true;
+    const text = res.body.toString('utf8');
+    const status = res.status;
+    if (status >= 200 && status < 300) {
+      try {
+        return (text ? JSON.parse(text) : undefined) as T;
+      } catch {
+        throw new KubeApiError(status, 'BadResponse', `unparseable response from ${method} ${path}`, method, path);
+      }
+    }
+    if (status === 429) this.stats.throttled++;
+    let parsed: any;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    const retryAfter = Number(res.headers['retry-after']);
+    const details = {
+      ...(parsed?.details ?? {}),
+      retryAfterMs: Number.isFinite(retryAfter) ? retryAfter * 1000 : undefined,
+      causes: parsed?.details?.causes,
+    };
+    throw new KubeApiError(
+      status,
+      parsed?.reason ?? httpReason(status),
+      parsed?.message ?? `${method} ${path}: HTTP ${status}`,
+      method,
+      path,
+      details,
+      this.connection.userName,
+    );
   }
 
   // ---------- objects ----------
@@ -272,6 +251,24 @@ export class KubeClient {
   async listAll<T = KubeObject>(r: ResourceType, opts: { namespace?: string; labelSelector?: string; fieldSelector?: string } = {}): Promise<T[]> {
     const out: T[] = [];
     for await (const item of this.listItems<T>(r, opts)) out.push(item);
+    return out;
+  }
+
+  /**
+   * Names, labels and annotations only (the API server's PartialObjectMetadataList, as `kubectl get` asks for):
+   * for a question about which objects exist, without their specs (all CRDs' schemas are megabytes).
+   */
+  async listMetadata(r: ResourceType, opts: { labelSelector?: string } = {}): Promise<Pick<KubeObject, 'metadata'>[]> {
+    const out: Pick<KubeObject, 'metadata'>[] = [];
+    let cont: string | undefined;
+    do {
+      const page: KubeList<Pick<KubeObject, 'metadata'>> = await this.request('GET', resourcePath(r), {
+        accept: PARTIAL_METADATA_LIST,
+        query: { limit: 500, continue: cont, labelSelector: opts.labelSelector },
+      });
+      out.push(...page.items);
+      cont = page.metadata?.continue || undefined;
+    } while (cont);
     return out;
   }
 

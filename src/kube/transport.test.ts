@@ -1,0 +1,153 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http2 from 'node:http2';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { selfSignedCert } from '../../test/support/self-signed.js';
+import { packageRoot } from '../core/package-root.js';
+import { openTransport } from './transport.js';
+
+/**
+ * Real servers on 127.0.0.1 (Node's own HTTP/2 and HTTPS servers, with a certificate made for the test): which
+ * protocol the client ends up speaking, how many TLS connections a burst of requests costs, and what a server
+ * going away mid-request looks like to the client's retry rules.
+ */
+describe('transport', () => {
+  let dir: string;
+  let tls: { ca: Buffer; key: Buffer; cert: Buffer };
+  beforeAll(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-transport-'));
+    const { caFile, keyFile } = selfSignedCert(dir, 'server');
+    tls = { ca: readFileSync(caFile), cert: readFileSync(caFile), key: readFileSync(keyFile) };
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** An HTTP/2 server that also speaks HTTP/1.1 (as kube-apiserver does), counting TLS connections. */
+  async function h2Server(handler: (path: string, stream: http2.ServerHttp2Stream) => void) {
+    const server = http2.createSecureServer({ key: tls.key, cert: tls.cert, allowHTTP1: true });
+    let connections = 0;
+    server.on('secureConnection', () => connections++);
+    server.on('stream', (stream, headers) => handler(String(headers[':path']), stream));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = new URL(`https://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    return { url, connections: () => connections, close: () => new Promise<void>((r) => server.close(() => r())) };
+  }
+
+  it('sends a burst of requests over one HTTP/2 connection, with their headers and bodies', async () => {
+    const seen: string[] = [];
+    const server = await h2Server((p, stream) => {
+      let body = '';
+      stream.on('data', (c) => (body += c));
+      stream.on('end', () => {
+        seen.push(`${p} ${body}`);
+        stream.respond({ ':status': p === '/missing' ? 404 : 200, 'retry-after': '3' });
+        stream.end(JSON.stringify({ path: p }));
+      });
+    });
+    const t = await openTransport(server.url, undefined, { ca: tls.ca });
+    try {
+      const paths = Array.from({ length: 8 }, (_, i) => `/p${i}`);
+      const answers = await Promise.all([
+        ...paths.map((p) => t.send({ method: 'GET', path: p, headers: { Authorization: 'Bearer x' } })),
+        t.send({ method: 'POST', path: '/missing', headers: { 'Content-Type': 'application/json' }, body: '{"a":1}' }),
+      ]);
+      expect(t.protocol).toBe('h2');
+      expect(server.connections()).toBe(1);
+      expect(answers.map((a) => a.status)).toEqual([...paths.map(() => 200), 404]);
+      expect(JSON.parse(answers[3]!.body.toString()).path).toBe('/p3');
+      expect(answers[8]!.headers['retry-after']).toBe('3');
+      expect(seen).toContain('/missing {"a":1}');
+    } finally {
+      t.close();
+      await server.close();
+    }
+  });
+
+  it('falls back to HTTP/1.1 for good when the server does not offer h2', async () => {
+    const server = https.createServer({ key: tls.key, cert: tls.cert }, (req, res) => res.end(JSON.stringify({ path: req.url })));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = new URL(`https://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    const t = await openTransport(url, undefined, { ca: tls.ca });
+    try {
+      const answers = await Promise.all(['/a', '/b'].map((p) => t.send({ method: 'GET', path: p, headers: {} })));
+      expect(answers.map((a) => JSON.parse(a.body.toString()).path)).toEqual(['/a', '/b']);
+      expect(t.protocol).toBe('http/1.1');
+    } finally {
+      t.close();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
+  it('a request cut off by the server fails as a reset connection, and the next request opens a new session', async () => {
+    let first = true;
+    const server = await h2Server((p, stream) => {
+      if (first) {
+        first = false;
+        // The server goes away mid-request, as a restarting API server does.
+        stream.session?.destroy();
+        return;
+      }
+      stream.respond({ ':status': 200 });
+      stream.end('{}');
+    });
+    const t = await openTransport(server.url, undefined, { ca: tls.ca });
+    try {
+      const err = await t.send({ method: 'GET', path: '/x', headers: {} }).then(
+        () => undefined,
+        (e: Error & { code?: string }) => e,
+      );
+      expect(err?.code).toBe('ECONNRESET');
+      expect((await t.send({ method: 'GET', path: '/y', headers: {} })).status).toBe(200);
+      expect(server.connections()).toBe(2);
+    } finally {
+      t.close();
+      await server.close();
+    }
+  });
+
+  it('a server certificate the CA did not sign fails the TLS handshake, not later', async () => {
+    const server = await h2Server((_p, stream) => stream.end());
+    const other = selfSignedCert(dir, 'other');
+    const t = await openTransport(server.url, undefined, { ca: readFileSync(other.caFile) });
+    try {
+      const err = await t.send({ method: 'GET', path: '/', headers: {} }).then(
+        () => undefined,
+        (e: Error & { code?: string }) => e,
+      );
+      expect(err?.code).toMatch(/CERT|SIGNATURE|SELF_SIGNED/);
+    } finally {
+      t.close();
+      await server.close();
+    }
+  });
+
+  it('a finished command exits without closing the transport (the idle session holds no reference)', async () => {
+    const server = await h2Server((_p, stream) => {
+      stream.respond({ ':status': 200 });
+      stream.end('{}');
+    });
+    try {
+      // A child process that makes one request and does not close: it must exit on its own.
+      const script = `
+        const { openTransport } = await import(${JSON.stringify(pathToFileURL(path.join(packageRoot(), 'dist', 'src', 'kube', 'transport.js')).href)});
+        const t = await openTransport(new URL(${JSON.stringify(server.url.href)}), undefined, { ca: ${JSON.stringify(tls.ca.toString())} });
+        const r = await t.send({ method: 'GET', path: '/', headers: {} });
+        console.log(r.status, t.protocol);`;
+      // Asynchronous: the server runs in this process.
+      const r = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+        const child = execFile(process.execPath, ['--input-type=module', '-e', script], { timeout: 20_000 }, (err, stdout) =>
+          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout }),
+        );
+        child.stdin?.end();
+      });
+      expect(r.stdout.trim()).toBe('200 h2');
+      expect(r.code).toBe(0);
+    } finally {
+      await server.close();
+    }
+  });
+});
