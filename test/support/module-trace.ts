@@ -12,7 +12,7 @@ import { pathToFileURL } from 'node:url';
 /** The heavy libraries the light commands must not load: the Kubernetes client (as a package or bundled), the cloud SDKs, the providers. */
 export const HEAVY_MODULES: { name: string; pattern: RegExp }[] = [
   { name: '@kubernetes/client-node', pattern: /\/node_modules\/@kubernetes\/client-node\// },
-  // The same library as `npm run build` bundles it into one file (tools/bundle-kube-library.mjs).
+  // The same library as `npm run build` bundles it into one file (tools/bundle-libraries.mjs).
   { name: '@kubernetes/client-node (bundled)', pattern: /\/dist\/src\/kube\/kube-library\.js$/ },
   { name: 'AWS SDK', pattern: /\/node_modules\/@(aws-sdk|smithy)\// },
   { name: 'Google Cloud SDK', pattern: /\/node_modules\/(@google-cloud\/|google-gax\/|googleapis\/)/ },
