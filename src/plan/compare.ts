@@ -6,7 +6,8 @@
  */
 import type { Bundle } from '../bundle/reader.js';
 import { pruneUnknownFields } from '../calico/schema.js';
-import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, OPERATOR_GROUP, operatorFilledFelixFields } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, OPERATOR_GROUP } from '../calico/knowledge.js';
+import { operatorFilledFelixFields } from '../calico/operator-generations.js';
 import { isIpamLive } from '../restore/ipam.js';
 import type { KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';

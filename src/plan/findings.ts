@@ -3,7 +3,8 @@
  * Pure functions over (live CRDs, live objects, target release) so they can be tested with the real manifests.
  */
 import { checkAgainstSchema, schemaFor } from '../calico/schema.js';
-import { CALICO_CRD_GROUP, compareVersions, leftoversUnknownTo, OPERATOR_GROUP, operatorPoolBehaviour } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, compareVersions, OPERATOR_GROUP, operatorPoolBehaviour } from '../calico/knowledge.js';
+import { leftoversUnknownTo } from '../calico/operator-generations.js';
 import { isOperatorDefault, valueAt } from '../calico/operator-defaults.js';
 import { releaseDefaultsPruned } from './release-defaults.js';
 import { crdFindings } from './crd-findings.js';

@@ -2,7 +2,8 @@
  * Planning one object of a restore: which RestoreAction it gets (create, update, unchanged, blocked, ...) and the
  * exact object a write would send. Also the live objects planning compares against and the --prune candidates.
  */
-import { CALICO_CRD_GROUP, CALICO_GROUPS, operatorFilledFelixFields, SHARED_POLICY_GROUP } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, CALICO_GROUPS, SHARED_POLICY_GROUP } from '../calico/knowledge.js';
+import { operatorFilledFelixFields } from '../calico/operator-generations.js';
 import { checkAgainstSchema, pruneUnknownFields } from '../calico/schema.js';
 import type { BundleManifest } from '../bundle/types.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
