@@ -7,23 +7,57 @@ import type { KubeObject } from '../kube/types.js';
 import { compareVersions } from './knowledge.js';
 
 /**
- * What an operator generation leaves on the cluster that an older operator does not know and so never clears
- * (read in tigera/operator v1.32.10 and v1.34.3: pkg/render/finalizers.go, the apiserver and installation
- * controllers, the ippool controller's status name). After an in-place downgrade below `since`, the newer
- * operator's Installation finalizers would make every later `kubectl delete installation default` hang, and its
- * TigeraStatus objects would keep saying whatever it last wrote (e.g. `ippools` Degraded) for ever.
+ * The Installation finalizers and TigeraStatus names each operator generation adds, by the Calico minor it ships
+ * with (OPERATOR_VERSIONS), read in tigera/operator:
+ * - finalizers: pkg/render/finalizers.go (v1.32.10 and older: CalicoFinalizer in
+ *   pkg/controller/installation/core_controller.go), set on the Installation by utils.SetInstallationFinalizer /
+ *   utils.MaintainInstallationFinalizer in the installation, apiserver, whisker, goldmane, clusterconnection (guardian)
+ *   and gatewayapi controllers;
+ * - TigeraStatus names: the name each controller gives status.New (pkg/controller/.../*_controller.go), counting only
+ *   controllers that run for Calico (internal/controller/controllers.go; not those whose Add returns early without the
+ *   Enterprise CRDs, e.g. nonclusterhost and v1.40's istio).
+ * An older operator does not know a newer generation's names and so never clears them: after an in-place downgrade
+ * below `since`, the newer finalizers make every later `kubectl delete installation default` hang, and the newer
+ * TigeraStatus objects keep saying whatever they last said (e.g. `ippools` Degraded) for ever.
  */
-export const OPERATOR_LEFTOVERS: { since: string; installationFinalizers: string[]; tigeraStatuses: string[] }[] = [
+export interface OperatorGeneration {
+  /** Calico minor whose operator first writes these, `v3.N`; a version has the rows not newer than it. */
+  since: string;
+  installationFinalizers: string[];
+  tigeraStatuses: string[];
+}
+export const OPERATOR_GENERATIONS: OperatorGeneration[] = [
+  // v1.30.11 core_controller.go:93 and v1.32.10 core_controller.go:91 CalicoFinalizer; still OperatorCompleteFinalizer
+  // in v1.34.3-v1.42.3 finalizers.go:21. The TigeraStatus names these operators share with all later ones are left out.
+  { since: 'v3.0', installationFinalizers: ['tigera.io/operator-cleanup'], tigeraStatuses: [] },
   {
+    // v1.34.3 finalizers.go:25,29 (apiserver_controller.go:555, core_controller.go:869); ippool/pool_controller.go:50.
     since: 'v3.28',
     installationFinalizers: ['operator.tigera.io/installation-controller', 'operator.tigera.io/apiserver-controller'],
     tigeraStatuses: ['ippools'],
   },
+  // v1.36.16 (3.29) adds none for Calico: its new report, non-cluster-hosts, is Enterprise only.
+  {
+    // v1.38.13 finalizers.go:33,41,37 (whisker/controller.go:289, goldmane/controller.go:260,
+    // clusterconnection_controller.go:472); status.New "whisker", "goldmane", "gatewayapi" (gatewayapi_controller.go:84,
+    // which adds no finalizer yet). 3.30's custom-resources.yaml creates Whisker and Goldmane: every default install.
+    since: 'v3.30',
+    installationFinalizers: ['operator.tigera.io/whisker-controller', 'operator.tigera.io/goldmane-controller', 'operator.tigera.io/guardian-controller'],
+    tigeraStatuses: ['whisker', 'goldmane', 'gatewayapi'],
+  },
+  {
+    // v1.40.15 finalizers.go:45 (gatewayapi_controller.go:487); kubeproxy/controller.go:42 "kubeproxy-monitor".
+    since: 'v3.31',
+    installationFinalizers: ['operator.tigera.io/gatewayapi-controller'],
+    tigeraStatuses: ['kubeproxy-monitor'],
+  },
+  // v1.42.3 istio_controller.go:47 "istio": its Add no longer returns early without the Enterprise CRDs.
+  { since: 'v3.32', installationFinalizers: [], tigeraStatuses: ['istio'] },
 ];
 
 /** The newer operators' finalizers and TigeraStatus names an operator of Calico `target` does not handle. */
 export function leftoversUnknownTo(target: string): { installationFinalizers: string[]; tigeraStatuses: string[] } {
-  const newer = OPERATOR_LEFTOVERS.filter((r) => compareVersions(target, `${r.since}.0`) < 0);
+  const newer = OPERATOR_GENERATIONS.filter((r) => compareVersions(target, `${r.since}.0`) < 0);
   return { installationFinalizers: newer.flatMap((r) => r.installationFinalizers), tigeraStatuses: newer.flatMap((r) => r.tigeraStatuses) };
 }
 
