@@ -4,7 +4,7 @@
  * in. Read in the operator sources; see docs/calico-differences.md "What each operator generation writes".
  */
 import type { KubeObject } from '../kube/types.js';
-import { compareVersions } from './knowledge.js';
+import { compareVersions, POOL_CONTROLLER_REPORT } from './knowledge.js';
 
 /**
  * The Installation finalizers and TigeraStatus names each operator generation adds, by the Calico minor it ships
@@ -34,7 +34,7 @@ export const OPERATOR_GENERATIONS: OperatorGeneration[] = [
     // v1.34.3 finalizers.go:25,29 (apiserver_controller.go:555, core_controller.go:869); ippool/pool_controller.go:50.
     since: 'v3.28',
     installationFinalizers: ['operator.tigera.io/installation-controller', 'operator.tigera.io/apiserver-controller'],
-    tigeraStatuses: ['ippools'],
+    tigeraStatuses: [POOL_CONTROLLER_REPORT],
   },
   // v1.36.16 (3.29) adds none for Calico: its new report, non-cluster-hosts, is Enterprise only.
   {
