@@ -61,6 +61,16 @@ export function leftoversUnknownTo(target: string): { installationFinalizers: st
   return { installationFinalizers: newer.flatMap((r) => r.installationFinalizers), tigeraStatuses: newer.flatMap((r) => r.tigeraStatuses) };
 }
 
+/** The Installation finalizers the operator of Calico `calicoVersion` sets and clears itself. */
+export function installationFinalizersOf(calicoVersion: string): string[] {
+  return OPERATOR_GENERATIONS.filter((r) => compareVersions(calicoVersion, `${r.since}.0`) >= 0).flatMap((r) => r.installationFinalizers);
+}
+
+/** A finalizer in the tigera operator's names (every generation's: `operator.tigera.io/...`, `tigera.io/...`). */
+export function isOperatorFinalizer(finalizer: string): boolean {
+  return finalizer.startsWith('operator.tigera.io/') || finalizer.startsWith('tigera.io/');
+}
+
 /**
  * Fields of FelixConfiguration `default` that the tigera operator fills in when they are unset (read in
  * tigera/operator v1.34.3 `pkg/controller/installation/core_controller.go` setDefaultsOnFelixConfiguration and

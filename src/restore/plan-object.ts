@@ -2,8 +2,8 @@
  * Planning one object of a restore: which RestoreAction it gets (create, update, unchanged, blocked, ...) and the
  * exact object a write would send. Also the live objects planning compares against and the --prune candidates.
  */
-import { CALICO_CRD_GROUP, CALICO_GROUPS, SHARED_POLICY_GROUP } from '../calico/knowledge.js';
-import { operatorFilledFelixFields } from '../calico/operator-generations.js';
+import { CALICO_CRD_GROUP, CALICO_GROUPS, OPERATOR_GROUP, SHARED_POLICY_GROUP } from '../calico/knowledge.js';
+import { installationFinalizersOf, isOperatorFinalizer, operatorFilledFelixFields } from '../calico/operator-generations.js';
 import { checkAgainstSchema, pruneUnknownFields } from '../calico/schema.js';
 import type { BundleManifest } from '../bundle/types.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
@@ -12,10 +12,10 @@ import type { ResourceResolver } from '../kube/resolver.js';
 import { groupOf, type KubeObject, type ResourceType } from '../kube/types.js';
 import { isIpamLive } from './ipam.js';
 import { objectDiff, sameContent, stripServerFields } from './normalize.js';
-import { NEVER_RESTORED_KINDS, RUNTIME_FIELDS, phaseOf } from './order.js';
+import { INSTALLATION_KIND, NEVER_RESTORED_KINDS, RUNTIME_FIELDS, phaseOf } from './order.js';
 import { deletionNote } from './operator.js';
 import { goneOwnersNote, type OwnerLookup } from './owners.js';
-import { judgePool } from './pools.js';
+import { calicoVersionOfOperatorImage, judgePool } from './pools.js';
 import type { DesiredSpool } from './spool.js';
 import type { PhaseTimer } from './timings.js';
 import { idOf, refOf, type ExistingPolicy, type Planned, type RestoreAction } from './types.js';
@@ -68,6 +68,7 @@ export async function planOne(client: KubeClient, resolver: ResourceResolver, ob
     }
     if (verdict.note) notes.push(verdict.note);
   }
+  if (obj.kind === INSTALLATION_KIND && group === OPERATOR_GROUP) desired = withRunningOperatorsFinalizers(desired, ctx.operatorImage, notes);
   await dropMissingOwners(ctx.owners, desired, ctx.inBundle, notes);
   if (notes.length) action.notes = notes;
 
@@ -139,6 +140,24 @@ function checkSchema(desired: KubeObject, crd: KubeObject, installed: boolean, a
   }
   notes.push(`written without ${pruned.map((f) => f.path).join(', ')} (unknown to the installed CRD; --drop-unknown-fields)`);
   return ctx.timer.sync('schemaCheck', () => pruneUnknownFields(desired, crd));
+}
+
+/**
+ * Installation `default` with the bundle's operator finalizers cut to those the running operator's generation
+ * defines (OPERATOR_GENERATIONS): a 3.30 bundle restored under the 3.29 operator would otherwise carry the whisker
+ * and goldmane finalizers, which no running controller removes, so every later delete of the Installation would hang.
+ * Finalizers of other tools stay. The restore never installs an operator (order.ts), so the live one is the one that
+ * resumes; without one, or with an image tag of no known generation, the bundle's finalizers are written as they are.
+ */
+export function withRunningOperatorsFinalizers(desired: KubeObject, operatorImage: string | undefined, notes: string[]): KubeObject {
+  const version = calicoVersionOfOperatorImage(operatorImage);
+  const finalizers = desired.metadata.finalizers;
+  if (!version || !finalizers?.length) return desired;
+  const own = new Set(installationFinalizersOf(version));
+  const foreign = finalizers.filter((f) => isOperatorFinalizer(f) && !own.has(f));
+  if (!foreign.length) return desired;
+  notes.push(`finalizers ${foreign.join(', ')} dropped: the running operator (${operatorImage}) does not remove them, so a delete would hang on them`);
+  return { ...desired, metadata: { ...desired.metadata, finalizers: finalizers.filter((f) => !foreign.includes(f)) } };
 }
 
 /**
