@@ -72,15 +72,43 @@ export function isOperatorFinalizer(finalizer: string): boolean {
 }
 
 /**
- * Fields of FelixConfiguration `default` that the tigera operator fills in when they are unset (read in
- * tigera/operator v1.34.3 `pkg/controller/installation/core_controller.go` setDefaultsOnFelixConfiguration and
- * `bpf.go`; seen live: v1.34.3 writes `bpfEnabled: false` within seconds of starting). A value the operator writes
- * where the bundle has none is the target version's default, not a change to the user's data.
+ * Fields of FelixConfiguration `default` that the tigera operator writes on its own, by the Calico minor whose
+ * operator first writes them (a version has every row not newer than it). Read in tigera/operator
+ * pkg/controller/installation/core_controller.go setDefaultsOnFelixConfiguration (and the functions next to it) and
+ * bpf.go of v1.30.11, v1.32.10, v1.34.3, v1.36.16, v1.38.13, v1.40.15 and v1.42.3; seen live: v1.34.3 writes
+ * `bpfEnabled: false` within seconds of starting. Most are filled only where unset; `dnsTrustedServers` (OpenShift,
+ * RKE2), `nftablesMode` (from the Installation's linuxDataplane) and `programClusterRoutes` (from its
+ * clusterRoutingMode) are set from the Installation. A value the operator writes where the bundle has none is the
+ * running version's default, not a change to the user's data.
  */
-export const OPERATOR_FILLED_FELIX_FIELDS = ['bpfEnabled', 'bpfHostConntrackBypass', 'healthPort', 'vxlanVNI', 'routeTableRange'] as const;
+export const OPERATOR_FILLED_FELIX_FIELDS: { since: string; fields: string[] }[] = [
+  // v1.30.11 core_controller.go:1647,1656 (EKS/AKS with their CNI), 1670.
+  { since: 'v3.0', fields: ['routeTableRange', 'healthPort'] },
+  // v1.32.10 core_controller.go:1668.
+  { since: 'v3.27', fields: ['vxlanVNI'] },
+  // v1.34.3 bpf.go:97,124; core_controller.go:1720 (OpenShift and RKE2 DNS services).
+  { since: 'v3.28', fields: ['bpfEnabled', 'bpfHostConntrackBypass', 'dnsTrustedServers'] },
+  // v1.36.16 core_controller.go:1668,1673 setNftablesMode (the Installation's linuxDataplane is defaulted, :535).
+  { since: 'v3.29', fields: ['nftablesMode'] },
+  // v1.40.15 core_controller.go:1922-1923 (4789; 8472 on MKE with eBPF); gatewayapi_controller.go:467, only
+  // while a GatewayAPI resource exists.
+  { since: 'v3.31', fields: ['vxlanPort', 'policySyncPathPrefix'] },
+  // v1.42.3 core_controller.go:2091-2092 setClusterRoutingOnFelixConfiguration, once clusterRoutingMode is set.
+  { since: 'v3.32', fields: ['programClusterRoutes'] },
+];
 
-/** The OPERATOR_FILLED_FELIX_FIELDS the live FelixConfiguration `default` has and the bundle's (`expected`) leaves unset. */
-export function operatorFilledFelixFields(expected: KubeObject, live: KubeObject): string[] {
+/**
+ * The fields the operator of Calico `calicoVersion` writes into FelixConfiguration `default`; `undefined` stands
+ * for an operator of no known generation (an image tag the tables do not map): what any generation writes.
+ */
+export function felixFieldsFilledBy(calicoVersion: string | undefined): string[] {
+  return OPERATOR_FILLED_FELIX_FIELDS.filter((r) => calicoVersion === undefined || compareVersions(calicoVersion, `${r.since}.0`) >= 0).flatMap(
+    (r) => r.fields,
+  );
+}
+
+/** The fields the operator of `calicoVersion` writes that the live FelixConfiguration `default` has and the bundle's (`expected`) leaves unset. */
+export function operatorFilledFelixFields(expected: KubeObject, live: KubeObject, calicoVersion: string | undefined): string[] {
   if (live.kind !== 'FelixConfiguration' || live.metadata.name !== 'default' || !live.spec) return [];
-  return OPERATOR_FILLED_FELIX_FIELDS.filter((f) => expected.spec?.[f] === undefined && live.spec![f] !== undefined);
+  return felixFieldsFilledBy(calicoVersion).filter((f) => expected.spec?.[f] === undefined && live.spec![f] !== undefined);
 }

@@ -70,6 +70,18 @@ describe('verify-data: IPAM is live state', () => {
   });
 });
 
+describe("verify-data after an upgrade: what the target's operator writes into FelixConfiguration default (issue 30)", () => {
+  const felix = (spec: Record<string, unknown>) => obj('FelixConfiguration', 'default', spec);
+  const crds = [...CRDS, crd('FelixConfiguration', 'felixconfigurations')];
+  it('vxlanPort: 4789 written by the v1.40 operator is no difference under a 3.31 target; under 3.28 it still is', async () => {
+    const { client, bundle } = fakes([felix({ bpfEnabled: false, vxlanPort: 4789 })], [felix({ bpfEnabled: false })], crds);
+    expect((await bundleDataPresent(client, bundle, {} as never, 'v3.31.7')).differences).toEqual([]);
+    const r = await bundleDataPresent(client, bundle, {} as never, 'v3.28.1');
+    expect(r.differences.map((d) => `${d.object} ${d.problem}`)).toEqual(['FelixConfiguration/default changed']);
+    expect(r.differences[0]!.detail).toMatch(/vxlanPort/);
+  });
+});
+
 describe('withoutOperatorDefaults: what the tigera operator fills into FelixConfiguration default is not a change', () => {
   const felix = (spec: Record<string, unknown>, name = 'default') => ({
     apiVersion: 'crd.projectcalico.org/v1',
@@ -78,13 +90,27 @@ describe('withoutOperatorDefaults: what the tigera operator fills into FelixConf
     spec,
   });
   it('drops a field the operator filled where the bundle had none (v1.34.3 writes bpfEnabled: false)', () => {
-    const out = withoutOperatorDefaults(felix({ bpfEnabled: false, logSeverityScreen: 'Info' }), felix({ logSeverityScreen: 'Info' }));
+    const out = withoutOperatorDefaults(felix({ bpfEnabled: false, logSeverityScreen: 'Info' }), felix({ logSeverityScreen: 'Info' }), 'v3.28.1');
     expect(out.spec).toEqual({ logSeverityScreen: 'Info' });
   });
   it('keeps comparing a field the bundle sets, other fields, and other objects', () => {
-    expect(withoutOperatorDefaults(felix({ bpfEnabled: true }), felix({ bpfEnabled: false })).spec).toEqual({ bpfEnabled: true });
-    expect(withoutOperatorDefaults(felix({ debugPort: 6060 }), felix({})).spec).toEqual({ debugPort: 6060 });
-    expect(withoutOperatorDefaults(felix({ bpfEnabled: false }, 'node.a'), felix({}, 'node.a')).spec).toEqual({ bpfEnabled: false });
+    expect(withoutOperatorDefaults(felix({ bpfEnabled: true }), felix({ bpfEnabled: false }), 'v3.28.1').spec).toEqual({ bpfEnabled: true });
+    expect(withoutOperatorDefaults(felix({ debugPort: 6060 }), felix({}), 'v3.28.1').spec).toEqual({ debugPort: 6060 });
+    expect(withoutOperatorDefaults(felix({ bpfEnabled: false }, 'node.a'), felix({}, 'node.a'), 'v3.28.1').spec).toEqual({ bpfEnabled: false });
+  });
+  it("drops only what the target's operator generation fills (issue 30: tigera/operator v1.32.10-v1.42.3)", () => {
+    const filledFrom: [string, unknown, string, string][] = [
+      ['vxlanVNI', 4096, 'v3.27.4', 'v3.26.5'],
+      ['dnsTrustedServers', ['k8s-service:openshift-dns/dns-default'], 'v3.28.1', 'v3.27.4'],
+      ['nftablesMode', 'Disabled', 'v3.29.7', 'v3.28.1'],
+      ['vxlanPort', 4789, 'v3.31.7', 'v3.30.7'],
+      ['policySyncPathPrefix', '/var/run/nodeagent', 'v3.31.7', 'v3.30.7'],
+      ['programClusterRoutes', 'Enabled', 'v3.32.1', 'v3.31.7'],
+    ];
+    for (const [field, value, filledBy, notYet] of filledFrom) {
+      expect(withoutOperatorDefaults(felix({ [field]: value }), felix({}), filledBy).spec, `${field} under ${filledBy}`).toEqual({});
+      expect(withoutOperatorDefaults(felix({ [field]: value }), felix({}), notYet).spec, `${field} under ${notYet}`).toEqual({ [field]: value });
+    }
   });
 });
 
@@ -96,16 +122,22 @@ describe('withoutOperatorDefaults: what the tigera operator writes back into the
       calicoNetwork: { ipPools: [{ cidr: '192.168.0.0/16', name: 'default-ipv4-ippool' }], nodeAddressAutodetectionV6: { firstFound: true } },
       linuxPolicySetupTimeoutSeconds: 0,
     });
-    expect(withoutOperatorDefaults(live, bundle).spec).toEqual(bundle.spec);
+    expect(withoutOperatorDefaults(live, bundle, 'v3.28.1').spec).toEqual(bundle.spec);
   });
   it('still compares what the bundle sets: a changed value, a pool removed or added', () => {
     const bundle = inst({ calicoNetwork: { ipPools: [{ cidr: '192.168.0.0/16', encapsulation: 'VXLAN' }], mtu: 1450 } });
-    expect(withoutOperatorDefaults(inst({ calicoNetwork: { ipPools: [{ cidr: '192.168.0.0/16', encapsulation: 'IPIP' }], mtu: 1450 } }), bundle).spec).toEqual({
+    expect(
+      withoutOperatorDefaults(inst({ calicoNetwork: { ipPools: [{ cidr: '192.168.0.0/16', encapsulation: 'IPIP' }], mtu: 1450 } }), bundle, 'v3.28.1').spec,
+    ).toEqual({
       calicoNetwork: { ipPools: [{ cidr: '192.168.0.0/16', encapsulation: 'IPIP' }], mtu: 1450 },
     });
-    expect(withoutOperatorDefaults(inst({ calicoNetwork: { ipPools: [], mtu: 1450 } }), bundle).spec).toEqual({ calicoNetwork: { ipPools: [], mtu: 1450 } });
+    expect(withoutOperatorDefaults(inst({ calicoNetwork: { ipPools: [], mtu: 1450 } }), bundle, 'v3.28.1').spec).toEqual({
+      calicoNetwork: { ipPools: [], mtu: 1450 },
+    });
     const two = [{ cidr: '192.168.0.0/16', encapsulation: 'VXLAN' }, { cidr: '10.0.0.0/16' }];
-    expect(withoutOperatorDefaults(inst({ calicoNetwork: { ipPools: two, mtu: 1450 } }), bundle).spec).toEqual({ calicoNetwork: { ipPools: two, mtu: 1450 } });
+    expect(withoutOperatorDefaults(inst({ calicoNetwork: { ipPools: two, mtu: 1450 } }), bundle, 'v3.28.1').spec).toEqual({
+      calicoNetwork: { ipPools: two, mtu: 1450 },
+    });
   });
 });
 

@@ -57,6 +57,8 @@ export async function bundleDataPresent(
   client: KubeClient,
   bundle: Bundle,
   transform: InstallationTransform,
+  /** The Calico version the change installed: its operator's generation fills FelixConfiguration fields (undefined: any). */
+  targetVersion?: string,
 ): Promise<{ checked: number; differences: DataDifference[] }> {
   const live = await liveCalicoObjects(client);
   const bundleCrds = new Map((await bundle.crds()).map((c) => [`${c.spec?.group}/${c.spec?.names?.kind}`, c]));
@@ -94,7 +96,7 @@ export async function bundleDataPresent(
     // FelixConfiguration debugPort after 3.28 -> 3.27 -> 3.28 on a manifest install) or default them (v1.36 sets
     // disableNewAllocations: false on every Installation pool entry).
     const bundleCrd = bundleCrds.get(`${object.apiVersion.split('/')[0]}/${object.kind}`);
-    const seen = withoutOperatorDefaults(bundleCrd ? pruneUnknownFields(l, bundleCrd) : l, expected);
+    const seen = withoutOperatorDefaults(bundleCrd ? pruneUnknownFields(l, bundleCrd) : l, expected, targetVersion);
     // The planned stop can be such a field too (disableNewAllocations, new in 3.29, on a 3.28 bundle): compared on
     // the fields the bundle's CRD has, and the stop itself checked on the live object.
     const lostStop = installation ? stopNotKept(expected, l, transform) : undefined;
@@ -140,15 +142,16 @@ function asStoppedByTarget(expected: KubeObject, seen: KubeObject, transform: In
 
 /**
  * The live object without the fields the operator fills in where the bundle's object leaves them unset (the target
- * operator's defaults): the FelixConfiguration fields it sets, and anything in the Installation's spec. The
+ * operator's defaults): the FelixConfiguration fields the operator of Calico `calicoVersion` writes (v1.40, 3.31,
+ * adds vxlanPort: 4789 to a cluster upgraded from 3.30), and anything in the Installation's spec. The
  * operator writes its defaults back into the Installation, and only where a field is unset (tigera/operator
  * core_controller.go fillDefaults: e.g. v1.34.3 adds `calicoNetwork.nodeAddressAutodetectionV6` once any IPv6 pool
  * exists, and `linuxPolicySetupTimeoutSeconds`, new in 3.28); a field the bundle sets is still compared.
  */
-export function withoutOperatorDefaults(live: KubeObject, expected: KubeObject): KubeObject {
+export function withoutOperatorDefaults(live: KubeObject, expected: KubeObject, calicoVersion: string | undefined): KubeObject {
   if (live.kind === 'Installation' && live.metadata.name === 'default' && live.spec)
     return { ...live, spec: onlySetIn(live.spec, expected.spec ?? {}) as Record<string, unknown> };
-  const filled = operatorFilledFelixFields(expected, live);
+  const filled = operatorFilledFelixFields(expected, live, calicoVersion);
   if (!filled.length) return live;
   const spec = { ...live.spec };
   for (const f of filled) delete spec[f];

@@ -75,7 +75,7 @@ export async function planOne(client: KubeClient, resolver: ResourceResolver, ob
   let live: KubeObject | undefined;
   if (liveCrd || !crd) live = await ctx.liveIndex.get(type, obj.metadata.namespace, obj.metadata.name);
   if (live) desired = keepRuntimeFields(desired, live);
-  if (live && ctx.operatorImage) desired = keepOperatorFilledFelixFields(desired, live);
+  if (live && ctx.operatorImage) desired = keepOperatorFilledFelixFields(desired, live, calicoVersionOfOperatorImage(ctx.operatorImage));
   const deleting = live && deletionNote(live);
   if (deleting) {
     // Never "unchanged": it is about to be gone (the operator's teardown); a real run waits for that, then plans again.
@@ -210,13 +210,14 @@ function keepRuntimeFields(desired: KubeObject, live: KubeObject): KubeObject {
 }
 
 /**
- * FelixConfiguration `default` fields the tigera operator fills in where they are unset (OPERATOR_FILLED_FELIX_FIELDS,
- * e.g. v1.34 writes bpfEnabled: false, healthPort, vxlanVNI): when the bundle leaves one unset, the live value is
- * kept. Writing the bundle's object without it would only be undone by the running operator seconds later, and
- * would show as a change on every restore and as drift in the read-back.
+ * FelixConfiguration `default` fields the running operator's generation (Calico `calicoVersion`) writes on its own
+ * (OPERATOR_FILLED_FELIX_FIELDS, e.g. v1.34 writes bpfEnabled: false, healthPort, vxlanVNI; v1.40 also vxlanPort):
+ * when the bundle leaves one unset, the live value is kept. Writing the bundle's object without it would only be
+ * undone by the running operator seconds later, and would show as a change on every restore and as drift in the
+ * read-back. A field only a newer generation writes (vxlanPort under the 3.30 operator) is the bundle's to decide.
  */
-export function keepOperatorFilledFelixFields(desired: KubeObject, live: KubeObject): KubeObject {
-  const filled = operatorFilledFelixFields(desired, live);
+export function keepOperatorFilledFelixFields(desired: KubeObject, live: KubeObject, calicoVersion: string | undefined): KubeObject {
+  const filled = operatorFilledFelixFields(desired, live, calicoVersion);
   if (!filled.length) return desired;
   const spec = { ...(desired.spec ?? {}) };
   for (const f of filled) spec[f] = live.spec[f];
