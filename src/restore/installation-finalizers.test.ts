@@ -30,7 +30,7 @@ const bundled = (): KubeObject => ({
 });
 const V136 = ['tigera.io/operator-cleanup', 'operator.tigera.io/installation-controller', 'operator.tigera.io/apiserver-controller', OWN];
 
-async function plan(operatorImage: string | undefined, live: KubeObject[] = []) {
+async function plan(operatorImage: string | undefined, live: KubeObject[] = [], obj = bundled()) {
   const client = { listAll: async () => live, getOrUndefined: async () => undefined } as unknown as KubeClient;
   const resolver = { forObject: async () => INSTALLATION, resolve: async () => undefined } as unknown as ResourceResolver;
   const timer = new PhaseTimer();
@@ -45,7 +45,7 @@ async function plan(operatorImage: string | undefined, live: KubeObject[] = []) 
     owners: new OwnerLookup(client, resolver),
     timer,
   };
-  return planOne(client, resolver, bundled(), ctx);
+  return planOne(client, resolver, obj, ctx);
 }
 
 describe("restore writes Installation default with the running operator's own finalizers only (issue 30)", () => {
@@ -59,6 +59,11 @@ describe("restore writes Installation default with the running operator's own fi
   it('an Installation that differs from the bundle only in those finalizers is unchanged', async () => {
     const live: KubeObject = { ...bundled(), metadata: { name: 'default', uid: 'new', resourceVersion: '9', finalizers: V136 } };
     expect((await plan('quay.io/tigera/operator:v1.36.16', [live])).action.action).toBe('unchanged');
+  });
+
+  it("with none of the bundle's left, writes none: an update then keeps the live finalizers (write.ts)", async () => {
+    const only: KubeObject = { ...bundled(), metadata: { name: 'default', finalizers: ['operator.tigera.io/whisker-controller'] } };
+    expect(desiredOf(await plan('quay.io/tigera/operator:v1.36.16', [], only)).metadata).toEqual({ name: 'default' });
   });
 
   it('keeps them all under the 3.30 operator, and under an operator whose generation is unknown or absent', async () => {

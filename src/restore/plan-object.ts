@@ -157,7 +157,10 @@ export function withRunningOperatorsFinalizers(desired: KubeObject, operatorImag
   const foreign = finalizers.filter((f) => isOperatorFinalizer(f) && !own.has(f));
   if (!foreign.length) return desired;
   notes.push(`finalizers ${foreign.join(', ')} dropped: the running operator (${operatorImage}) does not remove them, so a delete would hang on them`);
-  return { ...desired, metadata: { ...desired.metadata, finalizers: finalizers.filter((f) => !foreign.includes(f)) } };
+  const kept = finalizers.filter((f) => !foreign.includes(f));
+  // None left is as if the bundle had none: an update then keeps the live ones (write.ts withLiveMeta).
+  const { finalizers: _all, ...metadata } = desired.metadata;
+  return { ...desired, metadata: kept.length ? { ...metadata, finalizers: kept } : metadata };
 }
 
 /**
