@@ -101,7 +101,7 @@ describe('withoutOperatorDefaults: what the tigera operator fills into FelixConf
   it("drops only what the target's operator generation fills (issue 30: tigera/operator v1.32.10-v1.42.3)", () => {
     const filledFrom: [string, unknown, string, string][] = [
       ['vxlanVNI', 4096, 'v3.27.4', 'v3.26.5'],
-      ['dnsTrustedServers', ['k8s-service:openshift-dns/dns-default'], 'v3.28.1', 'v3.27.4'],
+      ['dnsTrustedServers', ['k8s-service:openshift-dns/dns-default'], 'v3.27.5', 'v3.27.4'],
       ['nftablesMode', 'Disabled', 'v3.29.7', 'v3.28.1'],
       ['vxlanPort', 4789, 'v3.31.7', 'v3.30.7'],
       ['policySyncPathPrefix', '/var/run/nodeagent', 'v3.31.7', 'v3.30.7'],
