@@ -76,40 +76,50 @@ export function isOperatorFinalizer(finalizer: string): boolean {
  * operator first writes them (a version has every row not newer than it). Read in tigera/operator
  * pkg/controller/installation/core_controller.go setDefaultsOnFelixConfiguration (and the functions next to it)
  * and bpf.go of v1.30.11, v1.32.10, v1.32.12, v1.34.3, v1.34.13, v1.36.16, v1.38.13, v1.40.15 and v1.42.3; seen
- * live: v1.34.3 writes `bpfEnabled: false` within seconds of starting. Most are filled only where unset; `dnsTrustedServers` (OpenShift,
- * RKE2), `nftablesMode` (from the Installation's linuxDataplane) and `programClusterRoutes` (from its
- * clusterRoutingMode) are set from the Installation. A value the operator writes where the bundle has none is the
- * running version's default, not a change to the user's data.
+ * live: v1.34.3 writes `bpfEnabled: false` within seconds of starting. Most are filled only where unset; those
+ * marked `fromInstallation` are set from the Installation on every reconcile, over any value (`nftablesMode` from
+ * its linuxDataplane, `programClusterRoutes` from its clusterRoutingMode), so after a change they hold what the
+ * target's generation makes of the Installation, which the Installation's own comparison covers. A value the
+ * operator writes where the bundle has none is that operator's default, not a change to the user's data.
+ * Not here: `dnsTrustedServers`, which every generation (v1.32.10 core_controller.go:1672, v1.40.15 :1935) writes
+ * for Calico Enterprise only.
  */
-export const OPERATOR_FILLED_FELIX_FIELDS: { since: string; fields: string[] }[] = [
-  // `since` is a minor (`v3.N`), or a patch release where a patch of the operator brought the field.
+export const OPERATOR_FILLED_FELIX_FIELDS: { since: string; fields: string[]; fromInstallation?: true }[] = [
   // v1.30.11 core_controller.go:1647,1656 (EKS/AKS with their CNI), 1670.
   { since: 'v3.0', fields: ['routeTableRange', 'healthPort'] },
   // v1.32.10 core_controller.go:1668.
   { since: 'v3.27', fields: ['vxlanVNI'] },
-  // OpenShift and RKE2 DNS services: v1.32.12 core_controller.go:1697 (not in v1.32.10, the older 3.27 patches'
-  // operator; v1.32.11 unread), v1.34.3 core_controller.go:1720.
-  { since: 'v3.27.5', fields: ['dnsTrustedServers'] },
-  // v1.34.3 bpf.go:97,124.
+  // v1.34.3 bpf.go:97,124. bpfEnabled is also turned off where the Installation is not BPF (v1.40.15
+  // core_controller.go:2030, v1.34.3 :1782): a bundle's `true` turned `false` changes the dataplane, so it stays a difference.
   { since: 'v3.28', fields: ['bpfEnabled', 'bpfHostConntrackBypass'] },
-  // v1.36.16 core_controller.go:1668,1673 setNftablesMode (the Installation's linuxDataplane is defaulted, :535).
-  { since: 'v3.29', fields: ['nftablesMode'] },
+  // v1.36.16 core_controller.go:1668,1673 setNftablesMode (the Installation's linuxDataplane is defaulted, :535):
+  // Enabled or Disabled; v1.42.3 :1901-1915 writes Auto for an nftables dataplane without eBPF.
+  { since: 'v3.29', fields: ['nftablesMode'], fromInstallation: true },
   // v1.40.15 core_controller.go:1922-1923 (4789; 8472 on MKE with eBPF); gatewayapi_controller.go:467, only
   // while a GatewayAPI resource exists.
   { since: 'v3.31', fields: ['vxlanPort', 'policySyncPathPrefix'] },
   // v1.42.3 core_controller.go:2091-2092 setClusterRoutingOnFelixConfiguration, once clusterRoutingMode is set.
-  { since: 'v3.32', fields: ['programClusterRoutes'] },
+  { since: 'v3.32', fields: ['programClusterRoutes'], fromInstallation: true },
 ];
+
+/** The rows of OPERATOR_FILLED_FELIX_FIELDS the operator of Calico `calicoVersion` writes; `undefined`: any generation's. */
+function felixRowsOf(calicoVersion: string | undefined) {
+  return OPERATOR_FILLED_FELIX_FIELDS.filter((r) => calicoVersion === undefined || compareVersions(calicoVersion, `${r.since}.0`) >= 0);
+}
 
 /**
  * The fields the operator of Calico `calicoVersion` writes into FelixConfiguration `default`; `undefined` stands
  * for an operator of no known generation (an image tag the tables do not map): what any generation writes.
  */
 export function felixFieldsFilledBy(calicoVersion: string | undefined): string[] {
-  const start = (since: string) => (since.split('.').length === 2 ? `${since}.0` : since);
-  return OPERATOR_FILLED_FELIX_FIELDS.filter((r) => calicoVersion === undefined || compareVersions(calicoVersion, start(r.since)) >= 0).flatMap(
-    (r) => r.fields,
-  );
+  return felixRowsOf(calicoVersion).flatMap((r) => r.fields);
+}
+
+/** The fields the operator of Calico `calicoVersion` sets from the Installation over any value (`fromInstallation`). */
+export function felixFieldsSetFromInstallationBy(calicoVersion: string | undefined): string[] {
+  return felixRowsOf(calicoVersion)
+    .filter((r) => r.fromInstallation)
+    .flatMap((r) => r.fields);
 }
 
 /** The fields the operator of `calicoVersion` writes that the live FelixConfiguration `default` has and the bundle's (`expected`) leaves unset. */
