@@ -3,7 +3,7 @@
  * exact object a write would send. Also the live objects planning compares against and the --prune candidates.
  */
 import { CALICO_CRD_GROUP, CALICO_GROUPS, OPERATOR_GROUP, SHARED_POLICY_GROUP } from '../calico/knowledge.js';
-import { installationFinalizersOf, isOperatorFinalizer, operatorFilledFelixFields } from '../calico/operator-generations.js';
+import { felixFieldsSetFromInstallationBy, installationFinalizersOf, isOperatorFinalizer, operatorFilledFelixFields } from '../calico/operator-generations.js';
 import { checkAgainstSchema, pruneUnknownFields } from '../calico/schema.js';
 import type { BundleManifest } from '../bundle/types.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
@@ -218,9 +218,13 @@ function keepRuntimeFields(desired: KubeObject, live: KubeObject): KubeObject {
  * when the bundle leaves one unset, the live value is kept. Writing the bundle's object without it would only be
  * undone by the running operator seconds later, and would show as a change on every restore and as drift in the
  * read-back. A field only a newer generation writes (vxlanPort under the 3.30 operator) is the bundle's to decide.
+ * A field the running generation sets from the Installation over any value keeps its live value even where the
+ * bundle sets one (nftablesMode: a 3.31 bundle's Enabled, v1.42's Auto), for the same reason.
  */
 export function keepOperatorFilledFelixFields(desired: KubeObject, live: KubeObject, calicoVersion: string | undefined): KubeObject {
   const filled = operatorFilledFelixFields(desired, live, calicoVersion);
+  if (live.kind === 'FelixConfiguration' && live.metadata.name === 'default')
+    for (const f of felixFieldsSetFromInstallationBy(calicoVersion)) if (live.spec?.[f] !== undefined && !filled.includes(f)) filled.push(f);
   if (!filled.length) return desired;
   const spec = { ...(desired.spec ?? {}) };
   for (const f of filled) spec[f] = live.spec[f];

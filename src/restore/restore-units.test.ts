@@ -190,4 +190,15 @@ describe('FelixConfiguration fields the running operator fills in', () => {
     expect(keepOperatorFilledFelixFields(felix({}), live, 'v3.31.7').spec).toEqual({ vxlanPort: 4789, vxlanVNI: 4096 });
     expect(keepOperatorFilledFelixFields(felix({}), live, 'v3.30.7').spec).toEqual({ vxlanVNI: 4096 });
   });
+
+  it('keeps the live value of a field the running operator sets from the Installation over any value: a 3.31 bundle under v1.42 (issue 30)', () => {
+    // v1.40 wrote Enabled for the nftables dataplane, v1.42 writes Auto: the bundle's value would be rewritten once it resumes (read-back drift).
+    expect(keepOperatorFilledFelixFields(felix({ nftablesMode: 'Enabled' }), felix({ nftablesMode: 'Auto' }), 'v3.32.1').spec).toEqual({
+      nftablesMode: 'Auto',
+    });
+    // v1.40 never sets programClusterRoutes: the bundle's value is written.
+    expect(keepOperatorFilledFelixFields(felix({ programClusterRoutes: 'Enabled' }), felix({ programClusterRoutes: 'Disabled' }), 'v3.31.7').spec).toEqual({
+      programClusterRoutes: 'Enabled',
+    });
+  });
 });
