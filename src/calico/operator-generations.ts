@@ -98,7 +98,9 @@ export const OPERATOR_FILLED_FELIX_FIELDS: { since: string; fields: string[]; fr
   // v1.40.15 core_controller.go:1922-1923 (4789; 8472 on MKE with eBPF); gatewayapi_controller.go:467, only
   // while a GatewayAPI resource exists.
   { since: 'v3.31', fields: ['vxlanPort', 'policySyncPathPrefix'] },
-  // v1.42.3 core_controller.go:2091-2092 setClusterRoutingOnFelixConfiguration, once clusterRoutingMode is set.
+  // v1.42.3 core_controller.go:2091-2092 setClusterRoutingOnFelixConfiguration, once clusterRoutingMode is set. It
+  // sets BGPConfiguration default's too (:2117-2118), not modelled: only a 3.32 Installation has clusterRoutingMode,
+  // and no shipped release is newer.
   { since: 'v3.32', fields: ['programClusterRoutes'], fromInstallation: true },
 ];
 
