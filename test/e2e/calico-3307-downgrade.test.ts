@@ -119,7 +119,7 @@ describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and
       expect(entry).toMatchObject({ nodeSelector: '!all()' });
       expect(entry.disableNewAllocations).toBeUndefined();
       // Nothing under v1.34 removes the 3.30 finalizers (a later delete of the Installation would hang on them).
-      expect(inst.metadata.finalizers.filter((f: string) => V138_FINALIZERS.includes(f))).toEqual([]);
+      expect((inst.metadata.finalizers ?? []).filter((f) => V138_FINALIZERS.includes(f))).toEqual([]);
       for (const name of ['whisker', 'goldmane']) expect(await client.getOrUndefined(TIGERA_STATUS, undefined, name), name).toBeUndefined();
 
       // Pods come and go (the IPAM driver: 3.28.1's libcalico-go, the version now installed) while the pool is
