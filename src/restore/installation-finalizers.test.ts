@@ -66,6 +66,15 @@ describe("restore writes Installation default with the running operator's own fi
     expect(desiredOf(await plan('quay.io/tigera/operator:v1.36.16', [], only)).metadata).toEqual({ name: 'default' });
   });
 
+  it("an older bundle under a newer operator keeps the running operator's live finalizers: a 3.27 bundle under v1.36 is unchanged (issue 30)", async () => {
+    // Written without them, v1.36 would put them back once resumed: drift in the read-back, and an update on every restore.
+    const v132: KubeObject = { ...bundled(), metadata: { name: 'default', finalizers: ['tigera.io/operator-cleanup', OWN] } };
+    const live: KubeObject = { ...bundled(), metadata: { name: 'default', uid: 'new', resourceVersion: '9', finalizers: V136 } };
+    const p = await plan('quay.io/tigera/operator:v1.36.16', [live], v132);
+    expect(p.action.action).toBe('unchanged');
+    expect(desiredOf(p).metadata.finalizers).toEqual(V136);
+  });
+
   it('keeps them all under the 3.30 operator, and under an operator whose generation is unknown or absent', async () => {
     for (const image of ['quay.io/tigera/operator:v1.38.13', 'quay.io/tigera/operator:my-build', undefined])
       expect(desiredOf(await plan(image)).metadata.finalizers, String(image)).toEqual(bundled().metadata.finalizers);

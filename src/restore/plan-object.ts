@@ -75,6 +75,7 @@ export async function planOne(client: KubeClient, resolver: ResourceResolver, ob
   let live: KubeObject | undefined;
   if (liveCrd || !crd) live = await ctx.liveIndex.get(type, obj.metadata.namespace, obj.metadata.name);
   if (live) desired = keepRuntimeFields(desired, live);
+  if (live && obj.kind === INSTALLATION_KIND && group === OPERATOR_GROUP) desired = withLiveOperatorFinalizers(desired, live, ctx.operatorImage);
   if (live && ctx.operatorImage) desired = keepOperatorFilledFelixFields(desired, live, calicoVersionOfOperatorImage(ctx.operatorImage));
   const deleting = live && deletionNote(live);
   if (deleting) {
@@ -161,6 +162,22 @@ export function withRunningOperatorsFinalizers(desired: KubeObject, operatorImag
   // None left is as if the bundle had none: an update then keeps the live ones (write.ts withLiveMeta).
   const { finalizers: _all, ...metadata } = desired.metadata;
   return { ...desired, metadata: kept.length ? { ...metadata, finalizers: kept } : metadata };
+}
+
+/**
+ * Installation `default` to update, with the running operator generation's finalizers the live object has, in the
+ * live order: an older bundle (3.27's under the 3.29 operator) lacks them, and written without them they would be
+ * put back once the operator resumes (drift in the read-back) and make every restore an update. Without finalizers
+ * in `desired` the update keeps the live ones anyway (write.ts withLiveMeta).
+ */
+function withLiveOperatorFinalizers(desired: KubeObject, live: KubeObject, operatorImage: string | undefined): KubeObject {
+  const version = calicoVersionOfOperatorImage(operatorImage);
+  const wanted = desired.metadata.finalizers;
+  if (!version || !wanted?.length) return desired;
+  const own = new Set(installationFinalizersOf(version));
+  const liveOnes = live.metadata.finalizers ?? [];
+  const finalizers = [...liveOnes.filter((f) => wanted.includes(f) || own.has(f)), ...wanted.filter((f) => !liveOnes.includes(f))];
+  return { ...desired, metadata: { ...desired.metadata, finalizers } };
 }
 
 /**
