@@ -328,7 +328,7 @@ async function restoreDrift({ client, bundle, plan, reporter }: StepDeps): Promi
 }
 
 async function verifyData({ client, bundle, plan }: StepDeps): Promise<string> {
-  const found = await bundleDataPresent(client, bundle, plan.transforms.installation);
+  const found = await bundleDataPresent(client, bundle, plan.transforms.installation, plan.target.version, plan.current.version);
   // Objects that had already changed when the plan was made are the user's (kept unless --restore-drift).
   const kept = plan.steps.some((s) => s.id === 'restore-drift') ? new Set<string>() : new Set(plan.drift ?? []);
   const r = { checked: found.checked, differences: found.differences.filter((d) => !(d.problem === 'changed' && kept.has(d.object))) };

@@ -70,6 +70,58 @@ describe('verify-data: IPAM is live state', () => {
   });
 });
 
+describe("verify-data after an upgrade: what the target's operator writes into FelixConfiguration default (issue 30)", () => {
+  const felix = (spec: Record<string, unknown>) => obj('FelixConfiguration', 'default', spec);
+  const crds = [...CRDS, crd('FelixConfiguration', 'felixconfigurations')];
+  it('vxlanPort: 4789 written by the v1.40 operator is no difference under a 3.31 target; under 3.28 it still is', async () => {
+    const { client, bundle } = fakes([felix({ bpfEnabled: false, vxlanPort: 4789 })], [felix({ bpfEnabled: false })], crds);
+    expect((await bundleDataPresent(client, bundle, {} as never, 'v3.31.7')).differences).toEqual([]);
+    const r = await bundleDataPresent(client, bundle, {} as never, 'v3.28.1');
+    expect(r.differences.map((d) => `${d.object} ${d.problem}`)).toEqual(['FelixConfiguration/default changed']);
+    expect(r.differences[0]!.detail).toMatch(/vxlanPort/);
+  });
+});
+
+describe('verify-data: what the operators on both sides of the change write into FelixConfiguration default (issue 30)', () => {
+  const felix = (spec: Record<string, unknown>) => obj('FelixConfiguration', 'default', spec);
+  const crds = [...CRDS, crd('FelixConfiguration', 'felixconfigurations')];
+  /** The differences verify-data reports for a bundle's and the cluster's FelixConfiguration `default` after a change from `installed` to `target`. */
+  const judged = async (inBundle: Record<string, unknown>, live: Record<string, unknown>, installed: string, target: string) => {
+    const { client, bundle } = fakes([felix(live)], [felix(inBundle)], crds);
+    return (await bundleDataPresent(client, bundle, {} as never, target, installed)).differences.map((d) => `${d.object} ${d.problem}: ${d.detail}`);
+  };
+
+  it('3.31 -> 3.30: vxlanPort the installed v1.40 operator filled after the backup is no difference, though the v1.38 target never writes it', async () => {
+    expect(await judged({ vxlanVNI: 4096 }, { vxlanVNI: 4096, vxlanPort: 4789 }, 'v3.31.7', 'v3.30.7')).toEqual([]);
+    // GatewayAPI created between the backup and the pause: v1.40 gatewayapi_controller.go:467 fills policySyncPathPrefix.
+    expect(await judged({}, { policySyncPathPrefix: '/var/run/nodeagent' }, 'v3.31.7', 'v3.29.7')).toEqual([]);
+    // Neither side's operator writes it: someone else did.
+    expect(await judged({}, { vxlanPort: 4789 }, 'v3.30.7', 'v3.29.7')).toEqual([
+      expect.stringMatching(/^FelixConfiguration\/default changed: spec\.vxlanPort/),
+    ]);
+  });
+
+  it('3.31 -> 3.29: the bundle has vxlanPort as v1.40 filled it and the cluster keeps it; another value is still a difference', async () => {
+    expect(await judged({ vxlanPort: 4789 }, { vxlanPort: 4789 }, 'v3.31.7', 'v3.29.7')).toEqual([]);
+    // Filled only where unset (v1.40.15 core_controller.go:1922): no operator changes a value the bundle has.
+    expect(await judged({ vxlanPort: 4789 }, { vxlanPort: 8472 }, 'v3.31.7', 'v3.32.1')).toEqual([
+      expect.stringMatching(/vxlanPort: bundle 4789 \/ cluster 8472/),
+    ]);
+  });
+
+  it("nftablesMode is the target operator's, set from the Installation over any value: Enabled by v1.40, Auto by v1.42 for the same nftables dataplane", async () => {
+    expect(await judged({ nftablesMode: 'Enabled' }, { nftablesMode: 'Auto' }, 'v3.31.7', 'v3.32.1')).toEqual([]);
+    expect(await judged({ nftablesMode: 'Auto' }, { nftablesMode: 'Enabled' }, 'v3.32.1', 'v3.31.7')).toEqual([]);
+    // programClusterRoutes is set from the Installation by v1.42 only: under the v1.40 target another value is a difference.
+    expect(await judged({ programClusterRoutes: 'Enabled' }, { programClusterRoutes: 'Disabled' }, 'v3.32.1', 'v3.31.7')).toHaveLength(1);
+  });
+
+  it('dnsTrustedServers is no operator default on Calico: every generation writes it for Calico Enterprise only', async () => {
+    const openshift = { dnsTrustedServers: ['k8s-service:openshift-dns/dns-default'] };
+    expect(await judged({}, openshift, 'v3.31.7', 'v3.32.1')).toEqual([expect.stringMatching(/^FelixConfiguration\/default changed: spec\.dnsTrustedServers/)]);
+  });
+});
+
 describe('withoutOperatorDefaults: what the tigera operator fills into FelixConfiguration default is not a change', () => {
   const felix = (spec: Record<string, unknown>, name = 'default') => ({
     apiVersion: 'crd.projectcalico.org/v1',
@@ -78,13 +130,26 @@ describe('withoutOperatorDefaults: what the tigera operator fills into FelixConf
     spec,
   });
   it('drops a field the operator filled where the bundle had none (v1.34.3 writes bpfEnabled: false)', () => {
-    const out = withoutOperatorDefaults(felix({ bpfEnabled: false, logSeverityScreen: 'Info' }), felix({ logSeverityScreen: 'Info' }));
+    const out = withoutOperatorDefaults(felix({ bpfEnabled: false, logSeverityScreen: 'Info' }), felix({ logSeverityScreen: 'Info' }), 'v3.28.1');
     expect(out.spec).toEqual({ logSeverityScreen: 'Info' });
   });
   it('keeps comparing a field the bundle sets, other fields, and other objects', () => {
-    expect(withoutOperatorDefaults(felix({ bpfEnabled: true }), felix({ bpfEnabled: false })).spec).toEqual({ bpfEnabled: true });
-    expect(withoutOperatorDefaults(felix({ debugPort: 6060 }), felix({})).spec).toEqual({ debugPort: 6060 });
-    expect(withoutOperatorDefaults(felix({ bpfEnabled: false }, 'node.a'), felix({}, 'node.a')).spec).toEqual({ bpfEnabled: false });
+    expect(withoutOperatorDefaults(felix({ bpfEnabled: true }), felix({ bpfEnabled: false }), 'v3.28.1').spec).toEqual({ bpfEnabled: true });
+    expect(withoutOperatorDefaults(felix({ debugPort: 6060 }), felix({}), 'v3.28.1').spec).toEqual({ debugPort: 6060 });
+    expect(withoutOperatorDefaults(felix({ bpfEnabled: false }, 'node.a'), felix({}, 'node.a'), 'v3.28.1').spec).toEqual({ bpfEnabled: false });
+  });
+  it("drops only what the target's operator generation fills (issue 30: tigera/operator v1.32.10-v1.42.3)", () => {
+    const filledFrom: [string, unknown, string, string][] = [
+      ['vxlanVNI', 4096, 'v3.27.4', 'v3.26.5'],
+      ['nftablesMode', 'Disabled', 'v3.29.7', 'v3.28.1'],
+      ['vxlanPort', 4789, 'v3.31.7', 'v3.30.7'],
+      ['policySyncPathPrefix', '/var/run/nodeagent', 'v3.31.7', 'v3.30.7'],
+      ['programClusterRoutes', 'Enabled', 'v3.32.1', 'v3.31.7'],
+    ];
+    for (const [field, value, filledBy, notYet] of filledFrom) {
+      expect(withoutOperatorDefaults(felix({ [field]: value }), felix({}), filledBy).spec, `${field} under ${filledBy}`).toEqual({});
+      expect(withoutOperatorDefaults(felix({ [field]: value }), felix({}), notYet).spec, `${field} under ${notYet}`).toEqual({ [field]: value });
+    }
   });
 });
 
@@ -96,16 +161,22 @@ describe('withoutOperatorDefaults: what the tigera operator writes back into the
       calicoNetwork: { ipPools: [{ cidr: '192.168.0.0/16', name: 'default-ipv4-ippool' }], nodeAddressAutodetectionV6: { firstFound: true } },
       linuxPolicySetupTimeoutSeconds: 0,
     });
-    expect(withoutOperatorDefaults(live, bundle).spec).toEqual(bundle.spec);
+    expect(withoutOperatorDefaults(live, bundle, 'v3.28.1').spec).toEqual(bundle.spec);
   });
   it('still compares what the bundle sets: a changed value, a pool removed or added', () => {
     const bundle = inst({ calicoNetwork: { ipPools: [{ cidr: '192.168.0.0/16', encapsulation: 'VXLAN' }], mtu: 1450 } });
-    expect(withoutOperatorDefaults(inst({ calicoNetwork: { ipPools: [{ cidr: '192.168.0.0/16', encapsulation: 'IPIP' }], mtu: 1450 } }), bundle).spec).toEqual({
+    expect(
+      withoutOperatorDefaults(inst({ calicoNetwork: { ipPools: [{ cidr: '192.168.0.0/16', encapsulation: 'IPIP' }], mtu: 1450 } }), bundle, 'v3.28.1').spec,
+    ).toEqual({
       calicoNetwork: { ipPools: [{ cidr: '192.168.0.0/16', encapsulation: 'IPIP' }], mtu: 1450 },
     });
-    expect(withoutOperatorDefaults(inst({ calicoNetwork: { ipPools: [], mtu: 1450 } }), bundle).spec).toEqual({ calicoNetwork: { ipPools: [], mtu: 1450 } });
+    expect(withoutOperatorDefaults(inst({ calicoNetwork: { ipPools: [], mtu: 1450 } }), bundle, 'v3.28.1').spec).toEqual({
+      calicoNetwork: { ipPools: [], mtu: 1450 },
+    });
     const two = [{ cidr: '192.168.0.0/16', encapsulation: 'VXLAN' }, { cidr: '10.0.0.0/16' }];
-    expect(withoutOperatorDefaults(inst({ calicoNetwork: { ipPools: two, mtu: 1450 } }), bundle).spec).toEqual({ calicoNetwork: { ipPools: two, mtu: 1450 } });
+    expect(withoutOperatorDefaults(inst({ calicoNetwork: { ipPools: two, mtu: 1450 } }), bundle, 'v3.28.1').spec).toEqual({
+      calicoNetwork: { ipPools: two, mtu: 1450 },
+    });
   });
 });
 

@@ -6,7 +6,8 @@
  */
 import type { Bundle } from '../bundle/reader.js';
 import { pruneUnknownFields } from '../calico/schema.js';
-import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, OPERATOR_GROUP, operatorFilledFelixFields } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, OPERATOR_GROUP } from '../calico/knowledge.js';
+import { felixFieldsSetFromInstallationBy, operatorFilledFelixFields } from '../calico/operator-generations.js';
 import { isIpamLive } from '../restore/ipam.js';
 import type { KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
@@ -56,6 +57,10 @@ export async function bundleDataPresent(
   client: KubeClient,
   bundle: Bundle,
   transform: InstallationTransform,
+  /** The Calico version the change installed: its operator's generation fills FelixConfiguration fields (undefined: any). */
+  targetVersion?: string,
+  /** The Calico version installed before the change: its operator ran until paused, after the backup too (undefined: none). */
+  installedVersion?: string,
 ): Promise<{ checked: number; differences: DataDifference[] }> {
   const live = await liveCalicoObjects(client);
   const bundleCrds = new Map((await bundle.crds()).map((c) => [`${c.spec?.group}/${c.spec?.names?.kind}`, c]));
@@ -93,7 +98,7 @@ export async function bundleDataPresent(
     // FelixConfiguration debugPort after 3.28 -> 3.27 -> 3.28 on a manifest install) or default them (v1.36 sets
     // disableNewAllocations: false on every Installation pool entry).
     const bundleCrd = bundleCrds.get(`${object.apiVersion.split('/')[0]}/${object.kind}`);
-    const seen = withoutOperatorDefaults(bundleCrd ? pruneUnknownFields(l, bundleCrd) : l, expected);
+    const seen = withoutOperatorDefaults(bundleCrd ? pruneUnknownFields(l, bundleCrd) : l, expected, targetVersion, installedVersion);
     // The planned stop can be such a field too (disableNewAllocations, new in 3.29, on a 3.28 bundle): compared on
     // the fields the bundle's CRD has, and the stop itself checked on the live object.
     const lostStop = installation ? stopNotKept(expected, l, transform) : undefined;
@@ -138,19 +143,28 @@ function asStoppedByTarget(expected: KubeObject, seen: KubeObject, transform: In
 }
 
 /**
- * The live object without the fields the operator fills in where the bundle's object leaves them unset (the target
- * operator's defaults): the FelixConfiguration fields it sets, and anything in the Installation's spec. The
- * operator writes its defaults back into the Installation, and only where a field is unset (tigera/operator
- * core_controller.go fillDefaults: e.g. v1.34.3 adds `calicoNetwork.nodeAddressAutodetectionV6` once any IPv6 pool
- * exists, and `linuxPolicySetupTimeoutSeconds`, new in 3.28); a field the bundle sets is still compared.
+ * The live object without what the operators of the change wrote on their own where the bundle's object leaves it
+ * unset, and anything in the Installation's spec. FelixConfiguration `default`: the fields the operator of the
+ * installed version (`installedVersion`, which ran until paused, also after the backup: v1.40 fills vxlanPort, or
+ * policySyncPathPrefix once a GatewayAPI exists) or of the target (`calicoVersion`; v1.40 adds vxlanPort: 4789 to
+ * a cluster upgraded from 3.30) fills, and the live value of a field the target's operator sets from the
+ * Installation over the bundle's (nftablesMode: v1.40 Enabled, v1.42 Auto, for the same nftables dataplane). A
+ * field only filled where unset that the bundle sets is still compared: no operator changes it. The operator writes
+ * its defaults back into the Installation, and only where a field is unset (tigera/operator core_controller.go
+ * fillDefaults: e.g. v1.34.3 adds `calicoNetwork.nodeAddressAutodetectionV6` once any IPv6 pool exists, and
+ * `linuxPolicySetupTimeoutSeconds`, new in 3.28); a field the bundle sets is still compared.
  */
-export function withoutOperatorDefaults(live: KubeObject, expected: KubeObject): KubeObject {
+export function withoutOperatorDefaults(live: KubeObject, expected: KubeObject, calicoVersion: string | undefined, installedVersion?: string): KubeObject {
   if (live.kind === 'Installation' && live.metadata.name === 'default' && live.spec)
     return { ...live, spec: onlySetIn(live.spec, expected.spec ?? {}) as Record<string, unknown> };
-  const filled = operatorFilledFelixFields(expected, live);
-  if (!filled.length) return live;
+  const filled = new Set(operatorFilledFelixFields(expected, live, calicoVersion));
+  if (installedVersion) for (const f of operatorFilledFelixFields(expected, live, installedVersion)) filled.add(f);
+  const fromInstallation = live.kind === 'FelixConfiguration' && live.metadata.name === 'default' ? felixFieldsSetFromInstallationBy(calicoVersion) : [];
+  const overwritten = fromInstallation.filter((f) => expected.spec?.[f] !== undefined && live.spec?.[f] !== undefined);
+  if (!filled.size && !overwritten.length) return live;
   const spec = { ...live.spec };
   for (const f of filled) delete spec[f];
+  for (const f of overwritten) spec[f] = expected.spec![f];
   return { ...live, spec };
 }
 

@@ -274,3 +274,50 @@ describe('plan findings for the calico#9100 incident: 3.27.4 with the disabled d
     expect(r.installation.stopAllocations).toBeUndefined();
   });
 });
+
+describe('the 3.30+ operators leave finalizers and TigeraStatus objects an older operator never clears (issue 30)', async () => {
+  const from = await loadRelease('3.30.7', { offline: true });
+  // What the v1.38.13 operator leaves on a default 3.30 install (custom-resources.yaml creates Whisker and Goldmane).
+  const inst = (): KubeObject => ({
+    ...installation328(),
+    metadata: {
+      name: 'default',
+      finalizers: [
+        'tigera.io/operator-cleanup',
+        'operator.tigera.io/installation-controller',
+        'operator.tigera.io/apiserver-controller',
+        'operator.tigera.io/whisker-controller',
+        'operator.tigera.io/goldmane-controller',
+      ],
+    },
+  });
+  const statuses = ['calico', 'apiserver', 'ippools', 'whisker', 'goldmane'].map((name): KubeObject => ({
+    apiVersion: 'operator.tigera.io/v1',
+    kind: 'TigeraStatus',
+    metadata: { name },
+  }));
+  const live = () => ({
+    crds: from.crds,
+    objects: new Map(Object.entries({ 'installations.operator.tigera.io': [inst()], 'tigerastatuses.operator.tigera.io': statuses })),
+  });
+
+  it('3.30.7 -> 3.29.7 removes the whisker and goldmane finalizers and TigeraStatus objects (else delete installation hangs)', async () => {
+    const r = computeFindings(live(), await loadRelease('3.29.7', { offline: true }), { version: 'v3.30.7' }, new Set());
+    expect(r.installation.removeFinalizers).toEqual(['operator.tigera.io/whisker-controller', 'operator.tigera.io/goldmane-controller']);
+    expect(r.installation.deleteTigeraStatuses).toEqual(['whisker', 'goldmane']);
+    expect(transformInstallation(inst(), r.installation).metadata.finalizers).toEqual([
+      'tigera.io/operator-cleanup',
+      'operator.tigera.io/installation-controller',
+      'operator.tigera.io/apiserver-controller',
+    ]);
+  });
+
+  it("3.30.7 -> 3.27.4 removes every finalizer but v1.32's own; 3.30.7 -> 3.31.7 removes none", async () => {
+    const r = computeFindings(live(), await loadRelease('3.27.4', { offline: true }), { version: 'v3.30.7' }, new Set());
+    expect(transformInstallation(inst(), r.installation).metadata.finalizers).toEqual(['tigera.io/operator-cleanup']);
+    expect(r.installation.deleteTigeraStatuses).toEqual(['ippools', 'whisker', 'goldmane']);
+    const up = computeFindings(live(), await loadRelease('3.31.7', { offline: true }), { version: 'v3.30.7' }, new Set());
+    expect(up.installation.removeFinalizers).toBeUndefined();
+    expect(up.findings.map((x) => x.id)).not.toContain('newer-operator-leftovers');
+  });
+});

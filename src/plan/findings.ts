@@ -3,7 +3,8 @@
  * Pure functions over (live CRDs, live objects, target release) so they can be tested with the real manifests.
  */
 import { checkAgainstSchema, schemaFor } from '../calico/schema.js';
-import { CALICO_CRD_GROUP, compareVersions, leftoversUnknownTo, OPERATOR_GROUP, operatorPoolBehaviour } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, compareVersions, OPERATOR_GROUP, operatorPoolBehaviour } from '../calico/knowledge.js';
+import { leftoversUnknownTo } from '../calico/operator-generations.js';
 import { isOperatorDefault, valueAt } from '../calico/operator-defaults.js';
 import { releaseDefaultsPruned } from './release-defaults.js';
 import { crdFindings } from './crd-findings.js';
@@ -233,7 +234,8 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
     });
   }
 
-  // 6. What the newer operator leaves that the target operator never clears (a downgrade across 3.28).
+  // 6. What newer operator generations leave that the target operator never clears (a downgrade below 3.28, 3.30,
+  // 3.31 or 3.32: OPERATOR_GENERATIONS).
   const leftovers = leftoversUnknownTo(target.version);
   const finalizers = (inst?.metadata.finalizers ?? []).filter((f) => leftovers.installationFinalizers.includes(f));
   const statuses = (live.objects.get(`tigerastatuses.${OPERATOR_GROUP}`) ?? []).map((t) => t.metadata.name).filter((n) => leftovers.tigeraStatuses.includes(n));

@@ -45,6 +45,12 @@ describe('restore and a running tigera operator', () => {
     expect(availableReports(bundle, undefined)).toEqual(['apiserver', 'calico', 'ippools']);
   });
 
+  it('does not expect the reports only a newer operator writes: a 3.30 bundle restored under the 3.29 operator (v1.36)', () => {
+    const bundle = ['calico', 'apiserver', 'ippools', 'whisker', 'goldmane'].map((n) => status(n, 'True'));
+    expect(availableReports(bundle, 'quay.io/tigera/operator:v1.36.16')).toEqual(['apiserver', 'calico', 'ippools']);
+    expect(availableReports(bundle, 'quay.io/tigera/operator:v1.38.13')).toEqual(['apiserver', 'calico', 'goldmane', 'ippools', 'whisker']);
+  });
+
   it('names the Calico CRDs and planned objects being deleted', () => {
     const actions = [
       {

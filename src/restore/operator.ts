@@ -11,15 +11,8 @@
  *   it is paused), the Installation is not being deleted and calico-node is rendered.
  */
 import { INSTALLATION, TIGERA_STATUS } from '../calico/detect.js';
-import {
-  CALICO_CRD_GROUP,
-  CALICO_NAMESPACES,
-  OPERATOR_GROUP,
-  OPERATOR_NAMESPACE,
-  OPERATOR_DEPLOYMENT,
-  POOL_CONTROLLER_REPORT,
-  operatorPoolBehaviour,
-} from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, CALICO_NAMESPACES, OPERATOR_GROUP, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT } from '../calico/knowledge.js';
+import { leftoversUnknownTo } from '../calico/operator-generations.js';
 import { operatorInstallCommands } from '../calico/release.js';
 import { RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
@@ -124,16 +117,16 @@ export async function settleDeletions(
 
 /**
  * Names of the TigeraStatus objects that were Available when the bundle was made: what the operator must report
- * again. `operatorImage` is the operator that will resume: one without an IP pool controller (a 3.28 bundle restored
- * under the 3.27 operator) never writes the bundle's `ippools` report, so that one is not awaited.
+ * again. `operatorImage` is the operator that will resume: an older generation never writes a newer one's reports
+ * (the 3.27 operator has no `ippools`, the 3.29 one no `whisker` or `goldmane`), so those are not awaited.
  */
 export function availableReports(statuses: KubeObject[], operatorImage?: string): string[] {
   const version = calicoVersionOfOperatorImage(operatorImage);
-  const noPoolController = !!version && !operatorPoolBehaviour(version).managesPools;
+  const neverWritten = new Set(version ? leftoversUnknownTo(version).tigeraStatuses : []);
   return statuses
     .filter((s) => s.status?.conditions?.some((c: any) => c.type === 'Available' && c.status === 'True'))
     .map((s) => s.metadata.name)
-    .filter((name) => !(noPoolController && name === POOL_CONTROLLER_REPORT))
+    .filter((name) => !neverWritten.has(name))
     .sort();
 }
 

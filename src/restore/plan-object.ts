@@ -2,7 +2,8 @@
  * Planning one object of a restore: which RestoreAction it gets (create, update, unchanged, blocked, ...) and the
  * exact object a write would send. Also the live objects planning compares against and the --prune candidates.
  */
-import { CALICO_CRD_GROUP, CALICO_GROUPS, operatorFilledFelixFields, SHARED_POLICY_GROUP } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, CALICO_GROUPS, OPERATOR_GROUP, SHARED_POLICY_GROUP } from '../calico/knowledge.js';
+import { felixFieldsSetFromInstallationBy, installationFinalizersOf, isOperatorFinalizer, operatorFilledFelixFields } from '../calico/operator-generations.js';
 import { checkAgainstSchema, pruneUnknownFields } from '../calico/schema.js';
 import type { BundleManifest } from '../bundle/types.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
@@ -11,10 +12,10 @@ import type { ResourceResolver } from '../kube/resolver.js';
 import { groupOf, type KubeObject, type ResourceType } from '../kube/types.js';
 import { isIpamLive } from './ipam.js';
 import { objectDiff, sameContent, stripServerFields } from './normalize.js';
-import { NEVER_RESTORED_KINDS, RUNTIME_FIELDS, phaseOf } from './order.js';
+import { INSTALLATION_KIND, NEVER_RESTORED_KINDS, RUNTIME_FIELDS, phaseOf } from './order.js';
 import { deletionNote } from './operator.js';
 import { goneOwnersNote, type OwnerLookup } from './owners.js';
-import { judgePool } from './pools.js';
+import { calicoVersionOfOperatorImage, judgePool } from './pools.js';
 import type { DesiredSpool } from './spool.js';
 import type { PhaseTimer } from './timings.js';
 import { idOf, refOf, type ExistingPolicy, type Planned, type RestoreAction } from './types.js';
@@ -67,13 +68,15 @@ export async function planOne(client: KubeClient, resolver: ResourceResolver, ob
     }
     if (verdict.note) notes.push(verdict.note);
   }
+  if (obj.kind === INSTALLATION_KIND && group === OPERATOR_GROUP) desired = withRunningOperatorsFinalizers(desired, ctx.operatorImage, notes);
   await dropMissingOwners(ctx.owners, desired, ctx.inBundle, notes);
   if (notes.length) action.notes = notes;
 
   let live: KubeObject | undefined;
   if (liveCrd || !crd) live = await ctx.liveIndex.get(type, obj.metadata.namespace, obj.metadata.name);
   if (live) desired = keepRuntimeFields(desired, live);
-  if (live && ctx.operatorImage) desired = keepOperatorFilledFelixFields(desired, live);
+  if (live && obj.kind === INSTALLATION_KIND && group === OPERATOR_GROUP) desired = withLiveOperatorFinalizers(desired, live, ctx.operatorImage);
+  if (live && ctx.operatorImage) desired = keepOperatorFilledFelixFields(desired, live, calicoVersionOfOperatorImage(ctx.operatorImage));
   const deleting = live && deletionNote(live);
   if (deleting) {
     // Never "unchanged": it is about to be gone (the operator's teardown); a real run waits for that, then plans again.
@@ -141,6 +144,43 @@ function checkSchema(desired: KubeObject, crd: KubeObject, installed: boolean, a
 }
 
 /**
+ * Installation `default` with the bundle's operator finalizers cut to those the running operator's generation
+ * defines (OPERATOR_GENERATIONS): a 3.30 bundle restored under the 3.29 operator would otherwise carry the whisker
+ * and goldmane finalizers, which no running controller removes, so every later delete of the Installation would hang.
+ * Finalizers of other tools stay. The restore never installs an operator (order.ts), so the live one is the one that
+ * resumes; without one, or with an image tag of no known generation, the bundle's finalizers are written as they are.
+ */
+export function withRunningOperatorsFinalizers(desired: KubeObject, operatorImage: string | undefined, notes: string[]): KubeObject {
+  const version = calicoVersionOfOperatorImage(operatorImage);
+  const finalizers = desired.metadata.finalizers;
+  if (!version || !finalizers?.length) return desired;
+  const own = new Set(installationFinalizersOf(version));
+  const foreign = finalizers.filter((f) => isOperatorFinalizer(f) && !own.has(f));
+  if (!foreign.length) return desired;
+  notes.push(`finalizers ${foreign.join(', ')} dropped: the running operator (${operatorImage}) does not remove them, so a delete would hang on them`);
+  const kept = finalizers.filter((f) => !foreign.includes(f));
+  // None left is as if the bundle had none: an update then keeps the live ones (write.ts withLiveMeta).
+  const { finalizers: _all, ...metadata } = desired.metadata;
+  return { ...desired, metadata: kept.length ? { ...metadata, finalizers: kept } : metadata };
+}
+
+/**
+ * Installation `default` to update, with the running operator generation's finalizers the live object has, in the
+ * live order: an older bundle (3.27's under the 3.29 operator) lacks them, and written without them they would be
+ * put back once the operator resumes (drift in the read-back) and make every restore an update. Without finalizers
+ * in `desired` the update keeps the live ones anyway (write.ts withLiveMeta).
+ */
+function withLiveOperatorFinalizers(desired: KubeObject, live: KubeObject, operatorImage: string | undefined): KubeObject {
+  const version = calicoVersionOfOperatorImage(operatorImage);
+  const wanted = desired.metadata.finalizers;
+  if (!version || !wanted?.length) return desired;
+  const own = new Set(installationFinalizersOf(version));
+  const liveOnes = live.metadata.finalizers ?? [];
+  const finalizers = [...liveOnes.filter((f) => wanted.includes(f) || own.has(f)), ...wanted.filter((f) => !liveOnes.includes(f))];
+  return { ...desired, metadata: { ...desired.metadata, finalizers } };
+}
+
+/**
  * Owners neither in the cluster nor in the bundle will not exist: drop those references now (in `desired`), so
  * the preview says so and an object restored before is not seen as changed on every run.
  */
@@ -190,13 +230,18 @@ function keepRuntimeFields(desired: KubeObject, live: KubeObject): KubeObject {
 }
 
 /**
- * FelixConfiguration `default` fields the tigera operator fills in where they are unset (OPERATOR_FILLED_FELIX_FIELDS,
- * e.g. v1.34 writes bpfEnabled: false, healthPort, vxlanVNI): when the bundle leaves one unset, the live value is
- * kept. Writing the bundle's object without it would only be undone by the running operator seconds later, and
- * would show as a change on every restore and as drift in the read-back.
+ * FelixConfiguration `default` fields the running operator's generation (Calico `calicoVersion`) writes on its own
+ * (OPERATOR_FILLED_FELIX_FIELDS, e.g. v1.34 writes bpfEnabled: false, healthPort, vxlanVNI; v1.40 also vxlanPort):
+ * when the bundle leaves one unset, the live value is kept. Writing the bundle's object without it would only be
+ * undone by the running operator seconds later, and would show as a change on every restore and as drift in the
+ * read-back. A field only a newer generation writes (vxlanPort under the 3.30 operator) is the bundle's to decide.
+ * A field the running generation sets from the Installation over any value keeps its live value even where the
+ * bundle sets one (nftablesMode: a 3.31 bundle's Enabled, v1.42's Auto), for the same reason.
  */
-export function keepOperatorFilledFelixFields(desired: KubeObject, live: KubeObject): KubeObject {
-  const filled = operatorFilledFelixFields(desired, live);
+export function keepOperatorFilledFelixFields(desired: KubeObject, live: KubeObject, calicoVersion: string | undefined): KubeObject {
+  const filled = operatorFilledFelixFields(desired, live, calicoVersion);
+  if (live.kind === 'FelixConfiguration' && live.metadata.name === 'default')
+    for (const f of felixFieldsSetFromInstallationBy(calicoVersion)) if (live.spec?.[f] !== undefined && !filled.includes(f)) filled.push(f);
   if (!filled.length) return desired;
   const spec = { ...(desired.spec ?? {}) };
   for (const f of filled) spec[f] = live.spec[f];

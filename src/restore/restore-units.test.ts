@@ -172,9 +172,33 @@ describe('FelixConfiguration fields the running operator fills in', () => {
   it('keeps the live operator-filled values the bundle leaves unset (a write without them is undone by the operator), not others', () => {
     const live = felix({ bpfEnabled: false, healthPort: 9099, vxlanVNI: 4096, logSeverityScreen: 'Debug' });
     const bundle = felix({ logSeverityScreen: 'Info', healthPort: 9199 });
-    expect(keepOperatorFilledFelixFields(bundle, live).spec).toEqual({ logSeverityScreen: 'Info', healthPort: 9199, bpfEnabled: false, vxlanVNI: 4096 });
-    expect(keepOperatorFilledFelixFields(felix({ bpfEnabled: false }), live)).toEqual(felix({ bpfEnabled: false, healthPort: 9099, vxlanVNI: 4096 }));
+    expect(keepOperatorFilledFelixFields(bundle, live, 'v3.28.1').spec).toEqual({
+      logSeverityScreen: 'Info',
+      healthPort: 9199,
+      bpfEnabled: false,
+      vxlanVNI: 4096,
+    });
+    expect(keepOperatorFilledFelixFields(felix({ bpfEnabled: false }), live, 'v3.28.1')).toEqual(
+      felix({ bpfEnabled: false, healthPort: 9099, vxlanVNI: 4096 }),
+    );
     const node = { ...bundle, metadata: { name: 'node.n1' } };
-    expect(keepOperatorFilledFelixFields(node, { ...live, metadata: { name: 'node.n1' } })).toBe(node);
+    expect(keepOperatorFilledFelixFields(node, { ...live, metadata: { name: 'node.n1' } }, 'v3.28.1')).toBe(node);
+  });
+
+  it("keeps only what the running operator's generation fills: vxlanPort under v1.40 (3.31), not under v1.38 (3.30) (issue 30)", () => {
+    const live = felix({ vxlanPort: 4789, vxlanVNI: 4096 });
+    expect(keepOperatorFilledFelixFields(felix({}), live, 'v3.31.7').spec).toEqual({ vxlanPort: 4789, vxlanVNI: 4096 });
+    expect(keepOperatorFilledFelixFields(felix({}), live, 'v3.30.7').spec).toEqual({ vxlanVNI: 4096 });
+  });
+
+  it('keeps the live value of a field the running operator sets from the Installation over any value: a 3.31 bundle under v1.42 (issue 30)', () => {
+    // v1.40 wrote Enabled for the nftables dataplane, v1.42 writes Auto: the bundle's value would be rewritten once it resumes (read-back drift).
+    expect(keepOperatorFilledFelixFields(felix({ nftablesMode: 'Enabled' }), felix({ nftablesMode: 'Auto' }), 'v3.32.1').spec).toEqual({
+      nftablesMode: 'Auto',
+    });
+    // v1.40 never sets programClusterRoutes: the bundle's value is written.
+    expect(keepOperatorFilledFelixFields(felix({ programClusterRoutes: 'Enabled' }), felix({ programClusterRoutes: 'Disabled' }), 'v3.31.7').spec).toEqual({
+      programClusterRoutes: 'Enabled',
+    });
   });
 });

@@ -44,6 +44,9 @@ import { heldByLog, ipamCheck, readEvents, startChurn, stopAllChurns } from './i
 
 const POOL = calicoType('ippools', 'IPPool');
 const INSTALLATION = operatorType('installations', 'Installation');
+const TIGERA_STATUS = operatorType('tigerastatuses', 'TigeraStatus');
+/** What the v1.38.13 operator's whisker and goldmane controllers add (tigera/operator v1.38.13 pkg/render/finalizers.go:33,41). */
+const V138_FINALIZERS = ['operator.tigera.io/whisker-controller', 'operator.tigera.io/goldmane-controller'];
 /** From the v1.34.3 start; CNI_REWIND_E2E_SOAK_MS lengthens it (docs/DEVELOPING.md). */
 const WATCH_FROM_START_MS = Number(process.env.CNI_REWIND_E2E_SOAK_MS) || 150_000;
 const TOUCH_MS = 15_000;
@@ -85,6 +88,11 @@ describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and
       expect(v3.spec).toMatchObject({ cidr: '192.168.0.0/16', disabled: true, assignmentMode: 'Automatic' });
       expect((await ippoolsWide('v3.30.7'))['default-ipv4-ippool']?.DISABLED).toBe('true');
 
+      // v1.38's whisker and goldmane controllers put their finalizers on the Installation and report in TigeraStatus
+      // (3.30's custom-resources.yaml creates Whisker and Goldmane); the v1.34 operator knows neither (issue 30).
+      await waitTigeraStatusAvailable(client, 'whisker');
+      await waitTigeraStatusAvailable(client, 'goldmane');
+      expect((await client.get(INSTALLATION, undefined, 'default')).metadata.finalizers).toEqual(expect.arrayContaining(V138_FINALIZERS));
       // v1.38 and 3.30's libcalico-go write 3.30-only fields with their defaults (IPPool assignmentMode: Automatic,
       // FelixConfiguration nftablesMode: Disabled): 3.28's CRDs prune them, which loses no setting, so the plan needs no flag.
       const { plan, planFile } = await doctorExportPlan(dir, '3.28.1');
@@ -96,6 +104,8 @@ describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and
         title: expect.stringContaining(MCC_CRD),
         action: 'transform',
       });
+      expect([...plan.transforms.installation.removeFinalizers].sort()).toEqual([...V138_FINALIZERS].sort());
+      expect([...plan.transforms.installation.deleteTigeraStatuses].sort()).toEqual(['goldmane', 'whisker']);
       expect(plan.transforms.installation.stopAllocations).toEqual({ cidrs: ['192.168.0.0/16'], field: 'nodeSelector', value: '!all()' });
 
       const started = Date.now();
@@ -108,6 +118,9 @@ describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and
       const entry = inst.spec.calicoNetwork.ipPools.find((e: any) => e.cidr === '192.168.0.0/16');
       expect(entry).toMatchObject({ nodeSelector: '!all()' });
       expect(entry.disableNewAllocations).toBeUndefined();
+      // Nothing under v1.34 removes the 3.30 finalizers (a later delete of the Installation would hang on them).
+      expect((inst.metadata.finalizers ?? []).filter((f) => V138_FINALIZERS.includes(f))).toEqual([]);
+      for (const name of ['whisker', 'goldmane']) expect(await client.getOrUndefined(TIGERA_STATUS, undefined, name), name).toBeUndefined();
 
       // Pods come and go (the IPAM driver: 3.28.1's libcalico-go, the version now installed) while the pool is
       // watched under the real target operator with forced reconciles.

@@ -4,7 +4,9 @@
  * - a disabled pool the real operator v1.34.3 manages is refused with the fix (the operator would enable it again:
  *   Calico issue #9100);
  * - a 3.28.1 bundle onto 3.27.4 CRDs (operator v1.32.10): the Installation fields 3.27 does not know are reported;
- *   --drop-unknown-fields writes it, the v1.32.10 operator reports Calico Available and re-renders its CNI config.
+ *   --drop-unknown-fields writes it, the v1.32.10 operator reports Calico Available and re-renders its CNI config;
+ * - an Installation backed up without v1.34's own finalizers (an older operator's bundle) restored under v1.34.3:
+ *   the live ones are kept, so nothing changes and nothing drifts.
  * `calicoctl ipam check` finds nothing but the driver's pod-less addresses after each test.
  * The incident itself, --dry-run, owners, --existing and --prune are in restore.test.ts; the guards in
  * restore-guards.test.ts. This file shares their set-up (restore-support.ts).
@@ -69,6 +71,35 @@ describe('restore --resources across operator versions (the real v1.34.3 and v1.
     const live = await client.get(T.ippool, undefined, 'default-ipv4-ippool');
     expect(live.spec.disabled).toBeFalsy();
     expect(managedBy(live)).toBe('tigera-operator');
+  });
+
+  it("an Installation backed up without v1.34's finalizers (as 3.27's operator kept it), restored under v1.34.3: unchanged, no drift (issue 30)", async () => {
+    const V134 = ['operator.tigera.io/installation-controller', 'operator.tigera.io/apiserver-controller'];
+    const finalizers = async () => (await client.get(T.installation, undefined, 'default')).metadata.finalizers ?? [];
+    // Taken while the operator is scaled down, with the Installation's finalizers as v1.32 leaves them.
+    await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', { spec: { replicas: 0 } });
+    await client.waitFor('the operator to stop', async () => (suite.real.cluster.calicoStatus()?.operator?.pid ? undefined : true), { timeoutMs: 120_000 });
+    const before = await finalizers();
+    expect(before).toEqual(expect.arrayContaining(V134));
+    await client.mergePatch(T.installation, undefined, 'default', { metadata: { finalizers: before.filter((f) => !V134.includes(f)) } });
+    const bundle = await exportTo(work, 'v132-finalizers');
+    await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', { spec: { replicas: 1 } });
+    await waitOperator(suite.real.cluster, 'v1.34.3');
+    await client.waitFor(
+      'v1.34.3 to put its finalizers back',
+      async () => {
+        const live = await finalizers();
+        return V134.every((f) => live.includes(f)) ? true : undefined;
+      },
+      { timeoutMs: 120_000, state: async () => `finalizers ${JSON.stringify(await finalizers())}` },
+    );
+
+    const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json'], { timeoutMs: 1_500_000 });
+    const result = JSON.parse(r.stdout);
+    expect(result.actions.find((a: any) => a.id === 'Installation default')?.action).toBe('unchanged');
+    expect(result.drifted, r.stderr).toEqual([]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(await finalizers()).toEqual(expect.arrayContaining(V134));
   });
 
   it('a 3.28.1 bundle onto 3.27.4 CRDs: reports the Installation fields 3.27 does not know; --drop-unknown-fields writes it, and v1.32.10 reports Calico', async () => {
