@@ -10,7 +10,8 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
-import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
+import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
+import { cidrContains, parseCidr, parseIp } from '../../src/doctor/ip.js';
 import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import {
   calicoctl,
@@ -23,7 +24,6 @@ import {
 import { applyFixture, calicoType, deleteNodes, kubeconfig, resetCalico, testClient } from './helpers.js';
 import { populateCalico, type Population } from './population.js';
 import { auditTrail, blockName } from '../support/audit-trail.js';
-import { stateRoot } from '../../src/dev/local-cluster/paths.js';
 
 export const IPAM_BLOCK = calicoType('ipamblocks', 'IPAMBlock');
 export const IPAM_HANDLE = calicoType('ipamhandles', 'IPAMHandle');
@@ -243,7 +243,7 @@ async function lossTrail(client: KubeClient, evs: DriverEvent[], lost: [string, 
   const blocks = (await client.listAll(IPAM_BLOCK)).map((b) => b.spec.cidr as string);
   const names = lost.flatMap(([handle, ip]) => [handle, ...blocks.filter((c) => inCidr(ip, c)).map(blockName)]);
   const driver = evs.filter((e) => lost.some(([h]) => e.handle === h)).map((e) => JSON.stringify(e));
-  const runDir = path.join(stateRoot(), 'local-cluster', process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e', 'run');
+  const runDir = path.join(new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' }).dir, 'run');
   const logLines = readdirSync(runDir)
     .filter((f) => f.endsWith('.log'))
     .flatMap((f) =>
@@ -263,9 +263,9 @@ async function lossTrail(client: KubeClient, evs: DriverEvent[], lost: [string, 
 }
 
 function inCidr(ip: string, cidr: string): boolean {
-  const [base, bits] = cidr.split('/');
-  const size = 2 ** (32 - Number(bits));
-  return Math.floor(ipToInt(ip) / size) === Math.floor(ipToInt(base!) / size);
+  const block = parseCidr(cidr);
+  const address = parseIp(ip);
+  return !!block && !!address && cidrContains(block, address);
 }
 
 /**
