@@ -37,12 +37,17 @@ export class DesiredSpool {
 
   /** The text at `slot`. */
   get(slot: SpoolSlot): string {
+    return this.read(slot.offset, slot.length);
+  }
+
+  /** The `length` bytes of text at `offset` (what a plan entry keeps of a slot, without an object for it). */
+  read(offset: number, length: number): string {
     if (this.fd === undefined) throw new Error('restore spool read after it was closed');
-    const buf = Buffer.allocUnsafe(slot.length);
+    const buf = Buffer.allocUnsafe(length);
     let done = 0;
-    while (done < slot.length) {
-      const n = readSync(this.fd, buf, done, slot.length - done, slot.offset + done);
-      if (!n) throw new Error(`restore spool truncated at ${slot.offset + done}`);
+    while (done < length) {
+      const n = readSync(this.fd, buf, done, length - done, offset + done);
+      if (!n) throw new Error(`restore spool truncated at ${offset + done}`);
       done += n;
     }
     return buf.toString('utf8');
