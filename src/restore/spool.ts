@@ -2,8 +2,9 @@
  * Where a restore plan keeps the objects it will write: a private temporary file, not the heap. A plan holds one
  * entry per object of the bundle from planning until the read-back; with each object's JSON in memory a restore
  * of 100,000 IPAM handles needed 397 MiB and grew with every object. Spooled, an entry holds two numbers (where
- * its text is), each text is read back when the object is written and once more when it is checked for drift,
- * and the process's memory stays flat with N (bench/restore.ts measures it).
+ * its text is), each text is read back when the object is written and once more when it is checked for drift;
+ * what still grows with N is the entry itself (its RestoreAction, which the result lists; bench/restore.ts
+ * measures the peak). Planning's live lists are kept in a spool of their own the same way (plan-object.ts).
  *
  * Objects of the core API group (a few ConfigMaps, Secrets, Namespaces) are not spooled but kept in memory, so a
  * Secret's data, decrypted from the bundle, is never written to a temporary file; what comes by the thousand
