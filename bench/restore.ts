@@ -346,7 +346,7 @@ function writeSection(r: {
     "Phases: *read bundle* reads, checksums and parses every bundle file; *read cluster* is the plan's cluster reads (identity, CRDs, discovery, operator, one paged list per custom resource type that exists); " +
       "*schema check* checks each object against its CRD's schema; *plan* compares and orders; *create CRD + Established* re-creates the lost CRD from the bundle and waits until it serves; " +
       '*operator pause / datastore lock* scales the operator to 0 and back and sets ClusterInformation datastoreReady=false and back (where the cluster has them); ' +
-      '*write* is one POST per object (strict field validation), 16 at a time; *drift check* reads the written objects back, one paged list of 5000 per request. ' +
+      '*write* is one POST per object (strict field validation), 16 at a time; *drift check* reads the written objects back, one paged list of 1000 objects per request (src/restore/drift.ts LIST_READBACK_PAGE). ' +
       "Fairness: kubectl's time starts with the empty CRD already put back and does no read-back; cni-rewind's includes re-creating the CRD, checking the bundle and the read-back.",
     '',
     '',

@@ -79,6 +79,22 @@ describe('packed kinds (bundle format 2)', () => {
     await b.close();
   });
 
+  it('reads a line longer than a read chunk (it spans three) between short ones, byte for byte', async () => {
+    const w = await BundleWriter.open(path.join(dir, 'long'));
+    const pack = await w.openPacked(HANDLES);
+    const long = { ...handle(1), metadata: { name: 'h-1', annotations: { big: 'ü'.repeat(1_300_000) } } };
+    for (const o of [handle(0), long, handle(2)]) await pack.write(o as any);
+    await pack.close();
+    w.manifest.resources.push({ key: `ipamhandles.${G}`, group: G, version: 'v1', kind: 'IPAMHandle', plural: 'ipamhandles', namespaced: false, count: 3 });
+    const out = await w.commit();
+    expect(fs.statSync(path.join(out, HANDLES)).size).toBeGreaterThan(2 << 20);
+    const b = await openBundle(out);
+    const got = [];
+    for await (const o of b.objects({ kinds: ['IPAMHandle'] })) got.push(o.object);
+    await b.close();
+    expect(got).toEqual([handle(0), long, handle(2)]);
+  });
+
   it('refuses an edited packed file before handing out any object, and verify names it', async () => {
     const out = await writePacked(path.join(dir, 'b'), 50);
     const f = path.join(out, HANDLES);

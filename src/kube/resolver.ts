@@ -60,7 +60,7 @@ export class ResourceResolver {
     return types?.find((t) => t.kind === kind);
   }
 
-  async forObject(obj: KubeObject): Promise<ResourceType | undefined> {
+  async forObject(obj: Pick<KubeObject, 'apiVersion' | 'kind'>): Promise<ResourceType | undefined> {
     return this.resolve(obj.apiVersion, obj.kind);
   }
 }

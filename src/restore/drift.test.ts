@@ -53,6 +53,18 @@ describe('findDrift', () => {
     expect(targets.find((t) => t.action.id === 'GlobalNetworkSet s-3')!.action.drift!.join(' ')).toMatch(/spec\.nets/);
   });
 
+  it('groups targets by their ref without parsing them: each written object is parsed once, where it is compared', async () => {
+    const written = Array.from({ length: 120 }, (_, i) => set(i));
+    let reads = 0;
+    const targets = written.map((o): DriftTarget => {
+      const ref = { apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name };
+      return Object.defineProperty({ action: { id: `${o.kind} ${o.metadata.name}` }, ref, type: SETS }, 'desired', { get: () => (reads++, o) });
+    });
+    const { client } = fakeClient(written);
+    expect(await findDrift(client, resolver, targets, 4, reporter())).toEqual([]);
+    expect(reads).toBe(120);
+  });
+
   it('a few objects: one GET each', async () => {
     const written = [set(1), set(2)];
     const { client, calls } = fakeClient(written);

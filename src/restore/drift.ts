@@ -14,6 +14,8 @@ export interface DriftTarget {
   action: { id: string; drift?: string[]; ipam?: { ordinals?: number[] } };
   /** What the plan meant to write. */
   desired?: KubeObject;
+  /** Its apiVersion, kind, namespace and name, when known without parsing `desired` (a plan entry's ref). */
+  ref?: { apiVersion: string; kind: string; namespace?: string; name: string };
   /** What was actually sent (owner references re-linked), when it differs from desired. */
   written?: KubeObject;
   type?: ResourceType;
@@ -56,41 +58,54 @@ export async function findDrift(
       reporter.warn('CNR_RESTORE_DRIFT', `${p.action.id} changed after it was written: ${paths.join(', ')}`);
     }
   };
-  const key = (namespace: string | undefined, name: string) => `${namespace ?? ''}/${name}`;
-  const byType = new Map<string, { type: ResourceType; left: Map<string, DriftTarget> }>();
+  // Grouped by type, then namespace, then name: the names the targets hold already are the keys, so a read-back of
+  // 100k objects makes no key string of its own; and a target's ref names it without parsing its object.
+  const byType = new Map<string, { type: ResourceType; left: Map<string, Map<string, DriftTarget>> }>();
   for (const p of done) {
-    const desired = p.desired!;
-    const type = (await resolver.forObject(desired)) ?? p.type!;
+    const head = p.ref ?? refOfDesired(p.desired!);
+    const type = (await resolver.forObject(head)) ?? p.type!;
     const tk = `${type.group}/${type.version}/${type.plural}`;
     let t = byType.get(tk);
     if (!t) byType.set(tk, (t = { type, left: new Map() }));
-    t.left.set(key(type.namespaced ? desired.metadata.namespace : undefined, desired.metadata.name), p);
+    const ns = type.namespaced ? (head.namespace ?? '') : '';
+    let names = t.left.get(ns);
+    if (!names) t.left.set(ns, (names = new Map()));
+    names.set(head.name, p);
   }
+  const remaining = (left: Map<string, Map<string, DriftTarget>>) => [...left.values()].flatMap((names) => [...names.values()]);
   const one = async (type: ResourceType, p: DriftTarget) => {
     const { namespace, name } = p.desired!.metadata;
     compare(p, await client.getOrUndefined(type, namespace, name));
   };
   const singles: [ResourceType, DriftTarget][] = [];
   for (const { type, left } of byType.values()) {
-    if (!type.group || left.size < LIST_READBACK_MIN) {
-      for (const p of left.values()) singles.push([type, p]);
+    let count = 0;
+    for (const names of left.values()) count += names.size;
+    if (!type.group || count < LIST_READBACK_MIN) {
+      for (const p of remaining(left)) singles.push([type, p]);
       continue;
     }
     try {
       for await (const page of client.listPages(type, { limit: LIST_READBACK_PAGE })) {
         for (const live of page.items) {
-          const p = left.get(key(live.metadata.namespace, live.metadata.name));
+          const names = left.get(type.namespaced ? (live.metadata.namespace ?? '') : '');
+          const p = names?.get(live.metadata.name);
           if (!p) continue;
-          left.delete(key(live.metadata.namespace, live.metadata.name));
+          names!.delete(live.metadata.name);
           compare(p, { ...live, apiVersion: live.apiVersion ?? apiVersionOf(type), kind: live.kind ?? type.kind });
         }
       }
-      for (const p of left.values()) compare(p, undefined);
+      for (const p of remaining(left)) compare(p, undefined);
     } catch (err) {
       if (!(err instanceof KubeApiError && err.statusCode === 410)) throw err;
-      for (const p of left.values()) singles.push([type, p]);
+      for (const p of remaining(left)) singles.push([type, p]);
     }
   }
   await pool(singles, concurrency, ([type, p]) => one(type, p));
   return drifted;
+}
+
+/** What grouping needs of an object that has no ref. */
+function refOfDesired(o: KubeObject): { apiVersion: string; kind: string; namespace?: string; name: string } {
+  return { apiVersion: o.apiVersion, kind: o.kind, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}), name: o.metadata.name };
 }

@@ -41,6 +41,24 @@ describe('restore: IPAM is merged, never overwritten', () => {
     expect(reads).toBe(3 + 2);
   });
 
+  it("learns an entry's kind from its ref when it has one: a handle or affinity is parsed only where the merge judges it", async () => {
+    let reads = 0;
+    const counted = (p: IpamPlanned): IpamPlanned => {
+      const desired = p.desired!;
+      const withRef = { ...p, action: { ...p.action, ref: { apiVersion: desired.apiVersion, kind: desired.kind } } };
+      return Object.defineProperty(withRef, 'desired', { get: () => (reads++, desired), enumerable: true });
+    };
+    const ps = [
+      plan('create', block('10.0.0.4/30', ['h1', null])),
+      plan('create', handle('h1', '10.0.0.4/30')),
+      plan('create', affinity('n1', '10.0.0.4/30')),
+      plan('create', { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name: 'p' }, spec: {} }),
+    ].map(counted);
+    expect(await mergeIpamPlan(ps, none)).toBe(0);
+    // The block once (blocks are kept parsed), the handle and the affinity once each for their judgement, the pool never.
+    expect(reads).toBe(3);
+  });
+
   it('creates a block the cluster lacks, and its handles and affinity', async () => {
     const ps = [plan('create', block('10.0.0.4/30', ['h1', 'h2'])), plan('create', handle('h1', '10.0.0.4/30')), plan('create', affinity('n1', '10.0.0.4/30'))];
     expect(await mergeIpamPlan(ps, none)).toBe(0);

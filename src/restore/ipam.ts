@@ -29,7 +29,14 @@ export const isIpamLive = (o: Pick<KubeObject, 'apiVersion' | 'kind'>): boolean 
 
 /** The part of a planned restore action this module reads and changes. */
 export interface IpamPlanned {
-  action: { action: string; reason?: string; fix?: string; ipam?: { ordinals?: number[]; duplicates?: string[] } };
+  action: {
+    action: string;
+    reason?: string;
+    fix?: string;
+    ipam?: { ordinals?: number[]; duplicates?: string[] };
+    /** The object's apiVersion and kind (a plan entry's ref): when given, what is not IPAM is never parsed. */
+    ref?: Pick<KubeObject, 'apiVersion' | 'kind'>;
+  };
   desired?: KubeObject;
   live?: KubeObject;
 }
@@ -63,9 +70,11 @@ export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources
   // once and kept; handles and affinities are read where a loop needs them, never all held parsed at once (a restore
   // of 100k handles would hold every one). The kind is kept: the loops that only look at it parse nothing.
   const ipam = planned.flatMap((p): { p: IpamPlanned; kind: string; o: KubeObject }[] => {
-    const o = p.desired;
-    if (!o || !isIpamLive(o)) return [];
-    return [o.kind === 'IPAMBlock' ? { p, kind: o.kind, o } : new ReadWhereUsed(p, o.kind)];
+    // The ref names the kind without parsing the object: a plan of 100k handles parsed each once more here.
+    const head = p.action.ref ?? p.desired;
+    if (!head || !isIpamLive(head)) return [];
+    if (head.kind !== 'IPAMBlock') return [new ReadWhereUsed(p, head.kind)];
+    return [{ p, kind: head.kind, o: head === p.action.ref ? p.desired! : (head as KubeObject) }];
   });
   if (!ipam.length) return 0;
   // The bundle's blocks by CIDR (from the plan, else read from the bundle), and the blocks as they will be after

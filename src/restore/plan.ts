@@ -24,7 +24,7 @@ import { availableReports, deletionsInProgress } from './operator.js';
 import { OwnerLookup } from './owners.js';
 import { LiveIndex, crdKey, ownerKey, planOne, planPrune } from './plan-object.js';
 import { judgeInstallationPools } from './pools.js';
-import type { DesiredSpool } from './spool.js';
+import { DesiredSpool } from './spool.js';
 import { PhaseTimer } from './timings.js';
 import {
   DEFAULT_RESTORE_CONCURRENCY,
@@ -98,15 +98,20 @@ export async function planRestore(
     installation: summary.installation,
     operatorImage,
     inBundle: summary.inBundle,
-    liveIndex: new LiveIndex(client, timer),
+    // The live lists planning compares with are kept as text in a spool of their own, gone once planned.
+    liveIndex: new LiveIndex(client, timer, new DesiredSpool()),
     owners: new OwnerLookup(client, resolver),
     timer,
     spool,
   };
   const planned: Planned[] = [];
-  await poolStream(secondPass(bundle, opts, timer, extraNs), opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY, async (obj) => {
-    planned.push(await planOne(client, resolver, obj, ctx));
-  });
+  try {
+    await poolStream(secondPass(bundle, opts, timer, extraNs), opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY, async (obj) => {
+      planned.push(await planOne(client, resolver, obj, ctx));
+    });
+  } finally {
+    ctx.liveIndex.close();
+  }
   // The bundle changed between the two passes (it is read twice): what was checked is not what was planned.
   if (planned.length !== summary.count + extraNs.length)
     throw new BadInputError(`bundle ${m.id} changed while it was read (${summary.count + extraNs.length} objects, then ${planned.length})`);

@@ -25,6 +25,9 @@ class WrittenEntry implements DriftTarget {
   get written() {
     return this.p.written;
   }
+  get ref() {
+    return this.p.action.ref;
+  }
   get type() {
     return this.p.type;
   }

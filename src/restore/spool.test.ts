@@ -56,7 +56,7 @@ describe('the restore spool', () => {
 });
 
 describe('a plan entry', () => {
-  const client = { listAll: async () => [], getOrUndefined: async () => undefined } as unknown as KubeClient;
+  const client = { listAll: async () => [], listItems: async function* () {}, getOrUndefined: async () => undefined } as unknown as KubeClient;
   const resolver = {
     forObject: async (o: KubeObject) => (o.kind === 'IPAMHandle' ? HANDLE : o.kind === 'Secret' ? SECRET : undefined),
     resolve: async () => undefined,
@@ -110,6 +110,47 @@ describe('a plan entry', () => {
       expect(p.desiredAt).toBeUndefined();
       expect(desiredOf(p).data).toEqual({ key: 'c2VjcmV0' });
       expect(spool.size).toBe(0);
+    } finally {
+      spool.close();
+    }
+  });
+});
+
+describe('the live objects planning compares with', () => {
+  const HANDLES: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'ipamhandles', kind: 'IPAMHandle', namespaced: false };
+  const live = (name: string): KubeObject => ({
+    apiVersion: 'crd.projectcalico.org/v1',
+    kind: 'IPAMHandle',
+    metadata: { name, resourceVersion: '5', uid: `u-${name}` },
+    spec: { handleID: name, block: { '10.0.0.0/26': 1 } },
+  });
+  const listing = (objects: KubeObject[]) => {
+    let lists = 0;
+    const client = {
+      async *listItems() {
+        lists++;
+        yield* objects.map((o) => structuredClone(o));
+      },
+    } as unknown as KubeClient;
+    return { client, lists: () => lists };
+  };
+
+  it('are listed once per type, kept in the spool as text, and each asked-for one is parsed afresh from it', async () => {
+    const spool = new DesiredSpool();
+    try {
+      const { client, lists } = listing([live('a'), live('b')]);
+      const index = new LiveIndex(client, new PhaseTimer(), spool);
+      const a = await index.get(HANDLES, undefined, 'a');
+      expect(a).toEqual(live('a'));
+      expect(await index.get(HANDLES, undefined, 'b')).toEqual(live('b'));
+      expect(await index.get(HANDLES, undefined, 'c')).toBeUndefined();
+      expect(lists()).toBe(1);
+      expect(spool.size).toBeGreaterThan(0);
+      // A copy of its own each time: a change planning makes to one is not seen by the next.
+      a!.spec.handleID = 'changed';
+      expect((await index.get(HANDLES, undefined, 'a'))!.spec.handleID).toBe('a');
+      index.close();
+      expect(() => spool.read(0, 1)).toThrow(/closed/);
     } finally {
       spool.close();
     }

@@ -2,8 +2,9 @@
  * Where a restore plan keeps the objects it will write: a private temporary file, not the heap. A plan holds one
  * entry per object of the bundle from planning until the read-back; with each object's JSON in memory a restore
  * of 100,000 IPAM handles needed 397 MiB and grew with every object. Spooled, an entry holds two numbers (where
- * its text is), each text is read back when the object is written and once more when it is checked for drift,
- * and the process's memory stays flat with N (bench/restore.ts measures it).
+ * its text is), each text is read back when the object is written and once more when it is checked for drift;
+ * what still grows with N is the entry itself (its RestoreAction, which the result lists; bench/restore.ts
+ * measures the peak). Planning's live lists are kept in a spool of their own the same way (plan-object.ts).
  *
  * Objects of the core API group (a few ConfigMaps, Secrets, Namespaces) are not spooled but kept in memory, so a
  * Secret's data, decrypted from the bundle, is never written to a temporary file; what comes by the thousand
@@ -37,12 +38,17 @@ export class DesiredSpool {
 
   /** The text at `slot`. */
   get(slot: SpoolSlot): string {
+    return this.read(slot.offset, slot.length);
+  }
+
+  /** The `length` bytes of text at `offset` (what a plan entry keeps of a slot, without an object for it). */
+  read(offset: number, length: number): string {
     if (this.fd === undefined) throw new Error('restore spool read after it was closed');
-    const buf = Buffer.allocUnsafe(slot.length);
+    const buf = Buffer.allocUnsafe(length);
     let done = 0;
-    while (done < slot.length) {
-      const n = readSync(this.fd, buf, done, slot.length - done, slot.offset + done);
-      if (!n) throw new Error(`restore spool truncated at ${slot.offset + done}`);
+    while (done < length) {
+      const n = readSync(this.fd, buf, done, length - done, offset + done);
+      if (!n) throw new Error(`restore spool truncated at ${offset + done}`);
       done += n;
     }
     return buf.toString('utf8');

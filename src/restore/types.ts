@@ -2,7 +2,7 @@
 import type { SchemaFinding } from '../calico/schema.js';
 import type { BundleManifest, BundleObject } from '../bundle/types.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
-import type { DesiredSpool, SpoolSlot } from './spool.js';
+import type { DesiredSpool } from './spool.js';
 import type { RestoreTimings } from './timings.js';
 
 /** What restore needs from a bundle (structurally the agreed `Bundle` of src/bundle/reader.ts). */
@@ -142,8 +142,12 @@ export interface Planned {
    * 100k objects holds a few hundred bytes per object instead of the parsed object (see `desiredOf`).
    */
   desiredText?: string;
-  /** Where the same text is when it was spooled to disk instead (spool.ts): then desiredText is unset. */
-  desiredAt?: SpoolSlot;
+  /**
+   * Where the same text is when it was spooled to disk instead (spool.ts): its offset and length in bytes; then
+   * desiredText is unset. Two numbers on the entry, not a slot object: one object less per entry of a 100k plan.
+   */
+  desiredAt?: number;
+  desiredBytes?: number;
   spool?: DesiredSpool;
   /** What was actually sent (owner references re-linked or dropped): the drift check compares against it. */
   written?: KubeObject;
@@ -156,7 +160,7 @@ export interface Planned {
 
 /** The object a planned entry writes: parsed afresh from its text on each call, so the caller may change it. */
 export function desiredOf(p: Planned): KubeObject {
-  return JSON.parse(p.desiredAt ? p.spool!.get(p.desiredAt) : p.desiredText!) as KubeObject;
+  return JSON.parse(p.desiredAt !== undefined ? p.spool!.read(p.desiredAt, p.desiredBytes!) : p.desiredText!) as KubeObject;
 }
 
 /** Does the entry carry an object to write (in memory or spooled)? Refused, unsupported and prune entries do not. */
@@ -166,6 +170,7 @@ export const hasDesired = (p: Planned): boolean => p.desiredText !== undefined |
 export function setDesired(p: Planned, desired: KubeObject): void {
   p.desiredText = JSON.stringify(desired);
   delete p.desiredAt;
+  delete p.desiredBytes;
   delete p.spool;
 }
 
