@@ -31,7 +31,13 @@ const bundled = (): KubeObject => ({
 const V136 = ['tigera.io/operator-cleanup', 'operator.tigera.io/installation-controller', 'operator.tigera.io/apiserver-controller', OWN];
 
 async function plan(operatorImage: string | undefined, live: KubeObject[] = [], obj = bundled()) {
-  const client = { listAll: async () => live, getOrUndefined: async () => undefined } as unknown as KubeClient;
+  const client = {
+    listAll: async () => live,
+    async *listItems() {
+      yield* live;
+    },
+    getOrUndefined: async () => undefined,
+  } as unknown as KubeClient;
   const resolver = { forObject: async () => INSTALLATION, resolve: async () => undefined } as unknown as ResourceResolver;
   const timer = new PhaseTimer();
   const ctx: PlanContext = {
