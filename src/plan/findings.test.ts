@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadRelease } from '../calico/release.js';
 import { checkAgainstSchema } from '../calico/schema.js';
 import type { KubeObject } from '../kube/types.js';
-import { entry, installationWith, makeState, operatorWorkload, pool } from '../../test/support/doctor-state.js';
+import { entry, installationWith, makeState, operatorWorkload, pool, V138_INSTALLATION_FINALIZERS } from '../../test/support/doctor-state.js';
 import { changedCrds, computeFindings, deletePath, transformInstallation } from './findings.js';
 import { targetPoolsCheck } from './preflight.js';
 
@@ -282,13 +282,7 @@ describe('the 3.30+ operators leave finalizers and TigeraStatus objects an older
     ...installation328(),
     metadata: {
       name: 'default',
-      finalizers: [
-        'tigera.io/operator-cleanup',
-        'operator.tigera.io/installation-controller',
-        'operator.tigera.io/apiserver-controller',
-        'operator.tigera.io/whisker-controller',
-        'operator.tigera.io/goldmane-controller',
-      ],
+      finalizers: [...V138_INSTALLATION_FINALIZERS],
     },
   });
   const statuses = ['calico', 'apiserver', 'ippools', 'whisker', 'goldmane'].map((name): KubeObject => ({

@@ -6,6 +6,7 @@ import { OwnerLookup } from './owners.js';
 import { LiveIndex, planOne, type PlanContext } from './plan-object.js';
 import { PhaseTimer } from './timings.js';
 import { desiredOf } from './types.js';
+import { V138_INSTALLATION_FINALIZERS } from '../../test/support/doctor-state.js';
 
 const INSTALLATION: ResourceType = { group: 'operator.tigera.io', version: 'v1', plural: 'installations', kind: 'Installation', namespaced: false };
 const OWN = 'example.com/backup-hold';
@@ -17,14 +18,7 @@ const bundled = (): KubeObject => ({
     name: 'default',
     uid: 'old',
     resourceVersion: '7',
-    finalizers: [
-      'tigera.io/operator-cleanup',
-      'operator.tigera.io/installation-controller',
-      'operator.tigera.io/apiserver-controller',
-      'operator.tigera.io/whisker-controller',
-      'operator.tigera.io/goldmane-controller',
-      OWN,
-    ],
+    finalizers: [...V138_INSTALLATION_FINALIZERS, OWN],
   },
   spec: { variant: 'Calico' },
 });

@@ -20,6 +20,18 @@ export const pool = (name: string, cidr: string, spec: any = {}, labels?: Record
   );
 
 /** An Installation as operator v1.34 leaves it (defaults filled in). */
+/**
+ * The finalizers the real v1.38.13 operator leaves on Installation `default` of a default 3.30 install (its
+ * custom-resources.yaml creates Whisker and Goldmane; seen in test/e2e/calico-3307-downgrade.test.ts).
+ */
+export const V138_INSTALLATION_FINALIZERS = [
+  'tigera.io/operator-cleanup',
+  'operator.tigera.io/installation-controller',
+  'operator.tigera.io/apiserver-controller',
+  'operator.tigera.io/whisker-controller',
+  'operator.tigera.io/goldmane-controller',
+];
+
 export const installationWith = (ipPools: any[] | undefined): KubeObject =>
   crdObj('Installation', 'default', { calicoNetwork: ipPools === undefined ? {} : { ipPools } });
 
