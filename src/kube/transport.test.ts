@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http2 from 'node:http2';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -122,6 +122,27 @@ describe('transport', () => {
     } finally {
       t.close();
       await server.close();
+    }
+  });
+
+  it('a server that takes the connection and never answers fails within the request timeout', async () => {
+    const held: net.Socket[] = [];
+    const silent = net.createServer((socket) => held.push(socket));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const url = new URL(`https://127.0.0.1:${(silent.address() as AddressInfo).port}`);
+    const t = await openTransport(url, undefined, { ca: tls.ca });
+    try {
+      const started = Date.now();
+      const err = await t.send({ method: 'GET', path: '/', headers: {}, timeoutMs: 300 }).then(
+        () => undefined,
+        (e: Error & { code?: string }) => e,
+      );
+      expect(err?.code).toBe('ETIMEDOUT');
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      t.close();
+      for (const socket of held) socket.destroy();
+      await new Promise<void>((r) => silent.close(() => r()));
     }
   });
 

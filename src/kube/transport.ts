@@ -112,7 +112,7 @@ class Http2Transport implements Transport {
   }
 
   async send(r: TransportRequest): Promise<TransportResponse> {
-    const session = this.fallback ? undefined : (this.session ?? (await (this.connecting ??= this.connect())));
+    const session = this.fallback ? undefined : (this.session ?? (await (this.connecting ??= this.connect(r.timeoutMs))));
     if (!session) return this.fallback!.send(r);
     return this.stream(session, r);
   }
@@ -124,7 +124,7 @@ class Http2Transport implements Transport {
   }
 
   /** One TLS connection offering h2 and http/1.1; what the server picks decides the transport for good. */
-  private async connect(): Promise<http2.ClientHttp2Session | undefined> {
+  private async connect(timeoutMs: number | undefined): Promise<http2.ClientHttp2Session | undefined> {
     try {
       const socket = await new Promise<tls.TLSSocket>((resolve, reject) => {
         const host = this.server.hostname.replace(/^\[|\]$/g, '');
@@ -136,7 +136,12 @@ class Http2Transport implements Transport {
           servername: this.tlsOptions.servername ?? (net.isIP(host) ? undefined : host),
           ALPNProtocols: ['h2', 'http/1.1'],
         });
-        s.once('secureConnect', () => resolve(s));
+        // An address that takes the connection but never answers fails within the request timeout, as over HTTP/1.1.
+        if (timeoutMs) s.setTimeout(timeoutMs, () => s.destroy(Object.assign(new Error('connecting timed out'), { code: 'ETIMEDOUT' })));
+        s.once('secureConnect', () => {
+          s.setTimeout(0);
+          resolve(s);
+        });
         s.once('error', reject);
       });
       if (socket.alpnProtocol !== 'h2') {
