@@ -26,7 +26,7 @@ describe('restore --existing replace never deletes an object with finalizers or 
     await client.mergePatch(T.installation, undefined, 'default', { metadata: { labels: { 'rrp.example/edited': 'yes' } } });
 
     const r = await runCli(['restore', bundle, '--resources', '--yes', '--existing', 'replace', '--kinds', 'Installation', '-o', 'json'], {
-      timeoutMs: 900_000,
+      timeoutMs: 300_000,
     });
     const result = JSON.parse(r.stdout);
     const inst = result.actions.find((a: any) => a.id === 'Installation default');
