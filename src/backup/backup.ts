@@ -15,6 +15,7 @@ import type { NodeMapping } from '../config/mapping.js';
 import { BadInputError, errorMessage, RefusedError } from '../core/errors.js';
 import { whenAborted } from '../io/abort.js';
 import type { Reporter } from '../io/host.js';
+import { refuseV3CrdMode } from '../calico/v3-crds.js';
 import { DEFAULT_BACKUP_DIR, defaultBundleName, exportCalico } from '../export/export.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
@@ -90,6 +91,8 @@ export async function selectNodes(client: KubeClient, opts: { nodes?: string[]; 
 
 export async function backup(client: KubeClient, opts: BackupOptions, reporter: Reporter): Promise<BackupResult> {
   if (!(opts.concurrency >= 1)) throw new BadInputError('--concurrency must be at least 1');
+  // Before any provider is opened or snapshot taken (export refuses too, but only after the nodes are resolved).
+  await refuseV3CrdMode(client, 'nothing was backed up');
   const providers = await openProviders(
     {
       config: opts.config,

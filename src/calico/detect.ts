@@ -3,6 +3,7 @@ import { KubeApiError } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
 import { calicoVersionForOperator, imageTag, OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE } from './knowledge.js';
+import { v3CrdModeOf, type V3CrdMode } from './v3-crds.js';
 
 export type InstallType = 'operator' | 'manifest' | 'none';
 
@@ -20,6 +21,8 @@ export interface CalicoInstall {
   tigeraStatus: { name: string; conditions: { type: string; status: string; reason?: string; message?: string }[] }[];
   /** crd.projectcalico.org CRDs installed. */
   calicoCrds: number;
+  /** Calico 3.32's v3-CRD mode (projectcalico.org CRDs), which cni-rewind does not support yet (v3-crds.ts). */
+  v3CrdMode?: V3CrdMode;
 }
 
 const CLUSTER_INFO: ResourceType = {
@@ -56,7 +59,8 @@ export async function detectCalico(client: KubeClient): Promise<CalicoInstall> {
   const node = nodeSys ?? nodeKube;
   const calicoNodeImage = containerImage(node, 'calico-node');
   const calicoCrds = crds.filter((c) => c.metadata.name.endsWith('.crd.projectcalico.org')).length;
-  const installType: InstallType = operator ? 'operator' : nodeKube || calicoCrds > 0 ? 'manifest' : 'none';
+  const v3CrdMode = v3CrdModeOf(crds.map((c) => c.metadata.name));
+  const installType: InstallType = operator ? 'operator' : nodeKube || calicoCrds > 0 || v3CrdMode ? 'manifest' : 'none';
 
   let version: string | undefined;
   let versionSource: CalicoInstall['versionSource'];
@@ -90,6 +94,7 @@ export async function detectCalico(client: KubeClient): Promise<CalicoInstall> {
     calicoNodeNamespace: node?.metadata.namespace,
     tigeraStatus: (statuses ?? []).map((s) => ({ name: s.metadata.name, conditions: s.status?.conditions ?? [] })),
     calicoCrds,
+    ...(v3CrdMode ? { v3CrdMode } : {}),
   };
 }
 

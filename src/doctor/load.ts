@@ -1,5 +1,6 @@
 /** Build a CalicoState from the live cluster or from a bundle. */
 import { CALICO_GROUPS, CALICO_WORKLOADS } from '../calico/knowledge.js';
+import { v3CrdModeOf } from '../calico/v3-crds.js';
 import type { Bundle } from '../bundle/reader.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
@@ -27,11 +28,18 @@ export async function loadLiveState(client: KubeClient, only?: readonly string[]
       objects[resourceKey(type)] = [];
     }
   });
-  const [nodes, pods, workloads] = await Promise.all([client.listAll(K.node), client.listAll(K.pod), loadWorkloads(client)]);
+  const [nodes, pods, workloads, allCrds] = await Promise.all([
+    client.listAll(K.node),
+    client.listAll(K.pod),
+    loadWorkloads(client),
+    client.listMetadata(K.crd),
+  ]);
+  const v3Crds = v3CrdModeOf(allCrds.map((c) => c.metadata.name))?.crds;
   return {
     source: { type: 'cluster', server: client.connection.server },
     objects,
     crds,
+    ...(v3Crds ? { v3Crds } : {}),
     nodes: nodes.map(toNodeInfo),
     pods: pods.map(toPodInfo),
     workloads,

@@ -41,6 +41,8 @@ export interface CalicoState {
   objects: Record<string, KubeObject[]>;
   /** CustomResourceDefinitions of the Calico groups. */
   crds: KubeObject[];
+  /** Names of the projectcalico.org CRDs (Calico 3.32's v3-CRD mode, src/calico/v3-crds.ts); absent in a bundle. */
+  v3Crds?: string[];
   /** Undefined when the source has no node list. */
   nodes?: NodeInfo[];
   /** Undefined when the source has no pods (bundles do not keep pods): the pod-based checks are then skipped. */

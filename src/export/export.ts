@@ -8,6 +8,7 @@ import { BundleWriter, isArchivePath, type PackedFileWriter } from '../bundle/wr
 import { configPathFor, crdPathFor, nodePathFor, packedResourcePath, packedV3Path, resourcePathFor, v3PathFor } from '../bundle/paths.js';
 import type { BundleManifest, ResourceTypeEntry } from '../bundle/types.js';
 import { detectCalico } from '../calico/detect.js';
+import { v3CrdModeRefusal } from '../calico/v3-crds.js';
 import { CALICO_GROUPS, CALICO_V3_GROUP, EXPORT_CONFIG, SHARED_POLICY_GROUP, SHARED_POLICY_KINDS } from '../calico/knowledge.js';
 import { errorMessage } from '../core/errors.js';
 import { InterruptedError, whenAborted } from '../io/abort.js';
@@ -43,6 +44,8 @@ export async function exportCalico(client: KubeClient, writer: BundleWriter, opt
   const m = writer.manifest;
   const pageSize = opts.pageSize ?? 500;
   const [uid, version, calico] = await Promise.all([clusterUid(client), client.serverVersion(), detectCalico(client)]);
+  // Its data is not in the CRDs this exports: a bundle would look complete and hold none of it.
+  if (calico.v3CrdMode) throw v3CrdModeRefusal(calico.v3CrdMode, 'nothing was exported');
   m.cluster = { uid, name: client.connection.clusterName, server: client.connection.server, kubernetesVersion: version.gitVersion };
   m.calico = {
     installType: calico.installType,

@@ -16,6 +16,7 @@ import { INSTALLATION_KIND, NEVER_RESTORED_KINDS, RUNTIME_FIELDS, phaseOf } from
 import { deletionNote } from './operator.js';
 import { goneOwnersNote, type OwnerLookup } from './owners.js';
 import { calicoVersionOfOperatorImage, judgePool } from './pools.js';
+import { updatedInPlaceNote, whyNotDeleted } from './replace.js';
 import type { DesiredSpool } from './spool.js';
 import type { PhaseTimer } from './timings.js';
 import { idOf, refOf, type ExistingPolicy, type Planned, type RestoreAction } from './types.js';
@@ -202,7 +203,13 @@ async function dropMissingOwners(owners: OwnerLookup, desired: KubeObject, inBun
 }
 
 /** create, unchanged, skip, update or replace: what the live object and --existing make of a writable object. */
-function compareWithLive(action: RestoreAction, live: KubeObject | undefined, desired: KubeObject, existing: ExistingPolicy, alwaysUnchanged: boolean): void {
+export function compareWithLive(
+  action: RestoreAction,
+  live: KubeObject | undefined,
+  desired: KubeObject,
+  existing: ExistingPolicy,
+  alwaysUnchanged: boolean,
+): void {
   if (!live) action.action = 'create';
   else if (sameContent(live, desired) || alwaysUnchanged) action.action = 'unchanged';
   else if (existing === 'skip') {
@@ -210,7 +217,10 @@ function compareWithLive(action: RestoreAction, live: KubeObject | undefined, de
     action.reason = 'exists and differs; --existing skip';
     action.diff = objectDiff(live, desired, action.id);
   } else {
-    action.action = existing;
+    // Replace deletes first: never an object that finalizers or dependents hold (replace.ts); that one is updated.
+    const kept = existing === 'replace' ? whyNotDeleted(live) : undefined;
+    action.action = kept ? 'update' : existing;
+    if (kept) (action.notes ??= []).push(updatedInPlaceNote(kept));
     action.diff = objectDiff(live, desired, action.id);
   }
 }

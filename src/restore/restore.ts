@@ -7,6 +7,7 @@
  * re-reads what was written and sums the restore up. `restoreResources` is all three, with the confirmation
  * between planning and executing.
  */
+import { refuseV3CrdMode } from '../calico/v3-crds.js';
 import { RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import type { KubeClient } from '../kube/client.js';
@@ -54,6 +55,8 @@ async function planAndExecute(
   reporter: Reporter,
   spool: DesiredSpool,
 ): Promise<RestoreResult> {
+  // Before planning: a plan would create the v1 CRDs, which flips the operator back to v1 mode over stale data.
+  await refuseV3CrdMode(client, 'nothing was restored');
   const timer = new PhaseTimer();
   let { plan, planned, bundleCrds } = await planRestore(client, bundle, opts, reporter, timer, spool);
   if (opts.dryRun) {

@@ -7,6 +7,7 @@ import type { Reporter } from '../io/host.js';
 import { isIpamLive } from './ipam.js';
 import { writeIpam } from './ipam-write.js';
 import type { OwnerLookup } from './owners.js';
+import { UPDATED_IN_PLACE, updatedInPlaceNote, whyNotDeleted } from './replace.js';
 import { desiredOf, hasDesired, type Planned, type RestoreActionKind } from './types.js';
 
 /** Dry run: ask the API server whether each write would be accepted (strict field validation), writing nothing. */
@@ -102,9 +103,16 @@ async function send(client: KubeClient, type: ResourceType, p: Planned, body: Ku
       }
     case 'update': {
       const live = await client.get(type, body.metadata.namespace, body.metadata.name);
-      return await client.replace(type, withLiveMeta(body, live), strict);
+      return await updateInPlace(client, type, p, body, live);
     }
     case 'replace': {
+      // Planned without finalizers; one added since (a controller that is not paused) still keeps it from deletion.
+      const live = await client.getOrUndefined(type, body.metadata.namespace, body.metadata.name);
+      const kept = live && whyNotDeleted(live);
+      if (kept) {
+        (p.action.notes ??= []).push(updatedInPlaceNote(kept));
+        return await updateInPlace(client, type, p, body, live);
+      }
       await client.delete(type, body.metadata.namespace, body.metadata.name);
       await client.waitFor(
         `${p.action.id} to be deleted`,
@@ -115,6 +123,23 @@ async function send(client: KubeClient, type: ResourceType, p: Planned, body: Ku
     }
     default:
       throw new Error(`not a write: ${p.action.action}`);
+  }
+}
+
+/**
+ * A PUT with the live resourceVersion. When it is the update a replace became (replace.ts) and the API server
+ * refuses it (an immutable field), the object is not deleted either: the error says so and what to do instead.
+ */
+async function updateInPlace(client: KubeClient, type: ResourceType, p: Planned, body: KubeObject, live: KubeObject): Promise<KubeObject> {
+  try {
+    return await client.replace(type, withLiveMeta(body, live), { fieldValidation: 'Strict' });
+  } catch (err) {
+    const inPlace = p.action.notes?.some((n) => n.startsWith(UPDATED_IN_PLACE));
+    if (!(inPlace && err instanceof KubeApiError && err.statusCode === 422)) throw err;
+    throw new Error(
+      `refused: the API server does not accept the bundle's version as an update (${err.message}), and --existing replace does not delete an object with finalizers or dependents; change it by hand or delete it yourself once nothing depends on it, then restore again`,
+      { cause: err },
+    );
   }
 }
 

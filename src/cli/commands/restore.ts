@@ -49,7 +49,7 @@ export const restoreCommand: Command<RestoreArgs> = {
         choices: ['skip', 'update', 'replace'] as const,
         default: 'update' as const,
         describe:
-          'objects that exist and differ: leave them, update them in place, or delete and re-create them (IPAM blocks, handles and affinities that exist are always left: they are live state)',
+          'objects that exist and differ: leave them, update them in place, or delete and re-create them (IPAM blocks, handles and affinities that exist are always left: they are live state; an object with finalizers or an operator custom resource is updated in place, never deleted)',
       })
       .option('prune', {
         type: 'boolean',

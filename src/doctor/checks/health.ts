@@ -1,6 +1,6 @@
 /** TigeraStatus conditions and readiness of the Calico workloads. */
 import { KEYS, objectsOf, ref } from '../state.js';
-import { CALICO_CRD_GROUP } from '../../calico/knowledge.js';
+import { CALICO_CRD_GROUP, CALICO_V3_GROUP } from '../../calico/knowledge.js';
 import type { Check, Finding } from '../types.js';
 
 const tigeraStatus: Check = {
@@ -53,12 +53,41 @@ const workloadsReady: Check = {
   },
 };
 
+/**
+ * Calico 3.32's v3-CRD mode (src/calico/v3-crds.ts): its data is in projectcalico.org CRDs, which cni-rewind does not
+ * read or write yet. Reported instead of calico-crds-missing: the crd.projectcalico.org CRDs are absent on purpose.
+ */
+const v3CrdMode: Check = {
+  name: "Calico's v3-CRD mode",
+  run(state) {
+    if (!state.v3Crds?.length) return [];
+    return [
+      {
+        id: 'calico-v3-crd-mode',
+        severity: 'warning',
+        title: `Calico runs in its v3-CRD mode (${state.v3Crds.length} CRDs of group ${CALICO_V3_GROUP}), which cni-rewind does not support yet`,
+        objects: state.v3Crds.map((n) => `CustomResourceDefinition/${n}`),
+        why:
+          'Calico 3.32 can keep its data in native projectcalico.org/v3 CRDs instead of crd.projectcalico.org/v1 (a new install with ' +
+          'v3_projectcalico_org.yaml, or a DatastoreMigration). cni-rewind exports and restores the v1 storage only: a backup would hold no ' +
+          'Calico data, and restoring an older bundle would create the v1 CRDs again, flipping the operator back to v1 mode over stale data. ' +
+          'backup, export, plan, apply and restore refuse in this mode (exit 5).',
+        fix:
+          "Back up with kubectl (kubectl get ippools.projectcalico.org -o yaml, and each other projectcalico.org kind) and your provider's disk " +
+          "snapshots; do not restore a bundle made before the migration. Doctor's other checks read the v1 storage and have nothing to check here.",
+      },
+    ];
+  },
+};
+
 /** The aftermath of `kubectl delete -f tigera-operator.yaml` (3.27/3.28): Calico still runs, its CRDs and their objects are gone. */
 const crdsMissing: Check = {
   name: 'Calico CRDs present',
   run(state) {
     const running = state.workloads.filter((w) => w.name === 'calico-node' || w.name === 'tigera-operator');
     if (running.length === 0) return [];
+    // In v3-CRD mode the v1 CRDs are absent by design: v3CrdMode reports that.
+    if (state.v3Crds?.length) return [];
     const hasPools = state.crds.some((c) => c.spec?.group === CALICO_CRD_GROUP && c.spec?.names?.kind === 'IPPool');
     if (hasPools) return [];
     return [
@@ -80,4 +109,4 @@ const crdsMissing: Check = {
   },
 };
 
-export const healthChecks: Check[] = [crdsMissing, tigeraStatus, workloadsReady];
+export const healthChecks: Check[] = [v3CrdMode, crdsMissing, tigeraStatus, workloadsReady];

@@ -1,0 +1,49 @@
+/**
+ * `restore --existing replace` with Calico's real programs (Calico 3.28.1 under the real tigera operator v1.34.3):
+ * a differing Installation `default` carries the operator's finalizers (tigera.io/operator-cleanup and v1.34's
+ * own) and owns everything the operator renders. Deleted and re-created while the restore pauses the operator, it
+ * would stay Terminating on those finalizers and the resumed operator would start its teardown (issue 30): it is
+ * updated in place instead, and says so. A differing object without finalizers is still re-created
+ * (restore.test.ts).
+ */
+import { describe, expect, it } from 'vitest';
+import { K } from '../../src/kube/builtin.js';
+import type { KubeClient } from '../../src/kube/client.js';
+import { runCli } from './helpers.js';
+import { waitTigeraStatusAvailable } from './calico-support.js';
+import { T, exportTo, operatorReplicas, restoreSuite } from './restore-support.js';
+
+describe('restore --existing replace never deletes an object with finalizers or dependents (the real v1.34.3)', () => {
+  let client: KubeClient;
+  const suite = restoreSuite('rrp', (c) => (client = c));
+
+  it('a differing Installation default is updated in place: same UID, never Terminating, Calico stays installed', async () => {
+    const bundle = await exportTo(suite.work, 'installation');
+    const before = await client.get(T.installation, undefined, 'default');
+    expect(before.metadata.finalizers).toEqual(expect.arrayContaining(['tigera.io/operator-cleanup']));
+    const replicas = await operatorReplicas(client);
+    // A label the bundle lacks: the Installation differs, and nothing the operator reconciles changes.
+    await client.mergePatch(T.installation, undefined, 'default', { metadata: { labels: { 'rrp.example/edited': 'yes' } } });
+
+    const r = await runCli(['restore', bundle, '--resources', '--yes', '--existing', 'replace', '--kinds', 'Installation', '-o', 'json'], {
+      timeoutMs: 300_000,
+    });
+    const result = JSON.parse(r.stdout);
+    const inst = result.actions.find((a: any) => a.id === 'Installation default');
+    expect(inst.action).toBe('update');
+    expect(inst.notes).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^updated in place, not deleted and re-created .*finalizers \(.*tigera\.io\/operator-cleanup/)]),
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const after = await client.get(T.installation, undefined, 'default');
+    expect(after.metadata.uid).toBe(before.metadata.uid);
+    expect(after.metadata.deletionTimestamp).toBeUndefined();
+    expect(after.metadata.labels?.['rrp.example/edited']).toBeUndefined();
+    expect(await operatorReplicas(client)).toBe(replicas);
+    // The resumed operator keeps Calico installed: no teardown of what the Installation owns.
+    await waitTigeraStatusAvailable(client, 'calico');
+    const ns = await client.get(K.namespace, undefined, 'calico-system');
+    expect(ns.metadata.deletionTimestamp).toBeUndefined();
+    expect((await client.get(T.installation, undefined, 'default')).metadata.deletionTimestamp).toBeUndefined();
+  }, 1_200_000);
+});
