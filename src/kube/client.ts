@@ -266,7 +266,8 @@ export class KubeClient {
         accept: PARTIAL_METADATA_LIST,
         query: { limit: 500, continue: cont, labelSelector: opts.labelSelector },
       });
-      out.push(...page.items);
+      // An empty PartialObjectMetadataList comes as `items: null` (a cluster without a single CRD, say).
+      out.push(...(page.items ?? []));
       cont = page.metadata?.continue || undefined;
     } while (cont);
     return out;
