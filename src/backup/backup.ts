@@ -7,6 +7,7 @@
  * orphaned), and with `cleanupOnFailure` those snapshots are deleted (recorded as `deleted`).
  * Nodes no provider can resolve make the backup refuse to start unless `allowUnprotectedNodes`.
  */
+import { assertKubernetesDatastore } from '../calico/install-method.js';
 import path from 'node:path';
 import { BundleWriter, isArchivePath } from '../bundle/writer.js';
 import type { BundleManifest } from '../bundle/types.js';
@@ -90,6 +91,8 @@ export async function selectNodes(client: KubeClient, opts: { nodes?: string[]; 
 
 export async function backup(client: KubeClient, opts: BackupOptions, reporter: Reporter): Promise<BackupResult> {
   if (!(opts.concurrency >= 1)) throw new BadInputError('--concurrency must be at least 1');
+  // An etcd datastore would give a bundle without pools, IPAM or policies: refused before providers or disks are touched.
+  await assertKubernetesDatastore(client, 'backup');
   const providers = await openProviders(
     {
       config: opts.config,

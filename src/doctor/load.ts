@@ -1,5 +1,6 @@
 /** Build a CalicoState from the live cluster or from a bundle. */
 import { CALICO_GROUPS, CALICO_WORKLOADS } from '../calico/knowledge.js';
+import { readDatastore } from '../calico/install-method.js';
 import type { Bundle } from '../bundle/reader.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
@@ -27,7 +28,7 @@ export async function loadLiveState(client: KubeClient, only?: readonly string[]
       objects[resourceKey(type)] = [];
     }
   });
-  const [nodes, pods, workloads] = await Promise.all([client.listAll(K.node), client.listAll(K.pod), loadWorkloads(client)]);
+  const [nodes, pods, workloads, datastore] = await Promise.all([client.listAll(K.node), client.listAll(K.pod), loadWorkloads(client), readDatastore(client)]);
   return {
     source: { type: 'cluster', server: client.connection.server },
     objects,
@@ -36,6 +37,7 @@ export async function loadLiveState(client: KubeClient, only?: readonly string[]
     pods: pods.map(toPodInfo),
     workloads,
     installType: installTypeOf(workloads, crds),
+    datastore,
   };
 }
 
