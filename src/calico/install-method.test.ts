@@ -164,6 +164,21 @@ describe('install method', () => {
     expect(installMethod({ operator: aks })).toMatchObject({ method: 'managed-addon', managedBy: 'AKS' });
   });
 
+  it("keeps the Installation's registry, imagePath and imagePrefix (a mirror the operator pulls every Calico image from)", () => {
+    const installation: KubeObject = {
+      apiVersion: 'operator.tigera.io/v1',
+      kind: 'Installation',
+      metadata: { name: 'default' },
+      spec: { registry: 'myreg.local:5000/', imagePath: 'mirror/calico', imagePrefix: 'cp-' },
+    };
+    expect(installMethod({ operator: operator('myreg.local:5000/tigera/operator:v1.34.3'), installation }).installationImages).toEqual({
+      registry: 'myreg.local:5000/',
+      imagePath: 'mirror/calico',
+      imagePrefix: 'cp-',
+    });
+    expect(installMethod({ operator: operator('quay.io/tigera/operator:v1.34.3') }).installationImages).toBeUndefined();
+  });
+
   it('finds Argo CD and Flux owners on the operator, the Installation and calico-node', () => {
     const installation: KubeObject = {
       apiVersion: 'operator.tigera.io/v1',

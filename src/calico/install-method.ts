@@ -56,6 +56,8 @@ export interface InstallMethod {
   managedBy?: string;
   gitOps: GitOpsOwner[];
   images: ImageSource[];
+  /** The Installation's image settings, where the operator pulls every other Calico image from (a mirror). */
+  installationImages?: { registry?: string; imagePath?: string; imagePrefix?: string };
 }
 
 export interface InstallObjects {
@@ -167,7 +169,11 @@ export function installMethod(objs: InstallObjects): InstallMethod {
   const nodeImage = container(objs.calicoNode ?? objs.canal, 'calico-node')?.image;
   if (nodeImage) images.push(parseImage('calico-node', nodeImage));
   const gitOps = [objs.operator, objs.installation, objs.calicoNode].flatMap((o) => gitOpsOwners(o));
-  const base = { datastore: datastoreOf(objs), gitOps, images };
+  const spec = objs.installation?.spec ?? {};
+  const mirror = Object.fromEntries(
+    (['registry', 'imagePath', 'imagePrefix'] as const).filter((k) => typeof spec[k] === 'string' && spec[k]).map((k) => [k, spec[k]]),
+  );
+  const base = { datastore: datastoreOf(objs), gitOps, images, ...(Object.keys(mirror).length ? { installationImages: mirror } : {}) };
   const managedObj = [objs.operator, objs.calicoNode, objs.canal].find((o) => o?.metadata.labels?.[ADDON_MANAGER]);
   if (managedObj) return { ...base, method: 'managed-addon', managedBy: managerOf(managedObj, images) };
   const op = objs.operator;

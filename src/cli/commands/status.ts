@@ -29,6 +29,13 @@ function installMethodLines(m: InstallMethod): string[] {
     `Installed   ${method}`,
     `GitOps      ${m.gitOps.length ? m.gitOps.map((g) => `${g.tool} ${g.name} (on ${g.object})`).join('; ') : 'no Argo CD or Flux owner found'}`,
     ...m.images.map(imageLine),
+    ...(m.installationImages
+      ? [
+          `Image       the operator's Calico images: ${Object.entries(m.installationImages)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ')} (Installation default)`,
+        ]
+      : []),
   ];
 }
 
