@@ -3,6 +3,7 @@
  * manifests are the same files, nothing refuses), take the cluster lock, then run the steps with the journal.
  * On a failed step: stop, report the state and the exact restore commands, or restore resources with autoRollback.
  */
+import { assertKubernetesDatastore } from '../calico/install-method.js';
 import { openBundle, type Bundle } from '../bundle/reader.js';
 import { verifyBundle } from '../bundle/verify.js';
 import { loadRelease, type Release } from '../calico/release.js';
@@ -96,6 +97,8 @@ export function restoreCommands(plan: Plan, hasSnapshots: boolean): string[] {
 }
 
 export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptions, reporter: Reporter): Promise<ApplyResult> {
+  // A plan made elsewhere rolls out Kubernetes-datastore manifests: refused on an etcd cluster before the journal exists.
+  await assertKubernetesDatastore(client, 'apply');
   const journalPath = journalPathFor(plan.bundle.path, plan.id);
   const journal = Journal.open(journalPath);
   if (journal.started && !opts.resume) {

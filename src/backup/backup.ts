@@ -7,6 +7,7 @@
  * orphaned), and with `cleanupOnFailure` those snapshots are deleted (recorded as `deleted`).
  * Nodes no provider can resolve make the backup refuse to start unless `allowUnprotectedNodes`.
  */
+import { assertKubernetesDatastore } from '../calico/install-method.js';
 import path from 'node:path';
 import { BundleWriter, isArchivePath } from '../bundle/writer.js';
 import type { BundleManifest } from '../bundle/types.js';
@@ -93,6 +94,8 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
   if (!(opts.concurrency >= 1)) throw new BadInputError('--concurrency must be at least 1');
   // Before any provider is opened or snapshot taken (export refuses too, but only after the nodes are resolved).
   await refuseV3CrdMode(client, 'nothing was backed up');
+  // An etcd datastore would give a bundle without pools, IPAM or policies: refused before providers or disks are touched.
+  await assertKubernetesDatastore(client, 'backup');
   const providers = await openProviders(
     {
       config: opts.config,

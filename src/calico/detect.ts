@@ -2,8 +2,9 @@ import type { KubeClient } from '../kube/client.js';
 import { KubeApiError } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
-import { calicoVersionForOperator, imageTag, OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE } from './knowledge.js';
+import { calicoVersionForOperator, imageTag, OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE, tagVersion } from './knowledge.js';
 import { v3CrdModeOf, type V3CrdMode } from './v3-crds.js';
+import { fetchInstallObjects, installMethod, type InstallMethod } from './install-method.js';
 
 export type InstallType = 'operator' | 'manifest' | 'none';
 
@@ -23,6 +24,8 @@ export interface CalicoInstall {
   calicoCrds: number;
   /** Calico 3.32's v3-CRD mode (projectcalico.org CRDs), which cni-rewind does not support yet (v3-crds.ts). */
   v3CrdMode?: V3CrdMode;
+  /** Datastore, install method, GitOps owners and image sources (install-method.ts). */
+  method: InstallMethod;
 }
 
 const CLUSTER_INFO: ResourceType = {
@@ -46,6 +49,8 @@ async function optional<T>(p: Promise<T>): Promise<T | undefined> {
 
 /** What Calico is installed, how, and at which version, read from the live cluster. */
 export async function detectCalico(client: KubeClient): Promise<CalicoInstall> {
+  const methodObjects = fetchInstallObjects(client); // read beside the reads below, not after them
+  methodObjects.catch(() => undefined); // a failure of the reads below is the one reported
   const [operator, nodeSys, nodeKube, clusterInfo, statuses, crds] = await Promise.all([
     optional(client.get(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT)),
     optional(client.get(K.daemonSet, 'calico-system', 'calico-node')),
@@ -67,7 +72,8 @@ export async function detectCalico(client: KubeClient): Promise<CalicoInstall> {
   const ciVersion = clusterInfo?.spec?.calicoVersion as string | undefined;
   const opTag = imageTag(operatorImage);
   const nodeTag = imageTag(calicoNodeImage);
-  const nodeVersion = nodeTag && /^v?\d+\.\d+\.\d+$/.test(nodeTag) ? (nodeTag.startsWith('v') ? nodeTag : `v${nodeTag}`) : undefined;
+  // A mirror's or provider's suffixed tag (`v3.26.3-gke.12`) still names its upstream release.
+  const nodeVersion = tagVersion(nodeTag)?.version;
   if (installType === 'manifest' && nodeKube && nodeVersion) {
     // A manifest install is what its calico-node DaemonSet says: ClusterInformation's calicoVersion is written by
     // calico-node when it starts, so it lags a rollout (and names the old release right after calico.yaml of
@@ -77,11 +83,11 @@ export async function detectCalico(client: KubeClient): Promise<CalicoInstall> {
   } else if (ciVersion && /^v?\d+\.\d+/.test(ciVersion)) {
     version = ciVersion.startsWith('v') ? ciVersion : `v${ciVersion}`;
     versionSource = 'clusterinformation';
-  } else if (opTag && calicoVersionForOperator(opTag)) {
-    version = calicoVersionForOperator(opTag);
+  } else if (opTag && calicoVersionForOperator(tagVersion(opTag)?.version ?? opTag)) {
+    version = calicoVersionForOperator(tagVersion(opTag)?.version ?? opTag);
     versionSource = 'operator-image';
   } else if (nodeTag) {
-    version = nodeTag;
+    version = nodeVersion ?? nodeTag;
     versionSource = 'calico-node-image';
   }
   return {
@@ -95,6 +101,7 @@ export async function detectCalico(client: KubeClient): Promise<CalicoInstall> {
     tigeraStatus: (statuses ?? []).map((s) => ({ name: s.metadata.name, conditions: s.status?.conditions ?? [] })),
     calicoCrds,
     ...(v3CrdMode ? { v3CrdMode } : {}),
+    method: installMethod({ ...(await methodObjects), operator, calicoNode: node }),
   };
 }
 

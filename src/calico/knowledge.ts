@@ -117,6 +117,16 @@ export function imageTag(image: string | undefined): string | undefined {
   return colon > slash ? noDigest.slice(colon + 1) : undefined;
 }
 
+/**
+ * The release a tag names: `v3.26.3` -> v3.26.3, `3.26.3` -> v3.26.3, `v3.26.3-gke.12` -> v3.26.3 from vendor gke (a
+ * mirror or a provider rebuilds upstream's release and marks its tag). Undefined for a tag that names no release.
+ */
+export function tagVersion(tag: string | undefined): { version: string; vendor?: string } | undefined {
+  const m = tag ? /^v?(\d+\.\d+\.\d+)(?:[-+]([A-Za-z][A-Za-z0-9]*)?[.\w-]*)?$/.exec(tag) : null;
+  if (!m) return undefined;
+  return { version: `v${m[1]}`, ...(m[2] ? { vendor: m[2] } : {}) };
+}
+
 export function normalizeVersion(v: string): string {
   return v.startsWith('v') ? v : `v${v}`;
 }

@@ -309,6 +309,17 @@ describe('refinements', () => {
     expect(ids(fs)).toEqual(['calico-crds-missing']);
     expect(fs[0]!.fix).toContain('cni-rewind restore <bundle> --resources');
   });
+
+  it('Calico in etcd mode (calico-etcd.yaml: no CRDs by design) is an etcd-datastore warning, not the CRD fix that would empty it', () => {
+    const st = {
+      ...makeState({ workloads: [calicoNode('v3.27.4')], withIpam: false }),
+      datastore: { type: 'etcd' as const, evidence: 'calico-config etcd_endpoints' },
+    };
+    const fs = runChecks(st);
+    expect(ids(fs)).toEqual(['etcd-datastore']);
+    expect(fs[0]!.fix).toContain('etcdctl snapshot save');
+    expect(fs.map((f) => f.fix).join(' ')).not.toContain('re-apply the release manifests');
+  });
 });
 
 describe('entry CIDR owned by a pool the operator does not manage', () => {

@@ -1,6 +1,7 @@
 /** Build a CalicoState from the live cluster or from a bundle. */
 import { CALICO_GROUPS, CALICO_WORKLOADS } from '../calico/knowledge.js';
 import { v3CrdModeOf } from '../calico/v3-crds.js';
+import { readDatastore } from '../calico/install-method.js';
 import type { Bundle } from '../bundle/reader.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
@@ -28,11 +29,12 @@ export async function loadLiveState(client: KubeClient, only?: readonly string[]
       objects[resourceKey(type)] = [];
     }
   });
-  const [nodes, pods, workloads, allCrds] = await Promise.all([
+  const [nodes, pods, workloads, allCrds, datastore] = await Promise.all([
     client.listAll(K.node),
     client.listAll(K.pod),
     loadWorkloads(client),
     client.listMetadata(K.crd),
+    readDatastore(client),
   ]);
   const v3Crds = v3CrdModeOf(allCrds.map((c) => c.metadata.name))?.crds;
   return {
@@ -44,6 +46,7 @@ export async function loadLiveState(client: KubeClient, only?: readonly string[]
     pods: pods.map(toPodInfo),
     workloads,
     installType: installTypeOf(workloads, crds),
+    datastore,
   };
 }
 

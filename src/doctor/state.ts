@@ -2,6 +2,7 @@
  * CalicoState: everything doctor's checks look at, as plain data, so the checks are pure functions that run the
  * same on a live cluster (`loadLiveState`) and on a bundle offline (`loadBundleState`).
  */
+import type { DatastoreInfo } from '../calico/install-method.js';
 import type { InstallType } from '../calico/detect.js';
 import { CALICO_CRD_GROUP, CALICO_WORKLOADS, NODE_TUNNEL_ADDR_ANNOTATIONS, OPERATOR_GROUP, POD_ANNOTATION_PREFIX } from '../calico/knowledge.js';
 import type { KubeObject } from '../kube/types.js';
@@ -49,6 +50,8 @@ export interface CalicoState {
   pods?: PodInfo[];
   workloads: WorkloadInfo[];
   installType: InstallType;
+  /** Where Calico keeps its data; absent for a bundle (a bundle is only ever made of a Kubernetes datastore). */
+  datastore?: DatastoreInfo;
 }
 
 /** Keys of the objects the checks read. */

@@ -9,6 +9,7 @@ import { configPathFor, crdPathFor, nodePathFor, packedResourcePath, packedV3Pat
 import type { BundleManifest, ResourceTypeEntry } from '../bundle/types.js';
 import { detectCalico } from '../calico/detect.js';
 import { v3CrdModeRefusal } from '../calico/v3-crds.js';
+import { assertKubernetesDatastore } from '../calico/install-method.js';
 import { CALICO_GROUPS, CALICO_V3_GROUP, EXPORT_CONFIG, SHARED_POLICY_GROUP, SHARED_POLICY_KINDS } from '../calico/knowledge.js';
 import { errorMessage } from '../core/errors.js';
 import { InterruptedError, whenAborted } from '../io/abort.js';
@@ -273,6 +274,8 @@ export async function exportBundle(
   },
   reporter: Reporter,
 ): Promise<{ path: string; manifest: BundleManifest }> {
+  // An etcd datastore would give a bundle without pools, IPAM or policies: refused before anything is written.
+  await assertKubernetesDatastore(client, 'export');
   const out = opts.out ?? path.join(DEFAULT_BACKUP_DIR, defaultBundleName(client.connection.clusterName));
   const writer = await BundleWriter.open(out, { secretsExcluded: opts.excludeSecrets, encryptionKey: opts.encryptionKey, encryption: opts.encryption });
   if (!opts.out) writer.manifest.id = path.basename(out);

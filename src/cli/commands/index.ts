@@ -19,7 +19,8 @@ export const commandTable: CommandEntry[] = [
   { command: 'version', describe: 'Print the tool version and the bundle format version', load: async () => (await import('./version.js')).versionCommand },
   {
     command: 'status',
-    describe: 'Show Kubernetes, the Calico install (type, version, operator, TigeraStatus) and the nodes with their providers',
+    describe:
+      'Show Kubernetes, the Calico install (type, version, datastore, install method, GitOps owner, images, operator, TigeraStatus) and the nodes with their providers',
     load: async () => (await import('./status.js')).statusCommand,
   },
   {

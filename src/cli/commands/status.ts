@@ -1,10 +1,48 @@
 import { clusterStatus } from '../../status/status.js';
 import { handler, type Command } from '../context.js';
 import { renderTable } from '../output.js';
+import type { ImageSource, InstallMethod } from '../../calico/install-method.js';
+
+const METHOD_NAMES: Record<InstallMethod['method'], string> = {
+  'operator-helm': 'tigera-operator by Helm',
+  'operator-manifest': 'tigera-operator by manifest (tigera-operator.yaml)',
+  manifest: 'manifest (calico.yaml)',
+  canal: 'Canal (canal DaemonSet, Calico policy beside flannel)',
+  'rke2-chart': "RKE2's rke2-calico chart",
+  'managed-addon': 'managed add-on',
+  none: 'none found',
+};
+
+function imageLine(i: ImageSource): string {
+  const version = i.version ? `version ${i.version}${i.vendor ? ` (vendor ${i.vendor})` : ''}` : 'version not in the tag';
+  return `Image       ${i.component}: registry ${i.registry}, ${i.digest ? 'pinned by digest' : 'by tag'}, ${version}`;
+}
+
+/** Datastore, install method, GitOps owners and image sources, one line each. */
+function installMethodLines(m: InstallMethod): string[] {
+  const method =
+    METHOD_NAMES[m.method] +
+    (m.helm ? ` (release ${m.helm.namespace}/${m.helm.release})` : '') +
+    (m.managedBy && m.method !== 'rke2-chart' ? ` (managed by ${m.managedBy})` : '');
+  return [
+    `Datastore   ${m.datastore.type === 'etcd' ? `etcd (${m.datastore.evidence}): not supported by cni-rewind` : 'Kubernetes'}`,
+    `Installed   ${method}`,
+    `GitOps      ${m.gitOps.length ? m.gitOps.map((g) => `${g.tool} ${g.name} (on ${g.object})`).join('; ') : 'no Argo CD or Flux owner found'}`,
+    ...m.images.map(imageLine),
+    ...(m.installationImages
+      ? [
+          `Image       the operator's Calico images: ${Object.entries(m.installationImages)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ')} (Installation default)`,
+        ]
+      : []),
+  ];
+}
 
 export const statusCommand: Command = {
   command: 'status',
-  describe: 'Show Kubernetes, the Calico install (type, version, operator, TigeraStatus) and the nodes with their providers',
+  describe:
+    'Show Kubernetes, the Calico install (type, version, datastore, install method, GitOps owner, images, operator, TigeraStatus) and the nodes with their providers',
   handler: handler(async (ctx) => {
     const report = await clusterStatus(await ctx.client());
     ctx.print(report, () => {
@@ -13,6 +51,7 @@ export const statusCommand: Command = {
         `Kubernetes  ${report.kubernetes.version}  (${report.kubernetes.server}, context ${report.kubernetes.context})`,
         `Calico      ${c.installType === 'none' ? 'not installed' : `${c.version ?? 'unknown version'} (${c.installType} install${c.versionSource ? `, version from ${c.versionSource}` : ''})`}`,
       ];
+      if (c.installType !== 'none') lines.push(...installMethodLines(c.method));
       if (c.operatorImage) lines.push(`Operator    ${c.operatorImage} (replicas ${c.operatorReplicas ?? '?'})`);
       if (c.calicoNodeImage) lines.push(`calico-node ${c.calicoNodeImage} (${c.calicoNodeNamespace})`);
       for (const ts of c.tigeraStatus) {

@@ -88,6 +88,24 @@ const crdsMissing: Check = {
     if (running.length === 0) return [];
     // In v3-CRD mode the v1 CRDs are absent by design: v3CrdMode reports that.
     if (state.v3Crds?.length) return [];
+    // Calico in etcd mode has no CRDs by design: re-applying the Kubernetes-datastore manifests would move it to an empty datastore.
+    if (state.datastore?.type === 'etcd') {
+      return [
+        {
+          id: 'etcd-datastore',
+          severity: 'warning',
+          title: `Calico keeps its data in etcd (${state.datastore.evidence}), not in Kubernetes CRDs`,
+          objects: running.map((w) => `${w.kind}/${w.namespace}/${w.name}`),
+          why:
+            'cni-rewind reads and writes Calico through the Kubernetes API only: export and backup would write a bundle without a pool, ' +
+            'IPAM block or policy, and plan/apply would roll out the Kubernetes-datastore calico.yaml, after which every CNI ADD fails. ' +
+            'They refuse this cluster (exit 5); the missing crd.projectcalico.org CRDs are expected here and must not be re-applied.',
+          fix:
+            'Back up etcd with etcdctl snapshot save <file> (the endpoints and certificates of calico-config and calico-etcd-secrets), and ' +
+            "upgrade with the target release's calico-etcd.yaml; to use cni-rewind, move to the Kubernetes datastore with calicoctl datastore migrate first.",
+        },
+      ];
+    }
     const hasPools = state.crds.some((c) => c.spec?.group === CALICO_CRD_GROUP && c.spec?.names?.kind === 'IPPool');
     if (hasPools) return [];
     return [
