@@ -14,7 +14,8 @@ import type { Plan } from '../plan/types.js';
 /*
  * The engine entries that write refuse an etcd-datastore Calico first. The ConfigMap is the one Calico v3.28.1's
  * manifests/calico-etcd.yaml makes (kube-system/calico-config, etcd_endpoints). The fake API server answers the
- * datastore check's reads and fails any other request, so a refusal that came late would show as that failure.
+ * datastore check's reads (and backup's v3-CRD check's list of CRD names) and fails any other request, so a refusal
+ * that came late would show as that failure.
  */
 const calicoConfig: KubeObject = {
   apiVersion: 'v1',
@@ -29,6 +30,11 @@ function fakeClient(): { client: KubeClient; calls: string[] } {
     async getOrUndefined(r: ResourceType, ns: string | undefined, name: string) {
       calls.push(`GET ${r.kind} ${ns}/${name}`);
       return r.kind === 'ConfigMap' && ns === 'kube-system' && name === 'calico-config' ? structuredClone(calicoConfig) : undefined;
+    },
+    // backup looks for Calico 3.32's v3-CRD mode first (v3-crds.ts): a read, and no v3 CRDs here.
+    async listMetadata(r: ResourceType) {
+      calls.push(`LIST ${r.kind} metadata`);
+      return [];
     },
   };
   return {
