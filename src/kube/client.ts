@@ -171,7 +171,9 @@ export class KubeClient {
       try {
         return (text ? JSON.parse(text) : undefined) as T;
       } catch {
-        throw new KubeApiError(status, 'BadResponse', `unparseable response from ${method} ${path}`, method, path);
+        // A success whose body is not whole JSON was cut off on the way (a connection lost mid-body): retried as a
+        // reset connection is.
+        throw new KubeConnectionError(`the answer to ${method} ${path} was cut off (HTTP ${status}, unparseable body)`, 'ECONNRESET');
       }
     }
     if (status === 429) this.stats.throttled++;

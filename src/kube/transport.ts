@@ -201,21 +201,21 @@ class Http2Transport implements Transport {
       });
       req.on('data', (c: Buffer) => chunks.push(c));
       const cutOff = () => Object.assign(new Error('the API server closed the stream before answering'), { code: 'ECONNRESET' });
-      req.on('end', () => {
-        done();
-        if (status) resolve({ status, headers: responseHeaders, body: Buffer.concat(chunks) });
-        else reject(cutOff());
-      });
+      // Answered only once the stream has closed cleanly: a stream whose session died mid-body (the API server
+      // killed) can still signal its end, with the body cut short.
+      let ended = false;
+      req.on('end', () => (ended = true));
       req.on('error', (err) => {
         done();
         reject(resetError(err));
       });
       // A session destroyed under the stream closes it without 'end' or 'error'.
       req.on('close', () => {
-        if (!finished) {
-          done();
-          reject(cutOff());
-        }
+        if (finished) return;
+        done();
+        if (status && ended && req.rstCode === http2.constants.NGHTTP2_NO_ERROR) {
+          resolve({ status, headers: responseHeaders, body: Buffer.concat(chunks) });
+        } else reject(cutOff());
       });
       if (r.timeoutMs) req.setTimeout(r.timeoutMs, () => req.destroy(Object.assign(new Error('request timed out'), { code: 'ETIMEDOUT' })));
       if (r.body !== undefined) req.end(r.body);
