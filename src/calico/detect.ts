@@ -5,6 +5,7 @@ import type { KubeObject, ResourceType } from '../kube/types.js';
 import { calicoVersionForOperator, imageTag, OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE, tagVersion } from './knowledge.js';
 import { v3CrdModeOf, type V3CrdMode } from './v3-crds.js';
 import { fetchInstallObjects, installMethod, type InstallMethod } from './install-method.js';
+import { readHelmRelease } from './helm-release.js';
 
 export type InstallType = 'operator' | 'manifest' | 'none';
 
@@ -101,8 +102,14 @@ export async function detectCalico(client: KubeClient): Promise<CalicoInstall> {
     tigeraStatus: (statuses ?? []).map((s) => ({ name: s.metadata.name, conditions: s.status?.conditions ?? [] })),
     calicoCrds,
     ...(v3CrdMode ? { v3CrdMode } : {}),
-    method: installMethod({ ...(await methodObjects), operator, calicoNode: node }),
+    method: await withHelmRecord(client, installMethod({ ...(await methodObjects), operator, calicoNode: node })),
   };
+}
+
+/** A Helm install's chart, revision and value keys from the release's own record (one more read, Helm installs only). */
+async function withHelmRecord(client: KubeClient, method: InstallMethod): Promise<InstallMethod> {
+  if (!method.helm) return method;
+  return { ...method, helm: await readHelmRelease(client, method.helm.release, method.helm.namespace) };
 }
 
 function containerImage(obj: KubeObject | undefined, name: string): string | undefined {

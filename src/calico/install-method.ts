@@ -9,6 +9,7 @@ import type { KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
 import { imageTag, tagVersion } from './knowledge.js';
+import type { HelmRelease } from './helm-release.js';
 
 const INSTALLATION_TYPE: ResourceType = { group: 'operator.tigera.io', version: 'v1', plural: 'installations', kind: 'Installation', namespaced: false };
 
@@ -51,7 +52,8 @@ export interface GitOpsOwner {
 export interface InstallMethod {
   datastore: DatastoreInfo;
   method: InstallMethodKind;
-  helm?: { release: string; namespace: string };
+  /** The Helm release from the operator's annotations; detectCalico adds what Helm's own record says (helm-release.ts). */
+  helm?: HelmRelease;
   /** Who reconciles a managed install: AKS, GKE, RKE2 or the cluster's addon manager. */
   managedBy?: string;
   gitOps: GitOpsOwner[];

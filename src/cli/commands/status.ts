@@ -2,6 +2,7 @@ import { clusterStatus } from '../../status/status.js';
 import { handler, type Command } from '../context.js';
 import { renderTable } from '../output.js';
 import type { ImageSource, InstallMethod } from '../../calico/install-method.js';
+import type { HelmRelease } from '../../calico/helm-release.js';
 
 const METHOD_NAMES: Record<InstallMethod['method'], string> = {
   'operator-helm': 'tigera-operator by Helm',
@@ -18,6 +19,15 @@ function imageLine(i: ImageSource): string {
   return `Image       ${i.component}: registry ${i.registry}, ${i.digest ? 'pinned by digest' : 'by tag'}, ${version}`;
 }
 
+/** What Helm's record of the release says: chart, revision, status and which values the user set (names only). */
+function helmLine(h: HelmRelease): string {
+  if (h.unreadable) return `Helm        release record not read: ${h.unreadable}`;
+  const chart = h.chart ? `chart ${h.chart.name ?? '?'} ${h.chart.version ?? '?'}${h.chart.appVersion ? ` (app ${h.chart.appVersion})` : ''}` : 'chart unknown';
+  const keys = h.valueKeys ?? [];
+  const values = keys.length || h.otherValueKeys ? `${keys.join(', ')}${h.otherValueKeys ? ` and ${h.otherValueKeys} more` : ''}` : 'none';
+  return `Helm        revision ${h.revision ?? '?'} (${h.status ?? 'status unknown'}), ${chart}, values set: ${values}`;
+}
+
 /** Datastore, install method, GitOps owners and image sources, one line each. */
 function installMethodLines(m: InstallMethod): string[] {
   const method =
@@ -27,6 +37,7 @@ function installMethodLines(m: InstallMethod): string[] {
   return [
     `Datastore   ${m.datastore.type === 'etcd' ? `etcd (${m.datastore.evidence}): not supported by cni-rewind` : 'Kubernetes'}`,
     `Installed   ${method}`,
+    ...(m.helm ? [helmLine(m.helm)] : []),
     `GitOps      ${m.gitOps.length ? m.gitOps.map((g) => `${g.tool} ${g.name} (on ${g.object})`).join('; ') : 'no Argo CD or Flux owner found'}`,
     ...m.images.map(imageLine),
     ...(m.installationImages

@@ -1,0 +1,133 @@
+/**
+ * The Helm release behind a Helm-installed tigera-operator (issue 31, item 2), read from Helm's own record of it:
+ * Helm 3 and 4 keep every revision of a release as a Secret `sh.helm.release.v1.<release>.v<revision>` in the
+ * release's namespace, labelled `owner=helm`, `name`, `status` and `version`, whose `release` key holds Helm's
+ * encoding of the release (pkg/storage/driver/util.go encodeRelease: the release as JSON, gzipped, base64; the
+ * Secret's own data encoding adds a second base64). What comes out is only reported: chart, revision, status and
+ * the top-level keys of the user-supplied values, never a value (they may hold credentials), and nothing read here
+ * decides what cni-rewind does.
+ */
+import { gunzipSync } from 'node:zlib';
+import { KubeApiError, type KubeClient } from '../kube/client.js';
+import { K } from '../kube/builtin.js';
+import type { KubeObject } from '../kube/types.js';
+
+/** A release decompresses to at most this much JSON; more is refused (a gzip bomb in a crafted Secret). */
+export const HELM_RELEASE_MAX_BYTES = 16 * 1024 * 1024;
+/** How many value keys are named at most; more are counted. */
+const MAX_VALUE_KEYS = 50;
+/** Helm's own rule for a release name (pkg/chart/common/util ValidateReleaseName), so it is safe in a label selector. */
+const RELEASE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const GZIP_MAGIC = [0x1f, 0x8b, 0x08];
+
+export interface HelmRelease {
+  /** From the operator Deployment's `meta.helm.sh/release-name` and `-namespace` annotations. */
+  release: string;
+  namespace: string;
+  /** The Secret the details below were read from. */
+  record?: string;
+  chart?: { name?: string; version?: string; appVersion?: string };
+  revision?: number;
+  /** Helm's status of that revision: deployed, or failed / pending-upgrade / ... when no revision is deployed. */
+  status?: string;
+  /** Top-level keys of the values the user supplied (`helm get values`), never their values. */
+  valueKeys?: string[];
+  /** Keys left out of valueKeys: beyond the first 50, or not a plain name. */
+  otherValueKeys?: number;
+  /** Why the record could not be read (forbidden, none found, undecodable): one line; the rest still works. */
+  unreadable?: string;
+}
+
+/** A string from the record as it may be printed: no control characters (terminal escapes), at most `max` characters. */
+function printable(v: unknown, max = 100): string | undefined {
+  if (typeof v !== 'string') return undefined;
+  const clean = v.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
+  return clean.length > max ? `${clean.slice(0, max)}...` : clean;
+}
+
+/**
+ * The Secret's `data.release` (as the API returns it, base64) to the release JSON. Throws a one-line Error on
+ * anything that is not Helm's encoding or that would decompress beyond HELM_RELEASE_MAX_BYTES.
+ */
+export function decodeHelmReleaseData(secretData: string): unknown {
+  if (secretData.length > HELM_RELEASE_MAX_BYTES) throw new Error(`the record is larger than ${HELM_RELEASE_MAX_BYTES} bytes`);
+  const helmText = Buffer.from(secretData, 'base64').toString('latin1');
+  let bytes = Buffer.from(helmText, 'base64');
+  // Releases stored before Helm compressed them are plain JSON under the base64 (as Helm's decodeRelease allows).
+  if (bytes.length > 3 && GZIP_MAGIC.every((b, i) => bytes[i] === b)) {
+    try {
+      bytes = gunzipSync(bytes, { maxOutputLength: HELM_RELEASE_MAX_BYTES });
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === 'ERR_BUFFER_TOO_LARGE') throw new Error(`the record decompresses to more than ${HELM_RELEASE_MAX_BYTES} bytes`, { cause: err });
+      throw new Error(`the record is not valid gzip (${(err as Error).message})`, { cause: err });
+    }
+  }
+  try {
+    return JSON.parse(bytes.toString('utf8'));
+  } catch (err) {
+    throw new Error('the record is not Helm release JSON', { cause: err });
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** What the release JSON tells, each field only when it has the type Helm writes. */
+export function summarizeHelmRelease(rel: unknown): Pick<HelmRelease, 'chart' | 'revision' | 'status' | 'valueKeys' | 'otherValueKeys'> {
+  if (!isObject(rel)) throw new Error('the record is not Helm release JSON');
+  const meta = isObject(rel.chart) && isObject(rel.chart.metadata) ? rel.chart.metadata : {};
+  const chart = Object.fromEntries(
+    (['name', 'version', 'appVersion'] as const).map((k) => [k, printable(meta[k])]).filter(([, v]) => v !== undefined),
+  ) as HelmRelease['chart'];
+  const status = isObject(rel.info) ? printable(rel.info.status, 40) : undefined;
+  const revision = typeof rel.version === 'number' && Number.isSafeInteger(rel.version) ? rel.version : undefined;
+  const keys = isObject(rel.config) ? Object.keys(rel.config) : [];
+  const named = keys.filter((k) => /^[A-Za-z0-9_.-]{1,63}$/.test(k)).slice(0, MAX_VALUE_KEYS);
+  return {
+    ...(Object.keys(chart!).length ? { chart } : {}),
+    ...(revision !== undefined ? { revision } : {}),
+    ...(status ? { status } : {}),
+    valueKeys: named,
+    ...(keys.length > named.length ? { otherValueKeys: keys.length - named.length } : {}),
+  };
+}
+
+function revisionOf(s: KubeObject): number {
+  const v = Number(s.metadata.labels?.version);
+  return Number.isSafeInteger(v) ? v : -1;
+}
+
+/** The newest of the records. */
+function newest(records: KubeObject[]): KubeObject | undefined {
+  return records.reduce<KubeObject | undefined>((best, s) => (!best || revisionOf(s) > revisionOf(best) ? s : best), undefined);
+}
+
+/**
+ * The release's deployed revision (the newest one if none is deployed), read from Helm's Secrets in the release's
+ * namespace. A record that cannot be read leaves `unreadable` set and the rest of the answer as the annotations had it.
+ */
+export async function readHelmRelease(client: KubeClient, release: string, namespace: string): Promise<HelmRelease> {
+  const base = { release, namespace };
+  if (!RELEASE_NAME.test(release) || release.length > 53) return { ...base, unreadable: `'${printable(release, 60)}' is not a Helm release name` };
+  const selector = `owner=helm,name=${release}`;
+  let record: KubeObject | undefined;
+  try {
+    // Helm keeps one revision deployed; the history (up to --history-max) is read only when none is.
+    const deployed = await client.listAll(K.secret, { namespace, labelSelector: `${selector},status=deployed` });
+    record = newest(deployed) ?? newest(await client.listAll(K.secret, { namespace, labelSelector: selector }));
+  } catch (err) {
+    if (err instanceof KubeApiError && err.statusCode === 403) {
+      return { ...base, unreadable: `listing Secrets in ${namespace} (Helm's release records) is forbidden${err.user ? ` for ${err.user}` : ''}` };
+    }
+    throw err;
+  }
+  if (!record) return { ...base, unreadable: `no Helm release record (Secret labelled ${selector}) in ${namespace}` };
+  const data = record.data?.release;
+  const name = record.metadata.name;
+  if (typeof data !== 'string') return { ...base, record: name, unreadable: `Secret ${namespace}/${name} has no release data` };
+  try {
+    return { ...base, record: name, ...summarizeHelmRelease(decodeHelmReleaseData(data)) };
+  } catch (err) {
+    return { ...base, record: name, unreadable: `Secret ${namespace}/${name}: ${(err as Error).message}` };
+  }
+}
