@@ -3,8 +3,8 @@
 # vitest, so the test command works on a fresh machine); quick when everything is present.
 # - Debian packages: libvirt + QEMU (the libvirt tests run a real libvirtd on qcow2 disks), qemu-utils, openssl.
 # - moto (the AWS EC2 emulator), pinned in test/requirements.txt.
-# - the local control plane (control-plane/build.sh) and vcsim (test/vcsim/build.sh), built from Go modules
-#   once and cached outside the repository.
+# - the local control plane (control-plane/build.sh), vcsim (test/vcsim/build.sh) and helm (test/helm/build.sh),
+#   built from Go modules once and cached outside the repository.
 # A missing piece that cannot be installed here (not root, no apt-get) stops with the command to run: the tests
 # would otherwise fail one by one for the same reason.
 set -euo pipefail
@@ -46,13 +46,14 @@ if [ "$(id -u)" = 0 ] && ! getent passwd libvirt-qemu >/dev/null; then
   getent group libvirt >/dev/null || groupadd -r libvirt
 fi
 
-command -v go >/dev/null || { say "Go >= 1.26 is needed to build the local control plane and vcsim (go.dev/dl, or your distribution's golang package)"; exit 4; }
+command -v go >/dev/null || { say "Go >= 1.26 is needed to build the local control plane, vcsim and helm (go.dev/dl, or your distribution's golang package)"; exit 4; }
 cache_root=${CNI_REWIND_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cni-rewind-e2e}
 mkdir -p "$cache_root"
 # The builds that end from now on are this run's (the closing table of test/support/timing-reporter.ts).
 date +%s >"$cache_root/test-run-started"
 bash "$root/control-plane/build.sh" >/dev/null
 bash "$here/vcsim/build.sh" >/dev/null
+bash "$here/helm/build.sh" >/dev/null
 # Calico's programs for the tests that run the real tigera operator, API server and kube-controllers (cached; about
 # 16 min cold) build in the background while the tests start: the unit tests and the files without them run
 # meanwhile, and a test that needs a program waits for it on the build lock. Their source comes from GitHub, or

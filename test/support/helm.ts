@@ -1,0 +1,58 @@
+/**
+ * The real `helm` program for the tests (built from its Go module by test/helm/build.sh, cached outside the
+ * repository) and Calico's tigera-operator chart packaged from a release's source tree (test/helm/chart.sh). Each
+ * helm run gets `home` as its HOME and Helm's config, cache and data folders, so nothing of a developer's own Helm
+ * setup (repositories, plugins, registry logins) or kube cache takes part or is touched.
+ */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { packageRoot } from '../../src/core/package-root.js';
+
+const run = promisify(execFile);
+const script = (name: string) => path.join(packageRoot(), 'test', 'helm', name);
+
+async function lastLine(args: string[], what: string): Promise<string> {
+  // A cold helm build takes minutes (2 cores); the scripts fail with the reason on stderr.
+  const { stdout } = await run('bash', args, { timeout: 20 * 60_000, maxBuffer: 16 * 1024 * 1024 }).catch((e) => {
+    throw new Error(
+      `${what} failed: ${String(e.stderr ?? e.message)
+        .trim()
+        .split('\n')
+        .slice(-5)
+        .join(' | ')}`,
+      { cause: e },
+    );
+  });
+  const out = stdout.trim().split('\n').pop();
+  if (!out) throw new Error(`${what} printed no path`);
+  return out;
+}
+
+export const buildHelm = (): Promise<string> => lastLine([script('build.sh')], 'test/helm/build.sh');
+
+/** The tigera-operator chart archive of Calico `tag` (e.g. v3.28.1), versioned `tag` as Calico releases it. */
+export const tigeraOperatorChart = (tag: string): Promise<string> => lastLine([script('chart.sh'), tag], `test/helm/chart.sh ${tag}`);
+
+export interface HelmResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** A helm command against the cluster of `kubeconfig`, with its own state folders under `home`. */
+export async function helm(bin: string, kubeconfig: string, home: string, args: string[]): Promise<HelmResult> {
+  const env = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    // client-go keeps its discovery cache under $HOME/.kube (the working folder when HOME is unset).
+    HOME: home,
+    KUBECONFIG: kubeconfig,
+    HELM_CONFIG_HOME: path.join(home, 'config'),
+    HELM_CACHE_HOME: path.join(home, 'cache'),
+    HELM_DATA_HOME: path.join(home, 'data'),
+  };
+  return run(bin, args, { env, timeout: 5 * 60_000, maxBuffer: 64 * 1024 * 1024 }).then(
+    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+    (e) => ({ code: typeof e.code === 'number' ? e.code : 1, stdout: String(e.stdout ?? ''), stderr: String(e.stderr ?? e.message) }),
+  );
+}
