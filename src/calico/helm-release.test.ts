@@ -37,15 +37,15 @@ function record(name: string, labels: Record<string, string>, data?: string): Ku
   } as KubeObject;
 }
 
-/** A client answering Secret lists by label selector from `secrets`, or failing every call with `fail`. */
-function secretsClient(secrets: KubeObject[], fail?: Error) {
+/** A client answering Secret and ConfigMap lists by label selector from `objects`, or failing every call with `fail`. */
+function secretsClient(objects: KubeObject[], fail?: Error) {
   const selectors: string[] = [];
   const client = {
-    async listAll(_r: unknown, opts: { namespace?: string; labelSelector?: string }) {
-      selectors.push(`${opts.namespace} ${opts.labelSelector}`);
+    async listAll(r: { kind: string }, opts: { namespace?: string; labelSelector?: string }) {
+      selectors.push(`${r.kind} ${opts.namespace} ${opts.labelSelector}`);
       if (fail) throw fail;
       const want = Object.fromEntries((opts.labelSelector ?? '').split(',').map((kv) => kv.split('=') as [string, string]));
-      return secrets.filter((s) => Object.entries(want).every(([k, v]) => s.metadata.labels?.[k] === v));
+      return objects.filter((s) => s.kind === r.kind && Object.entries(want).every(([k, v]) => s.metadata.labels?.[k] === v));
     },
   };
   return { client: client as unknown as KubeClient, selectors };
@@ -111,7 +111,7 @@ describe('readHelmRelease', () => {
     ]);
     const rel = await readHelmRelease(client, 'calico', 'tigera-operator');
     expect(rel).toMatchObject({ release: 'calico', namespace: 'tigera-operator', record: 'sh.helm.release.v1.calico.v10', revision: 10, status: 'deployed' });
-    expect(selectors).toEqual(['tigera-operator owner=helm,name=calico,status=deployed']);
+    expect(selectors).toEqual(['Secret tigera-operator owner=helm,name=calico,status=deployed']);
   });
 
   it('reads the newest revision when none is deployed (an upgrade under way or failed)', async () => {
@@ -124,7 +124,7 @@ describe('readHelmRelease', () => {
       ),
     ]);
     expect(await readHelmRelease(client, 'calico', 'tigera-operator')).toMatchObject({ revision: 2, status: 'pending-upgrade' });
-    expect(selectors[1]).toBe('tigera-operator owner=helm,name=calico');
+    expect(selectors[1]).toBe('Secret tigera-operator owner=helm,name=calico');
   });
 
   it('says in one line when the records are forbidden, missing or undecodable, and goes on', async () => {
@@ -143,13 +143,33 @@ describe('readHelmRelease', () => {
       unreadable: "listing Secrets in tigera-operator (Helm's release records) is forbidden for system:serviceaccount:cni-rewind:cni-rewind",
     });
     expect((await readHelmRelease(secretsClient([]).client, 'calico', 'tigera-operator')).unreadable).toBe(
-      'no Helm release record (Secret labelled owner=helm,name=calico) in tigera-operator',
+      'no Helm release record (Secret or ConfigMap labelled owner=helm,name=calico) in tigera-operator',
     );
     const bad = secretsClient([record('sh.helm.release.v1.calico.v1', { status: 'deployed', version: '1' }, 'bm90IGJhc2U2NA==')]);
     expect((await readHelmRelease(bad.client, 'calico', 'tigera-operator')).unreadable).toBe(
       'Secret tigera-operator/sh.helm.release.v1.calico.v1: the record is not Helm release JSON',
     );
     await expect(readHelmRelease(secretsClient([], new KubeApiError(500, 'InternalError', 'boom', 'GET', '/')).client, 'calico', 'x')).rejects.toThrow('boom');
+  });
+
+  it("reads Helm's ConfigMap storage (HELM_DRIVER=configmap) when there is no Secret record", async () => {
+    const helmText = gzipSync(releaseJson({ version: 3 })).toString('base64');
+    const cm = {
+      ...record('sh.helm.release.v1.calico.v3', { status: 'deployed', version: '3' }),
+      kind: 'ConfigMap',
+      data: { release: helmText },
+    } as KubeObject;
+    const { client, selectors } = secretsClient([cm]);
+    expect(await readHelmRelease(client, 'calico', 'tigera-operator')).toMatchObject({
+      record: 'ConfigMap/sh.helm.release.v1.calico.v3',
+      revision: 3,
+      status: 'deployed',
+    });
+    expect(selectors).toEqual([
+      'Secret tigera-operator owner=helm,name=calico,status=deployed',
+      'Secret tigera-operator owner=helm,name=calico',
+      'ConfigMap tigera-operator owner=helm,name=calico,status=deployed',
+    ]);
   });
 
   it('never puts an annotation that is not a release name into a label selector', async () => {

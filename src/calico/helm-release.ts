@@ -3,7 +3,8 @@
  * Helm 3 and 4 keep every revision of a release as a Secret `sh.helm.release.v1.<release>.v<revision>` in the
  * release's namespace, labelled `owner=helm`, `name`, `status` and `version`, whose `release` key holds Helm's
  * encoding of the release (pkg/storage/driver/util.go encodeRelease: the release as JSON, gzipped, base64; the
- * Secret's own data encoding adds a second base64). What comes out is only reported: chart, revision, status and
+ * Secret's own data encoding adds a second base64). With HELM_DRIVER=configmap the same record is a ConfigMap of
+ * the same name and labels, its `release` key Helm's text as is. What comes out is only reported: chart, revision, status and
  * the top-level keys of the user-supplied values, never a value (they may hold credentials), and nothing read here
  * decides what cni-rewind does.
  */
@@ -24,7 +25,7 @@ export interface HelmRelease {
   /** From the operator Deployment's `meta.helm.sh/release-name` and `-namespace` annotations. */
   release: string;
   namespace: string;
-  /** The Secret the details below were read from. */
+  /** The Secret (or, with Helm's ConfigMap storage, `ConfigMap/<name>`) the details below were read from. */
   record?: string;
   chart?: { name?: string; version?: string; appVersion?: string };
   revision?: number;
@@ -46,12 +47,13 @@ function printable(v: unknown, max = 100): string | undefined {
 }
 
 /**
- * The Secret's `data.release` (as the API returns it, base64) to the release JSON. Throws a one-line Error on
- * anything that is not Helm's encoding or that would decompress beyond HELM_RELEASE_MAX_BYTES.
+ * A record's `release` key to the release JSON: a Secret's as the API returns it (base64 of Helm's text), a
+ * ConfigMap's as Helm wrote it. Throws a one-line Error on anything that is not Helm's encoding or that would
+ * decompress beyond HELM_RELEASE_MAX_BYTES.
  */
-export function decodeHelmReleaseData(secretData: string): unknown {
-  if (secretData.length > HELM_RELEASE_MAX_BYTES) throw new Error(`the record is larger than ${HELM_RELEASE_MAX_BYTES} bytes`);
-  const helmText = Buffer.from(secretData, 'base64').toString('latin1');
+export function decodeHelmReleaseData(data: string, storage: 'secret' | 'configmap' = 'secret'): unknown {
+  if (data.length > HELM_RELEASE_MAX_BYTES) throw new Error(`the record is larger than ${HELM_RELEASE_MAX_BYTES} bytes`);
+  const helmText = storage === 'secret' ? Buffer.from(data, 'base64').toString('latin1') : data;
   let bytes = Buffer.from(helmText, 'base64');
   // Releases stored before Helm compressed them are plain JSON under the base64 (as Helm's decodeRelease allows).
   if (bytes.length > 3 && GZIP_MAGIC.every((b, i) => bytes[i] === b)) {
@@ -111,23 +113,35 @@ export async function readHelmRelease(client: KubeClient, release: string, names
   if (!RELEASE_NAME.test(release) || release.length > 53) return { ...base, unreadable: `'${printable(release, 60)}' is not a Helm release name` };
   const selector = `owner=helm,name=${release}`;
   let record: KubeObject | undefined;
-  try {
-    // Helm keeps one revision deployed; the history (up to --history-max) is read only when none is.
-    const deployed = await client.listAll(K.secret, { namespace, labelSelector: `${selector},status=deployed` });
-    record = newest(deployed) ?? newest(await client.listAll(K.secret, { namespace, labelSelector: selector }));
-  } catch (err) {
-    if (err instanceof KubeApiError && err.statusCode === 403) {
-      return { ...base, unreadable: `listing Secrets in ${namespace} (Helm's release records) is forbidden${err.user ? ` for ${err.user}` : ''}` };
+  let storage: 'secret' | 'configmap' = 'secret';
+  for (const [kind, type] of [
+    ['secret', K.secret],
+    ['configmap', K.configMap],
+  ] as const) {
+    try {
+      // Helm keeps one revision deployed; the history (up to --history-max) is read only when none is.
+      const deployed = await client.listAll(type, { namespace, labelSelector: `${selector},status=deployed` });
+      record = newest(deployed) ?? newest(await client.listAll(type, { namespace, labelSelector: selector }));
+    } catch (err) {
+      if (err instanceof KubeApiError && err.statusCode === 403) {
+        return {
+          ...base,
+          unreadable: `listing ${type.plural === 'secrets' ? 'Secrets' : 'ConfigMaps'} in ${namespace} (Helm's release records) is forbidden${err.user ? ` for ${err.user}` : ''}`,
+        };
+      }
+      throw err;
     }
-    throw err;
+    storage = kind;
+    if (record) break;
   }
-  if (!record) return { ...base, unreadable: `no Helm release record (Secret labelled ${selector}) in ${namespace}` };
+  if (!record) return { ...base, unreadable: `no Helm release record (Secret or ConfigMap labelled ${selector}) in ${namespace}` };
   const data = record.data?.release;
-  const name = record.metadata.name;
-  if (typeof data !== 'string') return { ...base, record: name, unreadable: `Secret ${namespace}/${name} has no release data` };
+  const name = storage === 'secret' ? record.metadata.name : `ConfigMap/${record.metadata.name}`;
+  const where = `${storage === 'secret' ? 'Secret' : 'ConfigMap'} ${namespace}/${record.metadata.name}`;
+  if (typeof data !== 'string') return { ...base, record: name, unreadable: `${where} has no release data` };
   try {
-    return { ...base, record: name, ...summarizeHelmRelease(decodeHelmReleaseData(data)) };
+    return { ...base, record: name, ...summarizeHelmRelease(decodeHelmReleaseData(data, storage)) };
   } catch (err) {
-    return { ...base, record: name, unreadable: `Secret ${namespace}/${name}: ${(err as Error).message}` };
+    return { ...base, record: name, unreadable: `${where}: ${(err as Error).message}` };
   }
 }

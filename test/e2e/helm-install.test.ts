@@ -29,7 +29,9 @@ describe('a tigera-operator installed by the real helm', () => {
   let helmBin: string;
   let chart: string;
   let home: string;
-  const h = (args: string[]) => helm(helmBin, kubeconfig(), home, args);
+  /** Where helm keeps the release (HELM_DRIVER): Secrets, its default, until the last test. */
+  let driver: 'secret' | 'configmap' = 'secret';
+  const h = (args: string[]) => helm(helmBin, kubeconfig(), home, args, driver);
   const helmRecords = async () =>
     (await client.listAll(K.secret, { namespace: NS, labelSelector: `owner=helm,name=${RELEASE}` }))
       .map((s) => `${s.metadata.name}@${s.metadata.resourceVersion} ${s.metadata.labels?.status}`)
@@ -171,5 +173,20 @@ describe('a tigera-operator installed by the real helm', () => {
       await client.delete(K.clusterRoleBinding, undefined, user);
       await client.delete(K.clusterRole, undefined, user);
     }
+  });
+
+  it('a release Helm keeps in ConfigMaps (HELM_DRIVER=configmap) is read from there', async () => {
+    ok(await h(['uninstall', RELEASE, '-n', NS, '--no-hooks']), 'helm uninstall');
+    driver = 'configmap';
+    ok(await h(['install', RELEASE, chart, '-n', NS, '--set', 'installation.enabled=false']), 'helm install (configmap driver)');
+    expect(await client.listAll(K.secret, { namespace: NS, labelSelector: `owner=helm,name=${RELEASE}` })).toEqual([]);
+    const { calico } = await statusJson();
+    expect(calico.method.helm).toMatchObject({
+      record: `ConfigMap/sh.helm.release.v1.${RELEASE}.v1`,
+      chart: { name: 'tigera-operator', version: 'v3.28.1' },
+      revision: 1,
+      status: 'deployed',
+      valueKeys: ['installation'],
+    });
   });
 });

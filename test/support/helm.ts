@@ -40,8 +40,8 @@ export interface HelmResult {
   stderr: string;
 }
 
-/** A helm command against the cluster of `kubeconfig`, with its own state folders under `home`. */
-export async function helm(bin: string, kubeconfig: string, home: string, args: string[]): Promise<HelmResult> {
+/** A helm command against the cluster of `kubeconfig`, with its own state folders under `home`; `driver`: where Helm keeps releases. */
+export async function helm(bin: string, kubeconfig: string, home: string, args: string[], driver: 'secret' | 'configmap' = 'secret'): Promise<HelmResult> {
   const env = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     // client-go keeps its discovery cache under $HOME/.kube (the working folder when HOME is unset).
@@ -50,6 +50,7 @@ export async function helm(bin: string, kubeconfig: string, home: string, args: 
     HELM_CONFIG_HOME: path.join(home, 'config'),
     HELM_CACHE_HOME: path.join(home, 'cache'),
     HELM_DATA_HOME: path.join(home, 'data'),
+    HELM_DRIVER: driver,
   };
   return run(bin, args, { env, timeout: 5 * 60_000, maxBuffer: 64 * 1024 * 1024 }).then(
     (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
