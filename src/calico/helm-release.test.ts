@@ -172,9 +172,10 @@ describe('readHelmRelease', () => {
     ]);
   });
 
-  it('never puts an annotation that is not a release name into a label selector', async () => {
+  it('never puts an annotation that is not a release name into a label selector, nor one that is not a namespace into a path', async () => {
     const { client, selectors } = secretsClient([]);
     expect((await readHelmRelease(client, 'calico,owner!=helm', 'tigera-operator')).unreadable).toBe("'calico,owner!=helm' is not a Helm release name");
+    expect((await readHelmRelease(client, 'calico', '../../../apis')).unreadable).toBe("'../../../apis' is not a namespace name");
     expect(selectors).toEqual([]);
   });
 });

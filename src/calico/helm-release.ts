@@ -19,6 +19,8 @@ export const HELM_RELEASE_MAX_BYTES = 16 * 1024 * 1024;
 const MAX_VALUE_KEYS = 50;
 /** Helm's own rule for a release name (pkg/chart/common/util ValidateReleaseName), so it is safe in a label selector. */
 const RELEASE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/** A namespace name (RFC 1123 label): an annotation that is none never becomes part of a request path. */
+const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const GZIP_MAGIC = [0x1f, 0x8b, 0x08];
 
 export interface HelmRelease {
@@ -111,6 +113,7 @@ function newest(records: KubeObject[]): KubeObject | undefined {
 export async function readHelmRelease(client: KubeClient, release: string, namespace: string): Promise<HelmRelease> {
   const base = { release, namespace };
   if (!RELEASE_NAME.test(release) || release.length > 53) return { ...base, unreadable: `'${printable(release, 60)}' is not a Helm release name` };
+  if (!NAMESPACE_NAME.test(namespace)) return { ...base, unreadable: `'${printable(namespace, 70)}' is not a namespace name` };
   const selector = `owner=helm,name=${release}`;
   let record: KubeObject | undefined;
   let storage: 'secret' | 'configmap' = 'secret';
