@@ -3,7 +3,7 @@
  * manifests are the same files, nothing refuses), take the cluster lock, then run the steps with the journal.
  * On a failed step: stop, report the state and the exact restore commands, or restore resources with autoRollback.
  */
-import { assertKubernetesDatastore } from '../calico/install-method.js';
+import { assertSupportedCalico } from '../calico/supported.js';
 import { openBundle, type Bundle } from '../bundle/reader.js';
 import { verifyBundle } from '../bundle/verify.js';
 import { loadRelease, type Release } from '../calico/release.js';
@@ -97,8 +97,9 @@ export function restoreCommands(plan: Plan, hasSnapshots: boolean): string[] {
 }
 
 export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptions, reporter: Reporter): Promise<ApplyResult> {
-  // A plan made elsewhere rolls out Kubernetes-datastore manifests: refused on an etcd cluster before the journal exists.
-  await assertKubernetesDatastore(client, 'apply');
+  // A plan made elsewhere rolls out Kubernetes-datastore manifests, and its steps write the v1 CRDs: refused on an etcd
+  // cluster or one migrated to v3-CRD mode since the plan was made (or between runs), before the journal exists.
+  await assertSupportedCalico(client, 'apply', 'the plan was not applied');
   const journalPath = journalPathFor(plan.bundle.path, plan.id);
   const journal = Journal.open(journalPath);
   if (journal.started && !opts.resume) {

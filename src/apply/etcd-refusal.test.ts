@@ -5,17 +5,18 @@ import { describe, expect, it } from 'vitest';
 import { applyPlan } from './apply.js';
 import { backup, type BackupOptions } from '../backup/backup.js';
 import { exportBundle } from '../export/export.js';
+import { restoreResources, type RestoreSource } from '../restore/restore.js';
 import { isErrorKind } from '../core/errors.js';
 import { RecordingIoHost, Reporter } from '../io/host.js';
-import type { KubeClient } from '../kube/client.js';
+import { KubeApiError, type KubeClient } from '../kube/client.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
 import type { Plan } from '../plan/types.js';
 
 /*
  * The engine entries that write refuse an etcd-datastore Calico first. The ConfigMap is the one Calico v3.28.1's
  * manifests/calico-etcd.yaml makes (kube-system/calico-config, etcd_endpoints). The fake API server answers the
- * datastore check's reads (and backup's v3-CRD check's list of CRD names) and fails any other request, so a refusal
- * that came late would show as that failure.
+ * reads of detectCalico and of the datastore check (objects it does not have are not found) and fails any other request,
+ * so a refusal that came late (after a write, a provider or a journal) would show as that failure.
  */
 const calicoConfig: KubeObject = {
   apiVersion: 'v1',
@@ -31,9 +32,18 @@ function fakeClient(): { client: KubeClient; calls: string[] } {
       calls.push(`GET ${r.kind} ${ns}/${name}`);
       return r.kind === 'ConfigMap' && ns === 'kube-system' && name === 'calico-config' ? structuredClone(calicoConfig) : undefined;
     },
-    // backup looks for Calico 3.32's v3-CRD mode first (v3-crds.ts): a read, and no v3 CRDs here.
+    // The refusal judges what detectCalico (export, backup) or assertSupportedCalico (apply) read: reads only, and
+    // no v3 CRDs here (v3-crds.ts).
     async listMetadata(r: ResourceType) {
       calls.push(`LIST ${r.kind} metadata`);
+      return [];
+    },
+    async get(r: ResourceType, ns: string | undefined, name: string) {
+      calls.push(`GET ${r.kind} ${ns}/${name}`);
+      throw new KubeApiError(404, 'NotFound', `${r.kind} ${name} not found`, 'GET', `/${r.plural}/${name}`);
+    },
+    async listAll(r: ResourceType) {
+      calls.push(`LIST ${r.kind}`);
       return [];
     },
   };
@@ -70,9 +80,17 @@ describe('the etcd datastore is refused before anything is written', () => {
     expect(readdirSync(dir)).toEqual([]);
   });
 
+  it('restore plans nothing: the CRDs it would write are not where this Calico keeps its data', async () => {
+    const { client, calls } = fakeClient();
+    const err = await refusal(restoreResources(client, {} as RestoreSource, {}, reporter()));
+    expect(err.message).toContain('so restore would miss every pool');
+    expect(err.message).not.toContain('nothing was restored');
+    expect(calls.every((c) => c.startsWith('GET ') || c.startsWith('LIST '))).toBe(true);
+  });
+
   it('apply opens no journal for a plan made elsewhere', async () => {
     const { client, calls } = fakeClient();
     await refusal(applyPlan(client, {} as Plan, {}, reporter()));
-    expect(calls.every((c) => c.startsWith('GET '))).toBe(true);
+    expect(calls.every((c) => c.startsWith('GET ') || c.startsWith('LIST '))).toBe(true);
   });
 });

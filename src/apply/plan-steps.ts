@@ -5,7 +5,6 @@
  */
 import type { Bundle } from '../bundle/reader.js';
 import { detectCalico } from '../calico/detect.js';
-import { refuseV3CrdMode } from '../calico/v3-crds.js';
 import { OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE } from '../calico/knowledge.js';
 import type { Release } from '../calico/release.js';
 import { pruneUnknownFields } from '../calico/schema.js';
@@ -99,8 +98,6 @@ export async function preflightChecks(
   const uid = await clusterUid(client);
   if (uid !== plan.cluster.uid)
     throw new RefusedError(`this plan was made for cluster ${plan.cluster.name} (uid ${plan.cluster.uid}), not this one (uid ${uid})`);
-  // Migrated to v3-CRD mode since the plan was made (or between runs): its steps would write the v1 storage.
-  await refuseV3CrdMode(client, 'the plan was not applied');
   const cluster = await checkCluster(client, plan.options.rebootNodes);
   const checks = [
     ...(await checkBundle(bundle, {

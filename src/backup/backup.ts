@@ -7,7 +7,8 @@
  * orphaned), and with `cleanupOnFailure` those snapshots are deleted (recorded as `deleted`).
  * Nodes no provider can resolve make the backup refuse to start unless `allowUnprotectedNodes`.
  */
-import { assertKubernetesDatastore } from '../calico/install-method.js';
+import { detectCalico } from '../calico/detect.js';
+import { refuseUnsupportedCalico } from '../calico/supported.js';
 import path from 'node:path';
 import { BundleWriter, isArchivePath } from '../bundle/writer.js';
 import type { BundleManifest } from '../bundle/types.js';
@@ -16,7 +17,6 @@ import type { NodeMapping } from '../config/mapping.js';
 import { BadInputError, errorMessage, RefusedError } from '../core/errors.js';
 import { whenAborted } from '../io/abort.js';
 import type { Reporter } from '../io/host.js';
-import { refuseV3CrdMode } from '../calico/v3-crds.js';
 import { DEFAULT_BACKUP_DIR, defaultBundleName, exportCalico } from '../export/export.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
@@ -92,10 +92,10 @@ export async function selectNodes(client: KubeClient, opts: { nodes?: string[]; 
 
 export async function backup(client: KubeClient, opts: BackupOptions, reporter: Reporter): Promise<BackupResult> {
   if (!(opts.concurrency >= 1)) throw new BadInputError('--concurrency must be at least 1');
-  // Before any provider is opened or snapshot taken (export refuses too, but only after the nodes are resolved).
-  await refuseV3CrdMode(client, 'nothing was backed up');
-  // An etcd datastore would give a bundle without pools, IPAM or policies: refused before providers or disks are touched.
-  await assertKubernetesDatastore(client, 'backup');
+  // v3-CRD mode or an etcd datastore would give a bundle without pools, IPAM or policies: refused before any provider
+  // is opened or disk touched. The export below takes what was detected here instead of reading it again.
+  const install = await detectCalico(client);
+  refuseUnsupportedCalico(install, 'backup', 'nothing was backed up');
   const providers = await openProviders(
     {
       config: opts.config,
@@ -122,7 +122,7 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
     else if (isArchivePath(out)) writer.manifest.id = path.basename(out).replace(/\.(tar\.gz|tgz)$/i, '');
     const m = writer.manifest;
     try {
-      await exportCalico(client, writer, { excludeSecrets: opts.excludeSecrets }, reporter);
+      await exportCalico(client, writer, { excludeSecrets: opts.excludeSecrets, install }, reporter);
     } catch (err) {
       await writer.abort();
       throw err;

@@ -211,8 +211,3 @@ export function refuseEtcdDatastore(datastore: DatastoreInfo, command: string): 
     },
   );
 }
-
-/** readDatastore + refuseEtcdDatastore, for the commands that do not run detectCalico. */
-export async function assertKubernetesDatastore(client: KubeClient, command: string): Promise<void> {
-  refuseEtcdDatastore(await readDatastore(client), command);
-}

@@ -8,8 +8,6 @@
  * command that exports or writes refuses first, by name.
  */
 import { RefusedError } from '../core/errors.js';
-import { K } from '../kube/builtin.js';
-import type { KubeClient } from '../kube/client.js';
 import { CALICO_CRD_GROUP, CALICO_V3_GROUP } from './knowledge.js';
 
 /** The group of the DatastoreMigration kind (v1 -> v3 CRD migration, kube-controllers' migration controller). */
@@ -41,10 +39,4 @@ export function v3CrdModeRefusal(mode: V3CrdMode, what: string): RefusedError {
       hint: `back up with kubectl (kubectl get ${example} -o yaml, and each other ${CALICO_V3_GROUP} kind) and your provider's disk snapshots instead; cni-rewind supports Calico whose data is in ${CALICO_CRD_GROUP}, as the operator-crds.yaml and calico.yaml of every release up to 3.32 install it`,
     },
   );
-}
-
-/** Refuses (exit 5) when the cluster runs Calico in v3-CRD mode. */
-export async function refuseV3CrdMode(client: KubeClient, what: string): Promise<void> {
-  const mode = v3CrdModeOf((await client.listMetadata(K.crd)).map((c) => c.metadata.name));
-  if (mode) throw v3CrdModeRefusal(mode, what);
 }

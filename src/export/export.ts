@@ -7,9 +7,8 @@ import path from 'node:path';
 import { BundleWriter, isArchivePath, type PackedFileWriter } from '../bundle/writer.js';
 import { configPathFor, crdPathFor, nodePathFor, packedResourcePath, packedV3Path, resourcePathFor, v3PathFor } from '../bundle/paths.js';
 import type { BundleManifest, ResourceTypeEntry } from '../bundle/types.js';
-import { detectCalico } from '../calico/detect.js';
-import { v3CrdModeRefusal } from '../calico/v3-crds.js';
-import { assertKubernetesDatastore } from '../calico/install-method.js';
+import { detectCalico, type CalicoInstall } from '../calico/detect.js';
+import { refuseUnsupportedCalico } from '../calico/supported.js';
 import { CALICO_GROUPS, CALICO_V3_GROUP, EXPORT_CONFIG, SHARED_POLICY_GROUP, SHARED_POLICY_KINDS } from '../calico/knowledge.js';
 import { errorMessage } from '../core/errors.js';
 import { InterruptedError, whenAborted } from '../io/abort.js';
@@ -25,6 +24,8 @@ export interface ExportOptions {
   excludeSecrets?: boolean;
   /** Objects per list request (default 500). */
   pageSize?: number;
+  /** What detectCalico found when the command started, judged supported then (refuseUnsupportedCalico): not read again. */
+  install?: CalicoInstall;
 }
 
 /** Is this CRD one whose objects are Calico state? (Calico groups, plus the Calico-shipped shared policy kinds.) */
@@ -44,9 +45,9 @@ function forBundle(obj: KubeObject): KubeObject {
 export async function exportCalico(client: KubeClient, writer: BundleWriter, opts: ExportOptions, reporter: Reporter): Promise<void> {
   const m = writer.manifest;
   const pageSize = opts.pageSize ?? 500;
-  const [uid, version, calico] = await Promise.all([clusterUid(client), client.serverVersion(), detectCalico(client)]);
+  const [uid, version, calico] = await Promise.all([clusterUid(client), client.serverVersion(), opts.install ?? detectCalico(client)]);
   // Its data is not in the CRDs this exports: a bundle would look complete and hold none of it.
-  if (calico.v3CrdMode) throw v3CrdModeRefusal(calico.v3CrdMode, 'nothing was exported');
+  refuseUnsupportedCalico(calico, 'export', 'nothing was exported');
   m.cluster = { uid, name: client.connection.clusterName, server: client.connection.server, kubernetesVersion: version.gitVersion };
   m.calico = {
     installType: calico.installType,
@@ -274,8 +275,9 @@ export async function exportBundle(
   },
   reporter: Reporter,
 ): Promise<{ path: string; manifest: BundleManifest }> {
-  // An etcd datastore would give a bundle without pools, IPAM or policies: refused before anything is written.
-  await assertKubernetesDatastore(client, 'export');
+  // v3-CRD mode or an etcd datastore would give a bundle without pools, IPAM or policies: refused before anything is written.
+  const install = await detectCalico(client);
+  refuseUnsupportedCalico(install, 'export', 'nothing was exported');
   const out = opts.out ?? path.join(DEFAULT_BACKUP_DIR, defaultBundleName(client.connection.clusterName));
   const writer = await BundleWriter.open(out, { secretsExcluded: opts.excludeSecrets, encryptionKey: opts.encryptionKey, encryption: opts.encryption });
   if (!opts.out) writer.manifest.id = path.basename(out);
@@ -286,7 +288,7 @@ export async function exportBundle(
   const interrupted = new Promise<never>((_, reject) => {
     stopListening = whenAborted(opts.signal, (why) => void writer.abort().finally(() => reject(new InterruptedError(why))));
   });
-  const work = exportCalico(client, writer, opts, reporter).then(() => writer.commit());
+  const work = exportCalico(client, writer, { ...opts, install }, reporter).then(() => writer.commit());
   work.catch(() => undefined); // once interrupted, what the export in flight does next no longer matters
   try {
     const final = await Promise.race([work, interrupted]);

@@ -5,8 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { detectCalico } from '../calico/detect.js';
-import { v3CrdModeRefusal } from '../calico/v3-crds.js';
-import { refuseEtcdDatastore } from '../calico/install-method.js';
+import { refuseUnsupportedCalico } from '../calico/supported.js';
 import { IPAM_LIVE_KINDS, compareVersions } from '../calico/knowledge.js';
 import { loadRelease, type Release } from '../calico/release.js';
 import { BadInputError, RefusedError } from '../core/errors.js';
@@ -63,10 +62,10 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
   }
 
   const install = await detectCalico(client);
-  if (install.v3CrdMode) throw v3CrdModeRefusal(install.v3CrdMode, 'no plan was made');
+  // v3-CRD mode's data is not where the plan's steps write; calico.yaml rolled over calico-etcd.yaml breaks every CNI
+  // ADD: both refused before the bundle or manifests are read.
+  refuseUnsupportedCalico(install, 'plan', 'no plan was made');
   if (install.installType === 'none') throw new BadInputError('no Calico install found in this cluster: there is nothing to upgrade or downgrade');
-  // calico.yaml rolled over calico-etcd.yaml breaks every CNI ADD: refused before the bundle or manifests are read.
-  refuseEtcdDatastore(install.method.datastore, 'plan');
   // Refused before anything else is looked at (bundle, manifests): the answer does not depend on them.
   if (install.installType === 'manifest' && opts.strategy === 'reinstall') {
     throw new BadInputError('--strategy reinstall is implemented for operator installs only; use in-place for a calico.yaml install');

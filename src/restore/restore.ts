@@ -7,7 +7,7 @@
  * re-reads what was written and sums the restore up. `restoreResources` is all three, with the confirmation
  * between planning and executing.
  */
-import { refuseV3CrdMode } from '../calico/v3-crds.js';
+import { assertSupportedCalico } from '../calico/supported.js';
 import { RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import type { KubeClient } from '../kube/client.js';
@@ -55,8 +55,9 @@ async function planAndExecute(
   reporter: Reporter,
   spool: DesiredSpool,
 ): Promise<RestoreResult> {
-  // Before planning: a plan would create the v1 CRDs, which flips the operator back to v1 mode over stale data.
-  await refuseV3CrdMode(client, 'nothing was restored');
+  // Before planning: in v3-CRD mode a plan would create the v1 CRDs, which flips the operator back to v1 mode over
+  // stale data; on the etcd datastore it would write CRDs Calico never reads and report them restored.
+  await assertSupportedCalico(client, 'restore', 'nothing was restored');
   const timer = new PhaseTimer();
   let { plan, planned, bundleCrds } = await planRestore(client, bundle, opts, reporter, timer, spool);
   if (opts.dryRun) {
