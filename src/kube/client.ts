@@ -171,9 +171,17 @@ export class KubeClient {
       try {
         return (text ? JSON.parse(text) : undefined) as T;
       } catch {
-        // A success whose body is not whole JSON was cut off on the way (a connection lost mid-body): retried as a
-        // reset connection is.
-        throw new KubeConnectionError(`the answer to ${method} ${path} was cut off (HTTP ${status}, unparseable body)`, 'ECONNRESET');
+        // The body is whole: both transports fail a body cut off mid-way as a reset connection (retried) before it
+        // gets here (transport.ts). What is left is an answer that is not the Kubernetes API's (a proxy's login page),
+        // which asking again would not change.
+        const type = res.headers['content-type'];
+        throw new KubeApiError(
+          status,
+          'BadResponse',
+          `unparseable response from ${method} ${path} (HTTP ${status}${type ? `, ${String(type)}` : ''}): the server answered something that is not the Kubernetes API`,
+          method,
+          path,
+        );
       }
     }
     if (status === 429) this.stats.throttled++;

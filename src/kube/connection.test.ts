@@ -209,6 +209,26 @@ process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/
     client.close();
   });
 
+  it('a whole 2xx answer that is not JSON (a proxy login page) fails at once with what it was, never retried', async () => {
+    let requests = 0;
+    const proxyPage = http.createServer((req, res) => {
+      requests++;
+      res.writeHead(200, { 'Content-Type': 'text/html' });
+      res.end('<html>sign in to the proxy</html>');
+    });
+    await new Promise<void>((r) => proxyPage.listen(0, '127.0.0.1', r));
+    const port = (proxyPage.address() as AddressInfo).port;
+    const k = kubeconfig('html.yaml', { current: 'h', entries: [{ ctx: 'h', cluster: 'html', server: `http://127.0.0.1:${port}`, user: 'uh' }] });
+    const client = await KubeClient.connect({ kubeconfig: k });
+    try {
+      await expect(client.serverVersion()).rejects.toThrow('unparseable response from GET /version');
+      expect(requests).toBe(1);
+    } finally {
+      client.close();
+      await new Promise((r) => proxyPage.close(r));
+    }
+  });
+
   it('a server that is not listening fails at once, not after a minute of retries', async () => {
     const closed = http.createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));

@@ -109,6 +109,28 @@ describe('transport', () => {
     }
   });
 
+  it('over HTTP/1.1 too, a body cut off mid-way fails as a reset connection, never as a short answer', async () => {
+    // Headers promise 1000 bytes; 10 arrive, then the connection goes (the API server killed while answering a list).
+    const server = https.createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': '1000' });
+      res.write('{"items":[', () => res.socket?.destroy());
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = new URL(`https://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    const t = await openTransport(url, undefined, { ca: tls.ca });
+    try {
+      const outcome = await t.send({ method: 'GET', path: '/list', headers: {} }).then(
+        (a) => `answered ${a.status} with ${a.body.length} bytes`,
+        (e: Error & { code?: string }) => e.code,
+      );
+      expect(outcome).toBe('ECONNRESET');
+      expect(t.protocol).toBe('http/1.1');
+    } finally {
+      t.close();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
   it('a server certificate the CA did not sign fails the TLS handshake, not later', async () => {
     const server = await h2Server((_p, stream) => stream.end());
     const other = selfSignedCert(dir, 'other');
