@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { detectCalico } from '../calico/detect.js';
 import { refuseUnsupportedCalico } from '../calico/supported.js';
+import { liveManifestTypha, refuseTyphaLeftBehind } from './typha.js';
 import { IPAM_LIVE_KINDS, compareVersions } from '../calico/knowledge.js';
 import { loadRelease, type Release } from '../calico/release.js';
 import { BadInputError, RefusedError } from '../core/errors.js';
@@ -73,6 +74,7 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
   reporter.info('CNR_PLAN_CURRENT', `current: Calico ${install.version ?? 'unknown version'} (${install.installType} install)`);
   const target: Release = await loadRelease(opts.to, { manifests: opts.manifests, need: install.installType === 'operator' ? 'operator' : 'manifest' });
   reporter.info('CNR_PLAN_TARGET', `target: Calico ${target.version} from ${target.origin}`);
+  if (install.installType === 'manifest') refuseTyphaLeftBehind(await liveManifestTypha(client), target.calicoManifest, target.version);
   const direction = !install.version
     ? 'upgrade'
     : compareVersions(target.version, install.version) < 0

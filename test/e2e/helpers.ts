@@ -57,6 +57,10 @@ export async function resetCalico(client: KubeClient): Promise<void> {
   await client.delete(K.deployment, 'kube-system', 'calico-kube-controllers');
   // calico.yaml's other kube-system objects: its PDB would otherwise linger and count in later drain preflights.
   await client.delete(K.pdb, 'kube-system', 'calico-kube-controllers');
+  // calico-typha.yaml's Typha: its Deployment, Service and PDB (the PDB would count in drain preflights too).
+  await client.delete(K.deployment, 'kube-system', 'calico-typha');
+  await client.delete(K.service, 'kube-system', 'calico-typha');
+  await client.delete(K.pdb, 'kube-system', 'calico-typha');
   for (const sa of ['calico-kube-controllers', 'calico-node', 'calico-cni-plugin']) await client.delete(K.serviceAccount, 'kube-system', sa);
   await client.waitFor(
     'Calico CRDs to be deleted',
