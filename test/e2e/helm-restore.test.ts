@@ -148,7 +148,7 @@ describe('restore over a Helm-installed tigera-operator leaves Helm’s release 
     ]);
     expect(await helmStatus()).toEqual([2, 'deployed']);
     expect(helmLines(r)).toEqual([
-      `left 1 Helm release record of the bundle to Helm (release tigera-operator/calico, revision 1): restore never writes them; to go back a revision: helm rollback calico <revision> -n tigera-operator`,
+      `left 1 Helm release record of the bundle to Helm (tigera-operator/calico revision 1, deployed then): restore never writes Helm's records; to return to the revision deployed then: helm rollback calico 1 -n tigera-operator`,
     ]);
   });
 
@@ -157,7 +157,8 @@ describe('restore over a Helm-installed tigera-operator leaves Helm’s release 
     expect(await liveRecordNames()).toEqual([]);
     await restore(old);
     expect(await liveRecordNames()).toEqual([]);
-    const list = await h(['list', '-n', NS, '--all', '-o', 'json']);
+    // Helm v4 lists releases in every status by default.
+    const list = await h(['list', '-n', NS, '-o', 'json']);
     ok(list, 'helm list');
     expect(JSON.parse(list.stdout)).toEqual([]);
   });
