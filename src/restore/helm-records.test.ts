@@ -116,6 +116,15 @@ describe('the one line about Helm release records', () => {
     }
   });
 
+  it('stays one short line for a bundle of many records and releases', () => {
+    const releases = Array.from({ length: 12 }, (_, i) => ({ namespace: 'tigera-operator', release: `r${i}`, revisions: [1], deployed: [] as number[] }));
+    releases[0] = { namespace: 'tigera-operator', release: 'calico', revisions: Array.from({ length: 40 }, (_, i) => i + 1), deployed: [40] };
+    const text = helmRecordsLeftText({ records: 51, releases });
+    expect(text).toBe(
+      "left 51 Helm release records of the bundle to Helm (tigera-operator/calico revisions 1 to 40 (40 of them), of which 40 deployed then; tigera-operator/r1 revision 1; tigera-operator/r2 revision 1; tigera-operator/r3 revision 1; tigera-operator/r4 revision 1; tigera-operator/r5 revision 1; tigera-operator/r6 revision 1; tigera-operator/r7 revision 1; tigera-operator/r8 revision 1; tigera-operator/r9 revision 1; 2 more releases): restore never writes Helm's records; to go back a revision: helm rollback <release> <revision> -n <namespace>",
+    );
+  });
+
   it('one revision deployed then: named, with its rollback', () => {
     const text = helmRecordsLeftText({ records: 1, releases: [{ namespace: 'tigera-operator', release: 'calico', revisions: [1], deployed: [1] }] });
     expect(text).toBe(

@@ -5,7 +5,7 @@
  */
 import { helmRecordName } from '../calico/helm-release.js';
 import type { Reporter } from '../io/host.js';
-import { objRef } from '../kube/types.js';
+import { objRef, type KubeObject } from '../kube/types.js';
 import { isLeftToHelm } from './admission.js';
 import type { RestoreOptions, RestoreSource } from './types.js';
 
@@ -24,10 +24,10 @@ export interface HelmRecordsLeft {
 }
 
 /** As planning selects (`--kinds` by kind or plural, apply's `only` by objRef), so the count is of what the run would have written. */
-function selected(o: { kind: string; metadata: { name: string; namespace?: string } }, opts: Pick<RestoreOptions, 'kinds' | 'only'>): boolean {
+function selected(o: KubeObject, opts: Pick<RestoreOptions, 'kinds' | 'only'>): boolean {
   const k = o.kind.toLowerCase();
   if (opts.kinds?.length && !opts.kinds.some((w) => [k, `${k}s`].includes(w.toLowerCase()))) return false;
-  return !opts.only || opts.only.has(objRef(o as Parameters<typeof objRef>[0]));
+  return !opts.only || opts.only.has(objRef(o));
 }
 
 /** The bundle's Helm release records that restore leaves to Helm, by release. */
@@ -54,13 +54,16 @@ export async function helmRecordsLeft(bundle: RestoreSource, opts: Pick<RestoreO
   return { records, releases };
 }
 
+/** Revisions and releases named at most (Helm keeps 10 revisions by default): the line stays one line for any bundle. */
+const MAX_LISTED = 10;
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 function describeRelease(r: HelmReleaseInBundle): string {
   const name = `${r.namespace}/${r.release ?? '(a record name Helm does not write)'}`;
   if (!r.revisions.length) return name;
-  const revisions = `${r.revisions.length === 1 ? 'revision' : 'revisions'} ${r.revisions.join(', ')}`;
-  const deployed = !r.deployed.length ? '' : r.revisions.length === 1 ? ', deployed then' : `, of which ${r.deployed.join(', ')} deployed then`;
+  const list = (ns: number[]) => (ns.length > MAX_LISTED ? `${ns[0]} to ${ns[ns.length - 1]} (${ns.length} of them)` : ns.join(', '));
+  const revisions = `${r.revisions.length === 1 ? 'revision' : 'revisions'} ${list(r.revisions)}`;
+  const deployed = !r.deployed.length ? '' : r.revisions.length === 1 ? ', deployed then' : `, of which ${list(r.deployed)} deployed then`;
   return `${name} ${revisions}${deployed}`;
 }
 
@@ -71,7 +74,9 @@ export function helmRecordsLeftText(left: HelmRecordsLeft): string {
     one?.release && one.deployed.length === 1
       ? `to return to the revision deployed then: helm rollback ${one.release} ${one.deployed[0]} -n ${one.namespace}`
       : 'to go back a revision: helm rollback <release> <revision> -n <namespace>';
-  return `left ${plural(left.records, 'Helm release record')} of the bundle to Helm (${left.releases.map(describeRelease).join('; ')}): restore never writes Helm's records; ${back}`;
+  const named = left.releases.slice(0, MAX_LISTED).map(describeRelease);
+  if (left.releases.length > MAX_LISTED) named.push(`${left.releases.length - MAX_LISTED} more releases`);
+  return `left ${plural(left.records, 'Helm release record')} of the bundle to Helm (${named.join('; ')}): restore never writes Helm's records; ${back}`;
 }
 
 /** Count the bundle's Helm release records and say, once, that they were left to Helm (nothing when it has none). */
