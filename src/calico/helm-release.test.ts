@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { decodeHelmReleaseData, HELM_RELEASE_MAX_BYTES, readHelmRelease, summarizeHelmRelease } from './helm-release.js';
+import { decodeHelmReleaseData, HELM_RELEASE_MAX_BYTES, helmRecordMarks, helmRecordName, readHelmRelease, summarizeHelmRelease } from './helm-release.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import type { KubeObject } from '../kube/types.js';
 
@@ -177,5 +177,54 @@ describe('readHelmRelease', () => {
     expect((await readHelmRelease(client, 'calico,owner!=helm', 'tigera-operator')).unreadable).toBe("'calico,owner!=helm' is not a Helm release name");
     expect((await readHelmRelease(client, 'calico', '../../../apis')).unreadable).toBe("'../../../apis' is not a namespace name");
     expect(selectors).toEqual([]);
+  });
+});
+
+describe('which objects are Helm release records', () => {
+  const cm = (name: string, labels?: Record<string, string>): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, namespace: 'x', ...(labels ? { labels } : {}) },
+  });
+  const secret = (name: string, type?: string, labels?: Record<string, string>): KubeObject =>
+    ({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: 'x', ...(labels ? { labels } : {}) }, ...(type ? { type } : {}) }) as KubeObject;
+
+  it('a record is Helm’s name with Helm’s type or owner label, as helm writes it with either driver', () => {
+    expect(helmRecordMarks(record('sh.helm.release.v1.calico.v2', {}))).toBe('record');
+    expect(helmRecordMarks(secret('sh.helm.release.v1.calico.v2', 'helm.sh/release.v1'))).toBe('record');
+    expect(helmRecordMarks(secret('sh.helm.release.v1.calico.v2', 'Opaque', { owner: 'helm' }))).toBe('record');
+    expect(helmRecordMarks(cm('sh.helm.release.v1.calico.v1', { owner: 'helm', name: 'calico', status: 'deployed' }))).toBe('record');
+  });
+
+  it('a label or a type alone never makes another object Helm’s; with the name, or the name alone, it is partial', () => {
+    // Calico's own Secret labelled owner=helm, or given Helm's type: not a record (restore refuses it, never skips it quietly).
+    expect(helmRecordMarks(secret('tigera-ca-private', 'kubernetes.io/tls', { owner: 'helm' }))).toBe('partial');
+    expect(helmRecordMarks(secret('tigera-ca-private', 'helm.sh/release.v1'))).toBe('partial');
+    expect(helmRecordMarks(cm('calico-config', { owner: 'helm' }))).toBe('partial');
+    // Helm's name without its other marks: `helm get --revision` would still read it by name.
+    expect(helmRecordMarks(secret('sh.helm.release.v1.calico.v9', 'Opaque'))).toBe('partial');
+    expect(helmRecordMarks(cm('sh.helm.release.v1.calico.v9', { owner: 'someone-else' }))).toBe('partial');
+    expect(helmRecordMarks(secret('tigera-ca-private', 'kubernetes.io/tls', { owner: 'tigera' }))).toBeUndefined();
+    expect(helmRecordMarks(cm('calico-config'))).toBeUndefined();
+    // Other kinds are never records, whatever they carry.
+    expect(
+      helmRecordMarks({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'sh.helm.release.v1.calico.v1', labels: { owner: 'helm' } } }),
+    ).toBeUndefined();
+  });
+
+  it('reads release and revision from a record name only when Helm could have written it', () => {
+    expect(helmRecordName('sh.helm.release.v1.calico.v2')).toEqual({ release: 'calico', revision: 2 });
+    expect(helmRecordName('sh.helm.release.v1.my.release-1.v12')).toEqual({ release: 'my.release-1', revision: 12 });
+    expect(helmRecordName('sh.helm.release.v1.foo.v1.v3')).toEqual({ release: 'foo.v1', revision: 3 });
+    for (const bad of [
+      'sh.helm.release.v1.calico',
+      'sh.helm.release.v1.calico.v0',
+      'sh.helm.release.v1.Calico.v1',
+      'sh.helm.release.v1.cal\u001b[2Jico.v1',
+      'sh.helm.release.v1..v1',
+      `sh.helm.release.v1.${'a'.repeat(54)}.v1`,
+      `sh.helm.release.v1.${'a-'.repeat(5000)}!.v1`,
+    ])
+      expect(helmRecordName(bad), bad).toBeUndefined();
   });
 });

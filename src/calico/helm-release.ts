@@ -23,6 +23,20 @@ const RELEASE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-
 const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const GZIP_MAGIC = [0x1f, 0x8b, 0x08];
 
+/**
+ * Helm's record of one revision: a Secret (or ConfigMap) named `sh.helm.release.v1.<release>.v<revision>` (helm v4.3.2
+ * pkg/storage/storage.go HelmStorageType, makeKey), a Secret of type `helm.sh/release.v1`, labelled `owner=helm`
+ * (pkg/storage/driver/secrets.go newSecretsObject, cfgmaps.go newConfigMapsObject). Helm reads a record by that
+ * name alone (Secrets.Get: `helm get --revision`, rollback's target) and lists the history by the label alone
+ * (List/Query with `owner=helm`: history, status, upgrade, DeployedAll), so either mark makes an object Helm's.
+ */
+export const HELM_RECORD_PREFIX = 'sh.helm.release.v1.';
+export const HELM_RECORD_SECRET_TYPE = 'helm.sh/release.v1';
+export const HELM_OWNER_LABEL = 'owner';
+export const HELM_OWNER_VALUE = 'helm';
+/** The name Helm gives a record, with a release name as Helm allows it: the only way release and revision are read from one. */
+const RECORD_NAME = /^sh\.helm\.release\.v1\.([a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*)\.v([1-9][0-9]{0,8})$/;
+
 export interface HelmRelease {
   /** From the operator Deployment's `meta.helm.sh/release-name` and `-namespace` annotations. */
   release: string;
@@ -147,4 +161,27 @@ export async function readHelmRelease(client: KubeClient, release: string, names
   } catch (err) {
     return { ...base, record: name, unreadable: `${where}: ${(err as Error).message}` };
   }
+}
+
+/**
+ * Is this object Helm's record of a release revision? 'record': a Secret or ConfigMap with Helm's name for a record
+ * and one of its other marks (a Secret's type `helm.sh/release.v1`, or the label `owner=helm`), as every record
+ * Helm writes has. 'partial': a Secret or ConfigMap with some of Helm's marks but not that pair, which Helm would
+ * still read (by the name or by the label) but which no Helm wrote: neither Helm's to keep nor anyone's to write.
+ * Deciding by the name as well means a label or a type alone never makes another object count as Helm's.
+ */
+export function helmRecordMarks(o: KubeObject): 'record' | 'partial' | undefined {
+  if (o.kind !== 'Secret' && o.kind !== 'ConfigMap') return undefined;
+  const named = typeof o.metadata?.name === 'string' && o.metadata.name.startsWith(HELM_RECORD_PREFIX);
+  const typed = o.kind === 'Secret' && o.type === HELM_RECORD_SECRET_TYPE;
+  const labelled = o.metadata?.labels?.[HELM_OWNER_LABEL] === HELM_OWNER_VALUE;
+  if (named && (typed || labelled)) return 'record';
+  return named || typed || labelled ? 'partial' : undefined;
+}
+
+/** Release and revision from a record's name, when it is one Helm would give (release names as Helm allows them). */
+export function helmRecordName(name: string): { release: string; revision: number } | undefined {
+  // Helm's longest: the prefix, a 53-character release name, `.v` and a revision; the bound keeps the match linear.
+  const m = name.length <= 90 ? RECORD_NAME.exec(name) : null;
+  return m && m[1]!.length <= 53 ? { release: m[1]!, revision: Number(m[2]) } : undefined;
 }

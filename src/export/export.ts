@@ -11,6 +11,7 @@ import { detectCalico, type CalicoInstall } from '../calico/detect.js';
 import { refuseUnsupportedCalico } from '../calico/supported.js';
 import { CALICO_GROUPS, CALICO_V3_GROUP, EXPORT_CONFIG, SHARED_POLICY_GROUP, SHARED_POLICY_KINDS } from '../calico/knowledge.js';
 import { errorMessage } from '../core/errors.js';
+import { HelmRecordsLeftOut } from './helm-records.js';
 import { InterruptedError, whenAborted } from '../io/abort.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
@@ -220,19 +221,21 @@ async function exportConfig(client: KubeClient, writer: BundleWriter, opts: Expo
   const count = (t: ResourceType) => (m.counts[resourceKey(t)] = (m.counts[resourceKey(t)] ?? 0) + 1);
   m.counts[resourceKey(K.configMap)] = 0;
   if (!opts.excludeSecrets) m.counts[resourceKey(K.secret)] = 0;
+  const helmRecords = new HelmRecordsLeftOut();
   for (const ns of EXPORT_CONFIG.namespaces) {
     for await (const cm of client.listItems(K.configMap, { namespace: ns })) {
-      if ((EXPORT_CONFIG.skipConfigMaps as readonly string[]).includes(cm.metadata.name)) continue;
+      if ((EXPORT_CONFIG.skipConfigMaps as readonly string[]).includes(cm.metadata.name) || helmRecords.take(cm)) continue;
       await writer.writeObject(configPathFor(cm), forBundle(cm));
       count(K.configMap);
     }
     if (opts.excludeSecrets) continue;
     for await (const s of client.listItems(K.secret, { namespace: ns })) {
-      if ((EXPORT_CONFIG.skipSecretTypes as readonly string[]).includes(s.type)) continue;
+      if ((EXPORT_CONFIG.skipSecretTypes as readonly string[]).includes(s.type) || helmRecords.take(s)) continue;
       await writer.writeObject(configPathFor(s), forBundle(s), { secret: true });
       count(K.secret);
     }
   }
+  m.notes.push(...helmRecords.notes());
   if (opts.excludeSecrets) {
     m.notes.push('Secrets were left out (--exclude-secrets)');
     reporter.info('CNR_EXPORT_NO_SECRETS', 'Secrets left out (--exclude-secrets)');

@@ -100,6 +100,7 @@ export const MESSAGES = {
   CNR_RESTORE_OTHER_CLUSTER: warn(),
   CNR_RESTORE_READ: info(),
   CNR_RESTORE_REFUSED_OBJECT: warn(),
+  CNR_RESTORE_HELM_RECORDS: info<{ records: number }>(),
   CNR_RESTORE_IPAM_LIVE: info(),
   CNR_RESTORE_OWNER_DROPPED: warn(),
   CNR_RESTORE_OWNER_RELEASED: info<{ id: string }>(),

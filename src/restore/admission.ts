@@ -3,7 +3,10 @@
  * AdminNetworkPolicy/BaselineAdminNetworkPolicy) and the config objects export takes (EXPORT_CONFIG), each read
  * from the path the writer would have given it. A crafted bundle's ClusterRoleBinding, its Secret in
  * kube-system, its Deployment or an object filed under another namespace are refused by name, never created.
+ * Helm's records of a release (older exports took them with the tigera-operator namespace's Secrets) are Helm's:
+ * never written, whatever the bundle says.
  */
+import { helmRecordMarks } from '../calico/helm-release.js';
 import { CALICO_GROUPS, EXPORT_CONFIG, SHARED_POLICY_GROUP, SHARED_POLICY_KINDS } from '../calico/knowledge.js';
 import type { BundleObject } from '../bundle/types.js';
 import { groupOf, type KubeObject } from '../kube/types.js';
@@ -26,9 +29,27 @@ export function isRestorableConfig(obj: KubeObject): boolean {
   return EXPORT_CONFIG.objects.some((o) => o.kind === obj.kind && o.namespace === obj.metadata.namespace && o.name === obj.metadata.name);
 }
 
-/** The operator Deployment and calico-node DaemonSet export keeps for reference; restore leaves them alone. */
+/**
+ * A Helm release record (helm-release.ts helmRecordMarks: Helm's name for it and its type or owner label) filed where
+ * export took config: Helm's history of the release, left to Helm. Written back, an old revision would be `deployed`
+ * again beside the current one: Helm's Storage.Deployed (helm v4.3.2 pkg/storage/storage.go) then takes the newest
+ * ("If executed concurrently, Helm's database gets corrupted and multiple releases are DEPLOYED. Take the latest"),
+ * `helm history` lists both as deployed, upgrade supersedes only the newest, rollback and uninstall supersede every
+ * one DeployedAll returns; into a cluster where the release was uninstalled since, it would bring back a release
+ * Helm no longer has. Going back a revision is `helm rollback`'s work.
+ */
+export function isLeftToHelm(bo: BundleObject): boolean {
+  const o = bo.object;
+  return !bo.problem && groupOf(o.apiVersion) === '' && includes(EXPORT_CONFIG.namespaces, o.metadata.namespace) && helmRecordMarks(o) === 'record';
+}
+
+/**
+ * The operator Deployment and calico-node DaemonSet export keeps for reference, and Helm's release records
+ * (isLeftToHelm): restore leaves them alone.
+ */
 export function isReferenceOnlyConfig(bo: BundleObject): boolean {
   const o = bo.object;
+  if (isLeftToHelm(bo)) return true;
   return (
     !bo.problem &&
     !RESTORED_CONFIG_KINDS.has(o.kind) &&
@@ -41,8 +62,11 @@ export function admissionRefusal(bo: BundleObject, from: 'resources' | 'config')
   if (bo.problem) return `not restored: ${bo.problem}`;
   const o = bo.object;
   if (from === 'resources' && !isCalicoKind(o)) return `not restored: ${o.apiVersion} ${o.kind} is not a Calico kind`;
-  if (from === 'config' && !isRestorableConfig(o))
-    return `not restored: ${o.kind} ${o.metadata.namespace ?? '(cluster)'}/${o.metadata.name} is not Calico configuration that export takes`;
+  const where = `${o.kind} ${o.metadata.namespace ?? '(cluster)'}/${o.metadata.name}`;
+  if (from === 'config' && !isRestorableConfig(o)) return `not restored: ${where} is not Calico configuration that export takes`;
+  // Helm would read it as a release (by the name, or by the label) though no Helm wrote it as one.
+  if (from === 'config' && helmRecordMarks(o) === 'partial')
+    return `not restored: ${where} carries part of the marks of a Helm release record (the name sh.helm.release.v1.*, the type helm.sh/release.v1, the label owner=helm); restore writes nothing Helm would read as a release`;
   return undefined;
 }
 

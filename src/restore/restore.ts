@@ -13,6 +13,7 @@ import type { Reporter } from '../io/host.js';
 import type { KubeClient } from '../kube/client.js';
 import { createCrds, executeRestore } from './execute.js';
 import { settleDeletions, writeTeardownNeeds } from './operator.js';
+import { reportHelmRecordsLeft } from './helm-records.js';
 import { planRestore } from './plan.js';
 import { dryRunResult } from './read-back.js';
 import { DesiredSpool } from './spool.js';
@@ -60,6 +61,8 @@ async function planAndExecute(
   await assertSupportedCalico(client, 'restore', 'nothing was restored');
   const timer = new PhaseTimer();
   let { plan, planned, bundleCrds } = await planRestore(client, bundle, opts, reporter, timer, spool);
+  // Planning skipped them (admission.ts isLeftToHelm); said once, after the checks planning makes first.
+  await timer.time('readBundle', () => reportHelmRecordsLeft(bundle, opts, reporter));
   if (opts.dryRun) {
     await timer.time('serverDryRun', () => serverDryRun(client, planned, opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY));
     return dryRunResult(plan, timer);
