@@ -12,7 +12,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import { buildHelm, helm, tigeraOperatorChart, type HelmResult } from '../support/helm.js';
+import { buildHelm, helm, installOperatorChart, tigeraOperatorChart, type HelmResult } from '../support/helm.js';
 import { explain, kubeconfig, resetCalico, runCli, testClient } from './helpers.js';
 
 const NS = 'tigera-operator';
@@ -48,12 +48,7 @@ describe('a tigera-operator installed by the real helm', () => {
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-helm-'));
     helmBin = await buildHelm();
     chart = await tigeraOperatorChart('v3.28.1');
-    // installation.enabled=false: the chart's Installation would have an operator roll out calico-node; the
-    // Deployment and the CRDs are what tells a Helm install.
-    ok(
-      await h(['install', RELEASE, chart, '-n', NS, '--create-namespace', '--set', 'installation.enabled=false', '--set', 'apiServer.enabled=false']),
-      'helm install',
-    );
+    await installOperatorChart(h, RELEASE, NS, chart);
   }, 25 * 60_000);
 
   afterAll(async () => {

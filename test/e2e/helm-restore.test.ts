@@ -16,7 +16,7 @@ import { dumpYaml } from '../../src/bundle/writer.js';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { resourceKey, type KubeObject } from '../../src/kube/types.js';
-import { buildHelm, helm, tigeraOperatorChart, type HelmResult } from '../support/helm.js';
+import { buildHelm, helm, installOperatorChart, tigeraOperatorChart, type HelmResult } from '../support/helm.js';
 import { explain, kubeconfig, resetCalico, runCli, testClient } from './helpers.js';
 
 const NS = 'tigera-operator';
@@ -97,12 +97,7 @@ describe('restore over a Helm-installed tigera-operator leaves Helm’s release 
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-helm-bundles-'));
     helmBin = await buildHelm();
     chart = await tigeraOperatorChart('v3.28.1');
-    // installation.enabled=false: no operator runs on this cluster to act on an Installation; the records and the
-    // chart's objects are what this is about.
-    ok(
-      await h(['install', RELEASE, chart, '-n', NS, '--create-namespace', '--set', 'installation.enabled=false', '--set', 'apiServer.enabled=false']),
-      'helm install',
-    );
+    await installOperatorChart(h, RELEASE, NS, chart);
   }, 25 * 60_000);
 
   afterAll(async () => {

@@ -57,3 +57,24 @@ export async function helm(bin: string, kubeconfig: string, home: string, args: 
     (e) => ({ code: typeof e.code === 'number' ? e.code : 1, stdout: String(e.stdout ?? ''), stderr: String(e.stderr ?? e.message) }),
   );
 }
+
+/**
+ * `helm install` of the tigera-operator chart `chart` as release `release` in `namespace`, without the chart's
+ * Installation and APIServer (installation.enabled=false, apiServer.enabled=false): no operator acts on them in the
+ * tests that use it, where the operator Deployment, the CRDs and Helm's own record of the release are what counts.
+ */
+export async function installOperatorChart(run: (args: string[]) => Promise<HelmResult>, release: string, namespace: string, chart: string): Promise<void> {
+  const r = await run([
+    'install',
+    release,
+    chart,
+    '-n',
+    namespace,
+    '--create-namespace',
+    '--set',
+    'installation.enabled=false',
+    '--set',
+    'apiServer.enabled=false',
+  ]);
+  if (r.code !== 0) throw new Error(`helm install ${release}: ${r.stderr.slice(-2000)}`);
+}
