@@ -47,6 +47,8 @@ export interface GitOpsOwner {
   name: string;
   /** The object carrying the marks, `Kind/namespace/name`. */
   object: string;
+  /** The reconciling object the marks name, as gitops.ts reads it (Argo CD: the namespace only when the mark says it). */
+  ref: { kind: 'Application' | 'Kustomization' | 'HelmRelease'; name: string; namespace?: string };
 }
 
 export interface InstallMethod {
@@ -145,7 +147,7 @@ function managerOf(obj: KubeObject, images: ImageSource[]): string {
   return `the cluster's addon manager (${ADDON_MANAGER}: ${labels[ADDON_MANAGER]})`;
 }
 
-function gitOpsOwners(obj: KubeObject | undefined): GitOpsOwner[] {
+export function gitOpsOwners(obj: KubeObject | undefined): GitOpsOwner[] {
   if (!obj) return [];
   const labels = obj.metadata.labels ?? {};
   const annotations = obj.metadata.annotations ?? {};
@@ -153,14 +155,24 @@ function gitOpsOwners(obj: KubeObject | undefined): GitOpsOwner[] {
   const object = obj.metadata.namespace ? `${kind}/${obj.metadata.namespace}/${obj.metadata.name}` : `${kind}/${obj.metadata.name}`;
   const out: GitOpsOwner[] = [];
   const argoApp = labels['argocd.argoproj.io/instance'] ?? annotations['argocd.argoproj.io/tracking-id']?.split(':')[0];
-  if (argoApp) out.push({ tool: 'Argo CD', name: `application ${argoApp}`, object });
+  if (argoApp) out.push({ tool: 'Argo CD', name: `application ${argoApp}`, object, ref: argoAppRef(argoApp) });
   for (const kind of ['kustomize', 'helm'] as const) {
     const name = labels[`${kind}.toolkit.fluxcd.io/name`];
     if (!name) continue;
     const ns = labels[`${kind}.toolkit.fluxcd.io/namespace`];
-    out.push({ tool: 'Flux', name: `${kind === 'kustomize' ? 'Kustomization' : 'HelmRelease'} ${ns ? `${ns}/` : ''}${name}`, object });
+    const refKind = kind === 'kustomize' ? 'Kustomization' : 'HelmRelease';
+    out.push({ tool: 'Flux', name: `${refKind} ${ns ? `${ns}/` : ''}${name}`, object, ref: { kind: refKind, name, ...(ns ? { namespace: ns } : {}) } });
   }
   return out;
+}
+
+/**
+ * An Argo CD application as its marks name it: `<namespace>_<name>` for an application outside Argo CD's own
+ * namespace ("applications in any namespace"; `_` is never part of a Kubernetes name), else the bare name.
+ */
+export function argoAppRef(app: string): GitOpsOwner['ref'] {
+  const at = app.indexOf('_');
+  return at > 0 ? { kind: 'Application', namespace: app.slice(0, at), name: app.slice(at + 1) } : { kind: 'Application', name: app };
 }
 
 /** Everything `status` shows about how Calico got here, from objects already read. */

@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { isErrorKind } from '../core/errors.js';
+import { refuseManagedUpgrade } from './managed-addon.js';
+
+describe('refuseManagedUpgrade', () => {
+  const refusal = (managedBy?: string) => {
+    try {
+      refuseManagedUpgrade({ method: 'managed-addon', ...(managedBy ? { managedBy } : {}) }, '3.29.7');
+    } catch (err) {
+      return err as Error & { hint?: string };
+    }
+    return undefined;
+  };
+  it("names the provider's own procedure and keeps the data commands", () => {
+    const aks = refusal('AKS')!;
+    expect(isErrorKind(aks, 'refused')).toBe(true);
+    expect(aks.message).toContain('managed by AKS');
+    expect(aks.hint).toContain('az aks upgrade --kubernetes-version');
+    expect(aks.hint).toContain('export, backup, diff and restore');
+    expect(refusal('GKE')!.hint).toContain('gcloud container clusters upgrade');
+    expect(refusal('RKE2')!.hint).toContain('HelmChartConfig');
+    expect(refusal("the cluster's addon manager (addonmanager.kubernetes.io/mode: Reconcile)")!.hint).toContain('addons folder');
+  });
+  it('lets a self-managed Calico through', () => {
+    expect(refusal(undefined)).toBeUndefined();
+  });
+});
