@@ -228,8 +228,9 @@ export function refuseReconcilers(reconcilers: Reconciler[], ownerSuspended: boo
   if (!blocking.length || ownerSuspended) return blocking;
   const first = blocking[0]!;
   const what = blocking.map(describeReconciler).join('; ');
-  throw new RefusedError(`${what}: it would revert the plan's changes while they run, so the plan was not applied`, {
-    hint: `suspend it first: ${blocking.map((r) => r.suspendCommand).join(' and ')}; then rerun with --owner-suspended${
+  const it = blocking.length > 1 ? 'they' : 'it';
+  throw new RefusedError(`${what}: ${it} would revert the plan's changes while they run, so the plan was not applied`, {
+    hint: `suspend ${blocking.length > 1 ? 'them' : 'it'} first: ${blocking.map((r) => r.suspendCommand).join(' and ')}; then rerun with --owner-suspended${
       first.state === 'unknown' ? ' (or pass --owner-suspended once you know it does not reconcile these objects)' : ''
     }`,
   });
