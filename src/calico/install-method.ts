@@ -168,7 +168,8 @@ export function gitOpsOwners(obj: KubeObject | undefined): GitOpsOwner[] {
 
 /**
  * An Argo CD application as its marks name it: `<namespace>_<name>` for an application outside Argo CD's own
- * namespace ("applications in any namespace"; `_` is never part of a Kubernetes name), else the bare name.
+ * namespace ("applications in any namespace", Application.InstanceName in argo-cd's pkg/apis/application/v1alpha1/types.go;
+ * `_` is never part of a Kubernetes name), else the bare name.
  */
 export function argoAppRef(app: string): GitOpsOwner['ref'] {
   const at = app.indexOf('_');
