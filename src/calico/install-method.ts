@@ -58,6 +58,8 @@ export interface InstallMethod {
   helm?: HelmRelease;
   /** Who reconciles a managed install: AKS, GKE, RKE2 or the cluster's addon manager. */
   managedBy?: string;
+  /** The `addonmanager.kubernetes.io/mode` label of a managed add-on: `Reconcile` reverts changes, `EnsureExists` does not. */
+  addonMode?: string;
   gitOps: GitOpsOwner[];
   images: ImageSource[];
   /** The Installation's image settings, where the operator pulls every other Calico image from (a mirror). */
@@ -190,7 +192,7 @@ export function installMethod(objs: InstallObjects): InstallMethod {
   );
   const base = { datastore: datastoreOf(objs), gitOps, images, ...(Object.keys(mirror).length ? { installationImages: mirror } : {}) };
   const managedObj = [objs.operator, objs.calicoNode, objs.canal].find((o) => o?.metadata.labels?.[ADDON_MANAGER]);
-  if (managedObj) return { ...base, method: 'managed-addon', managedBy: managerOf(managedObj, images) };
+  if (managedObj) return { ...base, method: 'managed-addon', managedBy: managerOf(managedObj, images), addonMode: managedObj.metadata.labels![ADDON_MANAGER] };
   const op = objs.operator;
   if (op) {
     const release = op.metadata.annotations?.[HELM_RELEASE];

@@ -3,9 +3,9 @@ import { isErrorKind } from '../core/errors.js';
 import { refuseManagedUpgrade } from './managed-addon.js';
 
 describe('refuseManagedUpgrade', () => {
-  const refusal = (managedBy?: string) => {
+  const refusal = (managedBy?: string, addonMode = 'Reconcile') => {
     try {
-      refuseManagedUpgrade({ method: 'managed-addon', ...(managedBy ? { managedBy } : {}) }, '3.29.7');
+      refuseManagedUpgrade({ method: 'managed-addon', addonMode, ...(managedBy ? { managedBy } : {}) }, '3.29.7');
     } catch (err) {
       return err as Error & { hint?: string };
     }
@@ -21,7 +21,10 @@ describe('refuseManagedUpgrade', () => {
     expect(refusal('RKE2')!.hint).toContain('HelmChartConfig');
     expect(refusal("the cluster's addon manager (addonmanager.kubernetes.io/mode: Reconcile)")!.hint).toContain('addons folder');
   });
-  it('lets a self-managed Calico through', () => {
+  it('lets a self-managed Calico through, and an addon the addon manager only keeps existing (EnsureExists)', () => {
     expect(refusal(undefined)).toBeUndefined();
+    expect(refusal("the cluster's addon manager (addonmanager.kubernetes.io/mode: EnsureExists)", 'EnsureExists')).toBeUndefined();
+    // A provider manages its Calico whatever mode its objects carry.
+    expect(refusal('GKE', 'EnsureExists')).toBeDefined();
   });
 });

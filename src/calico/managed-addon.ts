@@ -12,8 +12,10 @@
  * - GKE (docs.cloud.google.com/kubernetes-engine/docs/how-to/network-policy; docs.tigera.io/.../managed-public-cloud/
  *   gke): `--enable-network-policy` installs a Calico GKE manages; it is upgraded with the cluster
  *   (`gcloud container clusters upgrade`).
- * - The addon manager (`addonmanager.kubernetes.io/mode: Reconcile`, kubernetes/cluster/addons/addon-manager): it
- *   re-applies the manifests in the control plane's addons folder and reverts every change made beside them.
+ * - The addon manager (kubernetes/cluster/addons/addon-manager/README.md): with `addonmanager.kubernetes.io/mode:
+ *   Reconcile` it re-applies the manifests in the control plane's addons folder and reverts every change made beside
+ *   them; with `EnsureExists` objects are "checked for existence only. Users can edit these addons as they want", so
+ *   a plan goes ahead there.
  * - RKE2 (docs.rke2.io, networking basics): the rke2-calico chart's version comes with RKE2's; its values are set by
  *   a HelmChartConfig.
  */
@@ -31,8 +33,10 @@ export function managedProcedure(managedBy: string): string {
 }
 
 /** plan's refusal (exit 5) for a managed Calico, before anything else is read. */
-export function refuseManagedUpgrade(method: Pick<InstallMethod, 'managedBy' | 'method'>, target: string): void {
+export function refuseManagedUpgrade(method: Pick<InstallMethod, 'managedBy' | 'method' | 'addonMode'>, target: string): void {
   if (!method.managedBy) return;
+  const provider = ['AKS', 'GKE', 'RKE2'].includes(method.managedBy);
+  if (!provider && method.addonMode !== 'Reconcile') return;
   throw new RefusedError(`this Calico is managed by ${method.managedBy}: a plan to ${target} would be reverted by it, so no plan was made`, {
     hint: `${managedProcedure(method.managedBy)}; export, backup, diff and restore of Calico's policies still work here`,
   });
