@@ -4,6 +4,7 @@
  * On a failed step: stop, report the state and the exact restore commands, or restore resources with autoRollback.
  */
 import { assertSupportedCalico } from '../calico/supported.js';
+import { describeReconciler, readReconcilers, refuseReconcilers } from '../calico/gitops.js';
 import { openBundle, type Bundle } from '../bundle/reader.js';
 import { verifyBundle } from '../bundle/verify.js';
 import { loadRelease, type Release } from '../calico/release.js';
@@ -31,6 +32,8 @@ export interface ApplyOptions {
   /** Called once the journal is open, so the CLI can record an interruption (Ctrl-C) in it. */
   onStarted?: (journal: Journal, lock: ApplyLock) => void;
   rolloutTimeoutMs?: number;
+  /** `--owner-suspended`: the user says the Argo CD / Flux owners apply would refuse for no longer revert changes. */
+  ownerSuspended?: boolean;
 }
 
 export interface ApplyResult {
@@ -100,6 +103,10 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
   // A plan made elsewhere rolls out Kubernetes-datastore manifests, and its steps write the v1 CRDs: refused on an etcd
   // cluster or one migrated to v3-CRD mode since the plan was made (or between runs), before the journal exists.
   await assertSupportedCalico(client, 'apply', 'the plan was not applied');
+  // A self-healing Argo CD application or an unsuspended Flux object puts its manifests back mid-plan: refused before
+  // the journal exists (read now, not from the plan: owners are suspended or resumed between plan and apply).
+  for (const r of refuseReconcilers(await readReconcilers(client), !!opts.ownerSuspended))
+    reporter.warn('CNR_APPLY_OWNER_SUSPENDED', `going ahead with --owner-suspended: ${describeReconciler(r)}`);
   const journalPath = journalPathFor(plan.bundle.path, plan.id);
   const journal = Journal.open(journalPath);
   if (journal.started && !opts.resume) {

@@ -189,8 +189,13 @@ describe('install method', () => {
       labels: { 'helm.toolkit.fluxcd.io/name': 'tigera-operator', 'helm.toolkit.fluxcd.io/namespace': 'flux-system' },
     });
     expect(installMethod({ operator: op, installation }).gitOps).toEqual([
-      { tool: 'Flux', name: 'HelmRelease flux-system/tigera-operator', object: 'Deployment/tigera-operator/tigera-operator' },
-      { tool: 'Argo CD', name: 'application calico', object: 'Installation/default' },
+      {
+        tool: 'Flux',
+        name: 'HelmRelease flux-system/tigera-operator',
+        object: 'Deployment/tigera-operator/tigera-operator',
+        ref: { kind: 'HelmRelease', name: 'tigera-operator', namespace: 'flux-system' },
+      },
+      { tool: 'Argo CD', name: 'application calico', object: 'Installation/default', ref: { kind: 'Application', name: 'calico' } },
     ]);
   });
 });

@@ -47,6 +47,8 @@ export interface GitOpsOwner {
   name: string;
   /** The object carrying the marks, `Kind/namespace/name`. */
   object: string;
+  /** The reconciling object the marks name, as gitops.ts reads it (Argo CD: the namespace only when the mark says it). */
+  ref: { kind: 'Application' | 'Kustomization' | 'HelmRelease'; name: string; namespace?: string };
 }
 
 export interface InstallMethod {
@@ -56,6 +58,8 @@ export interface InstallMethod {
   helm?: HelmRelease;
   /** Who reconciles a managed install: AKS, GKE, RKE2 or the cluster's addon manager. */
   managedBy?: string;
+  /** The `addonmanager.kubernetes.io/mode` label of a managed add-on: `Reconcile` reverts changes, `EnsureExists` does not. */
+  addonMode?: string;
   gitOps: GitOpsOwner[];
   images: ImageSource[];
   /** The Installation's image settings, where the operator pulls every other Calico image from (a mirror). */
@@ -145,7 +149,7 @@ function managerOf(obj: KubeObject, images: ImageSource[]): string {
   return `the cluster's addon manager (${ADDON_MANAGER}: ${labels[ADDON_MANAGER]})`;
 }
 
-function gitOpsOwners(obj: KubeObject | undefined): GitOpsOwner[] {
+export function gitOpsOwners(obj: KubeObject | undefined): GitOpsOwner[] {
   if (!obj) return [];
   const labels = obj.metadata.labels ?? {};
   const annotations = obj.metadata.annotations ?? {};
@@ -153,14 +157,25 @@ function gitOpsOwners(obj: KubeObject | undefined): GitOpsOwner[] {
   const object = obj.metadata.namespace ? `${kind}/${obj.metadata.namespace}/${obj.metadata.name}` : `${kind}/${obj.metadata.name}`;
   const out: GitOpsOwner[] = [];
   const argoApp = labels['argocd.argoproj.io/instance'] ?? annotations['argocd.argoproj.io/tracking-id']?.split(':')[0];
-  if (argoApp) out.push({ tool: 'Argo CD', name: `application ${argoApp}`, object });
+  if (argoApp) out.push({ tool: 'Argo CD', name: `application ${argoApp}`, object, ref: argoAppRef(argoApp) });
   for (const kind of ['kustomize', 'helm'] as const) {
     const name = labels[`${kind}.toolkit.fluxcd.io/name`];
     if (!name) continue;
     const ns = labels[`${kind}.toolkit.fluxcd.io/namespace`];
-    out.push({ tool: 'Flux', name: `${kind === 'kustomize' ? 'Kustomization' : 'HelmRelease'} ${ns ? `${ns}/` : ''}${name}`, object });
+    const refKind = kind === 'kustomize' ? 'Kustomization' : 'HelmRelease';
+    out.push({ tool: 'Flux', name: `${refKind} ${ns ? `${ns}/` : ''}${name}`, object, ref: { kind: refKind, name, ...(ns ? { namespace: ns } : {}) } });
   }
   return out;
+}
+
+/**
+ * An Argo CD application as its marks name it: `<namespace>_<name>` for an application outside Argo CD's own
+ * namespace ("applications in any namespace", Application.InstanceName in argo-cd's pkg/apis/application/v1alpha1/types.go;
+ * `_` is never part of a Kubernetes name), else the bare name.
+ */
+export function argoAppRef(app: string): GitOpsOwner['ref'] {
+  const at = app.indexOf('_');
+  return at > 0 ? { kind: 'Application', namespace: app.slice(0, at), name: app.slice(at + 1) } : { kind: 'Application', name: app };
 }
 
 /** Everything `status` shows about how Calico got here, from objects already read. */
@@ -177,7 +192,7 @@ export function installMethod(objs: InstallObjects): InstallMethod {
   );
   const base = { datastore: datastoreOf(objs), gitOps, images, ...(Object.keys(mirror).length ? { installationImages: mirror } : {}) };
   const managedObj = [objs.operator, objs.calicoNode, objs.canal].find((o) => o?.metadata.labels?.[ADDON_MANAGER]);
-  if (managedObj) return { ...base, method: 'managed-addon', managedBy: managerOf(managedObj, images) };
+  if (managedObj) return { ...base, method: 'managed-addon', managedBy: managerOf(managedObj, images), addonMode: managedObj.metadata.labels![ADDON_MANAGER] };
   const op = objs.operator;
   if (op) {
     const release = op.metadata.annotations?.[HELM_RELEASE];

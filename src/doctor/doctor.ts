@@ -4,6 +4,7 @@
  */
 import type { Release } from '../calico/release.js';
 import { ExitCode } from '../core/errors.js';
+import { gitOpsChecks } from './checks/gitops.js';
 import { healthChecks } from './checks/health.js';
 import { ipamChecks } from './checks/ipam.js';
 import { poolChecks } from './checks/pools.js';
@@ -17,7 +18,7 @@ export type { CalicoState } from './state.js';
 export type { Check, CheckContext, Finding, Severity } from './types.js';
 
 /** Every check, in report order. Add a check here (and its finding ids to docs/troubleshooting.md). */
-export const CHECKS: Check[] = [...poolChecks, ...ipamChecks, ...versionChecks, ...healthChecks, ...targetChecks];
+export const CHECKS: Check[] = [...poolChecks, ...ipamChecks, ...versionChecks, ...healthChecks, ...gitOpsChecks, ...targetChecks];
 
 const ORDER: Record<Severity, number> = { error: 0, warning: 1, info: 2 };
 

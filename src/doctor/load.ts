@@ -2,6 +2,7 @@
 import { CALICO_GROUPS, CALICO_WORKLOADS } from '../calico/knowledge.js';
 import { v3CrdModeOf } from '../calico/v3-crds.js';
 import { readDatastore } from '../calico/install-method.js';
+import { readReconcilers } from '../calico/gitops.js';
 import type { Bundle } from '../bundle/reader.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
@@ -29,12 +30,14 @@ export async function loadLiveState(client: KubeClient, only?: readonly string[]
       objects[resourceKey(type)] = [];
     }
   });
-  const [nodes, pods, workloads, allCrds, datastore] = await Promise.all([
+  const [nodes, pods, workloads, allCrds, datastore, reconcilers] = await Promise.all([
     client.listAll(K.node),
     client.listAll(K.pod),
     loadWorkloads(client),
     client.listMetadata(K.crd),
     readDatastore(client),
+    // A caller running one check (restore's read-back) needs no owners.
+    only ? [] : readReconcilers(client),
   ]);
   const v3Crds = v3CrdModeOf(allCrds.map((c) => c.metadata.name))?.crds;
   return {
@@ -47,6 +50,7 @@ export async function loadLiveState(client: KubeClient, only?: readonly string[]
     workloads,
     installType: installTypeOf(workloads, crds),
     datastore,
+    ...(reconcilers.length ? { reconcilers } : {}),
   };
 }
 

@@ -3,6 +3,7 @@
  * same on a live cluster (`loadLiveState`) and on a bundle offline (`loadBundleState`).
  */
 import type { DatastoreInfo } from '../calico/install-method.js';
+import type { Reconciler } from '../calico/gitops.js';
 import type { InstallType } from '../calico/detect.js';
 import { CALICO_CRD_GROUP, CALICO_WORKLOADS, NODE_TUNNEL_ADDR_ANNOTATIONS, OPERATOR_GROUP, POD_ANNOTATION_PREFIX } from '../calico/knowledge.js';
 import type { KubeObject } from '../kube/types.js';
@@ -52,6 +53,8 @@ export interface CalicoState {
   installType: InstallType;
   /** Where Calico keeps its data; absent for a bundle (a bundle is only ever made of a Kubernetes datastore). */
   datastore?: DatastoreInfo;
+  /** Argo CD / Flux owners of Calico's objects, read and judged (gitops.ts); absent in a bundle. */
+  reconcilers?: Reconciler[];
 }
 
 /** Keys of the objects the checks read. */

@@ -69,6 +69,7 @@ export const MESSAGES = {
   CNR_PLAN_PROVIDER_UNUSED: warn(),
   CNR_APPLY_ALREADY_DONE: info(),
   CNR_APPLY_LOCK_TAKEN: warn(),
+  CNR_APPLY_OWNER_SUSPENDED: warn(),
   CNR_APPLY_ROLLBACK: warn(),
   CNR_APPLY_STOPPED: error<StepRef>(),
   CNR_APPLY_FINALIZERS: warn(),

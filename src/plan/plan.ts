@@ -7,6 +7,8 @@ import path from 'node:path';
 import { detectCalico } from '../calico/detect.js';
 import { refuseUnsupportedCalico } from '../calico/supported.js';
 import { liveManifestTypha, refuseTyphaLeftBehind } from './typha.js';
+import { readReconcilers } from '../calico/gitops.js';
+import { refuseManagedUpgrade } from '../calico/managed-addon.js';
 import { IPAM_LIVE_KINDS, compareVersions } from '../calico/knowledge.js';
 import { loadRelease, type Release } from '../calico/release.js';
 import { BadInputError, RefusedError } from '../core/errors.js';
@@ -18,6 +20,7 @@ import { clusterUid } from '../kube/cluster-uid.js';
 import { computeFindings, isManagedCrd, type LiveCalico } from './findings.js';
 import { liveDataNotInBundle } from './compare.js';
 import { planManifestEdits } from './manifest-custom.js';
+import { reconcilerFindings } from './gitops-findings.js';
 import { checkBundle, checkCluster, checkTargetPools, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
 import { parseDuration } from '../config/config.js';
 import { PLAN_FLAGS } from './rules.js';
@@ -66,6 +69,8 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
   // v3-CRD mode's data is not where the plan's steps write; calico.yaml rolled over calico-etcd.yaml breaks every CNI
   // ADD: both refused before the bundle or manifests are read.
   refuseUnsupportedCalico(install, 'plan', 'no plan was made');
+  // A managed Calico (AKS, GKE, RKE2, the addon manager) comes back as its provider has it: the provider's way is named.
+  refuseManagedUpgrade(install.method, opts.to);
   if (install.installType === 'none') throw new BadInputError('no Calico install found in this cluster: there is nothing to upgrade or downgrade');
   // Refused before anything else is looked at (bundle, manifests): the answer does not depend on them.
   if (install.installType === 'manifest' && opts.strategy === 'reinstall') {
@@ -102,6 +107,9 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
     ];
     const live = await loadLiveCalico(client);
     const { findings, installation } = computeFindings(live, target, install, flags);
+    // Argo CD / Flux owners: said here, refused by apply while they would revert the change (--owner-suspended).
+    const reconcilers = await readReconcilers(client, install.method);
+    findings.push(...reconcilerFindings(reconcilers));
     if (install.installType === 'operator') preflight.push(await checkTargetPools(client, target, installation, cluster.state));
     // Objects changed since the backup (by people or by an operator, as in #9100): the plan names them and either
     // keeps them as they are or, with --restore-drift, puts them back from the bundle while the operator is paused.
@@ -156,6 +164,7 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
       findings,
       transforms: { installation, ...(edits?.transform ? { manifest: edits.transform } : {}) },
       drift: drifted.map((d) => d.object),
+      ...(reconcilers.length ? { reconcilers } : {}),
       ...(rolling ? { rolling: rolling.rolling } : {}),
       steps: stepsFor(install.installType === 'operator' ? 'operator' : 'manifest', strategy, target, {
         restoreDrift: restoreDrift && drifted.length > 0,

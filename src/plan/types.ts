@@ -4,6 +4,7 @@
  * bundle it relies on, the findings and the steps.
  */
 import type { InstallType } from '../calico/detect.js';
+import type { Reconciler } from '../calico/gitops.js';
 import type { StepKind } from './steps.js';
 
 export const PLAN_API_VERSION = 'cni-rewind.io/v1';
@@ -131,6 +132,8 @@ export interface Plan {
   transforms: { installation: InstallationTransform; manifest?: ManifestTransform };
   /** Calico objects whose content differed from the bundle when the plan was made (`Kind/name`). */
   drift?: string[];
+  /** Argo CD applications and Flux objects that reconcile Calico's objects, as judged when the plan was made (gitops.ts). */
+  reconcilers?: Reconciler[];
   /** Present when the plan reboots nodes (`--reboot-nodes`). */
   rolling?: RollingNodes;
   steps: PlanStep[];

@@ -16,6 +16,7 @@ interface ApplyArgs {
   config?: string;
   mapping?: string;
   'plan-key-file'?: string;
+  'owner-suspended': boolean;
 }
 
 export const applyCommand: Command<ApplyArgs> = {
@@ -31,6 +32,11 @@ export const applyCommand: Command<ApplyArgs> = {
         describe: 'take the cluster lock even if another run holds it (only when that run is gone for good)',
       })
       .option('auto-rollback', { type: 'boolean', default: false, describe: "when a step fails, restore the Calico resources from the plan's bundle" })
+      .option('owner-suspended', {
+        type: 'boolean',
+        default: false,
+        describe: 'go ahead although an Argo CD application or Flux Kustomization/HelmRelease reconciles Calico (you suspended it: apply names the command)',
+      })
       // A plan file is input: the code and files its --reboot-nodes step would load are used only when named here too.
       .option('provider-module', { type: 'string', array: true, describe: 'allow a provider module the plan names (--reboot-nodes plans); repeatable' })
       .option('config', { type: 'string', describe: 'allow the config file the plan names (--reboot-nodes plans)' })
@@ -50,6 +56,7 @@ export const applyCommand: Command<ApplyArgs> = {
         resume: args.resume,
         breakLock: args['break-lock'],
         autoRollback: args['auto-rollback'],
+        ownerSuspended: args['owner-suspended'],
         given: { providerModules: args['provider-module'], config: args.config, mapping: args.mapping },
         confirm: async (p) => {
           if (args.yes) return true;
