@@ -17,6 +17,7 @@ import { clusterUid } from '../kube/cluster-uid.js';
 import { computeFindings, isManagedCrd, type LiveCalico } from './findings.js';
 import { liveDataNotInBundle } from './compare.js';
 import { planManifestEdits } from './manifest-custom.js';
+import { planOperatorImage } from './operator-mirror.js';
 import { checkBundle, checkCluster, checkTargetPools, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
 import { parseDuration } from '../config/config.js';
 import { PLAN_FLAGS } from './rules.js';
@@ -73,6 +74,8 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
   reporter.info('CNR_PLAN_CURRENT', `current: Calico ${install.version ?? 'unknown version'} (${install.installType} install)`);
   const target: Release = await loadRelease(opts.to, { manifests: opts.manifests, need: install.installType === 'operator' ? 'operator' : 'manifest' });
   reporter.info('CNR_PLAN_TARGET', `target: Calico ${target.version} from ${target.origin}`);
+  // An air-gapped install pulls the operator from a mirror: the target's comes from there too, or the plan refuses.
+  const operatorImage = install.installType === 'operator' ? planOperatorImage({ image: install.operatorImage, version: install.version }, target) : undefined;
   const direction = !install.version
     ? 'upgrade'
     : compareVersions(target.version, install.version) < 0
@@ -124,6 +127,7 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
     // calico.yaml installs: the user's edits of calico.yaml are carried into the target's (see manifest-custom.ts).
     const edits = install.installType === 'manifest' ? await planManifestEdits(client, install.version, opts.manifests) : undefined;
     if (edits?.finding) findings.push(edits.finding);
+    if (operatorImage?.finding) findings.push(operatorImage.finding);
     const now = opts.now ?? new Date();
     const plan: Plan = {
       apiVersion: PLAN_API_VERSION,
@@ -137,7 +141,7 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
       current: { installType: install.installType, version: install.version, operatorImage: install.operatorImage },
       target: {
         version: target.version,
-        operatorImage: target.operatorImage,
+        operatorImage: operatorImage?.image ?? target.operatorImage,
         manifests:
           path.isAbsolute(target.origin) || /^https?:/.test(target.origin)
             ? opts.manifests && /^https?:/.test(opts.manifests)
