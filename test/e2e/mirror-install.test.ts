@@ -79,4 +79,31 @@ describe('plan and apply of an operator install whose images come from a mirror 
     },
     20 * 60_000,
   );
+
+  it(
+    'a digest beside the tag keeps the mirror (the digest named); a mirror path that does not end in tigera/operator is refused by name',
+    async () => {
+      const bundle = path.join(dir, 'bundle-328');
+      const e = await runCli(['export', '--out', bundle]);
+      expect(e.code, e.stderr).toBe(0);
+      const digest = `sha256:${'c'.repeat(64)}`;
+      const setImage = (image: string) =>
+        client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', {
+          spec: { template: { spec: { containers: [{ name: 'tigera-operator', image }] } } },
+        });
+      await setImage(`${MIRROR}/tigera/operator:v1.34.3@${digest}`);
+      const p = await runCli(['plan', '--to', '3.29.7', '--bundle', bundle, '--no-disk-snapshots', '-o', 'json']);
+      expect(p.code, p.stderr).toBe(0);
+      const plan = JSON.parse(p.stdout);
+      expect(plan.target.operatorImage).toBe(`${MIRROR}/tigera/operator:v1.36.16`);
+      expect(plan.findings.find((f: any) => f.id === 'operator-image-mirror').details.join(' ')).toContain(`pinned by digest ${digest}`);
+
+      await setImage(`${MIRROR}/calico-operator:v1.34.3`);
+      const r = await runCli(['plan', '--to', '3.29.7', '--bundle', bundle, '--no-disk-snapshots']);
+      expect(r.code, r.stdout + r.stderr).toBe(5);
+      expect(r.stderr).toContain(`the operator image ${MIRROR}/calico-operator:v1.34.3 comes from another repository than quay.io/tigera/operator`);
+      expect(r.stderr).toMatch(/--manifests/);
+    },
+    10 * 60_000,
+  );
 });
