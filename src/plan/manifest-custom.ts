@@ -17,6 +17,7 @@ import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
 import type { KubeObject } from '../kube/types.js';
 import { canonicalJson } from '../util/canonical.js';
+import { refusePinnedWithoutVersion } from './operator-mirror.js';
 import { MANIFEST_CONTAINER_FIELDS, type ManifestTransform, type PlanFinding } from './types.js';
 
 const getField = (c: any, f: string) => f.split('.').reduce((o, k) => o?.[k], c);
@@ -204,7 +205,11 @@ export async function planManifestEdits(
   currentVersion: string | undefined,
   manifests: string | undefined,
 ): Promise<{ transform?: ManifestTransform; finding?: PlanFinding }> {
-  if (!currentVersion) return { finding: manifestEditsUnknown(currentVersion, 'the current version is unknown') };
+  if (!currentVersion) {
+    const ds = await client.getOrUndefined(K.daemonSet, MANIFEST_NS, DS);
+    refusePinnedWithoutVersion(`DaemonSet ${MANIFEST_NS}/${DS}`, nodeContainer(ds)?.image, currentVersion);
+    return { finding: manifestEditsUnknown(currentVersion, 'the current version is unknown') };
+  }
   let current: Release;
   try {
     current = await loadRelease(currentVersion, { manifests, need: 'manifest' });

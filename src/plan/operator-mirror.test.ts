@@ -52,7 +52,7 @@ describe('the target operator image of an install that pulls from a mirror', asy
 
   it('a digest-pinned image whose release nothing names is refused by name, from a mirror or from quay.io', () => {
     const e = refusal(() => planOperatorImage({ image: `registry.example.internal/tigera/operator@sha256:${'b'.repeat(64)}` }, target));
-    expect(e.message).toMatch(/pinned by digest and nothing in the cluster names its Calico release/);
+    expect(e.message).toMatch(/of the tigera-operator Deployment is pinned by digest and nothing in the cluster names its Calico release/);
     expect(e.hint).toMatch(/registry\.example\.internal\/tigera\/operator:<tag>@sha256:b+/);
     expect(refusal(() => planOperatorImage({ image: `quay.io/tigera/operator@sha256:${'b'.repeat(64)}` }, target)).message).toMatch(/pinned by digest/);
   });

@@ -37,6 +37,19 @@ function pathUnderRegistry(repository: string): string {
   return hasRegistry ? repository.slice(first.length + 1) : repository;
 }
 
+/**
+ * A digest names no release (the shipped manifests name tags only): when nothing else in the cluster says which one
+ * runs (ClusterInformation, another image's tag), a plan would not know what it upgrades from. Refused (exit 5).
+ */
+export function refusePinnedWithoutVersion(workload: string, image: string | undefined, version: string | undefined): void {
+  if (version || !image || !image.includes('@') || imageTag(image) !== undefined) return;
+  const digest = image.slice(image.indexOf('@') + 1);
+  throw new RefusedError(
+    `the image ${image} of ${workload} is pinned by digest and nothing in the cluster names its Calico release: the plan cannot tell what it upgrades from; no plan was made`,
+    { hint: `name the tag beside the digest in ${workload}'s image (${repositoryOf(image)}:<tag>@${digest}), then plan again` },
+  );
+}
+
 export interface OperatorImagePlan {
   /** The operator image the target's tigera-operator.yaml is applied with, and the one wait-rollout waits for. */
   image: string | undefined;
@@ -56,14 +69,7 @@ export function planOperatorImage(live: { image?: string; version?: string }, ta
   const releasedRepo = repositoryOf(released);
   const liveTag = imageTag(live.image);
   const digest = live.image.includes('@') ? live.image.slice(live.image.indexOf('@') + 1) : undefined;
-  // A digest names no release (the shipped manifests name tags only); unless the cluster says which it runs elsewhere
-  // (ClusterInformation, calico-node's tag), the plan would not know what it upgrades from.
-  if (!liveTag && digest && !live.version) {
-    throw new RefusedError(
-      `the operator image ${live.image} is pinned by digest and nothing in the cluster names its Calico release: the plan cannot tell what it upgrades from; no plan was made`,
-      { hint: `name the tag beside the digest in the tigera-operator Deployment's image (${liveRepo}:<tag>@${digest}), then plan again` },
-    );
-  }
+  refusePinnedWithoutVersion('the tigera-operator Deployment', live.image, live.version);
   // The same repository (no mirror), or a target manifest the user already pointed elsewhere: take it as it is.
   if (liveRepo === releasedRepo || releasedRepo.split('/')[0] !== UPSTREAM_OPERATOR_REGISTRY) return { image: released };
   const releasedPath = pathUnderRegistry(releasedRepo);
