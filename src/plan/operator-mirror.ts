@@ -21,7 +21,7 @@ import type { PlanFinding } from './types.js';
 export const UPSTREAM_OPERATOR_REGISTRY = 'quay.io';
 
 const HINT =
-  "copy the target release's tigera-operator.yaml into a folder, set the tigera-operator Deployment's image to the one your mirror serves, and pass that folder with --manifests";
+  "copy the target release's tigera-operator.yaml into a folder, set the tigera-operator Deployment's image to the one your mirror serves, and pass that folder with --manifests (from 3.30 with operator-crds.yaml beside it)";
 
 /** `host/path/name:tag@sha256:..` -> `host/path/name` (a registry's :port is not a tag). */
 function repositoryOf(image: string): string {

@@ -4,7 +4,9 @@
  * `registry`/`imagePath` set. `plan --to 3.28.1` + `apply` must keep both: the target operator from the same mirror
  * (quay.io cannot be pulled there: the operator would stay down until wait-rollout timed out) and the Installation's
  * image settings unchanged. kwok pulls nothing, so what is checked is the image the Deployment gets and what apply
- * waited for; the supervisor runs the real v1.32.10 and then v1.34.3 operators by the image's tag.
+ * waited for; the supervisor runs the real v1.32.10 and then v1.34.3 operators by the image's tag. Then, on 3.28.1, the
+ * operator pinned by tag and digest plans 3.29.7 from the same mirror, and a mirror path that does not end in
+ * `tigera/operator` is refused by name (exit 5).
  */
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
