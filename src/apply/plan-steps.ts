@@ -24,6 +24,7 @@ import { transformInstallation } from '../plan/findings.js';
 import { checkBundle, checkCluster, checkTargetPools, refuseOnFailure } from '../plan/preflight.js';
 import { parseDuration } from '../config/config.js';
 import { applyManifestEdits } from '../plan/manifest-custom.js';
+import { withPlannedOperatorImage } from '../plan/operator-mirror.js';
 import { isStepKind, type StepKind } from '../plan/steps.js';
 import type { Plan, PreflightCheck } from '../plan/types.js';
 import type { ExecStep, StepRuntime } from './executor.js';
@@ -237,14 +238,15 @@ async function putObjects(client: KubeClient, objs: KubeObject[]): Promise<numbe
   return objs.length;
 }
 
-async function applyOperator({ client, target }: StepDeps): Promise<string> {
-  const objs = target.operatorObjects.map((o) => {
+async function applyOperator({ client, plan, target }: StepDeps): Promise<string> {
+  // The operator image the plan chose: the release's, or the same under the live install's mirror (operator-mirror.ts).
+  const objs = withPlannedOperatorImage(target.operatorObjects, plan.target.operatorImage, target.operatorImage).map((o) => {
     if (o.kind !== 'Deployment' || o.metadata.name !== OPERATOR_DEPLOYMENT) return o;
     // Keep the operator paused: resume-operator brings the remembered replica count back.
     return { ...o, spec: { ...o.spec, replicas: 0 } };
   });
   const n = await putObjects(client, objs);
-  return `${n} objects of tigera-operator.yaml applied (operator ${target.operatorImage}, kept at 0 replicas)`;
+  return `${n} objects of tigera-operator.yaml applied (operator ${plan.target.operatorImage ?? target.operatorImage}, kept at 0 replicas)`;
 }
 
 async function applyCalicoManifest({ client, plan, target }: StepDeps): Promise<string> {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseManifests } from '../kube/manifests.js';
 import type { KubeObject } from '../kube/types.js';
 import { readShippedFile } from '../calico/shipped.js';
+import { isErrorKind } from '../core/errors.js';
 import { applyManifestEdits, findManifestEdits } from './manifest-custom.js';
 
 const calicoYaml = (v: string) => parseManifests(readShippedFile(v, 'calico.yaml')!.text, v);
@@ -90,5 +91,39 @@ describe('calico.yaml edits carried from the current release to the target', () 
       rel.filter((o) => !['DaemonSet', 'Deployment', 'ConfigMap'].includes(o.kind)),
     );
     expect(applyManifestEdits(rel, undefined)).toBe(rel);
+  });
+
+  const mirrored = (image: (repo: string, tag: string) => string) => {
+    const l = live328();
+    for (const c of [...l.ds.spec.template.spec.initContainers, ...l.ds.spec.template.spec.containers, ...l.kc.spec.template.spec.containers]) {
+      const [, repo, tag] = /^(.*):([^:/]+)$/.exec(c.image.replace(REL, 'registry.local:5000/'))!;
+      c.image = image(repo!, tag!);
+    }
+    return l;
+  };
+
+  it('images pinned by digest alone in a mirror: the target comes from the same mirror, named by its tag, and the plan says so', () => {
+    const digest = `sha256:${'d'.repeat(64)}`;
+    const l = mirrored((repo) => `${repo}@${digest}`);
+    const r = findManifestEdits({ ds: l.ds, config: l.config, workloads: [l.ds, l.kc] }, { version: 'v3.28.1', objects: calicoYaml('3.28.1') });
+    expect(r.transform.repositories[`${REL}calico/node`]).toBe('registry.local:5000/calico/node');
+    expect(r.finding!.details).toContain(
+      `image registry.local:5000/calico/node instead of ${REL}calico/node (pinned by digest ${digest}; the target's is named by its tag)`,
+    );
+    const target = applyManifestEdits(calicoYaml('3.27.4'), r.transform);
+    expect(images(get(target, 'Deployment', 'calico-kube-controllers'))).toEqual(['registry.local:5000/calico/kube-controllers:v3.27.4']);
+  });
+
+  it("a mirror that retags the release's images is refused by name: the target's tag there cannot be derived", () => {
+    const l = mirrored((repo, tag) => `${repo}:${tag}-mirror.1`);
+    let err: any;
+    try {
+      findManifestEdits({ ds: l.ds, config: l.config, workloads: [l.ds, l.kc] }, { version: 'v3.28.1', objects: calicoYaml('3.28.1') });
+    } catch (e) {
+      err = e;
+    }
+    expect(isErrorKind(err, 'refused')).toBe(true);
+    expect(err.message).toMatch(/registry\.local:5000\/calico\/cni:v3\.28\.1-mirror\.1 is a retagged v3\.28\.1/);
+    expect(err.hint).toMatch(/--manifests/);
   });
 });

@@ -10,13 +10,14 @@
  * writes them into the target's objects. Without the current release's calico.yaml the edits cannot be told from
  * release defaults: the plan says so and the target is applied as released.
  */
-import { imageTag } from '../calico/knowledge.js';
+import { imageTag, tagVersion } from '../calico/knowledge.js';
 import { loadRelease, type Release } from '../calico/release.js';
-import { errorMessage } from '../core/errors.js';
+import { errorMessage, RefusedError } from '../core/errors.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
 import type { KubeObject } from '../kube/types.js';
 import { canonicalJson } from '../util/canonical.js';
+import { refusePinnedWithoutVersion } from './operator-mirror.js';
 import { MANIFEST_CONTAINER_FIELDS, type ManifestTransform, type PlanFinding } from './types.js';
 
 const getField = (c: any, f: string) => f.split('.').reduce((o, k) => o?.[k], c);
@@ -103,10 +104,19 @@ export function findManifestEdits(
     }
     for (const c of containersOf(w)) {
       const r = relByContainer.get(c.name);
-      if (!r || !c.image || c.image === r || imageTag(c.image) !== imageTag(r) || repo(c.image) === repo(r)) continue;
+      if (!r || !c.image || c.image === r || repo(c.image) === repo(r)) continue;
+      const tag = imageTag(c.image);
+      // Pinned by digest alone: the release's image in the mirror (the digest names no tag to compare).
+      const digestOnly = tag === undefined && c.image.includes('@');
+      if (!digestOnly && tag !== imageTag(r)) {
+        // A mirror that retags the release (`v3.28.1-mirror.1`) names the target's images its own way: not ours to guess.
+        if (tag && tagVersion(tag)?.version === imageTag(r)) throw retaggedMirror(c.image, imageTag(r)!, current.version);
+        continue;
+      }
       if (t.repositories[repo(r)] === repo(c.image)) continue;
       t.repositories[repo(r)] = repo(c.image);
-      details.push(`image ${repo(c.image)} instead of ${repo(r)}`);
+      const pinned = digestOnly ? ` (pinned by digest ${c.image.slice(c.image.indexOf('@') + 1)}; the target's is named by its tag)` : '';
+      details.push(`image ${repo(c.image)} instead of ${repo(r)}${pinned}`);
       objects.add(`${w.kind}/${MANIFEST_NS}/${w.metadata.name}`);
     }
   }
@@ -124,6 +134,15 @@ export function findManifestEdits(
       plan: "carried into the target calico.yaml (calico-node env, calico-config, image registry, container command/args/probe commands) as Calico's upgrade procedure asks; any other edit is replaced by the release's",
     },
   };
+}
+
+function retaggedMirror(image: string, tag: string, version: string): RefusedError {
+  return new RefusedError(
+    `the image ${image} is a retagged ${tag} from another registry: the target's tag in that registry cannot be derived, and the release's own images may not be pullable there; no plan was made`,
+    {
+      hint: `put ${version}'s calico.yaml and the target's, both with the images your mirror serves, in <dir>/<X.Y.Z>/ and pass --manifests <dir>`,
+    },
+  );
 }
 
 /** The finding when the current release's calico.yaml could not be read: edits cannot be told from release defaults. */
@@ -178,15 +197,19 @@ export function applyManifestEdits(objs: KubeObject[], t: ManifestTransform | un
 
 /**
  * Read the live calico.yaml objects and the current release's calico.yaml (from the --manifests source when it
- * holds that version, else the default source) and find the edits. Never fails the plan: an unreadable current
- * release gives the `calico-manifest-edits-unknown` finding instead.
+ * holds that version, else the default source) and find the edits. An unreadable current release does not fail the
+ * plan (the `calico-manifest-edits-unknown` finding instead); a mirror whose target images cannot be derived refuses it.
  */
 export async function planManifestEdits(
   client: KubeClient,
   currentVersion: string | undefined,
   manifests: string | undefined,
 ): Promise<{ transform?: ManifestTransform; finding?: PlanFinding }> {
-  if (!currentVersion) return { finding: manifestEditsUnknown(currentVersion, 'the current version is unknown') };
+  if (!currentVersion) {
+    const ds = await client.getOrUndefined(K.daemonSet, MANIFEST_NS, DS);
+    refusePinnedWithoutVersion(`DaemonSet ${MANIFEST_NS}/${DS}`, nodeContainer(ds)?.image, currentVersion);
+    return { finding: manifestEditsUnknown(currentVersion, 'the current version is unknown') };
+  }
   let current: Release;
   try {
     current = await loadRelease(currentVersion, { manifests, need: 'manifest' });

@@ -21,6 +21,7 @@ import { computeFindings, isManagedCrd, type LiveCalico } from './findings.js';
 import { liveDataNotInBundle } from './compare.js';
 import { planManifestEdits } from './manifest-custom.js';
 import { reconcilerFindings } from './gitops-findings.js';
+import { planOperatorImage } from './operator-mirror.js';
 import { checkBundle, checkCluster, checkTargetPools, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
 import { parseDuration } from '../config/config.js';
 import { PLAN_FLAGS } from './rules.js';
@@ -80,6 +81,8 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
   const target: Release = await loadRelease(opts.to, { manifests: opts.manifests, need: install.installType === 'operator' ? 'operator' : 'manifest' });
   reporter.info('CNR_PLAN_TARGET', `target: Calico ${target.version} from ${target.origin}`);
   if (install.installType === 'manifest') refuseTyphaLeftBehind(await liveManifestTypha(client), target.calicoManifest, target.version);
+  // An air-gapped install pulls the operator from a mirror: the target's comes from there too, or the plan refuses.
+  const operatorImage = install.installType === 'operator' ? planOperatorImage({ image: install.operatorImage, version: install.version }, target) : undefined;
   const direction = !install.version
     ? 'upgrade'
     : compareVersions(target.version, install.version) < 0
@@ -134,6 +137,7 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
     // calico.yaml installs: the user's edits of calico.yaml are carried into the target's (see manifest-custom.ts).
     const edits = install.installType === 'manifest' ? await planManifestEdits(client, install.version, opts.manifests) : undefined;
     if (edits?.finding) findings.push(edits.finding);
+    if (operatorImage?.finding) findings.push(operatorImage.finding);
     const now = opts.now ?? new Date();
     const plan: Plan = {
       apiVersion: PLAN_API_VERSION,
@@ -147,7 +151,7 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
       current: { installType: install.installType, version: install.version, operatorImage: install.operatorImage },
       target: {
         version: target.version,
-        operatorImage: target.operatorImage,
+        operatorImage: operatorImage?.image ?? target.operatorImage,
         manifests:
           path.isAbsolute(target.origin) || /^https?:/.test(target.origin)
             ? opts.manifests && /^https?:/.test(opts.manifests)
