@@ -146,7 +146,7 @@ describe('cluster up options', () => {
     expect(parseUpArgs(['--timeout', '90'])).toMatchObject({ wait: true, timeoutS: 90 });
   });
   it('rejects bad input with one line', () => {
-    expect(() => parseUpArgs(['--install', 'helm', '--calico', '3.28.1'])).toThrow('--install takes operator or manifest, not "helm"');
+    expect(() => parseUpArgs(['--install', 'kubectl', '--calico', '3.28.1'])).toThrow('--install takes operator, manifest or helm, not "kubectl"');
     expect(() => parseUpArgs(['--install', 'operator'])).toThrow('--install needs --calico VERSION');
     expect(() => parseUpArgs(['--calico'])).toThrow('--calico needs a value');
     expect(() => parseUpArgs(['--bogus'])).toThrow('unknown option --bogus');

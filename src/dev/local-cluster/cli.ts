@@ -1,16 +1,18 @@
 #!/usr/bin/env node
 /**
- * `npm run cluster -- up [--calico VERSION [--install operator|manifest]] [--no-wait] [--timeout SECONDS] | down | status`:
+ * `npm run cluster -- up [--calico VERSION [--install operator|manifest|helm]] [--no-wait] [--timeout SECONDS] | down | status`:
  * the local real control plane used by tests and the demo; with --calico, that Calico release installed and its
  * real control-plane programs running (calico-supervisor.ts). `up` returns once what it started is usable
  * (readiness.ts), as `kind create cluster --wait` does, unless --no-wait.
  */
 import { KubeClient } from '../../kube/client.js';
+import { detectCalico } from '../../calico/detect.js';
+import { helmInstallRefusal, installCalicoByHelm } from './calico-helm.js';
 import { installCalicoRelease, type CalicoInstallMode } from './calico-install.js';
 import { LocalCluster } from './cluster.js';
 import { apiServerConditions, calicoConditions, nodeSideConditions, NotReadyError, waitUntilReady, type ReadinessCondition } from './readiness.js';
 
-const USAGE = 'usage: npm run cluster -- up [--calico VERSION [--install operator|manifest]] [--no-wait] [--timeout SECONDS] | down | status';
+const USAGE = 'usage: npm run cluster -- up [--calico VERSION [--install operator|manifest|helm]] [--no-wait] [--timeout SECONDS] | down | status';
 
 /** Long enough for a first build of Calico's programs on 2 cores (the supervisor builds what is not cached). */
 const DEFAULT_WAIT_S = 1800;
@@ -37,7 +39,7 @@ export function parseUpArgs(args: string[]): UpArgs {
     if (flag === '--calico') calico = value();
     else if (flag === '--install') {
       const v = value();
-      if (v !== 'operator' && v !== 'manifest') throw new UsageError(`--install takes operator or manifest, not "${v}"`);
+      if (v !== 'operator' && v !== 'manifest' && v !== 'helm') throw new UsageError(`--install takes operator, manifest or helm, not "${v}"`);
       install = v;
     } else if (flag === '--no-wait') wait = false;
     else if (flag === '--timeout') {
@@ -93,6 +95,28 @@ async function waitReady(conditions: ReadinessCondition[], timeoutS: number, log
 
 class UsageError extends Error {}
 
+/**
+ * How Calico is installed on the cluster now, as cni-rewind's own detection reads it (so it stays true after a test
+ * resets Calico or installs it another way): `operator-helm (release tigera-operator/calico, chart tigera-operator
+ * v3.28.1, revision 1), Calico v3.28.1`.
+ */
+async function installLine(kubeconfig: string): Promise<string> {
+  const client = await KubeClient.connect({ kubeconfig });
+  try {
+    const c = await detectCalico(client);
+    if (c.installType === 'none') return 'none';
+    const h = c.method.helm;
+    const helm = h
+      ? ` (release ${h.namespace}/${h.release}${h.chart ? `, chart ${h.chart.name} ${h.chart.version}` : ''}${h.revision ? `, revision ${h.revision}` : ''})`
+      : '';
+    return `${c.method.method}${helm}, Calico ${c.version ?? 'version unknown'}`;
+  } catch (err) {
+    return `not read (${err instanceof Error ? err.message : String(err)})`;
+  } finally {
+    client.close();
+  }
+}
+
 async function main(): Promise<number> {
   const cmd = process.argv[2] ?? 'status';
   const name = process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e';
@@ -101,12 +125,16 @@ async function main(): Promise<number> {
   switch (cmd) {
     case 'up': {
       const opts = parseUpArgs(process.argv.slice(3));
+      // Refused before anything starts: a cluster brought up only to find the chart cannot be packaged helps no one.
+      const refusal = opts.calico && opts.install === 'helm' ? await helmInstallRefusal(opts.calico) : undefined;
+      if (refusal) throw new UsageError(refusal);
       const st = await cluster.up();
       const client = await KubeClient.connect({ kubeconfig: st.kubeconfig });
       try {
         const conditions = apiServerConditions(() => cluster.isUp());
         if (opts.calico) {
-          await installCalicoRelease(client, opts.calico, opts.install, log);
+          if (opts.install === 'helm') await installCalicoByHelm(client, opts.calico, st, log);
+          else await installCalicoRelease(client, opts.calico, opts.install, log);
           await cluster.startCalico({ nodeSide: true });
           log(
             'the Calico programs, calico-node per node and the CNI plugin per pod start as the installed objects ask for them (a first build takes minutes; see the supervisor log)',
@@ -131,6 +159,7 @@ async function main(): Promise<number> {
       const st = cluster.readState();
       console.log(up ? `cluster "${name}" is up at ${st!.server}\nexport KUBECONFIG=${st!.kubeconfig}` : `cluster "${name}" is not running`);
       const calico = up ? cluster.calicoStatus() : undefined;
+      if (up) console.log(`calico install: ${await installLine(st!.kubeconfig)}`);
       if (calico) console.log(`calico: ${JSON.stringify({ operator: calico.operator, apiserver: calico.apiserver, kubeControllers: calico.kubeControllers })}`);
       if (calico?.nodeSide) console.log(`node side: ${JSON.stringify(calico.nodeSide)}`);
       return up ? 0 : 1;
