@@ -63,6 +63,8 @@ describe('npm run cluster -- up --calico 3.28.1 --install helm', () => {
   it('refuses a Calico without a source pin in one line (exit 2), before anything is installed', async () => {
     const r = await clusterCli(['up', '--calico', '3.31.7', '--install', 'helm']);
     expect(r.code, r.stderr).toBe(2);
+    // One line: the usage text would not help, the version is what is wrong.
+    expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(r.stderr.split('\n')[0]).toMatch(
       /^cluster: --install helm: no Calico source pin for v3\.31\.7 in control-plane\/build-calico\.sh to package its chart from \(pinned: .*v3\.28\.1.*\)$/,
     );

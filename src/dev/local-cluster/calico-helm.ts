@@ -11,6 +11,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { imageTag } from '../../calico/knowledge.js';
 import { loadRelease } from '../../calico/release.js';
 import { packageRoot } from '../../core/package-root.js';
 import type { KubeClient } from '../../kube/client.js';
@@ -47,7 +48,7 @@ export async function helmInstallRefusal(version: string): Promise<string | unde
     return `--install helm: no Calico source pin for ${tag} in control-plane/build-calico.sh to package its chart from (pinned: ${pinned.join(', ')})`;
   }
   const release = await loadRelease(tag, { offline: true, need: 'operator' });
-  const opTag = release.operatorImage?.split(':').pop();
+  const opTag = imageTag(release.operatorImage);
   if (!BUILDABLE_OPERATORS.includes(opTag as (typeof BUILDABLE_OPERATORS)[number])) {
     return `--install helm: Calico ${tag}'s operator ${opTag ?? '(no image)'} is not one the local cluster builds (${BUILDABLE_OPERATORS.join(', ')})`;
   }

@@ -94,6 +94,8 @@ async function waitReady(conditions: ReadinessCondition[], timeoutS: number, log
 }
 
 class UsageError extends Error {}
+/** Well-formed options this cluster cannot honour (a version `--install helm` has no chart for): exit 2, one line. */
+class RefusedError extends Error {}
 
 /**
  * How Calico is installed on the cluster now, as cni-rewind's own detection reads it (so it stays true after a test
@@ -127,7 +129,7 @@ async function main(): Promise<number> {
       const opts = parseUpArgs(process.argv.slice(3));
       // Refused before anything starts: a cluster brought up only to find the chart cannot be packaged helps no one.
       const refusal = opts.calico && opts.install === 'helm' ? await helmInstallRefusal(opts.calico) : undefined;
-      if (refusal) throw new UsageError(refusal);
+      if (refusal) throw new RefusedError(refusal);
       const st = await cluster.up();
       const client = await KubeClient.connect({ kubeconfig: st.kubeconfig });
       try {
@@ -178,6 +180,10 @@ if (process.argv[1] && /local-cluster[\\/]cli\.[jt]s$/.test(process.argv[1])) {
         console.error(`cluster: ${err.message}`);
         console.error('  the cluster keeps running: see `npm run cluster -- status` and the supervisor log; `down` stops it');
         process.exit(4);
+      }
+      if (err instanceof RefusedError) {
+        console.error(`cluster: ${err.message}`);
+        process.exit(2);
       }
       if (err instanceof UsageError) {
         console.error(`cluster: ${err.message}\n${USAGE}`);
