@@ -1,18 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Reconciler } from '../calico/gitops.js';
+import { argoOwner as owner } from '../../test/support/gitops-owner.js';
 import { reconcilerFindings } from './gitops-findings.js';
-
-const owner = (state: Reconciler['state'], blocksApply: boolean): Reconciler => ({
-  tool: 'Argo CD',
-  kind: 'Application',
-  namespace: 'argocd',
-  name: 'calico',
-  objects: ['Deployment/tigera-operator/tigera-operator'],
-  state,
-  reason: state === 'unknown' ? 'no Application CRD in this cluster: Argo CD may run in another cluster and manage this one from there' : 'why',
-  suspendCommand: 'argocd app set calico --sync-policy none',
-  blocksApply,
-});
 
 describe('gitops-owner in a plan', () => {
   it('plan: one finding per owner that never blocks the plan itself (apply decides, at its start)', () => {

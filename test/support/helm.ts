@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { packageRoot } from '../../src/core/package-root.js';
+import { helmEnv } from '../../src/dev/local-cluster/calico-helm.js';
 
 const run = promisify(execFile);
 const script = (name: string) => path.join(packageRoot(), 'test', 'helm', name);
@@ -42,16 +43,8 @@ export interface HelmResult {
 
 /** A helm command against the cluster of `kubeconfig`, with its own state folders under `home`; `driver`: where Helm keeps releases. */
 export async function helm(bin: string, kubeconfig: string, home: string, args: string[], driver: 'secret' | 'configmap' = 'secret'): Promise<HelmResult> {
-  const env = {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
-    // client-go keeps its discovery cache under $HOME/.kube (the working folder when HOME is unset).
-    HOME: home,
-    KUBECONFIG: kubeconfig,
-    HELM_CONFIG_HOME: path.join(home, 'config'),
-    HELM_CACHE_HOME: path.join(home, 'cache'),
-    HELM_DATA_HOME: path.join(home, 'data'),
-    HELM_DRIVER: driver,
-  };
+  // Helm's own folders under `home` (the harness's settings), with the release storage asked for.
+  const env = { ...helmEnv(kubeconfig, home), HELM_DRIVER: driver };
   return run(bin, args, { env, timeout: 5 * 60_000, maxBuffer: 64 * 1024 * 1024 }).then(
     (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
     (e) => ({ code: typeof e.code === 'number' ? e.code : 1, stdout: String(e.stdout ?? ''), stderr: String(e.stderr ?? e.message) }),

@@ -1,19 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Reconciler } from '../../calico/gitops.js';
+import { argoOwner as owner } from '../../../test/support/gitops-owner.js';
 import { makeState } from '../../../test/support/doctor-state.js';
 import { runChecks } from '../doctor.js';
-
-const owner = (state: Reconciler['state'], blocksApply: boolean): Reconciler => ({
-  tool: 'Argo CD',
-  kind: 'Application',
-  namespace: 'argocd',
-  name: 'calico',
-  objects: ['Deployment/tigera-operator/tigera-operator'],
-  state,
-  reason: state === 'unknown' ? 'no Application CRD in this cluster: Argo CD may run in another cluster and manage this one from there' : 'why',
-  suspendCommand: 'argocd app set calico --sync-policy none',
-  blocksApply,
-});
 
 describe('gitops-owner: doctor says who reconciles Calico', () => {
   it('doctor: a warning with the suspend command while it would revert a change, info otherwise', () => {
