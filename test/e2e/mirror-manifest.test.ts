@@ -9,12 +9,10 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/apply/lock.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
-import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
-import { deleteNodes, resetCalico, runCli, testClient } from './helpers.js';
-import { calicoNodeStarted, fixtures, images, installCalicoManifest, NODES, REGISTRY, RELEASE_REPO } from './plan-manifest-support.js';
+import { deleteNodes, runCli, testClient } from './helpers.js';
+import { freshManifestCluster, calicoNodeStarted, fixtures, images, installCalicoManifest, REGISTRY, RELEASE_REPO } from './plan-manifest-support.js';
 
 const DIGEST = `sha256:${'e'.repeat(64)}`;
 const WORKLOADS = [
@@ -29,13 +27,7 @@ describe('plan and apply of a calico.yaml install pulling from a mirror by diges
   beforeAll(async () => {
     client = await testClient();
     dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-mirror-manifest-e2e-'));
-    await resetCalico(client);
-    await client.delete(K.lease, LOCK_NAMESPACE, LOCK_NAME);
-    await deleteNodes(client, 'fpm-');
-    await createFakeNodes(
-      client,
-      NODES.map((name) => ({ name })),
-    );
+    await freshManifestCluster(client, 'fpm-');
     // Installed from the mirror by tag (with the admins' other edits), then pinned by digest as a policy may demand.
     await installCalicoManifest(client, '3.28.1');
     for (const w of WORKLOADS) {

@@ -7,7 +7,9 @@ import { ResourceResolver } from '../../src/kube/resolver.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { releasesDir } from '../support/releases.js';
 import { canonicalJson } from '../../src/util/canonical.js';
-import { calicoType, fixtureObjects } from './helpers.js';
+import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/apply/lock.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
+import { calicoType, deleteNodes, fixtureObjects, resetCalico } from './helpers.js';
 import { calicoSnapshot } from './plan-support.js';
 
 export const fixtures = releasesDir();
@@ -132,4 +134,15 @@ export async function calicoNodeStarted(client: KubeClient, version: string): Pr
   };
   if (live) await client.replace(CLUSTER_INFO, { ...obj, metadata: { ...obj.metadata, resourceVersion: live.metadata.resourceVersion } });
   else await client.create(CLUSTER_INFO, obj);
+}
+
+/** A clean start for a calico.yaml test: no Calico, no apply lock, the `prefix` nodes of an earlier run gone and `nodes` made (kwok). */
+export async function freshManifestCluster(client: KubeClient, prefix: string, nodes: string[] = NODES): Promise<void> {
+  await resetCalico(client);
+  await client.delete(K.lease, LOCK_NAMESPACE, LOCK_NAME);
+  await deleteNodes(client, prefix);
+  await createFakeNodes(
+    client,
+    nodes.map((name) => ({ name })),
+  );
 }

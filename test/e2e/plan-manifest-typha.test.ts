@@ -10,14 +10,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/apply/lock.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import { applyManifests, parseManifests } from '../../src/kube/manifests.js';
 import { packageRoot } from '../../src/core/package-root.js';
-import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { deleteNodes, resetCalico, runCli, testClient } from './helpers.js';
-import { calicoNodeStarted, fixtures, images } from './plan-manifest-support.js';
+import { freshManifestCluster, calicoNodeStarted, fixtures, images } from './plan-manifest-support.js';
 
 const NODES = ['typ-1', 'typ-2'];
 const typhaText = (v: string) => gunzipSync(readFileSync(path.join(packageRoot(), 'test/fixtures/calico-typha', v, 'calico-typha.yaml.gz'))).toString('utf8');
@@ -50,13 +48,7 @@ describe('plan and apply on a calico-typha.yaml install: Typha moves with calico
   beforeAll(async () => {
     client = await testClient();
     dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-plan-typha-e2e-'));
-    await resetCalico(client);
-    await client.delete(K.lease, LOCK_NAMESPACE, LOCK_NAME);
-    await deleteNodes(client, 'typ-');
-    await createFakeNodes(
-      client,
-      NODES.map((name) => ({ name })),
-    );
+    await freshManifestCluster(client, 'typ-', NODES);
     // kubectl apply -f calico-typha.yaml (v3.28.1), as the upstream docs install it.
     await applyManifests(client, parseManifests(typhaText('3.28.1'), '3.28.1/calico-typha.yaml'), { fieldManager: 'kubectl' });
     await waitTyphaRollout(client, '3.28.1');

@@ -13,12 +13,12 @@ import { Journal, journalPathFor } from '../../src/apply/journal.js';
 import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/apply/lock.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
-import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { canonicalJson } from '../../src/util/canonical.js';
-import { deleteNodes, resetCalico, runCli, testClient } from './helpers.js';
+import { deleteNodes, runCli, testClient } from './helpers.js';
 import { applyKilledAtEachStep } from './plan-support.js';
 import { populateCalico, type Population } from './population.js';
 import {
+  freshManifestCluster,
   fixtures,
   NODES,
   MANIFEST_STEPS,
@@ -113,13 +113,7 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
   beforeAll(async () => {
     client = await testClient();
     dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-plan-manifest-e2e-'));
-    await resetCalico(client);
-    await client.delete(K.lease, LOCK_NAMESPACE, LOCK_NAME);
-    await deleteNodes(client, 'fpm-');
-    await createFakeNodes(
-      client,
-      NODES.map((name) => ({ name })),
-    );
+    await freshManifestCluster(client, 'fpm-');
     await installCalicoManifest(client, '3.28.1');
     await calicoNodeStarted(client, 'v3.28.1');
     population = await populateCalico(client, { prefix: 'fpm', nodes: NODES, customResources: false });
