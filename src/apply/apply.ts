@@ -4,6 +4,7 @@
  * On a failed step: stop, report the state and the exact restore commands, or restore resources with autoRollback.
  */
 import { assertSupportedCalico } from '../calico/supported.js';
+import { assertNotEnterprise } from '../calico/enterprise.js';
 import { describeReconciler, readReconcilers, refuseReconcilers } from '../calico/gitops.js';
 import { openBundle, type Bundle } from '../bundle/reader.js';
 import { verifyBundle } from '../bundle/verify.js';
@@ -103,6 +104,8 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
   // A plan made elsewhere rolls out Kubernetes-datastore manifests, and its steps write the v1 CRDs: refused on an etcd
   // cluster or one migrated to v3-CRD mode since the plan was made (or between runs), before the journal exists.
   await assertSupportedCalico(client, 'apply', 'the plan was not applied');
+  // Calico Enterprise since the plan was made (or a plan made on another cluster): its operator is not ours to replace.
+  await assertNotEnterprise(client, 'the plan was not applied');
   // A self-healing Argo CD application or an unsuspended Flux object puts its manifests back mid-plan: refused before
   // the journal exists (read now, not from the plan: owners are suspended or resumed between plan and apply).
   for (const r of refuseReconcilers(await readReconcilers(client), !!opts.ownerSuspended))

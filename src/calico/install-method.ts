@@ -8,6 +8,7 @@ import { RefusedError } from '../core/errors.js';
 import type { KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
+import { variantOf } from './enterprise.js';
 import { imageTag, tagVersion } from './knowledge.js';
 import type { HelmRelease } from './helm-release.js';
 
@@ -64,6 +65,8 @@ export interface InstallMethod {
   images: ImageSource[];
   /** The Installation's image settings, where the operator pulls every other Calico image from (a mirror). */
   installationImages?: { registry?: string; imagePath?: string; imagePrefix?: string };
+  /** The operator's product (enterprise.ts): `TigeraSecureEnterprise` for Calico Enterprise. */
+  variant?: 'Calico' | 'TigeraSecureEnterprise';
 }
 
 export interface InstallObjects {
@@ -190,7 +193,14 @@ export function installMethod(objs: InstallObjects): InstallMethod {
   const mirror = Object.fromEntries(
     (['registry', 'imagePath', 'imagePrefix'] as const).filter((k) => typeof spec[k] === 'string' && spec[k]).map((k) => [k, spec[k]]),
   );
-  const base = { datastore: datastoreOf(objs), gitOps, images, ...(Object.keys(mirror).length ? { installationImages: mirror } : {}) };
+  const variant = variantOf(objs.installation);
+  const base = {
+    datastore: datastoreOf(objs),
+    gitOps,
+    images,
+    ...(Object.keys(mirror).length ? { installationImages: mirror } : {}),
+    ...(variant ? { variant } : {}),
+  };
   const managedObj = [objs.operator, objs.calicoNode, objs.canal].find((o) => o?.metadata.labels?.[ADDON_MANAGER]);
   if (managedObj) return { ...base, method: 'managed-addon', managedBy: managerOf(managedObj, images), addonMode: managedObj.metadata.labels![ADDON_MANAGER] };
   const op = objs.operator;

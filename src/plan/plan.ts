@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { detectCalico } from '../calico/detect.js';
 import { refuseUnsupportedCalico } from '../calico/supported.js';
+import { refuseEnterprise } from '../calico/enterprise.js';
 import { liveManifestTypha, refuseTyphaLeftBehind } from './typha.js';
 import { readReconcilers } from '../calico/gitops.js';
 import { refuseManagedUpgrade } from '../calico/managed-addon.js';
@@ -72,6 +73,7 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
   refuseUnsupportedCalico(install, 'plan', 'no plan was made');
   // A managed Calico (AKS, GKE, RKE2, the addon manager) comes back as its provider has it: the provider's way is named.
   refuseManagedUpgrade(install.method, opts.to);
+  refuseEnterprise(install.method.variant, 'no plan was made');
   if (install.installType === 'none') throw new BadInputError('no Calico install found in this cluster: there is nothing to upgrade or downgrade');
   // Refused before anything else is looked at (bundle, manifests): the answer does not depend on them.
   if (install.installType === 'manifest' && opts.strategy === 'reinstall') {
