@@ -7,20 +7,17 @@
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
-import { CALICO_CONFIG, CANAL_DAEMONSET, datastoreOf, INSTALLATION_TYPE, type DatastoreInfo } from './install-method.js';
+import { CALICO_CONFIG, CANAL_DAEMONSET, datastoreOf, INSTALLATION_TYPE, type DatastoreInfo, type InstallObjects } from './install-method.js';
 import { OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE } from './knowledge.js';
 
-export interface CalicoObjects {
+/** installMethod's objects (the operator, the Installation, calico-config, canal), with calico-node in both of its homes. */
+export interface CalicoObjects extends Omit<InstallObjects, 'calicoNode'> {
   /** Every CRD's name, `<plural>.<group>`: the groups installed, without the schemas. */
   crdNames: string[];
-  operator?: KubeObject;
-  installation?: KubeObject;
   /** calico-node of an operator install. */
   calicoNodeSystem?: KubeObject;
   /** calico-node of a manifest install (calico.yaml, calico-etcd.yaml). */
   calicoNodeKube?: KubeObject;
-  calicoConfig?: KubeObject;
-  canal?: KubeObject;
 }
 
 /** Not found or not allowed: that part of the picture stays unknown; any other failure is the command's. */
