@@ -3,9 +3,10 @@
  * manifests are the same files, nothing refuses), take the cluster lock, then run the steps with the journal.
  * On a failed step: stop, report the state and the exact restore commands, or restore resources with autoRollback.
  */
-import { assertSupportedCalico } from '../calico/supported.js';
-import { assertNotEnterprise } from '../calico/enterprise.js';
-import { describeReconciler, readReconcilers, refuseReconcilers } from '../calico/gitops.js';
+import { readCalicoObjects } from '../calico/calico-objects.js';
+import { refuseUnsupportedObjects } from '../calico/supported.js';
+import { refuseEnterprise, variantOf } from '../calico/enterprise.js';
+import { describeReconciler, judgeReconcilers, markedObjects, refuseReconcilers } from '../calico/gitops.js';
 import { openBundle, type Bundle } from '../bundle/reader.js';
 import { verifyBundle } from '../bundle/verify.js';
 import { loadRelease, type Release } from '../calico/release.js';
@@ -101,14 +102,17 @@ export function restoreCommands(plan: Plan, hasSnapshots: boolean): string[] {
 }
 
 export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptions, reporter: Reporter): Promise<ApplyResult> {
+  // The checks below judge one read of the objects they look at, made now (not taken from the plan: it may have been
+  // made elsewhere, and things change between plan and apply or between runs).
+  const calico = await readCalicoObjects(client);
   // A plan made elsewhere rolls out Kubernetes-datastore manifests, and its steps write the v1 CRDs: refused on an etcd
   // cluster or one migrated to v3-CRD mode since the plan was made (or between runs), before the journal exists.
-  await assertSupportedCalico(client, 'apply', 'the plan was not applied');
+  refuseUnsupportedObjects(calico, 'apply', 'the plan was not applied');
   // Calico Enterprise since the plan was made (or a plan made on another cluster): its operator is not ours to replace.
-  await assertNotEnterprise(client, 'the plan was not applied');
+  refuseEnterprise(variantOf(calico.installation), 'the plan was not applied');
   // A self-healing Argo CD application or an unsuspended Flux object puts its manifests back mid-plan: refused before
-  // the journal exists (read now, not from the plan: owners are suspended or resumed between plan and apply).
-  for (const r of refuseReconcilers(await readReconcilers(client), !!opts.ownerSuspended))
+  // the journal exists (owners are suspended or resumed between plan and apply).
+  for (const r of refuseReconcilers(await judgeReconcilers(client, markedObjects(calico)), !!opts.ownerSuspended))
     reporter.warn('CNR_APPLY_OWNER_SUSPENDED', `going ahead with --owner-suspended: ${describeReconciler(r)}`);
   const journalPath = journalPathFor(plan.bundle.path, plan.id);
   const journal = Journal.open(journalPath);

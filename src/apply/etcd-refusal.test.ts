@@ -32,7 +32,7 @@ function fakeClient(): { client: KubeClient; calls: string[] } {
       calls.push(`GET ${r.kind} ${ns}/${name}`);
       return r.kind === 'ConfigMap' && ns === 'kube-system' && name === 'calico-config' ? structuredClone(calicoConfig) : undefined;
     },
-    // The refusal judges what detectCalico (export, backup) or assertSupportedCalico (apply) read: reads only, and
+    // The refusal judges what detectCalico (export, backup) or readCalicoObjects (apply) read: reads only, and
     // no v3 CRDs here (v3-crds.ts).
     async listMetadata(r: ResourceType) {
       calls.push(`LIST ${r.kind} metadata`);

@@ -1,10 +1,10 @@
 import type { KubeClient } from '../kube/client.js';
 import { KubeApiError } from '../kube/client.js';
-import { K } from '../kube/builtin.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
-import { calicoVersionForOperator, imageTag, OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE, tagVersion } from './knowledge.js';
+import { calicoVersionForOperator, imageTag, tagVersion } from './knowledge.js';
 import { v3CrdModeOf, type V3CrdMode } from './v3-crds.js';
-import { fetchInstallObjects, installMethod, type InstallMethod } from './install-method.js';
+import { INSTALLATION_TYPE, installMethod, type InstallMethod } from './install-method.js';
+import { readCalicoObjects, type CalicoObjects } from './calico-objects.js';
 import { readHelmRelease } from './helm-release.js';
 
 export type InstallType = 'operator' | 'manifest' | 'none';
@@ -37,7 +37,7 @@ const CLUSTER_INFO: ResourceType = {
   namespaced: false,
 };
 export const TIGERA_STATUS: ResourceType = { group: 'operator.tigera.io', version: 'v1', plural: 'tigerastatuses', kind: 'TigeraStatus', namespaced: false };
-export const INSTALLATION: ResourceType = { group: 'operator.tigera.io', version: 'v1', plural: 'installations', kind: 'Installation', namespaced: false };
+export const INSTALLATION: ResourceType = INSTALLATION_TYPE;
 
 async function optional<T>(p: Promise<T>): Promise<T | undefined> {
   try {
@@ -50,22 +50,23 @@ async function optional<T>(p: Promise<T>): Promise<T | undefined> {
 
 /** What Calico is installed, how, and at which version, read from the live cluster. */
 export async function detectCalico(client: KubeClient): Promise<CalicoInstall> {
-  const methodObjects = fetchInstallObjects(client); // read beside the reads below, not after them
-  methodObjects.catch(() => undefined); // a failure of the reads below is the one reported
-  const [operator, nodeSys, nodeKube, clusterInfo, statuses, crds] = await Promise.all([
-    optional(client.get(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT)),
-    optional(client.get(K.daemonSet, 'calico-system', 'calico-node')),
-    optional(client.get(K.daemonSet, 'kube-system', 'calico-node')),
+  return (await readCalico(client)).install;
+}
+
+/** detectCalico's answer and the objects it judged, for a command that judges them again (plan's GitOps owners). */
+export async function readCalico(client: KubeClient): Promise<{ install: CalicoInstall; objects: CalicoObjects }> {
+  const [objects, clusterInfo, statuses] = await Promise.all([
+    readCalicoObjects(client),
     optional(client.get(CLUSTER_INFO, undefined, 'default')),
     optional(client.listAll(TIGERA_STATUS)),
-    // A CRD's name is <plural>.<group>, so the names tell the group without the schemas.
-    client.listMetadata(K.crd),
   ]);
+  const { operator, calicoNodeSystem: nodeSys, calicoNodeKube: nodeKube, crdNames } = objects;
   const operatorImage = containerImage(operator, 'tigera-operator');
   const node = nodeSys ?? nodeKube;
   const calicoNodeImage = containerImage(node, 'calico-node');
-  const calicoCrds = crds.filter((c) => c.metadata.name.endsWith('.crd.projectcalico.org')).length;
-  const v3CrdMode = v3CrdModeOf(crds.map((c) => c.metadata.name));
+  // A CRD's name is <plural>.<group>, so the names tell the group without the schemas.
+  const calicoCrds = crdNames.filter((n) => n.endsWith('.crd.projectcalico.org')).length;
+  const v3CrdMode = v3CrdModeOf(crdNames);
   const installType: InstallType = operator ? 'operator' : nodeKube || calicoCrds > 0 || v3CrdMode ? 'manifest' : 'none';
 
   let version: string | undefined;
@@ -91,7 +92,7 @@ export async function detectCalico(client: KubeClient): Promise<CalicoInstall> {
     version = nodeVersion ?? nodeTag;
     versionSource = 'calico-node-image';
   }
-  return {
+  const install: CalicoInstall = {
     installType,
     version,
     versionSource,
@@ -102,8 +103,9 @@ export async function detectCalico(client: KubeClient): Promise<CalicoInstall> {
     tigeraStatus: (statuses ?? []).map((s) => ({ name: s.metadata.name, conditions: s.status?.conditions ?? [] })),
     calicoCrds,
     ...(v3CrdMode ? { v3CrdMode } : {}),
-    method: await withHelmRecord(client, installMethod({ ...(await methodObjects), operator, calicoNode: node })),
+    method: await withHelmRecord(client, installMethod({ ...objects, calicoNode: node })),
   };
+  return { install, objects };
 }
 
 /** A Helm install's chart, revision and value keys from the release's own record (one more read, Helm installs only). */

@@ -7,11 +7,9 @@
  * refuse it by name (exit 5) and point to Tigera's own upgrade procedure.
  */
 import { RefusedError } from '../core/errors.js';
-import type { KubeClient } from '../kube/client.js';
-import type { KubeObject, ResourceType } from '../kube/types.js';
+import type { KubeObject } from '../kube/types.js';
 
 export const ENTERPRISE_VARIANT = 'TigeraSecureEnterprise';
-const INSTALLATION_TYPE: ResourceType = { group: 'operator.tigera.io', version: 'v1', plural: 'installations', kind: 'Installation', namespaced: false };
 
 /** The product the Installation asks for (or the operator last installed); undefined without an Installation or a variant. */
 export function variantOf(installation: KubeObject | undefined): 'Calico' | typeof ENTERPRISE_VARIANT | undefined {
@@ -28,16 +26,4 @@ export function refuseEnterprise(variant: string | undefined, outcome: string): 
       hint: "upgrade Calico Enterprise with Tigera's procedure (docs.tigera.io/calico-enterprise/latest/getting-started/upgrading); export, backup, diff and restore still work here",
     },
   );
-}
-
-/** apply's check, read when it starts (the plan may have been made before the variant changed, or elsewhere). */
-export async function assertNotEnterprise(client: KubeClient, outcome: string): Promise<void> {
-  let installation: KubeObject | undefined;
-  try {
-    installation = await client.getOrUndefined(INSTALLATION_TYPE, undefined, 'default');
-  } catch (err) {
-    // Not allowed to read it: the operator's own objects are not this check's to demand; the plan judged them.
-    if ((err as { statusCode?: number }).statusCode !== 403) throw err;
-  }
-  refuseEnterprise(variantOf(installation), outcome);
 }

@@ -20,7 +20,9 @@ import { RefusedError } from '../core/errors.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
-import { argoAppRef, installMethod, type GitOpsOwner, type InstallMethod } from './install-method.js';
+import type { CalicoObjects } from './calico-objects.js';
+import { argoAppRef, INSTALLATION_TYPE, installMethod, type GitOpsOwner, type InstallMethod } from './install-method.js';
+import { OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE } from './knowledge.js';
 
 /**
  * - `self-healing`: reverts a live change within seconds or minutes (Argo CD selfHeal, Flux not suspended);
@@ -194,24 +196,38 @@ async function getQuiet(client: KubeClient, r: ResourceType, namespace: string |
   }
 }
 
-const INSTALLATION: ResourceType = { group: 'operator.tigera.io', version: 'v1', plural: 'installations', kind: 'Installation', namespaced: false };
+/** The objects that carry the marks: the operator Deployment, the Installation and calico-node. */
+export interface MarkedObjects {
+  operator?: KubeObject;
+  installation?: KubeObject;
+  calicoNode?: KubeObject;
+}
 
-/** The objects that carry the marks (operator Deployment, Installation, calico-node), read here for doctor and apply. */
-export async function readMarkedObjects(client: KubeClient): Promise<{ operator?: KubeObject; installation?: KubeObject; calicoNode?: KubeObject }> {
+/** The marked objects among those a command already read (calico-objects.ts): apply and plan read them once. */
+export function markedObjects(objs: CalicoObjects): MarkedObjects {
+  return { operator: objs.operator, installation: objs.installation, calicoNode: objs.calicoNodeSystem ?? objs.calicoNodeKube };
+}
+
+/** The marked objects, read here for doctor. */
+export async function readMarkedObjects(client: KubeClient): Promise<MarkedObjects> {
   const [operator, installation, nodeSystem, nodeKube] = await Promise.all([
-    getQuiet(client, K.deployment, 'tigera-operator', 'tigera-operator'),
-    getQuiet(client, INSTALLATION, undefined, 'default'),
+    getQuiet(client, K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT),
+    getQuiet(client, INSTALLATION_TYPE, undefined, 'default'),
     getQuiet(client, K.daemonSet, 'calico-system', 'calico-node'),
     getQuiet(client, K.daemonSet, 'kube-system', 'calico-node'),
   ]);
   return { operator, installation, calicoNode: nodeSystem ?? nodeKube };
 }
 
+/** Who reconciles Calico here, from marked objects already read (their owners are read and judged now). */
+export async function judgeReconcilers(client: KubeClient, marked: MarkedObjects, method?: InstallMethod): Promise<Reconciler[]> {
+  const owners = (method ?? installMethod(marked)).gitOps;
+  return judgeOwners(client, owners, [marked.operator, marked.installation, marked.calicoNode]);
+}
+
 /** Who reconciles Calico here, from the cluster: marks read, owners read and judged. */
-export async function readReconcilers(client: KubeClient, method?: InstallMethod): Promise<Reconciler[]> {
-  const objs = await readMarkedObjects(client);
-  const owners = (method ?? installMethod(objs)).gitOps;
-  return judgeOwners(client, owners, [objs.operator, objs.installation, objs.calicoNode]);
+export async function readReconcilers(client: KubeClient): Promise<Reconciler[]> {
+  return judgeReconcilers(client, await readMarkedObjects(client));
 }
 
 /** One line per owner, as doctor, plan and apply say it. */

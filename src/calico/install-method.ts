@@ -1,6 +1,6 @@
 /**
  * How Calico was installed and who keeps it that way (issue 31, item 1): the datastore, the install method, a GitOps
- * owner and where the images come from, read from objects detectCalico fetched plus three more reads made beside it.
+ * owner and where the images come from, judged from objects already read (calico-objects.ts).
  * The etcd datastore is refused by name by every command that would write a bundle or roll out manifests
  * (`refuseEtcdDatastore`): cni-rewind reads and writes Calico's data through the Kubernetes API only.
  */
@@ -12,7 +12,8 @@ import { variantOf } from './enterprise.js';
 import { imageTag, tagVersion } from './knowledge.js';
 import type { HelmRelease } from './helm-release.js';
 
-const INSTALLATION_TYPE: ResourceType = { group: 'operator.tigera.io', version: 'v1', plural: 'installations', kind: 'Installation', namespaced: false };
+/** The operator's Installation (one, `default`). */
+export const INSTALLATION_TYPE: ResourceType = { group: 'operator.tigera.io', version: 'v1', plural: 'installations', kind: 'Installation', namespaced: false };
 
 /** `calico-etcd.yaml` (3.26-3.32): the ConfigMap kube-system/calico-config holds `etcd_endpoints`, calico-node reads it as ETCD_ENDPOINTS. */
 export const CALICO_CONFIG = { namespace: 'kube-system', name: 'calico-config', etcdKey: 'etcd_endpoints' } as const;
@@ -85,16 +86,6 @@ async function getOptional(client: KubeClient, r: ResourceType, namespace: strin
     if ((err as { statusCode?: number }).statusCode === 403) return undefined;
     throw err;
   }
-}
-
-/** The objects detectCalico does not read itself, fetched in parallel with its own reads. */
-export async function fetchInstallObjects(client: KubeClient): Promise<Pick<InstallObjects, 'installation' | 'calicoConfig' | 'canal'>> {
-  const [installation, calicoConfig, canal] = await Promise.all([
-    getOptional(client, INSTALLATION_TYPE, undefined, 'default'),
-    getOptional(client, K.configMap, CALICO_CONFIG.namespace, CALICO_CONFIG.name),
-    getOptional(client, K.daemonSet, CANAL_DAEMONSET.namespace, CANAL_DAEMONSET.name),
-  ]);
-  return { installation, calicoConfig, canal };
 }
 
 function containers(obj: KubeObject | undefined): any[] {

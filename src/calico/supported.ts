@@ -7,6 +7,7 @@
  */
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
+import { datastoreOfObjects, type CalicoObjects } from './calico-objects.js';
 import { readDatastore, refuseEtcdDatastore, type DatastoreInfo } from './install-method.js';
 import { v3CrdModeOf, v3CrdModeRefusal, type V3CrdMode } from './v3-crds.js';
 
@@ -20,11 +21,17 @@ export function refuseUnsupportedCalico(install: { v3CrdMode?: V3CrdMode; method
 }
 
 /**
- * The same refusal for the commands that do not run detectCalico (apply, restore): the CRD names and the datastore
- * objects only, read side by side.
+ * The same refusal for restore, which does not run detectCalico: the CRD names and the datastore objects only, read
+ * side by side.
  */
 export async function assertSupportedCalico(client: KubeClient, command: string, outcome: string): Promise<void> {
   const [crds, datastore] = await Promise.all([client.listMetadata(K.crd), readDatastore(client)]);
   const v3CrdMode = v3CrdModeOf(crds.map((c) => c.metadata.name));
   refuseUnsupportedCalico({ ...(v3CrdMode ? { v3CrdMode } : {}), method: { datastore } }, command, outcome);
+}
+
+/** apply's refusal, judged from the objects its start-of-apply checks read once (calico-objects.ts), as assertSupportedCalico judges. */
+export function refuseUnsupportedObjects(objs: CalicoObjects, command: string, outcome: string): void {
+  const v3CrdMode = v3CrdModeOf(objs.crdNames);
+  refuseUnsupportedCalico({ ...(v3CrdMode ? { v3CrdMode } : {}), method: { datastore: datastoreOfObjects(objs) } }, command, outcome);
 }

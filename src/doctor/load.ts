@@ -1,8 +1,8 @@
 /** Build a CalicoState from the live cluster or from a bundle. */
 import { CALICO_GROUPS, CALICO_WORKLOADS } from '../calico/knowledge.js';
 import { v3CrdModeOf } from '../calico/v3-crds.js';
-import { readDatastore } from '../calico/install-method.js';
-import { readReconcilers } from '../calico/gitops.js';
+import { readDatastore, type DatastoreInfo } from '../calico/install-method.js';
+import { readReconcilers, type Reconciler } from '../calico/gitops.js';
 import type { Bundle } from '../bundle/reader.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
@@ -15,8 +15,13 @@ import { installTypeOf, nodeTunnelIPs, toNodeInfo, toPodInfo, toWorkloadInfo, ty
  * Read everything the checks need from the live cluster. Pods and IPAM objects are listed page by page.
  * `only`: the Calico kinds to list (resource keys, `ippools.crd.projectcalico.org`), for a caller that runs one check
  * (restore's read-back needs pools and blocks, not 100k handles); the others stay absent, as in a cluster without them.
+ * `known`: what the caller already judged from the same objects (plan: the datastore and the GitOps owners), not read again.
  */
-export async function loadLiveState(client: KubeClient, only?: readonly string[]): Promise<CalicoState> {
+export async function loadLiveState(
+  client: KubeClient,
+  only?: readonly string[],
+  known: { datastore?: DatastoreInfo; reconcilers?: Reconciler[] } = {},
+): Promise<CalicoState> {
   const crds = await listCrds(client, CALICO_GROUPS);
   const objects: Record<string, KubeObject[]> = {};
   const wanted = only ? crds.filter((crd) => only.includes(resourceKey(crdResourceType(crd)))) : crds;
@@ -35,9 +40,9 @@ export async function loadLiveState(client: KubeClient, only?: readonly string[]
     client.listAll(K.pod),
     loadWorkloads(client),
     client.listMetadata(K.crd),
-    readDatastore(client),
+    known.datastore ?? readDatastore(client),
     // A caller running one check (restore's read-back) needs no owners.
-    only ? [] : readReconcilers(client),
+    only ? [] : (known.reconcilers ?? readReconcilers(client)),
   ]);
   const v3Crds = v3CrdModeOf(allCrds.map((c) => c.metadata.name))?.crds;
   return {

@@ -4,11 +4,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { detectCalico } from '../calico/detect.js';
+import { readCalico } from '../calico/detect.js';
 import { refuseUnsupportedCalico } from '../calico/supported.js';
 import { refuseEnterprise } from '../calico/enterprise.js';
 import { liveManifestTypha, refuseTyphaLeftBehind } from './typha.js';
-import { readReconcilers } from '../calico/gitops.js';
+import { judgeReconcilers, markedObjects } from '../calico/gitops.js';
+import { datastoreOfObjects } from '../calico/calico-objects.js';
 import { refuseManagedUpgrade } from '../calico/managed-addon.js';
 import { IPAM_LIVE_KINDS, compareVersions } from '../calico/knowledge.js';
 import { loadRelease, type Release } from '../calico/release.js';
@@ -67,7 +68,7 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
     parseDuration(opts.rolling?.readyTimeout ?? '15m', '--ready-timeout');
   }
 
-  const install = await detectCalico(client);
+  const { install, objects: calicoObjects } = await readCalico(client);
   // v3-CRD mode's data is not where the plan's steps write; calico.yaml rolled over calico-etcd.yaml breaks every CNI
   // ADD: both refused before the bundle or manifests are read.
   refuseUnsupportedCalico(install, 'plan', 'no plan was made');
@@ -103,7 +104,10 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
   }
   const bundle = await openPlanBundle(bundlePath);
   try {
-    const cluster = await checkCluster(client, !!opts.rebootNodes);
+    // Argo CD / Flux owners, judged from the objects detectCalico read: said here, refused by apply while they would
+    // revert the change (--owner-suspended). Doctor's preflight judges the same owners and datastore, not a new read.
+    const reconcilers = await judgeReconcilers(client, markedObjects(calicoObjects), install.method);
+    const cluster = await checkCluster(client, !!opts.rebootNodes, { reconcilers, datastore: datastoreOfObjects(calicoObjects) });
     const rolling = opts.rebootNodes ? await planRollingNodes(client, opts.rolling ?? {}, reporter) : undefined;
     const preflight = [
       ...(await checkBundle(bundle, { uid, maxAgeMs, maxBackupAge, diskSnapshots: opts.diskSnapshots !== false, nodes: cluster.nodes, now: opts.now })),
@@ -112,8 +116,6 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
     ];
     const live = await loadLiveCalico(client);
     const { findings, installation } = computeFindings(live, target, install, flags);
-    // Argo CD / Flux owners: said here, refused by apply while they would revert the change (--owner-suspended).
-    const reconcilers = await readReconcilers(client, install.method);
     findings.push(...reconcilerFindings(reconcilers));
     if (install.installType === 'operator') preflight.push(await checkTargetPools(client, target, installation, cluster.state));
     // Objects changed since the backup (by people or by an operator, as in #9100): the plan names them and either

@@ -117,10 +117,11 @@ export async function checkBundle(bundle: Bundle, opts: BundleCheckOptions): Pro
   return checks;
 }
 
-/** Cluster health: nodes Ready, and PDBs that would block a drain. */
+/** Cluster health: nodes Ready, and PDBs that would block a drain. `known`: what doctor need not read again (plan's). */
 export async function checkCluster(
   client: KubeClient,
   rebootNodes: boolean,
+  known: Parameters<typeof loadLiveState>[2] = {},
 ): Promise<{ checks: PreflightCheck[]; nodes: string[]; /** The live Calico state doctor read (for checkTargetPools), if it could. */ state?: CalicoState }> {
   const nodes = await client.listAll(K.node);
   const notReady = nodes.filter((n) => !n.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')).map((n) => n.metadata.name);
@@ -145,7 +146,7 @@ export async function checkCluster(
   // Doctor's checks, listed but not blocking: the cluster a downgrade rescues is often the one doctor flags (#9100).
   let state: CalicoState | undefined;
   try {
-    state = await loadLiveState(client);
+    state = await loadLiveState(client, undefined, known);
     const errors = runChecks(state).filter((f) => f.severity === 'error');
     checks.push({
       name: 'doctor',

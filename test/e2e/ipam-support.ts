@@ -64,9 +64,16 @@ export async function startChurn(
 ): Promise<Churn> {
   const dir = await ensureCalicoProgram('ipam-driver', CALICO_PROGRAMS_VERSION);
   const out = await open(logFile, 'a');
+  // setpriv (util-linux) has the kernel SIGKILL the driver when the thread that started it ends: a vitest worker
+  // killed mid-churn runs no cleanup, and a driver left behind went on allocating under the next run's tests. That
+  // thread is the worker process's main thread (vitest's forks pool), so the driver lives exactly as long as its worker.
   const child = spawn(
-    path.join(dir, 'ipam-driver'),
+    'setpriv',
     [
+      '--pdeathsig',
+      'KILL',
+      '--',
+      path.join(dir, 'ipam-driver'),
       'churn',
       '--nodes',
       args.nodes.join(','),

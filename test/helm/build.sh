@@ -6,18 +6,14 @@
 set -euo pipefail
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib/cache-build.sh"
 HELM=$(sed -n 's/^[[:space:]]*\(require \)\{0,1\}helm.sh\/helm\/v4 \(v[^ ]*\).*/\2/p' "$here/go.mod")
 [ -n "$HELM" ] || { echo "helm/build.sh: no helm.sh/helm/v4 version in $here/go.mod" >&2; exit 4; }
 sum=$(cat "$here/go.sum" "$here/build.sh" | sha256sum | cut -c1-12)
-cache_root=${CNI_REWIND_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cni-rewind-e2e}
 BIN="$cache_root/helm-${HELM}_${sum}/helm"
 
-[ -x "$BIN" ] && { echo "$BIN"; exit 0; }
-mkdir -p "$cache_root"
-exec 9>"$cache_root/helm-build.lock"
-flock 9
-[ -x "$BIN" ] && { echo "$BIN"; exit 0; }
-command -v go >/dev/null || { echo "helm/build.sh: Go is required to build helm $HELM" >&2; exit 4; }
+cached_or_lock "$BIN" "$cache_root/helm-build.lock"
+need_go helm/build.sh "helm $HELM"
 mkdir -p "$(dirname "$BIN")"
 echo "[helm-build] building helm $HELM" >&2
 started=$SECONDS
@@ -25,5 +21,5 @@ started=$SECONDS
 (cd "$here" && go build -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM" -o "$BIN.tmp" helm.sh/helm/v4/cmd/helm) ||
   { echo "helm/build.sh: building helm $HELM failed (output above); the Helm e2e tests need it" >&2; exit 4; }
 mv "$BIN.tmp" "$BIN"
-printf '%s\t%s\t%s\n' "$(date +%s)" "helm $HELM" "$((SECONDS - started))" >>"$cache_root/build-times.tsv"
+record_build_time "helm $HELM" "$started"
 echo "$BIN"

@@ -14,20 +14,16 @@ tag=${1:-}
 die() { echo "helm/chart.sh: $1" >&2; exit "${2:-2}"; }
 [ -n "$tag" ] || die "usage: chart.sh <calico tag, e.g. v3.28.1>"
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib/cache-build.sh"
 pin=$(awk -v t="$tag" '$1 == "calico" && $2 == t { print $3, $4 }' "$here/../../control-plane/build-calico.sh")
 [ -n "$pin" ] || die "no pin for calico $tag in control-plane/build-calico.sh"
 read -r commit sha <<<"$pin"
 helm=$(bash "$here/build.sh" | tail -n1)
-cache_root=${CNI_REWIND_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cni-rewind-e2e}
 recipe=$(cat "$0" | sha256sum | cut -c1-12)
 out="$cache_root/helm-charts/tigera-operator-${tag}_${recipe}"
 chart="$out/tigera-operator-$tag.tgz"
 
-[ -f "$chart" ] && { echo "$chart"; exit 0; }
-mkdir -p "$cache_root/helm-charts"
-exec 9>"$cache_root/helm-charts/build.lock"
-flock 9
-[ -f "$chart" ] && { echo "$chart"; exit 0; }
+cached_or_lock "$chart" "$cache_root/helm-charts/build.lock"
 tmp="$out.tmp"
 rm -rf "$tmp"
 mkdir -p "$tmp/src"

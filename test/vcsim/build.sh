@@ -6,21 +6,17 @@
 set -euo pipefail
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib/cache-build.sh"
 GOVMOMI=$(sed -n 's/^require github.com\/vmware\/govmomi \(v[^ ]*\).*/\1/p' "$here/go.mod")
 sum=$(cat "$here/go.sum" "$here/main.go" | sha256sum | cut -c1-12)
-cache_root=${CNI_REWIND_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cni-rewind-e2e}
 BIN="$cache_root/vcsim-govmomi-${GOVMOMI}_${sum}/vcsim"
 
-[ -x "$BIN" ] && { echo "$BIN"; exit 0; }
-mkdir -p "$cache_root"
-exec 9>"$cache_root/vcsim-build.lock"
-flock 9
-[ -x "$BIN" ] && { echo "$BIN"; exit 0; }
-command -v go >/dev/null || { echo "vcsim/build.sh: Go is required to build vcsim" >&2; exit 4; }
+cached_or_lock "$BIN" "$cache_root/vcsim-build.lock"
+need_go vcsim/build.sh vcsim
 mkdir -p "$(dirname "$BIN")"
 echo "[vcsim-build] building vcsim from govmomi $GOVMOMI" >&2
 started=$SECONDS
 (cd "$here" && go build -trimpath -ldflags "-s -w" -o "$BIN.tmp" .)
 mv "$BIN.tmp" "$BIN"
-printf '%s\t%s\t%s\n' "$(date +%s)" "vcsim (govmomi $GOVMOMI)" "$((SECONDS - started))" >>"$cache_root/build-times.tsv"
+record_build_time "vcsim (govmomi $GOVMOMI)" "$started"
 echo "$BIN"
