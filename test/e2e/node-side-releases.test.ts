@@ -23,7 +23,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { calicoctl, clearCalicoFinalizers } from './calico-support.js';
 import { parseIpamCheck } from './ipam-support.js';
-import { deleteNodes, kubeconfig, resetCalico, testClient } from './helpers.js';
+import { calicoType, deleteNodes, kubeconfig, resetCalico, testClient } from './helpers.js';
 
 const run = promisify(execFile);
 const CLI = path.join(packageRoot(), 'dist', 'src', 'dev', 'local-cluster', 'cli.js');
@@ -46,6 +46,15 @@ async function cli(args: string[]): Promise<{ stdout: string; stderr: string }> 
   const out = await run(process.execPath, [CLI, ...args], { timeout: 1_800_000, maxBuffer: 64 * 1024 * 1024 });
   console.log(`cluster ${args.join(' ')}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return out;
+}
+
+/** Logs the seconds since the previous mark of the same test (where a version's minutes go). */
+function stopwatch(label: string): (step: string) => void {
+  let last = Date.now();
+  return (step) => {
+    console.log(`${label} ${step}: ${((Date.now() - last) / 1000).toFixed(1)} s`);
+    last = Date.now();
+  };
 }
 
 async function cleanUp(): Promise<void> {
@@ -115,7 +124,9 @@ describe('the node side from each release tree, as `npm run cluster -- up --cali
     const last = i === RELEASES.length - 1;
     it(`${r.version}: start-up, tunnel allocator and CNI ADD/DEL from the ${r.nodeTree} tree`, async () => {
       const tree = calicoProgramsFor(r.version)!;
+      const mark = stopwatch(r.version);
       const up = await cli(['up', '--calico', r.version]);
+      mark('up --calico');
       expect(up.stdout).toContain(`export KUBECONFIG=${kubeconfig()}`);
 
       // `up` returned ready: start-up done and the allocator running on both nodes, from the release's own tree.
@@ -124,6 +135,9 @@ describe('the node side from each release tree, as `npm run cluster -- up --cali
         expect(nodes[n], JSON.stringify(nodes)).toMatchObject({ startup: 'done', calico: r.nodeTree });
         expect(readlinkSync(`/proc/${nodes[n]!.allocator!.pid}/exe`)).toContain(`/node-side-${r.nodeTree}_`);
       }
+      // Start-up writes its own version into ClusterInformation (the release tree's startup.VERSION).
+      const info = await client.get(calicoType('clusterinformations', 'ClusterInformation'), undefined, 'default');
+      expect(info.spec?.calicoVersion).toBe(r.nodeTree);
       const status = await cli(['status']);
       const listed = JSON.parse(/^node side: (.*)$/m.exec(status.stdout)?.[1] ?? '{}');
       for (const n of NODES) expect(listed.nodes?.[n], status.stdout).toMatchObject({ startup: 'done', calico: r.nodeTree });
@@ -146,6 +160,7 @@ describe('the node side from each release tree, as `npm run cluster -- up --cali
         expect(show).toContain('type: vxlanTunnelAddress');
       }
 
+      mark('status and tunnel addresses');
       // A pod on a node: the CNI plugin's ADD gives it a pool address, in its status and held in IPAM for it.
       const name = `nsr-${r.version.replaceAll('.', '')}`;
       await client.create(K.pod, podSpec(name));
@@ -158,6 +173,7 @@ describe('the node side from each release tree, as `npm run cluster -- up --cali
       const podNetns = cluster.calicoStatus()?.nodeSide?.pods[`default/${name}`]?.netns;
       expect(listNetns(netnsPrefix(cluster.name))).toContain(podNetns);
 
+      mark('ADD');
       // Deleting the pod runs DEL: the address is free again and its namespace gone.
       await client.delete(K.pod, 'default', name);
       await client.waitFor(
@@ -171,16 +187,21 @@ describe('the node side from each release tree, as `npm run cluster -- up --cali
       const check = parseIpamCheck(await calicoctl(['ipam', 'check', '--show-problem-ips'], undefined, tree));
       expect(check.problems, check.text).toBe(0);
       expect(check.nodeTunnelIps, check.text).toBe(NODES.length);
+      mark('DEL and ipam check');
 
       if (last) return; // the next test takes this install down with the CLI
       await cluster.stopCalico();
       expect(listNetns(netnsPrefix(cluster.name))).toEqual([]);
       expect(nodeSideProcesses(cluster.readState()!.workDir)).toEqual([]);
       await cleanUp();
+      mark('stop and reset');
     }, 1_900_000);
   }
 
   it('`npm run cluster -- down` with a pod ADDed stops every node-side process and removes every namespace', async () => {
+    // On the install the previous test left running (fail at once, not after a timeout, when it did not start).
+    const running = cluster.calicoStatus()?.nodeSide?.nodes ?? {};
+    for (const n of NODES) expect(running[n]?.startup, `the node side of ${RELEASES.at(-1)!.version} on ${n}`).toBe('done');
     await client.create(K.pod, podSpec('nsr-kept'));
     await waitPodIp('nsr-kept');
     const side = cluster.calicoStatus()?.nodeSide;
