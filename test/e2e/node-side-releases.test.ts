@@ -94,13 +94,18 @@ const podSpec = (name: string) => ({
   spec: { nodeName: NODES[0], containers: [{ name: 'web', image: 'nginx' }] },
 });
 
-/** The pod's address once the CNI plugin gave it one in the pool (written into its status). */
+/**
+ * The pod's address once the CNI plugin gave it one in the pool, written into its status, and the namespace the
+ * supervisor's status lists for it (the status file is written after the pod's, so both are waited for).
+ */
 const waitPodIp = (name: string) =>
   client.waitFor(
     `${name} to get its address from the CNI plugin`,
     async () => {
       const pod = await client.getOrUndefined<KubeObject>(K.pod, 'default', name);
-      return inPool(pod?.status?.podIP) ? (pod!.status.podIP as string) : undefined;
+      const ip: string | undefined = pod?.status?.podIP;
+      const rec = cluster.calicoStatus()?.nodeSide?.pods[`default/${name}`];
+      return rec && inPool(ip) && rec.ip === ip ? { ip: ip!, netns: rec.netns } : undefined;
     },
     { timeoutMs: 180_000, intervalMs: 500, state: async () => JSON.stringify(cluster.calicoStatus()?.nodeSide?.pods ?? 'no node side') },
   );
@@ -164,13 +169,12 @@ describe('the node side from each release tree, as `npm run cluster -- up --cali
       // A pod on a node: the CNI plugin's ADD gives it a pool address, in its status and held in IPAM for it.
       const name = `nsr-${r.version.replaceAll('.', '')}`;
       await client.create(K.pod, podSpec(name));
-      const podIp = await waitPodIp(name);
+      const { ip: podIp, netns: podNetns } = await waitPodIp(name);
       const pod = await client.get<KubeObject>(K.pod, 'default', name);
       expect(pod.metadata.annotations?.['cni.projectcalico.org/podIP']).toBe(`${podIp}/32`);
       const held = await calicoctl(['ipam', 'show', `--ip=${podIp}`], undefined, tree);
       expect(held).toMatch(/is in use/);
       expect(held).toContain(`pod: ${name}`);
-      const podNetns = cluster.calicoStatus()?.nodeSide?.pods[`default/${name}`]?.netns;
       expect(listNetns(netnsPrefix(cluster.name))).toContain(podNetns);
 
       mark('ADD');
@@ -180,7 +184,7 @@ describe('the node side from each release tree, as `npm run cluster -- up --cali
         'DEL to free the address and remove the namespace',
         async () => {
           const show = await calicoctl(['ipam', 'show', `--ip=${podIp}`], undefined, tree);
-          return !/is in use/.test(show) && !listNetns(netnsPrefix(cluster.name)).includes(podNetns!) ? true : undefined;
+          return !/is in use/.test(show) && !listNetns(netnsPrefix(cluster.name)).includes(podNetns) ? true : undefined;
         },
         { timeoutMs: 120_000, intervalMs: 1000 },
       );
@@ -203,9 +207,8 @@ describe('the node side from each release tree, as `npm run cluster -- up --cali
     const running = cluster.calicoStatus()?.nodeSide?.nodes ?? {};
     for (const n of NODES) expect(running[n]?.startup, `the node side of ${RELEASES.at(-1)!.version} on ${n}`).toBe('done');
     await client.create(K.pod, podSpec('nsr-kept'));
-    await waitPodIp('nsr-kept');
+    const { netns: podNetns } = await waitPodIp('nsr-kept');
     const side = cluster.calicoStatus()?.nodeSide;
-    const podNetns = side?.pods['default/nsr-kept']?.netns;
     const prefix = netnsPrefix(cluster.name);
     // Before: a namespace per node the plugin ran in and the pod's, allocators and API bridges running.
     expect(listNetns(prefix)).toContain(podNetns);
