@@ -16,8 +16,12 @@ export const PROGRAMS_FOR_TESTS: ReadonlyArray<readonly [CalicoProgramKind, stri
   ['calico', 'v3.29.7'],
   ['operator', 'v1.38.13'],
   ['calico', 'v3.30.7'],
-  // The node side last: only `npm run cluster -- up --calico` and the node-side tests run it.
+  // The node side last: only `npm run cluster -- up --calico` and the node-side tests run it (each minor its own
+  // tree: node-side-releases.test.ts runs 3.29, 3.30 and 3.27).
   ['node-side', 'v3.28.1'],
+  ['node-side', 'v3.29.7'],
+  ['node-side', 'v3.30.7'],
+  ['node-side', 'v3.27.4'],
 ];
 
 async function main(): Promise<number> {

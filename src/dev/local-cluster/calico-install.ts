@@ -1,6 +1,7 @@
 import { loadRelease } from '../../calico/release.js';
 import type { KubeClient } from '../../kube/client.js';
 import { applyManifests } from '../../kube/manifests.js';
+import { ResourceResolver } from '../../kube/resolver.js';
 import { createFakeNodes } from './nodes.js';
 
 /** `helm`: the tigera-operator chart (calico-helm.ts); to the operator and `up`'s wait, an operator install. */
@@ -26,6 +27,13 @@ export async function installCalicoRelease(
   log(`installing Calico ${release.version} (${mode}): ${objs.length} objects`);
   await applyManifests(client, objs, { fieldManager: 'cni-rewind-local-cluster' });
   if (mode === 'operator' && release.customResources.length > 0) {
+    // An Established CRD is served a moment later (the API server's discovery syncs on its own): the Installation
+    // applied in between failed `up --calico 3.27.4` with "does not serve operator.tigera.io/v1 Installation".
+    for (const o of release.customResources)
+      await client.waitFor(`${o.apiVersion} ${o.kind} to be served`, async () => ((await new ResourceResolver(client).forObject(o)) ? true : undefined), {
+        timeoutMs: 60_000,
+        intervalMs: 200,
+      });
     await applyManifests(client, release.customResources, { fieldManager: 'cni-rewind-local-cluster' });
   }
 }

@@ -43,10 +43,34 @@ export const CALICO_PROGRAMS_FOR_MINOR: Readonly<Record<string, string>> = {
   'v3.30': 'v3.30.7',
 };
 
+/**
+ * Installed calico-node minor -> the pinned tree its node side (calico-node's start-up and tunnel allocator, the CNI
+ * plugin) is built from: each minor its own release, 3.27 included. Unlike the API server, these programs write
+ * what the installed release writes (start-up's Node, default pools and ClusterInformation calicoVersion, the
+ * plugin's IPAM allocations), and the seed's incident is on 3.27.4's: a newer tree would not show it.
+ */
+export const NODE_SIDE_FOR_MINOR: Readonly<Record<string, string>> = {
+  'v3.27': 'v3.27.4',
+  'v3.28': 'v3.28.1',
+  'v3.29': 'v3.29.7',
+  'v3.30': 'v3.30.7',
+};
+
+const minorOf = (tag: string | undefined): string | undefined => {
+  const m = /^v?(\d+)\.(\d+)\./.exec(tag ?? '');
+  return m ? `v${m[1]}.${m[2]}` : undefined;
+};
+
 /** The Calico tree for an installed image tag (`v3.30.7`), or undefined when no pinned tree serves its minor. */
 export function calicoProgramsFor(tag: string | undefined): string | undefined {
-  const m = /^v?(\d+)\.(\d+)\./.exec(tag ?? '');
-  return m ? CALICO_PROGRAMS_FOR_MINOR[`v${m[1]}.${m[2]}`] : undefined;
+  const minor = minorOf(tag);
+  return minor ? CALICO_PROGRAMS_FOR_MINOR[minor] : undefined;
+}
+
+/** The tree of the node side for a calico-node image tag, or undefined when no pinned tree has its minor. */
+export function nodeSideFor(tag: string | undefined): string | undefined {
+  const minor = minorOf(tag);
+  return minor ? NODE_SIDE_FOR_MINOR[minor] : undefined;
 }
 
 /** Operator tags the build script has pinned sources for (image tag -> buildable). */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../kube/types.js';
 import { cniPluginConfig, nodeAddresses, nodeSideEnv, podsForCni, resolveEnv, wantedNodeSides } from './node-side-desired.js';
+import { calicoProgramsFor, nodeSideFor } from './calico-programs.js';
 
 // The shape of the operator's calico-node pod (v1.34: install-cni reads the config from ConfigMap cni-config).
 const operatorConfig = JSON.stringify({
@@ -156,5 +157,21 @@ describe('podsForCni', () => {
     pending.status = { phase: 'Pending' };
     const got = podsForCni([pod('a', 'n1'), pod('b', 'n2'), pod('host', 'n1', { hostNetwork: true }), pending], new Set(['n1']));
     expect(got.map((p) => p.metadata.name)).toEqual(['a']);
+  });
+});
+
+describe('nodeSideFor', () => {
+  it("runs each installed minor's node side from its own tree, 3.27 from 3.27.4's (not 3.28.1's, as its API server)", () => {
+    expect(nodeSideFor('v3.27.4')).toBe('v3.27.4');
+    expect(nodeSideFor('v3.27.0')).toBe('v3.27.4');
+    expect(calicoProgramsFor('v3.27.4')).toBe('v3.28.1');
+    expect(nodeSideFor('v3.28.5')).toBe('v3.28.1');
+    expect(nodeSideFor('v3.29.7')).toBe('v3.29.7');
+    expect(nodeSideFor('v3.30.2')).toBe('v3.30.7');
+  });
+  it('names no tree for a minor with no pin, or no tag', () => {
+    expect(nodeSideFor('v3.26.5')).toBeUndefined();
+    expect(nodeSideFor('v3.31.7')).toBeUndefined();
+    expect(nodeSideFor(undefined)).toBeUndefined();
   });
 });

@@ -8,7 +8,7 @@ import { KubeApiError, type KubeClient } from '../../kube/client.js';
 import type { KubeObject } from '../../kube/types.js';
 import { packageRoot } from '../../core/package-root.js';
 import { serveUnixToTcp } from './api-bridge.js';
-import { calicoProgramsFor, ensureCalicoProgram } from './calico-programs.js';
+import { ensureCalicoProgram, nodeSideFor } from './calico-programs.js';
 import { deleteNetns, ensureNetns, netnsPath } from './netns.js';
 import { CALICO_NODE_SELECTOR, cniPluginConfig, nodeAddresses, nodeSideEnv, podsForCni, wantedNodeSides, type NodeSideWanted } from './node-side-desired.js';
 import { Slot } from './slot.js';
@@ -110,7 +110,7 @@ export class NodeSide {
   }
 
   private async followNode(w: NodeSideWanted, address: string): Promise<NodeSideStatus['nodes'][string]> {
-    const tree = calicoProgramsFor(w.tag);
+    const tree = nodeSideFor(w.tag);
     if (!tree) return { startup: 'waiting', error: `no pinned Calico tree serves calico-node ${w.tag}` };
     const key = `${w.podUid} ${tree}`;
     let run = this.nodes.get(w.node);
