@@ -36,6 +36,8 @@ export interface ChurnPod {
   /** When the pod first showed the CNI plugin's address. */
   addressedAt?: string;
   handle?: string;
+  /** The node side's status has shown a record of the pod. */
+  known?: boolean;
   /** ADD and DEL failures the node side reported for the pod, each when first seen ("" when it reported none again). */
   failures: { t: string; error: string }[];
 }
@@ -191,7 +193,9 @@ export class PodChurn {
       const rec = pods[`${this.opts.namespace}/${p.name}`];
       if (rec?.error && p.failures.at(-1)?.error !== rec.error) p.failures.push({ t, error: rec.error });
       if (!rec?.error && p.failures.length && p.failures.at(-1)!.error !== '') p.failures.push({ t, error: '' });
-      if (p.deletedAt && !p.releasedAt && !rec) p.releasedAt = t;
+      // The status is written at the end of the supervisor's tick: a pod deleted right after its ADD may not be in it yet.
+      if (rec) p.known = true;
+      if (p.deletedAt && !p.releasedAt && !rec && p.known) p.releasedAt = t;
     }
   }
 

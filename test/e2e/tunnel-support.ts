@@ -2,7 +2,9 @@
  * Node tunnel addresses as calico-node allocates them (`ipam-driver tunnel`: node/pkg/allocateip's reconcile, one
  * per node), and the check that they are still consistent after the tool acted: each address allocated to its
  * `<type>-tunnel-addr-<node>` handle alone, the Node annotation naming that same address, `calicoctl ipam check`
- * counting it in use, and calico-node's next reconcile (after a restart or a pool change) keeping it.
+ * counting it in use, and calico-node's next reconcile (after a restart or a pool change) keeping it. With the node
+ * side running, calico-node's own allocator holds them instead: `waitNodeTunnels` reads what it wrote into the
+ * Calico Nodes and `expectNodeTunnelsKept` checks each is still named and held by its node's tunnel handle.
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
