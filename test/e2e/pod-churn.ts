@@ -274,8 +274,9 @@ export async function expectChurnSettledAndHeld(client: KubeClient, cluster: Loc
       .map((id) => `k8s-pod-network.${id}`),
   );
   const stray = [...ipam.owners].filter(([, o]) => o.some((h) => h.startsWith('k8s-pod-network.') && !podHandles.has(h)));
-  const released = [...churn.pods.values()].filter((p) => p.releasedAt).map((p) => p.handle);
-  expect(stray, `handles the churn released: ${released.length}`).toEqual([]);
+  const released = new Set([...churn.pods.values()].filter((p) => p.releasedAt).map((p) => p.handle));
+  const why = stray.map(([ip, o]) => `${ip} of ${o.join(', ')}${o.some((h) => released.has(h)) ? ' (released by a DEL of the churn)' : ''}`);
+  expect(stray, `pod-network allocations no running pod has: ${why.join('; ')}`).toEqual([]);
   const check = await ipamCheck();
   expect(check.problems, check.text).toBe(0);
   return check;
