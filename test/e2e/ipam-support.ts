@@ -330,11 +330,20 @@ export async function installPopulatedReal328(
 /**
  * The start of the IPAM files: a clean 3.28.1 install by the real v1.34.3 operator on the kwok `nodes`, its pool
  * and datastore ready for the IPAM driver (`operators`: other operators the file goes on to run, built first).
+ * `nodeSide`: the Calico trees of the node side to build first (each calico-node minor the file installs); given, the
+ * node side runs too (calico-node's start-up and tunnel allocator per node, the CNI plugin per pod:
+ * docs/calico-programs.md), so pods get their addresses from the real CNI plugin.
  */
-export async function freshInstall328(cluster: LocalCluster, nodes: string[], operators: string[] = []): Promise<KubeClient> {
+export async function freshInstall328(
+  cluster: LocalCluster,
+  nodes: string[],
+  operators: string[] = [],
+  opts: { nodeSide?: string[] } = {},
+): Promise<KubeClient> {
   for (const op of [...operators, 'v1.34.3']) await ensureCalicoProgram('operator', op);
   await ensureCalicoProgram('calico', CALICO_PROGRAMS_VERSION);
-  await ensureCalicoProgram('ipam-driver', CALICO_PROGRAMS_VERSION);
+  if (opts.nodeSide) for (const tree of opts.nodeSide) await ensureCalicoProgram('node-side', tree);
+  else await ensureCalicoProgram('ipam-driver', CALICO_PROGRAMS_VERSION);
   const client = await testClient();
   await cluster.stopCalico();
   await clearCalicoFinalizers(client);
@@ -343,7 +352,7 @@ export async function freshInstall328(cluster: LocalCluster, nodes: string[], op
     client,
     nodes.map((name) => ({ name })),
   );
-  await cluster.startCalico();
+  await cluster.startCalico({ nodeSide: !!opts.nodeSide });
   await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
   await applyFixture(client, '3.28.1', 'custom-resources.yaml');
   await waitOperator(cluster, 'v1.34.3');

@@ -2,7 +2,9 @@
  * Node tunnel addresses as calico-node allocates them (`ipam-driver tunnel`: node/pkg/allocateip's reconcile, one
  * per node), and the check that they are still consistent after the tool acted: each address allocated to its
  * `<type>-tunnel-addr-<node>` handle alone, the Node annotation naming that same address, `calicoctl ipam check`
- * counting it in use, and calico-node's next reconcile (after a restart or a pool change) keeping it.
+ * counting it in use, and calico-node's next reconcile (after a restart or a pool change) keeping it. With the node
+ * side running, calico-node's own allocator holds them instead: `waitNodeTunnels` reads what it wrote into the
+ * Calico Nodes and `expectNodeTunnelsKept` checks each is still named and held by its node's tunnel handle.
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
@@ -10,6 +12,9 @@ import { expect } from 'vitest';
 import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
+import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
+import { until } from '../support/until.js';
+import { calicoctl } from './calico-support.js';
 import { kubeconfig, runCli } from './helpers.js';
 import { ipamCheck, readIpam } from './ipam-support.js';
 
@@ -51,6 +56,22 @@ export async function allocateTunnels(nodes: string[]): Promise<TunnelAddrs[]> {
  * With `doctor`, the live doctor reports no IPAM problem about them either.
  */
 export async function expectTunnelsIntact(client: KubeClient, expected: TunnelAddrs[], opts: { doctor?: boolean } = {}): Promise<void> {
+  const addrs = await expectTunnelsHeld(client, expected);
+  if (opts.doctor) {
+    const d = await runCli(['doctor', '-o', 'json']);
+    const findings: { id: string; objects?: string[] }[] = JSON.parse(d.stdout).findings;
+    const names = (o: string) => /tunnel-addr-/.test(o) || o.split(/[\s,()/]+/).some((w) => addrs.includes(w));
+    const about = findings.filter((f) => f.id.startsWith('ipam-') && (f.objects ?? []).some(names));
+    expect(about).toEqual([]);
+  }
+  expect(await allocateTunnels(expected.map((e) => e.node))).toEqual(expected);
+}
+
+/**
+ * Every node's tunnel addresses are still `expected`: named by the Node, allocated to the node's tunnel handle alone,
+ * recorded once by that IPAMHandle, counted in use by `calicoctl ipam check`. Returns the addresses.
+ */
+export async function expectTunnelsHeld(client: KubeClient, expected: TunnelAddrs[]): Promise<string[]> {
   const ipam = await readIpam(client);
   const wrong: string[] = [];
   const addrs: string[] = [];
@@ -75,12 +96,42 @@ export async function expectTunnelsIntact(client: KubeClient, expected: TunnelAd
   expect(check.nodeTunnelIps, check.text).toBe(addrs.length);
   expect(addrs.filter((a) => check.leakedIps.has(a))).toEqual([]);
   expect(check.noAllocation, check.text).toBe(0);
-  if (opts.doctor) {
-    const d = await runCli(['doctor', '-o', 'json']);
-    const findings: { id: string; objects?: string[] }[] = JSON.parse(d.stdout).findings;
-    const names = (o: string) => /tunnel-addr-/.test(o) || o.split(/[\s,()/]+/).some((w) => addrs.includes(w));
-    const about = findings.filter((f) => f.id.startsWith('ipam-') && (f.objects ?? []).some(names));
-    expect(about).toEqual([]);
-  }
-  expect(await allocateTunnels(expected.map((e) => e.node))).toEqual(expected);
+  return addrs;
+}
+
+/** The tunnel addresses each Calico Node names (`calicoctl get nodes`: spec.ipv4IPIPTunnelAddr, ipv4VXLANTunnelAddr). */
+export async function calicoNodeTunnels(nodes: string[]): Promise<TunnelAddrs[]> {
+  const items: any[] = JSON.parse(await calicoctl(['get', 'nodes', '-o', 'json'])).items ?? [];
+  return nodes.map((node) => {
+    const spec = items.find((n) => n.metadata?.name === node)?.spec ?? {};
+    return { node, ipip: spec.ipv4IPIPTunnelAddr ?? '', vxlan: spec.ipv4VXLANTunnelAddr ?? '' };
+  });
+}
+
+/**
+ * With the node side running: waits until calico-node's start-up is done on every node and its tunnel allocator has
+ * written a VXLAN address into each Calico Node, and returns the addresses.
+ */
+export async function waitNodeTunnels(cluster: LocalCluster, nodes: string[], timeoutMs = 300_000): Promise<TunnelAddrs[]> {
+  let got: TunnelAddrs[] = [];
+  await until(
+    'start-up done and a VXLAN tunnel address on every Calico Node',
+    async () => {
+      const st = cluster.calicoStatus()?.nodeSide?.nodes ?? {};
+      if (!nodes.every((n) => st[n]?.startup === 'done' && st[n]?.allocator?.pid)) return false;
+      got = await calicoNodeTunnels(nodes);
+      return got.every((t) => /^\d+\.\d+\.\d+\.\d+$/.test(t.vxlan));
+    },
+    { timeoutMs, intervalMs: 1000, state: () => `node side ${JSON.stringify(cluster.calicoStatus()?.nodeSide?.nodes)}; Calico Nodes ${JSON.stringify(got)}` },
+  );
+  return got;
+}
+
+/**
+ * With the node side running (its allocator, not `ipam-driver tunnel`, owns the addresses): each Calico Node still
+ * names the tunnel address it had (`expected`), and that address is allocated to its node's tunnel handle alone.
+ */
+export async function expectNodeTunnelsKept(client: KubeClient, expected: TunnelAddrs[]): Promise<void> {
+  expect(await calicoNodeTunnels(expected.map((e) => e.node))).toEqual(expected);
+  await expectTunnelsHeld(client, expected);
 }
