@@ -332,7 +332,7 @@ export async function installPopulatedReal328(
  * and datastore ready for the IPAM driver (`operators`: other operators the file goes on to run, built first).
  * `nodeSide`: the Calico trees of the node side to build first (each calico-node minor the file installs); given, the
  * node side runs too (calico-node's start-up and tunnel allocator per node, the CNI plugin per pod:
- * docs/calico-programs.md), so pods get their addresses from the real CNI plugin.
+ * docs/node-side.md), so pods get their addresses from the real CNI plugin.
  */
 export async function freshInstall328(
   cluster: LocalCluster,

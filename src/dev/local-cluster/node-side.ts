@@ -15,7 +15,7 @@ import { Slot } from './slot.js';
 
 /**
  * Calico's node side for each kwok node, run as a kubelet would run the calico-node pod and call the CNI plugin
- * (docs/calico-programs.md): calico-node's start-up once per calico-node pod, then its tunnel-address allocator
+ * (docs/node-side.md): calico-node's start-up once per calico-node pod, then its tunnel-address allocator
  * until the pod goes; the real `calico` CNI plugin (with `calico-ipam`) ADD for each pod on a ready node, in a
  * network namespace made for the pod, its address written into the pod's status; DEL when the pod is deleted.
  */
