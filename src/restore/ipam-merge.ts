@@ -10,6 +10,7 @@
  * attributes; an ordinal another handle holds now is a duplicate IP (two owners, one address), reported with the
  * pod to restart, never overwritten.
  */
+import { IPAM_POD_HANDLE_PREFIX } from '../calico/knowledge.js';
 import { addressAt, parseCidr } from '../doctor/ip.js';
 import type { KubeObject } from '../kube/types.js';
 import { canonicalJson } from '../util/canonical.js';
@@ -126,6 +127,19 @@ export function mergeBlock(live: KubeObject, bundle: KubeObject, only?: readonly
     }
   }
   return out;
+}
+
+/**
+ * Whether a duplicate's bundle pod is gone, so that its address was released with it and the pod holding it now is
+ * its rightful user (the operator's teardown deletes its own pods; a reinstall starts new ones that take the
+ * re-claimed blocks' lowest addresses). `container`: the CNI containerID of the pod of that namespace and name now
+ * (undefined: no such pod; '': it has none recorded). A pod of that name in another sandbox (a StatefulSet pod
+ * started again) is another pod. A duplicate whose bundle allocation names no pod (a tunnel address) is never gone.
+ */
+export function releasedWithPod(d: DuplicateIp, container: string | undefined): boolean {
+  if (!d.bundlePod) return false;
+  if (container === undefined) return true;
+  return !!container && d.bundleHandle.startsWith(IPAM_POD_HANDLE_PREFIX) && d.bundleHandle !== `${IPAM_POD_HANDLE_PREFIX}${container}`;
 }
 
 /** One line per duplicate: the address, who holds it now, and the pod to restart. */

@@ -21,10 +21,10 @@
  *   same node (or, 3.30+ LoadBalancer IPAM, `virtual:load-balancer` for an affinity of type virtual).
  * `--prune` never deletes IPAM objects: those the bundle lacks were allocated since the backup.
  */
-import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, IPAM_LIVE_KINDS, IPAM_POD_HANDLE_PREFIX, POD_ANNOTATION_CONTAINER_ID } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, IPAM_LIVE_KINDS, POD_ANNOTATION_CONTAINER_ID } from '../calico/knowledge.js';
 import { groupOf, type KubeObject } from '../kube/types.js';
 import { canonicalJson } from '../util/canonical.js';
-import { blockRecreated, duplicateLine, mergeBlock, type DuplicateIp } from './ipam-merge.js';
+import { blockRecreated, duplicateLine, mergeBlock, releasedWithPod, type DuplicateIp } from './ipam-merge.js';
 
 export const isIpamLive = (o: Pick<KubeObject, 'apiVersion' | 'kind'>): boolean => IPAM_LIVE_KINDS.has(o.kind) && groupOf(o.apiVersion) === CALICO_CRD_GROUP;
 
@@ -165,12 +165,7 @@ export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources
   return skipped;
 }
 
-/**
- * Whether a duplicate's bundle pod is gone: no pod of that namespace and name runs, or one does in another sandbox
- * (its CNI containerID annotation names another container than the bundle's handle `k8s-pod-network.<id>`). Its
- * address was released when it went (the operator's teardown deletes its own pods; a reinstall starts new ones), so
- * the pod holding it now is its rightful user. A duplicate without a pod name (a tunnel address) is always kept.
- */
+/** A duplicate's bundle pod is gone (releasedWithPod), judged from the cluster's pods, listed once when first needed. */
 function podGone(sources: IpamSources): (d: DuplicateIp) => Promise<boolean> {
   // namespace/name -> the pod's CNI containerID ('' when it has none): only that is kept of each pod.
   let pods: Promise<Map<string, string>> | undefined;
@@ -181,9 +176,7 @@ function podGone(sources: IpamSources): (d: DuplicateIp) => Promise<boolean> {
       .then(
         (all) => new Map(all.map((p) => [`${p.metadata.namespace ?? ''}/${p.metadata.name}`, p.metadata.annotations?.[POD_ANNOTATION_CONTAINER_ID] ?? ''])),
       );
-    const container = (await pods).get(d.bundlePod);
-    if (container === undefined) return true;
-    return !!container && d.bundleHandle.startsWith(IPAM_POD_HANDLE_PREFIX) && d.bundleHandle !== `${IPAM_POD_HANDLE_PREFIX}${container}`;
+    return releasedWithPod(d, (await pods).get(d.bundlePod));
   };
 }
 
