@@ -10,7 +10,7 @@
  * attributes; an ordinal another handle holds now is a duplicate IP (two owners, one address), reported with the
  * pod to restart, never overwritten.
  */
-import { IPAM_POD_HANDLE_PREFIX } from '../calico/knowledge.js';
+import { IPAM_POD_HANDLE_PREFIX, IPAM_TUNNEL_HANDLE } from '../calico/knowledge.js';
 import { addressAt, parseCidr } from '../doctor/ip.js';
 import type { KubeObject } from '../kube/types.js';
 import { canonicalJson } from '../util/canonical.js';
@@ -155,13 +155,17 @@ export function duplicateLine(d: DuplicateIp): string {
  * or an affinity still there for its node and block. Returns the paths that are not.
  */
 export function ipamDrift(desired: KubeObject, live: KubeObject | undefined, ordinals?: readonly number[]): string[] {
-  if (!live) return ['(object is gone)'];
+  // A tunnel handle the allocator released (and may be re-creating for the node's new address) is its normal work.
+  if (!live) return desired.kind === 'IPAMHandle' && IPAM_TUNNEL_HANDLE.test(desired.spec?.handleID ?? desired.metadata.name) ? [] : ['(object is gone)'];
   if (desired.kind === 'IPAMBlock') {
     const now = allocated(live);
     const cidr = parseCidr(desired.spec?.cidr);
     const lost: string[] = [];
     for (const [ordinal, attr] of allocated(desired)) {
       if (ordinals && !ordinals.includes(ordinal)) continue;
+      // A node's tunnel allocator releases a tunnel address of the bundle that its node no longer uses (it moved on
+      // after the loss): its normal work, not a loss.
+      if (IPAM_TUNNEL_HANDLE.test(attr.handle_id ?? '')) continue;
       if (now.get(ordinal)?.handle_id !== attr.handle_id)
         lost.push(`spec.allocations[${ordinal}] (${cidr ? addressAt(cidr, ordinal) : ordinal}, handle ${attr.handle_id ?? '?'})`);
     }

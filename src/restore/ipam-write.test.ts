@@ -3,7 +3,7 @@ import { RecordingIoHost, Reporter } from '../io/host.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import type { ResourceResolver } from '../kube/resolver.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
-import { blockRecreated, mergeBlock } from './ipam-merge.js';
+import { blockRecreated, ipamDrift, mergeBlock } from './ipam-merge.js';
 import type { OwnerLookup } from './owners.js';
 import type { Planned } from './types.js';
 import { writeOne } from './write.js';
@@ -128,6 +128,14 @@ describe('restore writes IPAM without overwriting what Calico wrote', () => {
     expect(p.action.ipam?.duplicates).toEqual([expect.stringMatching(/^duplicate IP 10\.0\.0\.2: .*\(pod web\/b-1\).*restart pod web\/b-1/)]);
   });
 
+  it('a handle update raises the live counts to what the blocks allocate to it', async () => {
+    const live = calico('IPAMHandle', 'vxlan-tunnel-addr-n1', { handleID: 'vxlan-tunnel-addr-n1', block: { '192.168.0.0/30': 1 } });
+    const { client, store } = server([block(['vxlan-tunnel-addr-n1', 'pod-a', null, null]), live]);
+    await write(client, HANDLES, 'update', calico('IPAMHandle', 'vxlan-tunnel-addr-n1', { handleID: 'vxlan-tunnel-addr-n1', block: { '10.0.0.0/30': 1 } }))
+      .done;
+    expect(store[1]!.spec.block).toEqual({ '192.168.0.0/30': 1, '10.0.0.0/30': 1 });
+  });
+
   it('a handle create that meets 409 raises the live count to what the blocks allocate to it; an affinity that exists is left alone', async () => {
     const live = calico('IPAMHandle', 'pod-a', { handleID: 'pod-a', block: {} });
     const aff = calico('BlockAffinity', 'n1-10-0-0-0-30', { node: 'n1', cidr: '10.0.0.0/30', state: 'pending' });
@@ -151,6 +159,15 @@ describe('the per-address merge', () => {
     expect(m.block.spec.attributes).toHaveLength(2);
     expect(m.block.spec.unallocated).toEqual([3]);
     expect(m.block.spec.sequenceNumberForAllocation).toEqual({ '0': 7, '1': 7 });
+  });
+
+  it("judges a restored block by its pod allocations: a tunnel address the node's allocator released since is its normal work", () => {
+    const restored = block(['vxlan-tunnel-addr-n1', 'pod-a', null, null]);
+    expect(ipamDrift(restored, block([null, 'pod-a', 'vxlan-tunnel-addr-n1', null]))).toEqual([]);
+    expect(ipamDrift(restored, block(['vxlan-tunnel-addr-n1', null, null, null]))).toEqual(['spec.allocations[1] (10.0.0.1, handle pod-a)']);
+    const tunnel = calico('IPAMHandle', 'vxlan-tunnel-addr-n1', { handleID: 'vxlan-tunnel-addr-n1', block: {} });
+    expect(ipamDrift(tunnel, undefined)).toEqual([]);
+    expect(ipamDrift(calico('IPAMHandle', 'pod-a', { handleID: 'pod-a', block: {} }), undefined)).toEqual(['(object is gone)']);
   });
 
   it('tells a re-created block from one that changed: a sequenceNumber jump, else created after the backup', () => {

@@ -3,7 +3,8 @@
  * while restore does, whatever the datastore lock says, so the bundle's copy is never PUT over a live object:
  * - an IPAMBlock that exists (re-created, or created between planning and writing: the create met 409) gets the
  *   bundle's allocations merged into it as it is at that moment, retried on a write conflict;
- * - an IPAMHandle that exists gets, per block, the count of addresses that block allocates to it now;
+ * - an IPAMHandle that exists (the create met 409, or the plan found it counting less than the restore puts back) gets,
+ *   per block, the count of addresses that block allocates to it now;
  * - a BlockAffinity that exists is left as it is (whoever created it holds the block).
  */
 import { POD_ANNOTATION_CONTAINER_ID } from '../calico/knowledge.js';
@@ -23,7 +24,7 @@ export async function writeIpam(client: KubeClient, type: ResourceType, action: 
     } catch (err) {
       if (!(err instanceof KubeApiError && err.conflict)) throw err;
     }
-  } else if (action.action !== 'update' || body.kind !== 'IPAMBlock' || !action.ipam?.ordinals) {
+  } else if (action.action !== 'update' || !(body.kind === 'IPAMHandle' || (body.kind === 'IPAMBlock' && action.ipam?.ordinals))) {
     throw new Error(`${action.id}: IPAM objects are only created or merged, never ${action.action === 'update' ? 'updated' : action.action}`);
   }
   if (body.kind === 'IPAMBlock') return mergeInto(client, type, action, body);

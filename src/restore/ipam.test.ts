@@ -161,6 +161,19 @@ describe('restore: IPAM is merged, never overwritten', () => {
     ]);
   });
 
+  // node-side-night.test.ts: a node's tunnel allocator moved its address into new-ipv4-pool before the backup; after
+  // the loss and the reinstall it holds a 192.168 address under the same handle, which the cluster's IPAMHandle counts.
+  it("raises a live handle's counts to the blocks this restore creates with its allocations (else a release by handle misses them)", async () => {
+    const live = calico('IPAMHandle', 'vxlan-tunnel-addr-n1', { handleID: 'vxlan-tunnel-addr-n1', block: { '192.168.0.0/30': 1 } });
+    const inBundle = handle('vxlan-tunnel-addr-n1', '10.100.0.0/30');
+    const created = block('10.100.0.0/30', ['vxlan-tunnel-addr-n1', 'pod-a', null, null]);
+    const same = calico('IPAMHandle', 'pod-b', { handleID: 'pod-b', block: { '10.0.0.0/30': 1 } });
+    const ps = [plan('create', created), plan('skip', inBundle, live), plan('skip', handle('pod-b', '10.0.0.0/30'), same)];
+    await mergeIpamPlan(ps, { ...none, liveBlocks: async () => [block('10.0.0.0/30', ['pod-b', null, null, null])] });
+    expect(ps.map((p) => p.action.action)).toEqual(['create', 'update', 'skip']);
+    expect(ps[1]!.action.reason).toMatch(/10\.100\.0\.0\/30/);
+  });
+
   it('keeps a block that only changed since the backup (same block: its sequenceNumber grew by its writes)', async () => {
     const bundle = withSeq(block('10.0.0.0/30', ['pod-a', 'pod-b']), SEQ);
     const live = withSeq(block('10.0.0.0/30', ['pod-a', null, 'pod-c']), SEQ + 3 * 256);

@@ -126,6 +126,15 @@ export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources
     const a = p.action.action;
     if (p.action.ipam?.ordinals) continue;
     if (a === 'update' || a === 'replace' || (a === 'skip' && p.live)) {
+      const short = kind === 'IPAMHandle' && p.live ? await undercounted(e.o, p.live, after) : [];
+      if (short.length) {
+        // The handle was re-created by Calico after the loss (a node's tunnel allocator) and counts only what it
+        // allocated since; libcalico-go releases by handle through those counts, so it would never free the
+        // allocations this restore puts back in other blocks (a leak nothing collects while the node exists).
+        p.action.action = 'update';
+        p.action.reason = `the cluster's handle does not count the allocations this restore puts back in block ${short.join(', ')}: its counts are raised`;
+        continue;
+      }
       skip(p, "IPAM is live state: the cluster's object changed since the backup (addresses allocated or released) and is kept");
       continue;
     }
@@ -178,6 +187,19 @@ function podGone(sources: IpamSources): (d: DuplicateIp) => Promise<boolean> {
       );
     return releasedWithPod(d, (await pods).get(d.bundlePod));
   };
+}
+
+/** The bundle handle's blocks in which the blocks after the restore allocate more to it than the live handle counts. */
+async function undercounted(bundle: KubeObject, live: KubeObject, after: ReturnType<typeof blockIndex>): Promise<string[]> {
+  const handle: string = bundle.spec?.handleID ?? bundle.metadata.name;
+  const out: string[] = [];
+  for (const cidr of Object.keys(bundle.spec?.block ?? {})) {
+    const b = await after.get(cidr);
+    const attrs: { handle_id?: string }[] = b?.spec?.attributes ?? [];
+    const n = ((b?.spec?.allocations ?? []) as (number | null)[]).filter((i) => i !== null && i !== undefined && attrs[i]?.handle_id === handle).length;
+    if (n > (live.spec?.block?.[cidr] ?? 0)) out.push(cidr);
+  }
+  return out;
 }
 
 /** IPAMBlocks by CIDR: those set first win; `read` fills in the rest, once, when a CIDR is not known. */
