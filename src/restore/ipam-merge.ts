@@ -10,6 +10,7 @@
  * attributes; an ordinal another handle holds now is a duplicate IP (two owners, one address), reported with the
  * pod to restart, never overwritten.
  */
+import { IPAM_POD_HANDLE_PREFIX, IPAM_TUNNEL_HANDLE } from '../calico/knowledge.js';
 import { addressAt, parseCidr } from '../doctor/ip.js';
 import type { KubeObject } from '../kube/types.js';
 import { canonicalJson } from '../util/canonical.js';
@@ -128,6 +129,19 @@ export function mergeBlock(live: KubeObject, bundle: KubeObject, only?: readonly
   return out;
 }
 
+/**
+ * Whether a duplicate's bundle pod is gone, so that its address was released with it and the pod holding it now is
+ * its rightful user (the operator's teardown deletes its own pods; a reinstall starts new ones that take the
+ * re-claimed blocks' lowest addresses). `container`: the CNI containerID of the pod of that namespace and name now
+ * (undefined: no such pod; '': it has none recorded). A pod of that name in another sandbox (a StatefulSet pod
+ * started again) is another pod. A duplicate whose bundle allocation names no pod (a tunnel address) is never gone.
+ */
+export function releasedWithPod(d: DuplicateIp, container: string | undefined): boolean {
+  if (!d.bundlePod) return false;
+  if (container === undefined) return true;
+  return !!container && d.bundleHandle.startsWith(IPAM_POD_HANDLE_PREFIX) && d.bundleHandle !== `${IPAM_POD_HANDLE_PREFIX}${container}`;
+}
+
 /** One line per duplicate: the address, who holds it now, and the pod to restart. */
 export function duplicateLine(d: DuplicateIp): string {
   const restart = d.bundlePod ? `restart pod ${d.bundlePod} if it still runs` : `find what uses ${d.address} under handle ${d.bundleHandle} and restart it`;
@@ -141,13 +155,17 @@ export function duplicateLine(d: DuplicateIp): string {
  * or an affinity still there for its node and block. Returns the paths that are not.
  */
 export function ipamDrift(desired: KubeObject, live: KubeObject | undefined, ordinals?: readonly number[]): string[] {
-  if (!live) return ['(object is gone)'];
+  // A tunnel handle the allocator released (and may be re-creating for the node's new address) is its normal work.
+  if (!live) return desired.kind === 'IPAMHandle' && IPAM_TUNNEL_HANDLE.test(desired.spec?.handleID ?? desired.metadata.name) ? [] : ['(object is gone)'];
   if (desired.kind === 'IPAMBlock') {
     const now = allocated(live);
     const cidr = parseCidr(desired.spec?.cidr);
     const lost: string[] = [];
     for (const [ordinal, attr] of allocated(desired)) {
       if (ordinals && !ordinals.includes(ordinal)) continue;
+      // A node's tunnel allocator releases a tunnel address of the bundle that its node no longer uses (it moved on
+      // after the loss): its normal work, not a loss.
+      if (IPAM_TUNNEL_HANDLE.test(attr.handle_id ?? '')) continue;
       if (now.get(ordinal)?.handle_id !== attr.handle_id)
         lost.push(`spec.allocations[${ordinal}] (${cidr ? addressAt(cidr, ordinal) : ordinal}, handle ${attr.handle_id ?? '?'})`);
     }

@@ -3,7 +3,7 @@ import { RecordingIoHost, Reporter } from '../io/host.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import type { ResourceResolver } from '../kube/resolver.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
-import { blockRecreated, mergeBlock } from './ipam-merge.js';
+import { blockRecreated, ipamDrift, mergeBlock } from './ipam-merge.js';
 import type { OwnerLookup } from './owners.js';
 import type { Planned } from './types.js';
 import { writeOne } from './write.js';
@@ -37,6 +37,10 @@ function server(store: KubeObject[], writeFirst?: (o: KubeObject) => void) {
     },
     async get(t: ResourceType, _ns: string | undefined, name: string) {
       return structuredClone(store[at(t.kind, name)]!);
+    },
+    async getOrUndefined(t: ResourceType, ns: string | undefined, name: string) {
+      const o = store.find((x) => x.kind === t.kind && x.metadata.name === name && x.metadata.namespace === ns);
+      return o && structuredClone(o);
     },
     async listAll(t: ResourceType) {
       return store.filter((o) => o.kind === t.kind).map((o) => structuredClone(o));
@@ -106,6 +110,32 @@ describe('restore writes IPAM without overwriting what Calico wrote', () => {
     expect(p.action.ipam?.ordinals).toEqual([1]);
   });
 
+  // node-side-night.test.ts: planned while free, the address went to the new calico-system pod that replaced the
+  // bundle's (deleted by the operator's teardown) before the restore wrote the block.
+  it('an address taken since the plan by the successor of a bundle pod that is gone is no duplicate; one whose bundle pod runs is', async () => {
+    const bundle = block(['vxlan-tunnel-addr-n1', 'k8s-pod-network.a', 'k8s-pod-network.b', null]);
+    bundle.spec.attributes[1].secondary = { namespace: 'calico-system', pod: 'csi-node-driver-7vnbn' };
+    bundle.spec.attributes[2].secondary = { namespace: 'web', pod: 'b-1' };
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { namespace: 'web', name: 'b-1', annotations: { 'cni.projectcalico.org/containerID': 'b' } } };
+    const { client, store } = server([block(['vxlan-tunnel-addr-n1', null, null, null]), pod], (live) => {
+      live.spec.attributes.push({ handle_id: 'k8s-pod-network.new1' }, { handle_id: 'k8s-pod-network.new2' });
+      live.spec.allocations[1] = live.spec.attributes.length - 2;
+      live.spec.allocations[2] = live.spec.attributes.length - 1;
+    });
+    const { p, done } = write(client, BLOCKS, 'update', bundle, { ordinals: [1, 2] });
+    await done;
+    expect(store[0]!.spec.allocations).toEqual([0, 1, 2, null]);
+    expect(p.action.ipam?.duplicates).toEqual([expect.stringMatching(/^duplicate IP 10\.0\.0\.2: .*\(pod web\/b-1\).*restart pod web\/b-1/)]);
+  });
+
+  it('a handle update raises the live counts to what the blocks allocate to it', async () => {
+    const live = calico('IPAMHandle', 'vxlan-tunnel-addr-n1', { handleID: 'vxlan-tunnel-addr-n1', block: { '192.168.0.0/30': 1 } });
+    const { client, store } = server([block(['vxlan-tunnel-addr-n1', 'pod-a', null, null]), live]);
+    await write(client, HANDLES, 'update', calico('IPAMHandle', 'vxlan-tunnel-addr-n1', { handleID: 'vxlan-tunnel-addr-n1', block: { '10.0.0.0/30': 1 } }))
+      .done;
+    expect(store[1]!.spec.block).toEqual({ '192.168.0.0/30': 1, '10.0.0.0/30': 1 });
+  });
+
   it('a handle create that meets 409 raises the live count to what the blocks allocate to it; an affinity that exists is left alone', async () => {
     const live = calico('IPAMHandle', 'pod-a', { handleID: 'pod-a', block: {} });
     const aff = calico('BlockAffinity', 'n1-10-0-0-0-30', { node: 'n1', cidr: '10.0.0.0/30', state: 'pending' });
@@ -129,6 +159,15 @@ describe('the per-address merge', () => {
     expect(m.block.spec.attributes).toHaveLength(2);
     expect(m.block.spec.unallocated).toEqual([3]);
     expect(m.block.spec.sequenceNumberForAllocation).toEqual({ '0': 7, '1': 7 });
+  });
+
+  it("judges a restored block by its pod allocations: a tunnel address the node's allocator released since is its normal work", () => {
+    const restored = block(['vxlan-tunnel-addr-n1', 'pod-a', null, null]);
+    expect(ipamDrift(restored, block([null, 'pod-a', 'vxlan-tunnel-addr-n1', null]))).toEqual([]);
+    expect(ipamDrift(restored, block(['vxlan-tunnel-addr-n1', null, null, null]))).toEqual(['spec.allocations[1] (10.0.0.1, handle pod-a)']);
+    const tunnel = calico('IPAMHandle', 'vxlan-tunnel-addr-n1', { handleID: 'vxlan-tunnel-addr-n1', block: {} });
+    expect(ipamDrift(tunnel, undefined)).toEqual([]);
+    expect(ipamDrift(calico('IPAMHandle', 'pod-a', { handleID: 'pod-a', block: {} }), undefined)).toEqual(['(object is gone)']);
   });
 
   it('tells a re-created block from one that changed: a sequenceNumber jump, else created after the backup', () => {

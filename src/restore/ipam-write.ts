@@ -3,12 +3,15 @@
  * while restore does, whatever the datastore lock says, so the bundle's copy is never PUT over a live object:
  * - an IPAMBlock that exists (re-created, or created between planning and writing: the create met 409) gets the
  *   bundle's allocations merged into it as it is at that moment, retried on a write conflict;
- * - an IPAMHandle that exists gets, per block, the count of addresses that block allocates to it now;
+ * - an IPAMHandle that exists (the create met 409, or the plan found it counting less than the restore puts back) gets,
+ *   per block, the count of addresses that block allocates to it now;
  * - a BlockAffinity that exists is left as it is (whoever created it holds the block).
  */
+import { POD_ANNOTATION_CONTAINER_ID } from '../calico/knowledge.js';
+import { K } from '../kube/builtin.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
-import { duplicateLine, mergeBlock } from './ipam-merge.js';
+import { duplicateLine, mergeBlock, releasedWithPod, type DuplicateIp } from './ipam-merge.js';
 import type { RestoreAction } from './types.js';
 
 /** Tries of a merge that meets a write conflict (someone wrote the block between our read and our write). */
@@ -21,7 +24,7 @@ export async function writeIpam(client: KubeClient, type: ResourceType, action: 
     } catch (err) {
       if (!(err instanceof KubeApiError && err.conflict)) throw err;
     }
-  } else if (action.action !== 'update' || body.kind !== 'IPAMBlock' || !action.ipam?.ordinals) {
+  } else if (action.action !== 'update' || !(body.kind === 'IPAMHandle' || (body.kind === 'IPAMBlock' && action.ipam?.ordinals))) {
     throw new Error(`${action.id}: IPAM objects are only created or merged, never ${action.action === 'update' ? 'updated' : action.action}`);
   }
   if (body.kind === 'IPAMBlock') return mergeInto(client, type, action, body);
@@ -35,8 +38,11 @@ async function mergeInto(client: KubeClient, type: ResourceType, action: Restore
   for (let attempt = 1; ; attempt++) {
     const live = await client.get(type, bundle.metadata.namespace, bundle.metadata.name);
     const m = mergeBlock(live, bundle, planned);
-    if (m.duplicates.length) {
-      const lines = new Set([...(action.ipam?.duplicates ?? []), ...m.duplicates.map(duplicateLine)]);
+    // An address taken since the plan (it was free then) by the successor of a bundle pod that is gone is no duplicate.
+    const duplicates: DuplicateIp[] = [];
+    for (const d of m.duplicates) if (!releasedWithPod(d, await podContainer(client, d.bundlePod))) duplicates.push(d);
+    if (duplicates.length) {
+      const lines = new Set([...(action.ipam?.duplicates ?? []), ...duplicates.map(duplicateLine)]);
       action.ipam = { ...action.ipam, duplicates: [...lines] };
     }
     // The read-back judges what this write put back or found held, not what another handle holds now.
@@ -52,6 +58,14 @@ async function mergeInto(client: KubeClient, type: ResourceType, action: Restore
       if (!(err instanceof KubeApiError && err.conflict) || attempt >= MERGE_TRIES) throw err;
     }
   }
+}
+
+/** The CNI containerID of pod `namespace/name` now: undefined when there is no such pod, '' when it has none recorded. */
+async function podContainer(client: KubeClient, pod: string | undefined): Promise<string | undefined> {
+  if (!pod) return undefined;
+  const [namespace, name] = pod.split('/');
+  const live = await client.getOrUndefined(K.pod, namespace, name!);
+  return live ? (live.metadata.annotations?.[POD_ANNOTATION_CONTAINER_ID] ?? '') : undefined;
 }
 
 /** A live handle's count per block raised to what the block allocates to it now (blocks merged before handles). */

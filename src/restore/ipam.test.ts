@@ -130,6 +130,50 @@ describe('restore: IPAM is merged, never overwritten', () => {
     expect(ps[1]!.action.reason).toMatch(/10\.0\.0\.1 is held by another handle now/);
   });
 
+  // The seed's night on the node side (test/e2e/node-side-night.test.ts): the operator's teardown deleted its own
+  // pods (calico-apiserver, calico-kube-controllers, csi-node-driver); after the reinstall their successors got the
+  // lowest free addresses of the re-claimed blocks, which the bundle still gives to the deleted pods.
+  it('does not call an address a duplicate when the bundle pod that held it is gone (deleted, or the same name in a new sandbox)', async () => {
+    const bundle = withSeq(block('10.0.0.0/30', ['tunnel-n1', 'k8s-pod-network.old1', 'k8s-pod-network.old2', 'k8s-pod-network.kept']), SEQ);
+    const recreated = withSeq(block('10.0.0.0/30', ['tunnel-n1', 'k8s-pod-network.n1', 'k8s-pod-network.n2', 'k8s-pod-network.n3']), SEQ + 5_000_000_000);
+    bundle.spec.attributes[1].secondary = { namespace: 'calico-apiserver', pod: 'calico-apiserver-db7dd8dcf-86rkf' };
+    bundle.spec.attributes[2].secondary = { namespace: 'web', pod: 'db-0' };
+    bundle.spec.attributes[3].secondary = { namespace: 'web', pod: 'a-1' };
+    const pod = (namespace: string, name: string, containerID: string): KubeObject => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { namespace, name, annotations: { 'cni.projectcalico.org/containerID': containerID } },
+    });
+    // db-0 runs again with another sandbox (a StatefulSet pod re-created): its old handle was released.
+    const livePods = async () => [pod('web', 'db-0', 'new0'), pod('web', 'a-1', 'kept')];
+    const ps = [
+      plan('skip', bundle, recreated),
+      plan('create', handle('k8s-pod-network.old1', '10.0.0.0/30')),
+      plan('create', handle('k8s-pod-network.old2', '10.0.0.0/30')),
+      plan('create', handle('k8s-pod-network.kept', '10.0.0.0/30')),
+    ];
+    await mergeIpamPlan(ps, { ...none, livePods });
+    expect(ps[0]!.action.ipam?.duplicates).toEqual([expect.stringMatching(/^duplicate IP 10\.0\.0\.3: .*restart pod web\/a-1/)]);
+    expect(ps.slice(1).map((p) => p.action.reason)).toEqual([
+      expect.stringMatching(/^released since the backup/),
+      expect.stringMatching(/^released since the backup/),
+      expect.stringMatching(/10\.0\.0\.3 is held by another handle now/),
+    ]);
+  });
+
+  // node-side-night.test.ts: a node's tunnel allocator moved its address into new-ipv4-pool before the backup; after
+  // the loss and the reinstall it holds a 192.168 address under the same handle, which the cluster's IPAMHandle counts.
+  it("raises a live handle's counts to the blocks this restore creates with its allocations (else a release by handle misses them)", async () => {
+    const live = calico('IPAMHandle', 'vxlan-tunnel-addr-n1', { handleID: 'vxlan-tunnel-addr-n1', block: { '192.168.0.0/30': 1 } });
+    const inBundle = handle('vxlan-tunnel-addr-n1', '10.100.0.0/30');
+    const created = block('10.100.0.0/30', ['vxlan-tunnel-addr-n1', 'pod-a', null, null]);
+    const same = calico('IPAMHandle', 'pod-b', { handleID: 'pod-b', block: { '10.0.0.0/30': 1 } });
+    const ps = [plan('create', created), plan('skip', inBundle, live), plan('skip', handle('pod-b', '10.0.0.0/30'), same)];
+    await mergeIpamPlan(ps, { ...none, liveBlocks: async () => [block('10.0.0.0/30', ['pod-b', null, null, null])] });
+    expect(ps.map((p) => p.action.action)).toEqual(['create', 'update', 'skip']);
+    expect(ps[1]!.action.reason).toMatch(/10\.100\.0\.0\/30/);
+  });
+
   it('keeps a block that only changed since the backup (same block: its sequenceNumber grew by its writes)', async () => {
     const bundle = withSeq(block('10.0.0.0/30', ['pod-a', 'pod-b']), SEQ);
     const live = withSeq(block('10.0.0.0/30', ['pod-a', null, 'pod-c']), SEQ + 3 * 256);

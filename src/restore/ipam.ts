@@ -8,7 +8,8 @@
  * - an IPAM object that exists in the cluster is never written, whatever `--existing` says (skip, with why),
  *   but for an IPAMBlock Calico re-created after the backup (the IPAM objects were lost and a node re-claimed the
  *   same CIDR): that one gets the bundle's allocations back address by address (ipam-merge.ts), and a bundle
- *   allocation whose address another handle holds now is a duplicate IP, reported;
+ *   allocation whose address another handle holds now is a duplicate IP, reported, unless its pod is gone (then
+ *   the address was released with it and its new holder is its rightful user);
  * - an IPAMBlock the cluster lacks is created: no live allocation can be in its CIDR, so it cannot double-book;
  *   at worst it brings back allocations released since the backup, which `calicoctl ipam check` reports as leaks
  *   and kube-controllers' IPAM garbage collection frees;
@@ -20,10 +21,10 @@
  *   same node (or, 3.30+ LoadBalancer IPAM, `virtual:load-balancer` for an affinity of type virtual).
  * `--prune` never deletes IPAM objects: those the bundle lacks were allocated since the backup.
  */
-import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, IPAM_LIVE_KINDS } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, IPAM_LIVE_KINDS, POD_ANNOTATION_CONTAINER_ID } from '../calico/knowledge.js';
 import { groupOf, type KubeObject } from '../kube/types.js';
 import { canonicalJson } from '../util/canonical.js';
-import { blockRecreated, duplicateLine, mergeBlock } from './ipam-merge.js';
+import { blockRecreated, duplicateLine, mergeBlock, releasedWithPod, type DuplicateIp } from './ipam-merge.js';
 
 export const isIpamLive = (o: Pick<KubeObject, 'apiVersion' | 'kind'>): boolean => IPAM_LIVE_KINDS.has(o.kind) && groupOf(o.apiVersion) === CALICO_CRD_GROUP;
 
@@ -51,6 +52,11 @@ export interface IpamSources {
   bundleBlocks(): Promise<KubeObject[]>;
   /** When the bundle was made (manifest createdAt): a live block created later is a re-created one. */
   backupCreatedAt?: string;
+  /**
+   * The cluster's pods, read only when a re-created block meets a duplicate: a bundle allocation whose pod is gone
+   * was released with it, so the address its successor holds now is no duplicate. Without it every one is reported.
+   */
+  livePods?(): Promise<KubeObject[]>;
 }
 
 /** An entry whose object is parsed each time a loop reads it (a class: one getter for all, no closure each). */
@@ -99,14 +105,17 @@ export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources
   };
   // Blocks first: the handles' judgement below reads the blocks as the merge leaves them.
   const duplicated = new Map<string, string>(); // bundle handle -> address another handle holds now
+  const gone = podGone(sources);
   for (const { p, o } of blocks) {
     const a = p.action.action;
     if (!p.live || !(a === 'update' || a === 'replace' || a === 'skip')) continue;
     if (!blockRecreated(p.live, o, sources.backupCreatedAt)) continue;
     const m = mergeBlock(p.live, o);
     after.set(m.block);
-    for (const d of m.duplicates) duplicated.set(d.bundleHandle, d.address);
-    if (m.duplicates.length) p.action.ipam = { duplicates: m.duplicates.map(duplicateLine) };
+    const duplicates: DuplicateIp[] = [];
+    for (const d of m.duplicates) if (!(await gone(d))) duplicates.push(d);
+    for (const d of duplicates) duplicated.set(d.bundleHandle, d.address);
+    if (duplicates.length) p.action.ipam = { duplicates: duplicates.map(duplicateLine) };
     if (!m.restored.length) continue;
     p.action.action = 'update';
     p.action.ipam = { ...p.action.ipam, ordinals: m.restored };
@@ -117,6 +126,15 @@ export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources
     const a = p.action.action;
     if (p.action.ipam?.ordinals) continue;
     if (a === 'update' || a === 'replace' || (a === 'skip' && p.live)) {
+      const short = kind === 'IPAMHandle' && p.live ? await undercounted(e.o, p.live, after) : [];
+      if (short.length) {
+        // The handle was re-created by Calico after the loss (a node's tunnel allocator) and counts only what it
+        // allocated since; libcalico-go releases by handle through those counts, so it would never free the
+        // allocations this restore puts back in other blocks (a leak nothing collects while the node exists).
+        p.action.action = 'update';
+        p.action.reason = `the cluster's handle does not count the allocations this restore puts back in block ${short.join(', ')}: its counts are raised`;
+        continue;
+      }
       skip(p, "IPAM is live state: the cluster's object changed since the backup (addresses allocated or released) and is kept");
       continue;
     }
@@ -154,6 +172,34 @@ export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources
     }
   }
   return skipped;
+}
+
+/** A duplicate's bundle pod is gone (releasedWithPod), judged from the cluster's pods, listed once when first needed. */
+function podGone(sources: IpamSources): (d: DuplicateIp) => Promise<boolean> {
+  // namespace/name -> the pod's CNI containerID ('' when it has none): only that is kept of each pod.
+  let pods: Promise<Map<string, string>> | undefined;
+  return async (d) => {
+    if (!d.bundlePod || !sources.livePods) return false;
+    pods ??= sources
+      .livePods()
+      .then(
+        (all) => new Map(all.map((p) => [`${p.metadata.namespace ?? ''}/${p.metadata.name}`, p.metadata.annotations?.[POD_ANNOTATION_CONTAINER_ID] ?? ''])),
+      );
+    return releasedWithPod(d, (await pods).get(d.bundlePod));
+  };
+}
+
+/** The bundle handle's blocks in which the blocks after the restore allocate more to it than the live handle counts. */
+async function undercounted(bundle: KubeObject, live: KubeObject, after: ReturnType<typeof blockIndex>): Promise<string[]> {
+  const handle: string = bundle.spec?.handleID ?? bundle.metadata.name;
+  const out: string[] = [];
+  for (const cidr of Object.keys(bundle.spec?.block ?? {})) {
+    const b = await after.get(cidr);
+    const attrs: { handle_id?: string }[] = b?.spec?.attributes ?? [];
+    const n = ((b?.spec?.allocations ?? []) as (number | null)[]).filter((i) => i !== null && i !== undefined && attrs[i]?.handle_id === handle).length;
+    if (n > (live.spec?.block?.[cidr] ?? 0)) out.push(cidr);
+  }
+  return out;
 }
 
 /** IPAMBlocks by CIDR: those set first win; `read` fills in the rest, once, when a CIDR is not known. */

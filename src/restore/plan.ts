@@ -327,6 +327,7 @@ async function keepLiveIpam(
       const t = await resolver.resolve(`${CALICO_CRD_GROUP}/v1`, 'IPAMBlock');
       return t ? timer.time('readCluster', () => client.listAll(t)) : [];
     },
+    livePods: () => timer.time('readCluster', () => client.listAll(K.pod)),
     bundleBlocks: () =>
       timer.time('readBundle', async () => {
         const out: KubeObject[] = [];

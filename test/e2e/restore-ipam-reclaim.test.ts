@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
@@ -20,6 +21,8 @@ import { allocateTunnels, expectTunnelsIntact, type TunnelAddrs } from './tunnel
 
 const NODES = ['reclaim-node-1', 'reclaim-node-2', 'reclaim-node-3'];
 const AFFINITY = calicoType('blockaffinities', 'BlockAffinity');
+/** The IPAM driver's pod namespace (its --namespace default). */
+const DRIVER_NS = 'ipam-churn';
 const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });
 const dir = mkdtempSync(path.join(os.tmpdir(), 'ipam-reclaim-'));
 const log = path.join(dir, 'driver.jsonl');
@@ -102,6 +105,16 @@ describe('restore --resources after the IPAM objects were lost and the nodes re-
     const newcomer = JSON.parse(line) as { ip: string; handle: string };
     const victim = [...held].find(([, ip]) => ip === newcomer.ip);
     expect(victim, `${newcomer.ip} was a bundle pod's address`).toBeDefined();
+    // The bundle's pod still runs (the driver allocates for pods that have no Pod object; a duplicate matters, and
+    // restore reports it, only while the bundle's pod exists: one that is gone released its address).
+    const victimPod = readEvents(log).find((e) => e.op === 'assign' && e.handle === victim![0])!.pod!;
+    await client.create(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: DRIVER_NS } }).catch(() => undefined);
+    await client.create(K.pod, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: victimPod, namespace: DRIVER_NS },
+      spec: { nodeName: NODES[0], containers: [{ name: 'c', image: 'nginx' }] },
+    });
 
     const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
     const result = JSON.parse(r.stdout);
@@ -117,5 +130,6 @@ describe('restore --resources after the IPAM objects were lost and the nodes re-
     expect(lost).toEqual([]);
     expect([...ipam.owners].filter(([, o]) => o.length > 1)).toEqual([]);
     await expectTunnelsIntact(client, again);
+    await client.delete(K.pod, DRIVER_NS, victimPod);
   }, 900_000);
 });

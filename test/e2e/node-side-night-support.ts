@@ -1,0 +1,99 @@
+/** Steps of the seed's night on the node side (node-side-night.test.ts): pods through the real CNI plugin, the user's commands. */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { K } from '../../src/kube/builtin.js';
+import type { KubeClient } from '../../src/kube/client.js';
+import type { KubeObject } from '../../src/kube/types.js';
+import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
+import { calicoctl, waitApiServiceAvailable, waitOperator } from './calico-support.js';
+import { applyFixture, calicoType, fixturePath, kubeconfig } from './helpers.js';
+
+export const POOL = calicoType('ippools', 'IPPool');
+export const NS = 'night';
+export const CNI_ANNOTATION = 'cni.projectcalico.org/podIP';
+
+/**
+ * The real kubectl with the user's own wait (kubectl delete waits for each object's finalizers by default): a
+ * delete that hangs fails the test after `timeoutMs` with what kubectl printed, instead of hanging it.
+ */
+export function kubectlWaited(cluster: LocalCluster, args: string[], timeoutMs: number): Promise<{ code: number; out: string; ms: number }> {
+  const st = cluster.readState();
+  if (!st) throw new Error('the local cluster is not running');
+  const started = Date.now();
+  return new Promise((resolve) =>
+    execFile(path.join(st.binDir, 'kubectl'), args, { env: { ...process.env, KUBECONFIG: kubeconfig() }, timeout: timeoutMs }, (err, stdout, stderr) =>
+      resolve({ code: err ? (typeof (err as any).code === 'number' ? (err as any).code : -1) : 0, out: stdout + stderr, ms: Date.now() - started }),
+    ),
+  );
+}
+
+/** `kubectl delete -f` of a release file, as the team ran it (kubectl's default wait); fails with its output. */
+export async function kubectlDeleteRelease(cluster: LocalCluster, version: string, file: string, timeoutMs = 300_000): Promise<number> {
+  const r = await kubectlWaited(cluster, ['delete', '-f', fixturePath(version, file)], timeoutMs);
+  console.log(`kubectl delete -f ${version}/${file}: exit ${r.code} in ${(r.ms / 1000).toFixed(1)} s\n${r.out.trim()}`);
+  if (r.code !== 0) throw new Error(`kubectl delete -f ${version}/${file} did not finish (exit ${r.code} after ${r.ms} ms):\n${r.out}`);
+  return r.ms;
+}
+
+/** Calico 3.27.4 installed as its docs say (tigera-operator.yaml, custom-resources.yaml) under the real v1.32.10 operator. */
+export async function install3274(client: KubeClient, cluster: LocalCluster): Promise<void> {
+  await applyFixture(client, '3.27.4', 'tigera-operator.yaml');
+  await applyFixture(client, '3.27.4', 'custom-resources.yaml');
+  await waitOperator(cluster, 'v1.32.10');
+  await waitApiServiceAvailable(client, 240_000);
+}
+
+/** The Calico Nodes' VXLAN tunnel addresses once start-up ran and each node's allocator claimed one (node -> address). */
+export async function waitTunnels(client: KubeClient, nodes: string[], why: string): Promise<Map<string, string>> {
+  return client.waitFor(
+    `${why}: a VXLAN tunnel address on every Calico Node`,
+    async () => {
+      const list = JSON.parse(await calicoctl(['get', 'nodes', '-o', 'json']).catch(() => '{}'));
+      const byName = new Map<string, string | undefined>((list.items ?? []).map((n: any) => [n.metadata.name, n.spec?.ipv4VXLANTunnelAddr]));
+      return nodes.every((n) => byName.get(n)) ? new Map(nodes.map((n) => [n, byName.get(n)!])) : undefined;
+    },
+    { timeoutMs: 300_000, intervalMs: 1000 },
+  );
+}
+
+/** A pod bound to a kwok node (kwok runs it, the node side calls the CNI plugin for it). */
+export async function createPods(client: KubeClient, names: string[], nodes: string[]): Promise<void> {
+  for (const [i, name] of names.entries())
+    await client.create(K.pod, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: NS, labels: { app: 'night' } },
+      spec: { nodeName: nodes[i % nodes.length], containers: [{ name: 'web', image: 'nginx' }] },
+    });
+}
+
+/** Waits until each pod has the address the CNI plugin gave (its status and the plugin's annotation agree, inside `cidr`). */
+export async function waitPodAddresses(client: KubeClient, names: string[], cidrPrefix: string): Promise<Map<string, string>> {
+  const read = async () => {
+    const pods = await client.listAll<KubeObject>(K.pod, { namespace: NS });
+    return new Map(
+      pods
+        .filter((p) => names.includes(p.metadata.name!))
+        .map((p) => [p.metadata.name!, { status: p.status?.podIP as string | undefined, cni: p.metadata.annotations?.[CNI_ANNOTATION] as string | undefined }]),
+    );
+  };
+  return client.waitFor(
+    `${names.length} pods addressed by the CNI plugin in ${cidrPrefix}*`,
+    async () => {
+      const got = await read();
+      const ok = names.every((n) => {
+        const a = got.get(n);
+        return a?.status?.startsWith(cidrPrefix) && a.cni === `${a.status}/32`;
+      });
+      return ok ? new Map(names.map((n) => [n, got.get(n)!.status!])) : undefined;
+    },
+    { timeoutMs: 300_000, intervalMs: 1000, state: async () => JSON.stringify([...(await read())]) },
+  );
+}
+
+/** The pools as the user sees them: name -> {cidr, disabled}. */
+export async function poolStates(client: KubeClient): Promise<Record<string, { cidr: string; disabled: boolean }>> {
+  const out: Record<string, { cidr: string; disabled: boolean }> = {};
+  for (const p of await client.listAll(POOL).catch(() => [])) out[p.metadata.name] = { cidr: p.spec.cidr, disabled: p.spec.disabled === true };
+  return out;
+}
