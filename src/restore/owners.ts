@@ -14,12 +14,14 @@
  * act on), and once the owners are written links the objects to them again, with their new UIDs: the ownership is
  * the bundle's again, and what restore kept is not deleted after it.
  */
+import { CALICO_NAMESPACES, OPERATOR_GROUP } from '../calico/knowledge.js';
 import { errorMessage } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
+import { K } from '../kube/builtin.js';
 import type { ResourceResolver } from '../kube/resolver.js';
 import { groupOf, type KubeObject, type OwnerReference, type ResourceType } from '../kube/types.js';
-import { desiredOf, type Planned } from './types.js';
+import { desiredOf, idOf, type Planned } from './types.js';
 
 /**
  * Owners by reference, each asked of the server once: restore's one place for "does this owner exist, with which
@@ -173,4 +175,42 @@ export async function relinkOwners(
     }
   }
   return { linked, problems };
+}
+
+/** Kinds the tigera operator renders and owns through its Installation or APIServer (calico-node and its friends). */
+const RENDERED_TYPES: ResourceType[] = [K.daemonSet, K.deployment, K.service, K.serviceAccount, K.configMap, K.secret, K.role, K.roleBinding, K.pdb];
+const RENDERED_CLUSTER_TYPES: ResourceType[] = [K.clusterRole, K.clusterRoleBinding];
+
+/**
+ * What the operator rendered (the calico-node DaemonSet, typha, kube-controllers, their accounts and RBAC) is in no
+ * bundle, but its owner, the Installation, goes with the CRDs as the bundle's objects' owners do: once restore
+ * serves the installations CRD again, the garbage collector would delete calico-node on every node. So these are
+ * planned as the bundle's objects with gone owners are (`goneOwners`, nothing written to them): released before any
+ * CRD is created, linked to the restored Installation after. `planned` ids are left out (the bundle's own).
+ */
+export async function renderedWithGoneOwners(client: KubeClient, lookup: OwnerLookup, planned: Set<string>): Promise<Planned[]> {
+  const out: Planned[] = [];
+  const consider = async (type: ResourceType, o: KubeObject) => {
+    const owned = (o.metadata.ownerReferences ?? []).some((r) => groupOf(r.apiVersion) === OPERATOR_GROUP);
+    const obj = { ...o, apiVersion: o.apiVersion ?? (type.group ? `${type.group}/${type.version}` : type.version), kind: o.kind ?? type.kind };
+    const id = idOf(obj);
+    if (!owned || planned.has(id) || o.metadata.deletionTimestamp) return;
+    const gone = await lookup.goneOwners(obj);
+    if (!gone.length) return;
+    const ref = { apiVersion: obj.apiVersion, kind: obj.kind, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}), name: o.metadata.name };
+    out.push({
+      action: { ref, id, phase: 'other', action: 'unchanged', goneOwners: gone.map((r) => `${r.kind} ${r.name}`), notes: [goneOwnersNote(gone)] },
+      desiredText: JSON.stringify({
+        apiVersion: obj.apiVersion,
+        kind: obj.kind,
+        metadata: { name: o.metadata.name, namespace: o.metadata.namespace, ownerReferences: o.metadata.ownerReferences },
+      }),
+      live: obj,
+      type,
+      rank: Number.MAX_SAFE_INTEGER,
+    });
+  };
+  for (const ns of CALICO_NAMESPACES) for (const type of RENDERED_TYPES) for (const o of await client.listAll(type, { namespace: ns })) await consider(type, o);
+  for (const type of RENDERED_CLUSTER_TYPES) for (const o of await client.listAll(type)) await consider(type, o);
+  return out;
 }

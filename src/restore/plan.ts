@@ -21,7 +21,7 @@ import { admissionRefusal, isCalicoCrd, isReferenceOnlyConfig } from './admissio
 import { isIpamLive, mergeIpamPlan } from './ipam.js';
 import { INSTALLATION_KIND, INSTALLATION_NAME, NEVER_RESTORED_KINDS, RESTORED_CONFIG_KINDS, phaseOf } from './order.js';
 import { availableReports, deletionsInProgress } from './operator.js';
-import { OwnerLookup } from './owners.js';
+import { OwnerLookup, renderedWithGoneOwners } from './owners.js';
 import { LiveIndex, crdKey, ownerKey, planOne, planPrune } from './plan-object.js';
 import { judgeInstallationPools } from './pools.js';
 import { DesiredSpool } from './spool.js';
@@ -116,6 +116,8 @@ export async function planRestore(
   if (planned.length !== summary.count + extraNs.length)
     throw new BadInputError(`bundle ${m.id} changed while it was read (${summary.count + extraNs.length} objects, then ${planned.length})`);
   await keepLiveIpam(client, resolver, bundle, planned, reporter, timer);
+  const ids = new Set(planned.map((p) => p.action.id));
+  planned.push(...(await timer.time('readCluster', () => renderedWithGoneOwners(client, ctx.owners, ids))));
   await timer.time('readCluster', () => refuseInstallationDeletingPools(client, planned, liveCrds, operatorImage));
   planned.push(...summary.refused);
   for (const p of planned)
