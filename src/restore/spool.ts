@@ -3,8 +3,9 @@
  * entry per object of the bundle from planning until the read-back; with each object's JSON in memory a restore
  * of 100,000 IPAM handles needed 397 MiB and grew with every object. Spooled, an entry holds two numbers (where
  * its text is), each text is read back when the object is written and once more when it is checked for drift;
- * what still grows with N is the entry itself (its RestoreAction, which the result lists; bench/restore.ts
- * measures the peak). Planning's live lists are kept in a spool of their own the same way (plan-object.ts).
+ * the entry itself is a row of typed arrays when it has nothing to say (plan-table.ts; bench/restore.ts measures
+ * the peak). Planning's live lists, and the IPAM merge's blocks, are kept in spools of their own the same way
+ * (plan-object.ts, ipam.ts).
  *
  * Objects of the core API group (a few ConfigMaps, Secrets, Namespaces) are not spooled but kept in memory, so a
  * Secret's data, decrypted from the bundle, is never written to a temporary file; what comes by the thousand
