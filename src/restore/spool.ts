@@ -15,6 +15,9 @@ import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'n
 import os from 'node:os';
 import path from 'node:path';
 
+/** The largest text the spool's scratch buffer grows to hold. */
+const SCRATCH_MAX = 1 << 20;
+
 /** Where one entry's text is in the spool. */
 export interface SpoolSlot {
   offset: number;
@@ -25,15 +28,17 @@ export class DesiredSpool {
   private fd: number | undefined;
   private dir: string | undefined;
   private end = 0;
+  private buf: Buffer | undefined;
 
   /** Appends one text; returns where it is. */
   put(text: string): SpoolSlot {
     const fd = this.open();
-    const buf = Buffer.from(text, 'utf8');
+    const buf = this.scratch(Buffer.byteLength(text, 'utf8'));
+    const length = buf.write(text, 0, 'utf8');
     let done = 0;
-    while (done < buf.length) done += writeSync(fd, buf, done, buf.length - done, this.end + done);
-    const slot = { offset: this.end, length: buf.length };
-    this.end += buf.length;
+    while (done < length) done += writeSync(fd, buf, done, length - done, this.end + done);
+    const slot = { offset: this.end, length };
+    this.end += length;
     return slot;
   }
 
@@ -45,14 +50,25 @@ export class DesiredSpool {
   /** The `length` bytes of text at `offset` (what a plan entry keeps of a slot, without an object for it). */
   read(offset: number, length: number): string {
     if (this.fd === undefined) throw new Error('restore spool read after it was closed');
-    const buf = Buffer.allocUnsafe(length);
+    const buf = this.scratch(length);
     let done = 0;
     while (done < length) {
       const n = readSync(this.fd, buf, done, length - done, offset + done);
       if (!n) throw new Error(`restore spool truncated at ${offset + done}`);
       done += n;
     }
-    return buf.toString('utf8');
+    return buf.toString('utf8', 0, length);
+  }
+
+  /**
+   * A buffer of at least `bytes` for one put or read, the same one each time: a Buffer per text was 100k small
+   * ArrayBuffers per pass of a 100k-object restore, memory outside the heap that V8 frees only when it collects.
+   * A text over SCRATCH_MAX gets a buffer of its own.
+   */
+  private scratch(bytes: number): Buffer {
+    if (bytes > SCRATCH_MAX) return Buffer.allocUnsafeSlow(bytes);
+    if (!this.buf || this.buf.length < bytes) this.buf = Buffer.allocUnsafeSlow(Math.max(bytes, 64 * 1024));
+    return this.buf;
   }
 
   /** Bytes spooled so far. */
