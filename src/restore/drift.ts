@@ -21,6 +21,25 @@ export interface DriftTarget {
   type?: ResourceType;
 }
 
+type Ref = { apiVersion: string; kind: string; namespace?: string; name: string };
+
+/**
+ * The written objects by number, for a restore that does not hold them all as objects (plan-table.ts): `ref` names
+ * one without building it, `target` builds it where it is compared, and `compared` hears what the comparison set.
+ */
+export interface DriftSource {
+  size: number;
+  ref(k: number): Ref;
+  target(k: number): DriftTarget;
+  compared?(k: number, t: DriftTarget): void;
+}
+
+const arraySource = (targets: DriftTarget[]): DriftSource => ({
+  size: targets.length,
+  ref: (k) => targets[k]!.ref ?? refOfDesired(targets[k]!.desired!),
+  target: (k) => targets[k]!,
+});
+
 /** From this many objects of one custom resource type on, they are read back with one paged list, not a GET each. */
 const LIST_READBACK_MIN = 50;
 /**
@@ -40,13 +59,15 @@ const LIST_READBACK_PAGE = 1000;
 export async function findDrift(
   client: KubeClient,
   resolver: ResourceResolver,
-  done: DriftTarget[],
+  done: DriftTarget[] | DriftSource,
   concurrency: number,
   reporter: Reporter,
 ): Promise<{ id: string; paths: string[] }[]> {
+  const src = Array.isArray(done) ? arraySource(done) : done;
   const drifted: { id: string; paths: string[] }[] = [];
   // `desired` may be re-parsed on each read (restore keeps it as text): read it once per use.
-  const compare = (p: DriftTarget, live: KubeObject | undefined) => {
+  const compare = (k: number, live: KubeObject | undefined) => {
+    const p = src.target(k);
     const desired = p.desired!;
     const wanted = comparable(p.written ?? desired);
     if (desired.kind === CLUSTER_INFORMATION.kind) delete wanted.spec?.datastoreReady; // set by the lock release
@@ -57,27 +78,28 @@ export async function findDrift(
       drifted.push({ id: p.action.id, paths });
       reporter.warn('CNR_RESTORE_DRIFT', `${p.action.id} changed after it was written: ${paths.join(', ')}`);
     }
+    src.compared?.(k, p);
   };
   // Grouped by type, then namespace, then name: the names the targets hold already are the keys, so a read-back of
   // 100k objects makes no key string of its own; and a target's ref names it without parsing its object.
-  const byType = new Map<string, { type: ResourceType; left: Map<string, Map<string, DriftTarget>> }>();
-  for (const p of done) {
-    const head = p.ref ?? refOfDesired(p.desired!);
-    const type = (await resolver.forObject(head)) ?? p.type!;
+  const byType = new Map<string, { type: ResourceType; left: Map<string, Map<string, number>> }>();
+  for (let k = 0; k < src.size; k++) {
+    const head = src.ref(k);
+    const type = (await resolver.forObject(head)) ?? src.target(k).type!;
     const tk = `${type.group}/${type.version}/${type.plural}`;
     let t = byType.get(tk);
     if (!t) byType.set(tk, (t = { type, left: new Map() }));
     const ns = type.namespaced ? (head.namespace ?? '') : '';
     let names = t.left.get(ns);
     if (!names) t.left.set(ns, (names = new Map()));
-    names.set(head.name, p);
+    names.set(head.name, k);
   }
-  const remaining = (left: Map<string, Map<string, DriftTarget>>) => [...left.values()].flatMap((names) => [...names.values()]);
-  const one = async (type: ResourceType, p: DriftTarget) => {
-    const { namespace, name } = p.desired!.metadata;
-    compare(p, await client.getOrUndefined(type, namespace, name));
+  const remaining = (left: Map<string, Map<string, number>>) => [...left.values()].flatMap((names) => [...names.values()]);
+  const one = async (type: ResourceType, k: number) => {
+    const { namespace, name } = src.ref(k);
+    compare(k, await client.getOrUndefined(type, namespace, name));
   };
-  const singles: [ResourceType, DriftTarget][] = [];
+  const singles: [ResourceType, number][] = [];
   for (const { type, left } of byType.values()) {
     let count = 0;
     for (const names of left.values()) count += names.size;
@@ -89,10 +111,10 @@ export async function findDrift(
       for await (const page of client.listPages(type, { limit: LIST_READBACK_PAGE })) {
         for (const live of page.items) {
           const names = left.get(type.namespaced ? (live.metadata.namespace ?? '') : '');
-          const p = names?.get(live.metadata.name);
-          if (!p) continue;
+          const k = names?.get(live.metadata.name);
+          if (k === undefined) continue;
           names!.delete(live.metadata.name);
-          compare(p, { ...live, apiVersion: live.apiVersion ?? apiVersionOf(type), kind: live.kind ?? type.kind });
+          compare(k, { ...live, apiVersion: live.apiVersion ?? apiVersionOf(type), kind: live.kind ?? type.kind });
         }
       }
       for (const p of remaining(left)) compare(p, undefined);
@@ -101,11 +123,11 @@ export async function findDrift(
       for (const p of remaining(left)) singles.push([type, p]);
     }
   }
-  await pool(singles, concurrency, ([type, p]) => one(type, p));
+  await pool(singles, concurrency, ([type, k]) => one(type, k));
   return drifted;
 }
 
 /** What grouping needs of an object that has no ref. */
-function refOfDesired(o: KubeObject): { apiVersion: string; kind: string; namespace?: string; name: string } {
+function refOfDesired(o: KubeObject): Ref {
   return { apiVersion: o.apiVersion, kind: o.kind, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}), name: o.metadata.name };
 }

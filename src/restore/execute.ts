@@ -20,6 +20,7 @@ import { clearReports, judgeOperator } from './operator.js';
 import { CLUSTER_INFORMATION, INSTALLATION_KIND, INSTALLATION_NAME, OTHER_PHASE, RESTORE_PHASES } from './order.js';
 import { readBack } from './read-back.js';
 import { OwnerLookup, relinkOwners, releaseFromGoneOwners } from './owners.js';
+import { extendPlan, type PlanTable } from './plan-table.js';
 import { PhaseTimer } from './timings.js';
 import {
   DEFAULT_RESTORE_CONCURRENCY,
@@ -57,7 +58,7 @@ interface Execution {
 export async function executeRestore(
   client: KubeClient,
   plan: RestorePlan,
-  planned: Planned[],
+  planned: PlanTable,
   bundleCrds: Map<string, KubeObject>,
   opts: RestoreOptions,
   reporter: Reporter,
@@ -75,9 +76,10 @@ export async function executeRestore(
     paused: [],
   };
   // First of all, before a CRD is created (owners.ts): what the garbage collector would delete is kept from it.
-  const released = await timer.time('guards', () => releaseFromGoneOwners(client, ex.resolver, ex.owners, planned, reporter));
-  const writes = planned.filter((p) => WRITES.has(p.action.action));
-  const lockPrior = await prepareDatastoreLock(ex, plan, writes);
+  // Entries with gone owners have a note, so they are kept as objects (plan-table.ts).
+  const released = await timer.time('guards', () => releaseFromGoneOwners(client, ex.resolver, ex.owners, planned.kept(), reporter));
+  const writes = planned.where((i) => WRITES.has(planned.kindAt(i)));
+  const lockPrior = await prepareDatastoreLock(ex, plan, planned, writes);
   let releaseProblems: string[] = [];
   if (writes.length || plan.crdsToCreate.length || released.length) {
     // Stopped while writing: finish the writes in flight, write nothing more, put the operator and the datastore
@@ -89,32 +91,35 @@ export async function executeRestore(
     try {
       await createMissingCrds(ex, plan, bundleCrds);
       await pauseTheOperator(ex, plan.operatorReports);
-      await writePhases(ex, writes, lockPrior);
-      await linkToRestoredOwners(ex, released, writes);
-      await prune(ex, writes);
+      await writePhases(ex, planned, writes, lockPrior);
+      await linkToRestoredOwners(ex, released, planned);
+      await prune(ex, planned, writes);
     } finally {
       releaseProblems = await timer.time('guards', () => releaseAll(ex.releases, reporter));
       stopListening();
     }
   }
   // The operator's own word on what it made of the restore, before the read-back so drift includes its rewrites.
-  const operator = ex.operatorPaused && !releaseProblems.length ? await timer.time('operator', () => judgeResumed(ex, plan, opts)) : undefined;
-  const result = await readBack(ex.client, ex.resolver, plan, writes, { paused: ex.paused, releaseProblems }, ex.concurrency, reporter, timer);
+  const operator = ex.operatorPaused && !releaseProblems.length ? await timer.time('operator', () => judgeResumed(ex, plan, planned, opts)) : undefined;
+  const result = await readBack(ex.client, ex.resolver, plan, planned, writes, { paused: ex.paused, releaseProblems }, ex.concurrency, reporter, timer);
   if (!operator) return result;
-  return { ...result, operator, ok: result.ok && !operator.problem };
+  return extendPlan(result, { operator, ok: result.ok && !operator.problem });
 }
 
-function judgeResumed(ex: Execution, plan: RestorePlan, opts: RestoreOptions): Promise<{ checked: string[]; problem?: string }> {
+function judgeResumed(ex: Execution, plan: RestorePlan, planned: PlanTable, opts: RestoreOptions): Promise<{ checked: string[]; problem?: string }> {
   // The Installation is expected back only when this restore put it there or found it as in the bundle: one it did
   // not write (blocked, refused, failed) is reported as such already, and waiting for it would only delay exit 3.
-  const installation = plan.actions.some(
-    (a) =>
-      a.ref.kind === INSTALLATION_KIND &&
-      a.ref.name === INSTALLATION_NAME &&
-      groupOf(a.ref.apiVersion) === OPERATOR_GROUP &&
-      !NOT_RESTORED.has(a.action) &&
-      a.outcome !== 'failed',
-  );
+  const installation = planned
+    .where((i) => planned.headAt(i).kind === INSTALLATION_KIND)
+    .some((i) => {
+      const ref = planned.refAt(i);
+      return (
+        ref.name === INSTALLATION_NAME &&
+        groupOf(ref.apiVersion) === OPERATOR_GROUP &&
+        !NOT_RESTORED.has(planned.kindAt(i)) &&
+        planned.outcomeAt(i) !== 'failed'
+      );
+    });
   return judgeOperator(ex.client, plan.operatorReports, installation, ex.reporter, opts.operatorTimeoutMs);
 }
 
@@ -123,20 +128,27 @@ function judgeResumed(ex: Execution, plan: RestorePlan, opts: RestoreOptions): P
  * will be written, so Calico never sees datastoreReady=true with IPAM half-restored; the lock is released to the
  * bundle's value.
  */
-async function prepareDatastoreLock(ex: Execution, plan: RestorePlan, writes: Planned[]): Promise<boolean | undefined> {
+async function prepareDatastoreLock(ex: Execution, plan: RestorePlan, planned: PlanTable, writes: number[]): Promise<boolean | undefined> {
   const ciBefore = plan.crdsToCreate.includes(`clusterinformations.${CALICO_CRD_GROUP}`)
     ? undefined
     : await ex.timer.time('guards', () => ex.client.getOrUndefined(CI_TYPE, undefined, CLUSTER_INFORMATION.name).catch(() => undefined));
-  const ipamWrites = writes.some((p) => RESTORE_PHASES.find((ph) => ph.id === p.action.phase)?.datastoreLock && p.action.action !== 'prune');
-  const ciCreate = writes.find(
-    (p) => p.action.action === 'create' && p.action.ref.kind === CLUSTER_INFORMATION.kind && p.action.ref.name === CLUSTER_INFORMATION.name && hasDesired(p),
+  const lockedPhases = new Set(RESTORE_PHASES.filter((ph) => ph.datastoreLock).map((ph) => ph.id));
+  const ipamWrites = writes.some((i) => lockedPhases.has(planned.phaseAt(i)) && planned.kindAt(i) !== 'prune');
+  const ciAt = writes.find(
+    (i) =>
+      planned.kindAt(i) === 'create' &&
+      planned.headAt(i).kind === CLUSTER_INFORMATION.kind &&
+      planned.refAt(i).name === CLUSTER_INFORMATION.name &&
+      hasDesired(planned.get(i)),
   );
+  const ciCreate = ciAt === undefined ? undefined : planned.get(ciAt);
   // Locked before this plan was made (a teardown let finish, operator.ts): the value recorded then is the prior one.
   const recorded = recordedPrior(ciBefore);
   if (recorded) return recorded.value;
   if (!(ipamWrites && ciCreate)) return ciBefore ? (ciBefore.spec?.datastoreReady as boolean | undefined) : undefined;
   const ci = desiredOf(ciCreate);
   setDesired(ciCreate, { ...ci, spec: { ...ci.spec, datastoreReady: false } });
+  planned.set(ciAt!, ciCreate);
   return ci.spec?.datastoreReady as boolean | undefined;
 }
 
@@ -182,11 +194,11 @@ async function pauseTheOperator(ex: Execution, reports: string[]): Promise<void>
 }
 
 /** 3. Phase by phase; within a phase kind by kind (rank), objects of one kind in parallel. */
-async function writePhases(ex: Execution, writes: Planned[], lockPrior: boolean | undefined): Promise<void> {
-  const progress = { done: 0, total: writes.filter((p) => p.action.action !== 'prune').length };
+async function writePhases(ex: Execution, planned: PlanTable, writes: number[], lockPrior: boolean | undefined): Promise<void> {
+  const progress = { done: 0, total: writes.filter((i) => planned.kindAt(i) !== 'prune').length };
   let locked = false;
   for (const phase of [...RESTORE_PHASES, OTHER_PHASE]) {
-    const inPhase = writes.filter((p) => p.action.phase === phase.id && p.action.action !== 'prune');
+    const inPhase = writes.filter((i) => planned.phaseAt(i) === phase.id && planned.kindAt(i) !== 'prune');
     if (!inPhase.length) continue;
     if (phase.datastoreLock && !locked) {
       locked = true; // taken once, for every locked phase (pools, then IPAM), released at the end
@@ -197,20 +209,23 @@ async function writePhases(ex: Execution, writes: Planned[], lockPrior: boolean 
       }
     }
     ex.reporter.info('CNR_RESTORE_PHASE', `restoring ${phase.title} (${inPhase.length} object(s))`, { phase: phase.id, count: inPhase.length });
-    const ranks = [...new Set(inPhase.map((p) => p.rank))].sort((a, b) => a - b);
+    const ranks = [...new Set(inPhase.map((i) => planned.rankAt(i)))].sort((a, b) => a - b);
     for (const rank of ranks) {
       await ex.timer.time('write', () =>
         pool(
-          inPhase.filter((p) => p.rank === rank),
+          inPhase.filter((i) => planned.rankAt(i) === rank),
           ex.concurrency,
-          async (p) => {
+          async (i) => {
+            // Built for this write and put back with its outcome (a row again when it has nothing more to say).
+            const p = planned.get(i);
             if (ex.interrupted) {
               p.action.outcome = 'failed';
               p.action.error = `not written: restore interrupted (${ex.interrupted})`;
-              return;
+            } else {
+              await writeEntry(ex, p);
+              ex.reporter.progress({ id: 'restore', label: 'restoring objects', current: ++progress.done, total: progress.total });
             }
-            await writeEntry(ex, p);
-            ex.reporter.progress({ id: 'restore', label: 'restoring objects', current: ++progress.done, total: progress.total });
+            planned.set(i, p);
           },
         ),
       );
@@ -236,19 +251,20 @@ async function writeEntry(ex: Execution, p: Planned): Promise<void> {
 }
 
 /** 3b. Owners restored after what they own (config before the operator's resources): linked now, the operator still paused. */
-async function linkToRestoredOwners(ex: Execution, released: Planned[], writes: Planned[]): Promise<void> {
+async function linkToRestoredOwners(ex: Execution, released: Planned[], planned: PlanTable): Promise<void> {
   if (ex.interrupted) return;
-  const entries = [
-    ...new Set([...released.filter((p) => p.action.outcome !== 'failed'), ...writes.filter((p) => p.ownerPending && p.action.outcome === 'done')]),
-  ];
+  // Written before its owner: such an entry is kept as an object (plan-table.ts).
+  const pending = planned.kept().filter((p) => WRITES.has(p.action.action) && p.ownerPending && p.action.outcome === 'done');
+  const entries = [...new Set([...released.filter((p) => p.action.outcome !== 'failed'), ...pending])];
   if (!entries.length) return;
   ex.resolver.forget();
   await ex.timer.time('write', () => relinkOwners(ex.client, ex.resolver, ex.owners, entries, ex.reporter));
 }
 
 /** 4. Prune last, most dependent kinds first. */
-async function prune(ex: Execution, writes: Planned[]): Promise<void> {
-  const prunes = writes.filter((x) => x.action.action === 'prune');
+async function prune(ex: Execution, planned: PlanTable, writes: number[]): Promise<void> {
+  // A prune has a reason and its live object: kept as an object, changed in place.
+  const prunes = writes.filter((i) => planned.kindAt(i) === 'prune').map((i) => planned.get(i));
   const pruneStart = performance.now();
   for (const p of prunes) {
     if (ex.interrupted) {

@@ -25,6 +25,7 @@ import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, IPAM_LIVE_KINDS, POD_ANNOT
 import { groupOf, type KubeObject } from '../kube/types.js';
 import { canonicalJson } from '../util/canonical.js';
 import { blockRecreated, duplicateLine, mergeBlock, releasedWithPod, type DuplicateIp } from './ipam-merge.js';
+import { DesiredSpool, type SpoolSlot } from './spool.js';
 
 export const isIpamLive = (o: Pick<KubeObject, 'apiVersion' | 'kind'>): boolean => IPAM_LIVE_KINDS.has(o.kind) && groupOf(o.apiVersion) === CALICO_CRD_GROUP;
 
@@ -46,10 +47,10 @@ const SKIP_FIX = "nothing to do: the cluster's IPAM is the truth for allocations
 
 /** Reads the merge needs beyond the plan, done only when a handle or affinity's block is not in the plan. */
 export interface IpamSources {
-  /** The cluster's IPAMBlocks. */
-  liveBlocks(): Promise<KubeObject[]>;
+  /** The cluster's IPAMBlocks (a stream, or all at once). */
+  liveBlocks(): Promise<KubeObject[]> | AsyncIterable<KubeObject>;
   /** The bundle's IPAMBlocks (when the plan has none of them, as with `--kinds IPAMHandle`). */
-  bundleBlocks(): Promise<KubeObject[]>;
+  bundleBlocks(): Promise<KubeObject[]> | AsyncIterable<KubeObject>;
   /** When the bundle was made (manifest createdAt): a live block created later is a re-created one. */
   backupCreatedAt?: string;
   /**
@@ -59,119 +60,136 @@ export interface IpamSources {
   livePods?(): Promise<KubeObject[]>;
 }
 
-/** An entry whose object is parsed each time a loop reads it (a class: one getter for all, no closure each). */
-class ReadWhereUsed {
-  constructor(
-    readonly p: IpamPlanned,
-    readonly kind: string,
-  ) {}
-  get o(): KubeObject {
-    return this.p.desired!;
-  }
+/**
+ * The plan's entries for the merge, visited one at a time: a restore of 100k handles never holds them all as objects
+ * (plan-table.ts builds each when visited and keeps what the visit changed). An array is visited as it is.
+ */
+export interface IpamEntries {
+  each(visit: (p: IpamPlanned) => Promise<void>): Promise<void>;
 }
 
-/** Turns the plan's writes of IPAM objects into the merge described above. */
-export async function mergeIpamPlan(planned: IpamPlanned[], sources: IpamSources): Promise<number> {
-  // `desired` may parse the object from the plan's JSON text on each read. Blocks (one per 64 addresses) are read
-  // once and kept; handles and affinities are read where a loop needs them, never all held parsed at once (a restore
-  // of 100k handles would hold every one). The kind is kept: the loops that only look at it parse nothing.
-  const ipam = planned.flatMap((p): { p: IpamPlanned; kind: string; o: KubeObject }[] => {
-    // The ref names the kind without parsing the object: a plan of 100k handles parsed each once more here.
-    const head = p.action.ref ?? p.desired;
-    if (!head || !isIpamLive(head)) return [];
-    if (head.kind !== 'IPAMBlock') return [new ReadWhereUsed(p, head.kind)];
-    return [{ p, kind: head.kind, o: head === p.action.ref ? p.desired! : (head as KubeObject) }];
-  });
-  if (!ipam.length) return 0;
-  // The bundle's blocks by CIDR (from the plan, else read from the bundle), and the blocks as they will be after
-  // the restore (live ones stay, missing ones come from the bundle; else read from the cluster).
-  const before = blockIndex(sources.bundleBlocks);
-  const after = blockIndex(sources.liveBlocks);
-  const created = new Set<string>(); // CIDRs of the blocks this restore creates
-  const blocks = ipam.filter((e) => e.kind === 'IPAMBlock');
-  for (const { o } of blocks) before.set(o);
-  for (const { p, o } of blocks) {
-    if (!p.live && p.action.action === 'create') created.add(o.spec?.cidr);
-    const b = p.live ?? (p.action.action === 'create' ? o : undefined);
-    if (b?.spec?.cidr) after.set(b);
-  }
-
-  let skipped = 0;
-  const skip = (p: IpamPlanned, reason: string) => {
-    p.action.action = 'skip';
-    p.action.reason = reason;
-    p.action.fix = SKIP_FIX;
-    skipped++;
-  };
-  // Blocks first: the handles' judgement below reads the blocks as the merge leaves them.
-  const duplicated = new Map<string, string>(); // bundle handle -> address another handle holds now
-  const gone = podGone(sources);
-  for (const { p, o } of blocks) {
-    const a = p.action.action;
-    if (!p.live || !(a === 'update' || a === 'replace' || a === 'skip')) continue;
-    if (!blockRecreated(p.live, o, sources.backupCreatedAt)) continue;
-    const m = mergeBlock(p.live, o);
-    after.set(m.block);
-    const duplicates: DuplicateIp[] = [];
-    for (const d of m.duplicates) if (!(await gone(d))) duplicates.push(d);
-    for (const d of duplicates) duplicated.set(d.bundleHandle, d.address);
-    if (duplicates.length) p.action.ipam = { duplicates: duplicates.map(duplicateLine) };
-    if (!m.restored.length) continue;
-    p.action.action = 'update';
-    p.action.ipam = { ...p.action.ipam, ordinals: m.restored };
-    p.action.reason = `re-created by Calico after the backup: ${m.restored.length} allocation(s) of the bundle put back address by address into the block as it is when written`;
-  }
-  for (const e of ipam) {
-    const { p, kind } = e;
-    const a = p.action.action;
-    if (p.action.ipam?.ordinals) continue;
-    if (a === 'update' || a === 'replace' || (a === 'skip' && p.live)) {
-      const short = kind === 'IPAMHandle' && p.live ? await undercounted(e.o, p.live, after) : [];
-      if (short.length) {
-        // The handle was re-created by Calico after the loss (a node's tunnel allocator) and counts only what it
-        // allocated since; libcalico-go releases by handle through those counts, so it would never free the
-        // allocations this restore puts back in other blocks (a leak nothing collects while the node exists).
-        p.action.action = 'update';
-        p.action.reason = `the cluster's handle does not count the allocations this restore puts back in block ${short.join(', ')}: its counts are raised`;
-        continue;
+const eachOf = (planned: IpamPlanned[] | IpamEntries): IpamEntries =>
+  Array.isArray(planned)
+    ? {
+        async each(visit) {
+          for (const p of planned) await visit(p);
+        },
       }
-      skip(p, "IPAM is live state: the cluster's object changed since the backup (addresses allocated or released) and is kept");
-      continue;
+    : planned;
+
+/** Turns the plan's writes of IPAM objects into the merge described above. */
+export async function mergeIpamPlan(planned: IpamPlanned[] | IpamEntries, sources: IpamSources): Promise<number> {
+  const entries = eachOf(planned);
+  // The bundle's blocks by CIDR (from the plan, else read from the bundle), and the blocks as they will be after
+  // the restore (live ones stay, missing ones come from the bundle; else read from the cluster). Both kept as text
+  // in a spool of their own, a few parsed at a time (blockIndex): 100k handles' live blocks were 18 MB parsed.
+  const spool = new DesiredSpool();
+  try {
+    const before = blockIndex(sources.bundleBlocks, spool);
+    const after = blockIndex(sources.liveBlocks, spool);
+    const created = new Set<string>(); // CIDRs of the blocks this restore creates
+    const duplicated = new Map<string, string>(); // bundle handle -> address another handle holds now
+    const gone = podGone(sources);
+    // `desired` may parse the object from the plan's JSON text on each read: each entry's kind is learnt once (from
+    // its ref when it has one, parsing nothing), blocks are judged in this first visit, handles and affinities in the
+    // second, each parsed where judged.
+    const kinds: (string | undefined)[] = [];
+    await entries.each(async (p) => {
+      const head = p.action.ref ?? p.desired;
+      const kind = head && isIpamLive(head) ? head.kind : undefined;
+      kinds.push(kind);
+      if (kind === 'IPAMBlock') await judgeBlock(p, head === p.action.ref ? p.desired! : (head as KubeObject));
+    });
+    let skipped = 0;
+    const skip = (p: IpamPlanned, reason: string) => {
+      p.action.action = 'skip';
+      p.action.reason = reason;
+      p.action.fix = SKIP_FIX;
+      skipped++;
+    };
+    let k = 0;
+    await entries.each(async (p) => {
+      const kind = kinds[k++];
+      if (kind) await judge(p, kind);
+    });
+    return skipped;
+
+    /** A block of the plan: indexed, and merged address by address when Calico re-created it after the backup. */
+    async function judgeBlock(p: IpamPlanned, o: KubeObject): Promise<void> {
+      before.set(o);
+      if (!p.live && p.action.action === 'create') created.add(o.spec?.cidr);
+      const b = p.live ?? (p.action.action === 'create' ? o : undefined);
+      if (b?.spec?.cidr) after.set(b);
+      const a = p.action.action;
+      if (!p.live || !(a === 'update' || a === 'replace' || a === 'skip')) return;
+      if (!blockRecreated(p.live, o, sources.backupCreatedAt)) return;
+      const m = mergeBlock(p.live, o);
+      // The handles' judgement reads the blocks as the merge leaves them.
+      after.set(m.block);
+      // A bundle allocation whose pod is gone was released with it: its address's new holder is no duplicate.
+      const duplicates: DuplicateIp[] = [];
+      for (const d of m.duplicates) if (!(await gone(d))) duplicates.push(d);
+      for (const d of duplicates) duplicated.set(d.bundleHandle, d.address);
+      if (duplicates.length) p.action.ipam = { duplicates: duplicates.map(duplicateLine) };
+      if (!m.restored.length) return;
+      p.action.action = 'update';
+      p.action.ipam = { ...p.action.ipam, ordinals: m.restored };
+      p.action.reason = `re-created by Calico after the backup: ${m.restored.length} allocation(s) of the bundle put back address by address into the block as it is when written`;
     }
-    if (a !== 'create') continue;
-    const o = e.o;
-    if (kind === 'IPAMHandle') {
-      const handle: string = o.spec?.handleID ?? o.metadata.name;
-      const blocks = Object.keys(o.spec?.block ?? {});
-      let holds = false;
-      for (const cidr of blocks) {
-        const now = await after.get(cidr);
-        if (allocatesTo(now, handle)) holds = true;
-        else if (now) {
-          const then = await before.get(cidr);
-          if (then && canonicalJson(now.spec) === canonicalJson(then.spec)) holds = true;
+
+    async function judge(p: IpamPlanned, kind: string): Promise<void> {
+      const a = p.action.action;
+      if (p.action.ipam?.ordinals) return;
+      if (a === 'update' || a === 'replace' || (a === 'skip' && p.live)) {
+        const short = kind === 'IPAMHandle' && p.live ? await undercounted(p.desired!, p.live, after) : [];
+        if (short.length) {
+          // The handle was re-created by Calico after the loss (a node's tunnel allocator) and counts only what it
+          // allocated since; libcalico-go releases by handle through those counts, so it would never free the
+          // allocations this restore puts back in other blocks (a leak nothing collects while the node exists).
+          p.action.action = 'update';
+          p.action.reason = `the cluster's handle does not count the allocations this restore puts back in block ${short.join(', ')}: its counts are raised`;
+          return;
+        }
+        skip(p, "IPAM is live state: the cluster's object changed since the backup (addresses allocated or released) and is kept");
+        return;
+      }
+      if (a !== 'create') return;
+      if (kind === 'IPAMHandle') {
+        const o = p.desired!;
+        const handle: string = o.spec?.handleID ?? o.metadata.name;
+        const blocks = Object.keys(o.spec?.block ?? {});
+        let holds = false;
+        for (const cidr of blocks) {
+          const now = await after.get(cidr);
+          if (allocatesTo(now, handle)) holds = true;
+          else if (now) {
+            const then = await before.get(cidr);
+            if (then && canonicalJson(now.spec) === canonicalJson(then.spec)) holds = true;
+          }
+        }
+        const taken = duplicated.get(handle);
+        if (!holds && taken) skip(p, `its address ${taken} is held by another handle now (a duplicate IP, reported with its block)`);
+        else if (!holds)
+          skip(
+            p,
+            `released since the backup: no allocation in ${blocks.length ? `block ${blocks.join(', ')}` : 'any block'} carries this handle (its pod is gone)`,
+          );
+      } else if (kind === 'BlockAffinity') {
+        const o = p.desired!;
+        const block = await after.get(o.spec?.cidr);
+        // 3.30+ LoadBalancer IPAM: type virtual, the block affine to `virtual:load-balancer`; otherwise `host:<node>`.
+        const affine = o.spec?.type && o.spec.type !== 'host' ? `${o.spec.type}:${o.spec?.node}` : `${IPAM_HOST_AFFINITY_PREFIX}${o.spec?.node}`;
+        if (!created.has(o.spec?.cidr) && block?.spec?.affinity !== affine) {
+          skip(
+            p,
+            `block ${o.spec?.cidr} ${block ? `is affine to ${block.spec?.affinity ?? 'no node'} in the cluster` : 'no longer exists'}; the affinity was released since the backup`,
+          );
         }
       }
-      const taken = duplicated.get(handle);
-      if (!holds && taken) skip(p, `its address ${taken} is held by another handle now (a duplicate IP, reported with its block)`);
-      else if (!holds)
-        skip(
-          p,
-          `released since the backup: no allocation in ${blocks.length ? `block ${blocks.join(', ')}` : 'any block'} carries this handle (its pod is gone)`,
-        );
-    } else if (kind === 'BlockAffinity') {
-      const block = await after.get(o.spec?.cidr);
-      // 3.30+ LoadBalancer IPAM: type virtual, the block affine to `virtual:load-balancer`; otherwise `host:<node>`.
-      const affine = o.spec?.type && o.spec.type !== 'host' ? `${o.spec.type}:${o.spec?.node}` : `${IPAM_HOST_AFFINITY_PREFIX}${o.spec?.node}`;
-      if (!created.has(o.spec?.cidr) && block?.spec?.affinity !== affine) {
-        skip(
-          p,
-          `block ${o.spec?.cidr} ${block ? `is affine to ${block.spec?.affinity ?? 'no node'} in the cluster` : 'no longer exists'}; the affinity was released since the backup`,
-        );
-      }
     }
+  } finally {
+    spool.close();
   }
-  return skipped;
 }
 
 /** A duplicate's bundle pod is gone (releasedWithPod), judged from the cluster's pods, listed once when first needed. */
@@ -202,18 +220,42 @@ async function undercounted(bundle: KubeObject, live: KubeObject, after: ReturnT
   return out;
 }
 
-/** IPAMBlocks by CIDR: those set first win; `read` fills in the rest, once, when a CIDR is not known. */
-function blockIndex(read: () => Promise<KubeObject[]>) {
-  const byCidr = new Map<string, KubeObject>();
+/** Parsed blocks kept at once by a block index: handles of one block mostly come one after another. */
+const PARSED_BLOCKS = 64;
+
+/**
+ * IPAMBlocks by CIDR, as text in `spool`: those set first win; `read` fills in the rest, once, when a CIDR is not
+ * known. The last PARSED_BLOCKS blocks asked for are kept parsed.
+ */
+function blockIndex(read: () => Promise<KubeObject[]> | AsyncIterable<KubeObject>, spool: DesiredSpool) {
+  const byCidr = new Map<string, SpoolSlot>();
+  const parsed = new Map<string, KubeObject>();
   let loaded = false;
+  const put = (b: KubeObject) => {
+    byCidr.set(b.spec?.cidr, spool.put(JSON.stringify(b)));
+    parsed.delete(b.spec?.cidr);
+  };
   return {
-    set: (b: KubeObject) => void byCidr.set(b.spec?.cidr, b),
+    set: put,
     async get(cidr: string): Promise<KubeObject | undefined> {
       if (!byCidr.has(cidr) && !loaded) {
         loaded = true;
-        for (const b of await read()) if (!byCidr.has(b.spec?.cidr)) byCidr.set(b.spec?.cidr, b);
+        const r = read();
+        for await (const b of Symbol.asyncIterator in r ? r : await r) if (!byCidr.has(b.spec?.cidr)) put(b);
       }
-      return byCidr.get(cidr);
+      const have = parsed.get(cidr);
+      if (have) {
+        // Most recently asked for last: the first one is the one to let go.
+        parsed.delete(cidr);
+        parsed.set(cidr, have);
+        return have;
+      }
+      const slot = byCidr.get(cidr);
+      if (!slot) return undefined;
+      const b = JSON.parse(spool.get(slot)) as KubeObject;
+      if (parsed.size >= PARSED_BLOCKS) parsed.delete(parsed.keys().next().value!);
+      parsed.set(cidr, b);
+      return b;
     },
   };
 }

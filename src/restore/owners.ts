@@ -180,6 +180,8 @@ export async function relinkOwners(
 /** Kinds the tigera operator renders and owns through its Installation or APIServer (calico-node and its friends). */
 const RENDERED_TYPES: ResourceType[] = [K.daemonSet, K.deployment, K.service, K.serviceAccount, K.configMap, K.secret, K.role, K.roleBinding, K.pdb];
 const RENDERED_CLUSTER_TYPES: ResourceType[] = [K.clusterRole, K.clusterRoleBinding];
+/** Their kinds, to tell the bundle's own objects of those kinds in a plan. */
+export const RENDERED_KINDS: ReadonlySet<string> = new Set([...RENDERED_TYPES, ...RENDERED_CLUSTER_TYPES].map((t) => t.kind));
 
 /**
  * What the operator rendered (the calico-node DaemonSet, typha, kube-controllers, their accounts and RBAC) is in no

@@ -5,7 +5,7 @@
  * all of them (their keys, namespaces, groups, the Installation); the second plans object by object as it reads.
  */
 import { performance } from 'node:perf_hooks';
-import { CALICO_CRD_GROUP, OPERATOR_DEPLOYMENT, OPERATOR_GROUP, OPERATOR_NAMESPACE } from '../calico/knowledge.js';
+import { OPERATOR_DEPLOYMENT, OPERATOR_GROUP, OPERATOR_NAMESPACE } from '../calico/knowledge.js';
 import { crdRefusal } from '../calico/shipped-crds.js';
 import { matchesKind } from '../bundle/reader.js';
 import type { BundleManifest } from '../bundle/types.js';
@@ -14,25 +14,20 @@ import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import { clusterUid } from '../kube/cluster-uid.js';
 import type { KubeClient } from '../kube/client.js';
-import { crdResourceType, listCrds } from '../kube/discovery.js';
+import { listCrds } from '../kube/discovery.js';
 import { ResourceResolver } from '../kube/resolver.js';
 import { groupOf, objRef, type KubeObject } from '../kube/types.js';
 import { admissionRefusal, isCalicoCrd, isReferenceOnlyConfig } from './admission.js';
-import { isIpamLive, mergeIpamPlan } from './ipam.js';
 import { INSTALLATION_KIND, INSTALLATION_NAME, NEVER_RESTORED_KINDS, RESTORED_CONFIG_KINDS, phaseOf } from './order.js';
 import { availableReports, deletionsInProgress } from './operator.js';
-import { OwnerLookup, renderedWithGoneOwners } from './owners.js';
+import { OwnerLookup, RENDERED_KINDS, renderedWithGoneOwners } from './owners.js';
 import { LiveIndex, crdKey, ownerKey, planOne, planPrune } from './plan-object.js';
-import { judgeInstallationPools } from './pools.js';
 import { DesiredSpool } from './spool.js';
+import { PlanTable, withActions } from './plan-table.js';
+import { keepLiveIpam, refuseInstallationDeletingPools } from './plan-whole.js';
 import { PhaseTimer } from './timings.js';
 import {
   DEFAULT_RESTORE_CONCURRENCY,
-  countActions,
-  WRITES,
-  NOT_RESTORED,
-  desiredOf,
-  hasDesired,
   idOf,
   refOf,
   type ExistingPolicy,
@@ -69,7 +64,7 @@ export async function planRestore(
   reporter: Reporter,
   timer = new PhaseTimer(),
   spool?: DesiredSpool,
-): Promise<{ plan: RestorePlan; planned: Planned[]; bundleCrds: Map<string, KubeObject> }> {
+): Promise<{ plan: RestorePlan; planned: PlanTable; bundleCrds: Map<string, KubeObject> }> {
   const planStart = performance.now();
   const before = { readBundle: timer.spent('readBundle'), readCluster: timer.spent('readCluster'), schemaCheck: timer.spent('schemaCheck') };
   const existing = checkOptions(bundle.manifest, opts);
@@ -104,40 +99,49 @@ export async function planRestore(
     timer,
     spool,
   };
-  const planned: Planned[] = [];
+  // Rows of typed arrays for the entries with nothing to say, objects for the others (plan-table.ts).
+  const planned = new PlanTable(spool);
   try {
     await poolStream(secondPass(bundle, opts, timer, extraNs), opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY, async (obj) => {
-      planned.push(await planOne(client, resolver, obj, ctx));
+      planned.add(await planOne(client, resolver, obj, ctx));
     });
   } finally {
     ctx.liveIndex.close();
   }
   // The bundle changed between the two passes (it is read twice): what was checked is not what was planned.
-  if (planned.length !== summary.count + extraNs.length)
-    throw new BadInputError(`bundle ${m.id} changed while it was read (${summary.count + extraNs.length} objects, then ${planned.length})`);
+  if (planned.size !== summary.count + extraNs.length)
+    throw new BadInputError(`bundle ${m.id} changed while it was read (${summary.count + extraNs.length} objects, then ${planned.size})`);
   await keepLiveIpam(client, resolver, bundle, planned, reporter, timer);
-  const ids = new Set(planned.map((p) => p.action.id));
-  planned.push(...(await timer.time('readCluster', () => renderedWithGoneOwners(client, ctx.owners, ids))));
+  // The bundle's own objects of the kinds the operator renders: those are planned already, not as rendered ones.
+  const ids = new Set(planned.where((i) => RENDERED_KINDS.has(planned.headAt(i).kind)).map((i) => idOf(planned.refAt(i))));
+  for (const p of await timer.time('readCluster', () => renderedWithGoneOwners(client, ctx.owners, ids))) planned.add(p);
   await timer.time('readCluster', () => refuseInstallationDeletingPools(client, planned, liveCrds, operatorImage));
-  planned.push(...summary.refused);
-  for (const p of planned)
+  for (const p of summary.refused) planned.add(p);
+  // Notes are said by entries kept as objects only (a row has none).
+  for (const p of planned.kept())
     for (const n of p.action.notes ?? []) if (n.startsWith('ownerReferences')) reporter.warn('CNR_RESTORE_OWNER_DROPPED', `${p.action.id}: ${n}`);
 
-  if (opts.prune) planned.push(...(await timer.time('readCluster', () => planPrune(client, resolver, bundle.manifest, summary.bundleIds, opts.kinds))));
-  planned.sort((a, b) => a.rank - b.rank || a.action.id.localeCompare(b.action.id));
+  if (opts.prune)
+    for (const p of await timer.time('readCluster', () => planPrune(client, resolver, bundle.manifest, summary.bundleIds, opts.kinds))) planned.add(p);
+  planned.sort();
 
-  const actions = planned.map((p) => p.action);
-  const plan: RestorePlan = {
-    bundle: { id: m.id, cluster: m.cluster, calicoVersion: m.calico?.version },
-    cluster: { uid, sameCluster },
-    dryRun: !!opts.dryRun,
-    existing,
-    crdsToCreate: crdsToCreate.map((c) => c.metadata.name).sort(),
-    actions,
-    counts: countActions(actions),
-    deleting: deletionsInProgress(liveCrdList, actions),
-    operatorReports: await timer.time('readBundle', () => bundleReports(bundle, operatorImage)),
-  };
+  const plan: RestorePlan = withActions(
+    {
+      bundle: { id: m.id, cluster: m.cluster, calicoVersion: m.calico?.version },
+      cluster: { uid, sameCluster },
+      dryRun: !!opts.dryRun,
+      existing,
+      crdsToCreate: crdsToCreate.map((c) => c.metadata.name).sort(),
+      counts: planned.counts(),
+      // Being deleted is a note, so such entries are kept as objects.
+      deleting: deletionsInProgress(
+        liveCrdList,
+        planned.kept().map((p) => p.action),
+      ),
+      operatorReports: await timer.time('readBundle', () => bundleReports(bundle, operatorImage)),
+    },
+    planned,
+  );
   // What planning spent that is not reading the bundle or the cluster or checking schemas: comparing, diffing, ordering.
   const spent = (k: keyof typeof before) => timer.spent(k) - before[k];
   timer.add('plan', Math.max(0, performance.now() - planStart - spent('readBundle') - spent('readCluster') - spent('schemaCheck')));
@@ -296,54 +300,6 @@ async function operatorImageOf(client: KubeClient): Promise<string | undefined> 
   return containers.find((c: any) => c.name === 'tigera-operator')?.image ?? containers[0]?.image;
 }
 
-/** A plan entry as the IPAM merge sees it; a class, so 100k of them share one getter instead of a closure each. */
-class IpamView {
-  constructor(private readonly p: Planned) {}
-  get action() {
-    return this.p.action;
-  }
-  get live() {
-    return this.p.live;
-  }
-  get desired() {
-    return desiredOf(this.p);
-  }
-}
-
-/**
- * IPAM entries the cluster has stay as they are (ipam.ts). The merge reads the desired object of IPAM entries
- * only; the plan keeps objects as JSON text, so each is parsed when read (a getter), never held parsed.
- */
-async function keepLiveIpam(
-  client: KubeClient,
-  resolver: ResourceResolver,
-  bundle: RestoreSource,
-  planned: Planned[],
-  reporter: Reporter,
-  timer: PhaseTimer,
-): Promise<void> {
-  const ipamViews = planned.filter((p) => hasDesired(p) && isIpamLive(p.action.ref)).map((p) => new IpamView(p));
-  const ipamKept = await mergeIpamPlan(ipamViews, {
-    backupCreatedAt: bundle.manifest.createdAt,
-    liveBlocks: async () => {
-      const t = await resolver.resolve(`${CALICO_CRD_GROUP}/v1`, 'IPAMBlock');
-      return t ? timer.time('readCluster', () => client.listAll(t)) : [];
-    },
-    livePods: () => timer.time('readCluster', () => client.listAll(K.pod)),
-    bundleBlocks: () =>
-      timer.time('readBundle', async () => {
-        const out: KubeObject[] = [];
-        for await (const bo of bundle.objects({ groups: [CALICO_CRD_GROUP], kinds: ['IPAMBlock'], lenient: true })) out.push(bo.object);
-        return out;
-      }),
-  });
-  if (ipamKept)
-    reporter.info(
-      'CNR_RESTORE_IPAM_LIVE',
-      `${ipamKept} IPAM objects kept as the cluster has them: IPAM is live state (allocations made or released since the backup are not undone)`,
-    );
-}
-
 /** Run `fn` over an async stream of items, at most `limit` at once, without collecting the stream first. */
 async function poolStream<T>(items: AsyncIterable<T>, limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   const running = new Set<Promise<void>>();
@@ -362,26 +318,4 @@ async function poolStream<T>(items: AsyncIterable<T>, limit: number, fn: (item: 
   }
   await Promise.all(running);
   if (failed) throw (failed as { err: unknown }).err;
-}
-
-/**
- * Refuses writing an Installation that would make the operator delete pools (pools.ts judgeInstallationPools): the
- * pools judged are those there will be afterwards, the live ones with the bundle's version where it restores one.
- */
-async function refuseInstallationDeletingPools(client: KubeClient, planned: Planned[], liveCrds: Map<string, KubeObject>, operatorImage?: string) {
-  const inst = planned.find(
-    (p) => p.action.ref.kind === INSTALLATION_KIND && groupOf(p.action.ref.apiVersion) === OPERATOR_GROUP && p.action.ref.name === INSTALLATION_NAME,
-  );
-  if (!inst || !WRITES.has(inst.action.action) || !operatorImage) return;
-  const pools = new Map<string, KubeObject>();
-  const poolCrd = liveCrds.get(crdKey(CALICO_CRD_GROUP, 'IPPool'));
-  if (poolCrd) for (const p of await client.listAll(crdResourceType(poolCrd))) pools.set(p.metadata.name, p);
-  for (const p of planned)
-    if (p.action.ref.kind === 'IPPool' && groupOf(p.action.ref.apiVersion) === CALICO_CRD_GROUP && !NOT_RESTORED.has(p.action.action))
-      pools.set(p.action.ref.name, desiredOf(p));
-  const refusal = judgeInstallationPools(desiredOf(inst), [...pools.values()], operatorImage);
-  if (!refusal) return;
-  inst.action.action = 'refused';
-  inst.action.reason = refusal.reason;
-  inst.action.fix = refusal.fix;
 }

@@ -8,10 +8,11 @@ import type { ResourceResolver } from '../kube/resolver.js';
 import { podAddressesVsPools } from '../doctor/checks/ipam.js';
 import { loadLiveState, runChecks } from '../doctor/doctor.js';
 import { KEYS } from '../doctor/state.js';
-import { findDrift, type DriftTarget } from './drift.js';
+import { findDrift, type DriftSource, type DriftTarget } from './drift.js';
 import { isIpamLive } from './ipam.js';
 import type { PhaseTimer } from './timings.js';
-import { NOT_RESTORED, countActions, desiredOf, type Planned, type RestorePlan, type RestoreResult } from './types.js';
+import { extendPlan, type PlanTable } from './plan-table.js';
+import { NOT_RESTORED, desiredOf, type Planned, type RestoreAction, type RestorePlan, type RestoreResult } from './types.js';
 
 /**
  * A written entry as the drift check sees it. A class, so its getter is shared: 100,000 object literals with a
@@ -41,56 +42,73 @@ export async function readBack(
   client: KubeClient,
   resolver: ResourceResolver,
   plan: RestorePlan,
-  writes: Planned[],
+  planned: PlanTable,
+  writes: number[],
   guards: RestoreResult['guards'],
   concurrency: number,
   reporter: Reporter,
   timer: PhaseTimer,
 ): Promise<RestoreResult> {
-  const targets = writes.filter((p) => p.action.outcome === 'done' && p.action.action !== 'prune').map((p) => new WrittenEntry(p));
+  const written = writes.filter((i) => planned.outcomeAt(i) === 'done' && planned.kindAt(i) !== 'prune');
+  // Each entry built where it is compared and put back with what the comparison found (plan-table.ts).
+  const building = new Map<number, Planned>();
+  const targets: DriftSource = {
+    size: written.length,
+    ref: (k) => planned.refAt(written[k]!),
+    target: (k) => {
+      const p = planned.get(written[k]!);
+      building.set(k, p);
+      return new WrittenEntry(p);
+    },
+    compared: (k) => {
+      planned.set(written[k]!, building.get(k)!);
+      building.delete(k);
+    },
+  };
   const drifted = await timer.time('driftCheck', () => findDrift(client, resolver, targets, concurrency, reporter));
-  const failures = plan.actions
+  // A failure, a refusal and a duplicate IP each come with a reason: all are entries kept as objects.
+  const kept = planned.kept().map((p) => p.action);
+  const failures = kept
     .filter((a) => a.outcome === 'failed' || NOT_RESTORED.has(a.action))
     .map((a) => ({ id: a.id, action: a.action, reason: a.error ?? a.reason ?? 'failed' }));
-  const ipamProblems = [...duplicateIps(plan), ...(await timer.time('driftCheck', () => unallocatedPodIps(client, plan)))];
-  return {
-    ...plan,
-    counts: countActions(plan.actions),
+  const ipamProblems = [...duplicateIps(kept), ...(await timer.time('driftCheck', () => unallocatedPodIps(client, planned)))];
+  return extendPlan(plan, {
+    counts: planned.counts(),
     failures,
     drifted,
     guards,
     ...(ipamProblems.length ? { ipamProblems } : {}),
     ok: failures.length === 0 && drifted.length === 0 && guards.releaseProblems.length === 0 && ipamProblems.length === 0,
     timings: timer.result(),
-  };
+  });
 }
 
 /** A dry run's result: `ok` tells whether a real run would restore everything (planning and the server's dry run). */
-export function dryRunResult(plan: RestorePlan, timer: PhaseTimer): RestoreResult {
-  const failures = plan.actions
+export function dryRunResult(plan: RestorePlan, planned: PlanTable, timer: PhaseTimer): RestoreResult {
+  const kept = planned.kept().map((p) => p.action);
+  const failures = kept
     .filter((a) => NOT_RESTORED.has(a.action) || a.serverDryRunError)
     .map((a) => ({ id: a.id, action: a.action, reason: a.serverDryRunError ? `the API server would refuse it: ${a.serverDryRunError}` : (a.reason ?? '') }));
-  const ipamProblems = duplicateIps(plan);
-  return {
-    ...plan,
+  const ipamProblems = duplicateIps(kept);
+  return extendPlan(plan, {
     failures,
     drifted: [],
     guards: { paused: [], releaseProblems: [] },
     ...(ipamProblems.length ? { ipamProblems } : {}),
     ok: failures.length === 0 && ipamProblems.length === 0,
     timings: timer.result(),
-  };
+  });
 }
 
 /** The duplicate IPs the IPAM merge met (ipam-merge.ts), one line each. */
-const duplicateIps = (plan: RestorePlan): string[] => plan.actions.flatMap((a) => (a.ipam?.duplicates ?? []).map((d) => `${a.id}: ${d}`));
+const duplicateIps = (actions: RestoreAction[]): string[] => actions.flatMap((a) => (a.ipam?.duplicates ?? []).map((d) => `${a.id}: ${d}`));
 
 /**
  * After the lock is released: every address a pod or a node tunnel uses inside a pool that IPAM does not hold (the
  * doctor's `pod-ip-not-allocated` check), when the restore touched IPAM. Each is an address IPAM will hand out again.
  */
-async function unallocatedPodIps(client: KubeClient, plan: RestorePlan): Promise<string[]> {
-  if (!plan.actions.some((a) => isIpamLive(a.ref))) return [];
+async function unallocatedPodIps(client: KubeClient, planned: PlanTable): Promise<string[]> {
+  if (!planned.where((i) => isIpamLive(planned.headAt(i))).length) return [];
   // Pools, blocks, pods and nodes: the one check's input, not the whole cluster a second time (the drift check read
   // what was written; a restore of 100k handles would list them all again).
   const state = await loadLiveState(client, [KEYS.ipPools, KEYS.ipamBlocks]);

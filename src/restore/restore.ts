@@ -65,9 +65,13 @@ async function planAndExecute(
   await timer.time('readBundle', () => reportHelmRecordsLeft(bundle, opts, reporter));
   if (opts.dryRun) {
     await timer.time('serverDryRun', () => serverDryRun(client, planned, opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY));
-    return dryRunResult(plan, timer);
+    return dryRunResult(plan, planned, timer);
   }
-  const writes = plan.actions.filter((a) => WRITES.has(a.action) || a.goneOwners?.length).length + plan.crdsToCreate.length;
+  // Entries with gone owners carry a note, so they are among those kept as objects (plan-table.ts).
+  const writes =
+    planned.where((i) => WRITES.has(planned.kindAt(i))).length +
+    planned.kept().filter((p) => !WRITES.has(p.action.action) && p.action.goneOwners?.length).length +
+    plan.crdsToCreate.length;
   if (writes && opts.confirm && !(await timer.time('confirm', () => opts.confirm!(plan)))) {
     throw new RefusedError('restore not confirmed; nothing was written', { hint: 'answer y on a terminal, or pass --yes (see the preview with --dry-run)' });
   }
@@ -75,7 +79,7 @@ async function planAndExecute(
     // A teardown in progress (the CRDs deleted under a running operator): let it finish, then plan what is left.
     const missing = plan.crdsToCreate;
     const crds = bundleCrds;
-    const pools = new Set(plan.actions.filter((a) => a.ref.kind === 'IPPool' && a.action === 'create').map((a) => a.ref.name));
+    const pools = new Set(planned.where((i) => planned.headAt(i).kind === 'IPPool' && planned.kindAt(i) === 'create').map((i) => planned.refAt(i).name));
     const prepare = async () => {
       await createCrds(client, missing, crds, reporter, timer);
       await writeTeardownNeeds(client, bundle, pools, reporter);

@@ -3,8 +3,9 @@
  * entry per object of the bundle from planning until the read-back; with each object's JSON in memory a restore
  * of 100,000 IPAM handles needed 397 MiB and grew with every object. Spooled, an entry holds two numbers (where
  * its text is), each text is read back when the object is written and once more when it is checked for drift;
- * what still grows with N is the entry itself (its RestoreAction, which the result lists; bench/restore.ts
- * measures the peak). Planning's live lists are kept in a spool of their own the same way (plan-object.ts).
+ * the entry itself is a row of typed arrays when it has nothing to say (plan-table.ts; bench/restore.ts measures
+ * the peak). Planning's live lists, and the IPAM merge's blocks, are kept in spools of their own the same way
+ * (plan-object.ts, ipam.ts).
  *
  * Objects of the core API group (a few ConfigMaps, Secrets, Namespaces) are not spooled but kept in memory, so a
  * Secret's data, decrypted from the bundle, is never written to a temporary file; what comes by the thousand
@@ -13,6 +14,9 @@
 import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+
+/** The largest text the spool's scratch buffer grows to hold. */
+const SCRATCH_MAX = 1 << 20;
 
 /** Where one entry's text is in the spool. */
 export interface SpoolSlot {
@@ -24,15 +28,17 @@ export class DesiredSpool {
   private fd: number | undefined;
   private dir: string | undefined;
   private end = 0;
+  private buf: Buffer | undefined;
 
   /** Appends one text; returns where it is. */
   put(text: string): SpoolSlot {
     const fd = this.open();
-    const buf = Buffer.from(text, 'utf8');
+    const buf = this.scratch(Buffer.byteLength(text, 'utf8'));
+    const length = buf.write(text, 0, 'utf8');
     let done = 0;
-    while (done < buf.length) done += writeSync(fd, buf, done, buf.length - done, this.end + done);
-    const slot = { offset: this.end, length: buf.length };
-    this.end += buf.length;
+    while (done < length) done += writeSync(fd, buf, done, length - done, this.end + done);
+    const slot = { offset: this.end, length };
+    this.end += length;
     return slot;
   }
 
@@ -44,14 +50,25 @@ export class DesiredSpool {
   /** The `length` bytes of text at `offset` (what a plan entry keeps of a slot, without an object for it). */
   read(offset: number, length: number): string {
     if (this.fd === undefined) throw new Error('restore spool read after it was closed');
-    const buf = Buffer.allocUnsafe(length);
+    const buf = this.scratch(length);
     let done = 0;
     while (done < length) {
       const n = readSync(this.fd, buf, done, length - done, offset + done);
       if (!n) throw new Error(`restore spool truncated at ${offset + done}`);
       done += n;
     }
-    return buf.toString('utf8');
+    return buf.toString('utf8', 0, length);
+  }
+
+  /**
+   * A buffer of at least `bytes` for one put or read, the same one each time: a Buffer per text was 100k small
+   * ArrayBuffers per pass of a 100k-object restore, memory outside the heap that V8 frees only when it collects.
+   * A text over SCRATCH_MAX gets a buffer of its own.
+   */
+  private scratch(bytes: number): Buffer {
+    if (bytes > SCRATCH_MAX) return Buffer.allocUnsafeSlow(bytes);
+    if (!this.buf || this.buf.length < bytes) this.buf = Buffer.allocUnsafeSlow(Math.max(bytes, 64 * 1024));
+    return this.buf;
   }
 
   /** Bytes spooled so far. */

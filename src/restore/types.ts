@@ -107,7 +107,11 @@ export interface RestorePlan {
   existing: ExistingPolicy;
   /** CRDs missing from the cluster that the bundle has: created first and waited on until Established. */
   crdsToCreate: string[];
-  actions: RestoreAction[];
+  /**
+   * One action per object, in order. Built from the plan's table when read (plan-table.ts withActions), so a restore
+   * that never reads them never holds them all; read-only (a change to it is not the plan's).
+   */
+  readonly actions: RestoreAction[];
   counts: Partial<Record<RestoreActionKind, number>>;
   /** Calico CRDs and objects being deleted now: a real run lets the deletion finish first (operator.ts). */
   deleting: string[];
@@ -196,9 +200,3 @@ export const refOf = (o: KubeObject): ObjectRef => ({
   ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}),
   name: o.metadata.name,
 });
-
-export function countActions(actions: RestoreAction[]): Partial<Record<RestoreActionKind, number>> {
-  const counts: Partial<Record<RestoreActionKind, number>> = {};
-  for (const a of actions) counts[a.action] = (counts[a.action] ?? 0) + 1;
-  return counts;
-}

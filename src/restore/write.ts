@@ -8,31 +8,40 @@ import { isIpamLive } from './ipam.js';
 import { writeIpam } from './ipam-write.js';
 import type { OwnerLookup } from './owners.js';
 import { UPDATED_IN_PLACE, updatedInPlaceNote, whyNotDeleted } from './replace.js';
+import type { PlanTable } from './plan-table.js';
 import { desiredOf, hasDesired, type Planned, type RestoreActionKind } from './types.js';
 
 /** Dry run: ask the API server whether each write would be accepted (strict field validation), writing nothing. */
-export async function serverDryRun(client: KubeClient, planned: Planned[], concurrency: number): Promise<void> {
-  const writes = planned.filter((p) => p.type && hasDesired(p) && ['create', 'update', 'replace'].includes(p.action.action) && p.action.phase !== 'config');
-  await pool(writes, concurrency, async (p) => {
-    // Objects whose CRD does not exist yet cannot be checked by the server; the schema check covered them.
-    if (!p.live && p.action.action !== 'create') return;
-    // Being deleted: a real run waits until it is gone and creates it then; the server cannot judge that now.
-    if (p.action.deleting) return;
-    try {
-      const body = bodyFor(p, undefined);
-      if (p.action.action === 'create') await client.create(p.type!, body, { dryRun: true, fieldValidation: 'Strict' });
-      else
-        await client.replace(
-          p.type!,
-          { ...body, metadata: { ...body.metadata, resourceVersion: p.live!.metadata.resourceVersion } },
-          { dryRun: true, fieldValidation: 'Strict' },
-        );
-    } catch (err) {
-      if (err instanceof KubeApiError && err.statusCode === 404) return; // CRD not installed yet
-      if (err instanceof KubeApiError && err.statusCode >= 400 && err.statusCode < 500) p.action.serverDryRunError = err.message;
-      else throw err;
-    }
+export async function serverDryRun(client: KubeClient, planned: PlanTable, concurrency: number): Promise<void> {
+  const writes = planned.where((i) => ['create', 'update', 'replace'].includes(planned.kindAt(i)) && planned.phaseAt(i) !== 'config');
+  await pool(writes, concurrency, async (i) => {
+    // Built for this check; kept with the server's answer when it refuses (plan-table.ts).
+    const p = planned.get(i);
+    if (!p.type || !hasDesired(p)) return;
+    await dryRunOne(client, p);
+    planned.set(i, p);
   });
+}
+
+async function dryRunOne(client: KubeClient, p: Planned): Promise<void> {
+  // Objects whose CRD does not exist yet cannot be checked by the server; the schema check covered them.
+  if (!p.live && p.action.action !== 'create') return;
+  // Being deleted: a real run waits until it is gone and creates it then; the server cannot judge that now.
+  if (p.action.deleting) return;
+  try {
+    const body = bodyFor(p, undefined);
+    if (p.action.action === 'create') await client.create(p.type!, body, { dryRun: true, fieldValidation: 'Strict' });
+    else
+      await client.replace(
+        p.type!,
+        { ...body, metadata: { ...body.metadata, resourceVersion: p.live!.metadata.resourceVersion } },
+        { dryRun: true, fieldValidation: 'Strict' },
+      );
+  } catch (err) {
+    if (err instanceof KubeApiError && err.statusCode === 404) return; // CRD not installed yet
+    if (err instanceof KubeApiError && err.statusCode >= 400 && err.statusCode < 500) p.action.serverDryRunError = err.message;
+    else throw err;
+  }
 }
 
 /**
