@@ -91,6 +91,11 @@ const OBJECT_RULES: Record<string, Record<string, ObjectRule>> = {
     // Automatic, so only Manual is a setting a downgrade loses.
     'spec.assignmentMode': (_o, v) => v === 'Automatic',
   },
+  BlockAffinity: {
+    // libcalico-go backend/k8s/resources/ipam_affinity.go toV3 writes "host" for every node's affinity and reads an
+    // unset type as "host", as every release before 3.30 means it; only "virtual" is a kind older releases lack.
+    'spec.type': (_o, v) => v === 'host',
+  },
   FelixConfiguration: {
     // v1.38 core_controller.go setNftablesMode: on FelixConfiguration default, Enabled for the Nftables Linux
     // dataplane and Disabled for any other (the operator's fillDefaults sets Iptables when none is given).

@@ -54,6 +54,32 @@ describe("fields 3.28's CRDs prune that 3.30 wrote by itself need no --allow-fie
     expect(f.find((x) => x.id === 'felixconfiguration-defaults-pruned')).toMatchObject({ severity: 'info', objects: ['FelixConfiguration/default'] });
   });
 
+  // 3.30's libcalico-go (backend/k8s/resources/ipam_affinity.go toV3) writes every BlockAffinity with spec.type, "host"
+  // unless it is a virtual affinity, and reads an unset type as "host" ("older versions ... assuming host").
+  const affinity = (type: string): KubeObject => ({
+    apiVersion: 'crd.projectcalico.org/v1',
+    kind: 'BlockAffinity',
+    metadata: { name: `node-1-10-100-0-0-26${type === 'host' ? '' : `-${type}`}` },
+    spec: { state: 'confirmed', node: 'node-1', cidr: '10.100.0.0/26', deleted: 'false', type },
+  });
+  const affinityFindings = (...objs: KubeObject[]) =>
+    computeFindings({ crds: r30.crds, objects: new Map([['blockaffinities.crd.projectcalico.org', objs]]) }, r28, { version: 'v3.30.7' }, new Set()).findings;
+
+  it('a BlockAffinity of type host (what 3.30 writes for every node) is dropped as a default; a virtual one needs the flag', () => {
+    const host = affinityFindings(affinity('host'));
+    expect(host.map((x) => x.id)).not.toContain('blockaffinity-fields-pruned');
+    expect(host.find((x) => x.id === 'blockaffinity-defaults-pruned')).toMatchObject({
+      severity: 'info',
+      details: ['BlockAffinity/node-1-10-100-0-0-26: spec.type: "host"'],
+    });
+    const virtual = affinityFindings(affinity('host'), affinity('virtual'));
+    expect(virtual.find((x) => x.id === 'blockaffinity-fields-pruned')).toMatchObject({
+      severity: 'error',
+      objects: ['BlockAffinity/node-1-10-100-0-0-26-virtual'],
+      flag: 'allow-field-loss',
+    });
+  });
+
   it("a user's value still needs the flag: assignmentMode Manual, nftablesMode that disagrees with the dataplane, or with no operator", () => {
     const manual = findings(ippool('Manual'), felix('Disabled'), installation('Iptables'));
     expect(manual.find((x) => x.id === 'ippool-fields-pruned')).toMatchObject({ severity: 'error', flag: 'allow-field-loss', satisfied: false });

@@ -1,6 +1,7 @@
 /**
  * Fields a target CRD prunes whose value the newer release wrote by itself (calico/operator-defaults.ts
- * isReleaseDefault: IPPool assignmentMode Automatic, FelixConfiguration nftablesMode as the operator derives it).
+ * isReleaseDefault: IPPool assignmentMode Automatic, BlockAffinity type host, FelixConfiguration nftablesMode as
+ * the operator derives it).
  * They are not a user's settings, so they need no --allow-field-loss; they are listed as an info finding.
  */
 import { isReleaseDefault, valueAt } from '../calico/operator-defaults.js';
