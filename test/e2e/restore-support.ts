@@ -7,9 +7,13 @@ import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/loca
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject, ResourceType } from '../../src/kube/types.js';
+import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
+import { until } from '../support/until.js';
 import { calicoctl, installReal328, waitPoolAndDatastoreReady, withRealCalico } from './calico-support.js';
 import { calicoType, operatorType, runCli } from './helpers.js';
-import { heldByLog, readEvents, startChurn, stopAllChurns, type DriverEvent } from './ipam-support.js';
+import { heldByLog, readEvents, readIpam, startChurn, stopAllChurns, type DriverEvent, type IpamCheck } from './ipam-support.js';
+import { expectChurnSettledAndHeld, PodChurn } from './pod-churn.js';
+import { expectNodeTunnelsKept, type TunnelAddrs } from './tunnel-support.js';
 
 export const T = {
   ippool: calicoType('ippools', 'IPPool'),
@@ -204,4 +208,53 @@ export function restoreSuite(prefix: string, onClient: (client: KubeClient) => v
       return evs;
     },
   };
+}
+
+/**
+ * Real allocations as the CNI plugin makes them, for a file with the node side running: real Pods created and
+ * deleted on `nodes` (test/e2e/pod-churn.ts, a namespace of its own) until `count` pods were addressed and at least
+ * one deleted pod released by its DEL, then the churn stopped and settled and judged (`expectChurnSettledAndHeld`).
+ * The churn's live pods are the addresses IPAM must keep from then on; its released handles must stay released.
+ */
+export async function podsThroughCni(
+  client: KubeClient,
+  cluster: LocalCluster,
+  opts: { nodes: string[]; namespace: string; prefix: string; count: number },
+): Promise<PodChurn> {
+  const churn = await PodChurn.start(client, cluster, { ...opts, target: opts.count, intervalMs: 1000 });
+  await until(`${opts.count} pods addressed and one released`, () => churn.counts().addressed >= opts.count && churn.counts().released >= 1, {
+    timeoutMs: 180_000,
+    intervalMs: 250,
+    state: () => JSON.stringify(churn.counts()),
+  });
+  await churn.stop();
+  await expectChurnSettledAndHeld(client, cluster, churn);
+  return churn;
+}
+
+/**
+ * After a restore, with the node side running: the churn's pods (none created or deleted since it stopped) each
+ * still show the address the CNI plugin gave them and hold it in IPAM by their own handle, whose IPAMHandle records
+ * it once; the checks of `expectChurnSettledAndHeld` (every running pod's address held, none twice, no pod-network
+ * allocation without a pod, `calicoctl ipam check` with no problem at all); each node's tunnel address kept.
+ */
+export async function expectPodsKept(client: KubeClient, cluster: LocalCluster, churn: PodChurn, tunnels: TunnelAddrs[]): Promise<IpamCheck> {
+  const before = churn.live().map((p) => [p.name, p.ip, p.handle]);
+  const check = await expectChurnSettledAndHeld(client, cluster, churn);
+  const now = (await client.listAll<KubeObject>(K.pod, { namespace: churn.opts.namespace })).filter((p) => !p.metadata.deletionTimestamp);
+  const shown = new Map(now.map((p) => [p.metadata.name, p.metadata.annotations?.['cni.projectcalico.org/podIP']?.split('/')[0]]));
+  expect(before.map(([name]) => [name, shown.get(name!)])).toEqual(before.map(([name, ip]) => [name, ip]));
+  const ipam = await readIpam(client);
+  const wrong = before.flatMap(([name, ip, handle]) => {
+    const recorded = Object.values(ipam.handles.get(handle!) ?? {}).reduce((a, n) => a + n, 0);
+    const owners = ipam.owners.get(ip!) ?? [];
+    return [
+      ...(owners.join() === handle ? [] : [`${name}: ${ip} allocated to ${owners.join(', ') || 'nobody'}, not ${handle}`]),
+      ...(recorded === 1 ? [] : [`${name}: IPAMHandle ${handle} records ${recorded} addresses, not 1`]),
+    ];
+  });
+  expect(wrong).toEqual([]);
+  expect(check.nodeTunnelIps, check.text).toBe(tunnels.length);
+  await expectNodeTunnelsKept(client, tunnels);
+  return check;
 }
