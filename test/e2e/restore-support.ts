@@ -2,7 +2,7 @@
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
@@ -12,8 +12,8 @@ import { until } from '../support/until.js';
 import { calicoctl, installReal328, waitPoolAndDatastoreReady, withRealCalico } from './calico-support.js';
 import { calicoType, operatorType, runCli } from './helpers.js';
 import { heldByLog, readEvents, readIpam, startChurn, stopAllChurns, type DriverEvent, type IpamCheck } from './ipam-support.js';
-import { expectChurnSettledAndHeld, PodChurn } from './pod-churn.js';
-import { expectNodeTunnelsKept, type TunnelAddrs } from './tunnel-support.js';
+import { expectChurnSettledAndHeld, PodChurn, stopAllPodChurns } from './pod-churn.js';
+import { expectNodeTunnelsKept, waitNodeTunnels, type TunnelAddrs } from './tunnel-support.js';
 
 export const T = {
   ippool: calicoType('ippools', 'IPPool'),
@@ -92,11 +92,10 @@ const COMPARED = [T.ippool, T.blockaffinity, T.ipamblock, T.ipamhandle, ...new S
 export const id = (t: ResourceType, o: KubeObject) => `${t.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
 
 /**
- * The population on a running Calico 3.28.1: legacy-pool created disabled through the v3 API (calicoctl, so its
- * metadata is where Calico keeps it), the configuration objects, and real allocations by the IPAM driver on both
- * nodes (their log, `DriverEvent`s, says which handle holds which address).
+ * The configuration part of the population on a running Calico 3.28.1: legacy-pool created disabled through the v3
+ * API (calicoctl, so its metadata is where Calico keeps it) and the configuration objects.
  */
-export async function populate(client: KubeClient, nodes: string[], log: string): Promise<DriverEvent[]> {
+async function populateConfig(client: KubeClient): Promise<void> {
   await client.apply(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: APP_NS } }, { fieldManager: 'rst-e2e' });
   const legacy = { cidr: '10.200.0.0/16', blockSize: 26, vxlanMode: 'Never', ipipMode: 'Always', natOutgoing: true, disabled: true, nodeSelector: 'all()' };
   await calicoctl(
@@ -104,6 +103,14 @@ export async function populate(client: KubeClient, nodes: string[], log: string)
     JSON.stringify({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'legacy-pool' }, spec: legacy }),
   );
   for (const [t, o] of population()) await client.apply(t, o, { fieldManager: 'rst-e2e' });
+}
+
+/**
+ * The population on a running Calico 3.28.1: `populateConfig`, and real allocations by the IPAM driver on both
+ * nodes (their log, `DriverEvent`s, says which handle holds which address).
+ */
+export async function populate(client: KubeClient, nodes: string[], log: string): Promise<DriverEvent[]> {
+  await populateConfig(client);
   const churn = await startChurn(log, { nodes, prefix: `rst${Date.now().toString(36)}`, rate: 8, target: 6, durationS: 5 });
   expect(await churn.done).toBe(0);
   const evs = readEvents(log);
@@ -164,25 +171,39 @@ export interface RestoreSuite {
   /** A fresh working folder for bundles and logs. */
   work: string;
   real: ReturnType<typeof withRealCalico>;
-  /** The IPAM driver's log of the allocations `populate` made. */
+  /** The IPAM driver's log of the allocations `populate` made (without the node side). */
   driverLog: string;
-  /** Its events, read after the set-up. */
+  /** Its events, read after the set-up (without the node side). */
   events: () => DriverEvent[];
+  /** With the node side: the pods the CNI plugin gave addresses to in the set-up (`podsThroughCni`). */
+  pods: () => PodChurn;
+  /** With the node side: each node's tunnel addresses, from calico-node's own allocator. */
+  tunnels: () => TunnelAddrs[];
 }
 
 /**
  * A restore e2e file's set-up, once per file: Calico's real programs (withRealCalico, kwok nodes `<prefix>-node-N`),
- * Calico 3.28.1 installed as its docs say under the real v1.34.3 operator, then `populate`.
+ * Calico 3.28.1 installed as its docs say under the real v1.34.3 operator, then the population. Without `nodeSide`
+ * its allocations come from the IPAM driver (`populate`); with it, Calico's node side of v3.28.1 runs
+ * (docs/node-side.md): each node's tunnel address comes from calico-node's allocator and the allocations from real
+ * Pods through the CNI plugin (`podsThroughCni`, in namespace `<prefix>-pods-<run>`).
  */
-export function restoreSuite(prefix: string, onClient: (client: KubeClient) => void): RestoreSuite {
-  const real = withRealCalico(prefix);
+export function restoreSuite(prefix: string, onClient: (client: KubeClient) => void, opts: { nodeSide?: boolean } = {}): RestoreSuite {
+  const real = opts.nodeSide
+    ? withRealCalico(prefix, { operators: ['v1.32.10', 'v1.34.3'], calico: [CALICO_PROGRAMS_VERSION], nodeSide: ['v3.28.1'] })
+    : withRealCalico(prefix);
   const work = mkdtempSync(path.join(os.tmpdir(), 'cnr-restore-'));
   const driverLog = path.join(work, 'driver.jsonl');
+  const nodes = [`${prefix}-node-1`, `${prefix}-node-2`];
+  const run = Date.now().toString(36);
+  const podsNs = `${prefix}-pods-${run}`;
   let evs: DriverEvent[] | undefined;
+  let pods: PodChurn | undefined;
+  let tunnels: TunnelAddrs[] | undefined;
   beforeAll(async () => {
     const client = real.client();
     onClient(client);
-    await ensureCalicoProgram('ipam-driver', CALICO_PROGRAMS_VERSION);
+    if (!opts.nodeSide) await ensureCalicoProgram('ipam-driver', CALICO_PROGRAMS_VERSION);
     await client.delete(K.namespace, undefined, APP_NS);
     // Left by the other restore file: populate writes into it, which a namespace still terminating refuses.
     await client.waitFor(`namespace ${APP_NS} to be gone`, async () => ((await client.getOrUndefined(K.namespace, undefined, APP_NS)) ? undefined : true), {
@@ -190,24 +211,29 @@ export function restoreSuite(prefix: string, onClient: (client: KubeClient) => v
     });
     await installReal328(client, real.cluster);
     await waitPoolAndDatastoreReady(client);
-    evs = await populate(client, [`${prefix}-node-1`, `${prefix}-node-2`], driverLog);
+    if (!opts.nodeSide) {
+      evs = await populate(client, nodes, driverLog);
+      return;
+    }
+    await populateConfig(client);
+    // calico-node's start on each node: a VXLAN tunnel address from default-ipv4-ippool (legacy-pool is disabled).
+    tunnels = await waitNodeTunnels(real.cluster, nodes);
+    pods = await podsThroughCni(client, real.cluster, { nodes, namespace: podsNs, prefix: `${prefix}${run}`, count: 6 });
   }, 30 * 60_000);
+  if (opts.nodeSide) afterEach(() => stopAllPodChurns());
+  // Runs before withRealCalico's own afterAll (hooks run in reverse): the pods go before the node side stops.
   afterAll(async () => {
     await stopAllChurns();
-    await real
-      .client()
-      .delete(K.namespace, undefined, APP_NS)
-      .catch(() => undefined);
+    await stopAllPodChurns();
+    const client = real.client();
+    await client.delete(K.namespace, undefined, APP_NS).catch(() => undefined);
+    if (opts.nodeSide) await client.delete(K.namespace, undefined, podsNs).catch(() => undefined);
   });
-  return {
-    work,
-    real,
-    driverLog,
-    events: () => {
-      if (!evs) throw new Error('the restore set-up has not run');
-      return evs;
-    },
+  const got = <V>(v: V | undefined, what: string): V => {
+    if (v === undefined) throw new Error(`the restore set-up has not run or made no ${what}`);
+    return v;
   };
+  return { work, real, driverLog, events: () => got(evs, 'driver events'), pods: () => got(pods, 'pods'), tunnels: () => got(tunnels, 'tunnels') };
 }
 
 /**
