@@ -12,7 +12,7 @@ import { until } from '../support/until.js';
 import { calicoctl, installReal328, waitPoolAndDatastoreReady, withRealCalico } from './calico-support.js';
 import { calicoType, operatorType, runCli } from './helpers.js';
 import { heldByLog, readEvents, readIpam, startChurn, stopAllChurns, type DriverEvent, type IpamCheck } from './ipam-support.js';
-import { expectChurnSettledAndHeld, PodChurn, stopAllPodChurns } from './pod-churn.js';
+import { expectChurnSettledAndHeld, PodChurn, stopAllPodChurns, waitNodeSideSettled } from './pod-churn.js';
 import { expectNodeTunnelsKept, waitNodeTunnels, type TunnelAddrs } from './tunnel-support.js';
 
 export const T = {
@@ -266,6 +266,9 @@ export async function podsThroughCni(
  */
 export async function expectPodsKept(client: KubeClient, cluster: LocalCluster, churn: PodChurn, tunnels: TunnelAddrs[]): Promise<IpamCheck> {
   const before = churn.live().map((p) => [p.name, p.ip, p.handle]);
+  await churn.settle();
+  await waitNodeSideSettled(client, cluster, churn.opts.nodes);
+  expect(await unusedAllocations(client), 'allocations no pod or Node uses (a restore put back what Calico had released?)').toEqual([]);
   const check = await expectChurnSettledAndHeld(client, cluster, churn);
   const now = (await client.listAll<KubeObject>(K.pod, { namespace: churn.opts.namespace })).filter((p) => !p.metadata.deletionTimestamp);
   const shown = new Map(now.map((p) => [p.metadata.name, p.metadata.annotations?.['cni.projectcalico.org/podIP']?.split('/')[0]]));
@@ -283,4 +286,38 @@ export async function expectPodsKept(client: KubeClient, cluster: LocalCluster, 
   expect(check.nodeTunnelIps, check.text).toBe(tunnels.length);
   await expectNodeTunnelsKept(client, tunnels);
   return check;
+}
+
+/**
+ * Allocations in IPAM that nothing uses, named from the blocks' own attributes: a pod-network allocation whose pod
+ * (by the CNI plugin's containerID) no longer exists, and a tunnel handle holding more than one address or an address
+ * its Node does not name.
+ */
+async function unusedAllocations(client: KubeClient): Promise<string[]> {
+  const pods = await client.listAll<KubeObject>(K.pod);
+  const containers = new Set(pods.map((p) => p.metadata.annotations?.['cni.projectcalico.org/containerID']).filter(Boolean));
+  const named = new Map<string, string>();
+  for (const n of await client.listAll<KubeObject>(K.node))
+    for (const [k, v] of Object.entries(n.metadata.annotations ?? {}))
+      if (/^projectcalico\.org\/IPv4(VXLAN|IPIP)TunnelAddr$/.test(k))
+        named.set(`${k.includes('VXLAN') ? 'vxlan' : 'ipip'}-tunnel-addr-${n.metadata.name}`, v.split('/')[0]!);
+  const out: string[] = [];
+  const tunnelAddrs = new Map<string, string[]>();
+  for (const b of await client.listAll(T.ipamblock)) {
+    const [base] = (b.spec.cidr as string).split('/');
+    const start = base!.split('.').reduce((a, o) => a * 256 + Number(o), 0);
+    const attrs: { handle_id?: string; secondary?: Record<string, string> }[] = b.spec.attributes ?? [];
+    ((b.spec.allocations ?? []) as (number | null)[]).forEach((a, ordinal) => {
+      if (a === null || a === undefined) return;
+      const ip = [24, 16, 8, 0].map((sh) => Math.floor((start + ordinal) / 2 ** sh) % 256).join('.');
+      const attr = attrs[a] ?? {};
+      const handle = attr.handle_id ?? '';
+      if (handle.startsWith('k8s-pod-network.') && !containers.has(handle.slice('k8s-pod-network.'.length)))
+        out.push(`${ip} of ${handle.slice(0, 30)}...: pod ${attr.secondary?.namespace}/${attr.secondary?.pod} is gone`);
+      if (handle.includes('-tunnel-addr-')) tunnelAddrs.set(handle, [...(tunnelAddrs.get(handle) ?? []), ip]);
+    });
+  }
+  for (const [handle, ips] of tunnelAddrs)
+    if (ips.length !== 1 || ips[0] !== named.get(handle)) out.push(`${handle} holds ${ips.join(', ')}; its Node names ${named.get(handle) ?? 'none'}`);
+  return out;
 }
