@@ -23,7 +23,7 @@ const NODES = ['rsg-node-1', 'rsg-node-2'];
 
 describe('restore --resources guards on a real cluster with the real Calico programs', () => {
   let client: KubeClient;
-  const suite = restoreSuite('rsg', (c) => (client = c), { nodeSide: true });
+  const suite = restoreSuite('rsg', (c) => (client = c), { nodeSide: ['v3.28.1'] });
   const work = suite.work;
   /**
    * The IPAMHandle of one of the set-up's pods (the CNI plugin made it), for the tests to lose: a handle, not a block.

@@ -184,13 +184,14 @@ export interface RestoreSuite {
 /**
  * A restore e2e file's set-up, once per file: Calico's real programs (withRealCalico, kwok nodes `<prefix>-node-N`),
  * Calico 3.28.1 installed as its docs say under the real v1.34.3 operator, then the population. Without `nodeSide`
- * its allocations come from the IPAM driver (`populate`); with it, Calico's node side of v3.28.1 runs
+ * its allocations come from the IPAM driver (`populate`); with it (the Calico trees of each calico-node minor the
+ * file installs, v3.28.1 first), Calico's node side runs
  * (docs/node-side.md): each node's tunnel address comes from calico-node's allocator and the allocations from real
  * Pods through the CNI plugin (`podsThroughCni`, in namespace `<prefix>-pods-<run>`).
  */
-export function restoreSuite(prefix: string, onClient: (client: KubeClient) => void, opts: { nodeSide?: boolean } = {}): RestoreSuite {
+export function restoreSuite(prefix: string, onClient: (client: KubeClient) => void, opts: { nodeSide?: string[] } = {}): RestoreSuite {
   const real = opts.nodeSide
-    ? withRealCalico(prefix, { operators: ['v1.32.10', 'v1.34.3'], calico: [CALICO_PROGRAMS_VERSION], nodeSide: ['v3.28.1'] })
+    ? withRealCalico(prefix, { operators: ['v1.32.10', 'v1.34.3'], calico: [CALICO_PROGRAMS_VERSION], nodeSide: opts.nodeSide })
     : withRealCalico(prefix);
   const work = mkdtempSync(path.join(os.tmpdir(), 'cnr-restore-'));
   const driverLog = path.join(work, 'driver.jsonl');
