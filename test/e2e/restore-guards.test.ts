@@ -1,11 +1,14 @@
 /**
  * restore --resources on the real control plane with Calico's real programs (the v1.34.3 operator, the Calico API
- * server, kube-controllers; allocations by the IPAM driver), what keeps it safe:
+ * server, kube-controllers) and Calico's node side (calico-node's start-up and tunnel allocator per kwok node, the real
+ * CNI plugin for every pod: docs/node-side.md; real Pods given their addresses by it), what keeps it safe:
  * - operator replicas and ClusterInformation datastoreReady back to their prior values after a failed restore, the
  *   real operator resumed and reporting again;
- * - the datastore lock taken before the pools and released to true when it was unset, so CNI calls work after it;
+ * - the datastore lock taken before the pools and released to true when it was unset, so the CNI plugin's ADDs work
+ *   after it;
  * - a bundle from another cluster refused unless --allow-other-cluster.
- * `calicoctl ipam check` finds nothing but the driver's pod-less addresses after each test that deletes IPAM.
+ * After each test that deletes IPAM: every pod holds its address by its own handle, none twice, nothing held that no
+ * pod uses, each node's tunnel address kept, `calicoctl ipam check` finding no problem at all.
  */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -13,26 +16,32 @@ import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { operatorType, runCli } from './helpers.js';
 import { tigeraCondition, waitOperator } from './calico-support.js';
-import { expectIpamIntact, readEvents, startChurn } from './ipam-support.js';
-import { T, c, datastoreReady, exportTo, operatorReplicas, restoreSuite } from './restore-support.js';
+import { T, c, datastoreReady, expectPodsKept, exportTo, operatorReplicas, podsThroughCni, restoreSuite } from './restore-support.js';
 
 const TIGERA_STATUS = operatorType('tigerastatuses', 'TigeraStatus');
 const NODES = ['rsg-node-1', 'rsg-node-2'];
 
 describe('restore --resources guards on a real cluster with the real Calico programs', () => {
   let client: KubeClient;
-  const suite = restoreSuite('rsg', (c) => (client = c));
+  const suite = restoreSuite('rsg', (c) => (client = c), { nodeSide: ['v3.28.1'] });
   const work = suite.work;
-  /** A block the IPAM driver made (so it holds real allocations), on the first node. */
-  const realBlock = async () => (await client.listAll(T.ipamblock)).find((b) => b.spec.affinity === `host:${NODES[0]}`)!.metadata.name;
+  /**
+   * The IPAMHandle of one of the set-up's pods (the CNI plugin made it), for the tests to lose: a handle, not a block.
+   * With calico-node's tunnel allocator running, a lost block is re-claimed by it at its next reconcile (a pool
+   * change, as in the lock test, triggers one): it allocates its tunnel address again under the handle that still
+   * counts the lost allocation, which leaves the IPAMHandle counting 2 for one address (seen: "IPAMHandle
+   * vxlan-tunnel-addr-rsg-node-1 records 2 addresses, not 1"). That is Calico's own bookkeeping after the loss, not
+   * the restore's; restore-ipam-reclaim.test.ts covers a restore into re-claimed blocks.
+   */
+  const podHandle = (n: number) => suite.pods().live()[n]!.handle!;
 
   it('puts the operator replicas and datastoreReady back after a failed restore, reports each failure; the real operator reports again', async () => {
     const bundle = await exportTo(work, 'failing');
-    const block = await realBlock();
+    const handle = podHandle(0);
     // Prior values that differ from the defaults, so "put back" is visible.
     await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', { spec: { replicas: 2 } });
     await client.mergePatch(T.clusterinfo, undefined, 'default', { spec: { datastoreReady: false } });
-    await client.delete(T.ipamblock, undefined, block);
+    await client.delete(T.ipamhandle, undefined, handle);
     await client.delete(T.gnp, undefined, 'default.deny-blocked');
     await client.delete(T.gnp, undefined, 'default.allow-dns');
     // A real admission policy makes the API server refuse one of the writes (after IPAM, under the lock).
@@ -88,7 +97,7 @@ describe('restore --resources guards on a real cluster with the real Calico prog
         expect.objectContaining({ id: 'GlobalNetworkPolicy default.deny-blocked', reason: expect.stringContaining('rst-deny-one-policy') }),
       ]);
       // The rest was restored.
-      expect(await client.getOrUndefined(T.ipamblock, undefined, block)).toBeDefined();
+      expect(await client.getOrUndefined(T.ipamhandle, undefined, handle)).toBeDefined();
       expect(await client.getOrUndefined(T.gnp, undefined, 'default.allow-dns')).toBeDefined();
       expect(r.stderr).toMatch(/paused the tigera operator \(replicas 2 -> 0\)/);
       expect(r.stderr).toMatch(/datastoreReady=false while pools and IPAM are written/);
@@ -136,7 +145,7 @@ describe('restore --resources guards on a real cluster with the real Calico prog
     expect(await datastoreReady(client)).toBe(false);
     await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', { spec: { replicas: 1 } });
     await client.mergePatch(T.clusterinfo, undefined, 'default', { spec: { datastoreReady: true } });
-    await expectIpamIntact(client, readEvents(suite.driverLog));
+    await expectPodsKept(client, suite.real.cluster, suite.pods(), suite.tunnels());
   });
 
   it('takes the datastore lock before the pools, and releases a lock whose prior value was unset to true', async () => {
@@ -146,7 +155,7 @@ describe('restore --resources guards on a real cluster with the real Calico prog
     await client.mergePatch(T.clusterinfo, undefined, 'default', { spec: { datastoreReady: null } });
     expect(await datastoreReady(client)).toBeUndefined();
     await client.delete(T.ippool, undefined, 'legacy-pool');
-    await client.delete(T.ipamblock, undefined, await realBlock());
+    await client.delete(T.ipamhandle, undefined, podHandle(1));
     const r = await runCli(['restore', bundle, '--resources', '--yes']);
     expect(r.code, r.stderr).toBe(0);
     expect(await datastoreReady(client)).toBe(true);
@@ -157,16 +166,16 @@ describe('restore --resources guards on a real cluster with the real Calico prog
     // One lock for both phases: locked and released once.
     expect(r.stderr.match(/datastoreReady=false while/g)).toHaveLength(1);
     expect((await client.get(T.ippool, undefined, 'legacy-pool')).spec.disabled).toBe(true);
-    // CNI calls work after the release: the IPAM driver (which, as the CNI plugin, fails on an unset or false
-    // datastoreReady) allocates again, and nothing it held before is lost or held twice.
-    const after = `rsgafter${Date.now().toString(36)}`;
-    const churn = await startChurn(suite.driverLog, { nodes: NODES, prefix: after, rate: 4, target: 2, durationS: 3 });
-    expect(await churn.done).toBe(0);
-    const evs = readEvents(suite.driverLog);
-    const mine = evs.filter((e) => e.pod?.startsWith(after));
-    expect(mine.filter((e) => e.op === 'assign').length).toBeGreaterThanOrEqual(1);
-    expect(mine.filter((e) => e.op === 'fail')).toEqual([]);
-    await expectIpamIntact(client, evs);
+    // CNI calls work after the release: the CNI plugin (which fails on an unset or false datastoreReady) gives new
+    // pods their addresses and releases one at its DEL, none refused; nothing held before is lost or held twice.
+    const after = await podsThroughCni(client, suite.real.cluster, {
+      nodes: NODES,
+      namespace: suite.pods().opts.namespace,
+      prefix: `rsgafter${Date.now().toString(36)}`,
+      count: 2,
+    });
+    expect(after.refused(/./).map((p) => [p.name, p.failures])).toEqual([]);
+    await expectPodsKept(client, suite.real.cluster, suite.pods(), suite.tunnels());
   });
 
   it('refuses a bundle from another cluster unless --allow-other-cluster', async () => {
