@@ -34,6 +34,7 @@ import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { calicoctl, waitOperator, withRealCalico } from './calico-support.js';
 import { applyFixture, runCli } from './helpers.js';
 import { IPAM_BLOCK, ipamCheck, readIpam } from './ipam-support.js';
+import { waitNodeSideSettled } from './pod-churn.js';
 import { expectPodAddressesHeld, podAddressProblems } from './pod-ip-support.js';
 import { NS, POOL, createPods, install3274, kubectlDeleteRelease, poolStates, waitPodAddresses, waitTunnels } from './node-side-night-support.js';
 
@@ -155,6 +156,9 @@ describe('the seed night on the node side: 3.27.4, pods through the CNI plugin, 
       // Nothing re-enables it under the 3.27.4 operator (v1.32 leaves an existing pool alone).
       await new Promise((res) => setTimeout(res, 10_000));
       expect((await poolStates(client))['default-ipv4-ippool']?.disabled).toBe(true);
+      // Judged once the node side has settled: a DEL in flight holds a handle without addresses for a moment, and a
+      // pod the operator replaced after the restore keeps its address until its DEL has run (seen in a rehearsal).
+      await waitNodeSideSettled(client, real.cluster, NODES);
       const check = await ipamCheck();
       const tunnelsNow = await waitTunnels(client, NODES, 'after the restore');
       console.log(`tunnels after the restore ${JSON.stringify([...tunnelsNow])}; calicoctl ipam check:\n${check.text}`);
