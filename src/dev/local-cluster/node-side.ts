@@ -236,11 +236,8 @@ export class NodeSide {
     const run = this.nodes.get(rec.node);
     const dir = run ? this.bins.get(run.tree) : undefined;
     if (!run || typeof dir !== 'string' || !run.wanted.cniTemplate) {
-      // No node side on that node right now (between the old and the new calico-node pod of a rollout, or while
-      // Calico is reinstalled). A kubelet still runs the DEL with the plugin and its config left on the host; here
-      // it waits for the node's next calico-node. Only a node that is gone takes its DEL with it.
-      if (command === 'DEL' && !(await this.client.getOrUndefined(K.node, undefined, rec.node))) return {};
-      if (command === 'DEL') rec.error = `DEL: waiting for calico-node on ${rec.node}`;
+      // Its node side is gone: nothing can release through it; the namespace still goes.
+      if (command === 'DEL') return {};
       return undefined;
     }
     const ns = this.nodeNetns(run);
