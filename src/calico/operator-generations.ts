@@ -25,6 +25,8 @@ export interface OperatorGeneration {
   since: string;
   installationFinalizers: string[];
   tigeraStatuses: string[];
+  /** Finalizers the generation puts on its other custom resources (by CRD name), cleared only by its own controller. */
+  customResourceFinalizers?: { crd: string; finalizer: string }[];
 }
 export const OPERATOR_GENERATIONS: OperatorGeneration[] = [
   // v1.30.11 core_controller.go:93 and v1.32.10 core_controller.go:91 CalicoFinalizer; still OperatorCompleteFinalizer
@@ -51,14 +53,30 @@ export const OPERATOR_GENERATIONS: OperatorGeneration[] = [
     installationFinalizers: ['operator.tigera.io/gatewayapi-controller'],
     tigeraStatuses: ['kubeproxy-monitor'],
   },
-  // v1.42.3 istio_controller.go:47 "istio": its Add no longer returns early without the Enterprise CRDs.
-  { since: 'v3.32', installationFinalizers: [], tigeraStatuses: ['istio'] },
+  {
+    // v1.42.3 istio_controller.go:47 "istio": its Add no longer returns early without the Enterprise CRDs. Its
+    // maintainFinalizer (istio_controller.go:337-363) puts pkg/render/istio/istio.go:72 IstioFinalizer on each Istio
+    // object and removes it only after undoing the Istio settings in FelixConfiguration; older operators do not know
+    // the kind, so after a downgrade the Istio objects, and with them their CRD, could never be deleted.
+    since: 'v3.32',
+    installationFinalizers: [],
+    tigeraStatuses: ['istio'],
+    customResourceFinalizers: [{ crd: 'istios.operator.tigera.io', finalizer: 'operator.tigera.io/calico-istio' }],
+  },
 ];
 
 /** The newer operators' finalizers and TigeraStatus names an operator of Calico `target` does not handle. */
-export function leftoversUnknownTo(target: string): { installationFinalizers: string[]; tigeraStatuses: string[] } {
+export function leftoversUnknownTo(target: string): {
+  installationFinalizers: string[];
+  tigeraStatuses: string[];
+  customResourceFinalizers: { crd: string; finalizer: string }[];
+} {
   const newer = OPERATOR_GENERATIONS.filter((r) => compareVersions(target, `${r.since}.0`) < 0);
-  return { installationFinalizers: newer.flatMap((r) => r.installationFinalizers), tigeraStatuses: newer.flatMap((r) => r.tigeraStatuses) };
+  return {
+    installationFinalizers: newer.flatMap((r) => r.installationFinalizers),
+    tigeraStatuses: newer.flatMap((r) => r.tigeraStatuses),
+    customResourceFinalizers: newer.flatMap((r) => r.customResourceFinalizers ?? []),
+  };
 }
 
 /** The Installation finalizers the operator of Calico `calicoVersion` sets and clears itself. */
@@ -69,6 +87,19 @@ export function installationFinalizersOf(calicoVersion: string): string[] {
 /** A finalizer in the tigera operator's names (every generation's: `operator.tigera.io/...`, `tigera.io/...`). */
 export function isOperatorFinalizer(finalizer: string): boolean {
   return finalizer.startsWith('operator.tigera.io/') || finalizer.startsWith('tigera.io/');
+}
+
+/**
+ * Of an Installation's finalizers, those in the tigera operator's names that the operator of Calico `calicoVersion`
+ * does not define (`undefined`: an operator of no known generation, which is taken to define none). Its controllers
+ * never remove such a finalizer, and its core controller waits for every finalizer but its own before it tears
+ * Calico down and clears its own (v1.34.3+ core_controller.go "Waiting for finalization to complete"), so one left
+ * makes every delete of the Installation hang. A name no table row lists (a newer operator's, or a patch release's)
+ * counts too: an operator that does define it puts it back when it reconciles. Other tools' finalizers never count.
+ */
+export function operatorFinalizersNotOf(finalizers: string[], calicoVersion: string | undefined): string[] {
+  const own = new Set(calicoVersion ? installationFinalizersOf(calicoVersion) : []);
+  return finalizers.filter((f) => isOperatorFinalizer(f) && !own.has(f));
 }
 
 /**
