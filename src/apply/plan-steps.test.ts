@@ -22,7 +22,7 @@ describe('the step catalogue', () => {
       ['operator', 'reinstall'],
       ['manifest', 'in-place'],
     ] as const) {
-      for (const opts of [{}, { restoreDrift: true }, { rebootNodes: true }, { restoreDrift: true, rebootNodes: true }]) {
+      for (const opts of [{}, { restoreDrift: true }, { rebootNodes: true }, { restoreDrift: true, rebootNodes: true }, { removeLeftovers: true }]) {
         const steps = stepsFor(install, strategy, target, opts);
         const built = buildSteps(depsWith(steps));
         expect(built.map((s) => [s.id, s.title])).toEqual(steps.map((s) => [s.id, STEP_TEXT[s.id].title]));

@@ -30,6 +30,7 @@ import type { Plan, PreflightCheck } from '../plan/types.js';
 import type { ExecStep, StepRuntime } from './executor.js';
 import { restoreResources } from '../restore/restore.js';
 import { waitForOperatorPodsGone } from '../restore/guards.js';
+import { removeOperatorLeftovers } from './operator-leftovers.js';
 import { rebootNodes } from './reboot-nodes.js';
 import { removeOld } from './remove-old.js';
 import { TIGERA_STATUS, waitRollout } from './wait-rollout.js';
@@ -56,6 +57,7 @@ export const STEP_IMPLEMENTATIONS: { readonly [K in StepKind]: StepImpl } = {
   'apply-crds': (deps) => applyCrds(deps),
   'apply-operator': (deps) => applyOperator(deps),
   'apply-calico-manifest': (deps) => applyCalicoManifest(deps),
+  'remove-operator-leftovers': (deps) => removeOperatorLeftovers(deps.client, deps.target),
   'transform-installation': (deps) => transformInstallationStep(deps),
   'remove-old': (deps) => removeOld(deps.client, deps.bundle, deps.target, deps.reporter),
   'install-target': async (deps) => `${await applyCrds(deps)}; ${await applyOperator(deps)}`,
@@ -279,10 +281,8 @@ async function transformInstallationStep({ client, plan }: StepDeps): Promise<st
   delete desired.metadata.managedFields;
   // Strict validation proves the result is valid for the target CRD (it fails instead of pruning silently).
   await client.replace(type, desired, { fieldValidation: 'Strict' });
+  // A newer operator's finalizers and reports went in the step before (remove-operator-leftovers).
   const t = plan.transforms.installation;
-  for (const name of t.deleteTigeraStatuses ?? []) await client.delete(TIGERA_STATUS, undefined, name);
-  const leftovers = [...(t.removeFinalizers ?? []).map((f) => `finalizer ${f}`), ...(t.deleteTigeraStatuses ?? []).map((n) => `TigeraStatus ${n}`)];
-  const cleared = leftovers.length ? `; removed the newer operator's ${leftovers.join(', ')}` : '';
   const removed = t.removeFields;
   const stopped = t.stopAllocations ? `${t.stopAllocations.field}: ${JSON.stringify(t.stopAllocations.value)} on ${t.stopAllocations.cidrs.join(', ')}` : '';
   const changes = [
@@ -290,9 +290,7 @@ async function transformInstallationStep({ client, plan }: StepDeps): Promise<st
     ...(t.trimPoolsPerFamily ? ['with one pool per family'] : []),
     ...(stopped ? [stopped] : []),
   ];
-  return changes.length || cleared
-    ? `Installation rewritten${changes.length ? `: ${changes.join('; ')}` : ''}${cleared}`
-    : 'Installation already valid for the target';
+  return changes.length ? `Installation rewritten: ${changes.join('; ')}` : 'Installation already valid for the target';
 }
 
 async function restoreData({ client, bundle, reporter }: StepDeps): Promise<string> {

@@ -12,7 +12,7 @@ import type { Release } from '../calico/release.js';
 import { RefusedError } from '../core/errors.js';
 import { stepsFor } from '../plan/plan.js';
 import { PLAN_FLAGS } from '../plan/rules.js';
-import type { Plan } from '../plan/types.js';
+import { hasOperatorLeftovers, type Plan } from '../plan/types.js';
 
 /** What the `apply` command line says about code and files outside the bundle and the release. */
 export interface ApplyGiven {
@@ -43,7 +43,8 @@ function checkShape(plan: Plan): void {
 export function derivedSteps(plan: Plan, target: Release): Plan['steps'] {
   const restoreDrift = plan.options.flags.includes(PLAN_FLAGS.restoreDrift) && (plan.drift?.length ?? 0) > 0;
   const install = plan.current.installType === 'operator' ? 'operator' : 'manifest';
-  return stepsFor(install, plan.strategy, target, { restoreDrift, rebootNodes: plan.options.rebootNodes });
+  const removeLeftovers = !!plan.transforms?.installation && hasOperatorLeftovers(plan.transforms.installation);
+  return stepsFor(install, plan.strategy, target, { restoreDrift, rebootNodes: plan.options.rebootNodes, removeLeftovers });
 }
 
 const sameFile = (a: string, b: string | undefined) => b !== undefined && path.resolve(a) === path.resolve(b);

@@ -314,4 +314,32 @@ describe('the 3.30+ operators leave finalizers and TigeraStatus objects an older
     expect(up.installation.removeFinalizers).toBeUndefined();
     expect(up.findings.map((x) => x.id)).not.toContain('newer-operator-leftovers');
   });
+
+  it("3.32.1 -> 3.31.7: an operator finalizer no generation lists goes too, and v1.42's finalizer on an Istio object", async () => {
+    const future = {
+      ...inst(),
+      metadata: { name: 'default', finalizers: [...V138_INSTALLATION_FINALIZERS, 'operator.tigera.io/future-controller', 'example.com/hold'] },
+    };
+    const istio: KubeObject = {
+      apiVersion: 'operator.tigera.io/v1',
+      kind: 'Istio',
+      metadata: { name: 'default', finalizers: ['operator.tigera.io/calico-istio'] },
+    };
+    const objs = { 'installations.operator.tigera.io': [future], 'istios.operator.tigera.io': [istio], 'tigerastatuses.operator.tigera.io': statuses };
+    const r = computeFindings(
+      { crds: from.crds, objects: new Map(Object.entries(objs)) },
+      await loadRelease('3.31.7', { offline: true }),
+      { version: 'v3.32.1' },
+      new Set(),
+    );
+    // Another tool's finalizer is never the operator's to clear.
+    expect(r.installation.removeFinalizers).toEqual(['operator.tigera.io/future-controller']);
+    expect(r.installation.removeCustomResourceFinalizers).toEqual([
+      { crd: 'istios.operator.tigera.io', name: 'default', finalizer: 'operator.tigera.io/calico-istio' },
+    ]);
+    expect(r.findings.find((x) => x.id === 'newer-operator-leftovers')).toMatchObject({
+      objects: ['Installation/default', 'istios/default'],
+      plan: expect.stringContaining('remove-operator-leftovers'),
+    });
+  });
 });

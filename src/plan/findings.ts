@@ -4,7 +4,7 @@
  */
 import { checkAgainstSchema, schemaFor } from '../calico/schema.js';
 import { CALICO_CRD_GROUP, compareVersions, OPERATOR_GROUP, operatorPoolBehaviour } from '../calico/knowledge.js';
-import { leftoversUnknownTo } from '../calico/operator-generations.js';
+import { leftoversUnknownTo, operatorFinalizersNotOf } from '../calico/operator-generations.js';
 import { isOperatorDefault, valueAt } from '../calico/operator-defaults.js';
 import { releaseDefaultsPruned } from './release-defaults.js';
 import { crdFindings } from './crd-findings.js';
@@ -235,24 +235,34 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
   }
 
   // 6. What newer operator generations leave that the target operator never clears (a downgrade below 3.28, 3.30,
-  // 3.31 or 3.32: OPERATOR_GENERATIONS).
+  // 3.31 or 3.32: OPERATOR_GENERATIONS): every operator finalizer on the Installation the target does not define,
+  // the newer reports, and the newer finalizers on other operator custom resources. Removed by their own step.
   const leftovers = leftoversUnknownTo(target.version);
-  const finalizers = (inst?.metadata.finalizers ?? []).filter((f) => leftovers.installationFinalizers.includes(f));
+  const finalizers = operatorFinalizersNotOf(inst?.metadata.finalizers ?? [], target.version);
   const statuses = (live.objects.get(`tigerastatuses.${OPERATOR_GROUP}`) ?? []).map((t) => t.metadata.name).filter((n) => leftovers.tigeraStatuses.includes(n));
-  if (finalizers.length || statuses.length) {
+  const crFinalizers = leftovers.customResourceFinalizers.flatMap(({ crd, finalizer }) =>
+    (live.objects.get(crd) ?? []).filter((o) => o.metadata.finalizers?.includes(finalizer)).map((o) => ({ crd, name: o.metadata.name!, finalizer })),
+  );
+  if (finalizers.length || statuses.length || crFinalizers.length) {
     if (finalizers.length) installation.removeFinalizers = finalizers;
     if (statuses.length) installation.deleteTigeraStatuses = statuses;
+    if (crFinalizers.length) installation.removeCustomResourceFinalizers = crFinalizers;
     findings.push({
       id: 'newer-operator-leftovers',
       severity: 'warning',
       title: `the newer operator's finalizers and status objects, which the ${target.operatorImage ?? target.version} operator never clears`,
-      objects: [...(finalizers.length ? ['Installation/default'] : []), ...statuses.map((n) => `TigeraStatus/${n}`)],
+      objects: [
+        ...(finalizers.length ? ['Installation/default'] : []),
+        ...statuses.map((n) => `TigeraStatus/${n}`),
+        ...crFinalizers.map((c) => `${c.crd.split('.')[0]}/${c.name}`),
+      ],
       details: [
         ...finalizers.map((f) => `finalizer ${f}: a later kubectl delete installation default would hang on it`),
         ...statuses.map((n) => `TigeraStatus ${n}: nothing would update it again (it keeps its last condition, e.g. Degraded)`),
+        ...crFinalizers.map((c) => `finalizer ${c.finalizer} on ${c.crd} ${c.name}: it and its CRD could never be deleted`),
       ],
       action: 'transform',
-      plan: 'remove these finalizers from Installation default and delete these TigeraStatus objects while the operator is paused (the target operator puts back its own)',
+      plan: 'step remove-operator-leftovers, while the operator is paused: remove these finalizers (and any other on Installation default the target operator does not define) and delete these TigeraStatus objects; the target operator puts back its own',
     });
   }
 

@@ -29,7 +29,7 @@ import { parseDuration } from '../config/config.js';
 import { PLAN_FLAGS } from './rules.js';
 import { planRollingNodes, type RollingSettings } from './rolling-nodes.js';
 import { MANIFEST_STEP_TEXT, STEP_TEXT, type StepKind } from './steps.js';
-import { PLAN_API_VERSION, PLAN_KIND, type Plan, type PlanStep, type Strategy } from './types.js';
+import { PLAN_API_VERSION, PLAN_KIND, hasOperatorLeftovers, type Plan, type PlanStep, type Strategy } from './types.js';
 
 export interface PlanOptions {
   to: string;
@@ -177,6 +177,7 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
       steps: stepsFor(install.installType === 'operator' ? 'operator' : 'manifest', strategy, target, {
         restoreDrift: restoreDrift && drifted.length > 0,
         rebootNodes: !!rolling,
+        removeLeftovers: hasOperatorLeftovers(installation),
       }),
     };
     // A calico.yaml install's steps say what they do there (no operator; the workloads are in kube-system).
@@ -204,8 +205,11 @@ export function stepsFor(
   install: 'operator' | 'manifest',
   strategy: Strategy,
   target: Release,
-  opts: { restoreDrift?: boolean; rebootNodes?: boolean } = {},
+  opts: { restoreDrift?: boolean; rebootNodes?: boolean; removeLeftovers?: boolean } = {},
 ): PlanStep[] {
+  // Right before the Installation is rewritten for the target, while the operator is paused.
+  const leftovers = (ids: StepKind[]): StepKind[] =>
+    opts.removeLeftovers ? ids.flatMap((id) => (id === 'transform-installation' ? ['remove-operator-leftovers' as const, id] : [id])) : ids;
   // Nodes are rebooted last: only once the new version runs and the data is proven intact, as in the users' procedure.
   const withNodes = (ids: StepKind[]) => (opts.rebootNodes ? ids.concat('reboot-nodes') : ids).map(step);
   if (install === 'manifest') {
@@ -215,19 +219,21 @@ export function stepsFor(
     return withNodes(['preflight', 'apply-crds', 'apply-calico-manifest', 'wait-rollout', 'verify-data']);
   }
   if (strategy === 'reinstall') {
-    return withNodes([
-      'preflight',
-      'pause-operator',
-      'remove-old',
-      'install-target',
-      'restore-data',
-      'transform-installation',
-      'resume-operator',
-      'wait-rollout',
-      'verify-data',
-    ]);
+    return withNodes(
+      leftovers([
+        'preflight',
+        'pause-operator',
+        'remove-old',
+        'install-target',
+        'restore-data',
+        'transform-installation',
+        'resume-operator',
+        'wait-rollout',
+        'verify-data',
+      ]),
+    );
   }
-  const ids: StepKind[] = [
+  const ids: StepKind[] = leftovers([
     'preflight',
     'pause-operator',
     'apply-crds',
@@ -236,7 +242,7 @@ export function stepsFor(
     'resume-operator',
     'wait-rollout',
     'verify-data',
-  ];
+  ]);
   if (opts.restoreDrift) ids.splice(ids.indexOf('resume-operator'), 0, 'restore-drift');
   return withNodes(ids);
 }

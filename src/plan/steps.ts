@@ -31,6 +31,11 @@ export const STEP_TEXT = {
     title: 'apply the target calico.yaml',
     description: 'create or replace the objects of calico.yaml exactly as released (CRDs already in place)',
   },
+  'remove-operator-leftovers': {
+    title: "remove the newer operator's leftovers",
+    description:
+      "a downgrade below a newer operator generation: remove from Installation default every tigera operator finalizer the target operator does not define (read live again, so one added since the plan goes too; a later delete of the Installation would hang on it), the newer operator's finalizers on its other custom resources, and the TigeraStatus reports only it writes, while the operator is paused",
+  },
   'transform-installation': {
     title: 'make the Installation valid for the target',
     description:

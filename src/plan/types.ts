@@ -58,11 +58,17 @@ export interface InstallationTransform {
    * and its operator would otherwise re-enable the pool (calico#9100).
    */
   stopAllocations?: { cidrs: string[]; field: string; value: unknown };
-  /** Finalizers of a newer operator on Installation `default` that the target operator never removes (downgrades). */
+  /** Operator finalizers on Installation `default` that the target operator does not define and so never removes (downgrades). */
   removeFinalizers?: string[];
   /** TigeraStatus objects only a newer operator writes: deleted so none keeps a stale Degraded (downgrades). */
   deleteTigeraStatuses?: string[];
+  /** A newer operator's finalizers on its other custom resources (by CRD name; cluster-scoped kinds), which the target never removes. */
+  removeCustomResourceFinalizers?: { crd: string; name: string; finalizer: string }[];
 }
+
+/** True when the plan found what a newer operator leaves behind: the plan then has the step remove-operator-leftovers. */
+export const hasOperatorLeftovers = (t: InstallationTransform): boolean =>
+  !!(t.removeFinalizers?.length || t.deleteTigeraStatuses?.length || t.removeCustomResourceFinalizers?.length);
 
 /**
  * The rolling node step (`--reboot-nodes`): how apply finds each node's provider again (the same settings as
