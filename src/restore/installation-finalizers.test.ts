@@ -75,8 +75,21 @@ describe("restore writes Installation default with the running operator's own fi
     expect(desiredOf(p).metadata.finalizers).toEqual(V136);
   });
 
-  it('keeps them all under the 3.30 operator, and under an operator whose generation is unknown or absent', async () => {
-    for (const image of ['quay.io/tigera/operator:v1.38.13', 'quay.io/tigera/operator:my-build', undefined])
-      expect(desiredOf(await plan(image)).metadata.finalizers, String(image)).toEqual(bundled().metadata.finalizers);
+  it('keeps them all under the 3.30 operator', async () => {
+    expect(desiredOf(await plan('quay.io/tigera/operator:v1.38.13')).metadata.finalizers).toEqual(bundled().metadata.finalizers);
+  });
+
+  it("writes none of the bundle's operator finalizers under an operator of no known generation or none (never another operator's)", async () => {
+    for (const image of ['quay.io/tigera/operator:my-build', undefined]) {
+      const p = await plan(image);
+      expect(desiredOf(p).metadata.finalizers, String(image)).toEqual([OWN]);
+      expect(p.action.notes?.join(' '), String(image)).toMatch(/operator\.tigera\.io\/whisker-controller/);
+    }
+  });
+
+  it('under an operator of no known generation, an update keeps every live operator finalizer and adds none', async () => {
+    const live: KubeObject = { ...bundled(), metadata: { name: 'default', uid: 'new', resourceVersion: '9', finalizers: ['tigera.io/operator-cleanup'] } };
+    const p = await plan('quay.io/tigera/operator:my-build', [live]);
+    expect(desiredOf(p).metadata.finalizers).toEqual(['tigera.io/operator-cleanup', OWN]);
   });
 });

@@ -3,7 +3,13 @@
  * exact object a write would send. Also the live objects planning compares against and the --prune candidates.
  */
 import { CALICO_CRD_GROUP, CALICO_GROUPS, OPERATOR_GROUP, SHARED_POLICY_GROUP } from '../calico/knowledge.js';
-import { felixFieldsSetFromInstallationBy, installationFinalizersOf, isOperatorFinalizer, operatorFilledFelixFields } from '../calico/operator-generations.js';
+import {
+  felixFieldsSetFromInstallationBy,
+  installationFinalizersOf,
+  isOperatorFinalizer,
+  operatorFilledFelixFields,
+  operatorFinalizersNotOf,
+} from '../calico/operator-generations.js';
 import { checkAgainstSchema, pruneUnknownFields } from '../calico/schema.js';
 import type { BundleManifest } from '../bundle/types.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
@@ -150,16 +156,21 @@ function checkSchema(desired: KubeObject, crd: KubeObject, installed: boolean, a
  * defines (OPERATOR_GENERATIONS): a 3.30 bundle restored under the 3.29 operator would otherwise carry the whisker
  * and goldmane finalizers, which no running controller removes, so every later delete of the Installation would hang.
  * Finalizers of other tools stay. The restore never installs an operator (order.ts), so the live one is the one that
- * resumes; without one, or with an image tag of no known generation, the bundle's finalizers are written as they are.
+ * resumes; without one, or with an image tag of no known generation, none of the bundle's operator finalizers is
+ * written (an operator puts its own back when it reconciles; a live object keeps its own, withLiveOperatorFinalizers).
  */
 export function withRunningOperatorsFinalizers(desired: KubeObject, operatorImage: string | undefined, notes: string[]): KubeObject {
   const version = calicoVersionOfOperatorImage(operatorImage);
   const finalizers = desired.metadata.finalizers;
-  if (!version || !finalizers?.length) return desired;
-  const own = new Set(installationFinalizersOf(version));
-  const foreign = finalizers.filter((f) => isOperatorFinalizer(f) && !own.has(f));
+  if (!finalizers?.length) return desired;
+  const foreign = operatorFinalizersNotOf(finalizers, version);
   if (!foreign.length) return desired;
-  notes.push(`finalizers ${foreign.join(', ')} dropped: the running operator (${operatorImage}) does not remove them, so a delete would hang on them`);
+  const who = version
+    ? `the running operator (${operatorImage}) does not remove them`
+    : operatorImage
+      ? `the running operator (${operatorImage}) is of no known generation`
+      : 'no tigera operator is installed to remove them';
+  notes.push(`finalizers ${foreign.join(', ')} dropped: ${who}, so a delete would hang on them`);
   const kept = finalizers.filter((f) => !foreign.includes(f));
   // None left is as if the bundle had none: an update then keeps the live ones (write.ts withLiveMeta).
   const { finalizers: _all, ...metadata } = desired.metadata;
@@ -169,16 +180,18 @@ export function withRunningOperatorsFinalizers(desired: KubeObject, operatorImag
 /**
  * Installation `default` to update, with the running operator generation's finalizers the live object has, in the
  * live order: an older bundle (3.27's under the 3.29 operator) lacks them, and written without them they would be
- * put back once the operator resumes (drift in the read-back) and make every restore an update. Without finalizers
- * in `desired` the update keeps the live ones anyway (write.ts withLiveMeta).
+ * put back once the operator resumes (drift in the read-back) and make every restore an update. Under an operator of
+ * no known generation every live operator finalizer stays (restore never removes one it cannot judge). Without
+ * finalizers in `desired` the update keeps the live ones anyway (write.ts withLiveMeta).
  */
 function withLiveOperatorFinalizers(desired: KubeObject, live: KubeObject, operatorImage: string | undefined): KubeObject {
   const version = calicoVersionOfOperatorImage(operatorImage);
   const wanted = desired.metadata.finalizers;
-  if (!version || !wanted?.length) return desired;
-  const own = new Set(installationFinalizersOf(version));
+  if (!wanted?.length) return desired;
+  const own = new Set(version ? installationFinalizersOf(version) : []);
   const liveOnes = live.metadata.finalizers ?? [];
-  const finalizers = [...liveOnes.filter((f) => wanted.includes(f) || own.has(f)), ...wanted.filter((f) => !liveOnes.includes(f))];
+  const keep = (f: string) => wanted.includes(f) || (version ? own.has(f) : isOperatorFinalizer(f));
+  const finalizers = [...liveOnes.filter(keep), ...wanted.filter((f) => !liveOnes.includes(f))];
   return { ...desired, metadata: { ...desired.metadata, finalizers } };
 }
 
