@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import type { Release } from '../calico/release.js';
+import type { InstallationTransform, Plan } from '../plan/types.js';
+import { derivedSteps } from './plan-trust.js';
+
+const target = { version: 'v3.29.7' } as unknown as Release;
+const planWith = (installation: InstallationTransform, strategy: Plan['strategy'] = 'in-place') =>
+  ({ current: { installType: 'operator' }, strategy, options: { flags: [], rebootNodes: false }, transforms: { installation } }) as unknown as Plan;
+const ids = (p: Plan) => derivedSteps(p, target).map((s) => s.id);
+
+describe('apply derives remove-operator-leftovers from the plan it was shown (issue 30)', () => {
+  it("right before transform-installation when the plan found a newer operator's finalizers, reports or custom-resource finalizers", () => {
+    const found: InstallationTransform[] = [
+      { removeFields: [], trimPoolsPerFamily: false, removeFinalizers: ['operator.tigera.io/whisker-controller'] },
+      { removeFields: [], trimPoolsPerFamily: false, deleteTigeraStatuses: ['whisker'] },
+      { removeFields: [], trimPoolsPerFamily: false, removeCustomResourceFinalizers: [{ crd: 'istios.operator.tigera.io', name: 'default', finalizer: 'x' }] },
+    ];
+    for (const t of found) {
+      for (const strategy of ['in-place', 'reinstall'] as const) {
+        const steps = ids(planWith(t, strategy));
+        expect(steps.indexOf('remove-operator-leftovers'), JSON.stringify(t)).toBe(steps.indexOf('transform-installation') - 1);
+      }
+    }
+  });
+
+  it('not otherwise, so a plan that lists the step without such a finding is refused as edited (steps must match)', () => {
+    expect(ids(planWith({ removeFields: [], trimPoolsPerFamily: false, removeFinalizers: [] }))).not.toContain('remove-operator-leftovers');
+  });
+});
