@@ -30,6 +30,7 @@ import type { Plan, PreflightCheck } from '../plan/types.js';
 import type { ExecStep, StepRuntime } from './executor.js';
 import { restoreResources } from '../restore/restore.js';
 import { waitForOperatorPodsGone } from '../restore/guards.js';
+import { helmRollback, helmUpgrade, type HelmRun } from './helm-steps.js';
 import { rebootNodes } from './reboot-nodes.js';
 import { removeOld } from './remove-old.js';
 import { TIGERA_STATUS, waitRollout } from './wait-rollout.js';
@@ -40,6 +41,8 @@ export interface StepDeps {
   target: Release;
   bundle: Bundle;
   reporter: Reporter;
+  /** A Helm install's helm run, resolved and checked by apply (helm-steps.ts prepareHelm). */
+  helm?: HelmRun;
   /** Rollout wait budget (default 300 s). */
   rolloutTimeoutMs?: number;
 }
@@ -56,6 +59,8 @@ export const STEP_IMPLEMENTATIONS: { readonly [K in StepKind]: StepImpl } = {
   'apply-crds': (deps) => applyCrds(deps),
   'apply-operator': (deps) => applyOperator(deps),
   'apply-calico-manifest': (deps) => applyCalicoManifest(deps),
+  'helm-upgrade': (deps) => helmUpgrade(deps.client, deps.helm),
+  'helm-rollback': (deps) => helmRollback(deps.client, deps.helm),
   'transform-installation': (deps) => transformInstallationStep(deps),
   'remove-old': (deps) => removeOld(deps.client, deps.bundle, deps.target, deps.reporter),
   'install-target': async (deps) => `${await applyCrds(deps)}; ${await applyOperator(deps)}`,

@@ -10,15 +10,18 @@
 import path from 'node:path';
 import type { Release } from '../calico/release.js';
 import { RefusedError } from '../core/errors.js';
-import { stepsFor } from '../plan/plan.js';
+import { installationCleanup, stepsFor } from '../plan/plan.js';
 import { PLAN_FLAGS } from '../plan/rules.js';
 import type { Plan } from '../plan/types.js';
+import type { HelmGiven } from './helm-steps.js';
 
 /** What the `apply` command line says about code and files outside the bundle and the release. */
 export interface ApplyGiven {
   providerModules?: string[];
   config?: string;
   mapping?: string;
+  /** `--helm`, `--helm-chart` and how helm reaches the cluster (helm-steps.ts). */
+  helm?: HelmGiven;
 }
 
 const refuse = (what: string, hint = 'make a new plan with `cni-rewind plan`') => new RefusedError(`the plan cannot be applied: ${what}`, { hint });
@@ -43,7 +46,8 @@ function checkShape(plan: Plan): void {
 export function derivedSteps(plan: Plan, target: Release): Plan['steps'] {
   const restoreDrift = plan.options.flags.includes(PLAN_FLAGS.restoreDrift) && (plan.drift?.length ?? 0) > 0;
   const install = plan.current.installType === 'operator' ? 'operator' : 'manifest';
-  return stepsFor(install, plan.strategy, target, { restoreDrift, rebootNodes: plan.options.rebootNodes });
+  const helm = plan.helm && { action: plan.helm.action, cleanup: installationCleanup(plan.transforms.installation) };
+  return stepsFor(install, plan.strategy, target, { restoreDrift, rebootNodes: plan.options.rebootNodes, helm });
 }
 
 const sameFile = (a: string, b: string | undefined) => b !== undefined && path.resolve(a) === path.resolve(b);

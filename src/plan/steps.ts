@@ -31,6 +31,16 @@ export const STEP_TEXT = {
     title: 'apply the target calico.yaml',
     description: 'create or replace the objects of calico.yaml exactly as released (CRDs already in place)',
   },
+  'helm-upgrade': {
+    title: 'helm upgrade the release to the target chart',
+    description:
+      "`helm upgrade` of the tigera-operator release with the target chart and the release's own values (`helm get values`, passed as a file, never shown), run by the helm of apply's command line or PATH; Helm's history gets the new revision",
+  },
+  'helm-rollback': {
+    title: 'helm rollback the release to the target revision',
+    description:
+      "`helm rollback` of the tigera-operator release to the newest revision of the target chart (that revision's chart and values); Helm's history gets the new revision",
+  },
   'transform-installation': {
     title: 'make the Installation valid for the target',
     description:
