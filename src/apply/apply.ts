@@ -124,7 +124,7 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
   const checked = await checkPlanForApply(plan, opts.given);
   const { bundle, target } = checked;
   // A Helm install: helm from this command line or PATH, the release checked against the cluster's Helm record.
-  const helm = await prepareHelm(client, plan, opts.given?.helm ?? {}).catch(async (err) => {
+  const helm = await prepareHelm(calico, plan, opts.given?.helm ?? {}).catch(async (err) => {
     await bundle.close();
     throw err;
   });

@@ -7,7 +7,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { detectCalico } from '../calico/detect.js';
+import type { CalicoObjects } from '../calico/calico-objects.js';
+import { installMethod } from '../calico/install-method.js';
 import { EnvironmentError, RefusedError } from '../core/errors.js';
 import type { KubeClient } from '../kube/client.js';
 import { chartFileSha256, checkChart, runHelm, type HelmTarget } from '../plan/helm-cli.js';
@@ -37,8 +38,9 @@ const refuse = (what: string, hint = 'make a new plan with `cni-rewind plan`') =
  * Refuses (exit 5) before the journal or lock exist: a Helm install planned without the Helm strategy (or the
  * other way round), another release than the cluster's, a chart that is not the planned one, no helm program.
  */
-export async function prepareHelm(client: KubeClient, plan: Plan, given: HelmGiven): Promise<HelmRun | undefined> {
-  const live = (await detectCalico(client)).method;
+export async function prepareHelm(calico: CalicoObjects, plan: Plan, given: HelmGiven): Promise<HelmRun | undefined> {
+  // The release from the operator Deployment apply read at its start (its Helm annotations), not a second read.
+  const live = installMethod({ ...calico, calicoNode: calico.calicoNodeSystem ?? calico.calicoNodeKube });
   const liveHelm = live.method === 'operator-helm' ? live.helm : undefined;
   const h = plan.helm;
   if (!h) {
@@ -80,7 +82,7 @@ interface HistoryEntry {
 
 async function history(run: HelmRun): Promise<HistoryEntry[]> {
   const { release, namespace } = run.strategy;
-  const out = await runHelm(run, ['history', release, '-n', namespace, '-o', 'json', '--max', '20'], `helm history ${release}`);
+  const out = await runHelm(run, ['history', release, '-n', namespace, '-o', 'json'], `helm history ${release}`);
   return (JSON.parse(out.stdout) as HistoryEntry[]).sort((a, b) => a.revision - b.revision);
 }
 
@@ -144,6 +146,11 @@ export async function helmRollback(client: KubeClient, run: HelmRun | undefined)
   const done = await alreadyDone(run);
   if (done) return `already done: revision ${done.revision} (${done.chart})`;
   const { release, namespace, rollbackRevision } = run.strategy;
+  // The revision must still be the target's chart in Helm's own history (a history trimmed by --history-max drops it).
+  const back = (await history(run)).find((r) => r.revision === rollbackRevision);
+  if (!back?.chart.endsWith(`-${run.target}`)) {
+    throw new RefusedError(`Helm release ${namespace}/${release} has no revision ${rollbackRevision} of the ${run.target} chart any more: make a new plan`);
+  }
   await runHelm(run, ['rollback', release, String(rollbackRevision), '-n', namespace, ...(await conflictArgs(run))], `helm rollback ${release}`);
   return `${await settled(client, run, `helm rollback to revision ${rollbackRevision}`)}: rolled back to revision ${rollbackRevision}`;
 }

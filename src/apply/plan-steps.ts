@@ -277,13 +277,21 @@ async function transformInstallationStep({ client, plan }: StepDeps): Promise<st
   const crd = await client.getOrUndefined(K.crd, undefined, INSTALLATION_CRD);
   if (!crd) return 'no Installation CRD';
   const type = crdResourceType(crd);
-  const live = await client.getOrUndefined(type, undefined, 'default');
-  if (!live) return 'no Installation "default"';
-  const desired = pruneUnknownFields(transformInstallation(live, plan.transforms.installation), crd);
-  delete desired.status;
-  delete desired.metadata.managedFields;
-  // Strict validation proves the result is valid for the target CRD (it fails instead of pruning silently).
-  await client.replace(type, desired, { fieldValidation: 'Strict' });
+  // A Helm plan runs this with the target operator running (helm started it): its status writes conflict, read again.
+  for (let attempt = 0; ; attempt++) {
+    const live = await client.getOrUndefined(type, undefined, 'default');
+    if (!live) return 'no Installation "default"';
+    const desired = pruneUnknownFields(transformInstallation(live, plan.transforms.installation), crd);
+    delete desired.status;
+    delete desired.metadata.managedFields;
+    try {
+      // Strict validation proves the result is valid for the target CRD (it fails instead of pruning silently).
+      await client.replace(type, desired, { fieldValidation: 'Strict' });
+      break;
+    } catch (err) {
+      if (!(err instanceof KubeApiError && (err.conflict || err.statusCode === 409) && attempt < 5)) throw err;
+    }
+  }
   const t = plan.transforms.installation;
   for (const name of t.deleteTigeraStatuses ?? []) await client.delete(TIGERA_STATUS, undefined, name);
   const leftovers = [...(t.removeFinalizers ?? []).map((f) => `finalizer ${f}`), ...(t.deleteTigeraStatuses ?? []).map((n) => `TigeraStatus ${n}`)];

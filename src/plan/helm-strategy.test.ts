@@ -70,8 +70,13 @@ describe('planHelmStrategy', () => {
     expect(() => planHelmStrategy(input({ release: { release: 'calico', namespace: 'tigera-operator', unreadable: 'listing Secrets is forbidden' } }))).toThrow(
       /listing Secrets is forbidden; the plan upgrades a Helm install with Helm/,
     );
-    expect(() => planHelmStrategy(input({ installation: { ...none, removeFields: ['spec.calicoNetwork.bgp'] } }))).toThrow(
-      /would rewrite the Installation \(spec\.calicoNetwork\.bgp\), which Helm renders from the release's values/,
+    expect(() =>
+      planHelmStrategy(input({ installation: { ...none, stopAllocations: { cidrs: ['10.0.0.0/16'], field: 'nodeSelector', value: '!all()' } } })),
+    ).toThrow(/would rewrite the Installation \(nodeSelector\), which Helm renders from the release's values/);
+    expect(() => planHelmStrategy(input({ installation: { ...none, trimPoolsPerFamily: true } }))).toThrow(/calicoNetwork\.ipPools \(one per family\)/);
+    // Fields the target CRD lacks are no values of Helm's: removed after helm, not refused.
+    expect(planHelmStrategy(input({ installation: { ...none, removeFields: ['spec.calicoNetwork.ipPools[0].disableNewAllocations'] } })).action).toBe(
+      'upgrade',
     );
   });
 });
@@ -97,8 +102,9 @@ describe('helm steps', () => {
     expect(() => helmStepIds('reinstall', { action: 'upgrade', cleanup: false }, false)).toThrow(/reinstall is not implemented for a Helm install/);
   });
 
-  it('the newer operator’s finalizers and TigeraStatuses are the one Installation edit kept', () => {
+  it('fields the target lacks and the newer operator’s finalizers and TigeraStatuses are the Installation edits kept', () => {
     expect(installationCleanup(none)).toBe(false);
+    expect(installationCleanup({ ...none, removeFields: ['spec.calicoNetwork.ipPools[0].disableNewAllocations'] })).toBe(true);
     expect(installationCleanup({ ...none, removeFinalizers: ['tigera.io/operator-cleanup'] })).toBe(true);
   });
 });

@@ -87,14 +87,11 @@ export function planHelmStrategy(input: {
   if (current === undefined || release.status !== 'deployed') {
     throw new RefusedError(`${where} has no deployed revision (newest: ${current ?? '?'} ${release.status ?? 'unknown'}): settle it with helm first`);
   }
-  // Field edits of the Installation are the chart's values on a Helm install: written behind Helm's back, the next
-  // helm upgrade would undo them. Not carried into values yet: refused by name.
+  // Rewriting the user's pool entries is a change of the chart's values on a Helm install: written behind Helm's back,
+  // the next helm upgrade would undo it. Not carried into values yet: refused by name. (Fields the target CRD lacks
+  // are removed by transform-installation after helm: the newer operator's defaults, which the target CRD prunes.)
   const t = input.installation;
-  const edits = [
-    ...t.removeFields,
-    ...(t.trimPoolsPerFamily ? ['calicoNetwork.ipPools (one per family)'] : []),
-    ...(t.stopAllocations ? [t.stopAllocations.field] : []),
-  ];
+  const edits = [...(t.trimPoolsPerFamily ? ['calicoNetwork.ipPools (one per family)'] : []), ...(t.stopAllocations ? [t.stopAllocations.field] : [])];
   if (edits.length) {
     throw new RefusedError(
       `${where}: the plan would rewrite the Installation (${edits.join(', ')}), which Helm renders from the release's values; carrying that into the values is not implemented`,

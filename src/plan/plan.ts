@@ -251,9 +251,12 @@ export function stepsFor(
   return withNodes(ids);
 }
 
-/** The newer operator's leftovers a downgrade clears (finalizers, TigeraStatuses): the one Installation edit a Helm plan makes. */
+/**
+ * The Installation edits a Helm plan makes after helm (transform-installation): fields the target CRD lacks (the
+ * newer operator's defaults) and the newer operator's finalizers and TigeraStatuses, none of them Helm's values.
+ */
 export function installationCleanup(t: Plan['transforms']['installation']): boolean {
-  return (t.removeFinalizers?.length ?? 0) + (t.deleteTigeraStatuses?.length ?? 0) > 0;
+  return t.removeFields.length + (t.removeFinalizers?.length ?? 0) + (t.deleteTigeraStatuses?.length ?? 0) > 0;
 }
 
 /**

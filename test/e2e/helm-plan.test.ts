@@ -151,4 +151,38 @@ describe('plan and apply on a Calico installed by the real helm', () => {
     expect(deployment.metadata.labels).toMatchObject({ team: 'platform' });
     expect(deployment.spec.template.spec.containers[0].image).toBe('quay.io/tigera/operator:v1.36.16');
   }, 1_800_000);
+
+  it('plan --to 3.28.1 (back) rolls back to revision 2, the newest of the 3.28.1 chart: its chart and values', async () => {
+    const bundle = path.join(dir, 'bundle-back');
+    const exp = await cli(['export', '--out', bundle]);
+    expect(exp.code, explain(exp)).toBe(0);
+    const planFile = path.join(dir, 'plan-back.yaml');
+    const plan = await cli(['plan', '--to', '3.28.1', '--bundle', bundle, '--no-disk-snapshots', '--helm', helmBin, '--out', planFile, '-o', 'json']);
+    expect(plan.code, explain(plan)).toBe(0);
+    const planned = JSON.parse(plan.stdout);
+    expect(planned.direction).toBe('downgrade');
+    expect(planned.helm).toMatchObject({ release: RELEASE, namespace: NS, currentRevision: 3, action: 'rollback', rollbackRevision: 2 });
+    expect(planned.steps.map((s: { id: string }) => s.id)).toEqual([
+      'preflight',
+      'helm-rollback',
+      'apply-crds',
+      'transform-installation',
+      'wait-rollout',
+      'verify-data',
+    ]);
+
+    const started = Date.now();
+    const apply = await cli(['apply', planFile, '--yes', '--helm', helmBin]);
+    console.log(`apply (helm rollback 3.29.7 -> 3.28.1) took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(apply.code, explain(apply)).toBe(0);
+    expect(await history()).toEqual([
+      [1, 'superseded', 'tigera-operator-v3.28.1'],
+      [2, 'superseded', 'tigera-operator-v3.28.1'],
+      [3, 'superseded', 'tigera-operator-v3.29.7'],
+      [4, 'deployed', 'tigera-operator-v3.28.1'],
+    ]);
+    expect(await values()).toEqual(valuesBefore);
+    const deployment = await client.get(K.deployment, NS, 'tigera-operator');
+    expect(deployment.spec.template.spec.containers[0].image).toBe('quay.io/tigera/operator:v1.34.3');
+  }, 1_800_000);
 });
