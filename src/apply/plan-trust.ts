@@ -4,7 +4,8 @@
  * re-checks the rest: the steps come from the strategy (the step catalogue of plan.ts), every release file the
  * steps use must have the checksum the plan recorded, and anything that would load code or read files outside the
  * bundle and the release (rolling.providerModules, rolling.config, rolling.mapping) must be given again on the
- * `apply` command line. The safety facts (cluster identity, bundle checksums and age, preflight) are recomputed
+ * `apply` command line, as must a Helm plan's chart (helm-steps.ts prepareHelm; the helm program is never the plan's).
+ * The safety facts (cluster identity, bundle checksums and age, preflight) are recomputed
  * by preflightChecks in plan-steps.ts.
  */
 import path from 'node:path';

@@ -124,6 +124,18 @@ describe('plan and apply on a Calico installed by the real helm', () => {
     expect(planned.helm).toMatchObject({ release: RELEASE, namespace: NS, storage: 'secret', currentRevision: 2, action: 'upgrade', chart: chart329 });
     expect(planned.steps.map((s: { id: string }) => s.id)).toEqual(['preflight', 'apply-crds', 'helm-upgrade', 'wait-rollout', 'verify-data']);
 
+    // As people read it, and refused by name (exit 5) when there is no helm to carry it out.
+    const human = await cli(['plan', '--to', '3.29.7', '--bundle', bundle, '--no-disk-snapshots', '--helm', helmBin, '--helm-chart', chart329]);
+    expect(human.code, explain(human)).toBe(0);
+    expect(human.stdout).toContain(`  Helm release ${NS}/${RELEASE} (revision 2, chart v3.28.1): helm upgrade with ${chart329} and the release's values\n`);
+    const planNoHelm = await cli(['plan', '--to', '3.29.7', '--bundle', bundle, '--no-disk-snapshots', '--helm-chart', chart329], {
+      PATH: path.dirname(process.execPath),
+    });
+    expect(planNoHelm.code, explain(planNoHelm)).toBe(5);
+    expect(planNoHelm.stderr).toMatch(
+      /^cni-rewind: helm not found on PATH \(a Helm install is changed with helm; install it or pass --helm PATH\); no plan was made$/m,
+    );
+
     // The chart is code that runs in the cluster: apply takes it from its own command line, never from the plan file.
     const noChart = await cli(['apply', planFile, '--yes', '--helm', helmBin]);
     expect(noChart.code, explain(noChart)).toBe(5);
