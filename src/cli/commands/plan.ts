@@ -114,6 +114,8 @@ export const planCommand: Command<PlanArgs> = {
       },
       ctx.reporter,
     );
+    if ((args.helm || args['helm-chart']) && !built.helm)
+      ctx.reporter.warn('CNR_PLAN_HELM_UNUSED', '--helm and --helm-chart only matter for a Helm install; ignored');
     // Signed, so that apply can tell an edited plan (a looser maxBackupAge, consent flags, findings) from this one.
     const plan = signPlan(built, key);
     if (args.out) await writePlan(args.out, plan);
