@@ -19,6 +19,7 @@ import type { Plan } from '../plan/types.js';
 import { runSteps, type StepOutcome } from './executor.js';
 import { Journal, journalPathFor } from './journal.js';
 import { ApplyLock, LockLostError, type LockHolder } from './lock.js';
+import { prepareHelm } from './helm-steps.js';
 import { buildSteps, preflightChecks } from './plan-steps.js';
 import { checkPlanIntegrity, type ApplyGiven } from './plan-trust.js';
 import { restoreResources } from '../restore/restore.js';
@@ -122,6 +123,11 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
   if (opts.resume && !journal.started) throw new BadInputError(`nothing to resume: no journal for plan ${plan.id} at ${journalPath}`);
   const checked = await checkPlanForApply(plan, opts.given);
   const { bundle, target } = checked;
+  // A Helm install: helm from this command line or PATH, the release checked against the cluster's Helm record.
+  const helm = await prepareHelm(calico, plan, opts.given?.helm ?? {}).catch(async (err) => {
+    await bundle.close();
+    throw err;
+  });
   // From here on the steps are the ones the strategy gives (checkPlanIntegrity proved the plan lists exactly these).
   plan = { ...plan, steps: checked.steps };
   const hasSnapshots = bundle.manifest.snapshots.length > 0;
@@ -143,7 +149,7 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
     try {
       journal.begin(plan.id, !!opts.resume);
       opts.onStarted?.(journal, lock);
-      const steps = buildSteps({ client, plan, target, bundle, reporter, rolloutTimeoutMs: opts.rolloutTimeoutMs });
+      const steps = buildSteps({ client, plan, target, bundle, reporter, helm, rolloutTimeoutMs: opts.rolloutTimeoutMs });
       const r = await runSteps(steps, journal, { reporter, beforeStep: () => lock.check() });
       const result: ApplyResult = { ...base, ok: r.ok, steps: r.steps, tookOverLock: lock.tookOver };
       if (plan.rolling) {

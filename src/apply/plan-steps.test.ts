@@ -22,7 +22,9 @@ describe('the step catalogue', () => {
       ['operator', 'reinstall'],
       ['manifest', 'in-place'],
     ] as const) {
-      for (const opts of [{}, { restoreDrift: true }, { rebootNodes: true }, { restoreDrift: true, rebootNodes: true }, { removeLeftovers: true }]) {
+      const helm =
+        strategy === 'in-place' && install === 'operator' ? (['upgrade', 'rollback'] as const).map((action) => ({ helm: { action, cleanup: true } })) : [];
+      for (const opts of [{}, { restoreDrift: true }, { rebootNodes: true }, { restoreDrift: true, rebootNodes: true }, { removeLeftovers: true }, ...helm]) {
         const steps = stepsFor(install, strategy, target, opts);
         const built = buildSteps(depsWith(steps));
         expect(built.map((s) => [s.id, s.title])).toEqual(steps.map((s) => [s.id, STEP_TEXT[s.id].title]));

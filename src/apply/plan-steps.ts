@@ -31,6 +31,7 @@ import type { ExecStep, StepRuntime } from './executor.js';
 import { restoreResources } from '../restore/restore.js';
 import { waitForOperatorPodsGone } from '../restore/guards.js';
 import { removeOperatorLeftovers } from './operator-leftovers.js';
+import { helmRollback, helmUpgrade, type HelmRun } from './helm-steps.js';
 import { rebootNodes } from './reboot-nodes.js';
 import { removeOld } from './remove-old.js';
 import { TIGERA_STATUS, waitRollout } from './wait-rollout.js';
@@ -41,6 +42,8 @@ export interface StepDeps {
   target: Release;
   bundle: Bundle;
   reporter: Reporter;
+  /** A Helm install's helm run, resolved and checked by apply (helm-steps.ts prepareHelm). */
+  helm?: HelmRun;
   /** Rollout wait budget (default 300 s). */
   rolloutTimeoutMs?: number;
 }
@@ -58,6 +61,8 @@ export const STEP_IMPLEMENTATIONS: { readonly [K in StepKind]: StepImpl } = {
   'apply-operator': (deps) => applyOperator(deps),
   'apply-calico-manifest': (deps) => applyCalicoManifest(deps),
   'remove-operator-leftovers': (deps) => removeOperatorLeftovers(deps.client, deps.target),
+  'helm-upgrade': (deps) => helmUpgrade(deps.client, deps.helm),
+  'helm-rollback': (deps) => helmRollback(deps.client, deps.helm),
   'transform-installation': (deps) => transformInstallationStep(deps),
   'remove-old': (deps) => removeOld(deps.client, deps.bundle, deps.target, deps.reporter),
   'install-target': async (deps) => `${await applyCrds(deps)}; ${await applyOperator(deps)}`,
@@ -274,13 +279,21 @@ async function transformInstallationStep({ client, plan }: StepDeps): Promise<st
   const crd = await client.getOrUndefined(K.crd, undefined, INSTALLATION_CRD);
   if (!crd) return 'no Installation CRD';
   const type = crdResourceType(crd);
-  const live = await client.getOrUndefined(type, undefined, 'default');
-  if (!live) return 'no Installation "default"';
-  const desired = pruneUnknownFields(transformInstallation(live, plan.transforms.installation), crd);
-  delete desired.status;
-  delete desired.metadata.managedFields;
-  // Strict validation proves the result is valid for the target CRD (it fails instead of pruning silently).
-  await client.replace(type, desired, { fieldValidation: 'Strict' });
+  // A Helm plan runs this with the target operator running (helm started it): its status writes conflict, read again.
+  for (let attempt = 0; ; attempt++) {
+    const live = await client.getOrUndefined(type, undefined, 'default');
+    if (!live) return 'no Installation "default"';
+    const desired = pruneUnknownFields(transformInstallation(live, plan.transforms.installation), crd);
+    delete desired.status;
+    delete desired.metadata.managedFields;
+    try {
+      // Strict validation proves the result is valid for the target CRD (it fails instead of pruning silently).
+      await client.replace(type, desired, { fieldValidation: 'Strict' });
+      break;
+    } catch (err) {
+      if (!(err instanceof KubeApiError && (err.conflict || err.statusCode === 409) && attempt < 5)) throw err;
+    }
+  }
   // A newer operator's finalizers and reports went in the step before (remove-operator-leftovers).
   const t = plan.transforms.installation;
   const removed = t.removeFields;

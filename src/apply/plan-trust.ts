@@ -4,21 +4,25 @@
  * re-checks the rest: the steps come from the strategy (the step catalogue of plan.ts), every release file the
  * steps use must have the checksum the plan recorded, and anything that would load code or read files outside the
  * bundle and the release (rolling.providerModules, rolling.config, rolling.mapping) must be given again on the
- * `apply` command line. The safety facts (cluster identity, bundle checksums and age, preflight) are recomputed
+ * `apply` command line, as must a Helm plan's chart (helm-steps.ts prepareHelm; the helm program is never the plan's).
+ * The safety facts (cluster identity, bundle checksums and age, preflight) are recomputed
  * by preflightChecks in plan-steps.ts.
  */
 import path from 'node:path';
 import type { Release } from '../calico/release.js';
 import { RefusedError } from '../core/errors.js';
-import { stepsFor } from '../plan/plan.js';
+import { installationCleanup, stepsFor } from '../plan/plan.js';
 import { PLAN_FLAGS } from '../plan/rules.js';
 import { hasOperatorLeftovers, type Plan } from '../plan/types.js';
+import type { HelmGiven } from './helm-steps.js';
 
 /** What the `apply` command line says about code and files outside the bundle and the release. */
 export interface ApplyGiven {
   providerModules?: string[];
   config?: string;
   mapping?: string;
+  /** `--helm`, `--helm-chart` and how helm reaches the cluster (helm-steps.ts). */
+  helm?: HelmGiven;
 }
 
 const refuse = (what: string, hint = 'make a new plan with `cni-rewind plan`') => new RefusedError(`the plan cannot be applied: ${what}`, { hint });
@@ -43,8 +47,9 @@ function checkShape(plan: Plan): void {
 export function derivedSteps(plan: Plan, target: Release): Plan['steps'] {
   const restoreDrift = plan.options.flags.includes(PLAN_FLAGS.restoreDrift) && (plan.drift?.length ?? 0) > 0;
   const install = plan.current.installType === 'operator' ? 'operator' : 'manifest';
+  const helm = plan.helm && { action: plan.helm.action, cleanup: installationCleanup(plan.transforms.installation) };
   const removeLeftovers = !!plan.transforms?.installation && hasOperatorLeftovers(plan.transforms.installation);
-  return stepsFor(install, plan.strategy, target, { restoreDrift, rebootNodes: plan.options.rebootNodes, removeLeftovers });
+  return stepsFor(install, plan.strategy, target, { restoreDrift, rebootNodes: plan.options.rebootNodes, removeLeftovers, helm });
 }
 
 const sameFile = (a: string, b: string | undefined) => b !== undefined && path.resolve(a) === path.resolve(b);

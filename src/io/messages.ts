@@ -67,6 +67,7 @@ export const MESSAGES = {
   CNR_PLAN_CURRENT: info(),
   CNR_PLAN_TARGET: info(),
   CNR_PLAN_PROVIDER_UNUSED: warn(),
+  CNR_PLAN_HELM_UNUSED: warn(),
   CNR_APPLY_ALREADY_DONE: info(),
   CNR_APPLY_LOCK_TAKEN: warn(),
   CNR_APPLY_OWNER_SUSPENDED: warn(),

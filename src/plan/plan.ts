@@ -28,6 +28,7 @@ import { checkBundle, checkCluster, checkTargetPools, manifestSha256, newestBund
 import { parseDuration } from '../config/config.js';
 import { PLAN_FLAGS } from './rules.js';
 import { planRollingNodes, type RollingSettings } from './rolling-nodes.js';
+import { planHelm } from './helm-plan.js';
 import { MANIFEST_STEP_TEXT, STEP_TEXT, type StepKind } from './steps.js';
 import { PLAN_API_VERSION, PLAN_KIND, hasOperatorLeftovers, type Plan, type PlanStep, type Strategy } from './types.js';
 
@@ -41,6 +42,9 @@ export interface PlanOptions {
   rolling?: RollingSettings;
   diskSnapshots?: boolean;
   maxBackupAge?: string;
+  /** A Helm install: the helm program (`--helm`, else PATH) and the target chart (`--helm-chart`). */
+  helm?: string;
+  helmChart?: string;
   /** Flags that allow `requires-flag` findings (e.g. `allow-field-loss`). */
   flags?: string[];
   now?: Date;
@@ -142,6 +146,9 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
     const edits = install.installType === 'manifest' ? await planManifestEdits(client, install.version, opts.manifests) : undefined;
     if (edits?.finding) findings.push(edits.finding);
     if (operatorImage?.finding) findings.push(operatorImage.finding);
+    // A Helm install is changed with helm (helm-plan.ts), refused here before a plan exists when it cannot be.
+    const helm =
+      install.method.method === 'operator-helm' ? await planHelm(client, install.method.helm, { ...opts, strategy, direction, installation }) : undefined;
     const now = opts.now ?? new Date();
     const plan: Plan = {
       apiVersion: PLAN_API_VERSION,
@@ -174,10 +181,12 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
       drift: drifted.map((d) => d.object),
       ...(reconcilers.length ? { reconcilers } : {}),
       ...(rolling ? { rolling: rolling.rolling } : {}),
+      ...(helm ? { helm } : {}),
       steps: stepsFor(install.installType === 'operator' ? 'operator' : 'manifest', strategy, target, {
         restoreDrift: restoreDrift && drifted.length > 0,
         rebootNodes: !!rolling,
         removeLeftovers: hasOperatorLeftovers(installation),
+        helm: helm && { action: helm.action, cleanup: installationCleanup(installation) },
       }),
     };
     // A calico.yaml install's steps say what they do there (no operator; the workloads are in kube-system).
@@ -205,13 +214,14 @@ export function stepsFor(
   install: 'operator' | 'manifest',
   strategy: Strategy,
   target: Release,
-  opts: { restoreDrift?: boolean; rebootNodes?: boolean; removeLeftovers?: boolean } = {},
+  opts: { restoreDrift?: boolean; rebootNodes?: boolean; removeLeftovers?: boolean; helm?: { action: 'upgrade' | 'rollback'; cleanup: boolean } } = {},
 ): PlanStep[] {
-  // Right before the Installation is rewritten for the target, while the operator is paused.
+  // Right before the Installation is rewritten for the target (a Helm plan's cleanup included: leftovers imply it).
   const leftovers = (ids: StepKind[]): StepKind[] =>
     opts.removeLeftovers ? ids.flatMap((id) => (id === 'transform-installation' ? ['remove-operator-leftovers' as const, id] : [id])) : ids;
   // Nodes are rebooted last: only once the new version runs and the data is proven intact, as in the users' procedure.
   const withNodes = (ids: StepKind[]) => (opts.rebootNodes ? ids.concat('reboot-nodes') : ids).map(step);
+  if (opts.helm && install === 'operator') return withNodes(leftovers(helmStepIds(strategy, opts.helm, !!opts.restoreDrift)));
   if (install === 'manifest') {
     if (!target.calicoManifest) throw new BadInputError(`the cluster has a manifest install and the ${target.version} manifests have no calico.yaml`);
     if (strategy === 'reinstall')
@@ -245,4 +255,26 @@ export function stepsFor(
   ]);
   if (opts.restoreDrift) ids.splice(ids.indexOf('resume-operator'), 0, 'restore-drift');
   return withNodes(ids);
+}
+
+/**
+ * The Installation edits a Helm plan makes after helm (transform-installation): fields the target CRD lacks (the
+ * newer operator's defaults) and the newer operator's finalizers and TigeraStatuses, none of them Helm's values.
+ */
+export function installationCleanup(t: Plan['transforms']['installation']): boolean {
+  return t.removeFields.length > 0 || hasOperatorLeftovers(t);
+}
+
+/**
+ * A Helm install's steps. Upgrade: the target CRDs first, then helm upgrade (Calico's procedure: the new operator
+ * starts on CRDs it knows). Rollback: helm rollback first, then the target CRDs, so the older operator meets the
+ * newer CRDs for a moment (the state an upgrade by the docs passes through) rather than the newer operator older ones.
+ * The operator is not paused: helm writes its Deployment (replicas included) and starts the target operator itself.
+ */
+export function helmStepIds(strategy: Strategy, helm: { action: 'upgrade' | 'rollback'; cleanup: boolean }, restoreDrift: boolean): StepKind[] {
+  if (strategy === 'reinstall') throw new BadInputError('--strategy reinstall is not implemented for a Helm install; use in-place (helm upgrade or rollback)');
+  const ids: StepKind[] = helm.action === 'upgrade' ? ['preflight', 'apply-crds', 'helm-upgrade'] : ['preflight', 'helm-rollback', 'apply-crds'];
+  if (restoreDrift) ids.splice(ids.indexOf(helm.action === 'upgrade' ? 'helm-upgrade' : 'helm-rollback'), 0, 'restore-drift');
+  if (helm.cleanup) ids.push('transform-installation');
+  return [...ids, 'wait-rollout', 'verify-data'];
 }

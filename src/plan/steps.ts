@@ -34,7 +34,17 @@ export const STEP_TEXT = {
   'remove-operator-leftovers': {
     title: "remove the newer operator's leftovers",
     description:
-      "a downgrade below a newer operator generation: remove from Installation default every tigera operator finalizer the target operator does not define (read live again, so one added since the plan goes too; a later delete of the Installation would hang on it), the newer operator's finalizers on its other custom resources, and the TigeraStatus reports only it writes, while the operator is paused",
+      "a downgrade below a newer operator generation: remove from Installation default every tigera operator finalizer the target operator does not define (read live again, so one added since the plan goes too; a later delete of the Installation would hang on it), the newer operator's finalizers on its other custom resources, and the TigeraStatus reports only it writes, while the operator is paused (a Helm plan: once helm started the target operator, which never puts them back)",
+  },
+  'helm-upgrade': {
+    title: 'helm upgrade the release to the target chart',
+    description:
+      "`helm upgrade` of the tigera-operator release with the target chart and the release's own values (`helm get values`, passed as a file, never shown), run by the helm of apply's command line or PATH; Helm's history gets the new revision",
+  },
+  'helm-rollback': {
+    title: 'helm rollback the release to the target revision',
+    description:
+      "`helm rollback` of the tigera-operator release to the newest revision of the target chart (that revision's chart and values); Helm's history gets the new revision",
   },
   'transform-installation': {
     title: 'make the Installation valid for the target',

@@ -104,6 +104,27 @@ export interface ManifestTransform {
   containerFields?: { workload: string; container: string; field: ContainerField; value: unknown }[];
 }
 
+/**
+ * A Helm-installed tigera-operator is changed with Helm (plan/helm-strategy.ts): the release as the cluster's Helm
+ * record had it when the plan was made (apply checks it again) and what helm does. The helm binary is never named
+ * here: apply resolves it from its own command line or PATH.
+ */
+export interface HelmStrategy {
+  release: string;
+  namespace: string;
+  /** Where Helm keeps the release's records (its HELM_DRIVER): apply runs helm with the same. */
+  storage: 'secret' | 'configmap';
+  currentRevision: number;
+  currentChart?: string;
+  /** `upgrade`: `helm upgrade` with `chart` and the release's values; `rollback`: `helm rollback` to `rollbackRevision`. */
+  action: 'upgrade' | 'rollback';
+  /** The chart reference or path (upgrade); apply must be given the same one again when it is not the default. */
+  chart?: string;
+  /** A local chart archive's sha256 when the plan was made: apply refuses another file under the same name. */
+  chartSha256?: string;
+  rollbackRevision?: number;
+}
+
 export const PLAN_SIGNATURE_ALGORITHM = 'HMAC-SHA256';
 
 /** The plan's HMAC (signature.ts). */
@@ -140,6 +161,8 @@ export interface Plan {
   drift?: string[];
   /** Argo CD applications and Flux objects that reconcile Calico's objects, as judged when the plan was made (gitops.ts). */
   reconcilers?: Reconciler[];
+  /** Present for a tigera-operator installed by Helm: the steps change it with helm (helm-strategy.ts). */
+  helm?: HelmStrategy;
   /** Present when the plan reboots nodes (`--reboot-nodes`). */
   rolling?: RollingNodes;
   steps: PlanStep[];

@@ -1,9 +1,11 @@
 import { execFile } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { alive, LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { parseWideTable } from '../../src/dev/local-cluster/calico-tools.js';
 import { packageRoot } from '../../src/core/package-root.js';
+import { stateRoot } from '../../src/dev/local-cluster/paths.js';
 import { parseIpamCheck } from './ipam-support.js';
 
 /**
@@ -49,6 +51,9 @@ describe('cni-rewind demo', () => {
       );
     });
     clearInterval(watcher);
+    // The whole story stays readable after the run (CI keeps only the tail of the test output).
+    mkdirSync(stateRoot(), { recursive: true });
+    writeFileSync(path.join(stateRoot(), 'demo-test-output.log'), res.out);
     expect(res.code, res.out.slice(-3000)).toBe(0);
     for (const step of [
       'Backup',

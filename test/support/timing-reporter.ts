@@ -1,7 +1,8 @@
 /**
  * Ends every run with what it cost: each test file's wall time and test count, slowest first (e2e and unit), and
  * the builds this run waited for (what, how long; from control-plane/build*.sh). It also records the files' times
- * on this machine for the duration sequencer.
+ * on this machine for the duration sequencer. Failed tests come last, each with the head of its error: CI keeps only
+ * the tail of a run's output, and a failure's message is what it needs from it.
  */
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -43,6 +44,7 @@ export default class TimingReporter implements Reporter {
     const total = builds.reduce((n, b) => n + b.seconds, 0);
     lines.push(`== builds this run: ${builds.length ? `${builds.length}, ${total} s in all` : 'none (everything was cached)'}`);
     for (const b of builds) lines.push(`${String(b.seconds).padStart(8)} s  ${b.what}`);
+    lines.push(...failureLines(modules, this.root));
     console.log(lines.join('\n'));
     this.record(rows);
   }
@@ -82,4 +84,37 @@ export default class TimingReporter implements Reporter {
       // the ordering of the next run is all that is lost
     }
   }
+}
+
+const FAILURE_LINES = 45;
+const FAILURES_SHOWN = 4;
+
+/** The failed tests of a run, each named with its file and the first lines of its first error. */
+export function failureLines(modules: ReadonlyArray<TestModule>, root: string): string[] {
+  const failed: string[][] = [];
+  for (const m of modules) {
+    const file = path.relative(root, m.moduleId);
+    const moduleErrors = m.errors();
+    if (moduleErrors.length) failed.push([`${file} (the file itself)`, ...errorHead(moduleErrors[0])]);
+    for (const t of m.children.allTests()) {
+      const r = t.result();
+      if (r.state !== 'failed') continue;
+      failed.push([`${file} > ${t.fullName}`, ...errorHead(r.errors?.[0])]);
+    }
+  }
+  if (!failed.length) return [];
+  const out = [`== failed: ${failed.length}`];
+  for (const f of failed.slice(0, FAILURES_SHOWN)) out.push(`-- ${f[0]}`, ...f.slice(1).map((l) => `   ${l}`));
+  if (failed.length > FAILURES_SHOWN) out.push(`-- and ${failed.length - FAILURES_SHOWN} more (above)`);
+  return out;
+}
+
+function errorHead(error: { message?: string; stack?: string } | undefined): string[] {
+  if (!error) return ['(no error recorded)'];
+  const text = error.stack || error.message || String(error);
+  // The runner's own frames say nothing about the failure.
+  return text
+    .split('\n')
+    .filter((l) => !/^\s+at .*(node_modules|node:internal|new Promise)/.test(l))
+    .slice(0, FAILURE_LINES);
 }

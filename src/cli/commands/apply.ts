@@ -17,6 +17,8 @@ interface ApplyArgs {
   mapping?: string;
   'plan-key-file'?: string;
   'owner-suspended': boolean;
+  helm?: string;
+  'helm-chart'?: string;
 }
 
 export const applyCommand: Command<ApplyArgs> = {
@@ -41,6 +43,12 @@ export const applyCommand: Command<ApplyArgs> = {
       .option('provider-module', { type: 'string', array: true, describe: 'allow a provider module the plan names (--reboot-nodes plans); repeatable' })
       .option('config', { type: 'string', describe: 'allow the config file the plan names (--reboot-nodes plans)' })
       .option('mapping', { type: 'string', describe: 'allow the node mapping file the plan names (--reboot-nodes plans)' })
+      // A Helm install's plan: the program and the chart are this command line's, never the plan file's.
+      .option('helm', { type: 'string', describe: 'the helm program a Helm install is changed with (default: helm on PATH)' })
+      .option('helm-chart', {
+        type: 'string',
+        describe: 'the tigera-operator chart the plan upgrades with, given again (default projectcalico/tigera-operator at the target version)',
+      })
       .option('plan-key-file', {
         type: 'string',
         describe: `key the plan was signed with (default $${PLAN_KEY_ENV}, else ~/.config/cni-rewind/plan-signing.key); an unsigned or edited plan is refused`,
@@ -57,7 +65,12 @@ export const applyCommand: Command<ApplyArgs> = {
         breakLock: args['break-lock'],
         autoRollback: args['auto-rollback'],
         ownerSuspended: args['owner-suspended'],
-        given: { providerModules: args['provider-module'], config: args.config, mapping: args.mapping },
+        given: {
+          providerModules: args['provider-module'],
+          config: args.config,
+          mapping: args.mapping,
+          helm: { helm: args.helm, helmChart: args['helm-chart'], kubeconfig: args.kubeconfig, context: args.context, as: args.as, asGroups: args['as-group'] },
+        },
         confirm: async (p) => {
           if (args.yes) return true;
           ctx.host.text(renderPlan(p, ctx.style) + '\n');

@@ -23,6 +23,8 @@ interface PlanArgs extends ProviderArgs {
   'allow-field-loss': boolean;
   'trim-installation-pools': boolean;
   'plan-key-file'?: string;
+  helm?: string;
+  'helm-chart'?: string;
 }
 
 export const planCommand: Command<PlanArgs> = {
@@ -41,6 +43,11 @@ export const planCommand: Command<PlanArgs> = {
         default: 'in-place' as const,
         describe:
           "in-place: replace CRDs and operator, never delete data; reinstall: delete and create (the users' procedure), then restore everything from the bundle",
+      })
+      .option('helm', { type: 'string', describe: 'a Helm install: the helm program (default: helm on PATH); apply resolves its own' })
+      .option('helm-chart', {
+        type: 'string',
+        describe: 'a Helm install: the target tigera-operator chart, a repository reference or a packaged chart (default projectcalico/tigera-operator)',
       })
       .option('bundle', { type: 'string', describe: 'the backup the plan relies on (default: the newest bundle of this cluster in ./cni-rewind-backups)' })
       .option('out', { type: 'string', describe: 'write the plan to this file (.yaml, or .json)' })
@@ -102,9 +109,13 @@ export const planCommand: Command<PlanArgs> = {
         diskSnapshots: args['disk-snapshots'],
         maxBackupAge: args['max-backup-age'],
         flags,
+        helm: args.helm,
+        helmChart: args['helm-chart'],
       },
       ctx.reporter,
     );
+    if ((args.helm || args['helm-chart']) && !built.helm)
+      ctx.reporter.warn('CNR_PLAN_HELM_UNUSED', '--helm and --helm-chart only matter for a Helm install; ignored');
     // Signed, so that apply can tell an edited plan (a looser maxBackupAge, consent flags, findings) from this one.
     const plan = signPlan(built, key);
     if (args.out) await writePlan(args.out, plan);
@@ -128,6 +139,7 @@ export function renderPlan(plan: Plan, s: Styler): string {
     s.bold(`Plan ${plan.id}`),
     `  Calico ${plan.current.version ?? '?'} (${plan.current.installType} install) -> ${plan.target.version}: ${plan.direction}, strategy ${plan.strategy}`,
     `  target manifests ${plan.target.manifests}${plan.target.operatorImage ? ` (operator ${plan.target.operatorImage})` : ''}`,
+    ...(plan.helm ? [`  ${helmLine(plan.helm)}`] : []),
     `  bundle ${plan.bundle.path} (id ${plan.bundle.id}, made ${plan.bundle.createdAt})`,
     '',
     s.bold('Preflight'),
@@ -151,4 +163,11 @@ export function renderPlan(plan: Plan, s: Styler): string {
   lines.push('', s.bold('Steps'));
   plan.steps.forEach((st, i) => lines.push(`  ${i + 1}. ${st.title}: ${s.dim(st.description)}`));
   return lines.join('\n');
+}
+
+function helmLine(h: NonNullable<Plan['helm']>): string {
+  const from = `Helm release ${h.namespace}/${h.release} (revision ${h.currentRevision}${h.currentChart ? `, chart ${h.currentChart}` : ''})`;
+  return h.action === 'rollback'
+    ? `${from}: helm rollback to revision ${h.rollbackRevision}`
+    : `${from}: helm upgrade with ${h.chart} and the release's values`;
 }

@@ -1,0 +1,200 @@
+/**
+ * A Helm-installed Calico upgraded with plan + apply (issue 31, item 2, "Helm done right"): `cluster up --calico
+ * 3.28.1 --install helm` (the real helm, the chart packaged from the release's source tree), one value of the
+ * user's own set with `helm upgrade --reuse-values`, a bundle, then `plan --to 3.29.7` and `apply --yes`.
+ * Afterwards Helm must tell the truth: `helm history` has a new deployed revision of the 3.29.7 chart and `helm get
+ * values` still has every value the user set; the real v1.36.16 operator (from the Deployment Helm wrote) runs.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packageRoot } from '../../src/core/package-root.js';
+import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
+import { helmEnv } from '../../src/dev/local-cluster/calico-helm.js';
+import { K } from '../../src/kube/builtin.js';
+import type { KubeClient } from '../../src/kube/client.js';
+import { buildHelm, helm, tigeraOperatorChart, type HelmResult } from '../support/helm.js';
+import { clearCalicoFinalizers } from './calico-support.js';
+import { deleteNodes, explain, kubeconfig, resetCalico, runCli, testClient } from './helpers.js';
+
+const run = promisify(execFile);
+const NS = 'tigera-operator';
+const RELEASE = 'calico';
+const clusterCli = (args: string[]) =>
+  run(process.execPath, [path.join(packageRoot(), 'dist', 'src', 'dev', 'local-cluster', 'cli.js'), ...args], {
+    timeout: 1_800_000,
+    maxBuffer: 64 * 1024 * 1024,
+  }).then(
+    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+    (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? 1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' }),
+  );
+const ok = (r: HelmResult, what: string) => expect(r.code, `${what}: ${r.stderr.slice(-2000)}`).toBe(0);
+
+describe('plan and apply on a Calico installed by the real helm', () => {
+  const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });
+  let client: KubeClient;
+  let helmBin: string;
+  let home: string;
+  let dir: string;
+  let chart329: string;
+  /** The user's values as helm had them before the plan (the harness's values plus additionalLabels.team). */
+  let valuesBefore: Record<string, unknown>;
+  const h = (args: string[]) => helm(helmBin, kubeconfig(), home, args);
+  /** cni-rewind's runs get helm's folders under `home` too: nothing of the developer's Helm setup takes part. */
+  const cli = (args: string[], env: Record<string, string> = {}) =>
+    runCli(args, { env: { ...(helmEnv(kubeconfig(), home) as Record<string, string>), ...env } });
+  const history = async () => {
+    const r = await h(['history', RELEASE, '-n', NS, '-o', 'json']);
+    ok(r, 'helm history');
+    return JSON.parse(r.stdout).map((x: Record<string, unknown>) => [x.revision, x.status, x.chart]);
+  };
+  const values = async () => {
+    const r = await h(['get', 'values', RELEASE, '-n', NS, '-o', 'json']);
+    ok(r, 'helm get values');
+    return JSON.parse(r.stdout);
+  };
+
+  const cleanUp = async () => {
+    await cluster.stopCalico();
+    // --no-hooks: the chart's pre-delete hook is a Job running the operator's clean-up, which no kwok pod runs.
+    if (helmBin && (await h(['status', RELEASE, '-n', NS])).code === 0) ok(await h(['uninstall', RELEASE, '-n', NS, '--no-hooks']), 'helm uninstall');
+    await clearCalicoFinalizers(client);
+    // The harness's operator pod finalizer outlives the stopped supervisor: taken off so the namespace can go.
+    for (const pod of await client.listAll(K.pod, { namespace: NS }).catch(() => [])) {
+      if (pod.metadata.finalizers?.length) await client.mergePatch(K.pod, NS, pod.metadata.name, { metadata: { finalizers: null } }).catch(() => undefined);
+    }
+    await resetCalico(client);
+    await deleteNodes(client, 'local-node-');
+  };
+  beforeAll(async () => {
+    client = await testClient();
+    home = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-helm-plan-'));
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-helm-plan-out-'));
+    helmBin = await buildHelm();
+    chart329 = await tigeraOperatorChart('v3.29.7');
+    const chart328 = await tigeraOperatorChart('v3.28.1');
+    await cleanUp();
+    const up = await clusterCli(['up', '--calico', '3.28.1', '--install', 'helm']);
+    expect(up.code, up.stderr.slice(-3000)).toBe(0);
+    // A value of the user's own, as a second revision: it must survive the upgrade. Helm 4 applies server-side and
+    // the operator owns the Installation's pools it filled in: a Helm 4 user forces the chart's.
+    ok(
+      await h(['upgrade', RELEASE, chart328, '-n', NS, '--reuse-values', '--set', 'additionalLabels.team=platform', '--force-conflicts']),
+      'helm upgrade (user value)',
+    );
+    valuesBefore = await values();
+    expect(valuesBefore).toMatchObject({ additionalLabels: { team: 'platform' }, installation: { enabled: true } });
+  }, 1_800_000);
+  afterAll(async () => {
+    if (client) await cleanUp();
+    client?.close();
+    for (const d of [home, dir]) if (d) fs.rmSync(d, { recursive: true, force: true });
+  }, 600_000);
+
+  it('plan --to 3.29.7 and apply: helm history shows the 3.29.7 chart deployed, helm get values the user’s values', async () => {
+    expect(await history()).toEqual([
+      [1, 'superseded', 'tigera-operator-v3.28.1'],
+      [2, 'deployed', 'tigera-operator-v3.28.1'],
+    ]);
+    const bundle = path.join(dir, 'bundle');
+    const exp = await cli(['export', '--out', bundle]);
+    expect(exp.code, explain(exp)).toBe(0);
+    const planFile = path.join(dir, 'plan-up.yaml');
+    const plan = await cli([
+      'plan',
+      '--to',
+      '3.29.7',
+      '--bundle',
+      bundle,
+      '--no-disk-snapshots',
+      '--helm',
+      helmBin,
+      '--helm-chart',
+      chart329,
+      '--out',
+      planFile,
+      '-o',
+      'json',
+    ]);
+    expect(plan.code, explain(plan)).toBe(0);
+    const planned = JSON.parse(plan.stdout);
+    expect(planned.helm).toMatchObject({ release: RELEASE, namespace: NS, storage: 'secret', currentRevision: 2, action: 'upgrade', chart: chart329 });
+    expect(planned.steps.map((s: { id: string }) => s.id)).toEqual(['preflight', 'apply-crds', 'helm-upgrade', 'wait-rollout', 'verify-data']);
+
+    // As people read it, and refused by name (exit 5) when there is no helm to carry it out.
+    const human = await cli(['plan', '--to', '3.29.7', '--bundle', bundle, '--no-disk-snapshots', '--helm', helmBin, '--helm-chart', chart329]);
+    expect(human.code, explain(human)).toBe(0);
+    expect(human.stdout).toContain(`  Helm release ${NS}/${RELEASE} (revision 2, chart v3.28.1): helm upgrade with ${chart329} and the release's values\n`);
+    const planNoHelm = await cli(['plan', '--to', '3.29.7', '--bundle', bundle, '--no-disk-snapshots', '--helm-chart', chart329], {
+      PATH: path.dirname(process.execPath),
+    });
+    expect(planNoHelm.code, explain(planNoHelm)).toBe(5);
+    expect(planNoHelm.stderr).toMatch(
+      /^cni-rewind: helm not found on PATH \(a Helm install is changed with helm; install it or pass --helm PATH\); no plan was made$/m,
+    );
+
+    // The chart is code that runs in the cluster: apply takes it from its own command line, never from the plan file.
+    const noChart = await cli(['apply', planFile, '--yes', '--helm', helmBin]);
+    expect(noChart.code, explain(noChart)).toBe(5);
+    expect(noChart.stderr).toContain(
+      `the plan cannot be applied: it upgrades with chart ${chart329}, and this apply command line gives projectcalico/tigera-operator`,
+    );
+    // No helm program: refused by name before anything is written (no journal: a later apply is not a resume).
+    const noHelm = await cli(['apply', planFile, '--yes', '--helm-chart', chart329], { PATH: path.dirname(process.execPath) });
+    expect(noHelm.code, explain(noHelm)).toBe(5);
+    expect(noHelm.stderr).toMatch(/helm not found on PATH \(a Helm install is changed with helm; install it or pass --helm PATH\); the plan was not applied/);
+    expect(await history()).toHaveLength(2);
+
+    const started = Date.now();
+    const apply = await cli(['apply', planFile, '--yes', '--helm', helmBin, '--helm-chart', chart329]);
+    console.log(`apply (helm upgrade 3.28.1 -> 3.29.7) took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(apply.code, explain(apply)).toBe(0);
+
+    expect(await history()).toEqual([
+      [1, 'superseded', 'tigera-operator-v3.28.1'],
+      [2, 'superseded', 'tigera-operator-v3.28.1'],
+      [3, 'deployed', 'tigera-operator-v3.29.7'],
+    ]);
+    expect(await values()).toEqual(valuesBefore);
+    const deployment = await client.get(K.deployment, NS, 'tigera-operator');
+    expect(deployment.metadata.labels).toMatchObject({ team: 'platform' });
+    expect(deployment.spec.template.spec.containers[0].image).toBe('quay.io/tigera/operator:v1.36.16');
+  }, 1_800_000);
+
+  it('plan --to 3.28.1 (back) rolls back to revision 2, the newest of the 3.28.1 chart: its chart and values', async () => {
+    const bundle = path.join(dir, 'bundle-back');
+    const exp = await cli(['export', '--out', bundle]);
+    expect(exp.code, explain(exp)).toBe(0);
+    const planFile = path.join(dir, 'plan-back.yaml');
+    const plan = await cli(['plan', '--to', '3.28.1', '--bundle', bundle, '--no-disk-snapshots', '--helm', helmBin, '--out', planFile, '-o', 'json']);
+    expect(plan.code, explain(plan)).toBe(0);
+    const planned = JSON.parse(plan.stdout);
+    expect(planned.direction).toBe('downgrade');
+    expect(planned.helm).toMatchObject({ release: RELEASE, namespace: NS, currentRevision: 3, action: 'rollback', rollbackRevision: 2 });
+    expect(planned.steps.map((s: { id: string }) => s.id)).toEqual([
+      'preflight',
+      'helm-rollback',
+      'apply-crds',
+      'transform-installation',
+      'wait-rollout',
+      'verify-data',
+    ]);
+
+    const started = Date.now();
+    const apply = await cli(['apply', planFile, '--yes', '--helm', helmBin]);
+    console.log(`apply (helm rollback 3.29.7 -> 3.28.1) took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(apply.code, explain(apply)).toBe(0);
+    expect(await history()).toEqual([
+      [1, 'superseded', 'tigera-operator-v3.28.1'],
+      [2, 'superseded', 'tigera-operator-v3.28.1'],
+      [3, 'superseded', 'tigera-operator-v3.29.7'],
+      [4, 'deployed', 'tigera-operator-v3.28.1'],
+    ]);
+    expect(await values()).toEqual(valuesBefore);
+    const deployment = await client.get(K.deployment, NS, 'tigera-operator');
+    expect(deployment.spec.template.spec.containers[0].image).toBe('quay.io/tigera/operator:v1.34.3');
+  }, 1_800_000);
+});
