@@ -47,6 +47,8 @@ interface PodNet {
   ip?: string;
   error?: string;
   lastTry?: number;
+  /** Its DEL waits for the node's next calico-node (said once in the log). */
+  waiting?: boolean;
 }
 
 export class NodeSide {
@@ -244,8 +246,21 @@ export class NodeSide {
     const run = this.nodes.get(rec.node);
     const dir = run ? this.bins.get(run.tree) : undefined;
     if (!run || typeof dir !== 'string' || !run.wanted.cniTemplate) {
-      // Its node side is gone: nothing can release through it; the namespace still goes.
-      if (command === 'DEL') return {};
+      if (command === 'DEL') {
+        // A rollout: the node's calico-node pod is there with its programs still being prepared, or between the old
+        // and the new pod while the DaemonSet exists. A kubelet runs this DEL with the plugin left on the host; here it
+        // waits for the node's next calico-node (a dropped one would leave the pod's address allocated).
+        const preparing = run?.wanted.cniTemplate !== undefined;
+        if (preparing || (!run && (await this.client.getOrUndefined(K.node, undefined, rec.node)) && (await this.calicoNodeDaemonSet()))) {
+          if (!rec.waiting) this.log(`CNI DEL for ${rec.namespace}/${rec.name} waits for calico-node on ${rec.node}`);
+          rec.waiting = true;
+          return undefined;
+        }
+        // The node is gone, or Calico's node side is (no calico-node DaemonSet): nothing can release through it; the
+        // namespace still goes, and the pod's address stays allocated (docs/node-side.md).
+        this.log(`CNI DEL for ${rec.namespace}/${rec.name} dropped: no Node ${rec.node} or no calico-node DaemonSet`);
+        return {};
+      }
       return undefined;
     }
     const ns = await this.nodeNetns(run);
@@ -280,6 +295,12 @@ export class NodeSide {
     rec.error = `${command}: ${parsed.msg ?? `exit ${code}`}${parsed.details ? ` (${parsed.details})` : ''}`;
     this.log(`CNI ${command} for ${rec.namespace}/${rec.name} failed: ${rec.error}`);
     return undefined;
+  }
+
+  /** The operator's (calico-system) or the manifest's (kube-system) calico-node DaemonSet exists. */
+  private async calicoNodeDaemonSet(): Promise<boolean> {
+    for (const ns of ['calico-system', 'kube-system']) if (await this.client.getOrUndefined(K.daemonSet, ns, 'calico-node')) return true;
+    return false;
   }
 
   private save(): void {
