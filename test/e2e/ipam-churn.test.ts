@@ -1,21 +1,22 @@
 /**
  * IPAM is live state: while pods come and go, Calico's IPAM blocks and handles change every second. With the real
- * Calico 3.28.1 programs (the v1.34.3 operator, the Calico API server, kube-controllers, calicoctl) and the IPAM
- * driver (libcalico-go's IPAM client called as the CNI plugin calls it), pods are added and deleted during
- * `backup`, after it, during `restore --resources` into the same cluster, and during `apply` of a 3.28.1 -> 3.27.4
- * downgrade and then of a 3.27.4 -> 3.28.1 upgrade (the real operators handing over both ways; the upgrade also
- * puts back a drifted pool under the datastore lock). Afterwards every address the driver's log says is held is
- * still allocated to its handle, no address is allocated twice, and `calicoctl ipam check` finds no problem but the
- * churn's own (its fake pods have no Pod object, so every address they hold counts as "allocated but not in use").
- * Each node has the VXLAN tunnel address calico-node would allocate from the default pool (`ipam-driver tunnel`); after
- * the restore and after the upgrade it is still allocated to its handle and named by the Node, and calico-node's next
- * reconcile keeps it.
+ * Calico 3.28.1 programs (the v1.34.3 operator, the Calico API server, kube-controllers, calicoctl) and Calico's node
+ * side (calico-node's start-up and tunnel allocator per kwok node, the real CNI plugin's ADD and DEL per pod),
+ * real Pods are created and deleted at a steady rate (test/e2e/pod-churn.ts) during `backup`, after it, during
+ * `restore --resources` into the same cluster, and during `apply` of a 3.28.1 -> 3.27.4 downgrade and then of a
+ * 3.27.4 -> 3.28.1 upgrade (the real operators handing over both ways, calico-node rolled out and started again on
+ * every node; the upgrade also puts back a drifted pool under the datastore lock). After each step: no two pods
+ * share an address, every running pod's address is allocated to its own handle, none twice, nothing a DEL released
+ * is still allocated, `calicoctl ipam check` finds no problem, and every pod whose ADD the CNI plugin refused under
+ * the datastore lock got its address afterwards. Each Calico Node keeps the VXLAN tunnel address its allocator
+ * claimed, allocated to its node's tunnel handle.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
+import { K } from '../../src/kube/builtin.js';
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { Journal } from '../../src/apply/journal.js';
 import { RecordingIoHost, Reporter } from '../../src/io/host.js';
@@ -23,98 +24,90 @@ import { lockDatastore } from '../../src/restore/guards.js';
 import { calicoctl, waitOperator, waitTigeraStatusAvailable } from './calico-support.js';
 import { releasesDir } from '../support/releases.js';
 import { calicoType, runCli } from './helpers.js';
-import {
-  expectIpamIntact,
-  heldByLog,
-  ipamCheck,
-  readEvents,
-  startChurn,
-  stopAllChurns,
-  freshInstall328,
-  teardownInstall,
-  type DriverEvent,
-  type IpamCheck,
-} from './ipam-support.js';
-import { allocateTunnels, expectTunnelsIntact, type TunnelAddrs } from './tunnel-support.js';
+import { freshInstall328, ipamCheck, teardownInstall } from './ipam-support.js';
+import { expectChurnSettledAndHeld, PodChurn, stopAllPodChurns, waitNodeSideSettled } from './pod-churn.js';
+import { expectPodAddressesHeld } from './pod-ip-support.js';
+import { expectNodeTunnelsKept, waitNodeTunnels, type TunnelAddrs } from './tunnel-support.js';
 import { until } from '../support/until.js';
 
 const NODES = ['ipam-node-1', 'ipam-node-2'];
 const USER_POOL = 'churn-user-pool';
 const CLUSTER_INFO = calicoType('clusterinformations', 'ClusterInformation');
 const USER_POOL_SPEC = { cidr: '10.201.0.0/16', blockSize: 26, ipipMode: 'Never', vxlanMode: 'Never', natOutgoing: false, nodeSelector: 'all()' };
+const LOCKED = /not ready to process requests/;
 const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });
 const dir = mkdtempSync(path.join(os.tmpdir(), 'ipam-churn-'));
-const log = path.join(dir, 'driver.jsonl');
 const bundle = path.join(dir, 'bundle');
-let client: KubeClient;
-let baseline: IpamCheck;
-let tunnels: TunnelAddrs[];
-let backupStart = '';
-let backupEnd = '';
-// Fake pods' container ids derive from their names: names unique to this run never meet an earlier run's handles.
+// Pod names (and so their uids' handles) unique to this run; the churn's pods live in a namespace of their own.
 const run = Date.now().toString(36);
+const NAMESPACE = `pod-churn-${run}`;
+let client: KubeClient;
+let tunnels: TunnelAddrs[];
+let churn: PodChurn;
 
-const events = () => readEvents(log);
-const driverState = () => `the IPAM driver's last events: ${JSON.stringify(events().slice(-5))}`;
-const count = (op: DriverEvent['op'], after = '', prefix = '') => events().filter((e) => e.op === op && e.t > after && (e.pod ?? '').startsWith(prefix)).length;
+const now = () => new Date().toISOString();
+/** About 6 pods of its own on the two nodes, one create or delete every 1.5 s: the node side runs one CNI call at a time. */
+const startChurn = (step: string) =>
+  PodChurn.start(client, cluster, { namespace: NAMESPACE, nodes: NODES, prefix: `${run}${step}`, target: 6, intervalMs: 1500 });
+const churnState = () => `the churn's pods: ${JSON.stringify([...churn.pods.values()].slice(-6))}`;
+const wait = (what: string, cond: () => boolean) => until(what, cond, { timeoutMs: 180_000, intervalMs: 250, state: churnState });
+const refusals = (from: string, to: string) => churn.refused(LOCKED, from, to).length;
 
-describe('IPAM under churn through backup, diff, restore --resources and apply both ways (real Calico programs and libcalico-go IPAM)', () => {
+describe('IPAM under a pod churn through the CNI plugin during backup, diff, restore --resources and apply both ways (real Calico programs and node side)', () => {
   beforeAll(async () => {
-    client = await freshInstall328(cluster, NODES, ['v1.32.10']);
+    // The node side of 3.28.1 and, after the downgrade, of 3.27.4 (each calico-node minor runs its own release's).
+    client = await freshInstall328(cluster, NODES, ['v1.32.10'], { nodeSide: ['v3.28.1', 'v3.27.4'] });
     // calico-node's start on each node: a VXLAN tunnel address from default-ipv4-ippool (VXLANCrossSubnet).
-    tunnels = await allocateTunnels(NODES);
-    baseline = await ipamCheck();
+    tunnels = await waitNodeTunnels(cluster, NODES);
   }, 60 * 60_000);
 
-  // Each test stops its churn before it judges IPAM; one that failed before that point must not leave its driver
-  // allocating and releasing under the next test (whose check would then see addresses go while it reads them).
-  afterEach(() => stopAllChurns());
+  // Each test stops its churn before it judges IPAM; one that failed before that point must not leave it creating
+  // and deleting pods under the next test (whose checks would then see addresses come and go while they read).
+  afterEach(() => stopAllPodChurns());
 
   afterAll(async () => {
+    await stopAllPodChurns();
+    // The churn's pods go with their namespace; IPAM goes with Calico's CRDs, the pods' network namespaces with the supervisor.
+    await client?.delete(K.namespace, undefined, NAMESPACE);
     await teardownInstall(cluster, client, 'ipam-node-');
     rmSync(dir, { recursive: true, force: true });
   }, 600_000);
 
-  it('starts from a clean IPAM', () => {
-    // Only the nodes' tunnel addresses are allocated, and in use: the only problems are the kwok pods' addresses, which are outside every pool.
+  it("starts from a clean IPAM: only the nodes' tunnel addresses and the operator's pods, all held", async () => {
     expect(tunnels.map((t) => [t.node, !!t.vxlan, t.ipip])).toEqual(NODES.map((n) => [n, true, '']));
-    expect(baseline.nodeTunnelIps).toBe(NODES.length);
-    expect(baseline.leaked).toBe(0);
-    expect(baseline.outsidePoolIps.length).toBe(baseline.notInPools);
-    expect(baseline.noAllocation + baseline.handlesWithoutIps + baseline.missingHandles, baseline.text).toBe(0);
-    expect(baseline.problems).toBe(baseline.notInPools);
-  });
+    await waitNodeSideSettled(client, cluster, NODES);
+    await expectNodeTunnelsKept(client, tunnels);
+    // The operator's pods on the kwok nodes (kube-controllers, the API server) have their addresses from the CNI plugin.
+    await expectPodAddressesHeld(client, 1);
+    const check = await ipamCheck();
+    expect(check.nodeTunnelIps, check.text).toBe(NODES.length);
+    expect(check.problems, check.text).toBe(0);
+  }, 600_000);
 
   it('pods come and go during and after `backup`; `diff` names the handles added and released since', async () => {
-    const churn = await startChurn(log, { nodes: NODES, prefix: `${run}a`, rate: 8, target: 12, durationS: 600 });
-    await until('8 allocations before the backup', () => count('assign') >= 8, { timeoutMs: 120_000, intervalMs: 200, state: driverState });
-    backupStart = new Date().toISOString();
+    churn = await startChurn('a');
+    await wait('4 pods addressed before the backup', () => churn.counts().addressed >= 4);
+    const backupStart = now();
     const b = await runCli(['backup', '--allow-unprotected-nodes', '--out', bundle, '-o', 'json']);
-    backupEnd = new Date().toISOString();
+    const backupEnd = now();
     expect(b.code, b.stderr).toBe(0);
-    await until('allocations and releases after the backup', () => count('assign', backupEnd) >= 10 && count('release', backupEnd) >= 4, {
-      timeoutMs: 120_000,
-      intervalMs: 200,
-      state: driverState,
-    });
-    expect(await churn.stop()).toBe(0);
-    const evs = events();
-    const end = evs.filter((e) => e.op === 'end').pop()!;
-    expect(end.unsettled ?? []).toEqual([]);
-    console.log(
-      `churn a: ${count('assign')} assigns, ${count('release')} releases, ${count('fail')} failures; ${count('assign', backupEnd)} assigns and ${count('release', backupEnd)} releases after the backup; ${end.held} held`,
-    );
+    // Pods addressed before the backup started and released after it ended: their handles are only in the bundle.
+    const releasedSince = () => [...churn.pods.values()].filter((p) => p.addressedAt! < backupStart && p.deletedAt! > backupEnd && p.releasedAt);
+    await wait('pods addressed and released after the backup', () => churn.counts(backupEnd).addressed >= 3 && releasedSince().length >= 2);
+    await churn.stop();
+    await expectChurnSettledAndHeld(client, cluster, churn);
+    console.log(`churn a: ${JSON.stringify(churn.counts())}; after the backup ${JSON.stringify(churn.counts(backupEnd))}`);
 
     const d = await runCli(['diff', bundle, '-o', 'json']);
     expect(d.code, d.stderr).toBe(1);
     const diff = JSON.parse(d.stdout);
     const names = (refs: { kind: string; name: string }[], kind: string) => new Set(refs.filter((r) => r.kind === kind).map((r) => r.name));
-    const held = heldByLog(evs);
-    // Allocated after the backup and still held: handles the bundle does not have.
-    const added = evs.filter((e) => e.op === 'assign' && e.t > backupEnd && held.has(e.handle!)).map((e) => e.handle!);
-    // Allocated before the backup started, released after it ended: handles only the bundle has.
-    const assignedBefore = new Set(evs.filter((e) => e.op === 'assign' && e.t < backupStart).map((e) => e.handle!));
-    const released = evs.filter((e) => e.op === 'release' && e.t > backupEnd && assignedBefore.has(e.handle!)).map((e) => e.handle!);
+    // Created after the backup and still there: handles the bundle does not have.
+    const added = churn
+      .live()
+      .filter((p) => p.createdAt > backupEnd)
+      .map((p) => p.handle!);
+    const released = releasedSince().map((p) => p.handle!);
     expect(added.length).toBeGreaterThan(0);
     const onlyInCluster = names(diff.onlyInCluster, 'IPAMHandle');
     for (const h of added) expect(onlyInCluster.has(h), `${h} only in the cluster`).toBe(true);
@@ -123,34 +116,28 @@ describe('IPAM under churn through backup, diff, restore --resources and apply b
     expect(diff.changed.some((c: any) => c.ref.kind === 'IPAMBlock')).toBe(true);
   }, 600_000);
 
-  it('`restore --resources` while pods still come and go: no allocation lost, none held twice, ipam check clean but for the churn', async () => {
-    const churn = await startChurn(log, { nodes: NODES, prefix: `${run}b`, rate: 8, target: 12, durationS: 600, seed: 2 });
-    await until('allocations before the restore', () => count('assign', '', `${run}b-`) >= 4, { timeoutMs: 120_000, intervalMs: 200, state: driverState });
+  it('`restore --resources` while pods still come and go: no allocation lost, none held twice, ipam check clean', async () => {
+    churn = await startChurn('b');
+    await wait('pods addressed before the restore', () => churn.counts().addressed >= 3);
+    const restoreStart = now();
     const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
-    const restoreEnd = new Date().toISOString();
+    const restoreEnd = now();
     expect(r.code, r.stderr).toBe(0);
     const result = JSON.parse(r.stdout);
-    // The CNI plugin works again once the restore has released the datastore lock.
-    await until('allocations after the restore', () => count('assign', restoreEnd, `${run}b-`) >= 4 && count('release', restoreEnd, `${run}b-`) >= 2, {
-      timeoutMs: 120_000,
-      intervalMs: 200,
-      state: driverState,
-    });
-    expect(await churn.stop()).toBe(0);
-    const evs = events();
-    expect(evs.filter((e) => e.op === 'end').pop()!.unsettled ?? []).toEqual([]);
+    // The CNI plugin works again once the restore has released the datastore lock (if it took it).
+    await wait('pods addressed and released after the restore', () => churn.counts(restoreEnd).addressed >= 2 && churn.counts(restoreEnd).released >= 1);
+    await churn.stop();
+    await expectChurnSettledAndHeld(client, cluster, churn);
     const written = result.actions.filter((a: any) => a.phase === 'ipam' && ['create', 'update', 'replace'].includes(a.action)).length;
     console.log(
-      `churn b: ${count('assign', '', `${run}b-`)} assigns, ${count('release', '', `${run}b-`)} releases, ${count('fail', '', `${run}b-`)} failures (datastore lock); restore wrote ${written} IPAM objects; counts ${JSON.stringify(result.counts)}`,
+      `churn b: ${JSON.stringify(churn.counts())}; during the restore ${JSON.stringify(churn.counts(restoreStart, restoreEnd))}, ${refusals(restoreStart, restoreEnd)} ADDs refused under the lock; restore wrote ${written} IPAM objects; counts ${JSON.stringify(result.counts)}`,
     );
-
-    await expectIpamIntact(client, evs);
-    await expectTunnelsIntact(client, tunnels);
+    await expectNodeTunnelsKept(client, tunnels);
   }, 600_000);
 
   it('`apply` of a 3.28.1 -> 3.27.4 downgrade plan while pods come and go: the real v1.32 operator takes over, verify-data passes, IPAM intact', async () => {
-    const churn = await startChurn(log, { nodes: NODES, prefix: `${run}c`, rate: 8, target: 12, durationS: 900, seed: 3 });
-    await until('allocations before the backup', () => count('assign', '', `${run}c-`) >= 4, { timeoutMs: 120_000, intervalMs: 200, state: driverState });
+    churn = await startChurn('c');
+    await wait('pods addressed before the backup', () => churn.counts().addressed >= 3);
     const bundle2 = path.join(dir, 'bundle-apply');
     const b = await runCli(['backup', '--allow-unprotected-nodes', '--out', bundle2, '-o', 'json']);
     expect(b.code, b.stderr).toBe(0);
@@ -160,58 +147,47 @@ describe('IPAM under churn through backup, diff, restore --resources and apply b
     const planned = JSON.parse(p.stdout);
     // Blocks changed by the churn between backup and plan are live state, not drift to undo.
     expect(planned.findings.find((f: any) => f.id === 'changed-since-backup')?.objects ?? []).toEqual([]);
-    const applyStart = new Date().toISOString();
+    const applyStart = now();
     const a = await runCli(['apply', plan, '--yes', '-o', 'json']);
-    const applyEnd = new Date().toISOString();
+    const applyEnd = now();
     expect(a.code, `${a.stdout}\n${a.stderr}`).toBe(0);
     await waitOperator(cluster, 'v1.32.10');
-    await until('allocations after the apply', () => count('assign', applyEnd, `${run}c-`) >= 4 && count('release', applyEnd, `${run}c-`) >= 2, {
-      timeoutMs: 120_000,
-      intervalMs: 200,
-      state: driverState,
-    });
-    expect(await churn.stop()).toBe(0);
-    const evs = events();
-    expect(evs.filter((e) => e.op === 'end').pop()!.unsettled ?? []).toEqual([]);
-    const during = (op: DriverEvent['op']) => evs.filter((e) => e.op === op && e.t > applyStart && e.t < applyEnd && e.pod?.startsWith(`${run}c-`)).length;
+    // calico-node rendered at v3.27.4 is a new pod on each node: start-up runs again before the node takes pods.
+    await wait('pods addressed and released after the apply', () => churn.counts(applyEnd).addressed >= 2 && churn.counts(applyEnd).released >= 1);
+    await churn.stop();
+    await expectChurnSettledAndHeld(client, cluster, churn);
+    const during = churn.counts(applyStart, applyEnd);
     console.log(
-      `churn c: during apply ${during('assign')} assigns, ${during('release')} releases, ${during('fail')} failures; apply ${JSON.stringify(JSON.parse(a.stdout).steps?.map((s: any) => s.id ?? s) ?? a.stdout.slice(0, 300))}`,
+      `churn c: ${JSON.stringify(churn.counts())}; during apply ${JSON.stringify(during)}, ${refusals(applyStart, applyEnd)} ADDs refused under the lock; apply ${JSON.stringify(JSON.parse(a.stdout).steps?.map((s: any) => s.id ?? s) ?? a.stdout.slice(0, 300))}`,
     );
-    expect(during('assign') + during('release')).toBeGreaterThan(0);
-    await expectIpamIntact(client, evs);
+    expect(during.created + during.deleted).toBeGreaterThan(0);
+    await expectNodeTunnelsKept(client, tunnels);
   }, 1_200_000);
 
-  it('`apply` of a 3.27.4 -> 3.28.1 upgrade plan with --restore-drift while pods come and go: the real v1.34 operator takes over, the datastore lock costs retries only, IPAM intact', async () => {
+  it('`apply` of a 3.27.4 -> 3.28.1 upgrade plan with --restore-drift while pods come and go: the real v1.34 operator takes over, the datastore lock delays ADDs only, IPAM intact', async () => {
     // Starts where the downgrade left the cluster: 3.27.4 under the real v1.32.10 operator.
     await waitOperator(cluster, 'v1.32.10', 10_000);
     // A user's pool, changed after the backup: --restore-drift puts it back under the datastore lock, so the
-    // upgrade takes the lock while the driver's ADDs and DELs keep coming (an in-place upgrade alone never locks).
+    // upgrade takes the lock while pods keep coming and going (an in-place upgrade alone never locks).
     await calicoctl(
       ['create', '-f', '-'],
       JSON.stringify({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: USER_POOL }, spec: USER_POOL_SPEC }),
     );
-    const churn = await startChurn(log, { nodes: NODES, prefix: `${run}d`, rate: 8, target: 12, durationS: 900, seed: 4 });
-    const mine = (e: DriverEvent, from: string, to: string) => e.t > from && e.t < to && (e.pod ?? '').startsWith(`${run}d-`);
-    await until('allocations before the backup', () => count('assign', '', `${run}d-`) >= 4, { timeoutMs: 120_000, intervalMs: 200, state: driverState });
-    // The datastore lock as restore and apply take it (lockDatastore), held until the driver has run into it: the lock
-    // inside apply lasts well under a second, too short to meet a call every time. Every ADD and DEL fails meanwhile,
-    // as the CNI plugin's do; a failed ADD is retried as a DEL until it succeeds.
-    const lockedAt = new Date().toISOString();
+    churn = await startChurn('d');
+    await wait('pods addressed before the backup', () => churn.counts().addressed >= 3);
+    // The datastore lock as restore and apply take it (lockDatastore), held until the CNI plugin has refused an ADD:
+    // the lock inside apply lasts about a second, too short to meet an ADD every time. Every ADD and DEL fails
+    // meanwhile, and the node side retries them as a kubelet does.
+    const lockedAt = now();
     const lock = await lockDatastore(client, CLUSTER_INFO, new Reporter(new RecordingIoHost()));
-    await until('driver calls refused under the lock', () => count('fail', lockedAt, `${run}d-`) >= 3, {
-      timeoutMs: 60_000,
-      intervalMs: 200,
-      state: driverState,
-    });
+    await wait('an ADD refused under the lock', () => refusals(lockedAt, '9') >= 1);
     await lock!.release();
-    const unlockedAt = new Date().toISOString();
+    const unlockedAt = now();
     const bundle3 = path.join(dir, 'bundle-upgrade');
-    const backupFrom = new Date().toISOString();
     const b = await runCli(['backup', '--allow-unprotected-nodes', '--out', bundle3, '-o', 'json']);
     expect(b.code, b.stderr).toBe(0);
     await calicoctl(['patch', 'ippool', USER_POOL, '-p', '{"spec":{"natOutgoing":true}}']);
     const plan = path.join(dir, 'plan-upgrade.yaml');
-    const planFrom = new Date().toISOString();
     const from = ['--manifests', releasesDir(), '--bundle', bundle3, '--no-disk-snapshots'];
     const p = await runCli(['plan', '--to', '3.28.1', ...from, '--restore-drift', '--out', plan, '-o', 'json']);
     expect(p.code, p.stderr).toBe(0);
@@ -219,20 +195,15 @@ describe('IPAM under churn through backup, diff, restore --resources and apply b
     expect(planned).toMatchObject({ direction: 'upgrade', current: { version: 'v3.27.4' }, target: { version: 'v3.28.1' } });
     // Only the user's change is drift: the blocks and handles the churn changed since the backup are live state.
     expect(planned.findings.find((f: any) => f.id === 'changed-since-backup')?.objects).toEqual([`IPPool/${USER_POOL}`]);
-    const applyFrom = new Date().toISOString();
+    const applyFrom = now();
     const a = await runCli(['apply', plan, '--yes', '-o', 'json']);
-    const applyTo = new Date().toISOString();
+    const applyTo = now();
     expect(a.code, `${a.stdout}\n${a.stderr}`).toBe(0);
     const res = JSON.parse(a.stdout);
     const st = await waitOperator(cluster, 'v1.34.3', 10_000);
-    await until('allocations after the apply', () => count('assign', applyTo, `${run}d-`) >= 4 && count('release', applyTo, `${run}d-`) >= 2, {
-      timeoutMs: 120_000,
-      intervalMs: 200,
-      state: driverState,
-    });
-    expect(await churn.stop()).toBe(0);
-    const evs = events();
-    expect(evs.filter((e) => e.op === 'end').pop()!.unsettled ?? []).toEqual([]);
+    await wait('pods addressed and released after the apply', () => churn.counts(applyTo).addressed >= 2 && churn.counts(applyTo).released >= 1);
+    await churn.stop();
+    await expectChurnSettledAndHeld(client, cluster, churn);
 
     // The journal: the lock was taken and released inside restore-drift, and verify-data passed.
     const journal = Journal.read(res.journal).records;
@@ -253,27 +224,25 @@ describe('IPAM under churn through backup, diff, restore --resources and apply b
       true,
     );
 
-    // Failures: only the lock's (the test's, and restore-drift's when a call met it); each failed ADD released by its retried DEL.
+    // Failures: only the lock's (the test's, and restore-drift's when an ADD or DEL met it). The node side's status
+    // is read every 250 ms but written after each of its ticks, so a failure is seen up to a tick after it happened.
     const lockFrom = stepTime('step-start', 'restore-drift');
     const lockTo = stepTime('step-end', 'restore-drift');
-    const fails = evs.filter((e) => e.op === 'fail' && (e.pod ?? '').startsWith(`${run}d-`));
-    // A call that read ClusterInformation just before the release reports its failure a moment after it.
-    const within = (t: string, from: string, to: string) => Date.parse(t) >= Date.parse(from) && Date.parse(t) <= Date.parse(to) + 2000;
-    for (const f of fails) {
-      expect(f).toMatchObject({ error: 'Calico is currently not ready to process requests' });
-      expect(within(f.t, lockedAt, unlockedAt) || within(f.t, lockFrom, lockTo), `${f.call} failed at ${f.t}, outside the datastore lock`).toBe(true);
+    const TICK_MS = 15_000;
+    const within = (t: string, from: string, to: string) => Date.parse(t) >= Date.parse(from) && Date.parse(t) <= Date.parse(to) + TICK_MS;
+    // The node side's API bridge into a node's namespace is never among them: a call waits for a bridge just started
+    // (a calico-node rollout) and one that met it not listening is retried once it serves (node-side-bridge.ts).
+    const failures = [...churn.pods.values()].flatMap((p) => p.failures.filter((f) => f.error).map((f) => ({ pod: p.name, ...f })));
+    for (const f of failures) {
+      expect(f.error).toMatch(LOCKED);
+      expect(within(f.t, lockedAt, unlockedAt) || within(f.t, lockFrom, lockTo), `${f.pod}: ${f.error} seen at ${f.t}, outside the datastore lock`).toBe(true);
     }
-    for (const f of fails.filter((e) => e.call === 'assign'))
-      expect(
-        evs.some((e) => e.op === 'release' && e.handle === f.handle && e.t > f.t),
-        `the failed ADD of ${f.handle} released`,
-      ).toBe(true);
-    const n = (op: DriverEvent['op'], from: string, to: string) => evs.filter((e) => e.op === op && mine(e, from, to)).length;
+    expect(refusals(lockedAt, '9')).toBeGreaterThan(0);
+    const during = churn.counts(applyFrom, applyTo);
     console.log(
-      `churn d: lock held by the test ${n('fail', lockedAt, backupFrom)} failures; backup ${n('assign', backupFrom, planFrom)}+${n('release', backupFrom, planFrom)}, plan ${n('assign', planFrom, applyFrom)}+${n('release', planFrom, applyFrom)}, apply ${n('assign', applyFrom, applyTo)} assigns ${n('release', applyFrom, applyTo)} releases ${n('fail', applyFrom, applyTo)} failures (${n('fail', lockFrom, lockTo)} inside restore-drift ${lockFrom}..${lockTo}: ${fails.map((f) => `${f.call} ${f.t}`).join(', ')}); apply ${res.steps.map((s: any) => `${s.id} ${(s.ms / 1000).toFixed(1)}s`).join(', ')}`,
+      `churn d: ${JSON.stringify(churn.counts())}; lock held by the test ${lockedAt}..${unlockedAt}: ${refusals(lockedAt, new Date(Date.parse(unlockedAt) + TICK_MS).toISOString())} ADDs refused; apply ${JSON.stringify(during)}, ${refusals(lockFrom, new Date(Date.parse(lockTo) + TICK_MS).toISOString())} ADDs refused inside restore-drift ${lockFrom}..${lockTo}; failures ${failures.map((f) => `${f.pod} ${f.t} ${f.error.slice(0, 12)}`).join(', ')}; apply ${res.steps.map((s: any) => `${s.id} ${(s.ms / 1000).toFixed(1)}s`).join(', ')}`,
     );
-    expect(n('assign', applyFrom, applyTo) + n('release', applyFrom, applyTo)).toBeGreaterThan(0);
-    await expectIpamIntact(client, evs);
-    await expectTunnelsIntact(client, tunnels);
+    expect(during.created + during.deleted).toBeGreaterThan(0);
+    await expectNodeTunnelsKept(client, tunnels);
   }, 1_200_000);
 });

@@ -6,10 +6,10 @@ import path from 'node:path';
 import { K } from '../../kube/builtin.js';
 import { KubeApiError, type KubeClient } from '../../kube/client.js';
 import type { KubeObject } from '../../kube/types.js';
-import { packageRoot } from '../../core/package-root.js';
 import { serveUnixToTcp } from './api-bridge.js';
 import { ensureCalicoProgram, nodeSideFor } from './calico-programs.js';
 import { deleteNetns, ensureNetns, netnsPath } from './netns.js';
+import { NodeBridge, refusedByBridge } from './node-side-bridge.js';
 import { CALICO_NODE_SELECTOR, cniPluginConfig, nodeAddresses, nodeSideEnv, podsForCni, wantedNodeSides, type NodeSideWanted } from './node-side-desired.js';
 import { Slot } from './slot.js';
 
@@ -32,7 +32,7 @@ interface NodeRun {
   startupChild?: ChildProcess;
   lastStartup: number;
   allocator: Slot;
-  bridge: Slot;
+  bridge: NodeBridge;
   error?: string;
 }
 
@@ -47,6 +47,8 @@ interface PodNet {
   ip?: string;
   error?: string;
   lastTry?: number;
+  /** Its DEL waits for the node's next calico-node (said once in the log). */
+  waiting?: boolean;
 }
 
 export class NodeSide {
@@ -56,6 +58,7 @@ export class NodeSide {
   private readonly podsFile: string;
   private pods: Record<string, PodNet>;
   private apiBridge?: Server;
+  private port?: number;
 
   constructor(
     private readonly client: KubeClient,
@@ -126,7 +129,7 @@ export class NodeSide {
         startup: 'waiting',
         lastStartup: 0,
         allocator: new Slot(`tunnel-allocator-${w.node}`, this.dir, this.log),
-        bridge: new Slot(`api-bridge-${w.node}`, this.dir, this.log),
+        bridge: new NodeBridge(`api-bridge-${w.node}`, `${this.netnsPrefix}n-${shortHash(w.node)}`, this.apiPort, this.socket, this.dir, this.log),
       };
       this.nodes.set(w.node, run);
     }
@@ -169,16 +172,23 @@ export class NodeSide {
     this.nodes.delete(node);
   }
 
-  /** The namespace of a node (the CNI plugin's "host"), with the API server's port carried into it. */
-  private nodeNetns(run: NodeRun): string {
-    const name = `${this.netnsPrefix}n-${shortHash(run.wanted.node)}`;
-    ensureNetns(name);
-    const socket = path.join(this.dir, 'api.sock');
-    const port = apiPort(this.kubeconfig);
-    if (!this.apiBridge) this.apiBridge = serveUnixToTcp(socket, port);
-    const script = path.join(packageRoot(), 'dist', 'src', 'dev', 'local-cluster', 'api-bridge.js');
-    run.bridge.ensure(name, 'ip', ['netns', 'exec', name, process.execPath, script, String(port), socket], {});
-    return name;
+  private get socket(): string {
+    return path.join(this.dir, 'api.sock');
+  }
+
+  private get apiPort(): number {
+    return (this.port ??= apiPort(this.kubeconfig));
+  }
+
+  /**
+   * The namespace of a node (the CNI plugin's "host") with the API server's port carried into it and serving
+   * (node-side-bridge.ts), or undefined when its bridge did not answer. A namespace made again here (it was removed
+   * under a running bridge) gets a new bridge: the old one serves the namespace that lost the name.
+   */
+  private async nodeNetns(run: NodeRun): Promise<string | undefined> {
+    if (ensureNetns(run.bridge.netns)) await run.bridge.stop();
+    if (!this.apiBridge) this.apiBridge = serveUnixToTcp(this.socket, this.apiPort);
+    return (await run.bridge.ready()) ? run.bridge.netns : undefined;
   }
 
   private async followPods(readyNodes: Set<string>): Promise<void> {
@@ -236,11 +246,29 @@ export class NodeSide {
     const run = this.nodes.get(rec.node);
     const dir = run ? this.bins.get(run.tree) : undefined;
     if (!run || typeof dir !== 'string' || !run.wanted.cniTemplate) {
-      // Its node side is gone: nothing can release through it; the namespace still goes.
-      if (command === 'DEL') return {};
+      if (command === 'DEL') {
+        // A rollout: the node's calico-node pod is there with its programs still being prepared, or between the old
+        // and the new pod while the DaemonSet exists. A kubelet runs this DEL with the plugin left on the host; here it
+        // waits for the node's next calico-node (a dropped one would leave the pod's address allocated).
+        const preparing = run?.wanted.cniTemplate !== undefined;
+        if (preparing || (!run && (await this.client.getOrUndefined(K.node, undefined, rec.node)) && (await this.calicoNodeDaemonSet()))) {
+          if (!rec.waiting) this.log(`CNI DEL for ${rec.namespace}/${rec.name} waits for calico-node on ${rec.node}`);
+          rec.waiting = true;
+          return undefined;
+        }
+        // The node is gone, or Calico's node side is (no calico-node DaemonSet): nothing can release through it; the
+        // namespace still goes, and the pod's address stays allocated (docs/node-side.md).
+        this.log(`CNI DEL for ${rec.namespace}/${rec.name} dropped: no Node ${rec.node} or no calico-node DaemonSet`);
+        return {};
+      }
       return undefined;
     }
-    const ns = this.nodeNetns(run);
+    const ns = await this.nodeNetns(run);
+    if (!ns) {
+      rec.error = `${command}: the API bridge into ${run.bridge.netns} does not serve`;
+      this.log(`CNI ${command} for ${rec.namespace}/${rec.name} not run: ${rec.error}`);
+      return undefined;
+    }
     const config = cniPluginConfig(run.wanted, this.kubeconfig, path.join(this.dir, 'cni.log'), path.join(this.dir, 'endpoint-status'));
     const env = {
       PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin',
@@ -251,7 +279,11 @@ export class NodeSide {
       CNI_PATH: dir,
       CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${rec.namespace};K8S_POD_NAME=${rec.name};K8S_POD_INFRA_CONTAINER_ID=${rec.containerID};K8S_POD_UID=${rec.uid}`,
     };
-    const { code, stdout } = await runWithInput('ip', ['netns', 'exec', ns, path.join(dir, 'calico')], env, JSON.stringify(config));
+    const call = () => runWithInput('ip', ['netns', 'exec', ns, path.join(dir, 'calico')], env, JSON.stringify(config));
+    let { code, stdout } = await call();
+    // The plugin could not reach the API server through the bridge: once the bridge answers again (restarted when it
+    // failed its check), the call is made again at once, as a kubelet retries a sandbox whose CNI call failed.
+    if (code !== 0 && refusedByBridge(stdout, this.apiPort) && (await run.bridge.recover())) ({ code, stdout } = await call());
     let parsed: Record<string, any>;
     try {
       parsed = stdout.trim() ? JSON.parse(stdout) : {};
@@ -263,6 +295,12 @@ export class NodeSide {
     rec.error = `${command}: ${parsed.msg ?? `exit ${code}`}${parsed.details ? ` (${parsed.details})` : ''}`;
     this.log(`CNI ${command} for ${rec.namespace}/${rec.name} failed: ${rec.error}`);
     return undefined;
+  }
+
+  /** The operator's (calico-system) or the manifest's (kube-system) calico-node DaemonSet exists. */
+  private async calicoNodeDaemonSet(): Promise<boolean> {
+    for (const ns of ['calico-system', 'kube-system']) if (await this.client.getOrUndefined(K.daemonSet, ns, 'calico-node')) return true;
+    return false;
   }
 
   private save(): void {

@@ -21,17 +21,19 @@ export class Slot {
     readonly name: string,
     private readonly workDir: string,
     private readonly log: (l: string) => void,
+    /** A crashed program is started again at most this often (a crash loop must not spin the supervisor). */
+    private readonly restartEveryMs = 5000,
   ) {}
 
   alive(): boolean {
     return !!this.running && this.running.exited === undefined;
   }
 
-  /** Start `bin args` under `key` unless it already runs; a crashed process is restarted at most every 5 s. */
+  /** Start `bin args` under `key` unless it already runs; a crashed process is restarted at most every `restartEveryMs`. */
   ensure(key: string, bin: string, args: string[], env: Record<string, string>): void {
     if (this.running && this.running.key === key && this.alive()) return;
     if (this.running && this.running.key !== key) return; // stop() first
-    if (Date.now() - this.lastStart < 5000) return;
+    if (Date.now() - this.lastStart < this.restartEveryMs) return;
     this.lastStart = Date.now();
     const out = openSync(path.join(this.workDir, `${this.name}.log`), 'a');
     const child = spawn(bin, args, { stdio: ['ignore', out, out], env: { ...process.env, ...env } });
