@@ -15,7 +15,7 @@ import { objectDiff, sameContent, stripServerFields } from './normalize.js';
 import { INSTALLATION_KIND, NEVER_RESTORED_KINDS, RUNTIME_FIELDS, phaseOf } from './order.js';
 import { deletionNote } from './operator.js';
 import { goneOwnersNote, type OwnerLookup } from './owners.js';
-import { calicoVersionOfOperatorImage, judgePool } from './pools.js';
+import { calicoVersionOfOperatorImage, judgePool, stopEntriesOfStoppedPools } from './pools.js';
 import { updatedInPlaceNote, whyNotDeleted } from './replace.js';
 import type { DesiredSpool } from './spool.js';
 import type { PhaseTimer } from './timings.js';
@@ -32,6 +32,8 @@ export interface PlanContext {
   bundleCrds: Map<string, KubeObject>;
   dropUnknownFields: boolean;
   installation?: KubeObject;
+  /** The bundle's disabled IPPools restore writes (their Installation entries are stopped, pools.ts). */
+  disabledPools?: readonly KubeObject[];
   operatorImage?: string;
   /** ownerKey of every object the bundle restores. */
   inBundle: Set<string>;
@@ -69,7 +71,11 @@ export async function planOne(client: KubeClient, resolver: ResourceResolver, ob
     }
     if (verdict.note) notes.push(verdict.note);
   }
-  if (obj.kind === INSTALLATION_KIND && group === OPERATOR_GROUP) desired = withRunningOperatorsFinalizers(desired, ctx.operatorImage, notes);
+  if (obj.kind === INSTALLATION_KIND && group === OPERATOR_GROUP) {
+    const stopped = stopEntriesOfStoppedPools(desired, ctx.disabledPools ?? [], ctx.operatorImage);
+    desired = withRunningOperatorsFinalizers(stopped.installation, ctx.operatorImage, notes);
+    notes.push(...stopped.notes);
+  }
   await dropMissingOwners(ctx.owners, desired, ctx.inBundle, notes);
   if (notes.length) action.notes = notes;
 
