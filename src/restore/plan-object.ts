@@ -16,7 +16,7 @@ import { INSTALLATION_KIND, NEVER_RESTORED_KINDS, RUNTIME_FIELDS, phaseOf } from
 import { deletionNote } from './operator.js';
 import { goneOwnersNote, type OwnerLookup } from './owners.js';
 import { calicoVersionOfOperatorImage, judgePool, stopEntriesOfStoppedPools } from './pools.js';
-import { updatedInPlaceNote, whyNotDeleted } from './replace.js';
+import { dependentsReason, updatedInPlaceNote, whyNotDeleted } from './replace.js';
 import type { DesiredSpool } from './spool.js';
 import type { PhaseTimer } from './timings.js';
 import { idOf, refOf, type ExistingPolicy, type Planned, type RestoreAction } from './types.js';
@@ -90,6 +90,7 @@ export async function planOne(client: KubeClient, resolver: ResourceResolver, ob
     action.deleting = true;
     (action.notes ??= []).push(deleting);
   } else if (action.action === 'create') compareWithLive(action, live, desired, ctx.existing, obj.kind === 'Namespace' && group === '');
+  if (action.action === 'replace' && live) keepDependents(action, await ctx.owners.dependentsOf(live, type));
   const gone = live?.metadata.ownerReferences?.length && !deleting ? await ctx.timer.time('readCluster', () => ctx.owners.goneOwners(live)) : [];
   if (gone.length) {
     action.goneOwners = gone.map((r) => `${r.kind} ${r.name}`);
@@ -229,6 +230,13 @@ export function compareWithLive(
     if (kept) (action.notes ??= []).push(updatedInPlaceNote(kept));
     action.diff = objectDiff(live, desired, action.id);
   }
+}
+
+/** A replace whose live object others name as their owner becomes an update in place (replace.ts). */
+function keepDependents(action: RestoreAction, dependents: string[]): void {
+  if (!dependents.length) return;
+  action.action = 'update';
+  (action.notes ??= []).push(updatedInPlaceNote(dependentsReason(dependents)));
 }
 
 /** The live values of RUNTIME_FIELDS replace the bundle's. */
