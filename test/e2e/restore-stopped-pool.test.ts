@@ -11,7 +11,7 @@ import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { runCli } from './helpers.js';
-import { calicoctl, nonAllocating, operatorLog, waitOperator, watchPoolNonAllocating } from './calico-support.js';
+import { calicoctl, nonAllocating, operatorLog, waitOperator } from './calico-support.js';
 import { T, exportTo, restoreSuite } from './restore-support.js';
 
 const POOL = 'default-ipv4-ippool';
@@ -62,7 +62,6 @@ describe('restore of a disabled pool the operator does not own (the real v1.34.3
       { timeoutMs: 180_000 },
     );
 
-    const since = Date.now();
     const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json'], { timeoutMs: 1_500_000 });
     const result = JSON.parse(r.stdout);
     const pool = result.actions.find((a: any) => a.id === `IPPool ${POOL}`);
@@ -75,10 +74,22 @@ describe('restore of a disabled pool the operator does not own (the real v1.34.3
     const entry = (await client.get(T.installation, undefined, 'default')).spec.calicoNetwork.ipPools.find((e: any) => e.cidr === restored.spec.cidr);
     expect(entry.nodeSelector).toBe('!all()');
 
-    // Under the resumed operator, with a reconcile forced every 20 s: never allocating, still disabled.
-    const watched = await watchPoolNonAllocating(client, POOL, { durationMs: 90_000, touchEveryMs: 20_000, since, cluster });
-    expect(watched.reconciled).toBeGreaterThanOrEqual(3);
-    expect((await client.get(T.ippool, undefined, POOL)).spec.disabled).toBe(true);
+    // Under the resumed operator (started again by the restore, so not watchPoolNonAllocating's fresh one), four
+    // reconciles forced by touching the Installation: each seen in the pool controller's own judgement, the pool
+    // still disabled after it.
+    const notOwned = () => operatorLog(cluster).filter((l) => l.includes(NOT_OWNED)).length;
+    for (let touch = 1; touch <= 4; touch++) {
+      const before = notOwned();
+      await client.mergePatch(T.installation, undefined, 'default', { metadata: { annotations: { 'rsp.example/touch': String(touch) } } });
+      await client.waitFor(`the pool controller to reconcile touch ${touch}`, async () => (notOwned() > before ? true : undefined), {
+        timeoutMs: 120_000,
+        intervalMs: 250,
+      });
+      await new Promise((done) => setTimeout(done, 10_000));
+      const p = await client.get(T.ippool, undefined, POOL);
+      expect(p.spec.disabled, `after forced reconcile ${touch}: ${JSON.stringify(p.spec)}`).toBe(true);
+      expect(managedBy(p)).toBeUndefined();
+    }
 
     // Lost again, the entry restore left creates it non-allocating.
     await calicoctl(['delete', 'ippool', POOL]);
