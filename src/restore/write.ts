@@ -115,7 +115,7 @@ async function send(client: KubeClient, type: ResourceType, p: Planned, body: Ku
       return await updateInPlace(client, type, p, body, live);
     }
     case 'replace': {
-      // Planned without finalizers; one added since (a controller that is not paused) still keeps it from deletion.
+      // Planned without finalizers or dependents; one added since (a controller that is not paused) still keeps it.
       const live = await client.getOrUndefined(type, body.metadata.namespace, body.metadata.name);
       const kept = live && whyNotDeleted(live, await owners.dependentsOf(live, type));
       if (kept) {
@@ -141,7 +141,7 @@ async function send(client: KubeClient, type: ResourceType, p: Planned, body: Ku
  */
 async function updateInPlace(client: KubeClient, type: ResourceType, p: Planned, body: KubeObject, live: KubeObject): Promise<KubeObject> {
   const inPlace = p.action.notes?.some((n) => n.startsWith(UPDATED_IN_PLACE));
-  // What the replace would have re-created from the bundle alone: the live owners stay where the bundle names none.
+  // A replace done in place keeps the live owners where the bundle names none, as it keeps the live finalizers.
   const keepOwners = inPlace && !body.metadata.ownerReferences?.length && live.metadata.ownerReferences?.length;
   const sent = withLiveMeta(keepOwners ? { ...body, metadata: { ...body.metadata, ownerReferences: live.metadata.ownerReferences } } : body, live);
   try {
