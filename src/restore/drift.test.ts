@@ -3,7 +3,7 @@ import { RecordingIoHost, Reporter } from '../io/host.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import type { ResourceResolver } from '../kube/resolver.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
-import { findDrift, type DriftTarget } from './drift.js';
+import { findDrift, onlyOperatorMarked, type DriftTarget } from './drift.js';
 
 // Many objects of one custom resource type (global network sets; IPAM kinds are judged otherwise, see below).
 const SETS: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'globalnetworksets', kind: 'GlobalNetworkSet', namespaced: false };
@@ -121,5 +121,25 @@ describe('findDrift', () => {
     expect(drifted).toEqual([{ id: 'IPAMBlock 10-0-0-0-30', paths: ['spec.allocations[1] (10.0.0.1, handle pod-b)'] }]);
     // A merged block: only ordinal 0 was put back (1 was a duplicate IP, reported by the merge).
     expect(await findDrift(client, resolver, [ipamTarget(block(['pod-a', 'pod-b', null, null]), [0])], 4, reporter())).toEqual([]);
+  });
+});
+
+describe("the operator's marking of a pool it adopted is not drift (issue 30)", () => {
+  const pool = (meta: Record<string, unknown> | undefined): KubeObject => ({
+    apiVersion: 'crd.projectcalico.org/v1',
+    kind: 'IPPool',
+    metadata: { name: 'p', ...(meta ? { annotations: { 'projectcalico.org/metadata': JSON.stringify(meta) } } : {}) },
+    spec: { cidr: '10.0.0.0/16', disabled: true },
+  });
+  const marked = { 'app.kubernetes.io/managed-by': 'tigera-operator' };
+
+  it('only the managed-by label added to the v3 metadata: not drift; any other change still is', () => {
+    expect(onlyOperatorMarked(pool({ creationTimestamp: null }), pool({ labels: marked, creationTimestamp: null }))).toBe(true);
+    expect(onlyOperatorMarked(pool(undefined), pool({ labels: marked }))).toBe(true);
+    expect(onlyOperatorMarked(pool({ labels: { a: 'b' } }), pool({ labels: { ...marked, a: 'b' } }))).toBe(true);
+    expect(onlyOperatorMarked(pool({ labels: { a: 'b' } }), pool({ labels: { ...marked, a: 'c' } }))).toBe(false);
+    expect(onlyOperatorMarked(pool({ labels: { a: 'b' } }), pool({ labels: { a: 'b' } }))).toBe(false);
+    expect(onlyOperatorMarked(pool(undefined), pool({ labels: { 'app.kubernetes.io/managed-by': 'someone-else' } }))).toBe(false);
+    expect(onlyOperatorMarked({ ...pool(undefined), kind: 'GlobalNetworkSet' }, { ...pool({ labels: marked }), kind: 'GlobalNetworkSet' })).toBe(false);
   });
 });

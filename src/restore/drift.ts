@@ -1,6 +1,7 @@
 /** Restore's drift check: what was written, read back after all writes and compared with what was sent. */
 import type { Reporter } from '../io/host.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
+import { canonicalJson } from '../util/canonical.js';
 import { pool } from '../util/pool.js';
 import type { ResourceResolver } from '../kube/resolver.js';
 import { apiVersionOf, type KubeObject, type ResourceType } from '../kube/types.js';
@@ -72,7 +73,8 @@ export async function findDrift(
     const wanted = comparable(p.written ?? desired);
     if (desired.kind === CLUSTER_INFORMATION.kind) delete wanted.spec?.datastoreReady; // set by the lock release
     // IPAM is judged by what the restore put back still being held, not by bytes: Calico's allocators write on.
-    const paths = isIpamLive(desired) ? ipamDrift(desired, live, p.action.ipam?.ordinals) : live ? missingFrom(wanted, comparable(live)) : ['(object is gone)'];
+    const found = isIpamLive(desired) ? ipamDrift(desired, live, p.action.ipam?.ordinals) : live ? missingFrom(wanted, comparable(live)) : ['(object is gone)'];
+    const paths = live ? found.filter((path) => !(path === V3_METADATA_PATH && onlyOperatorMarked(desired, live))) : found;
     if (paths.length) {
       p.action.drift = paths;
       drifted.push({ id: p.action.id, paths });
@@ -125,6 +127,32 @@ export async function findDrift(
   }
   await pool(singles, concurrency, ([type, k]) => one(type, k));
   return drifted;
+}
+
+const V3_METADATA = 'projectcalico.org/metadata';
+const V3_METADATA_PATH = `metadata.annotations.${V3_METADATA}`;
+const MANAGED_BY = 'app.kubernetes.io/managed-by';
+
+/**
+ * An IPPool whose v3 metadata changed only by the tigera operator's managed-by label: the resumed operator (v1.34+)
+ * adopted a pool equal to its Installation entry and marked it as its own, which is what restore meant by writing
+ * that entry (pools.ts); not drift.
+ */
+export function onlyOperatorMarked(desired: KubeObject, live: KubeObject): boolean {
+  if (desired.kind !== 'IPPool') return false;
+  const parse = (o: KubeObject) => {
+    try {
+      return JSON.parse(o.metadata.annotations?.[V3_METADATA] ?? '{}') as Record<string, any>;
+    } catch {
+      return undefined;
+    }
+  };
+  const want = parse(desired);
+  const got = parse(live);
+  if (!want || !got || got.labels?.[MANAGED_BY] !== 'tigera-operator' || want.labels?.[MANAGED_BY] !== undefined) return false;
+  const { [MANAGED_BY]: _marked, ...gotLabels } = got.labels ?? {};
+  const rest = (m: Record<string, any>, labels: Record<string, unknown>) => canonicalJson({ ...m, labels: Object.keys(labels).length ? labels : undefined });
+  return rest(want, want.labels ?? {}) === rest(got, gotLabels);
 }
 
 /** What grouping needs of an object that has no ref. */

@@ -137,3 +137,42 @@ describe('objects whose owners are gone', () => {
     expect(c.objects['Namespace/calico-system']!.metadata.ownerReferences).toEqual([ref('new')]);
   });
 });
+
+describe('OwnerLookup.dependentsOf (--existing replace never deletes an owner, issue 30)', () => {
+  const GNS: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'globalnetworksets', kind: 'GlobalNetworkSet', namespaced: false };
+  const owned = (kind: string, name: string, namespace: string | undefined, uid: string): KubeObject => ({
+    apiVersion: 'v1',
+    kind,
+    metadata: { name, ...(namespace ? { namespace } : {}), ownerReferences: [ref(uid, 'GlobalNetworkSet', 'owner')] },
+  });
+  function listing() {
+    const lists: string[] = [];
+    const client = {
+      listAll: async (t: ResourceType, opts?: { namespace?: string }) => {
+        lists.push(`${t.kind}${opts?.namespace ? ` ${opts.namespace}` : ''}`);
+        if (t.kind === 'ConfigMap' && opts?.namespace === 'calico-system') return [owned('ConfigMap', 'cm', 'calico-system', 'owner-uid')];
+        if (t.kind === 'GlobalNetworkSet')
+          return [owned('GlobalNetworkSet', 'child', undefined, 'owner-uid'), owned('GlobalNetworkSet', 'x', undefined, 'other')];
+        return [];
+      },
+    } as unknown as KubeClient;
+    return { lists, lookup: new OwnerLookup(client, {} as ResourceResolver) };
+  }
+  const live = (uid?: string): KubeObject => ({ apiVersion: 'crd.projectcalico.org/v1', kind: 'GlobalNetworkSet', metadata: { name: 'owner', uid }, spec: {} });
+
+  it("finds what names it among the operator's rendered kinds in the Calico namespaces and its own kind, each list read once", async () => {
+    const { lists, lookup } = listing();
+    expect(await lookup.dependentsOf(live('owner-uid'), GNS)).toEqual(['ConfigMap calico-system/cm', 'GlobalNetworkSet child']);
+    const after = lists.length;
+    expect(lists).toContain('ConfigMap calico-system');
+    expect(lists).toContain('ClusterRoleBinding');
+    expect(await lookup.dependentsOf(live('no-dependents'), GNS)).toEqual([]);
+    expect(lists.length).toBe(after);
+  });
+
+  it('an object without a UID has none', async () => {
+    const { lists, lookup } = listing();
+    expect(await lookup.dependentsOf(live(), GNS)).toEqual([]);
+    expect(lists).toEqual([]);
+  });
+});

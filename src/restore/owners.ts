@@ -55,6 +55,41 @@ export class OwnerLookup {
   }
 
   /**
+   * The objects that name `live` as their owner (the garbage collector deletes them once it is gone), among the
+   * objects the tigera operator renders in the Calico namespaces and their cluster RBAC, and the objects of `live`'s
+   * own type. The API has no reverse index of ownerReferences, so each of those lists is read once per restore, at
+   * the first object `--existing replace` would delete, not for every object.
+   */
+  async dependentsOf(live: KubeObject, type: ResourceType): Promise<string[]> {
+    const uid = live.metadata.uid;
+    if (!uid) return [];
+    this.rendered ??= this.ownedBy(async () => {
+      const out: [ResourceType, KubeObject][] = [];
+      for (const ns of CALICO_NAMESPACES) for (const t of RENDERED_TYPES) for (const o of await this.client.listAll(t, { namespace: ns })) out.push([t, o]);
+      for (const t of RENDERED_CLUSTER_TYPES) for (const o of await this.client.listAll(t)) out.push([t, o]);
+      return out;
+    });
+    const own = ownerCacheKey(type, undefined, '');
+    let same = this.sameType.get(own);
+    if (!same) this.sameType.set(own, (same = this.ownedBy(async () => (await this.client.listAll(type)).map((o) => [type, o] as [ResourceType, KubeObject]))));
+    return [...new Set([...((await this.rendered).get(uid) ?? []), ...((await same).get(uid) ?? [])])];
+  }
+
+  private rendered?: Promise<Map<string, string[]>>;
+  private readonly sameType = new Map<string, Promise<Map<string, string[]>>>();
+
+  /** Owner UID -> the ids of the listed objects that name it. */
+  private async ownedBy(list: () => Promise<[ResourceType, KubeObject][]>): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>();
+    for (const [t, o] of await list())
+      for (const r of o.metadata.ownerReferences ?? []) {
+        const id = `${o.kind ?? t.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
+        out.set(r.uid, [...(out.get(r.uid) ?? []), id]);
+      }
+    return out;
+  }
+
+  /**
    * The owners of `live` that are gone, when every one of them is: then the garbage collector deletes it as soon as it
    * can judge the references. An object with one owner left only loses the dangling references (the collector's own
    * rule), so nothing is returned for it.

@@ -21,8 +21,8 @@ import { objectDiff, sameContent, stripServerFields } from './normalize.js';
 import { INSTALLATION_KIND, NEVER_RESTORED_KINDS, RUNTIME_FIELDS, phaseOf } from './order.js';
 import { deletionNote } from './operator.js';
 import { goneOwnersNote, type OwnerLookup } from './owners.js';
-import { calicoVersionOfOperatorImage, judgePool } from './pools.js';
-import { updatedInPlaceNote, whyNotDeleted } from './replace.js';
+import { calicoVersionOfOperatorImage, judgePool, stopEntriesOfStoppedPools } from './pools.js';
+import { dependentsReason, updatedInPlaceNote, whyNotDeleted } from './replace.js';
 import type { DesiredSpool } from './spool.js';
 import type { PhaseTimer } from './timings.js';
 import { idOf, refOf, type ExistingPolicy, type Planned, type RestoreAction } from './types.js';
@@ -38,6 +38,8 @@ export interface PlanContext {
   bundleCrds: Map<string, KubeObject>;
   dropUnknownFields: boolean;
   installation?: KubeObject;
+  /** The bundle's disabled IPPools restore writes (their Installation entries are stopped, pools.ts). */
+  disabledPools?: readonly KubeObject[];
   operatorImage?: string;
   /** ownerKey of every object the bundle restores. */
   inBundle: Set<string>;
@@ -75,7 +77,11 @@ export async function planOne(client: KubeClient, resolver: ResourceResolver, ob
     }
     if (verdict.note) notes.push(verdict.note);
   }
-  if (obj.kind === INSTALLATION_KIND && group === OPERATOR_GROUP) desired = withRunningOperatorsFinalizers(desired, ctx.operatorImage, notes);
+  if (obj.kind === INSTALLATION_KIND && group === OPERATOR_GROUP) {
+    const stopped = stopEntriesOfStoppedPools(desired, ctx.disabledPools ?? [], ctx.operatorImage);
+    desired = withRunningOperatorsFinalizers(stopped.installation, ctx.operatorImage, notes);
+    notes.push(...stopped.notes);
+  }
   await dropMissingOwners(ctx.owners, desired, ctx.inBundle, notes);
   if (notes.length) action.notes = notes;
 
@@ -90,6 +96,7 @@ export async function planOne(client: KubeClient, resolver: ResourceResolver, ob
     action.deleting = true;
     (action.notes ??= []).push(deleting);
   } else if (action.action === 'create') compareWithLive(action, live, desired, ctx.existing, obj.kind === 'Namespace' && group === '');
+  if (action.action === 'replace' && live) keepDependents(action, await ctx.owners.dependentsOf(live, type));
   const gone = live?.metadata.ownerReferences?.length && !deleting ? await ctx.timer.time('readCluster', () => ctx.owners.goneOwners(live)) : [];
   if (gone.length) {
     action.goneOwners = gone.map((r) => `${r.kind} ${r.name}`);
@@ -236,6 +243,13 @@ export function compareWithLive(
     if (kept) (action.notes ??= []).push(updatedInPlaceNote(kept));
     action.diff = objectDiff(live, desired, action.id);
   }
+}
+
+/** A replace whose live object others name as their owner becomes an update in place (replace.ts). */
+function keepDependents(action: RestoreAction, dependents: string[]): void {
+  if (!dependents.length) return;
+  action.action = 'update';
+  (action.notes ??= []).push(updatedInPlaceNote(dependentsReason(dependents)));
 }
 
 /** The live values of RUNTIME_FIELDS replace the bundle's. */

@@ -5,7 +5,7 @@
  * all of them (their keys, namespaces, groups, the Installation); the second plans object by object as it reads.
  */
 import { performance } from 'node:perf_hooks';
-import { OPERATOR_DEPLOYMENT, OPERATOR_GROUP, OPERATOR_NAMESPACE } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, OPERATOR_DEPLOYMENT, OPERATOR_GROUP, OPERATOR_NAMESPACE } from '../calico/knowledge.js';
 import { crdRefusal } from '../calico/shipped-crds.js';
 import { matchesKind } from '../bundle/reader.js';
 import type { BundleManifest } from '../bundle/types.js';
@@ -22,6 +22,7 @@ import { INSTALLATION_KIND, INSTALLATION_NAME, NEVER_RESTORED_KINDS, RESTORED_CO
 import { availableReports, deletionsInProgress } from './operator.js';
 import { OwnerLookup, RENDERED_KINDS, renderedWithGoneOwners } from './owners.js';
 import { LiveIndex, crdKey, ownerKey, planOne, planPrune } from './plan-object.js';
+import { stopEntriesOfStoppedPools } from './pools.js';
 import { DesiredSpool } from './spool.js';
 import { PlanTable, withActions } from './plan-table.js';
 import { keepLiveIpam, refuseInstallationDeletingPools } from './plan-whole.js';
@@ -50,6 +51,8 @@ interface BundleSummary {
   haveNs: Set<string>;
   neededGroups: Set<string>;
   installation?: KubeObject;
+  /** The bundle's disabled IPPools restore writes: their Installation entries are judged (pools.ts stopEntriesOfStoppedPools). */
+  disabledPools: KubeObject[];
   count: number;
   /** The bundle's Calico CRDs. */
   crds: KubeObject[];
@@ -90,7 +93,9 @@ export async function planRestore(
     liveCrds,
     bundleCrds,
     dropUnknownFields: !!opts.dropUnknownFields,
-    installation: summary.installation,
+    // The Installation as restore writes it: pools are judged by the entries the operator will read.
+    installation: summary.installation && stopEntriesOfStoppedPools(summary.installation, summary.disabledPools, operatorImage).installation,
+    disabledPools: summary.disabledPools,
     operatorImage,
     inBundle: summary.inBundle,
     // The live lists planning compares with are kept as text in a spool of their own, gone once planned.
@@ -219,6 +224,7 @@ async function firstPass(bundle: RestoreSource, opts: RestoreOptions): Promise<B
     count: 0,
     crds: [],
     refused: [],
+    disabledPools: [],
   };
   const refuse = (o: KubeObject, reason: string) => s.refused.push(refusedAction(o, reason));
   // Every object's key is needed only until the pass ends (an owner may come before or after what it owns).
@@ -236,6 +242,7 @@ async function firstPass(bundle: RestoreSource, opts: RestoreOptions): Promise<B
     if (o.metadata.namespace) s.namespaces.add(o.metadata.namespace);
     if (o.kind === 'Namespace') s.haveNs.add(o.metadata.name);
     if (o.kind === INSTALLATION_KIND && groupOf(o.apiVersion) === 'operator.tigera.io' && o.metadata.name === INSTALLATION_NAME) s.installation = o;
+    if (o.kind === 'IPPool' && groupOf(o.apiVersion) === CALICO_CRD_GROUP && o.spec?.disabled === true) s.disabledPools.push(o);
   }
   for (const k of referenced) if (all.has(k)) s.inBundle.add(k);
   const crds = await bundle.crds();

@@ -3,7 +3,11 @@
  * v1.34 (Calico 3.28) a pool listed in Installation.spec.calicoNetwork.ipPools, or labelled
  * app.kubernetes.io/managed-by=tigera-operator, is reconciled from the Installation entry. Writing such an
  * IPPool alone is reverted minutes later, so restore relies on the Installation entry (restored first) and says
- * so, and refuses a pool state the installed operator's pool API cannot express (e.g. disabled: true).
+ * so, and refuses a pool state the installed operator's pool API cannot express (e.g. disabled: true). A pool the
+ * operator does not take as its own (no label, and unequal to its entry once converted: the adoption model of
+ * doctor/checks/pools.ts) is left alone by it ("Cannot update an IP pool not owned by the operator") and is written
+ * as it is; a disabled one gets its entry stopped the operator's way, or the operator would create the pool again,
+ * allocating, once it is gone (`stopEntriesOfStoppedPools`).
  */
 import {
   isOperatorLabelled,
@@ -16,6 +20,10 @@ import {
   poolsTheOperatorDeletes,
 } from '../calico/knowledge.js';
 import type { KubeObject } from '../kube/types.js';
+import { adoptionReason, cniTypeOf, entryPoolDifferences } from '../doctor/checks/pools.js';
+
+/** What pool_controller.go (v1.34+) logs, on every reconcile, for an entry whose CIDR has a pool it does not own. */
+export const NOT_OWNED_LOG = 'Cannot update an IP pool not owned by the operator';
 
 export interface PoolVerdict {
   /** The operator reconciles this pool. */
@@ -48,11 +56,21 @@ export function judgePool(pool: KubeObject, installation: KubeObject | undefined
   if (!operatorImage || !version) return { managed: false };
   const behaviour = operatorPoolBehaviour(version);
   if (!behaviour.managesPools) return { managed: false };
-  const entry = installationEntries(installation).find((e) => (e?.name && e.name === pool.metadata.name) || (e?.cidr && e.cidr === pool.spec?.cidr));
+  const entries = installationEntries(installation);
+  const entry = entries.find((e) => (e?.name && e.name === pool.metadata.name) || (e?.cidr && e.cidr === pool.spec?.cidr));
   const labelled = isOperatorLabelled(pool);
   if (!entry && !labelled) return { managed: false };
   const entryName: string | undefined = entry ? (entry.name ?? entry.cidr) : undefined;
   const op = imageTag(operatorImage);
+  if (!labelled && !adoptionReason(pool, entries, version, cniTypeOf(installation))) {
+    // pool_controller.go takes an unlabelled pool only when it equals an entry: this one it leaves alone as long as
+    // it exists, so the bundle's pool is written as it is (a refusal would let the entry create it again, enabled).
+    const why = entryPoolDifferences(entry!, pool, version, cniTypeOf(installation));
+    return {
+      managed: false,
+      note: `pool ${pool.metadata.name} is not tigera operator ${op}'s: it has no ${OPERATOR_MANAGED_LABEL} label and differs from Installation entry ${entryName} (${why.join(', ')}), so the operator leaves it alone ("${NOT_OWNED_LOG}") and it is restored as it is`,
+    };
+  }
   const stop = behaviour.stopAllocations;
   // An entry that already stops allocations the operator's way (3.28 nodeSelector "!all()", 3.29+ disableNewAllocations)
   // keeps the pool non-allocating: restored through the entry, nothing to refuse (a refusal there would loop).
@@ -120,4 +138,36 @@ export function judgeInstallationPools(
       `or release the pool(s) from the operator through the Calico API server, then restore again: ` +
       doomed.map((p) => `kubectl label ippools.projectcalico.org ${p.metadata.name} ${OPERATOR_MANAGED_LABEL}-`).join('; '),
   };
+}
+
+/**
+ * The bundle's Installation with the entry of each disabled pool the operator does not own stopped the running
+ * operator's way (3.28 `nodeSelector: "!all()"`, 3.29+ `disableNewAllocations: true`). Such a pool is restored as it
+ * is (judgePool), but an entry that does not stop it is a pool the operator creates again, allocating, as soon as
+ * the pool is gone (Calico issue #9100, caused by the restore). Entries are matched by CIDR, as the operator does.
+ * A labelled disabled pool is not touched here: judgePool refuses it with the fix.
+ * `pools`: the bundle's IPPools restore writes.
+ */
+export function stopEntriesOfStoppedPools(
+  installation: KubeObject,
+  pools: readonly KubeObject[],
+  operatorImage: string | undefined,
+): { installation: KubeObject; notes: string[] } {
+  const version = calicoVersionOfOperatorImage(operatorImage);
+  const stop = version ? operatorPoolBehaviour(version).stopAllocations : undefined;
+  const entries = installationEntries(installation);
+  if (!version || !stop || !operatorPoolBehaviour(version).managesPools || !entries.length) return { installation, notes: [] };
+  const notes: string[] = [];
+  const stopped = entries.map((e) => {
+    const pool = pools.find((p) => p.spec?.disabled === true && !isOperatorLabelled(p) && e?.cidr && p.spec?.cidr === e.cidr);
+    if (!pool || JSON.stringify(e[stop.field]) === JSON.stringify(stop.value)) return e;
+    notes.push(
+      `entry ${e.name ?? e.cidr} of Installation.spec.calicoNetwork.ipPools written with ${stop.text}: pool ${pool.metadata.name} is disabled in the bundle and not the operator's, ` +
+        `and an entry that does not stop it would make tigera operator ${imageTag(operatorImage)} create it again, allocating, once it is gone (Calico issue #9100)`,
+    );
+    return { ...e, [stop.field]: stop.value };
+  });
+  if (!notes.length) return { installation, notes };
+  const spec = installation.spec ?? {};
+  return { installation: { ...installation, spec: { ...spec, calicoNetwork: { ...spec.calicoNetwork, ipPools: stopped } } }, notes };
 }

@@ -30,6 +30,16 @@ describe('--existing replace: which live objects are never deleted', () => {
     expect(whyNotDeleted({ apiVersion: 'operator.tigera.io/v1', kind: 'APIServer', metadata: { name: 'default' }, spec: {} })).toMatch(/owner/);
   });
 
+  it('an object others name as their owner is not deleted: the garbage collector would delete them (issue 30)', () => {
+    expect(whyNotDeleted(gns(), ['ConfigMap calico-system/x'])).toBe(
+      '1 object(s) name it as their owner (ConfigMap calico-system/x): deleted, the garbage collector would delete them',
+    );
+    const many = ['ConfigMap a/1', 'ConfigMap a/2', 'Secret a/3', 'Role a/4', 'Role a/5'];
+    expect(whyNotDeleted(gns(), many)).toMatch(/^5 object\(s\) name it as their owner \(ConfigMap a\/1, ConfigMap a\/2, Secret a\/3 and 2 more\)/);
+    // Finalizers are named first: they are what keeps it Terminating.
+    expect(whyNotDeleted(gns(['example.com/keep']), many)).toMatch(/^it has finalizers/);
+  });
+
   it('a Calico object without finalizers may be deleted and re-created', () => {
     expect(whyNotDeleted(gns())).toBeUndefined();
     expect(whyNotDeleted(gns([]))).toBeUndefined();

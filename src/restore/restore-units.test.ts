@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../kube/types.js';
 import { comparable, missingFrom, objectDiff, sameContent } from './normalize.js';
 import { phaseOf } from './order.js';
-import { calicoVersionOfOperatorImage, judgePool } from './pools.js';
 import { keepOperatorFilledFelixFields } from './plan-object.js';
 
 const calico = (kind: string, name = 'x', spec: unknown = {}): KubeObject => ({ apiVersion: 'crd.projectcalico.org/v1', kind, metadata: { name }, spec });
@@ -92,72 +91,6 @@ describe('comparing bundle and cluster objects', () => {
   it('drift: fields the server added are fine, changed or missing ones are reported', () => {
     expect(missingFrom({ spec: { a: 1 } }, { spec: { a: 1, defaulted: true } })).toEqual([]);
     expect(missingFrom({ spec: { a: 1, l: [1, 2] } }, { spec: { a: 2, l: [1] } })).toEqual(['spec.a', 'spec.l']);
-  });
-});
-
-describe('operator-managed IP pools', () => {
-  const installation: KubeObject = {
-    apiVersion: 'operator.tigera.io/v1',
-    kind: 'Installation',
-    metadata: { name: 'default' },
-    spec: { calicoNetwork: { ipPools: [{ name: 'default-ipv4-ippool', cidr: '192.168.0.0/16' }] } },
-  };
-  const op = (tag: string) => `quay.io/tigera/operator:${tag}`;
-
-  it('maps operator images to Calico versions', () => {
-    expect(calicoVersionOfOperatorImage(op('v1.34.3'))).toBe('v3.28.1');
-    expect(calicoVersionOfOperatorImage(op('v1.36.99'))).toBe('v3.29.0');
-    expect(calicoVersionOfOperatorImage('quay.io/tigera/operator')).toBeUndefined();
-  });
-
-  it('restores a pool listed in the Installation through its entry under v1.34, and says so', () => {
-    const v = judgePool(calico('IPPool', 'default-ipv4-ippool', { cidr: '192.168.0.0/16' }), installation, op('v1.34.3'));
-    expect(v).toMatchObject({ managed: true, entry: 'default-ipv4-ippool' });
-    expect(v.refusal).toBeUndefined();
-    expect(v.note).toMatch(/through Installation entry default-ipv4-ippool/);
-  });
-
-  it('refuses a disabled managed pool under v1.34 (no disabled field), with the nodeSelector fix; v1.36 suggests disableNewAllocations', () => {
-    const pool = calico('IPPool', 'other', { cidr: '192.168.0.0/16', disabled: true });
-    const v134 = judgePool(pool, installation, op('v1.34.3'));
-    expect(v134.refusal?.reason).toMatch(/has no "disabled" field/);
-    expect(v134.refusal?.fix).toMatch(/nodeSelector: "!all\(\)"/);
-    expect(judgePool(pool, installation, op('v1.36.16')).refusal?.fix).toMatch(/disableNewAllocations: true/);
-  });
-
-  it("does not refuse a disabled pool whose entry already stops it the operator's way (a refusal there would loop)", () => {
-    const pool = calico('IPPool', 'default-ipv4-ippool', { cidr: '192.168.0.0/16', disabled: true });
-    const stopped = (extra: any): KubeObject => ({
-      ...installation,
-      spec: { calicoNetwork: { ipPools: [{ name: 'default-ipv4-ippool', cidr: '192.168.0.0/16', ...extra }] } },
-    });
-    const v136 = judgePool(pool, stopped({ disableNewAllocations: true }), op('v1.36.16'));
-    expect(v136).toMatchObject({ managed: true, entry: 'default-ipv4-ippool' });
-    expect(v136.refusal).toBeUndefined();
-    expect(judgePool(pool, stopped({ nodeSelector: '!all()' }), op('v1.34.3')).refusal).toBeUndefined();
-    // The 3.29 field means nothing to operator v1.34: still refused there.
-    expect(judgePool(pool, stopped({ disableNewAllocations: true }), op('v1.34.3')).refusal).toBeDefined();
-  });
-
-  it('reads the managed-by label where the operator does: the projectcalico.org/metadata annotation wins over metadata.labels', () => {
-    const viaV3 = calico('IPPool', 'mine', { cidr: '10.9.0.0/16', disabled: true });
-    viaV3.metadata.annotations = { 'projectcalico.org/metadata': JSON.stringify({ labels: { 'app.kubernetes.io/managed-by': 'tigera-operator' } }) };
-    expect(judgePool(viaV3, installation, op('v1.34.3')).refusal).toBeDefined();
-    // A kubectl label on the crd.projectcalico.org object is not what the operator reads when the annotation exists.
-    const relabelled = calico('IPPool', 'mine', { cidr: '10.9.0.0/16', disabled: true });
-    relabelled.metadata.labels = { 'app.kubernetes.io/managed-by': 'tigera-operator' };
-    relabelled.metadata.annotations = { 'projectcalico.org/metadata': JSON.stringify({ labels: {} }) };
-    expect(judgePool(relabelled, installation, op('v1.34.3'))).toEqual({ managed: false });
-  });
-
-  it('leaves pools alone when the operator does not manage them (v1.32, no operator, not listed or labelled)', () => {
-    const pool = calico('IPPool', 'default-ipv4-ippool', { cidr: '192.168.0.0/16', disabled: true });
-    expect(judgePool(pool, installation, op('v1.32.10'))).toEqual({ managed: false });
-    expect(judgePool(pool, installation, undefined)).toEqual({ managed: false });
-    expect(judgePool(calico('IPPool', 'mine', { cidr: '10.9.0.0/16', disabled: true }), installation, op('v1.34.3'))).toEqual({ managed: false });
-    const labelled = calico('IPPool', 'mine', { cidr: '10.9.0.0/16', disabled: true });
-    labelled.metadata.labels = { 'app.kubernetes.io/managed-by': 'tigera-operator' };
-    expect(judgePool(labelled, installation, op('v1.34.3')).refusal).toBeDefined();
   });
 });
 

@@ -89,14 +89,14 @@ export async function writeOne(client: KubeClient, resolver: ResourceResolver, p
   }
   // Kept for the drift check only when it differs from the plan's text (owner references re-linked or dropped).
   if (desired.metadata.ownerReferences?.length) p.written = body;
-  const written = await send(client, type, p, body);
+  const written = await send(client, type, p, body, owners);
   // What is written here may own what is written after it (an Installation its ConfigMaps): its new UID.
   if (written?.metadata?.uid) owners.remember(type, written);
   return written;
 }
 
 /** The request of a create, update or replace. */
-async function send(client: KubeClient, type: ResourceType, p: Planned, body: KubeObject): Promise<KubeObject> {
+async function send(client: KubeClient, type: ResourceType, p: Planned, body: KubeObject, owners: OwnerLookup): Promise<KubeObject> {
   const strict = { fieldValidation: 'Strict' as const };
   // Live state Calico keeps writing: merged, never overwritten with the bundle's copy (ipam-write.ts).
   if (isIpamLive(body)) return writeIpam(client, type, p.action, body);
@@ -115,9 +115,9 @@ async function send(client: KubeClient, type: ResourceType, p: Planned, body: Ku
       return await updateInPlace(client, type, p, body, live);
     }
     case 'replace': {
-      // Planned without finalizers; one added since (a controller that is not paused) still keeps it from deletion.
+      // Planned without finalizers or dependents; one added since (a controller that is not paused) still keeps it.
       const live = await client.getOrUndefined(type, body.metadata.namespace, body.metadata.name);
-      const kept = live && whyNotDeleted(live);
+      const kept = live && whyNotDeleted(live, await owners.dependentsOf(live, type));
       if (kept) {
         (p.action.notes ??= []).push(updatedInPlaceNote(kept));
         return await updateInPlace(client, type, p, body, live);
@@ -140,10 +140,13 @@ async function send(client: KubeClient, type: ResourceType, p: Planned, body: Ku
  * refuses it (an immutable field), the object is not deleted either: the error says so and what to do instead.
  */
 async function updateInPlace(client: KubeClient, type: ResourceType, p: Planned, body: KubeObject, live: KubeObject): Promise<KubeObject> {
+  const inPlace = p.action.notes?.some((n) => n.startsWith(UPDATED_IN_PLACE));
+  // A replace done in place keeps the live owners where the bundle names none, as it keeps the live finalizers.
+  const keepOwners = inPlace && !body.metadata.ownerReferences?.length && live.metadata.ownerReferences?.length;
+  const sent = withLiveMeta(keepOwners ? { ...body, metadata: { ...body.metadata, ownerReferences: live.metadata.ownerReferences } } : body, live);
   try {
-    return await client.replace(type, withLiveMeta(body, live), { fieldValidation: 'Strict' });
+    return await client.replace(type, sent, { fieldValidation: 'Strict' });
   } catch (err) {
-    const inPlace = p.action.notes?.some((n) => n.startsWith(UPDATED_IN_PLACE));
     if (!(inPlace && err instanceof KubeApiError && err.statusCode === 422)) throw err;
     throw new Error(
       `refused: the API server does not accept the bundle's version as an update (${err.message}), and --existing replace does not delete an object with finalizers or dependents; change it by hand or delete it yourself once nothing depends on it, then restore again`,

@@ -1,0 +1,101 @@
+/**
+ * A disabled pool the operator does not own, restored under Calico 3.28.1's real tigera operator v1.34.3 (issue 30).
+ * The Installation lists default-ipv4-ippool, but the pool differs from that entry (no managed-by label, natOutgoing
+ * off; new pods go to an enabled pool of the user's, which the Installation does not list): pool_controller.go leaves it alone ("Cannot update an IP pool not owned by the operator"), so it stays
+ * disabled. Once it is lost, the operator creates it again from the entry, enabled (Calico issue #9100). Restore must
+ * consult the adoption model before refusing the pool, write it back disabled, and not leave an Installation entry
+ * that would create the stopped pool allocating again.
+ */
+import { describe, expect, it } from 'vitest';
+import { K } from '../../src/kube/builtin.js';
+import type { KubeClient } from '../../src/kube/client.js';
+import type { KubeObject } from '../../src/kube/types.js';
+import { runCli } from './helpers.js';
+import { calicoctl, nonAllocating, operatorLog, waitOperator } from './calico-support.js';
+import { T, exportTo, restoreSuite } from './restore-support.js';
+
+const POOL = 'default-ipv4-ippool';
+const NOT_OWNED = 'Cannot update an IP pool not owned by the operator';
+const managedBy = (p: KubeObject) => JSON.parse(p.metadata.annotations?.['projectcalico.org/metadata'] ?? '{}').labels?.['app.kubernetes.io/managed-by'];
+
+describe('restore of a disabled pool the operator does not own (the real v1.34.3)', () => {
+  let client: KubeClient;
+  const suite = restoreSuite('rsp', (c) => (client = c));
+
+  it('writes it back disabled, stops its Installation entry the operator way, and it stays disabled through forced reconciles', async () => {
+    const cluster = suite.real.cluster;
+    // The user's pool: released from the operator, NAT off and disabled, all while the operator is scaled down.
+    await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', { spec: { replicas: 0 } });
+    await client.waitFor('the operator to stop', async () => (cluster.calicoStatus()?.operator?.pid ? undefined : true), { timeoutMs: 120_000 });
+    // Where new pods go instead (the installation controller waits while no enabled pool exists): not listed, the user's.
+    const active = { cidr: '10.66.0.0/16', blockSize: 26, ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true, nodeSelector: 'all()' };
+    await calicoctl(
+      ['create', '-f', '-'],
+      JSON.stringify({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'rsp-active-pool' }, spec: active }),
+    );
+    await calicoctl(['label', 'ippool', POOL, 'app.kubernetes.io/managed-by', '--remove']);
+    await calicoctl(['patch', 'ippool', POOL, '-p', '{"spec":{"disabled":true,"natOutgoing":false}}']);
+    const notOwnedBefore = operatorLog(cluster).filter((l) => l.includes(NOT_OWNED)).length;
+    await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', { spec: { replicas: 1 } });
+    await waitOperator(cluster, 'v1.34.3');
+    // The real operator's own judgement: not its pool, left alone.
+    await client.waitFor(
+      'the operator to say the pool is not its own',
+      async () => (operatorLog(cluster).filter((l) => l.includes(NOT_OWNED)).length > notOwnedBefore ? true : undefined),
+      {
+        timeoutMs: 180_000,
+      },
+    );
+    const mine = await client.get(T.ippool, undefined, POOL);
+    expect(mine.spec.disabled).toBe(true);
+    expect(managedBy(mine)).toBeUndefined();
+    const bundle = await exportTo(suite.work, 'stopped-pool');
+
+    // The pool lost: the operator creates it again from its Installation entry, enabled and its own (#9100).
+    await calicoctl(['delete', 'ippool', POOL]);
+    await client.waitFor(
+      'the operator to create the pool again, enabled',
+      async () => {
+        const p = await client.getOrUndefined(T.ippool, undefined, POOL);
+        return p && !p.spec.disabled && managedBy(p) === 'tigera-operator' ? true : undefined;
+      },
+      { timeoutMs: 180_000 },
+    );
+
+    const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json'], { timeoutMs: 1_500_000 });
+    const result = JSON.parse(r.stdout);
+    const pool = result.actions.find((a: any) => a.id === `IPPool ${POOL}`);
+    expect(pool.action, JSON.stringify(pool)).toBe('update');
+    const inst = result.actions.find((a: any) => a.id === 'Installation default');
+    expect(inst.notes).toEqual(expect.arrayContaining([expect.stringMatching(/nodeSelector: "!all\(\)".*default-ipv4-ippool/)]));
+    expect(r.code, r.stderr).toBe(0);
+    const restored = await client.get(T.ippool, undefined, POOL);
+    expect(restored.spec.disabled).toBe(true);
+    const entry = (await client.get(T.installation, undefined, 'default')).spec.calicoNetwork.ipPools.find((e: any) => e.cidr === restored.spec.cidr);
+    expect(entry.nodeSelector).toBe('!all()');
+
+    // Under the resumed operator (started again by the restore, so not watchPoolNonAllocating's fresh one), four
+    // reconciles forced by touching the Installation: each seen in the pool controller's own judgement, the pool
+    // still disabled after it.
+    const notOwned = () => operatorLog(cluster).filter((l) => l.includes(NOT_OWNED)).length;
+    for (let touch = 1; touch <= 4; touch++) {
+      const before = notOwned();
+      await client.mergePatch(T.installation, undefined, 'default', { metadata: { annotations: { 'rsp.example/touch': String(touch) } } });
+      await client.waitFor(`the pool controller to reconcile touch ${touch}`, async () => (notOwned() > before ? true : undefined), {
+        timeoutMs: 120_000,
+        intervalMs: 250,
+      });
+      await new Promise((done) => setTimeout(done, 10_000));
+      const p = await client.get(T.ippool, undefined, POOL);
+      expect(p.spec.disabled, `after forced reconcile ${touch}: ${JSON.stringify(p.spec)}`).toBe(true);
+      expect(managedBy(p)).toBeUndefined();
+    }
+
+    // Lost again, the entry restore left creates it non-allocating.
+    await calicoctl(['delete', 'ippool', POOL]);
+    const again: KubeObject = await client.waitFor('the operator to create the pool again', () => client.getOrUndefined(T.ippool, undefined, POOL), {
+      timeoutMs: 180_000,
+    });
+    expect(nonAllocating(again), JSON.stringify(again.spec)).toBe(true);
+  }, 1_800_000);
+});
