@@ -82,10 +82,16 @@ export const BUILDABLE_OPERATORS = ['v1.32.10', 'v1.34.3', 'v1.36.16', 'v1.38.13
  * writes last. Lets the test run order files by what is already built without running the script.
  */
 export function calicoProgramCached(kind: CalicoProgramKind, tag: string): boolean {
+  return cachedProgramBin(kind, tag) !== undefined;
+}
+
+/** The bin directory build-calico.sh would print for a program set it finds cached, else undefined. */
+function cachedProgramBin(kind: CalicoProgramKind, tag: string): string | undefined {
   const hash = createHash('sha256');
   for (const f of recipeOf(kind).files) hash.update(readFileSync(f));
   const recipe = hash.digest('hex').slice(0, 12);
-  return existsSync(path.join(buildCacheRoot(), 'calico-programs', `${kind}-${tag}_${recipe}`, 'bin', '.commit'));
+  const bin = path.join(buildCacheRoot(), 'calico-programs', `${kind}-${tag}_${recipe}`, 'bin');
+  return existsSync(path.join(bin, '.commit')) ? bin : undefined;
 }
 
 /**
@@ -94,6 +100,10 @@ export function calicoProgramCached(kind: CalicoProgramKind, tag: string): boole
  */
 export function ensureCalicoProgram(kind: CalicoProgramKind, tag: string, log: (line: string) => void = () => {}): Promise<string> {
   const { script } = recipeOf(kind);
+  // Cached: no script to run. A supervisor once waited for ever on a spawned check of a cached operator (rehearsal,
+  // cluster-up-ready: 'preparing operator v1.34.3' and no operator for 10 minutes, no child process left).
+  const cached = cachedProgramBin(kind, tag);
+  if (cached) return Promise.resolve(cached);
   return new Promise((resolve, reject) => {
     const child = spawn('bash', kind === 'node-side' ? [script, tag] : [script, kind, tag], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -110,7 +120,9 @@ export function ensureCalicoProgram(kind: CalicoProgramKind, tag: string, log: (
         // waited on another build's lock).
         const compiled = [...err.matchAll(/^\[calico-build [\d:]+\] .*: done in (\d+) s$/gm)].reduce((n, m) => n + Number(m[1]), 0);
         if (compiled > 0) recordBuildTime(`Calico ${kind} ${tag}`, compiled);
-        return resolve(out.trim().split('\n').pop()!);
+        const bin = out.trim().split('\n').pop();
+        if (bin) return resolve(bin);
+        return reject(new Error(`building ${kind} ${tag}: the script exited 0 without naming its bin directory`));
       }
       const last = err
         .trim()
