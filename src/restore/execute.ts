@@ -81,7 +81,7 @@ export async function executeRestore(
   const writes = planned.where((i) => WRITES.has(planned.kindAt(i)));
   const lockPrior = await prepareDatastoreLock(ex, plan, planned, writes);
   let releaseProblems: string[] = [];
-  if (writes.length || plan.crdsToCreate.length || released.length) {
+  if (writes.length || plan.crdsToCreate.length || released.length || lockPrior.heldBefore) {
     // Stopped while writing: finish the writes in flight, write nothing more, put the operator and the datastore
     // lock back, and report what was left.
     const stopListening = whenAborted(opts.signal, (why) => {
@@ -128,7 +128,12 @@ function judgeResumed(ex: Execution, plan: RestorePlan, planned: PlanTable, opts
  * will be written, so Calico never sees datastoreReady=true with IPAM half-restored; the lock is released to the
  * bundle's value.
  */
-async function prepareDatastoreLock(ex: Execution, plan: RestorePlan, planned: PlanTable, writes: number[]): Promise<boolean | undefined> {
+async function prepareDatastoreLock(
+  ex: Execution,
+  plan: RestorePlan,
+  planned: PlanTable,
+  writes: number[],
+): Promise<{ prior: boolean | undefined; heldBefore: boolean }> {
   const ciBefore = plan.crdsToCreate.includes(`clusterinformations.${CALICO_CRD_GROUP}`)
     ? undefined
     : await ex.timer.time('guards', () => ex.client.getOrUndefined(CI_TYPE, undefined, CLUSTER_INFORMATION.name).catch(() => undefined));
@@ -142,14 +147,15 @@ async function prepareDatastoreLock(ex: Execution, plan: RestorePlan, planned: P
       hasDesired(planned.get(i)),
   );
   const ciCreate = ciAt === undefined ? undefined : planned.get(ciAt);
-  // Locked before this plan was made (a teardown let finish, operator.ts): the value recorded then is the prior one.
+  // Locked before this plan was made (a teardown let finish, operator.ts): the value recorded then is the prior one,
+  // and that lock is released at the end even when this plan writes nothing under the lock (writePhases).
   const recorded = recordedPrior(ciBefore);
-  if (recorded) return recorded.value;
-  if (!(ipamWrites && ciCreate)) return ciBefore ? (ciBefore.spec?.datastoreReady as boolean | undefined) : undefined;
+  if (recorded) return { prior: recorded.value, heldBefore: true };
+  if (!(ipamWrites && ciCreate)) return { prior: ciBefore ? (ciBefore.spec?.datastoreReady as boolean | undefined) : undefined, heldBefore: false };
   const ci = desiredOf(ciCreate);
   setDesired(ciCreate, { ...ci, spec: { ...ci.spec, datastoreReady: false } });
   planned.set(ciAt!, ciCreate);
-  return ci.spec?.datastoreReady as boolean | undefined;
+  return { prior: ci.spec?.datastoreReady as boolean | undefined, heldBefore: false };
 }
 
 /** 1. CRDs missing from the cluster, from the bundle, until Established. */
@@ -194,7 +200,7 @@ async function pauseTheOperator(ex: Execution, reports: string[]): Promise<void>
 }
 
 /** 3. Phase by phase; within a phase kind by kind (rank), objects of one kind in parallel. */
-async function writePhases(ex: Execution, planned: PlanTable, writes: number[], lockPrior: boolean | undefined): Promise<void> {
+async function writePhases(ex: Execution, planned: PlanTable, writes: number[], lockPrior: { prior: boolean | undefined; heldBefore: boolean }): Promise<void> {
   const progress = { done: 0, total: writes.filter((i) => planned.kindAt(i) !== 'prune').length };
   let locked = false;
   for (const phase of [...RESTORE_PHASES, OTHER_PHASE]) {
@@ -202,11 +208,7 @@ async function writePhases(ex: Execution, planned: PlanTable, writes: number[], 
     if (!inPhase.length) continue;
     if (phase.datastoreLock && !locked) {
       locked = true; // taken once, for every locked phase (pools, then IPAM), released at the end
-      const lock = await ex.timer.time('guards', () => lockDatastore(ex.client, CI_TYPE, ex.reporter, lockPrior));
-      if (lock) {
-        ex.releases.push(lock);
-        ex.paused.push(lock.what);
-      }
+      await takeDatastoreLock(ex, lockPrior.prior);
     }
     ex.reporter.info('CNR_RESTORE_PHASE', `restoring ${phase.title} (${inPhase.length} object(s))`, { phase: phase.id, count: inPhase.length });
     const ranks = [...new Set(inPhase.map((i) => planned.rankAt(i)))].sort((a, b) => a - b);
@@ -232,6 +234,18 @@ async function writePhases(ex: Execution, planned: PlanTable, writes: number[], 
     }
   }
   if (progress.total) ex.reporter.progress({ id: 'restore', label: 'restoring objects', current: progress.done, total: progress.total, done: true });
+  // The teardown's lock (operator.ts writeTeardownNeeds) is this restore's to release, whatever it wrote: with nothing
+  // written under the lock it would stay, and every CNI ADD and DEL would fail ("Calico is currently not ready").
+  if (lockPrior.heldBefore && !locked) await takeDatastoreLock(ex, lockPrior.prior);
+}
+
+/** Locks the datastore (guards.ts) and registers its release with the restore's other releases. */
+async function takeDatastoreLock(ex: Execution, prior: boolean | undefined): Promise<void> {
+  const lock = await ex.timer.time('guards', () => lockDatastore(ex.client, CI_TYPE, ex.reporter, prior));
+  if (lock) {
+    ex.releases.push(lock);
+    ex.paused.push(lock.what);
+  }
 }
 
 /** Writes one entry and records its outcome; a failure is reported and recorded, never thrown. */
