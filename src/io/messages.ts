@@ -104,6 +104,8 @@ export const MESSAGES = {
   CNR_RESTORE_REFUSED_OBJECT: warn(),
   CNR_RESTORE_HELM_RECORDS: info<{ records: number }>(),
   CNR_RESTORE_IPAM_LIVE: info(),
+  CNR_RESTORE_IPAM_UNUSED: info<{ kind: string; count: number }>(),
+  CNR_RESTORE_IPAM_UNJUDGED: warn<{ kind: string; count: number }>(),
   CNR_RESTORE_OWNER_DROPPED: warn(),
   CNR_RESTORE_OWNER_RELEASED: info<{ id: string }>(),
   CNR_RESTORE_OWNER_LINKED: info<{ id: string; uid?: string }>(),

@@ -14,6 +14,7 @@ import { IPAM_POD_HANDLE_PREFIX, IPAM_TUNNEL_HANDLE } from '../calico/knowledge.
 import { addressAt, parseCidr } from '../doctor/ip.js';
 import type { KubeObject } from '../kube/types.js';
 import { canonicalJson } from '../util/canonical.js';
+import type { AllocationAttr } from './ipam-use.js';
 
 /** A bundle allocation whose address another handle holds now. */
 export interface DuplicateIp {
@@ -35,12 +36,14 @@ export interface BlockMerge {
   /** Ordinals held by the bundle's handle in both (nothing to do). */
   held: number[];
   duplicates: DuplicateIp[];
+  /** Ordinals free in the live block whose bundle allocation nothing uses now (ipam-use.ts): not put back. */
+  unused: number[];
 }
 
-interface Attr {
-  handle_id?: string;
-  secondary?: { namespace?: string; pod?: string } | null;
-}
+type Attr = AllocationAttr;
+
+/** Whether to put back the bundle's allocation `attr` of `address` (ipam-use.ts AddressUse.keep). */
+export type KeepAllocation = (attr: AllocationAttr, address: string) => boolean;
 
 /**
  * A libcalico-go block's sequenceNumber starts at its creation time in nanoseconds (ipam_block.go newBlock) and
@@ -81,9 +84,10 @@ const podOf = (a: Attr): string | undefined => (a.secondary?.pod ? `${a.secondar
 
 /**
  * Puts the bundle block's allocations (those at `only` ordinals, or all) into the live block where their ordinal
- * is free. The live block is not changed; the merged copy is returned with what was done.
+ * is free and `keep` (when given) says the address is used now. The live block is not changed; the merged copy is
+ * returned with what was done.
  */
-export function mergeBlock(live: KubeObject, bundle: KubeObject, only?: readonly number[]): BlockMerge {
+export function mergeBlock(live: KubeObject, bundle: KubeObject, only?: readonly number[], keep?: KeepAllocation): BlockMerge {
   const block = structuredClone(live);
   const spec = (block.spec ??= {});
   const size = (spec.allocations ?? []).length || (bundle.spec?.allocations ?? []).length;
@@ -92,7 +96,7 @@ export function mergeBlock(live: KubeObject, bundle: KubeObject, only?: readonly
   const cidr = parseCidr(spec.cidr ?? bundle.spec?.cidr);
   const liveNow = allocated(live);
   const wanted = allocated(bundle);
-  const out: BlockMerge = { block, restored: [], held: [], duplicates: [] };
+  const out: BlockMerge = { block, restored: [], held: [], duplicates: [], unused: [] };
   for (const [ordinal, attr] of wanted) {
     if (only && !only.includes(ordinal)) continue;
     const now = liveNow.get(ordinal);
@@ -111,6 +115,10 @@ export function mergeBlock(live: KubeObject, bundle: KubeObject, only?: readonly
       });
       continue;
     }
+    if (keep && !keep(attr, cidr ? addressAt(cidr, ordinal) : '')) {
+      out.unused.push(ordinal);
+      continue;
+    }
     // The same attributes (one pod's addresses, several ordinals) share one entry, as libcalico-go writes them.
     let index = attributes.findIndex((a) => canonicalJson(a) === canonicalJson(attr));
     if (index < 0) index = attributes.push(structuredClone(attr)) - 1;
@@ -127,6 +135,35 @@ export function mergeBlock(live: KubeObject, bundle: KubeObject, only?: readonly
     }
   }
   return out;
+}
+
+/**
+ * The bundle's block as restore creates it when the cluster lacks it: without the allocations `keep` says nothing
+ * uses now (their ordinals free again, their attributes dropped when no allocation refers to them any more, as
+ * libcalico-go's release leaves a block). Returns the block (the same object when nothing is left out) and the
+ * ordinals left out.
+ */
+export function withoutUnused(bundle: KubeObject, keep: KeepAllocation): { block: KubeObject; unused: number[] } {
+  const cidr = parseCidr(bundle.spec?.cidr);
+  const unused: number[] = [];
+  for (const [ordinal, attr] of allocated(bundle)) if (!keep(attr, cidr ? addressAt(cidr, ordinal) : '')) unused.push(ordinal);
+  if (!unused.length) return { block: bundle, unused };
+  const block = structuredClone(bundle);
+  const spec = block.spec!;
+  const allocations: (number | null)[] = spec.allocations;
+  for (const o of unused) allocations[o] = null;
+  const attrs: Attr[] = spec.attributes ?? [];
+  const renumber = new Map<number, number>();
+  spec.attributes = [];
+  allocations.forEach((a, o) => {
+    if (a === null || a === undefined) return;
+    if (!renumber.has(a)) renumber.set(a, spec.attributes.push(attrs[a] ?? {}) - 1);
+    allocations[o] = renumber.get(a)!;
+  });
+  spec.unallocated = [...((spec.unallocated ?? []) as number[]), ...unused];
+  if (spec.sequenceNumberForAllocation && typeof spec.sequenceNumberForAllocation === 'object')
+    for (const o of unused) delete spec.sequenceNumberForAllocation[String(o)];
+  return { block, unused };
 }
 
 /**

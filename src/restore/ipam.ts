@@ -11,8 +11,11 @@
  *   allocation whose address another handle holds now is a duplicate IP, reported, unless its pod is gone (then
  *   the address was released with it and its new holder is its rightful user);
  * - an IPAMBlock the cluster lacks is created: no live allocation can be in its CIDR, so it cannot double-book;
- *   at worst it brings back allocations released since the backup, which `calicoctl ipam check` reports as leaks
- *   and kube-controllers' IPAM garbage collection frees;
+ *   it is created without the allocations nothing uses now (ipam-use.ts: no running pod has the address, the node
+ *   names another tunnel address), which would be leaks;
+ * - in both cases, a re-created block's merge and a created block, a bundle allocation whose address no pod or
+ *   node tunnel uses now is left out (ipam-use.ts): its pod is gone, or calico-node's allocator gave the node
+ *   another address; putting it back would leak it (a tunnel handle would hold two addresses);
  * - an IPAMHandle the cluster lacks is created when the block it names, as it will be after the restore (the live
  *   one, or the bundle's when that is created), still allocates an address to it, or when that block is as the
  *   bundle has it (nothing was released from it since the backup, so the handle was lost, not released);
@@ -24,7 +27,8 @@
 import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, IPAM_LIVE_KINDS, POD_ANNOTATION_CONTAINER_ID } from '../calico/knowledge.js';
 import { groupOf, type KubeObject } from '../kube/types.js';
 import { canonicalJson } from '../util/canonical.js';
-import { blockRecreated, duplicateLine, mergeBlock, releasedWithPod, type DuplicateIp } from './ipam-merge.js';
+import { blockRecreated, duplicateLine, mergeBlock, releasedWithPod, withoutUnused, type DuplicateIp, type KeepAllocation } from './ipam-merge.js';
+import type { AddressUse } from './ipam-use.js';
 import { DesiredSpool, type SpoolSlot } from './spool.js';
 
 export const isIpamLive = (o: Pick<KubeObject, 'apiVersion' | 'kind'>): boolean => IPAM_LIVE_KINDS.has(o.kind) && groupOf(o.apiVersion) === CALICO_CRD_GROUP;
@@ -58,6 +62,11 @@ export interface IpamSources {
    * was released with it, so the address its successor holds now is no duplicate. Without it every one is reported.
    */
   livePods?(): Promise<KubeObject[]>;
+  /**
+   * Which addresses pods and node tunnels use now (ipam-use.ts), read once when a block is first created or merged:
+   * a bundle allocation nothing uses is not put back. Without it every allocation is put back.
+   */
+  addressUse?(): Promise<AddressUse>;
 }
 
 /**
@@ -90,6 +99,15 @@ export async function mergeIpamPlan(planned: IpamPlanned[] | IpamEntries, source
     const created = new Set<string>(); // CIDRs of the blocks this restore creates
     const duplicated = new Map<string, string>(); // bundle handle -> address another handle holds now
     const gone = podGone(sources);
+    let use: Promise<KeepAllocation | undefined> | undefined;
+    const keeper = () =>
+      (use ??= sources.addressUse
+        ? sources.addressUse().then(
+            (u): KeepAllocation =>
+              (attr, address) =>
+                u.keep(attr, address),
+          )
+        : Promise.resolve(undefined));
     // `desired` may parse the object from the plan's JSON text on each read: each entry's kind is learnt once (from
     // its ref when it has one, parsing nothing), blocks are judged in this first visit, handles and affinities in the
     // second, each parsed where judged.
@@ -115,15 +133,24 @@ export async function mergeIpamPlan(planned: IpamPlanned[] | IpamEntries, source
     return skipped;
 
     /** A block of the plan: indexed, and merged address by address when Calico re-created it after the backup. */
-    async function judgeBlock(p: IpamPlanned, o: KubeObject): Promise<void> {
-      before.set(o);
-      if (!p.live && p.action.action === 'create') created.add(o.spec?.cidr);
+    async function judgeBlock(p: IpamPlanned, bundled: KubeObject): Promise<void> {
+      before.set(bundled);
+      let o = bundled;
+      if (!p.live && p.action.action === 'create') {
+        created.add(o.spec?.cidr);
+        const keep = await keeper();
+        const w = keep ? withoutUnused(o, keep) : undefined;
+        if (w?.unused.length) {
+          o = p.desired = w.block;
+          p.action.reason = `created without ${w.unused.length} allocation(s) of the bundle that nothing uses now (no running pod has the address, or the node names another tunnel address): putting them back would leak them`;
+        }
+      }
       const b = p.live ?? (p.action.action === 'create' ? o : undefined);
       if (b?.spec?.cidr) after.set(b);
       const a = p.action.action;
       if (!p.live || !(a === 'update' || a === 'replace' || a === 'skip')) return;
       if (!blockRecreated(p.live, o, sources.backupCreatedAt)) return;
-      const m = mergeBlock(p.live, o);
+      const m = mergeBlock(p.live, o, undefined, await keeper());
       // The handles' judgement reads the blocks as the merge leaves them.
       after.set(m.block);
       // A bundle allocation whose pod is gone was released with it: its address's new holder is no duplicate.

@@ -150,14 +150,23 @@ describe('restore and a running tigera operator', () => {
 
   it('gives a teardown the bundle IPAM the cluster lacks (blocks, handles, affinities) before its pools, never over what exists (issue 29)', async () => {
     const obj = (kind: string, name: string, spec: object = {}): KubeObject => ({ apiVersion: 'crd.projectcalico.org/v1', kind, metadata: { name }, spec });
+    // 192.168.1.0: pod-a (runs), the node's tunnel address (named by its Node), pod-gone (deleted by the teardown).
+    const attrs = (...h: string[]) => h.map((handle_id) => ({ handle_id }));
     const objects = [
       obj('IPPool', 'default-ipv4-ippool', { cidr: '192.168.0.0/16' }),
       obj('BlockAffinity', 'n1-a', { node: 'n1', cidr: '192.168.1.0/26' }),
       obj('BlockAffinity', 'n2-b', { node: 'n2', cidr: '192.168.2.0/26' }),
-      obj('IPAMHandle', 'pod-a', { block: { '192.168.1.0/26': 1 } }),
-      obj('IPAMHandle', 'pod-b', { block: { '192.168.2.0/26': 1 } }),
-      obj('IPAMBlock', '192-168-1-0-26', { cidr: '192.168.1.0/26' }),
-      obj('IPAMBlock', '192-168-2-0-26', { cidr: '192.168.2.0/26' }),
+      obj('IPAMHandle', 'k8s-pod-network.a', { handleID: 'k8s-pod-network.a', block: { '192.168.1.0/26': 1 } }),
+      obj('IPAMHandle', 'k8s-pod-network.gone', { handleID: 'k8s-pod-network.gone', block: { '192.168.1.0/26': 1 } }),
+      obj('IPAMHandle', 'vxlan-tunnel-addr-n1', { handleID: 'vxlan-tunnel-addr-n1', block: { '192.168.1.0/26': 1 } }),
+      obj('IPAMHandle', 'k8s-pod-network.b', { handleID: 'k8s-pod-network.b', block: { '192.168.2.0/26': 1 } }),
+      obj('IPAMBlock', '192-168-1-0-26', {
+        cidr: '192.168.1.0/26',
+        allocations: [0, 1, 2],
+        attributes: attrs('vxlan-tunnel-addr-n1', 'k8s-pod-network.a', 'k8s-pod-network.gone'),
+        unallocated: [],
+      }),
+      obj('IPAMBlock', '192-168-2-0-26', { cidr: '192.168.2.0/26', allocations: [0], attributes: attrs('k8s-pod-network.b'), unallocated: [] }),
       obj('ClusterInformation', 'default', { datastoreReady: true }),
     ];
     const bundle = {
@@ -166,15 +175,32 @@ describe('restore and a running tigera operator', () => {
       },
     } as unknown as RestoreSource;
     const creates: string[] = [];
+    let written: KubeObject | undefined;
     const client = {
       // 192.168.2.0/26 was claimed again by its node meanwhile: it exists.
       create: async (_t: ResourceType, o: KubeObject) => {
         if (o.metadata.name === '192-168-2-0-26') throw new KubeApiError(409, 'AlreadyExists', 'exists', 'POST', '/x');
+        if (o.kind === 'IPAMBlock') written = o;
         creates.push(`${o.kind} ${o.metadata.name}`);
         return o;
       },
+      listAll: async (t: ResourceType) =>
+        t.kind === 'Pod'
+          ? [{ apiVersion: 'v1', kind: 'Pod', metadata: { namespace: 'web', name: 'a' }, status: { phase: 'Running', podIP: '192.168.1.1' } }]
+          : [{ apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1', annotations: { 'projectcalico.org/IPv4VXLANTunnelAddr': '192.168.1.0' } } }],
     } as unknown as KubeClient;
-    await writeTeardownNeeds(client, bundle, new Set(['default-ipv4-ippool']), new Reporter(new RecordingIoHost()));
-    expect(creates).toEqual(['ClusterInformation default', 'IPAMBlock 192-168-1-0-26', 'IPAMHandle pod-a', 'BlockAffinity n1-a', 'IPPool default-ipv4-ippool']);
+    const host = new RecordingIoHost();
+    await writeTeardownNeeds(client, bundle, new Set(['default-ipv4-ippool']), new Reporter(host));
+    expect(creates).toEqual([
+      'ClusterInformation default',
+      'IPAMBlock 192-168-1-0-26',
+      'IPAMHandle k8s-pod-network.a',
+      'IPAMHandle vxlan-tunnel-addr-n1',
+      'BlockAffinity n1-a',
+      'IPPool default-ipv4-ippool',
+    ]);
+    // The deleted pod's allocation is not written: its address would leak.
+    expect(written?.spec?.allocations).toEqual([0, 1, null]);
+    expect(host.messages.filter((m) => m.code === 'CNR_RESTORE_IPAM_UNUSED').map((m) => m.data)).toEqual([{ kind: 'pod', count: 1 }]);
   });
 });

@@ -21,6 +21,9 @@ import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { crdResourceType, listCrds } from '../kube/discovery.js';
 import type { KubeObject } from '../kube/types.js';
 import { isCalicoCrd } from './admission.js';
+import { allocatesTo } from './ipam.js';
+import { withoutUnused } from './ipam-merge.js';
+import { readAddressUse, reportUse } from './ipam-use.js';
 import { PRIOR_DATASTORE_READY_ANNOTATION } from './guards.js';
 import { stripServerFields } from './normalize.js';
 import { CLUSTER_INFORMATION, INSTALLATION_NAME } from './order.js';
@@ -194,6 +197,8 @@ export async function judgeOperator(
  * one for the restore's own lock to release to), then the bundle's IPAM the cluster lacks (blocks, then the handles
  * and affinities of the blocks written here), then the pools the plan would write: calico-node's tunnel allocator
  * claims a block as soon as a pool exists, whatever the lock says, and must find the bundle's blocks already there.
+ * The blocks are written without the allocations nothing uses now (ipam-use.ts: the teardown deleted the operator's
+ * pods, a node's allocator may hold another address), and a handle only with an allocation in them.
  * Nothing that exists is written over (a 409 leaves it; the restore that follows merges it).
  */
 export async function writeTeardownNeeds(client: KubeClient, bundle: RestoreSource, pools: Set<string>, reporter: Reporter): Promise<void> {
@@ -225,11 +230,26 @@ export async function writeTeardownNeeds(client: KubeClient, bundle: RestoreSour
     };
     await create(locked, 'clusterinformations');
   }
-  const blocks = new Set<string>();
-  for (const b of await objects('IPAMBlock')) if (await create(b, 'ipamblocks', true)) blocks.add(b.spec?.cidr);
-  for (const h of await objects('IPAMHandle')) if (Object.keys(h.spec?.block ?? {}).some((c) => blocks.has(c))) await create(h, 'ipamhandles', true);
+  const blocks = new Map<string, KubeObject>();
+  const bundleBlocks = await objects('IPAMBlock');
+  const use = bundleBlocks.length
+    ? await readAddressUse(
+        () => client.listAll(K.pod),
+        () => client.listAll(K.node),
+      )
+    : undefined;
+  for (const bundled of bundleBlocks) {
+    const b = use ? withoutUnused(bundled, (attr, address) => use.use(attr, address) !== 'unused').block : bundled;
+    if (!(await create(b, 'ipamblocks', true))) continue;
+    blocks.set(b.spec?.cidr, b);
+    // Counted only for the blocks written here: one that exists is merged by the restore that follows.
+    if (use) withoutUnused(bundled, (attr, address) => use.keep(attr, address));
+  }
+  for (const h of await objects('IPAMHandle'))
+    if (Object.keys(h.spec?.block ?? {}).some((c) => allocatesTo(blocks.get(c), h.spec?.handleID ?? h.metadata.name))) await create(h, 'ipamhandles', true);
   for (const a of await objects('BlockAffinity')) if (blocks.has(a.spec?.cidr)) await create(a, 'blockaffinities', true);
   for (const p of await objects('IPPool')) if (pools.has(p.metadata.name)) await create(p, 'ippools');
+  if (use) reportUse(use, reporter);
   if (written.length)
     reporter.info('CNR_RESTORE_TEARDOWN_NEEDS', `written so the operator can finish its teardown: ${written.join(', ')} (datastore locked)`, { written });
 }

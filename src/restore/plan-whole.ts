@@ -15,7 +15,8 @@ import { crdKey } from './plan-object.js';
 import type { PlanTable } from './plan-table.js';
 import { judgeInstallationPools } from './pools.js';
 import type { PhaseTimer } from './timings.js';
-import { NOT_RESTORED, WRITES, desiredOf, hasDesired, type Planned, type RestoreSource } from './types.js';
+import { readAddressUse, reportUse, type AddressUse } from './ipam-use.js';
+import { NOT_RESTORED, WRITES, desiredOf, hasDesired, setDesired, type Planned, type RestoreSource } from './types.js';
 
 /** A plan entry as the IPAM merge sees it: its object parsed from the plan's text where the merge reads it. */
 class IpamView implements IpamPlanned {
@@ -28,6 +29,10 @@ class IpamView implements IpamPlanned {
   }
   get desired() {
     return desiredOf(this.p);
+  }
+  /** The merge leaves out of a block it creates what nothing uses (ipam.ts): the entry writes that block. */
+  set desired(o: KubeObject | undefined) {
+    if (o) setDesired(this.p, o);
   }
 }
 
@@ -53,6 +58,11 @@ export async function keepLiveIpam(
       }
     },
   };
+  // The cluster's pods, listed once: for the duplicates' judgement and for which addresses are used now.
+  let pods: Promise<KubeObject[]> | undefined;
+  const livePods = () => (pods ??= timer.time('readCluster', () => client.listAll(K.pod)));
+  let use: Promise<AddressUse> | undefined;
+  const addressUse = () => (use ??= readAddressUse(livePods, () => timer.time('readCluster', () => client.listAll(K.node))));
   const ipamKept = await mergeIpamPlan(entries, {
     backupCreatedAt: bundle.manifest.createdAt,
     // Streamed page by page into the merge's block index (kept as text there), never all parsed at once.
@@ -67,8 +77,9 @@ export async function keepLiveIpam(
           yield r.value;
         }
       })(),
-    // Read only when a re-created block meets a duplicate: is the bundle's pod still running?
-    livePods: () => timer.time('readCluster', () => client.listAll(K.pod)),
+    // Read only when a block is created or re-created: is the bundle's pod still running, which addresses are used?
+    livePods,
+    addressUse,
     bundleBlocks: () =>
       (async function* () {
         const items = bundle.objects({ groups: [CALICO_CRD_GROUP], kinds: ['IPAMBlock'], lenient: true })[Symbol.asyncIterator]();
@@ -79,6 +90,7 @@ export async function keepLiveIpam(
         }
       })(),
   });
+  if (use) reportUse(await use, reporter);
   if (ipamKept)
     reporter.info(
       'CNR_RESTORE_IPAM_LIVE',

@@ -4,7 +4,8 @@
  * tunnel allocator runs again: libcalico-go seeds a node's first block from a hash of its hostname, so each node
  * re-claims the *same* block CIDR, holding only its tunnel address. Restore used to keep those blocks "as the cluster
  * has them" and exit 0 with every pod allocation lost (the next pods get the running pods' addresses). Now each
- * bundle allocation goes back into the re-claimed block address by address, with its handle.
+ * bundle allocation a running pod uses goes back into the re-claimed block address by address, with its handle (the
+ * driver's allocations get their Pod objects for it: podsForDriverAllocations).
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,13 +17,12 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { calicoType, kubeconfig, runCli } from './helpers.js';
+import { DRIVER_NS, podsForDriverAllocations } from './driver-pods.js';
 import { IPAM_BLOCK, IPAM_HANDLE, heldByLog, ipamCheck, readEvents, readIpam, startChurn, freshInstall328, teardownInstall } from './ipam-support.js';
 import { allocateTunnels, expectTunnelsIntact, type TunnelAddrs } from './tunnel-support.js';
 
 const NODES = ['reclaim-node-1', 'reclaim-node-2', 'reclaim-node-3'];
 const AFFINITY = calicoType('blockaffinities', 'BlockAffinity');
-/** The IPAM driver's pod namespace (its --namespace default). */
-const DRIVER_NS = 'ipam-churn';
 const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });
 const dir = mkdtempSync(path.join(os.tmpdir(), 'ipam-reclaim-'));
 const log = path.join(dir, 'driver.jsonl');
@@ -38,6 +38,7 @@ describe('restore --resources after the IPAM objects were lost and the nodes re-
   }, 60 * 60_000);
 
   afterAll(async () => {
+    await client?.delete(K.namespace, undefined, DRIVER_NS).catch(() => undefined);
     await teardownInstall(cluster, client, 'reclaim-node-');
     rmSync(dir, { recursive: true, force: true });
   }, 600_000);
@@ -48,6 +49,8 @@ describe('restore --resources after the IPAM objects were lost and the nodes re-
     expect(await churn.done).toBe(0);
     const held = heldByLog(readEvents(log));
     expect(held.size).toBeGreaterThanOrEqual(8);
+    // Their Pod objects, running with those addresses: restore puts back only allocations a running pod uses.
+    await podsForDriverAllocations(client, readEvents(log), DRIVER_NS);
     const b = await runCli(['backup', '--allow-unprotected-nodes', '--out', bundle, '-o', 'json']);
     expect(b.code, b.stderr).toBe(0);
     const blocksBefore = (await client.listAll(IPAM_BLOCK)).map((x) => x.spec.cidr).sort();
@@ -105,17 +108,8 @@ describe('restore --resources after the IPAM objects were lost and the nodes re-
     const newcomer = JSON.parse(line) as { ip: string; handle: string };
     const victim = [...held].find(([, ip]) => ip === newcomer.ip);
     expect(victim, `${newcomer.ip} was a bundle pod's address`).toBeDefined();
-    // The bundle's pod still runs (the driver allocates for pods that have no Pod object; a duplicate matters, and
-    // restore reports it, only while the bundle's pod exists: one that is gone released its address).
-    const victimPod = readEvents(log).find((e) => e.op === 'assign' && e.handle === victim![0])!.pod!;
-    await client.create(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: DRIVER_NS } }).catch(() => undefined);
-    await client.create(K.pod, {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: victimPod, namespace: DRIVER_NS },
-      spec: { nodeName: NODES[0], containers: [{ name: 'c', image: 'nginx' }] },
-    });
-
+    // The bundle's pod still runs (its Pod object, made in the first test): a duplicate matters, and restore reports
+    // it, only while the bundle's pod exists (one that is gone released its address).
     const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
     const result = JSON.parse(r.stdout);
     expect(r.code, r.stderr).toBe(3);
@@ -130,6 +124,5 @@ describe('restore --resources after the IPAM objects were lost and the nodes re-
     expect(lost).toEqual([]);
     expect([...ipam.owners].filter(([, o]) => o.length > 1)).toEqual([]);
     await expectTunnelsIntact(client, again);
-    await client.delete(K.pod, DRIVER_NS, victimPod);
   }, 900_000);
 });

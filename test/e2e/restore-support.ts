@@ -12,6 +12,7 @@ import { until } from '../support/until.js';
 import { calicoctl, installReal328, waitPoolAndDatastoreReady, withRealCalico } from './calico-support.js';
 import { calicoType, operatorType, runCli } from './helpers.js';
 import { heldByLog, readEvents, readIpam, startChurn, stopAllChurns, type DriverEvent, type IpamCheck } from './ipam-support.js';
+import { DRIVER_NS, podsForDriverAllocations } from './driver-pods.js';
 import { expectChurnSettledAndHeld, PodChurn, stopAllPodChurns, waitNodeSideSettled } from './pod-churn.js';
 import { expectNodeTunnelsKept, waitNodeTunnels, type TunnelAddrs } from './tunnel-support.js';
 
@@ -189,7 +190,11 @@ export interface RestoreSuite {
  * (docs/node-side.md): each node's tunnel address comes from calico-node's allocator and the allocations from real
  * Pods through the CNI plugin (`podsThroughCni`, in namespace `<prefix>-pods-<run>`).
  */
-export function restoreSuite(prefix: string, onClient: (client: KubeClient) => void, opts: { nodeSide?: string[] } = {}): RestoreSuite {
+export function restoreSuite(
+  prefix: string,
+  onClient: (client: KubeClient) => void,
+  opts: { nodeSide?: string[]; /** Without the node side: a Pod object for each driver allocation (podsForDriverAllocations). */ driverPods?: boolean } = {},
+): RestoreSuite {
   const real = opts.nodeSide
     ? withRealCalico(prefix, { operators: ['v1.32.10', 'v1.34.3'], calico: [CALICO_PROGRAMS_VERSION], nodeSide: opts.nodeSide })
     : withRealCalico(prefix);
@@ -214,6 +219,7 @@ export function restoreSuite(prefix: string, onClient: (client: KubeClient) => v
     await waitPoolAndDatastoreReady(client);
     if (!opts.nodeSide) {
       evs = await populate(client, nodes, driverLog);
+      if (opts.driverPods) await podsForDriverAllocations(client, evs, DRIVER_NS);
       return;
     }
     await populateConfig(client);
@@ -229,6 +235,7 @@ export function restoreSuite(prefix: string, onClient: (client: KubeClient) => v
     const client = real.client();
     await client.delete(K.namespace, undefined, APP_NS).catch(() => undefined);
     if (opts.nodeSide) await client.delete(K.namespace, undefined, podsNs).catch(() => undefined);
+    if (opts.driverPods) await client.delete(K.namespace, undefined, DRIVER_NS).catch(() => undefined);
   });
   const got = <V>(v: V | undefined, what: string): V => {
     if (v === undefined) throw new Error(`the restore set-up has not run or made no ${what}`);

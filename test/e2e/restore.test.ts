@@ -6,7 +6,8 @@
  *   handles again and named by the Nodes, which the CRD deletion left alone;
  * - export, edit and delete a few objects: --dry-run lists exactly those and writes nothing; the real run fixes exactly those;
  * - owner references re-linked or dropped; --existing skip|replace; --prune.
- * `calicoctl ipam check` finds nothing but the driver's pod-less addresses after each test.
+ * The driver's allocations have their Pod objects (restore puts back only allocations a running pod uses);
+ * `calicoctl ipam check` finds no problem after each test.
  * The guards (operator, datastore lock, other cluster) are in restore-guards.test.ts; a pool the operator manages
  * and a 3.28.1 bundle onto 3.27.4 CRDs in restore-operator-versions.test.ts.
  */
@@ -15,7 +16,8 @@ import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { calicoType, explain, operatorType, runCli } from './helpers.js';
-import { expectIpamIntact, heldByLog } from './ipam-support.js';
+import { expectDriverPodsIntact } from './driver-pods.js';
+import { heldByLog } from './ipam-support.js';
 import { allocateTunnels, expectTunnelsIntact } from './tunnel-support.js';
 import {
   APP_NS,
@@ -33,11 +35,12 @@ import {
 
 describe('restore --resources on a real cluster with the real Calico programs', () => {
   let client: KubeClient;
-  const suite = restoreSuite('rst', (c) => (client = c));
+  // The driver's allocations get their Pod objects: restore puts back only allocations a running pod uses.
+  const suite = restoreSuite('rst', (c) => (client = c), { driverPods: true });
   const work = suite.work;
   const APISERVER = operatorType('apiservers', 'APIServer');
   afterEach(async () => {
-    await expectIpamIntact(client, suite.events());
+    await expectDriverPodsIntact(client, suite.events());
   });
 
   it('brings everything back after every Calico CRD was deleted under the running operator (the incident), and diff then exits 0', async () => {
