@@ -7,7 +7,8 @@
  *   --drop-unknown-fields writes it, the v1.32.10 operator reports Calico Available and re-renders its CNI config;
  * - an Installation backed up without v1.34's own finalizers (an older operator's bundle) restored under v1.34.3:
  *   the live ones are kept, so nothing changes and nothing drifts.
- * `calicoctl ipam check` finds nothing but the driver's pod-less addresses after each test.
+ * The driver's allocations have their Pod objects (restore puts back only allocations a running pod uses);
+ * `calicoctl ipam check` finds no problem after each test.
  * The incident itself, --dry-run, owners, --existing and --prune are in restore.test.ts; the guards in
  * restore-guards.test.ts. This file shares their set-up (restore-support.ts).
  */
@@ -17,15 +18,16 @@ import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { applyFixture, runCli } from './helpers.js';
 import { calicoctl, clearCalicoFinalizers, waitOperator } from './calico-support.js';
-import { expectIpamIntact } from './ipam-support.js';
+import { expectDriverPodsIntact } from './driver-pods.js';
 import { T, deleteCalicoCrds, exportTo, operatorReplicas, restoreSuite } from './restore-support.js';
 
 describe('restore --resources across operator versions (the real v1.34.3 and v1.32.10)', () => {
   let client: KubeClient;
-  const suite = restoreSuite('rsv', (c) => (client = c));
+  // The driver's allocations get their Pod objects: restore puts back only allocations a running pod uses.
+  const suite = restoreSuite('rsv', (c) => (client = c), { driverPods: true });
   const work = suite.work;
   afterEach(async () => {
-    await expectIpamIntact(client, suite.events());
+    await expectDriverPodsIntact(client, suite.events());
   });
 
   it('refuses a disabled pool the real operator v1.34.3 manages (marked in projectcalico.org/metadata), with the fix', async () => {

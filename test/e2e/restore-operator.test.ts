@@ -1,22 +1,18 @@
 /**
- * `restore --resources` under a running real tigera operator (v1.34.3, Calico 3.28.1) with Calico's node side
- * running (calico-node's start-up and tunnel allocator per kwok node, the real CNI plugin per pod:
- * docs/node-side.md), judged by what the operator did: Calico installed through the operator, a user pool parked
- * (disabled, not the operator's), real Pods given their addresses by the CNI plugin (and one deleted, its address
- * released by its DEL), an export, then the incident: every Calico CRD deleted while the operator runs, which leaves
- * the Installation Terminating on the operator's finalizers while it tears Calico down (calico-node's pods go, and
- * with them its allocators; the operator's own pods on the nodes go and their DELs wait for Calico to come back).
- * The restore must let that teardown finish and then bring Calico back: the resumed operator's own TigeraStatus
+ * `restore --resources` under a running real tigera operator (v1.34.3, Calico 3.28.1), judged by what the operator
+ * did: Calico installed through the operator, a user pool parked (disabled, not the operator's), real allocations
+ * made by the IPAM driver (libcalico-go's IPAM client), an export, then the incident: every Calico CRD deleted while
+ * the operator runs, which leaves the Installation Terminating on the operator's finalizers while it tears Calico
+ * down. The restore must let that teardown finish and then bring Calico back: the resumed operator's own TigeraStatus
  * reports (written after it restarted, not the stale ones) Available, the Installation not Terminating, calico-node
- * rendered and started again on every node, the pools as in the bundle (the parked one stays disabled through the
- * operator's reconciles), every pod holding its address by its own handle again, nothing released held again (the
- * teardown's pods' addresses, a node's old tunnel address), each node's tunnel handle holding the one address its
- * Node names, and `calicoctl ipam check` finding no problem at all.
+ * rendered, the pools as in the bundle (the parked one stays disabled through the operator's reconciles), every
+ * allocation held before still held, and `calicoctl ipam check` finding no problem at all. The driver's allocations
+ * get their Pod objects (podsForDriverAllocations): restore puts back only allocations a running pod uses.
  */
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
@@ -31,40 +27,31 @@ import {
   waitTigeraStatusAvailable,
   withRealCalico,
 } from './calico-support.js';
-import { ipamCheck } from './ipam-support.js';
-import { CALICO_PROGRAMS_VERSION } from '../../src/dev/local-cluster/calico-programs.js';
-import { stopAllPodChurns, type PodChurn } from './pod-churn.js';
-import { expectPodsKept, podsThroughCni } from './restore-support.js';
-import { waitNodeTunnels, type TunnelAddrs } from './tunnel-support.js';
+import { heldByLog, ipamCheck, readEvents, startChurn } from './ipam-support.js';
+import { DRIVER_NS, expectDriverPodsIntact, podsForDriverAllocations } from './driver-pods.js';
+import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
 
 const INSTALLATION = operatorType('installations', 'Installation');
 const TIGERA_STATUS = operatorType('tigerastatuses', 'TigeraStatus');
 const CALICO_CRD_GROUPS = ['crd.projectcalico.org', 'operator.tigera.io'];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const NODES = ['rop-node-1', 'rop-node-2'];
-const run = Date.now().toString(36);
-const PODS_NS = `rop-pods-${run}`;
 
 let client: KubeClient;
 let cluster: LocalCluster;
 let dir: string;
-/** The pods of the first test (through the CNI plugin): the allocations every later step must keep. */
-let pods: PodChurn;
-/** Each node's tunnel addresses, from calico-node's own allocator. */
-let tunnels: TunnelAddrs[];
+/** The IPAM driver's events of the first test: the allocations every later step must keep. */
+let evs: ReturnType<typeof readEvents>;
 
-describe('restore --resources under the running real tigera operator v1.34.3 with the node side', () => {
-  const real = withRealCalico('rop', { operators: ['v1.34.3'], calico: [CALICO_PROGRAMS_VERSION], nodeSide: ['v3.28.1'] });
+describe('restore --resources under the running real tigera operator v1.34.3', () => {
+  const real = withRealCalico('rop');
   beforeAll(async () => {
     client = real.client();
     cluster = real.cluster;
     dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-restore-operator-'));
+    await ensureCalicoProgram('ipam-driver', CALICO_PROGRAMS_VERSION);
   }, 30 * 60_000);
-  afterEach(() => stopAllPodChurns());
-  // Runs before withRealCalico's own afterAll (hooks run in reverse): the pods go before the node side stops.
   afterAll(async () => {
-    await stopAllPodChurns();
-    await client?.delete(K.namespace, undefined, PODS_NS).catch(() => undefined);
+    await client?.delete(K.namespace, undefined, DRIVER_NS).catch(() => undefined);
   });
 
   it(
@@ -78,15 +65,25 @@ describe('restore --resources under the running real tigera operator v1.34.3 wit
         ['create', '-f', '-'],
         JSON.stringify({ ...parked, spec: { cidr: '10.60.0.0/16', blockSize: 26, disabled: true, nodeSelector: 'all()' } }),
       );
-      // calico-node's start on each node: a VXLAN tunnel address from default-ipv4-ippool (VXLANCrossSubnet).
-      tunnels = await waitNodeTunnels(cluster, NODES);
-      // Real allocations by the CNI plugin: blocks, handles, affinities on both nodes, one pod's address released.
-      pods = await podsThroughCni(client, cluster, { nodes: NODES, namespace: PODS_NS, prefix: `rop${run}`, count: 6 });
-      expect(pods.live().length).toBeGreaterThanOrEqual(4);
-      // Every allocated address is in use (each pod has its Pod object): nothing for ipam check to report.
+      // Real allocations, as the CNI plugin makes them: blocks, handles, affinities on both nodes.
+      const log = path.join(dir, 'driver.jsonl');
+      const churn = await startChurn(log, { nodes: ['rop-node-1', 'rop-node-2'], prefix: `rop${Date.now().toString(36)}`, rate: 8, target: 8, durationS: 6 });
+      expect(await churn.done).toBe(0);
+      evs = readEvents(log);
+      const held = heldByLog(evs);
+      expect(held.size).toBeGreaterThanOrEqual(4);
+      // Their Pod objects, running with those addresses: restore puts back only allocations a running pod uses.
+      await podsForDriverAllocations(client, evs, DRIVER_NS);
+      // Every allocated address is in use now: no leak, nothing else wrong in IPAM (the operator's kwok pods have
+      // kwok's addresses, outside every pool, which ipam check counts apart).
       const baseline = await ipamCheck();
-      expect(baseline.problems, baseline.text).toBe(0);
-      expect(baseline.nodeTunnelIps, baseline.text).toBe(NODES.length);
+      const { leaked, noAllocation, handlesWithoutIps, missingHandles } = baseline;
+      expect({ leaked, noAllocation, handlesWithoutIps, missingHandles }, baseline.text).toEqual({
+        leaked: 0,
+        noAllocation: 0,
+        handlesWithoutIps: 0,
+        missingHandles: 0,
+      });
       const poolsBefore = await ippoolsWide();
       expect(poolsBefore['parked-pool']?.DISABLED).toBe('true');
       const reportsBefore = (await client.listAll(TIGERA_STATUS)).filter((t) => tigeraCondition(t, 'Available') === 'True').map((t) => t.metadata.name);
@@ -157,25 +154,8 @@ describe('restore --resources under the running real tigera operator v1.34.3 wit
         expect(pools['default-ipv4-ippool']?.DISABLED).toBe('false');
         await sleep(3000);
       }
-      // What restore left out of the bundle's IPAM because nothing uses it now (the teardown's pods, old tunnel addresses).
-      console.log(
-        `restore on IPAM: ${
-          r.stderr
-            .split('\n')
-            .filter((l) => /not put back|put back without knowing/.test(l))
-            .join(' | ') || 'nothing left out'
-        }`,
-      );
-      // calico-node's allocator removes its node's tunnel address when it finds no pool of that encapsulation
-      // (node/pkg/allocateip reconcileTunnelAddrs -> removeHostTunnelAddr), as it does while the IPPool kind is served
-      // with no pool during the incident, and takes a new one once a pool exists: a node may come back with another
-      // tunnel address. Restore must then not give its tunnel handle the old one too (each handle holding exactly the
-      // address its Node names: expectPodsKept).
-      const after = await waitNodeTunnels(cluster, NODES);
-      console.log(`tunnel addresses before ${JSON.stringify(tunnels)}, after ${JSON.stringify(after)}`);
-      tunnels = after;
-      // Every pod holds its address again, by its handle alone; nothing released is held; ipam check finds nothing.
-      await expectPodsKept(client, cluster, pods, tunnels);
+      // Every allocation held before is held again, by its handle alone; ipam check finds no problem.
+      await expectDriverPodsIntact(client, evs);
     },
     40 * 60_000,
   );
@@ -212,8 +192,7 @@ describe('restore --resources under the running real tigera operator v1.34.3 wit
         expect((await ippoolsWide())['default-ipv4-ippool'], `default-ipv4-ippool after ${i * 3} s`).toBeDefined();
         await sleep(3000);
       }
-      // The tunnel addresses the nodes hold after the first test's restore are kept.
-      await expectPodsKept(client, cluster, pods, tunnels);
+      await expectDriverPodsIntact(client, evs);
     },
     20 * 60_000,
   );
