@@ -94,7 +94,8 @@ export async function populateCalico(client: KubeClient, opts: PopulateOptions =
       strictAffinity: false,
       allocations: Array.from({ length: 64 }, (_, k) => (k < used ? k : null)),
       unallocated: Array.from({ length: 64 - used }, (_, k) => k + used),
-      attributes: handles.map((h) => ({ handle_id: h, secondary: { namespace: ns, node, pod: `${prefix}-pod-${i}-${h.slice(-4)}` } })),
+      // One pod per allocation (the handle's last characters are its zero padding, the same for all).
+      attributes: handles.map((h, j) => ({ handle_id: h, secondary: { namespace: ns, node, pod: `${prefix}-pod-${i}-${j}` } })),
       deleted: false,
     });
     add(T.affinity, 'BlockAffinity', `${node}-10-240-${i}-0-26`, { cidr, node, state: 'confirmed', deleted: 'false' });

@@ -6,12 +6,13 @@
  * operator itself, which leaves the Installation Terminating on the operator's finalizers that nothing can remove
  * any more. wrap's restore is refused (exit 5) and wrap prints the exact recovery commands; the user follows them
  * (the operator installed again, then `restore`), and everything is back: no allocation lost, `calicoctl ipam check`
- * finding only what it found before. Also: a healthy command passes, and a failing command's exit code passes through.
+ * finding only what it found before. Every allocation has its running Pod object (restore puts back only allocations
+ * a running pod uses: src/restore/ipam-use.ts), so that check finds no leak at all. Also: a healthy command passes, and a failing command's exit code passes through.
  */
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
@@ -19,6 +20,8 @@ import { fixturePath, kubeconfig, operatorType, runCli } from './helpers.js';
 import { kubectl, waitOperator, withRealCalico } from './calico-support.js';
 import { expectIpamAsBefore, heldByLog, installPopulatedReal328, ipamCheck, readIpam, type DriverEvent } from './ipam-support.js';
 import { calicoSnapshot } from './plan-support.js';
+import { DRIVER_NS, podsForDriverAllocations } from './driver-pods.js';
+import { podsForPopulation } from './population-pods.js';
 import type { Population } from './population.js';
 
 const NODES = ['fwr-node-1', 'fwr-node-2'];
@@ -37,7 +40,14 @@ describe('wrap with the real tigera operator: back up, run a risky command, chec
     cluster = real.cluster;
     dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-wrap-e2e-'));
     ({ population, events: evs } = await installPopulatedReal328(client, cluster, { prefix: 'fwr', nodes: NODES, logFile: path.join(dir, 'driver.jsonl') }));
+    // The pods behind the population's and the driver's allocations, running with those addresses.
+    await podsForPopulation(client, population);
+    await podsForDriverAllocations(client, evs, DRIVER_NS);
   }, 20 * 60_000);
+
+  afterAll(async () => {
+    for (const ns of [population?.namespace, DRIVER_NS]) if (ns) await client?.delete(K.namespace, undefined, ns).catch(() => undefined);
+  });
 
   it('a harmless command: healthy, exit 0; a failing one: its exit code passes through with the restore command', async () => {
     const ok = await runCli(['wrap', '--out', path.join(dir, 'b-ok'), '-o', 'json', '--', 'true']);
@@ -62,6 +72,7 @@ describe('wrap with the real tigera operator: back up, run a risky command, chec
       const before = await calicoSnapshot(client);
       const ipamBefore = await readIpam(client);
       const checkBefore = await ipamCheck();
+      expect(checkBefore.leaked, checkBefore.text).toBe(0);
       const bundle = path.join(dir, 'b-delete');
       const kubectlBin = path.join(cluster.readState()!.binDir, 'kubectl');
       // With kubectl's default --wait the delete never returns (it waits up to a week for the Installation, whose
@@ -128,11 +139,10 @@ describe('wrap with the real tigera operator: back up, run a risky command, chec
       }
       expect(Object.keys(after.data).sort()).toEqual(Object.keys(before.data).sort());
       // IPAM exactly as before: every address the driver held is allocated to its handle again, and
-      // `calicoctl ipam check` finds nothing it did not find before (the driver's and the population's pod-less
-      // allocations, whose pods have no Pod object, are its only "leaks").
+      // `calicoctl ipam check` finds nothing it did not find before: no leak (every allocation's pod runs).
       const ipamAfter = await readIpam(client);
       for (const [handle, ip] of held) expect(ipamAfter.owners.get(ip), ip).toEqual([handle]);
-      await expectIpamAsBefore(client, ipamBefore, checkBefore);
+      await expectIpamAsBefore(client, ipamBefore, checkBefore, { withPods: true });
     },
     30 * 60_000,
   );
