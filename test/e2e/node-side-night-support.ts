@@ -7,6 +7,8 @@ import type { KubeObject } from '../../src/kube/types.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { calicoctl, waitApiServiceAvailable, waitOperator } from './calico-support.js';
 import { applyFixture, calicoType, fixturePath, kubeconfig } from './helpers.js';
+import { IPAM_BLOCK, IPAM_HANDLE } from './ipam-support.js';
+import { auditTrail, blockName } from '../support/audit-trail.js';
 
 export const POOL = calicoType('ippools', 'IPPool');
 export const NS = 'night';
@@ -96,4 +98,35 @@ export async function poolStates(client: KubeClient): Promise<Record<string, { c
   const out: Record<string, { cidr: string; disabled: boolean }> = {};
   for (const p of await client.listAll(POOL).catch(() => [])) out[p.metadata.name] = { cidr: p.spec.cidr, disabled: p.spec.disabled === true };
   return out;
+}
+
+/**
+ * For `calicoctl ipam check`'s handles with no matching IPs (it names each: "<handle> doesn't have any active IPs."):
+ * the blocks each handle counts, what those blocks allocate at that address now, every recorded write to the
+ * handle and its blocks (audit log, with the writer's user agent) and the node side's log lines on its container.
+ * Printed when the check finds one, to tell who released the allocation and left the handle.
+ */
+export async function handlesWithoutIpsTrail(client: KubeClient, checkText: string, runDir: string, supervisorLog: string): Promise<string> {
+  const named = [...checkText.matchAll(/^\s+(\S+) doesn't have any active IPs\./gm)].map((m) => m[1]!);
+  const out: string[] = [];
+  for (const handle of named) {
+    const h = await client.getOrUndefined(IPAM_HANDLE, undefined, handle.toLowerCase());
+    const blocks = Object.keys(h?.spec?.block ?? {});
+    out.push(`handle ${handle}: counts ${JSON.stringify(h?.spec?.block ?? 'gone')}, created ${h?.metadata.creationTimestamp}`);
+    for (const cidr of blocks) {
+      const b = await client.getOrUndefined(IPAM_BLOCK, undefined, blockName(cidr));
+      const attrs: { handle_id?: string; secondary?: unknown }[] = b?.spec?.attributes ?? [];
+      const held = ((b?.spec?.allocations ?? []) as (number | null)[]).map((a, o) => (a === null ? undefined : `${o}:${attrs[a]?.handle_id}`)).filter((x) => x);
+      out.push(`  block ${cidr} (affinity ${b?.spec?.affinity}, seq ${b?.spec?.sequenceNumber}): ${held.join(' ')}`);
+    }
+    out.push(...auditTrail(runDir, [handle.toLowerCase(), ...blocks.map(blockName)], 80).map((l) => `  ${l}`));
+    const container = handle.replace(/^k8s-pod-network\./, '').slice(0, 12);
+    out.push(
+      ...supervisorLog
+        .split('\n')
+        .filter((l) => container.length === 12 && l.includes(container))
+        .map((l) => `  supervisor: ${l.slice(0, 400)}`),
+    );
+  }
+  return out.join('\n');
 }

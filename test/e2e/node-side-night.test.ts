@@ -36,7 +36,17 @@ import { applyFixture, runCli } from './helpers.js';
 import { IPAM_BLOCK, ipamCheck, readIpam } from './ipam-support.js';
 import { waitNodeSideSettled } from './pod-churn.js';
 import { expectPodAddressesHeld, podAddressProblems } from './pod-ip-support.js';
-import { NS, POOL, createPods, install3274, kubectlDeleteRelease, poolStates, waitPodAddresses, waitTunnels } from './node-side-night-support.js';
+import {
+  NS,
+  POOL,
+  createPods,
+  handlesWithoutIpsTrail,
+  install3274,
+  kubectlDeleteRelease,
+  poolStates,
+  waitPodAddresses,
+  waitTunnels,
+} from './node-side-night-support.js';
 
 // The node side runs each installed minor's own tree (nodeSideFor in calico-programs.ts): 3.27.4's, then 3.28.1's.
 const NODE_SIDE = ['v3.27.4', 'v3.28.1'];
@@ -187,6 +197,8 @@ describe('the seed night on the node side: 3.27.4, pods through the CNI plugin, 
         leaked.filter((l) => !/namespace=calico-(system|apiserver)\b/.test(l)),
         check.text,
       ).toEqual([]);
+      if (check.handlesWithoutIps)
+        console.log(`handles with no matching IPs:\n${await handlesWithoutIpsTrail(client, check.text, real.cluster.readState()!.workDir, supervisorLog())}`);
       expect(
         {
           noAllocation: check.noAllocation,
