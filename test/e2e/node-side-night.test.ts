@@ -149,7 +149,12 @@ describe('the seed night on the node side: 3.27.4, pods through the CNI plugin, 
       const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
       const result = JSON.parse(r.stdout || '{}');
       console.log(
-        `${at()}: restore exit ${r.code} in ${((Date.now() - restoreStarted) / 1000).toFixed(0)} s; counts ${JSON.stringify(result.counts)}; ipamProblems ${JSON.stringify(result.ipamProblems ?? [])}; drifted ${JSON.stringify(result.drifted)}\nstderr: ${r.stderr.slice(-2000)}`,
+        `${at()}: restore exit ${r.code} in ${((Date.now() - restoreStarted) / 1000).toFixed(0)} s; counts ${JSON.stringify(result.counts)}; ipamProblems ${JSON.stringify(result.ipamProblems ?? [])}; drifted ${JSON.stringify(result.drifted)}\nleft out of IPAM: ${
+          r.stderr
+            .split('\n')
+            .filter((l) => /not put back|put back without knowing/.test(l))
+            .join(' | ') || 'nothing'
+        }\nstderr: ${r.stderr.slice(-2000)}`,
       );
       const { owners } = await readIpam(client);
       const lost = PODS.filter((p) => (owners.get(addresses.get(p)!) ?? []).length !== 1).map(
