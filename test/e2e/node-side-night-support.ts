@@ -1,5 +1,6 @@
 /** Steps of the seed's night on the node side (node-side-night.test.ts): pods through the real CNI plugin, the user's commands. */
 import { execFile } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
@@ -103,10 +104,11 @@ export async function poolStates(client: KubeClient): Promise<Record<string, { c
 /**
  * For `calicoctl ipam check`'s handles with no matching IPs (it names each: "<handle> doesn't have any active IPs."):
  * the blocks each handle counts, what those blocks allocate at that address now, every recorded write to the
- * handle and its blocks (audit log, with the writer's user agent) and the node side's log lines on its container.
+ * handle and its blocks (audit log, with the writer's user agent) and the cluster's log lines (Calico's programs,
+ * the node side, its CNI plugin) on the handle or its container.
  * Printed when the check finds one, to tell who released the allocation and left the handle.
  */
-export async function handlesWithoutIpsTrail(client: KubeClient, checkText: string, runDir: string, supervisorLog: string): Promise<string> {
+export async function handlesWithoutIpsTrail(client: KubeClient, checkText: string, runDir: string): Promise<string> {
   const named = [...checkText.matchAll(/^\s+(\S+) doesn't have any active IPs\./gm)].map((m) => m[1]!);
   const out: string[] = [];
   for (const handle of named) {
@@ -120,13 +122,27 @@ export async function handlesWithoutIpsTrail(client: KubeClient, checkText: stri
       out.push(`  block ${cidr} (affinity ${b?.spec?.affinity}, seq ${b?.spec?.sequenceNumber}): ${held.join(' ')}`);
     }
     out.push(...auditTrail(runDir, [handle.toLowerCase(), ...blocks.map(blockName)], 80).map((l) => `  ${l}`));
-    const container = handle.replace(/^k8s-pod-network\./, '').slice(0, 12);
-    out.push(
-      ...supervisorLog
-        .split('\n')
-        .filter((l) => container.length === 12 && l.includes(container))
-        .map((l) => `  supervisor: ${l.slice(0, 400)}`),
-    );
+    // The CNI plugin, kube-controllers and the node side log a pod handle's container ID (some only its first 12 characters).
+    const id = handle.replace(/^k8s-pod-network\./, '').slice(0, 12);
+    for (const file of logFiles(runDir))
+      out.push(
+        ...readFileSync(file, 'utf8')
+          .split('\n')
+          .filter((l) => l.includes(id) || l.includes(handle))
+          .slice(-30)
+          .map((l) => `  ${path.relative(runDir, file)}: ${l.slice(0, 400)}`),
+      );
   }
   return out.join('\n');
+}
+
+/** The local cluster's log files: its run directory's and the node side's. */
+function logFiles(runDir: string): string[] {
+  const inDir = (d: string) =>
+    existsSync(d)
+      ? readdirSync(d)
+          .filter((f) => f.endsWith('.log'))
+          .map((f) => path.join(d, f))
+      : [];
+  return [...inDir(runDir), ...inDir(path.join(runDir, 'node-side'))];
 }

@@ -203,7 +203,7 @@ describe('the seed night on the node side: 3.27.4, pods through the CNI plugin, 
         check.text,
       ).toEqual([]);
       if (check.handlesWithoutIps)
-        console.log(`handles with no matching IPs:\n${await handlesWithoutIpsTrail(client, check.text, real.cluster.readState()!.workDir, supervisorLog())}`);
+        console.log(`handles with no matching IPs:\n${await handlesWithoutIpsTrail(client, check.text, real.cluster.readState()!.workDir)}`);
       expect(
         {
           noAllocation: check.noAllocation,
