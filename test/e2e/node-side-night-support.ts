@@ -102,26 +102,32 @@ export async function poolStates(client: KubeClient): Promise<Record<string, { c
 }
 
 /**
- * For `calicoctl ipam check`'s handles with no matching IPs (it names each: "<handle> doesn't have any active IPs."):
- * the blocks each handle counts, what those blocks allocate at that address now, every recorded write to the
- * handle and its blocks (audit log, with the writer's user agent) and the cluster's log lines (Calico's programs,
- * the node side, its CNI plugin) on the handle or its container.
+ * For `calicoctl ipam check`'s handles with no matching IPs (IPAMHandles no block allocates an address to): the
+ * blocks each handle counts, what those blocks allocate now, every recorded write to the handle and its blocks
+ * (audit log, with the writer's user agent) and the cluster's log lines (Calico's programs, the node side, its CNI
+ * plugin) on the handle or its container.
  * Printed when the check finds one, to tell who released the allocation and left the handle.
  */
-export async function handlesWithoutIpsTrail(client: KubeClient, checkText: string, runDir: string): Promise<string> {
-  const named = [...checkText.matchAll(/^\s+(\S+) doesn't have any active IPs\./gm)].map((m) => m[1]!);
+export async function handlesWithoutIpsTrail(client: KubeClient, runDir: string): Promise<string> {
+  // calicoctl names them only with --show-all-ips: found here as calicoctl finds them (no block allocates to the handle).
+  const inUse = new Set<string>();
+  for (const b of await client.listAll(IPAM_BLOCK)) {
+    const attrs: { handle_id?: string }[] = b.spec?.attributes ?? [];
+    for (const a of (b.spec?.allocations ?? []) as (number | null)[]) if (a !== null) inUse.add(attrs[a]?.handle_id ?? '');
+  }
+  const orphans = (await client.listAll(IPAM_HANDLE)).filter((h) => !inUse.has(h.spec?.handleID ?? h.metadata.name));
   const out: string[] = [];
-  for (const handle of named) {
-    const h = await client.getOrUndefined(IPAM_HANDLE, undefined, handle.toLowerCase());
-    const blocks = Object.keys(h?.spec?.block ?? {});
-    out.push(`handle ${handle}: counts ${JSON.stringify(h?.spec?.block ?? 'gone')}, created ${h?.metadata.creationTimestamp}`);
+  for (const h of orphans) {
+    const handle: string = h.spec?.handleID ?? h.metadata.name;
+    const blocks = Object.keys(h.spec?.block ?? {});
+    out.push(`handle ${handle}: counts ${JSON.stringify(h.spec?.block)}, created ${h.metadata.creationTimestamp}`);
     for (const cidr of blocks) {
       const b = await client.getOrUndefined(IPAM_BLOCK, undefined, blockName(cidr));
       const attrs: { handle_id?: string; secondary?: unknown }[] = b?.spec?.attributes ?? [];
       const held = ((b?.spec?.allocations ?? []) as (number | null)[]).map((a, o) => (a === null ? undefined : `${o}:${attrs[a]?.handle_id}`)).filter((x) => x);
       out.push(`  block ${cidr} (affinity ${b?.spec?.affinity}, seq ${b?.spec?.sequenceNumber}): ${held.join(' ')}`);
     }
-    out.push(...auditTrail(runDir, [handle.toLowerCase(), ...blocks.map(blockName)], 80).map((l) => `  ${l}`));
+    out.push(...auditTrail(runDir, [h.metadata.name, ...blocks.map(blockName)], 80).map((l) => `  ${l}`));
     // The CNI plugin, kube-controllers and the node side log a pod handle's container ID (some only its first 12 characters).
     const id = handle.replace(/^k8s-pod-network\./, '').slice(0, 12);
     for (const file of logFiles(runDir))

@@ -202,8 +202,7 @@ describe('the seed night on the node side: 3.27.4, pods through the CNI plugin, 
         leaked.filter((l) => !/namespace=calico-(system|apiserver)\b/.test(l)),
         check.text,
       ).toEqual([]);
-      if (check.handlesWithoutIps)
-        console.log(`handles with no matching IPs:\n${await handlesWithoutIpsTrail(client, check.text, real.cluster.readState()!.workDir)}`);
+      if (check.handlesWithoutIps) console.log(`handles with no matching IPs:\n${await handlesWithoutIpsTrail(client, real.cluster.readState()!.workDir)}`);
       expect(
         {
           noAllocation: check.noAllocation,
