@@ -1,5 +1,6 @@
 /** Steps of the seed's night on the node side (node-side-night.test.ts): pods through the real CNI plugin, the user's commands. */
 import { execFile } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
@@ -7,6 +8,8 @@ import type { KubeObject } from '../../src/kube/types.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { calicoctl, waitApiServiceAvailable, waitOperator } from './calico-support.js';
 import { applyFixture, calicoType, fixturePath, kubeconfig } from './helpers.js';
+import { IPAM_BLOCK, IPAM_HANDLE } from './ipam-support.js';
+import { auditTrail, blockName } from '../support/audit-trail.js';
 
 export const POOL = calicoType('ippools', 'IPPool');
 export const NS = 'night';
@@ -96,4 +99,56 @@ export async function poolStates(client: KubeClient): Promise<Record<string, { c
   const out: Record<string, { cidr: string; disabled: boolean }> = {};
   for (const p of await client.listAll(POOL).catch(() => [])) out[p.metadata.name] = { cidr: p.spec.cidr, disabled: p.spec.disabled === true };
   return out;
+}
+
+/**
+ * For `calicoctl ipam check`'s handles with no matching IPs (IPAMHandles no block allocates an address to): the
+ * blocks each handle counts, what those blocks allocate now, every recorded write to the handle and its blocks
+ * (audit log, with the writer's user agent) and the cluster's log lines (Calico's programs, the node side, its CNI
+ * plugin) on the handle or its container.
+ * Printed when the check finds one, to tell who released the allocation and left the handle.
+ */
+export async function handlesWithoutIpsTrail(client: KubeClient, runDir: string): Promise<string> {
+  // calicoctl names them only with --show-all-ips: found here as calicoctl finds them (no block allocates to the handle).
+  const inUse = new Set<string>();
+  for (const b of await client.listAll(IPAM_BLOCK)) {
+    const attrs: { handle_id?: string }[] = b.spec?.attributes ?? [];
+    for (const a of (b.spec?.allocations ?? []) as (number | null)[]) if (a !== null) inUse.add(attrs[a]?.handle_id ?? '');
+  }
+  const orphans = (await client.listAll(IPAM_HANDLE)).filter((h) => !inUse.has(h.spec?.handleID ?? h.metadata.name));
+  const out: string[] = [];
+  for (const h of orphans) {
+    const handle: string = h.spec?.handleID ?? h.metadata.name;
+    const blocks = Object.keys(h.spec?.block ?? {});
+    out.push(`handle ${handle}: counts ${JSON.stringify(h.spec?.block)}, created ${h.metadata.creationTimestamp}`);
+    for (const cidr of blocks) {
+      const b = await client.getOrUndefined(IPAM_BLOCK, undefined, blockName(cidr));
+      const attrs: { handle_id?: string; secondary?: unknown }[] = b?.spec?.attributes ?? [];
+      const held = ((b?.spec?.allocations ?? []) as (number | null)[]).map((a, o) => (a === null ? undefined : `${o}:${attrs[a]?.handle_id}`)).filter((x) => x);
+      out.push(`  block ${cidr} (affinity ${b?.spec?.affinity}, seq ${b?.spec?.sequenceNumber}): ${held.join(' ')}`);
+    }
+    out.push(...auditTrail(runDir, [h.metadata.name, ...blocks.map(blockName)], 80).map((l) => `  ${l}`));
+    // The CNI plugin, kube-controllers and the node side log a pod handle's container ID (some only its first 12 characters).
+    const id = handle.replace(/^k8s-pod-network\./, '').slice(0, 12);
+    for (const file of logFiles(runDir))
+      out.push(
+        ...readFileSync(file, 'utf8')
+          .split('\n')
+          .filter((l) => l.includes(id) || l.includes(handle))
+          .slice(-30)
+          .map((l) => `  ${path.relative(runDir, file)}: ${l.slice(0, 400)}`),
+      );
+  }
+  return out.join('\n');
+}
+
+/** The local cluster's log files: its run directory's and the node side's. */
+function logFiles(runDir: string): string[] {
+  const inDir = (d: string) =>
+    existsSync(d)
+      ? readdirSync(d)
+          .filter((f) => f.endsWith('.log'))
+          .map((f) => path.join(d, f))
+      : [];
+  return [...inDir(runDir), ...inDir(path.join(runDir, 'node-side'))];
 }

@@ -22,7 +22,9 @@
  * pods to restart that no longer existed (exit 3); and a node's tunnel address moved after the migration leaked
  * (restore kept the node's re-created IPAMHandle, which did not count the restored block).
  * Wall time (2 cores shared with other runs, programs cached, 2026-12-05): 181-214 s for the file, the first test
- * 86-128 s, the second 66-87 s.
+ * 86-128 s, the second 66-87 s; with restore leaving unused allocations out (4 runs): 171-252 s, the first test 82-126 s.
+ * When `calicoctl ipam check` finds a handle with no matching IPs (seen on main in 1 of 2-3 runs, not in 4 runs since),
+ * the test prints each such handle with its blocks, the audit trail and the cluster's log lines on it.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -36,7 +38,17 @@ import { applyFixture, runCli } from './helpers.js';
 import { IPAM_BLOCK, ipamCheck, readIpam } from './ipam-support.js';
 import { waitNodeSideSettled } from './pod-churn.js';
 import { expectPodAddressesHeld, podAddressProblems } from './pod-ip-support.js';
-import { NS, POOL, createPods, install3274, kubectlDeleteRelease, poolStates, waitPodAddresses, waitTunnels } from './node-side-night-support.js';
+import {
+  NS,
+  POOL,
+  createPods,
+  handlesWithoutIpsTrail,
+  install3274,
+  kubectlDeleteRelease,
+  poolStates,
+  waitPodAddresses,
+  waitTunnels,
+} from './node-side-night-support.js';
 
 // The node side runs each installed minor's own tree (nodeSideFor in calico-programs.ts): 3.27.4's, then 3.28.1's.
 const NODE_SIDE = ['v3.27.4', 'v3.28.1'];
@@ -139,7 +151,12 @@ describe('the seed night on the node side: 3.27.4, pods through the CNI plugin, 
       const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
       const result = JSON.parse(r.stdout || '{}');
       console.log(
-        `${at()}: restore exit ${r.code} in ${((Date.now() - restoreStarted) / 1000).toFixed(0)} s; counts ${JSON.stringify(result.counts)}; ipamProblems ${JSON.stringify(result.ipamProblems ?? [])}; drifted ${JSON.stringify(result.drifted)}\nstderr: ${r.stderr.slice(-2000)}`,
+        `${at()}: restore exit ${r.code} in ${((Date.now() - restoreStarted) / 1000).toFixed(0)} s; counts ${JSON.stringify(result.counts)}; ipamProblems ${JSON.stringify(result.ipamProblems ?? [])}; drifted ${JSON.stringify(result.drifted)}\nleft out of IPAM: ${
+          r.stderr
+            .split('\n')
+            .filter((l) => /not put back|put back without knowing/.test(l))
+            .join(' | ') || 'nothing'
+        }\nstderr: ${r.stderr.slice(-2000)}`,
       );
       const { owners } = await readIpam(client);
       const lost = PODS.filter((p) => (owners.get(addresses.get(p)!) ?? []).length !== 1).map(
@@ -187,6 +204,7 @@ describe('the seed night on the node side: 3.27.4, pods through the CNI plugin, 
         leaked.filter((l) => !/namespace=calico-(system|apiserver)\b/.test(l)),
         check.text,
       ).toEqual([]);
+      if (check.handlesWithoutIps) console.log(`handles with no matching IPs:\n${await handlesWithoutIpsTrail(client, real.cluster.readState()!.workDir)}`);
       expect(
         {
           noAllocation: check.noAllocation,
