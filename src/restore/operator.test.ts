@@ -3,7 +3,15 @@ import { isErrorKind } from '../core/errors.js';
 import { RecordingIoHost, Reporter } from '../io/host.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
-import { availableReports, deletionsInProgress, judgeOperator, reinstallOperatorHint, settleDeletions, writeTeardownNeeds } from './operator.js';
+import {
+  availableReports,
+  deletionsInProgress,
+  judgeOperator,
+  namespacesAwaitingCollection,
+  reinstallOperatorHint,
+  settleDeletions,
+  writeTeardownNeeds,
+} from './operator.js';
 import type { RestoreSource } from './types.js';
 
 const status = (name: string, available: string, at = '2026-01-01T00:00:00Z'): KubeObject => ({
@@ -90,6 +98,34 @@ describe('restore and a running tigera operator', () => {
     expect(isErrorKind(err, 'refused')).toBe(true);
     expect(err.message).toMatch(/still being deleted after 2 s: .*Installation default \(finalizers tigera.io\/operator-cleanup\)/);
     expect(err.hint).toMatch(/the tigera operator removes its finalizers when its teardown completes/);
+  });
+
+  it('waits until the garbage collector has deleted a Calico namespace whose owner Installation is gone, before anything is written into it', async () => {
+    const owned = (uid: string): KubeObject => ({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'calico-system', ownerReferences: [{ apiVersion: 'operator.tigera.io/v1', kind: 'Installation', name: 'default', uid }] },
+    });
+    const inst = (uid: string): KubeObject => ({ apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default', uid } });
+    // Same owner: nothing to wait for. Owner gone, or another Installation of that name: the collector deletes it.
+    expect(await namespacesAwaitingCollection(fakeClient(() => ({ namespaces: [owned('u1')], installations: [inst('u1')] })).client)).toEqual([]);
+    const gone = ['Namespace calico-system (its owner Installation default is gone: the garbage collector deletes it)'];
+    expect(await namespacesAwaitingCollection(fakeClient(() => ({ namespaces: [owned('u1')] })).client)).toEqual(gone);
+    expect(await namespacesAwaitingCollection(fakeClient(() => ({ namespaces: [owned('u1')], installations: [inst('u2')] })).client)).toEqual(gone);
+
+    // The teardown is over (no CRD deleting) but calico-system is still there for two polls, then goes: no operator
+    // is needed for that, and settling returns only once it is gone.
+    const collecting = fakeClient((n) => ({ namespaces: n < 3 ? [owned('u1')] : [] }));
+    const host = new RecordingIoHost();
+    await settleDeletions(collecting.client, gone, async () => undefined, new Reporter(host), 30_000);
+    expect(collecting.polls()).toBe(3);
+    expect(host.codes()).toEqual(['CNR_RESTORE_WAIT_DELETION']);
+
+    const never = fakeClient(() => ({ namespaces: [owned('u1')] }));
+    const err = await settleDeletions(never.client, gone, async () => undefined, new Reporter(new RecordingIoHost()), 1500).catch((e) => e);
+    expect(isErrorKind(err, 'refused')).toBe(true);
+    expect(err.message).toMatch(/still being deleted after 2 s: Namespace calico-system \(its owner Installation default is gone/);
+    expect(err.hint).toMatch(/garbage collector deletes objects whose owner is gone/);
   });
 
   it('refuses at once, writing nothing, when the operator that holds the finalizers is not installed any more, naming the commands that install it', async () => {

@@ -64,6 +64,36 @@ async function stillDeleting(client: KubeClient): Promise<{ what: string; finali
     const o = await client.getOrUndefined(K.namespace, undefined, ns);
     if (o?.metadata.deletionTimestamp) out.push({ what: `Namespace ${ns}`, finalizers: o.spec?.finalizers ?? [] });
   }
+  for (const what of await namespacesAwaitingCollection(client)) out.push({ what, finalizers: [] });
+  return out;
+}
+
+/** How a namespace the garbage collector is about to delete reads in `deleting` (it needs no operator to finish). */
+const AWAITING_COLLECTION = 'the garbage collector deletes it';
+
+/** The operator's objects that own its namespaces: calico-system is the Installation's, calico-apiserver the APIServer's. */
+const OPERATOR_OWNERS = [INSTALLATION, { ...INSTALLATION, plural: 'apiservers', kind: 'APIServer' }];
+
+/**
+ * Calico namespaces not deleted yet whose owner Installation (or APIServer) is gone (or is another object of that name now). The
+ * operator makes its namespaces dependents of the Installation, so once the teardown lets the Installation go the
+ * garbage collector deletes them, a few seconds later: a restore that writes in between has its objects refused by
+ * the then Terminating namespace (seen in restore-operator.test.ts).
+ */
+export async function namespacesAwaitingCollection(client: KubeClient): Promise<string[]> {
+  const out: string[] = [];
+  for (const ns of CALICO_NAMESPACES) {
+    const o = await client.getOrUndefined(K.namespace, undefined, ns);
+    if (!o || o.metadata.deletionTimestamp) continue;
+    for (const ref of o.metadata.ownerReferences ?? []) {
+      const type = OPERATOR_OWNERS.find((t) => t.kind === ref.kind);
+      if (!type || !ref.apiVersion?.startsWith(`${OPERATOR_GROUP}/`)) continue;
+      const owner = await client.getOrUndefined(type, undefined, ref.name).catch(() => undefined);
+      if (owner?.metadata.uid === ref.uid) continue;
+      out.push(`Namespace ${ns} (its owner ${ref.kind} ${ref.name} is gone: ${AWAITING_COLLECTION})`);
+      break;
+    }
+  }
   return out;
 }
 
@@ -75,7 +105,8 @@ export function reinstallOperatorHint(operatorVersion?: string): string {
 
 /**
  * Let deletions in progress finish: give the operator what its teardown needs (`prepare`: the bundle's CRDs the
- * cluster lacks, its ClusterInformation and pools, `writeTeardownNeeds`), then wait until no Calico CRD is Terminating. Nothing else is written. Refused (exit 5) when they do not finish in time,
+ * cluster lacks, its ClusterInformation and pools, `writeTeardownNeeds`), then wait until no Calico CRD is Terminating
+ * and no Calico namespace is left for the garbage collector. Nothing else is written. Refused (exit 5) when they do not finish in time,
  * and at once, with nothing written, when the operator is not installed at all (`kubectl delete -f tigera-operator.yaml`
  * deletes it with the CRDs): only the operator removes its finalizers, so waiting could not help.
  */
@@ -88,15 +119,21 @@ export async function settleDeletions(
   operatorVersion?: string,
 ): Promise<void> {
   const operator = await client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
-  if (!operator)
+  const heldByOperator = deleting.some((d) => !d.endsWith(`${AWAITING_COLLECTION})`));
+  if (!operator && heldByOperator)
     throw new RefusedError(
       `being deleted: ${deleting.join(', ')}, held by the tigera operator's finalizers, and the operator is not installed (deployment ${OPERATOR_NAMESPACE}/${OPERATOR_DEPLOYMENT} is gone): nothing can finish the teardown; nothing was written`,
       { hint: reinstallOperatorHint(operatorVersion) },
     );
-  const running = (operator.spec?.replicas ?? 1) > 0;
+  const running = !!operator && (operator.spec?.replicas ?? 1) > 0;
+  const finisher = !heldByOperator
+    ? 'the garbage collector deletes it'
+    : running
+      ? 'the tigera operator finishes its teardown first'
+      : 'the tigera operator is not running, nothing may remove its finalizers';
   reporter.warn(
     'CNR_RESTORE_WAIT_DELETION',
-    `being deleted: ${deleting.join(', ')}; ${running ? 'the tigera operator finishes its teardown first' : 'the tigera operator is not running, nothing may remove its finalizers'}: waiting (up to ${Math.round(timeoutMs / 1000)} s) before restoring`,
+    `being deleted: ${deleting.join(', ')}; ${finisher}: waiting (up to ${Math.round(timeoutMs / 1000)} s) before restoring`,
     { deleting },
   );
   await prepare();
@@ -111,9 +148,11 @@ export async function settleDeletions(
     throw new RefusedError(
       `still being deleted after ${Math.round(timeoutMs / 1000)} s: ${left.map((l) => `${l.what}${l.finalizers.length ? ` (finalizers ${l.finalizers.join(', ')})` : ''}`).join(', ')}; nothing but missing CRDs was written`,
       {
-        hint: running
-          ? 'the tigera operator removes its finalizers when its teardown completes: see its log (kubectl logs -n tigera-operator deploy/tigera-operator), then restore again'
-          : 'start the tigera operator (kubectl scale -n tigera-operator deploy/tigera-operator --replicas=1) so it can finish the teardown, then restore again',
+        hint: !heldByOperator
+          ? "kube-controller-manager's garbage collector deletes objects whose owner is gone: check that it runs, then restore again"
+          : running
+            ? 'the tigera operator removes its finalizers when its teardown completes: see its log (kubectl logs -n tigera-operator deploy/tigera-operator), then restore again'
+            : 'start the tigera operator (kubectl scale -n tigera-operator deploy/tigera-operator --replicas=1) so it can finish the teardown, then restore again',
       },
     );
 }
