@@ -11,7 +11,9 @@
  * fsync'd, the API server is killed (the step is then in flight: its first call is under way or about to be).
  * The tigera operator does not run here (kwok only marks its pod Ready): the faults are the API server's and the
  * journal's, and a real operator would only add its own reconnects to judge; apply on the real operators, killed after
- * every step and resumed, is plan-apply.test.ts.
+ * every step and resumed, is plan-apply.test.ts. The population's allocations have their running Pod objects
+ * (podsForPopulation), and every apply ends with each pod's address still held in IPAM by that pod
+ * (expectPodAddressesHeld): an apply that dies half-way must not free an address a running pod has.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -27,6 +29,8 @@ import { releasesDir } from '../support/releases.js';
 import { deleteNodes, resetCalico, runCli, startCli, testClient } from './helpers.js';
 import { calicoSnapshot, expectDowngradedTo327, installCalico328, type CalicoSnapshot } from './plan-support.js';
 import { populateCalico, type Population } from './population.js';
+import { podsForPopulation, populationPods } from './population-pods.js';
+import { expectPodAddressesHeld } from './pod-ip-support.js';
 import { until } from '../support/until.js';
 
 const fixtures = releasesDir();
@@ -74,9 +78,14 @@ describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3
     await installCalico328(client);
     population = await populateCalico(client, { prefix: 'fap', nodes: ['fap-1', 'fap-2'] });
     await installCalico328(client);
+    // The pods behind the population's allocations, running with those addresses, as the CNI plugin leaves them.
+    expect(populationPods(population).length, 'pods with Calico addresses').toBeGreaterThan(0);
+    await podsForPopulation(client, population);
+    await expectPodAddressesHeld(client, populationPods(population).length);
   });
   afterAll(async () => {
     await ensureApiserver().catch(() => undefined);
+    if (population) await client?.delete(K.namespace, undefined, population.namespace).catch(() => undefined);
     await deleteNodes(client, 'fap-').catch(() => undefined);
     client?.close();
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
@@ -94,6 +103,7 @@ describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3
         .join(', ')}`,
     );
     faultFree = await expectDowngradedTo327(client, population, before);
+    await expectPodAddressesHeld(client, populationPods(population).length);
   });
 
   it('API server killed as apply-crds starts and restarted ~3 s later: apply retries, completes (exit 0), end state equals the fault-free run', async () => {
@@ -138,6 +148,7 @@ describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3
     expect(Date.parse(stepRecords(journal, 'step-end', 'apply-crds')[0].time)).toBeGreaterThan(downAt);
     const after = await expectDowngradedTo327(client, population, before);
     expect(after).toEqual(faultFree);
+    await expectPodAddressesHeld(client, populationPods(population).length);
   });
 
   it('API server down longer than the retry budget during apply-crds: exit 3 naming the step and call; --resume after the restart takes over its own stale lock and ends like the fault-free run', async () => {
@@ -218,5 +229,6 @@ describe('faults: kube-apiserver stopped and restarted during apply (3.28.1 -> 3
     expect(Journal.read(journal).done).toBe(true);
     const after = await expectDowngradedTo327(client, population, before);
     expect(after).toEqual(faultFree);
+    await expectPodAddressesHeld(client, populationPods(population).length);
   });
 });

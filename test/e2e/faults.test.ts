@@ -6,6 +6,8 @@
  *   - disk full while writing a bundle (a 2 MiB tmpfs), directory and .tar.gz targets.
  * This test process holds its own LocalCluster handle for the running instance (same name and port base as the
  * global setup) to stop and start only its API server. The slow fault cases are grouped here.
+ * The population's allocations have their running Pod objects (podsForPopulation): the restore under an API server
+ * restart must leave every pod's address held in IPAM by that pod (expectPodAddressesHeld).
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -17,8 +19,11 @@ import { K } from '../../src/kube/builtin.js';
 import { crdResourceType } from '../../src/kube/discovery.js';
 import { resourceKey } from '../../src/kube/types.js';
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
-import { applyFixture, calicoType, runCli, startCli, testClient } from './helpers.js';
-import { populateCalico } from './population.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
+import { applyFixture, calicoType, deleteNodes, runCli, startCli, testClient } from './helpers.js';
+import { populateCalico, type Population } from './population.js';
+import { podsForPopulation, populationPods } from './population-pods.js';
+import { expectPodAddressesHeld } from './pod-ip-support.js';
 import { until } from '../support/until.js';
 
 const CALICO_GROUPS = ['crd.projectcalico.org', 'operator.tigera.io', 'policy.networking.k8s.io'];
@@ -48,6 +53,7 @@ describe('faults: API server restarts and a full disk', () => {
   let work: string;
   const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });
   let liveCounts: Record<string, number>;
+  let population: Population | undefined;
 
   /** Object counts of every Calico CRD, read independently of the tool. */
   async function countLive(): Promise<Record<string, number>> {
@@ -73,12 +79,20 @@ describe('faults: API server restarts and a full disk', () => {
     client = await testClient();
     await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
     // Enough objects that an export or a restore is still running a few seconds after it starts.
-    await populateCalico(client, { prefix: 'flt', nodes: ['flt-node-1'], extraHandles: 3000, customResources: false });
+    await deleteNodes(client, 'flt-');
+    await createFakeNodes(client, [{ name: 'flt-node-1' }]);
+    population = await populateCalico(client, { prefix: 'flt', nodes: ['flt-node-1'], extraHandles: 3000, customResources: false });
+    // The pods behind the population's allocations, running with those addresses, as the CNI plugin leaves them.
+    expect(populationPods(population).length, 'pods with Calico addresses').toBeGreaterThan(0);
+    await podsForPopulation(client, population);
+    await expectPodAddressesHeld(client, populationPods(population).length);
     liveCounts = await countLive();
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-faults-'));
   });
   afterAll(async () => {
     await ensureApiserver().catch(() => undefined);
+    if (population) await client?.delete(K.namespace, undefined, population.namespace).catch(() => undefined);
+    await deleteNodes(client, 'flt-').catch(() => undefined);
     client?.close();
     if (work) fs.rmSync(work, { recursive: true, force: true });
   });
@@ -189,6 +203,7 @@ describe('faults: API server restarts and a full disk', () => {
     expect(await countLive()).toEqual(liveCounts);
     const d = await runCli(['diff', bundle]);
     expect(d.code, d.stdout.slice(0, 2000) + d.stderr).toBe(0);
+    await expectPodAddressesHeld(client, populationPods(population!).length);
   });
 
   describe('disk full (2 MiB tmpfs)', () => {

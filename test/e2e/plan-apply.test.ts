@@ -5,13 +5,15 @@
  * (while it holds the lock a second apply is refused), once SIGKILLed after every step and resumed (starting by
  * breaking a stale lock): both end with v1.32.10 running, its own TigeraStatus calico Available written after it
  * started, calico-node at v3.27.4, the same Calico state and `calicoctl ipam check` finding what it found before.
+ * Every allocation has its running Pod object (podsForPopulation, podsForDriverAllocations), so each apply also ends
+ * with every pod's address held in IPAM by that pod (expectPodAddressesHeld) and the check finding no leak.
  * Killing at every step costs one CLI start per step on top of one apply (the figures are in the report). The plan
  * and the verify refusal change nothing, so the operator plays no part in them; they run first, on 3.28.1.
  */
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Journal, journalPathFor } from '../../src/apply/journal.js';
 import { LOCK_NAME, LOCK_NAMESPACE } from '../../src/apply/lock.js';
 import type { KubeClient } from '../../src/kube/client.js';
@@ -21,7 +23,10 @@ import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { releasesDir } from '../support/releases.js';
 import { fixtureObjects, operatorType, runCli } from './helpers.js';
 import { waitOperator, withRealCalico } from './calico-support.js';
-import { expectIpamAsBefore, installPopulatedReal328, ipamCheck, readIpam, type IpamCheck, type IpamState } from './ipam-support.js';
+import { expectIpamAsBefore, heldByLog, installPopulatedReal328, ipamCheck, readIpam, type IpamCheck, type IpamState } from './ipam-support.js';
+import { DRIVER_NS, podsForDriverAllocations } from './driver-pods.js';
+import { podsForPopulation, populationPods } from './population-pods.js';
+import { expectPodAddressesHeld } from './pod-ip-support.js';
 import { applyKilledAtEachStep, calicoSnapshot, expectDowngradedTo327, installCalico328 } from './plan-support.js';
 import type { Population } from './population.js';
 
@@ -72,6 +77,8 @@ describe('plan and apply: 3.28.1 -> 3.27.4 on a real cluster', () => {
   let population: Population;
   let ipamBefore: IpamState;
   let checkBefore: IpamCheck;
+  /** How many pods this file made with Calico addresses (the population's and the IPAM driver's allocations). */
+  let podCount = 0;
   let uninterrupted: Awaited<ReturnType<typeof calicoSnapshot>>;
 
   /** A fresh bundle and plan for the current state (3.28.1 installed). */
@@ -104,10 +111,23 @@ describe('plan and apply: 3.28.1 -> 3.27.4 on a real cluster', () => {
     cluster = real.cluster;
     dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-plan-e2e-'));
     await client.delete(K.lease, LOCK_NAMESPACE, LOCK_NAME);
-    ({ population } = await installPopulatedReal328(client, cluster, { prefix: 'fpa', nodes: NODES, logFile: path.join(dir, 'driver.jsonl') }));
+    const installed = await installPopulatedReal328(client, cluster, { prefix: 'fpa', nodes: NODES, logFile: path.join(dir, 'driver.jsonl') });
+    population = installed.population;
+    // The pods behind the population's and the driver's allocations, running with those addresses, as the CNI
+    // plugin leaves them: the apply must keep each address held by its pod.
+    await podsForPopulation(client, population);
+    await podsForDriverAllocations(client, installed.events, DRIVER_NS);
+    podCount = populationPods(population).length + heldByLog(installed.events).size;
+    expect(podCount, 'pods with Calico addresses').toBeGreaterThan(0);
+    await expectPodAddressesHeld(client, podCount);
     ipamBefore = await readIpam(client);
     checkBefore = await ipamCheck();
+    expect(checkBefore.leaked, checkBefore.text).toBe(0);
   }, 20 * 60_000);
+
+  afterAll(async () => {
+    for (const ns of [population?.namespace, DRIVER_NS]) if (ns) await client?.delete(K.namespace, undefined, ns).catch(() => undefined);
+  });
 
   it('plan --to 3.27.4 reports the Installation fields 3.27 lacks, with what it will do, and changes nothing', async () => {
     const before = await calicoSnapshot(client);
@@ -193,7 +213,8 @@ describe('plan and apply: 3.28.1 -> 3.27.4 on a real cluster', () => {
       const inst = await client.get(crdResourceType(instCrd), undefined, 'default');
       expect(inst.spec.calicoNetwork.ipPools[0]).toMatchObject({ cidr: '192.168.0.0/16', blockSize: 26, encapsulation: 'VXLANCrossSubnet' });
       expect(inst.spec.calicoNetwork.ipPools[0].name).toBeUndefined();
-      await expectIpamAsBefore(client, ipamBefore, checkBefore);
+      await expectIpamAsBefore(client, ipamBefore, checkBefore, { withPods: true });
+      await expectPodAddressesHeld(client, podCount);
 
       // The journal next to the bundle records each step's start and end.
       const j = Journal.read(journalPathFor(bundle, res.planId));
@@ -247,7 +268,8 @@ describe('plan and apply: 3.28.1 -> 3.27.4 on a real cluster', () => {
       console.log(`killed after each of ${out.steps.length - 1} steps and resumed: ${((Date.now() - started) / 1000).toFixed(1)} s`);
       await expectRealOperatorRuns(client, cluster, 'v1.32.10', 'v3.27.4', true);
       expect(await calicoSnapshot(client)).toEqual(uninterrupted);
-      await expectIpamAsBefore(client, ipamBefore, checkBefore);
+      await expectIpamAsBefore(client, ipamBefore, checkBefore, { withPods: true });
+      await expectPodAddressesHeld(client, podCount);
     },
     30 * 60_000,
   );

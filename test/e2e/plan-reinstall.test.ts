@@ -6,7 +6,8 @@
  * Calico: calico-node rendered at v3.27.4, its own TigeraStatus Available, nothing Terminating (the Installation
  * owns calico-system, whose `tigera.io/cni-protector` finalizers only an uninstalling operator clears).
  * Every allocation has its running Pod object (restore puts back only allocations a running pod uses:
- * src/restore/ipam-use.ts).
+ * src/restore/ipam-use.ts), and the reinstall ends with every pod's address held in IPAM by that pod
+ * (expectPodAddressesHeld).
  */
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
@@ -26,7 +27,8 @@ import { expectIpamAsBefore, heldByLog, ipamCheck, readEvents, readIpam, startCh
 import { calicoSnapshot } from './plan-support.js';
 import { populateCalico, type Population } from './population.js';
 import { DRIVER_NS, podsForDriverAllocations } from './driver-pods.js';
-import { podsForPopulation } from './population-pods.js';
+import { podsForPopulation, populationPods } from './population-pods.js';
+import { expectPodAddressesHeld } from './pod-ip-support.js';
 
 const NODES = ['rin-node-1', 'rin-node-2'];
 const TIGERA_STATUS = operatorType('tigerastatuses', 'TigeraStatus');
@@ -56,6 +58,8 @@ describe('plan --strategy reinstall with the real tigera operators: delete-and-c
   let dir: string;
   let population: Population;
   let held: Map<string, string>;
+  /** How many pods this file made with Calico addresses (the population's and the IPAM driver's allocations). */
+  let podCount = 0;
 
   beforeAll(async () => {
     client = real.client();
@@ -84,6 +88,8 @@ describe('plan --strategy reinstall with the real tigera operators: delete-and-c
     // The pods behind the population's and the driver's allocations, running with those addresses.
     await podsForPopulation(client, population);
     await podsForDriverAllocations(client, readEvents(log), DRIVER_NS);
+    podCount = populationPods(population).length + held.size;
+    await expectPodAddressesHeld(client, podCount);
   }, 20 * 60_000);
 
   afterAll(async () => {
@@ -182,6 +188,8 @@ describe('plan --strategy reinstall with the real tigera operators: delete-and-c
       for (const [, ip] of held) expect(ipamAfter.owners.get(ip), ip).toEqual(ipamBefore.owners.get(ip));
       const check = await expectIpamAsBefore(client, ipamBefore, checkBefore, { withPods: true });
       expect(check.outsidePoolIps.filter((ip) => ip.startsWith('192.168.') || ip.startsWith('10.240.'))).toEqual([]);
+      // Every running pod's address is held by that pod alone: none free for the next pod, none shared.
+      await expectPodAddressesHeld(client, podCount);
     },
     20 * 60_000,
   );

@@ -1,12 +1,13 @@
 /**
  * The other direction: a populated Calico 3.27.4 operator install upgraded in place to 3.28.1 with plan + apply,
  * with Calico's real programs: the v1.32.10 operator runs 3.27.4, and after `apply` the real v1.34.3 operator
- * (through the real Calico API server) runs 3.28.1.
+ * (through the real Calico API server) runs 3.28.1. Every allocation of the population has its running Pod object
+ * (podsForPopulation), so the upgrade ends with every pod's address held in IPAM by that pod (expectPodAddressesHeld).
  */
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
@@ -18,6 +19,8 @@ import { ipamCheck, ipamProblems, readIpam } from './ipam-support.js';
 import { calicoSnapshot } from './plan-support.js';
 import { poolFor } from './doctor-support.js';
 import { populateCalico, type Population } from './population.js';
+import { podsForPopulation, populationPods } from './population-pods.js';
+import { expectPodAddressesHeld } from './pod-ip-support.js';
 
 const POOL = calicoType('ippools', 'IPPool');
 
@@ -37,7 +40,15 @@ describe('plan and apply: upgrade 3.27.4 -> 3.28.1 in place under the real tiger
     await waitOperator(cluster, 'v1.32.10');
     await waitApiServiceAvailable(client, 240_000);
     await waitTigeraStatusAvailable(client, 'calico');
+    // The pods behind the population's allocations, running with those addresses, as the CNI plugin leaves them.
+    expect(populationPods(population).length, 'pods with Calico addresses').toBeGreaterThan(0);
+    await podsForPopulation(client, population);
+    await expectPodAddressesHeld(client, populationPods(population).length);
   }, 20 * 60_000);
+
+  afterAll(async () => {
+    if (population) await client?.delete(K.namespace, undefined, population.namespace).catch(() => undefined);
+  });
 
   it('a disabled pool listed in the Installation (calico#9100): the plan stops it on its entry the 3.28 way instead of letting the operator re-enable it', async () => {
     // The incident's 3.27 state: default-ipv4-ippool (the Installation's entry) disabled after a pool migration.
@@ -115,12 +126,13 @@ describe('plan and apply: upgrade 3.27.4 -> 3.28.1 in place under the real tiger
       const changed = Object.keys({ ...before.data, ...after.data }).filter((k) => before.data[k] !== after.data[k]);
       expect(changed.sort()).toEqual(['IPPool//default-ipv4-ippool', 'Installation//default']);
       expect(before.data['IPPool//default-ipv4-ippool']).toBeUndefined();
-      // IPAM untouched, and `calicoctl ipam check` finds nothing it did not find before (the population's pod-less
-      // allocations, whose pods have no Pod object, are its only "leaks").
+      // IPAM untouched, `calicoctl ipam check` finds nothing it did not find before and no leak (every allocation's
+      // pod runs), and every pod's address is still held by that pod.
       expect((await readIpam(client)).owners).toEqual(ipamBefore.owners);
       const check = await ipamCheck();
       expect(ipamProblems(check), check.text).toEqual(ipamProblems(checkBefore));
-      expect(ipamProblems(check)).toMatchObject({ noAllocation: 0, handlesWithoutIps: 0, missingHandles: 0, multipleOwners: 0 });
+      expect(ipamProblems(check)).toMatchObject({ leakedIps: [], noAllocation: 0, handlesWithoutIps: 0, missingHandles: 0, multipleOwners: 0 });
+      await expectPodAddressesHeld(client, populationPods(population).length);
     },
     20 * 60_000,
   );

@@ -7,16 +7,11 @@
  * that would create the stopped pool allocating again.
  */
 import { describe, expect, it } from 'vitest';
-import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
-import { runCli } from './helpers.js';
-import { calicoctl, nonAllocating, operatorLog, waitOperator } from './calico-support.js';
+import { calicoctl, nonAllocating } from './calico-support.js';
 import { T, exportTo, restoreSuite } from './restore-support.js';
-
-const POOL = 'default-ipv4-ippool';
-const NOT_OWNED = 'Cannot update an IP pool not owned by the operator';
-const managedBy = (p: KubeObject) => JSON.parse(p.metadata.annotations?.['projectcalico.org/metadata'] ?? '{}').labels?.['app.kubernetes.io/managed-by'];
+import { STOPPED_POOL as POOL, loseStoppedPool, managedBy, notOwnedCount, releaseStoppedPool, restoreStoppedPool } from './stopped-pool-support.js';
 
 describe('restore of a disabled pool the operator does not own (the real v1.34.3)', () => {
   let client: KubeClient;
@@ -25,47 +20,12 @@ describe('restore of a disabled pool the operator does not own (the real v1.34.3
   it('writes it back disabled, stops its Installation entry the operator way, and it stays disabled through forced reconciles', async () => {
     const cluster = suite.real.cluster;
     // The user's pool: released from the operator, NAT off and disabled, all while the operator is scaled down.
-    await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', { spec: { replicas: 0 } });
-    await client.waitFor('the operator to stop', async () => (cluster.calicoStatus()?.operator?.pid ? undefined : true), { timeoutMs: 120_000 });
-    // Where new pods go instead (the installation controller waits while no enabled pool exists): not listed, the user's.
-    const active = { cidr: '10.66.0.0/16', blockSize: 26, ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true, nodeSelector: 'all()' };
-    await calicoctl(
-      ['create', '-f', '-'],
-      JSON.stringify({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'rsp-active-pool' }, spec: active }),
-    );
-    await calicoctl(['label', 'ippool', POOL, 'app.kubernetes.io/managed-by', '--remove']);
-    await calicoctl(['patch', 'ippool', POOL, '-p', '{"spec":{"disabled":true,"natOutgoing":false}}']);
-    const notOwnedBefore = operatorLog(cluster).filter((l) => l.includes(NOT_OWNED)).length;
-    await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', { spec: { replicas: 1 } });
-    await waitOperator(cluster, 'v1.34.3');
-    // The real operator's own judgement: not its pool, left alone.
-    await client.waitFor(
-      'the operator to say the pool is not its own',
-      async () => (operatorLog(cluster).filter((l) => l.includes(NOT_OWNED)).length > notOwnedBefore ? true : undefined),
-      {
-        timeoutMs: 180_000,
-      },
-    );
-    const mine = await client.get(T.ippool, undefined, POOL);
-    expect(mine.spec.disabled).toBe(true);
-    expect(managedBy(mine)).toBeUndefined();
+    await releaseStoppedPool(client, cluster, { operatorTag: 'v1.34.3', activePool: 'rsp-active-pool', poolPatch: { disabled: true, natOutgoing: false } });
+    expect(managedBy(await client.get(T.ippool, undefined, POOL))).toBeUndefined();
     const bundle = await exportTo(suite.work, 'stopped-pool');
 
-    // The pool lost: the operator creates it again from its Installation entry, enabled and its own (#9100).
-    await calicoctl(['delete', 'ippool', POOL]);
-    await client.waitFor(
-      'the operator to create the pool again, enabled',
-      async () => {
-        const p = await client.getOrUndefined(T.ippool, undefined, POOL);
-        return p && !p.spec.disabled && managedBy(p) === 'tigera-operator' ? true : undefined;
-      },
-      { timeoutMs: 180_000 },
-    );
-
-    const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json'], { timeoutMs: 1_500_000 });
-    const result = JSON.parse(r.stdout);
-    const pool = result.actions.find((a: any) => a.id === `IPPool ${POOL}`);
-    expect(pool.action, JSON.stringify(pool)).toBe('update');
+    await loseStoppedPool(client);
+    const { r, result } = await restoreStoppedPool(bundle);
     const inst = result.actions.find((a: any) => a.id === 'Installation default');
     expect(inst.notes).toEqual(expect.arrayContaining([expect.stringMatching(/nodeSelector: "!all\(\)".*default-ipv4-ippool/)]));
     expect(r.code, r.stderr).toBe(0);
@@ -77,11 +37,10 @@ describe('restore of a disabled pool the operator does not own (the real v1.34.3
     // Under the resumed operator (started again by the restore, so not watchPoolNonAllocating's fresh one), four
     // reconciles forced by touching the Installation: each seen in the pool controller's own judgement, the pool
     // still disabled after it.
-    const notOwned = () => operatorLog(cluster).filter((l) => l.includes(NOT_OWNED)).length;
     for (let touch = 1; touch <= 4; touch++) {
-      const before = notOwned();
+      const before = notOwnedCount(cluster);
       await client.mergePatch(T.installation, undefined, 'default', { metadata: { annotations: { 'rsp.example/touch': String(touch) } } });
-      await client.waitFor(`the pool controller to reconcile touch ${touch}`, async () => (notOwned() > before ? true : undefined), {
+      await client.waitFor(`the pool controller to reconcile touch ${touch}`, async () => (notOwnedCount(cluster) > before ? true : undefined), {
         timeoutMs: 120_000,
         intervalMs: 250,
       });
