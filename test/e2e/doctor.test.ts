@@ -31,6 +31,7 @@ import {
   runningPods,
   doctor,
 } from './doctor-support.js';
+import { expectPodAddressesHeld } from './pod-ip-support.js';
 
 describe('doctor on a real cluster', () => {
   let client: KubeClient;
@@ -121,6 +122,9 @@ describe('doctor on a real cluster', () => {
     const table = await runCli(['doctor']);
     expect(table.code).toBe(0);
     expect(table.stdout).toContain('No problems found.');
+    // The IPAM written by hand agrees with the pods by an independent reading too, so "healthy" is judged on a
+    // healthy state: each web pod's address (in the pool) is allocated, none twice.
+    await expectPodAddressesHeld(client, allocs.length);
   });
 
   it('reports a labelled pool missing from the Installation, a handle whose pod is gone and a block of a deleted node', async () => {

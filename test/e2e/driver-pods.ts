@@ -3,10 +3,8 @@
  * the check that goes with them. Restore puts back only allocations a running pod uses (src/restore/ipam-use.ts).
  */
 import { expect } from 'vitest';
-import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import type { KubeObject } from '../../src/kube/types.js';
-import { until } from '../support/until.js';
+import { podsUsingAddresses, type AddressedPod } from './population-pods.js';
 import { heldByLog, ipamCheck, readIpam, type DriverEvent } from './ipam-support.js';
 
 /** The IPAM driver's pod namespace (its --namespace default), which its allocations' attributes name. */
@@ -46,40 +44,15 @@ export async function expectDriverPodsIntact(client: KubeClient, evs: DriverEven
  * that wants the driver's allocations restored gives them their pods.
  */
 export async function podsForDriverAllocations(client: KubeClient, evs: DriverEvent[], namespace: string): Promise<void> {
-  await client.create(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } }).catch(() => undefined);
+  await podsUsingAddresses(client, driverPods(evs, namespace));
+}
+
+/** Each allocation the IPAM driver holds (`evs`) as the pod it allocated for: its name, node, handle and address. */
+export function driverPods(evs: DriverEvent[], namespace: string): AddressedPod[] {
   const held = heldByLog(evs);
   const assigned = new Map(evs.filter((e) => e.op === 'assign' && held.get(e.handle!) === e.ip).map((e) => [e.handle!, e]));
-  for (const [handle, ip] of held) {
+  return [...held].map(([handle, ip]) => {
     const e = assigned.get(handle)!;
-    await client.create(K.pod, {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: {
-        name: e.pod!,
-        namespace,
-        annotations: {
-          'cni.projectcalico.org/containerID': handle.slice('k8s-pod-network.'.length),
-          'cni.projectcalico.org/podIP': `${ip}/32`,
-          'cni.projectcalico.org/podIPs': `${ip}/32`,
-        },
-      },
-      spec: { nodeName: e.node, containers: [{ name: 'c', image: 'nginx' }] },
-    });
-  }
-  const names = new Map([...assigned.values()].map((e) => [e.pod!, held.get(e.handle!)!]));
-  // kwok starts each pod with an address of its own: the driver's goes into the status once it has.
-  await until(
-    `${names.size} driver pods running with their driver addresses`,
-    async () => {
-      let ok = 0;
-      for (const p of await client.listAll<KubeObject>(K.pod, { namespace })) {
-        const want = names.get(p.metadata.name);
-        if (!want || p.status?.phase !== 'Running') continue;
-        if (p.status?.podIP === want) ok++;
-        else await client.mergePatch(K.pod, namespace, p.metadata.name, { status: { podIP: want, podIPs: [{ ip: want }] } }, { subresource: 'status' });
-      }
-      return ok === names.size;
-    },
-    { timeoutMs: 120_000, intervalMs: 500 },
-  );
+    return { namespace, name: e.pod!, node: e.node!, handle, ip };
+  });
 }

@@ -18,6 +18,8 @@ import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from '../../src/dev/loca
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { calicoType, kubeconfig, runCli } from './helpers.js';
 import { DRIVER_NS, podsForDriverAllocations } from './driver-pods.js';
+import { expectPodAddressesHeld, podAddressProblems } from './pod-ip-support.js';
+import { podsUsingAddresses } from './population-pods.js';
 import { IPAM_BLOCK, IPAM_HANDLE, heldByLog, ipamCheck, readEvents, readIpam, startChurn, freshInstall328, teardownInstall } from './ipam-support.js';
 import { allocateTunnels, expectTunnelsIntact, type TunnelAddrs } from './tunnel-support.js';
 
@@ -88,6 +90,8 @@ describe('restore --resources after the IPAM objects were lost and the nodes re-
       handlesWithoutIps: 0,
       missingHandles: 0,
     });
+    // Judged from the Pod objects: each of the driver's pods holds its address by its own handle, none shares one.
+    await expectPodAddressesHeld(client, held.size);
   }, 900_000);
 
   it('an address a new pod took before the restore is a duplicate IP: named with the pod to restart, the rest put back, exit 3', async () => {
@@ -108,6 +112,8 @@ describe('restore --resources after the IPAM objects were lost and the nodes re-
     const newcomer = JSON.parse(line) as { ip: string; handle: string };
     const victim = [...held].find(([, ip]) => ip === newcomer.ip);
     expect(victim, `${newcomer.ip} was a bundle pod's address`).toBeDefined();
+    // The newcomer runs as the CNI plugin leaves a pod: two running pods now have the one address.
+    await podsUsingAddresses(client, [{ namespace: DRIVER_NS, name: `${run}-newcomer`, node: NODES[0]!, handle: newcomer.handle, ip: newcomer.ip }]);
     // The bundle's pod still runs (its Pod object, made in the first test): a duplicate matters, and restore reports
     // it, only while the bundle's pod exists (one that is gone released its address).
     const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
@@ -124,5 +130,13 @@ describe('restore --resources after the IPAM objects were lost and the nodes re-
     expect(lost).toEqual([]);
     expect([...ipam.owners].filter(([, o]) => o.length > 1)).toEqual([]);
     await expectTunnelsIntact(client, again);
+    // The pod check sees the same harm restore reported: the bundle's pod and the newcomer share the address.
+    expect((await podAddressProblems(client)).problems).toEqual(expect.arrayContaining([expect.stringContaining(`${newcomer.ip} is the address of 2 pods`)]));
+    // Restore's advice followed (the bundle's pod restarted; no CNI plugin runs here to give it a new address, so it
+    // is deleted): every running pod, the newcomer among them, holds its address by its own handle.
+    const victimPod = readEvents(log).find((e) => e.op === 'assign' && e.handle === victim![0])!.pod!;
+    expect(result.ipamProblems[0]).toContain(`restart pod ${DRIVER_NS}/${victimPod}`);
+    await client.delete(K.pod, DRIVER_NS, victimPod, { gracePeriodSeconds: 0 });
+    await expectPodAddressesHeld(client, held.size);
   }, 900_000);
 });

@@ -21,7 +21,8 @@ import { kubectl, waitOperator, withRealCalico } from './calico-support.js';
 import { expectIpamAsBefore, heldByLog, installPopulatedReal328, ipamCheck, readIpam, type DriverEvent } from './ipam-support.js';
 import { calicoSnapshot } from './plan-support.js';
 import { DRIVER_NS, podsForDriverAllocations } from './driver-pods.js';
-import { podsForPopulation } from './population-pods.js';
+import { podsForPopulation, populationPods } from './population-pods.js';
+import { expectPodAddressesHeld } from './pod-ip-support.js';
 import type { Population } from './population.js';
 
 const NODES = ['fwr-node-1', 'fwr-node-2'];
@@ -34,6 +35,8 @@ describe('wrap with the real tigera operator: back up, run a risky command, chec
   let dir: string;
   let population: Population;
   let evs: DriverEvent[];
+  /** How many pods the set-up made (the population's and the driver's), each holding its address. */
+  let podCount: number;
 
   beforeAll(async () => {
     client = real.client();
@@ -43,6 +46,7 @@ describe('wrap with the real tigera operator: back up, run a risky command, chec
     // The pods behind the population's and the driver's allocations, running with those addresses.
     await podsForPopulation(client, population);
     await podsForDriverAllocations(client, evs, DRIVER_NS);
+    podCount = populationPods(population).length + heldByLog(evs).size;
   }, 20 * 60_000);
 
   afterAll(async () => {
@@ -62,6 +66,7 @@ describe('wrap with the real tigera operator: back up, run a risky command, chec
     const none = await runCli(['wrap']);
     expect(none.code).toBe(2);
     expect(none.stderr).toMatch(/wrap needs a command after --/);
+    await expectPodAddressesHeld(client, podCount);
   });
 
   it(
@@ -143,6 +148,7 @@ describe('wrap with the real tigera operator: back up, run a risky command, chec
       const ipamAfter = await readIpam(client);
       for (const [handle, ip] of held) expect(ipamAfter.owners.get(ip), ip).toEqual([handle]);
       await expectIpamAsBefore(client, ipamBefore, checkBefore, { withPods: true });
+      await expectPodAddressesHeld(client, podCount);
     },
     30 * 60_000,
   );
