@@ -16,7 +16,9 @@ import { K } from '../../src/kube/builtin.js';
 import { canonicalJson } from '../../src/util/canonical.js';
 import { deleteNodes, runCli, testClient } from './helpers.js';
 import { applyKilledAtEachStep } from './plan-support.js';
+import { expectPodAddressesHeld } from './pod-ip-support.js';
 import { populateCalico, type Population } from './population.js';
+import { podsForPopulation, populationPods } from './population-pods.js';
 import {
   freshManifestCluster,
   fixtures,
@@ -94,6 +96,8 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
         .map((p) => p.spec.containers[0].image)
         .sort(),
     ).toEqual(NODES.map(() => `${REGISTRY}node:v${version}`));
+    // The apply must not free an address a running pod has (issue 29): the population's allocations have their pods.
+    await expectPodAddressesHeld(client, populationPods(population).length);
   }
 
   /** Every population object is present with the content it had at install time (except those named). */
@@ -125,6 +129,9 @@ describe('plan and apply on a calico.yaml (manifest) install: 3.28.1 -> 3.27.4 -
     };
     await client.apply(FELIX, felix, { fieldManager: 'cni-rewind-e2e' });
     population.objects.push(felix);
+    await podsForPopulation(client, population);
+    expect(populationPods(population).length).toBeGreaterThan(0);
+    await expectPodAddressesHeld(client, populationPods(population).length);
     installed = await manifestSnapshot(client);
   }, 600_000);
   afterAll(async () => {
