@@ -6,8 +6,9 @@
  * is created and labelled by v1.34 and then disabled with calicoctl. `doctor --target 3.29.7` names the trap,
  * `plan --to 3.29.7` sets `disableNewAllocations: true` on its entry (v1.36 converts the pool's `disabled` to that
  * field and compares it), `apply` upgrades, and once the user adds the API server v1.36 writes the pools through
- * projectcalico.org/v3: the pool stays disabled through three minutes of forced reconciles while the IPAM driver
- * allocates. With the managed-by label removed, v1.36 adopts the pool again by its own equality (the converted
+ * projectcalico.org/v3: the pool stays disabled through three minutes of forced reconciles while real Pods come and
+ * go through Calico's node side (3.28.1's, then 3.29.7's after calico-node is rolled out: start-up, tunnel allocator
+ * and CNI plugin per kwok node), every one of them addressed from new-ipv4-pool and held by its own handle. With the managed-by label removed, v1.36 adopts the pool again by its own equality (the converted
  * entry equals the disabled pool), as the tool's model of it (adoptionReason) says.
  */
 import { mkdtempSync } from 'node:fs';
@@ -36,7 +37,10 @@ import {
   watchPoolNonAllocating,
   withRealCalico,
 } from './calico-support.js';
-import { expectIpamIntact, readEvents, startChurn, stopAllChurns } from './ipam-support.js';
+import { expectChurnSettledAndHeld, PodChurn, stopAllPodChurns } from './pod-churn.js';
+import { expectPodAddressesHeld } from './pod-ip-support.js';
+import { expectNodeTunnelsKept, waitNodeTunnels } from './tunnel-support.js';
+import { K } from '../../src/kube/builtin.js';
 
 const POOL = calicoType('ippools', 'IPPool');
 const INSTALLATION = operatorType('installations', 'Installation');
@@ -45,6 +49,9 @@ const MANAGED_BY = 'app.kubernetes.io/managed-by';
 const WATCH_MS = 3 * 60_000;
 const TOUCH_MS = 20_000;
 const PREFIX = 'c29';
+const NODES = [`${PREFIX}-node-1`, `${PREFIX}-node-2`];
+const NEW_POOL = /^10\.100\./;
+const NAMESPACE = `pod-churn-${Date.now().toString(36)}`;
 let client: KubeClient;
 let cluster: LocalCluster;
 let dir: string;
@@ -52,13 +59,17 @@ let dir: string;
 const touch = (n: string) => client.mergePatch(INSTALLATION, undefined, 'default', { metadata: { annotations: { 'cni-rewind.test/touch': n } } });
 
 describe('3.28.1 -> 3.29.7 with a disabled listed pool and the real v1.34.3 and v1.36.16 operators', () => {
-  const real = withRealCalico(PREFIX, { operators: ['v1.34.3', 'v1.36.16'], calico: ['v3.28.1', 'v3.29.7'] });
+  const real = withRealCalico(PREFIX, { operators: ['v1.34.3', 'v1.36.16'], calico: ['v3.28.1', 'v3.29.7'], nodeSide: ['v3.28.1', 'v3.29.7'] });
   beforeAll(() => {
     client = real.client();
     cluster = real.cluster;
     dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-3297-upgrade-'));
   });
-  afterAll(() => stopAllChurns());
+  afterAll(async () => {
+    await stopAllPodChurns();
+    // The churn's pods go with their namespace (their DELs run while the supervisor still does).
+    await client?.delete(K.namespace, undefined, NAMESPACE).catch(() => undefined);
+  });
 
   it(
     'plan sets disableNewAllocations on the entry, and v1.36 keeps the pool disabled and adopts it by equality',
@@ -131,13 +142,15 @@ describe('3.28.1 -> 3.29.7 with a disabled listed pool and the real v1.34.3 and 
       const v3 = await client.request<any>('GET', '/apis/projectcalico.org/v3/ippools/default-ipv4-ippool');
       expect(v3.spec.disabled).toBe(true);
 
-      const log = path.join(dir, 'driver.jsonl');
-      const churn = await startChurn(log, {
-        nodes: [`${PREFIX}-node-1`, `${PREFIX}-node-2`],
+      // 3.29.7's calico-node on each node (rolled out by v1.36) with its VXLAN tunnel address; then real Pods come and
+      // go through the CNI plugin, one create or delete every 1.5 s (the node side runs one CNI call at a time).
+      const tunnels = await waitNodeTunnels(cluster, NODES);
+      const churn = await PodChurn.start(client, cluster, {
+        namespace: NAMESPACE,
+        nodes: NODES,
         prefix: `c29${Date.now().toString(36)}`,
-        rate: 2,
         target: 6,
-        durationS: 600,
+        intervalMs: 1500,
       });
       const { seen, touches } = await watchPoolNonAllocating(client, 'default-ipv4-ippool', { durationMs: WATCH_MS, touchEveryMs: TOUCH_MS, since: started });
       console.log(`default-ipv4-ippool over ${WATCH_MS / 60_000} min (${touches} forced reconciles): ${[...seen].map(([k, n]) => `${k} x${n}`).join(', ')}`);
@@ -167,15 +180,16 @@ describe('3.28.1 -> 3.29.7 with a disabled listed pool and the real v1.34.3 and 
       expect((await client.get(POOL, undefined, 'default-ipv4-ippool')).spec.disabled).toBe(true);
       await waitTigeraStatusAvailable(client, 'ippools', 60_000);
 
-      // Every address came from new-ipv4-pool; calicoctl ipam check finds nothing but the driver's pod-less allocations.
-      const events = readEvents(log);
-      const assigned = events.filter((e) => e.op === 'assign').map((e) => e.ip!);
-      console.log(
-        `IPAM driver: ${assigned.length} assigns, ${events.filter((e) => e.op === 'release').length} releases, ${events.filter((e) => e.op === 'fail').length} failures`,
-      );
-      expect(assigned.length).toBeGreaterThanOrEqual(6);
-      expect(assigned.filter((ip) => !ip.startsWith('10.100.'))).toEqual([]);
-      await expectIpamIntact(client, events);
+      // Every pod of the churn settled and addressed from new-ipv4-pool, held by its own handle, nothing released
+      // still held, `calicoctl ipam check` clean (the driver's pod-less exceptions are gone: every pod has a Pod).
+      await expectChurnSettledAndHeld(client, cluster, churn);
+      const counts = churn.counts();
+      console.log(`pod churn: ${JSON.stringify(counts)}`);
+      expect(counts.addressed).toBeGreaterThanOrEqual(6);
+      expect([...churn.pods.values()].filter((p) => p.ip && !NEW_POOL.test(p.ip)).map((p) => `${p.name} ${p.ip}`)).toEqual([]);
+      // The churn's pods and the operator's (kube-controllers, the API server) all judged.
+      await expectPodAddressesHeld(client, churn.live().length + 1);
+      await expectNodeTunnelsKept(client, tunnels);
     },
     40 * 60_000,
   );

@@ -13,8 +13,10 @@
  * Enterprise controllers made it exit) with a reconcile forced every 15 s and waited for in the operator's log
  * (not a 10-minute soak in CI, whose 90 minutes it would strain: calico-9100-plan.test.ts watches ten minutes there;
  * CNI_REWIND_E2E_SOAK_MS=600000 watches this one ten minutes too), while the operator process must stay the
- * same and the IPAM driver allocates as the CNI plugin does: every address comes from new-ipv4-pool and
- * `calicoctl ipam check` finds no problem but the driver's pod-less allocations.
+ * same and real Pods come and go through Calico's node side (3.30.7's, then 3.28.1's after calico-node is rolled out:
+ * start-up, tunnel allocator and CNI plugin per kwok node): every pod's address and each node's VXLAN tunnel address
+ * come from new-ipv4-pool, no two pods share an address, each is allocated to its own handle, and
+ * `calicoctl ipam check` finds no problem.
  */
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
@@ -40,7 +42,10 @@ import {
   NEW_POOL_ENTRY,
   waitBothPools,
 } from './calico-support.js';
-import { heldByLog, ipamCheck, readEvents, startChurn, stopAllChurns } from './ipam-support.js';
+import { expectChurnSettledAndHeld, PodChurn, stopAllPodChurns } from './pod-churn.js';
+import { expectPodAddressesHeld } from './pod-ip-support.js';
+import { until } from '../support/until.js';
+import { expectNodeTunnelsKept, waitNodeTunnels, type TunnelAddrs } from './tunnel-support.js';
 
 const POOL = calicoType('ippools', 'IPPool');
 const INSTALLATION = operatorType('installations', 'Installation');
@@ -52,18 +57,25 @@ const WATCH_FROM_START_MS = Number(process.env.CNI_REWIND_E2E_SOAK_MS) || 150_00
 const TOUCH_MS = 15_000;
 const MCC_CRD = 'managementclusterconnections.operator.tigera.io';
 const PREFIX = 'c30';
+const NODES = [`${PREFIX}-node-1`, `${PREFIX}-node-2`];
+const NEW_POOL = /^10\.100\./;
+const NAMESPACE = `pod-churn-${Date.now().toString(36)}`;
 let client: KubeClient;
 let cluster: LocalCluster;
 let dir: string;
 
 describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and v1.34.3 operators', () => {
-  const real = withRealCalico(PREFIX, { operators: ['v1.38.13', 'v1.34.3'], calico: ['v3.30.7', 'v3.28.1'] });
+  const real = withRealCalico(PREFIX, { operators: ['v1.38.13', 'v1.34.3'], calico: ['v3.30.7', 'v3.28.1'], nodeSide: ['v3.30.7', 'v3.28.1'] });
   beforeAll(() => {
     client = real.client();
     cluster = real.cluster;
     dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-3307-downgrade-'));
   });
-  afterAll(() => stopAllChurns());
+  afterAll(async () => {
+    await stopAllPodChurns();
+    // The churn's pods go with their namespace (their DELs run while the supervisor still does).
+    await client?.delete(K.namespace, undefined, NAMESPACE).catch(() => undefined);
+  });
 
   it(
     'doctor and plan convert the stop to nodeSelector "!all()", and after apply the v1.34 operator leaves the pool non-allocating',
@@ -82,7 +94,17 @@ describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and
       await waitApiServiceAvailable(client, 240_000);
       await waitBothPools(client, 'v1.38.13');
       await waitTigeraStatusAvailable(client, 'calico');
-      expect(cluster.calicoStatus()?.kubeControllers?.calico).toBe('v3.30.7');
+      // The supervisor writes its status after each tick, and with the node side a tick lasts until the node side's
+      // work (start-up, ADDs) is done: kube-controllers can be running before the status says so.
+      await until('kube-controllers of v3.30.7 in the supervisor status', () => cluster.calicoStatus()?.kubeControllers?.calico === 'v3.30.7', {
+        timeoutMs: 120_000,
+        intervalMs: 500,
+        state: () => JSON.stringify(cluster.calicoStatus()?.kubeControllers),
+      });
+      // 3.30.7's calico-node start-up on each node, and its tunnel allocator's VXLAN address from the one pool
+      // that allocates (default-ipv4-ippool is stopped).
+      const tunnels: TunnelAddrs[] = await waitNodeTunnels(cluster, NODES);
+      expect(tunnels.filter((t) => !NEW_POOL.test(t.vxlan) || t.ipip)).toEqual([]);
       // The 3.30 API server serves what v1.38 writes: assignmentMode is new in 3.30's v3 IPPool (3.28.1's drops it).
       const v3 = await client.request<any>('GET', '/apis/projectcalico.org/v3/ippools/default-ipv4-ippool');
       expect(v3.spec).toMatchObject({ cidr: '192.168.0.0/16', disabled: true, assignmentMode: 'Automatic' });
@@ -99,7 +121,8 @@ describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and
       console.log(`plan findings: ${plan.findings.map((f: any) => `${f.id} (${f.severity})`).join(', ')}`);
       const ids = plan.findings.map((f: any) => f.id);
       expect(ids).toContain('installation-pool-stop-allocations-converted');
-      expect(ids).toEqual(expect.arrayContaining(['ippool-defaults-pruned', 'felixconfiguration-defaults-pruned']));
+      // 3.30.7's IPAM (the node side's tunnel allocator and CNI plugin) writes BlockAffinity type "host", its default.
+      expect(ids).toEqual(expect.arrayContaining(['ippool-defaults-pruned', 'felixconfiguration-defaults-pruned', 'blockaffinity-defaults-pruned']));
       expect(plan.findings.find((f: any) => f.id === 'crd-changes-target-operator')).toMatchObject({
         title: expect.stringContaining(MCC_CRD),
         action: 'transform',
@@ -122,15 +145,15 @@ describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and
       expect((inst.metadata.finalizers ?? []).filter((f) => V138_FINALIZERS.includes(f))).toEqual([]);
       for (const name of ['whisker', 'goldmane']) expect(await client.getOrUndefined(TIGERA_STATUS, undefined, name), name).toBeUndefined();
 
-      // Pods come and go (the IPAM driver: 3.28.1's libcalico-go, the version now installed) while the pool is
-      // watched under the real target operator with forced reconciles.
-      const log = path.join(dir, 'driver.jsonl');
-      const churn = await startChurn(log, {
-        nodes: [`${PREFIX}-node-1`, `${PREFIX}-node-2`],
+      // Real Pods come and go through the node side (3.28.1's once calico-node is rolled out) while the pool is
+      // watched under the real target operator with forced reconciles; one create or delete every 1.5 s (the node
+      // side runs one CNI call at a time).
+      const churn = await PodChurn.start(client, cluster, {
+        namespace: NAMESPACE,
+        nodes: NODES,
         prefix: `c30${Date.now().toString(36)}`,
-        rate: 2,
         target: 6,
-        durationS: Math.ceil(WATCH_FROM_START_MS / 1000) + 450,
+        intervalMs: 1500,
       });
       const opStart = Date.parse(op.operator!.startedAt!);
       const { seen, touches, reconciled } = await watchPoolNonAllocating(client, 'default-ipv4-ippool', {
@@ -152,30 +175,18 @@ describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and
       const wide = await ippoolsWide();
       expect(wide['new-ipv4-pool']?.DISABLED).toBe('false');
 
-      const events = readEvents(log);
-      const assigned = events.filter((e) => e.op === 'assign').map((e) => e.ip!);
-      console.log(
-        `IPAM driver: ${assigned.length} assigns, ${events.filter((e) => e.op === 'release').length} releases, ${events.filter((e) => e.op === 'fail').length} failures`,
-      );
-      expect(assigned.length).toBeGreaterThanOrEqual(6);
-      expect(assigned.filter((ip) => !ip.startsWith('10.100.'))).toEqual([]);
-      const held = heldByLog(events);
-      const check = await ipamCheck();
-      expect(check.leakedIps, check.text).toEqual(new Set(held.values()));
-      expect({
-        noAllocation: check.noAllocation,
-        handlesWithoutIps: check.handlesWithoutIps,
-        missingHandles: check.missingHandles,
-        multipleOwners: check.multipleOwners,
-      }).toEqual({
-        noAllocation: 0,
-        handlesWithoutIps: 0,
-        missingHandles: 0,
-        multipleOwners: 0,
-      });
-      // The kwok pods' own addresses (kwok assigns them, not Calico) are the only ones in use outside the pools.
-      expect(check.problems, check.text).toBe(check.leaked + check.notInPools);
-      expect(check.outsidePoolIps.filter((ip) => ip.startsWith('192.168.') || ip.startsWith('10.100.'))).toEqual([]);
+      // Every pod of the churn settled, every refused ADD addressed afterwards, no address shared or held by no
+      // running pod, `calicoctl ipam check` clean (the driver's pod-less exceptions are gone: every pod has a Pod).
+      await expectChurnSettledAndHeld(client, cluster, churn);
+      const counts = churn.counts();
+      console.log(`pod churn: ${JSON.stringify(counts)}`);
+      expect(counts.addressed).toBeGreaterThanOrEqual(6);
+      // Every Calico address, the churn's and the operator's pods' (kube-controllers, the API server), from new-ipv4-pool.
+      const addrs = await expectPodAddressesHeld(client, churn.live().length + 1);
+      expect(addrs.filter((a) => a.fromCni && !NEW_POOL.test(a.ip))).toEqual([]);
+      expect([...churn.pods.values()].filter((p) => p.ip && !NEW_POOL.test(p.ip)).map((p) => `${p.name} ${p.ip}`)).toEqual([]);
+      // The tunnel addresses 3.30.7's allocator claimed are kept by 3.28.1's after the rollout.
+      await expectNodeTunnelsKept(client, tunnels);
     },
     40 * 60_000,
   );
