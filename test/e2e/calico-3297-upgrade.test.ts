@@ -11,10 +11,7 @@
  * and CNI plugin per kwok node), every one of them addressed from new-ipv4-pool and held by its own handle. With the managed-by label removed, v1.36 adopts the pool again by its own equality (the converted
  * entry equals the disabled pool), as the tool's model of it (adoptionReason) says.
  */
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { adoptionReason } from '../../src/doctor/checks/pools.js';
 import { isOperatorLabelled } from '../../src/calico/knowledge.js';
 import { applyManifests } from '../../src/kube/manifests.js';
@@ -24,6 +21,7 @@ import { applyFixture, calicoType, fixtureObjects, operatorType } from './helper
 import {
   applyLogged,
   calicoctl,
+  expectChurnEndHeld,
   kubectl,
   NEW_POOL_ENTRY,
   doctorExportPlan,
@@ -35,12 +33,9 @@ import {
   waitOperator,
   waitTigeraStatusAvailable,
   watchPoolNonAllocating,
-  withRealCalico,
+  withRealCalicoChurn,
 } from './calico-support.js';
-import { expectChurnSettledAndHeld, PodChurn, stopAllPodChurns } from './pod-churn.js';
-import { expectPodAddressesHeld } from './pod-ip-support.js';
 import { expectNodeTunnelsKept, waitNodeTunnels } from './tunnel-support.js';
-import { K } from '../../src/kube/builtin.js';
 
 const POOL = calicoType('ippools', 'IPPool');
 const INSTALLATION = operatorType('installations', 'Installation');
@@ -48,27 +43,17 @@ const TIGERA_STATUS = operatorType('tigerastatuses', 'TigeraStatus');
 const MANAGED_BY = 'app.kubernetes.io/managed-by';
 const WATCH_MS = 3 * 60_000;
 const TOUCH_MS = 20_000;
-const PREFIX = 'c29';
-const NODES = [`${PREFIX}-node-1`, `${PREFIX}-node-2`];
 const NEW_POOL = /^10\.100\./;
-const NAMESPACE = `pod-churn-${Date.now().toString(36)}`;
 let client: KubeClient;
 let cluster: LocalCluster;
-let dir: string;
 
 const touch = (n: string) => client.mergePatch(INSTALLATION, undefined, 'default', { metadata: { annotations: { 'cni-rewind.test/touch': n } } });
 
 describe('3.28.1 -> 3.29.7 with a disabled listed pool and the real v1.34.3 and v1.36.16 operators', () => {
-  const real = withRealCalico(PREFIX, { operators: ['v1.34.3', 'v1.36.16'], calico: ['v3.28.1', 'v3.29.7'], nodeSide: ['v3.28.1', 'v3.29.7'] });
+  const real = withRealCalicoChurn('c29', { operators: ['v1.34.3', 'v1.36.16'], calico: ['v3.28.1', 'v3.29.7'], nodeSide: ['v3.28.1', 'v3.29.7'] });
   beforeAll(() => {
     client = real.client();
     cluster = real.cluster;
-    dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-3297-upgrade-'));
-  });
-  afterAll(async () => {
-    await stopAllPodChurns();
-    // The churn's pods go with their namespace (their DELs run while the supervisor still does).
-    await client?.delete(K.namespace, undefined, NAMESPACE).catch(() => undefined);
   });
 
   it(
@@ -98,7 +83,7 @@ describe('3.28.1 -> 3.29.7 with a disabled listed pool and the real v1.34.3 and 
       );
       expect((await client.get(POOL, undefined, 'default-ipv4-ippool')).spec.disabled).toBe(true);
 
-      const { plan, planFile } = await doctorExportPlan(dir, '3.29.7', 'disableNewAllocations: true');
+      const { plan, planFile } = await doctorExportPlan(real.dir(), '3.29.7', 'disableNewAllocations: true');
       console.log(`plan findings: ${plan.findings.map((f: any) => `${f.id} (${f.severity})`).join(', ')}`);
       expect(plan.findings.map((f: any) => f.id)).toContain('installation-disabled-pool-stop-allocations');
       expect(plan.transforms.installation.stopAllocations).toEqual({ cidrs: ['192.168.0.0/16'], field: 'disableNewAllocations', value: true });
@@ -144,14 +129,8 @@ describe('3.28.1 -> 3.29.7 with a disabled listed pool and the real v1.34.3 and 
 
       // 3.29.7's calico-node on each node (rolled out by v1.36) with its VXLAN tunnel address; then real Pods come and
       // go through the CNI plugin, one create or delete every 1.5 s (the node side runs one CNI call at a time).
-      const tunnels = await waitNodeTunnels(cluster, NODES);
-      const churn = await PodChurn.start(client, cluster, {
-        namespace: NAMESPACE,
-        nodes: NODES,
-        prefix: `c29${Date.now().toString(36)}`,
-        target: 6,
-        intervalMs: 1500,
-      });
+      const tunnels = await waitNodeTunnels(cluster, real.nodes);
+      const churn = await real.startChurn();
       const { seen, touches } = await watchPoolNonAllocating(client, 'default-ipv4-ippool', { durationMs: WATCH_MS, touchEveryMs: TOUCH_MS, since: started });
       console.log(`default-ipv4-ippool over ${WATCH_MS / 60_000} min (${touches} forced reconciles): ${[...seen].map(([k, n]) => `${k} x${n}`).join(', ')}`);
       expect(touches).toBeGreaterThanOrEqual(8);
@@ -181,14 +160,10 @@ describe('3.28.1 -> 3.29.7 with a disabled listed pool and the real v1.34.3 and 
       await waitTigeraStatusAvailable(client, 'ippools', 60_000);
 
       // Every pod of the churn settled and addressed from new-ipv4-pool, held by its own handle, nothing released
-      // still held, `calicoctl ipam check` clean (the driver's pod-less exceptions are gone: every pod has a Pod).
-      await expectChurnSettledAndHeld(client, cluster, churn);
-      const counts = churn.counts();
-      console.log(`pod churn: ${JSON.stringify(counts)}`);
-      expect(counts.addressed).toBeGreaterThanOrEqual(6);
-      expect([...churn.pods.values()].filter((p) => p.ip && !NEW_POOL.test(p.ip)).map((p) => `${p.name} ${p.ip}`)).toEqual([]);
-      // The churn's pods and the operator's (kube-controllers, the API server) all judged.
-      await expectPodAddressesHeld(client, churn.live().length + 1);
+      // still held, `calicoctl ipam check` clean (the driver's pod-less exceptions are gone: every pod has a Pod); the
+      // churn's pods and the operator's (kube-controllers, the API server) all judged, no address shared or free. The
+      // operator's pods of the 3.28.1 era may hold addresses of default-ipv4-ippool (enabled then).
+      await expectChurnEndHeld(client, cluster, churn, { pool: NEW_POOL, operatorPodsFromPool: false });
       await expectNodeTunnelsKept(client, tunnels);
     },
     40 * 60_000,

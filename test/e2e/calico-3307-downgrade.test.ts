@@ -18,10 +18,7 @@
  * come from new-ipv4-pool, no two pods share an address, each is allocated to its own handle, and
  * `calicoctl ipam check` finds no problem.
  */
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { applyManifests } from '../../src/kube/manifests.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
@@ -29,6 +26,7 @@ import { K } from '../../src/kube/builtin.js';
 import { applyFixture, calicoType, fixtureObjects, operatorType } from './helpers.js';
 import {
   applyLogged,
+  expectChurnEndHeld,
   ippoolsWide,
   operatorLog,
   nonAllocating,
@@ -37,13 +35,11 @@ import {
   waitOperator,
   waitTigeraStatusAvailable,
   watchPoolNonAllocating,
-  withRealCalico,
+  withRealCalicoChurn,
   doctorExportPlan,
   NEW_POOL_ENTRY,
   waitBothPools,
 } from './calico-support.js';
-import { expectChurnSettledAndHeld, PodChurn, stopAllPodChurns } from './pod-churn.js';
-import { expectPodAddressesHeld } from './pod-ip-support.js';
 import { until } from '../support/until.js';
 import { expectNodeTunnelsKept, waitNodeTunnels, type TunnelAddrs } from './tunnel-support.js';
 
@@ -56,25 +52,15 @@ const V138_FINALIZERS = ['operator.tigera.io/whisker-controller', 'operator.tige
 const WATCH_FROM_START_MS = Number(process.env.CNI_REWIND_E2E_SOAK_MS) || 150_000;
 const TOUCH_MS = 15_000;
 const MCC_CRD = 'managementclusterconnections.operator.tigera.io';
-const PREFIX = 'c30';
-const NODES = [`${PREFIX}-node-1`, `${PREFIX}-node-2`];
 const NEW_POOL = /^10\.100\./;
-const NAMESPACE = `pod-churn-${Date.now().toString(36)}`;
 let client: KubeClient;
 let cluster: LocalCluster;
-let dir: string;
 
 describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and v1.34.3 operators', () => {
-  const real = withRealCalico(PREFIX, { operators: ['v1.38.13', 'v1.34.3'], calico: ['v3.30.7', 'v3.28.1'], nodeSide: ['v3.30.7', 'v3.28.1'] });
+  const real = withRealCalicoChurn('c30', { operators: ['v1.38.13', 'v1.34.3'], calico: ['v3.30.7', 'v3.28.1'], nodeSide: ['v3.30.7', 'v3.28.1'] });
   beforeAll(() => {
     client = real.client();
     cluster = real.cluster;
-    dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-3307-downgrade-'));
-  });
-  afterAll(async () => {
-    await stopAllPodChurns();
-    // The churn's pods go with their namespace (their DELs run while the supervisor still does).
-    await client?.delete(K.namespace, undefined, NAMESPACE).catch(() => undefined);
   });
 
   it(
@@ -103,7 +89,7 @@ describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and
       });
       // 3.30.7's calico-node start-up on each node, and its tunnel allocator's VXLAN address from the one pool
       // that allocates (default-ipv4-ippool is stopped).
-      const tunnels: TunnelAddrs[] = await waitNodeTunnels(cluster, NODES);
+      const tunnels: TunnelAddrs[] = await waitNodeTunnels(cluster, real.nodes);
       expect(tunnels.filter((t) => !NEW_POOL.test(t.vxlan) || t.ipip)).toEqual([]);
       // The 3.30 API server serves what v1.38 writes: assignmentMode is new in 3.30's v3 IPPool (3.28.1's drops it).
       const v3 = await client.request<any>('GET', '/apis/projectcalico.org/v3/ippools/default-ipv4-ippool');
@@ -117,7 +103,7 @@ describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and
       expect((await client.get(INSTALLATION, undefined, 'default')).metadata.finalizers).toEqual(expect.arrayContaining(V138_FINALIZERS));
       // v1.38 and 3.30's libcalico-go write 3.30-only fields with their defaults (IPPool assignmentMode: Automatic,
       // FelixConfiguration nftablesMode: Disabled): 3.28's CRDs prune them, which loses no setting, so the plan needs no flag.
-      const { plan, planFile } = await doctorExportPlan(dir, '3.28.1');
+      const { plan, planFile } = await doctorExportPlan(real.dir(), '3.28.1');
       console.log(`plan findings: ${plan.findings.map((f: any) => `${f.id} (${f.severity})`).join(', ')}`);
       const ids = plan.findings.map((f: any) => f.id);
       expect(ids).toContain('installation-pool-stop-allocations-converted');
@@ -146,15 +132,8 @@ describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and
       for (const name of ['whisker', 'goldmane']) expect(await client.getOrUndefined(TIGERA_STATUS, undefined, name), name).toBeUndefined();
 
       // Real Pods come and go through the node side (3.28.1's once calico-node is rolled out) while the pool is
-      // watched under the real target operator with forced reconciles; one create or delete every 1.5 s (the node
-      // side runs one CNI call at a time).
-      const churn = await PodChurn.start(client, cluster, {
-        namespace: NAMESPACE,
-        nodes: NODES,
-        prefix: `c30${Date.now().toString(36)}`,
-        target: 6,
-        intervalMs: 1500,
-      });
+      // watched under the real target operator with forced reconciles.
+      const churn = await real.startChurn();
       const opStart = Date.parse(op.operator!.startedAt!);
       const { seen, touches, reconciled } = await watchPoolNonAllocating(client, 'default-ipv4-ippool', {
         durationMs: opStart + WATCH_FROM_START_MS - Date.now(),
@@ -176,15 +155,9 @@ describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and
       expect(wide['new-ipv4-pool']?.DISABLED).toBe('false');
 
       // Every pod of the churn settled, every refused ADD addressed afterwards, no address shared or held by no
-      // running pod, `calicoctl ipam check` clean (the driver's pod-less exceptions are gone: every pod has a Pod).
-      await expectChurnSettledAndHeld(client, cluster, churn);
-      const counts = churn.counts();
-      console.log(`pod churn: ${JSON.stringify(counts)}`);
-      expect(counts.addressed).toBeGreaterThanOrEqual(6);
-      // Every Calico address, the churn's and the operator's pods' (kube-controllers, the API server), from new-ipv4-pool.
-      const addrs = await expectPodAddressesHeld(client, churn.live().length + 1);
-      expect(addrs.filter((a) => a.fromCni && !NEW_POOL.test(a.ip))).toEqual([]);
-      expect([...churn.pods.values()].filter((p) => p.ip && !NEW_POOL.test(p.ip)).map((p) => `${p.name} ${p.ip}`)).toEqual([]);
+      // running pod, `calicoctl ipam check` clean (the driver's pod-less exceptions are gone: every pod has a Pod);
+      // every Calico address, the churn's and the operator's pods' (kube-controllers, the API server), from new-ipv4-pool.
+      await expectChurnEndHeld(client, cluster, churn, { pool: NEW_POOL, operatorPodsFromPool: true });
       // The tunnel addresses 3.30.7's allocator claimed are kept by 3.28.1's after the rollout.
       await expectNodeTunnelsKept(client, tunnels);
     },
