@@ -13,13 +13,12 @@
  * Enterprise controllers made it exit) with a reconcile forced every 15 s and waited for in the operator's log
  * (not a 10-minute soak in CI, whose 90 minutes it would strain: calico-9100-plan.test.ts watches ten minutes there;
  * CNI_REWIND_E2E_SOAK_MS=600000 watches this one ten minutes too), while the operator process must stay the
- * same and the IPAM driver allocates as the CNI plugin does: every address comes from new-ipv4-pool and
- * `calicoctl ipam check` finds no problem but the driver's pod-less allocations.
+ * same and real Pods come and go through Calico's node side (3.30.7's, then 3.28.1's after calico-node is rolled out:
+ * start-up, tunnel allocator and CNI plugin per kwok node): every pod's address and each node's VXLAN tunnel address
+ * come from new-ipv4-pool, no two pods share an address, each is allocated to its own handle, and
+ * `calicoctl ipam check` finds no problem.
  */
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { applyManifests } from '../../src/kube/manifests.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
@@ -27,6 +26,7 @@ import { K } from '../../src/kube/builtin.js';
 import { applyFixture, calicoType, fixtureObjects, operatorType } from './helpers.js';
 import {
   applyLogged,
+  expectChurnEndHeld,
   ippoolsWide,
   operatorLog,
   nonAllocating,
@@ -35,12 +35,13 @@ import {
   waitOperator,
   waitTigeraStatusAvailable,
   watchPoolNonAllocating,
-  withRealCalico,
+  withRealCalicoChurn,
   doctorExportPlan,
   NEW_POOL_ENTRY,
   waitBothPools,
 } from './calico-support.js';
-import { heldByLog, ipamCheck, readEvents, startChurn, stopAllChurns } from './ipam-support.js';
+import { until } from '../support/until.js';
+import { expectNodeTunnelsKept, waitNodeTunnels, type TunnelAddrs } from './tunnel-support.js';
 
 const POOL = calicoType('ippools', 'IPPool');
 const INSTALLATION = operatorType('installations', 'Installation');
@@ -51,19 +52,16 @@ const V138_FINALIZERS = ['operator.tigera.io/whisker-controller', 'operator.tige
 const WATCH_FROM_START_MS = Number(process.env.CNI_REWIND_E2E_SOAK_MS) || 150_000;
 const TOUCH_MS = 15_000;
 const MCC_CRD = 'managementclusterconnections.operator.tigera.io';
-const PREFIX = 'c30';
+const NEW_POOL = /^10\.100\./;
 let client: KubeClient;
 let cluster: LocalCluster;
-let dir: string;
 
 describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and v1.34.3 operators', () => {
-  const real = withRealCalico(PREFIX, { operators: ['v1.38.13', 'v1.34.3'], calico: ['v3.30.7', 'v3.28.1'] });
+  const real = withRealCalicoChurn('c30', { operators: ['v1.38.13', 'v1.34.3'], calico: ['v3.30.7', 'v3.28.1'], nodeSide: ['v3.30.7', 'v3.28.1'] });
   beforeAll(() => {
     client = real.client();
     cluster = real.cluster;
-    dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-3307-downgrade-'));
   });
-  afterAll(() => stopAllChurns());
 
   it(
     'doctor and plan convert the stop to nodeSelector "!all()", and after apply the v1.34 operator leaves the pool non-allocating',
@@ -82,7 +80,17 @@ describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and
       await waitApiServiceAvailable(client, 240_000);
       await waitBothPools(client, 'v1.38.13');
       await waitTigeraStatusAvailable(client, 'calico');
-      expect(cluster.calicoStatus()?.kubeControllers?.calico).toBe('v3.30.7');
+      // The supervisor writes its status after each tick, and with the node side a tick lasts until the node side's
+      // work (start-up, ADDs) is done: kube-controllers can be running before the status says so.
+      await until('kube-controllers of v3.30.7 in the supervisor status', () => cluster.calicoStatus()?.kubeControllers?.calico === 'v3.30.7', {
+        timeoutMs: 120_000,
+        intervalMs: 500,
+        state: () => JSON.stringify(cluster.calicoStatus()?.kubeControllers),
+      });
+      // 3.30.7's calico-node start-up on each node, and its tunnel allocator's VXLAN address from the one pool
+      // that allocates (default-ipv4-ippool is stopped).
+      const tunnels: TunnelAddrs[] = await waitNodeTunnels(cluster, real.nodes);
+      expect(tunnels.filter((t) => !NEW_POOL.test(t.vxlan) || t.ipip)).toEqual([]);
       // The 3.30 API server serves what v1.38 writes: assignmentMode is new in 3.30's v3 IPPool (3.28.1's drops it).
       const v3 = await client.request<any>('GET', '/apis/projectcalico.org/v3/ippools/default-ipv4-ippool');
       expect(v3.spec).toMatchObject({ cidr: '192.168.0.0/16', disabled: true, assignmentMode: 'Automatic' });
@@ -95,11 +103,12 @@ describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and
       expect((await client.get(INSTALLATION, undefined, 'default')).metadata.finalizers).toEqual(expect.arrayContaining(V138_FINALIZERS));
       // v1.38 and 3.30's libcalico-go write 3.30-only fields with their defaults (IPPool assignmentMode: Automatic,
       // FelixConfiguration nftablesMode: Disabled): 3.28's CRDs prune them, which loses no setting, so the plan needs no flag.
-      const { plan, planFile } = await doctorExportPlan(dir, '3.28.1');
+      const { plan, planFile } = await doctorExportPlan(real.dir(), '3.28.1');
       console.log(`plan findings: ${plan.findings.map((f: any) => `${f.id} (${f.severity})`).join(', ')}`);
       const ids = plan.findings.map((f: any) => f.id);
       expect(ids).toContain('installation-pool-stop-allocations-converted');
-      expect(ids).toEqual(expect.arrayContaining(['ippool-defaults-pruned', 'felixconfiguration-defaults-pruned']));
+      // 3.30.7's IPAM (the node side's tunnel allocator and CNI plugin) writes BlockAffinity type "host", its default.
+      expect(ids).toEqual(expect.arrayContaining(['ippool-defaults-pruned', 'felixconfiguration-defaults-pruned', 'blockaffinity-defaults-pruned']));
       expect(plan.findings.find((f: any) => f.id === 'crd-changes-target-operator')).toMatchObject({
         title: expect.stringContaining(MCC_CRD),
         action: 'transform',
@@ -122,16 +131,9 @@ describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and
       expect((inst.metadata.finalizers ?? []).filter((f) => V138_FINALIZERS.includes(f))).toEqual([]);
       for (const name of ['whisker', 'goldmane']) expect(await client.getOrUndefined(TIGERA_STATUS, undefined, name), name).toBeUndefined();
 
-      // Pods come and go (the IPAM driver: 3.28.1's libcalico-go, the version now installed) while the pool is
+      // Real Pods come and go through the node side (3.28.1's once calico-node is rolled out) while the pool is
       // watched under the real target operator with forced reconciles.
-      const log = path.join(dir, 'driver.jsonl');
-      const churn = await startChurn(log, {
-        nodes: [`${PREFIX}-node-1`, `${PREFIX}-node-2`],
-        prefix: `c30${Date.now().toString(36)}`,
-        rate: 2,
-        target: 6,
-        durationS: Math.ceil(WATCH_FROM_START_MS / 1000) + 450,
-      });
+      const churn = await real.startChurn();
       const opStart = Date.parse(op.operator!.startedAt!);
       const { seen, touches, reconciled } = await watchPoolNonAllocating(client, 'default-ipv4-ippool', {
         durationMs: opStart + WATCH_FROM_START_MS - Date.now(),
@@ -152,30 +154,12 @@ describe('3.30.7 with disableNewAllocations -> 3.28.1 with the real v1.38.13 and
       const wide = await ippoolsWide();
       expect(wide['new-ipv4-pool']?.DISABLED).toBe('false');
 
-      const events = readEvents(log);
-      const assigned = events.filter((e) => e.op === 'assign').map((e) => e.ip!);
-      console.log(
-        `IPAM driver: ${assigned.length} assigns, ${events.filter((e) => e.op === 'release').length} releases, ${events.filter((e) => e.op === 'fail').length} failures`,
-      );
-      expect(assigned.length).toBeGreaterThanOrEqual(6);
-      expect(assigned.filter((ip) => !ip.startsWith('10.100.'))).toEqual([]);
-      const held = heldByLog(events);
-      const check = await ipamCheck();
-      expect(check.leakedIps, check.text).toEqual(new Set(held.values()));
-      expect({
-        noAllocation: check.noAllocation,
-        handlesWithoutIps: check.handlesWithoutIps,
-        missingHandles: check.missingHandles,
-        multipleOwners: check.multipleOwners,
-      }).toEqual({
-        noAllocation: 0,
-        handlesWithoutIps: 0,
-        missingHandles: 0,
-        multipleOwners: 0,
-      });
-      // The kwok pods' own addresses (kwok assigns them, not Calico) are the only ones in use outside the pools.
-      expect(check.problems, check.text).toBe(check.leaked + check.notInPools);
-      expect(check.outsidePoolIps.filter((ip) => ip.startsWith('192.168.') || ip.startsWith('10.100.'))).toEqual([]);
+      // Every pod of the churn settled, every refused ADD addressed afterwards, no address shared or held by no
+      // running pod, `calicoctl ipam check` clean (the driver's pod-less exceptions are gone: every pod has a Pod);
+      // every Calico address, the churn's and the operator's pods' (kube-controllers, the API server), from new-ipv4-pool.
+      await expectChurnEndHeld(client, cluster, churn, { pool: NEW_POOL, operatorPodsFromPool: true });
+      // The tunnel addresses 3.30.7's allocator claimed are kept by 3.28.1's after the rollout.
+      await expectNodeTunnelsKept(client, tunnels);
     },
     40 * 60_000,
   );

@@ -18,7 +18,15 @@ import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { applyFixture, fixturePath, operatorType, runCli } from './helpers.js';
-import { applyLogged, kubectl, waitApiServiceAvailable, waitOperator, waitTigeraStatusAvailable, withRealCalico } from './calico-support.js';
+import {
+  applyLogged,
+  kubectl,
+  waitApiServiceAvailable,
+  waitCalicoUninstalled,
+  waitOperator,
+  waitTigeraStatusAvailable,
+  withRealCalico,
+} from './calico-support.js';
 
 const INSTALLATION = operatorType('installations', 'Installation');
 const TIGERA_STATUS = operatorType('tigerastatuses', 'TigeraStatus');
@@ -97,28 +105,7 @@ describe('3.30.7 -> 3.29.7 with the real v1.38.13 and v1.36.16 operators: the In
       // Uninstalled as the 3.29 docs say; the v1.36 operator tears Calico down and removes its own finalizers last.
       const deletedAt = Date.now();
       await kubectl(cluster, ['delete', '-f', fixturePath('3.29.7', 'custom-resources.yaml'), '--wait=false']);
-      await client
-        .waitFor(
-          'Installation default to be deleted by the v1.36 operator',
-          async () => ((await client.getOrUndefined(INSTALLATION, undefined, 'default')) ? undefined : true),
-          {
-            timeoutMs: DELETE_BOUND_MS,
-            intervalMs: 500,
-          },
-        )
-        .catch(async (err) => {
-          throw new Error(`${(err as Error).message}\n${await deleteState()}`, { cause: err });
-        });
-      console.log(`kubectl delete -f custom-resources.yaml: Installation gone in ${((Date.now() - deletedAt) / 1000).toFixed(1)} s`);
-      await client.waitFor(
-        'calico-system and calico-apiserver to be gone (nothing Terminating)',
-        async () => {
-          for (const ns of ['calico-system', 'calico-apiserver']) if (await client.getOrUndefined(K.namespace, undefined, ns)) return undefined;
-          return true;
-        },
-        { timeoutMs: 180_000, intervalMs: 1000, state: deleteState },
-      );
-      console.log(`calico-system and calico-apiserver gone ${((Date.now() - deletedAt) / 1000).toFixed(1)} s after the delete`);
+      await waitCalicoUninstalled(client, { who: 'v1.36', deletedAt, timeoutMs: DELETE_BOUND_MS, state: deleteState });
     },
     30 * 60_000,
   );

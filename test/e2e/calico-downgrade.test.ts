@@ -14,7 +14,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { fixturePath, operatorType, runCli } from './helpers.js';
-import { applyLogged, installReal328, kubectl, tigeraCondition, withRealCalico } from './calico-support.js';
+import { applyLogged, installReal328, kubectl, tigeraCondition, waitCalicoUninstalled, withRealCalico } from './calico-support.js';
 
 const INSTALLATION = operatorType('installations', 'Installation');
 const TIGERA_STATUS = operatorType('tigerastatuses', 'TigeraStatus');
@@ -93,28 +93,7 @@ describe('3.28.1 -> 3.27.4 downgrade with the real tigera operators', () => {
       // cluster); a finalizer only v1.34 removes would keep it Terminating for ever.
       const deletedAt = Date.now();
       await kubectl(cluster, ['delete', '-f', fixturePath('3.27.4', 'custom-resources.yaml'), '--wait=false']);
-      await client
-        .waitFor(
-          'Installation default to be deleted by the v1.32 operator',
-          async () => ((await client.getOrUndefined(INSTALLATION, undefined, 'default')) ? undefined : true),
-          {
-            timeoutMs: 300_000,
-            intervalMs: 500,
-          },
-        )
-        .catch(async (err) => {
-          throw new Error(`${(err as Error).message}\n${await uninstallState()}`, { cause: err });
-        });
-      console.log(`kubectl delete -f custom-resources.yaml: Installation gone in ${((Date.now() - deletedAt) / 1000).toFixed(1)} s`);
-      await client.waitFor(
-        'calico-system and calico-apiserver to be gone (nothing Terminating)',
-        async () => {
-          for (const ns of ['calico-system', 'calico-apiserver']) if (await client.getOrUndefined(K.namespace, undefined, ns)) return undefined;
-          return true;
-        },
-        { timeoutMs: 180_000, intervalMs: 1000 },
-      );
-      console.log(`calico-system and calico-apiserver gone ${((Date.now() - deletedAt) / 1000).toFixed(1)} s after the delete`);
+      await waitCalicoUninstalled(client, { who: 'v1.32', deletedAt, timeoutMs: 300_000, state: uninstallState });
     },
     30 * 60_000,
   );

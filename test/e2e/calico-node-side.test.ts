@@ -13,6 +13,7 @@ import type { KubeObject } from '../../src/kube/types.js';
 import { listNetns, netnsPrefix } from '../../src/dev/local-cluster/netns.js';
 import { calicoctl, installReal328, kubectl, waitPoolAndDatastoreReady, withRealCalico } from './calico-support.js';
 import { ipamCheck } from './ipam-support.js';
+import { expectPodAddressesHeld } from './pod-ip-support.js';
 import { calicoType } from './helpers.js';
 
 const real = withRealCalico('nside', { operators: ['v1.34.3'], calico: ['v3.28.1'], nodeSide: ['v3.28.1'] });
@@ -93,6 +94,9 @@ describe('the node side on the local cluster', () => {
     const podNetns = cluster.calicoStatus()?.nodeSide?.pods['default/nside-web']?.netns;
     expect(podNetns).toMatch(new RegExp(`^${netnsPrefix(cluster.name)}p-`));
     expect(listNetns(netnsPrefix(cluster.name))).toContain(podNetns);
+    // No two pods share an address and each running pod's is held by its own handle: this pod's and the operator's
+    // (kube-controllers, addressed by the same plugin, unless its ADD still waits behind the lock).
+    expect((await expectPodAddressesHeld(client, 1)).map((a) => a.ip)).toContain(podIp);
 
     // Deleting the pod runs DEL: the address is free again and the pod's namespace is gone.
     await client.delete(K.pod, 'default', 'nside-web');
@@ -106,6 +110,8 @@ describe('the node side on the local cluster', () => {
     );
     const check = await ipamCheck();
     expect(check.problems, check.text).toBe(0);
+    // After the DEL: the pods left (the operator's) still hold their addresses, and none has the freed one.
+    expect((await expectPodAddressesHeld(client, 1)).map((a) => a.ip)).not.toContain(podIp);
 
     // Stopping the supervisor removes every namespace the node side made (nodes' and pods').
     await cluster.stopCalico();

@@ -1,6 +1,7 @@
 /** Helpers for e2e tests that run Calico's real programs (the Calico supervisor of the local cluster). */
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
@@ -12,6 +13,8 @@ import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { applyFixture, calicoType, deleteNodes, kubeconfig, operatorType, resetCalico, runCli, testClient, type CliResult } from './helpers.js';
+import { expectChurnSettledAndHeld, PodChurn, stopAllPodChurns } from './pod-churn.js';
+import { expectPodAddressesHeld } from './pod-ip-support.js';
 
 function run(bin: string, args: string[], input?: string, env: Record<string, string> = {}): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -334,4 +337,62 @@ export async function doctorExportPlan(dir: string, target: string, fixText = 'n
   const p = await runCli(['plan', '--to', target, '--bundle', bundle, '--no-disk-snapshots', '--out', planFile, '-o', 'json']);
   expect(p.code, p.stdout + p.stderr).toBe(0);
   return { plan: JSON.parse(p.stdout), planFile };
+}
+
+/**
+ * withRealCalico for a file whose real Pods come and go through the node side (`builds.nodeSide`) in a namespace of
+ * their own: a temporary directory for the plan's files, `startChurn` (6 pods on the two nodes, one create or delete
+ * every 1.5 s: the node side runs one CNI call at a time), and after the file the churn stopped and its namespace
+ * deleted before the supervisor stops, so the pods' DELs run.
+ */
+export function withRealCalicoChurn(prefix: string, builds: RealCalicoBuilds) {
+  const real = withRealCalico(prefix, builds);
+  const namespace = `pod-churn-${Date.now().toString(36)}`;
+  const nodes = [`${prefix}-node-1`, `${prefix}-node-2`];
+  let dir: string | undefined;
+  beforeAll(() => void (dir = mkdtempSync(path.join(os.tmpdir(), `cnr-${prefix}-`))));
+  const deleteNamespace = async () => real.client().delete(K.namespace, undefined, namespace);
+  afterAll(async () => {
+    await stopAllPodChurns();
+    await deleteNamespace().catch(() => undefined); // also when the set-up failed before a client existed
+  });
+  const startChurn = () =>
+    PodChurn.start(real.client(), real.cluster, { namespace, nodes, prefix: `${prefix}${Date.now().toString(36)}`, target: 6, intervalMs: 1500 });
+  return { ...real, nodes, dir: () => dir!, startChurn };
+}
+
+/**
+ * The end of a churn (stopped): every pod settled and held by its own handle, nothing released still held,
+ * `calicoctl ipam check` clean (expectChurnSettledAndHeld), at least 6 pods addressed, each from `pool`, and no
+ * address shared or free in IPAM among the churn's live pods and at least one of the operator's (kube-controllers).
+ * `operatorPodsFromPool`: every other Calico address from `pool` too (false when another pool allocated meanwhile).
+ * Returns the running pods' addresses.
+ */
+export async function expectChurnEndHeld(client: KubeClient, cluster: LocalCluster, churn: PodChurn, o: { pool: RegExp; operatorPodsFromPool: boolean }) {
+  await expectChurnSettledAndHeld(client, cluster, churn);
+  const counts = churn.counts();
+  console.log(`pod churn: ${JSON.stringify(counts)}`);
+  expect(counts.addressed).toBeGreaterThanOrEqual(6);
+  expect([...churn.pods.values()].filter((p) => p.ip && !o.pool.test(p.ip)).map((p) => `${p.name} ${p.ip}`)).toEqual([]);
+  const addrs = await expectPodAddressesHeld(client, churn.live().length + 1);
+  if (o.operatorPodsFromPool) expect(addrs.filter((a) => a.fromCni && !o.pool.test(a.ip))).toEqual([]);
+  return addrs;
+}
+
+/**
+ * After `kubectl delete -f custom-resources.yaml` at `deletedAt`: waits up to `timeoutMs` for the operator `who` to
+ * delete the Installation, then for calico-system and calico-apiserver to be gone, logging both times; a timeout
+ * names `state()` (what is left and why).
+ */
+export async function waitCalicoUninstalled(client: KubeClient, o: { who: string; deletedAt: number; timeoutMs: number; state: () => Promise<string> }) {
+  const since = () => ((Date.now() - o.deletedAt) / 1000).toFixed(1);
+  const installation = operatorType('installations', 'Installation');
+  const gone = async () => ((await client.getOrUndefined(installation, undefined, 'default')) ? undefined : true);
+  await client.waitFor(`Installation default to be deleted by the ${o.who} operator`, gone, { timeoutMs: o.timeoutMs, intervalMs: 500, state: o.state });
+  console.log(`kubectl delete -f custom-resources.yaml: Installation gone in ${since()} s`);
+  const left = async () =>
+    (await Promise.all(['calico-system', 'calico-apiserver'].map((ns) => client.getOrUndefined(K.namespace, undefined, ns)))).some(Boolean);
+  const what = 'calico-system and calico-apiserver to be gone (nothing Terminating)';
+  await client.waitFor(what, async () => ((await left()) ? undefined : true), { timeoutMs: 180_000, intervalMs: 1000, state: o.state });
+  console.log(`calico-system and calico-apiserver gone ${since()} s after the delete`);
 }

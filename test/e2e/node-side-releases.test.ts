@@ -23,6 +23,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { calicoctl, clearCalicoFinalizers } from './calico-support.js';
 import { parseIpamCheck } from './ipam-support.js';
+import { expectPodAddressesHeld } from './pod-ip-support.js';
 import { calicoType, deleteNodes, kubeconfig, resetCalico, testClient } from './helpers.js';
 
 const run = promisify(execFile);
@@ -176,6 +177,8 @@ describe('the node side from each release tree, as `npm run cluster -- up --cali
       expect(held).toMatch(/is in use/);
       expect(held).toContain(`pod: ${name}`);
       expect(listNetns(netnsPrefix(cluster.name))).toContain(podNetns);
+      // No two pods share an address, each running pod's held by its own handle: this pod's and the operator's.
+      expect((await expectPodAddressesHeld(client, 1)).map((a) => a.ip)).toContain(podIp);
 
       mark('ADD');
       // Deleting the pod runs DEL: the address is free again and its namespace gone.
@@ -191,6 +194,8 @@ describe('the node side from each release tree, as `npm run cluster -- up --cali
       const check = parseIpamCheck(await calicoctl(['ipam', 'check', '--show-problem-ips'], undefined, tree));
       expect(check.problems, check.text).toBe(0);
       expect(check.nodeTunnelIps, check.text).toBe(NODES.length);
+      // After the DEL: the operator's pods still hold their addresses, and none has the freed one.
+      expect((await expectPodAddressesHeld(client, 1)).map((a) => a.ip)).not.toContain(podIp);
       mark('DEL and ipam check');
 
       if (last) return; // the next test takes this install down with the CLI
@@ -207,7 +212,8 @@ describe('the node side from each release tree, as `npm run cluster -- up --cali
     const running = cluster.calicoStatus()?.nodeSide?.nodes ?? {};
     for (const n of NODES) expect(running[n]?.startup, `the node side of ${RELEASES.at(-1)!.version} on ${n}`).toBe('done');
     await client.create(K.pod, podSpec('nsr-kept'));
-    const { netns: podNetns } = await waitPodIp('nsr-kept');
+    const { ip: keptIp, netns: podNetns } = await waitPodIp('nsr-kept');
+    expect((await expectPodAddressesHeld(client, 1)).map((a) => a.ip)).toContain(keptIp);
     const side = cluster.calicoStatus()?.nodeSide;
     const prefix = netnsPrefix(cluster.name);
     // Before: a namespace per node the plugin ran in and the pod's, allocators and API bridges running.
