@@ -8,7 +8,7 @@ import type { KubeObject } from '../../src/kube/types.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { calicoctl, waitApiServiceAvailable, waitOperator } from './calico-support.js';
 import { applyFixture, calicoType, fixturePath, kubeconfig } from './helpers.js';
-import { IPAM_BLOCK, IPAM_HANDLE } from './ipam-support.js';
+import { IPAM_BLOCK, IPAM_HANDLE, readIpam } from './ipam-support.js';
 import { auditTrail, blockName } from '../support/audit-trail.js';
 
 export const POOL = calicoType('ippools', 'IPPool');
@@ -53,7 +53,14 @@ export async function waitTunnels(client: KubeClient, nodes: string[], why: stri
     async () => {
       const list = JSON.parse(await calicoctl(['get', 'nodes', '-o', 'json']).catch(() => '{}'));
       const byName = new Map<string, string | undefined>((list.items ?? []).map((n: any) => [n.metadata.name, n.spec?.ipv4VXLANTunnelAddr]));
-      return nodes.every((n) => byName.get(n)) ? new Map(nodes.map((n) => [n, byName.get(n)!])) : undefined;
+      if (!nodes.every((n) => byName.get(n))) return undefined;
+      // The address alone is not enough: it is an annotation on the Kubernetes Node, which outlives `kubectl delete -f`
+      // of the CRDs, so right after a reinstall it names the old address before the allocator ran (CI, stop 39: no
+      // IPAM block existed yet). The allocator has run once IPAM holds the address under the node's own handle.
+      const { owners } = await readIpam(client);
+      return nodes.every((n) => owners.get(byName.get(n)!)?.includes(`vxlan-tunnel-addr-${n}`))
+        ? new Map(nodes.map((n) => [n, byName.get(n)!]))
+        : undefined;
     },
     { timeoutMs: 300_000, intervalMs: 1000 },
   );

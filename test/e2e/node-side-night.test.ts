@@ -162,7 +162,7 @@ describe('the seed night on the node side: 3.27.4, pods through the CNI plugin, 
       const lost = PODS.filter((p) => (owners.get(addresses.get(p)!) ?? []).length !== 1).map(
         (p) => `${p} ${addresses.get(p)}: ${owners.get(addresses.get(p)!)?.join() ?? 'free'}`,
       );
-      expect(lost).toEqual([]);
+      expect(lost, `restore exit ${r.code}`).toEqual([]);
       await expectPodAddressesHeld(client, PODS.length);
       expect(r.code, r.stderr + r.stdout.slice(0, 4000)).toBe(0);
       const pools = await poolStates(client);
@@ -251,7 +251,7 @@ describe('the seed night on the node side: 3.27.4, pods through the CNI plugin, 
       console.log(`${at()}: restore exit ${r.code}; counts ${JSON.stringify(result.counts)}; ipamProblems ${JSON.stringify(result.ipamProblems ?? [])}`);
       const { owners } = await readIpam(client);
       const lost = PODS.filter((p) => (owners.get(addresses.get(p)!) ?? []).length !== 1);
-      expect(lost).toEqual([]);
+      expect(lost, `restore exit ${r.code}; stderr: ${r.stderr.slice(-3000)}`).toEqual([]);
       await expectPodAddressesHeld(client, PODS.length + NEWCOMERS.length);
       expect([...owners].filter(([, o]) => o.length > 1)).toEqual([]);
       expect(r.code, r.stderr.slice(-3000)).toBe(0);
