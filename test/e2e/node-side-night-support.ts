@@ -58,9 +58,7 @@ export async function waitTunnels(client: KubeClient, nodes: string[], why: stri
       // of the CRDs, so right after a reinstall it names the old address before the allocator ran (CI, stop 39: no
       // IPAM block existed yet). The allocator has run once IPAM holds the address under the node's own handle.
       const { owners } = await readIpam(client);
-      return nodes.every((n) => owners.get(byName.get(n)!)?.includes(`vxlan-tunnel-addr-${n}`))
-        ? new Map(nodes.map((n) => [n, byName.get(n)!]))
-        : undefined;
+      return nodes.every((n) => owners.get(byName.get(n)!)?.includes(`vxlan-tunnel-addr-${n}`)) ? new Map(nodes.map((n) => [n, byName.get(n)!])) : undefined;
     },
     { timeoutMs: 300_000, intervalMs: 1000 },
   );
