@@ -7,7 +7,7 @@ import {
   availableReports,
   deletionsInProgress,
   judgeOperator,
-  namespacesAwaitingCollection,
+  calicoNamespaceDeletions,
   reinstallOperatorHint,
   settleDeletions,
   writeTeardownNeeds,
@@ -26,6 +26,9 @@ const crd = (name: string, group: string, deleting: boolean): KubeObject => ({
   metadata: { name, ...(deleting ? { deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['customresourcecleanup.apiextensions.k8s.io'] } : {}) },
   spec: { group, names: { plural: name.split('.')[0], kind: 'Installation' }, scope: 'Cluster', versions: [{ name: 'v1', storage: true }] },
 });
+
+/** Objects held by the operator's finalizers, nothing awaiting the garbage collector. */
+const heldByOperator = (deleting: string[]) => ({ deleting, awaitingCollection: [] });
 
 /** A cluster as a function of the poll count: `objects(n)` answers every read of the n-th poll. */
 function fakeClient(objects: (poll: number) => Record<string, KubeObject[]>): { client: KubeClient; polls: () => number } {
@@ -85,7 +88,13 @@ describe('restore and a running tigera operator', () => {
       deployments: [operator],
     }));
     const reporter = new Reporter(new RecordingIoHost());
-    await settleDeletions(finishing.client, ['Installation default'], async () => void order.push(`crds at poll ${finishing.polls()}`), reporter, 30_000);
+    await settleDeletions(
+      finishing.client,
+      heldByOperator(['Installation default']),
+      async () => void order.push(`crds at poll ${finishing.polls()}`),
+      reporter,
+      30_000,
+    );
     expect(order).toEqual(['crds at poll 0']);
     expect(finishing.polls()).toBe(3);
 
@@ -94,7 +103,7 @@ describe('restore and a running tigera operator', () => {
       installations: [held],
       deployments: [operator],
     }));
-    const err = await settleDeletions(stuck.client, ['Installation default'], async () => undefined, reporter, 1500).catch((e) => e);
+    const err = await settleDeletions(stuck.client, heldByOperator(['Installation default']), async () => undefined, reporter, 1500).catch((e) => e);
     expect(isErrorKind(err, 'refused')).toBe(true);
     expect(err.message).toMatch(/still being deleted after 2 s: .*Installation default \(finalizers tigera.io\/operator-cleanup\)/);
     expect(err.hint).toMatch(/the tigera operator removes its finalizers when its teardown completes/);
@@ -108,10 +117,11 @@ describe('restore and a running tigera operator', () => {
     });
     const inst = (uid: string): KubeObject => ({ apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default', uid } });
     // Same owner: nothing to wait for. Owner gone, or another Installation of that name: the collector deletes it.
-    expect(await namespacesAwaitingCollection(fakeClient(() => ({ namespaces: [owned('u1')], installations: [inst('u1')] })).client)).toEqual([]);
-    const gone = ['Namespace calico-system (its owner Installation default is gone: the garbage collector deletes it)'];
-    expect(await namespacesAwaitingCollection(fakeClient(() => ({ namespaces: [owned('u1')] })).client)).toEqual(gone);
-    expect(await namespacesAwaitingCollection(fakeClient(() => ({ namespaces: [owned('u1')], installations: [inst('u2')] })).client)).toEqual(gone);
+    const awaiting = async (state: Record<string, KubeObject[]>) => (await calicoNamespaceDeletions(fakeClient(() => state).client)).awaitingCollection;
+    expect(await awaiting({ namespaces: [owned('u1')], installations: [inst('u1')] })).toEqual([]);
+    const gone = { deleting: [], awaitingCollection: ['Namespace calico-system (its owner Installation default is gone)'] };
+    expect(await awaiting({ namespaces: [owned('u1')] })).toEqual(gone.awaitingCollection);
+    expect(await awaiting({ namespaces: [owned('u1')], installations: [inst('u2')] })).toEqual(gone.awaitingCollection);
 
     // The teardown is over (no CRD deleting) but calico-system is still there for two polls, then goes: no operator
     // is needed for that, and settling returns only once it is gone.
@@ -136,7 +146,14 @@ describe('restore and a running tigera operator', () => {
     let prepared = false;
     const started = Date.now();
     const prepare = async () => void (prepared = true);
-    const err = await settleDeletions(gone.client, ['Installation default'], prepare, new Reporter(new RecordingIoHost()), 30_000, 'v3.28.1').catch((e) => e);
+    const err = await settleDeletions(
+      gone.client,
+      heldByOperator(['Installation default']),
+      prepare,
+      new Reporter(new RecordingIoHost()),
+      30_000,
+      'v3.28.1',
+    ).catch((e) => e);
     expect(isErrorKind(err, 'refused')).toBe(true);
     expect(Date.now() - started).toBeLessThan(5000);
     expect(prepared).toBe(false);

@@ -28,7 +28,7 @@ import { PRIOR_DATASTORE_READY_ANNOTATION } from './guards.js';
 import { stripServerFields } from './normalize.js';
 import { CLUSTER_INFORMATION, INSTALLATION_NAME } from './order.js';
 import { calicoVersionOfOperatorImage } from './pools.js';
-import type { RestoreAction, RestoreSource } from './types.js';
+import type { PendingDeletions, RestoreAction, RestoreSource } from './types.js';
 
 /** How long the operator may take to finish a teardown before restore gives up (it writes nothing meanwhile). */
 export const DELETION_TIMEOUT_MS = 300_000;
@@ -59,42 +59,44 @@ async function stillDeleting(client: KubeClient): Promise<{ what: string; finali
     for (const o of await client.listAll(t).catch(() => [] as KubeObject[]))
       if (o.metadata.finalizers?.length) out.push({ what: `${t.kind} ${o.metadata.name}`, finalizers: o.metadata.finalizers });
   }
-  // The teardown deletes the operator's namespaces last; objects restored into one still Terminating are refused.
-  for (const ns of CALICO_NAMESPACES) {
-    const o = await client.getOrUndefined(K.namespace, undefined, ns);
-    if (o?.metadata.deletionTimestamp) out.push({ what: `Namespace ${ns}`, finalizers: o.spec?.finalizers ?? [] });
-  }
-  for (const what of await namespacesAwaitingCollection(client)) out.push({ what, finalizers: [] });
+  const namespaces = await calicoNamespaceDeletions(client);
+  out.push(...namespaces.terminating, ...namespaces.awaitingCollection.map((what) => ({ what, finalizers: [] })));
   return out;
 }
-
-/** How a namespace the garbage collector is about to delete reads in `deleting` (it needs no operator to finish). */
-const AWAITING_COLLECTION = 'the garbage collector deletes it';
 
 /** The operator's objects that own its namespaces: calico-system is the Installation's, calico-apiserver the APIServer's. */
 const OPERATOR_OWNERS = [INSTALLATION, { ...INSTALLATION, plural: 'apiservers', kind: 'APIServer' }];
 
 /**
- * Calico namespaces not deleted yet whose owner Installation (or APIServer) is gone (or is another object of that name now). The
- * operator makes its namespaces dependents of the Installation, so once the teardown lets the Installation go the
- * garbage collector deletes them, a few seconds later: a restore that writes in between has its objects refused by
- * the then Terminating namespace (seen in restore-operator.test.ts).
+ * The Calico namespaces on their way out, each read once: `terminating`, being deleted (the teardown deletes the
+ * operator's namespaces last; objects restored into one still Terminating are refused), and `awaitingCollection`,
+ * not deleted yet but owned by an Installation (or APIServer) that is gone or is another object of that name now.
+ * The operator makes its namespaces dependents of those, so once the teardown lets the Installation go the garbage
+ * collector deletes them a few seconds later: a restore that writes in between has its objects refused by the then
+ * Terminating namespace (seen in restore-operator.test.ts).
  */
-export async function namespacesAwaitingCollection(client: KubeClient): Promise<string[]> {
-  const out: string[] = [];
+export async function calicoNamespaceDeletions(
+  client: KubeClient,
+): Promise<{ terminating: { what: string; finalizers: string[] }[]; awaitingCollection: string[] }> {
+  const terminating: { what: string; finalizers: string[] }[] = [];
+  const awaitingCollection: string[] = [];
   for (const ns of CALICO_NAMESPACES) {
     const o = await client.getOrUndefined(K.namespace, undefined, ns);
-    if (!o || o.metadata.deletionTimestamp) continue;
+    if (!o) continue;
+    if (o.metadata.deletionTimestamp) {
+      terminating.push({ what: `Namespace ${ns}`, finalizers: o.spec?.finalizers ?? [] });
+      continue;
+    }
     for (const ref of o.metadata.ownerReferences ?? []) {
       const type = OPERATOR_OWNERS.find((t) => t.kind === ref.kind);
       if (!type || !ref.apiVersion?.startsWith(`${OPERATOR_GROUP}/`)) continue;
       const owner = await client.getOrUndefined(type, undefined, ref.name).catch(() => undefined);
       if (owner?.metadata.uid === ref.uid) continue;
-      out.push(`Namespace ${ns} (its owner ${ref.kind} ${ref.name} is gone: ${AWAITING_COLLECTION})`);
+      awaitingCollection.push(`Namespace ${ns} (its owner ${ref.kind} ${ref.name} is gone)`);
       break;
     }
   }
-  return out;
+  return { terminating, awaitingCollection };
 }
 
 /** What to run so a teardown can finish when the operator is no longer installed (`operatorVersion`: the bundle's Calico release). */
@@ -106,23 +108,26 @@ export function reinstallOperatorHint(operatorVersion?: string): string {
 /**
  * Let deletions in progress finish: give the operator what its teardown needs (`prepare`: the bundle's CRDs the
  * cluster lacks, its ClusterInformation and pools, `writeTeardownNeeds`), then wait until no Calico CRD is Terminating
- * and no Calico namespace is left for the garbage collector. Nothing else is written. Refused (exit 5) when they do not finish in time,
- * and at once, with nothing written, when the operator is not installed at all (`kubectl delete -f tigera-operator.yaml`
- * deletes it with the CRDs): only the operator removes its finalizers, so waiting could not help.
+ * and no Calico namespace is left for the garbage collector. Nothing else is written. Refused (exit 5) when they do not
+ * finish in time, and at once, with nothing written, when objects held by the operator's finalizers are being deleted
+ * and the operator is not installed at all (`kubectl delete -f tigera-operator.yaml` deletes it with the CRDs): only
+ * the operator removes its finalizers, so waiting could not help. What only awaits the garbage collector needs no
+ * operator.
  */
 export async function settleDeletions(
   client: KubeClient,
-  deleting: string[],
+  pending: PendingDeletions,
   prepare: () => Promise<void>,
   reporter: Reporter,
   timeoutMs = DELETION_TIMEOUT_MS,
   operatorVersion?: string,
 ): Promise<void> {
   const operator = await client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
-  const heldByOperator = deleting.some((d) => !d.endsWith(`${AWAITING_COLLECTION})`));
+  const heldByOperator = pending.deleting.length > 0;
+  const all = pendingDeletionNames(pending);
   if (!operator && heldByOperator)
     throw new RefusedError(
-      `being deleted: ${deleting.join(', ')}, held by the tigera operator's finalizers, and the operator is not installed (deployment ${OPERATOR_NAMESPACE}/${OPERATOR_DEPLOYMENT} is gone): nothing can finish the teardown; nothing was written`,
+      `being deleted: ${all}, held by the tigera operator's finalizers, and the operator is not installed (deployment ${OPERATOR_NAMESPACE}/${OPERATOR_DEPLOYMENT} is gone): nothing can finish the teardown; nothing was written`,
       { hint: reinstallOperatorHint(operatorVersion) },
     );
   const running = !!operator && (operator.spec?.replicas ?? 1) > 0;
@@ -131,11 +136,10 @@ export async function settleDeletions(
     : running
       ? 'the tigera operator finishes its teardown first'
       : 'the tigera operator is not running, nothing may remove its finalizers';
-  reporter.warn(
-    'CNR_RESTORE_WAIT_DELETION',
-    `being deleted: ${deleting.join(', ')}; ${finisher}: waiting (up to ${Math.round(timeoutMs / 1000)} s) before restoring`,
-    { deleting },
-  );
+  reporter.warn('CNR_RESTORE_WAIT_DELETION', `being deleted: ${all}; ${finisher}: waiting (up to ${Math.round(timeoutMs / 1000)} s) before restoring`, {
+    deleting: pending.deleting,
+    awaitingCollection: pending.awaitingCollection,
+  });
   await prepare();
   let left: { what: string; finalizers: string[] }[];
   const deadline = Date.now() + timeoutMs;
@@ -155,6 +159,11 @@ export async function settleDeletions(
             : 'start the tigera operator (kubectl scale -n tigera-operator deploy/tigera-operator --replicas=1) so it can finish the teardown, then restore again',
       },
     );
+}
+
+/** Everything `pending` waits for, as one line: what is held by finalizers, then what awaits the garbage collector. */
+export function pendingDeletionNames(pending: PendingDeletions): string {
+  return [...pending.deleting, ...pending.awaitingCollection.map((n) => `${n}: the garbage collector deletes it`)].join(', ');
 }
 
 /**

@@ -19,7 +19,7 @@ import { ResourceResolver } from '../kube/resolver.js';
 import { groupOf, objRef, type KubeObject } from '../kube/types.js';
 import { admissionRefusal, isCalicoCrd, isReferenceOnlyConfig } from './admission.js';
 import { INSTALLATION_KIND, INSTALLATION_NAME, NEVER_RESTORED_KINDS, RESTORED_CONFIG_KINDS, phaseOf } from './order.js';
-import { availableReports, deletionsInProgress, namespacesAwaitingCollection } from './operator.js';
+import { availableReports, calicoNamespaceDeletions, deletionsInProgress } from './operator.js';
 import { OwnerLookup, RENDERED_KINDS, renderedWithGoneOwners } from './owners.js';
 import { LiveIndex, crdKey, ownerKey, planOne, planPrune } from './plan-object.js';
 import { stopEntriesOfStoppedPools } from './pools.js';
@@ -139,13 +139,11 @@ export async function planRestore(
       crdsToCreate: crdsToCreate.map((c) => c.metadata.name).sort(),
       counts: planned.counts(),
       // Being deleted is a note, so such entries are kept as objects.
-      deleting: [
-        ...deletionsInProgress(
-          liveCrdList,
-          planned.kept().map((p) => p.action),
-        ),
-        ...(await timer.time('readCluster', () => namespacesAwaitingCollection(client))),
-      ],
+      deleting: deletionsInProgress(
+        liveCrdList,
+        planned.kept().map((p) => p.action),
+      ),
+      awaitingCollection: (await timer.time('readCluster', () => calicoNamespaceDeletions(client))).awaitingCollection,
       operatorReports: await timer.time('readBundle', () => bundleReports(bundle, operatorImage)),
     },
     planned,

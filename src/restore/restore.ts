@@ -12,7 +12,7 @@ import { RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import type { KubeClient } from '../kube/client.js';
 import { createCrds, executeRestore } from './execute.js';
-import { settleDeletions, writeTeardownNeeds } from './operator.js';
+import { pendingDeletionNames, settleDeletions, writeTeardownNeeds } from './operator.js';
 import { reportHelmRecordsLeft } from './helm-records.js';
 import { planRestore } from './plan.js';
 import { dryRunResult } from './read-back.js';
@@ -75,7 +75,7 @@ async function planAndExecute(
   if (writes && opts.confirm && !(await timer.time('confirm', () => opts.confirm!(plan)))) {
     throw new RefusedError('restore not confirmed; nothing was written', { hint: 'answer y on a terminal, or pass --yes (see the preview with --dry-run)' });
   }
-  if (plan.deleting.length) {
+  if (plan.deleting.length || plan.awaitingCollection.length) {
     // A teardown in progress (the CRDs deleted under a running operator): let it finish, then plan what is left.
     const missing = plan.crdsToCreate;
     const crds = bundleCrds;
@@ -86,10 +86,10 @@ async function planAndExecute(
     };
     const { installType, version } = bundle.manifest.calico;
     const operatorVersion = installType === 'operator' ? version : undefined;
-    await timer.time('operator', () => settleDeletions(client, plan.deleting, prepare, reporter, opts.deletionTimeoutMs, operatorVersion));
+    await timer.time('operator', () => settleDeletions(client, plan, prepare, reporter, opts.deletionTimeoutMs, operatorVersion));
     ({ plan, planned, bundleCrds } = await planRestore(client, bundle, opts, reporter, timer, spool));
-    if (plan.deleting.length)
-      throw new RefusedError(`being deleted again: ${plan.deleting.join(', ')}; nothing but missing CRDs was written`, {
+    if (plan.deleting.length || plan.awaitingCollection.length)
+      throw new RefusedError(`being deleted again: ${pendingDeletionNames(plan)}; nothing but missing CRDs was written`, {
         hint: 'something keeps deleting Calico objects: find it, then restore again',
       });
   }

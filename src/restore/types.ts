@@ -100,7 +100,7 @@ export interface RestoreAction {
   ipam?: { ordinals?: number[]; duplicates?: string[] };
 }
 
-export interface RestorePlan {
+export interface RestorePlan extends PendingDeletions {
   bundle: { id: string; cluster: BundleManifest['cluster']; calicoVersion?: string };
   cluster: { uid: string; sameCluster: boolean };
   dryRun: boolean;
@@ -113,10 +113,17 @@ export interface RestorePlan {
    */
   readonly actions: RestoreAction[];
   counts: Partial<Record<RestoreActionKind, number>>;
-  /** Calico CRDs and objects being deleted now: a real run lets the deletion finish first (operator.ts). */
-  deleting: string[];
+  /** Calico CRDs and objects being deleted now, and Calico namespaces the garbage collector is about to delete: a real run lets them finish first (operator.ts). */
   /** TigeraStatus names Available in the bundle: the resumed operator must report them Available again. */
   operatorReports: string[];
+}
+
+/** What a restore waits for before it writes (operator.ts settleDeletions). */
+export interface PendingDeletions {
+  /** Calico CRDs and objects being deleted, most held by the tigera operator's finalizers until its teardown ends. */
+  deleting: string[];
+  /** Calico namespaces not deleted yet whose operator owner is gone: the garbage collector deletes them, no operator needed. */
+  awaitingCollection: string[];
 }
 
 export interface RestoreResult extends RestorePlan {

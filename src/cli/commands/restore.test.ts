@@ -19,6 +19,7 @@ function planWith(diff: string): RestorePlan {
     existing: 'update',
     crdsToCreate: [],
     deleting: [],
+    awaitingCollection: [],
     operatorReports: [],
     actions: [
       {
