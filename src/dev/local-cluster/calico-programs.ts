@@ -101,36 +101,93 @@ function cachedProgramBin(kind: CalicoProgramKind, tag: string): string | undefi
 export function ensureCalicoProgram(kind: CalicoProgramKind, tag: string, log: (line: string) => void = () => {}): Promise<string> {
   const { script } = recipeOf(kind);
   // Cached: no script to run. A supervisor once waited for ever on a spawned check of a cached operator (rehearsal,
-  // cluster-up-ready: 'preparing operator v1.34.3' and no operator for 10 minutes, no child process left).
+  // cluster-up-ready: 'preparing operator v1.34.3' and no operator for 10 minutes, no child process left); the
+  // liveness check in runBuildScript now ends such a wait if the script's process is gone.
   const cached = cachedProgramBin(kind, tag);
   if (cached) return Promise.resolve(cached);
+  return runBuildScript(`${kind} ${tag}`, kind === 'node-side' ? [script, tag] : [script, kind, tag], log);
+}
+
+/** A build whose process vanished without an exit status: worth preparing again (the supervisor does at its next tick). */
+export class BuildProcessLostError extends Error {}
+
+/** How often a running build's process is checked for being alive. */
+const LIVENESS_INTERVAL_MS = 30_000;
+
+/**
+ * Calls `onGone` once process `pid` no longer exists, checking every `intervalMs` (signal 0: no signal sent, only
+ * the existence check). Returns the stop function.
+ */
+export function watchProcessGone(pid: number, onGone: () => void, intervalMs = LIVENESS_INTERVAL_MS): () => void {
+  const timer = setInterval(() => {
+    try {
+      process.kill(pid, 0);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ESRCH') return;
+      clearInterval(timer);
+      onGone();
+    }
+  }, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+/**
+ * Runs a build script (`bash ...args`) and resolves with the bin directory it prints last on stdout. Rejects when it
+ * fails, and when its process is gone with no exit seen one check later: a caller never waits for ever (the hang
+ * above). No time limit otherwise: the script may wait silently for the build lock while another build runs.
+ */
+export function runBuildScript(what: string, args: string[], log: (line: string) => void, intervalMs = LIVENESS_INTERVAL_MS): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', kind === 'node-side' ? [script, tag] : [script, kind, tag], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
+    let settled = false;
+    let stopWatch = () => {};
+    const settle = (fn: () => void) => {
+      stopWatch();
+      if (!settled) fn();
+      settled = true;
+    };
+    if (child.pid)
+      stopWatch = watchProcessGone(
+        child.pid,
+        // Its exit event gets one more interval to arrive before the process counts as lost.
+        () =>
+          setTimeout(
+            () => settle(() => reject(new BuildProcessLostError(`building ${what}: its process (pid ${child.pid}) is gone and no exit was seen`))),
+            intervalMs,
+          ).unref(),
+        intervalMs,
+      );
     child.stdout.on('data', (b) => (out += b));
     child.stderr.on('data', (b: Buffer) => {
       err += b;
       for (const line of b.toString().split('\n')) if (line.startsWith('[calico-build') || /^build-calico(-node)?\.sh:/.test(line)) log(line);
     });
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      if (code === 0) {
-        // The script logs "<step>: done in N s" for a compile it ran (not for a cached build, nor for the time it
-        // waited on another build's lock).
-        const compiled = [...err.matchAll(/^\[calico-build [\d:]+\] .*: done in (\d+) s$/gm)].reduce((n, m) => n + Number(m[1]), 0);
-        if (compiled > 0) recordBuildTime(`Calico ${kind} ${tag}`, compiled);
-        const bin = out.trim().split('\n').pop();
-        if (bin) return resolve(bin);
-        return reject(new Error(`building ${kind} ${tag}: the script exited 0 without naming its bin directory`));
-      }
-      const last = err
-        .trim()
-        .split('\n')
-        .filter((l) => /^build-calico(-node)?\.sh:/.test(l))
-        .pop();
-      reject(new Error(`building ${kind} ${tag} failed (exit ${code})${last ? `: ${last}` : ''}`));
-    });
+    child.on('error', (e) => settle(() => reject(e)));
+    const finish = (code: number | null) =>
+      settle(() => {
+        if (code === 0) {
+          // The script logs "<step>: done in N s" for a compile it ran (not for a cached build, nor for the time it
+          // waited on another build's lock).
+          const compiled = [...err.matchAll(/^\[calico-build [\d:]+\] .*: done in (\d+) s$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+          if (compiled > 0) recordBuildTime(`Calico ${what}`, compiled);
+          const bin = out.trim().split('\n').pop();
+          if (bin) return resolve(bin);
+          return reject(new Error(`building ${what}: the script exited 0 without naming its bin directory`));
+        }
+        const last = err
+          .trim()
+          .split('\n')
+          .filter((l) => /^build-calico(-node)?\.sh:/.test(l))
+          .pop();
+        reject(new Error(`building ${what} failed (exit ${code})${last ? `: ${last}` : ''}`));
+      });
+    // 'close' comes once the output is read to its end ('exit' may come first); a process the script left behind
+    // holding its output open gets 5 s before the output read so far counts.
+    child.on('close', (code) => finish(code));
+    child.on('exit', (code) => setTimeout(() => finish(code), 5000).unref());
   });
 }
 

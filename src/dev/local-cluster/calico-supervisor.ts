@@ -16,7 +16,7 @@ import path from 'node:path';
 import { K } from '../../kube/builtin.js';
 import { KubeApiError, KubeClient } from '../../kube/client.js';
 import type { KubeObject, ResourceType } from '../../kube/types.js';
-import { calicoProgramsFor, ensureCalicoProgram } from './calico-programs.js';
+import { BuildProcessLostError, calicoProgramsFor, ensureCalicoProgram } from './calico-programs.js';
 import { NodeSide, type NodeSideStatus } from './node-side.js';
 import { sleep, Slot } from './slot.js';
 import { desiredApiServer, desiredKubeControllers, desiredOperator, OPERATOR_POD_FINALIZER, operatorPodActions } from './calico-desired.js';
@@ -73,7 +73,12 @@ export class CalicoSupervisor {
       this.log(`preparing ${k}`);
       const p = ensureCalicoProgram(kind, tag, this.log).then(
         (dir) => void this.bins.set(k, dir),
-        (err: Error) => void this.bins.set(k, err),
+        (err: Error) => {
+          this.log(err.message);
+          // A lost build process is prepared again at the next tick; a failed build stays failed (status.error).
+          if (err instanceof BuildProcessLostError) this.bins.delete(k);
+          else this.bins.set(k, err);
+        },
       );
       this.bins.set(k, p as unknown as Promise<string>);
     }
