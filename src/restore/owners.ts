@@ -63,12 +63,9 @@ export class OwnerLookup {
   async dependentsOf(live: KubeObject, type: ResourceType): Promise<string[]> {
     const uid = live.metadata.uid;
     if (!uid) return [];
-    this.rendered ??= this.ownedBy(async () => {
-      const out: [ResourceType, KubeObject][] = [];
-      for (const ns of CALICO_NAMESPACES) for (const t of RENDERED_TYPES) for (const o of await this.client.listAll(t, { namespace: ns })) out.push([t, o]);
-      for (const t of RENDERED_CLUSTER_TYPES) for (const o of await this.client.listAll(t)) out.push([t, o]);
-      return out;
-    });
+    // Listed now, not reused from planning (renderedWithGoneOwners): restore has written since, and a dependent
+    // missed here is an owner deleted under it.
+    this.rendered ??= this.ownedBy(() => listRendered(this.client));
     const own = ownerCacheKey(type, undefined, '');
     let same = this.sameType.get(own);
     if (!same) this.sameType.set(own, (same = this.ownedBy(async () => (await this.client.listAll(type)).map((o) => [type, o] as [ResourceType, KubeObject]))));
@@ -247,7 +244,14 @@ export async function renderedWithGoneOwners(client: KubeClient, lookup: OwnerLo
       rank: Number.MAX_SAFE_INTEGER,
     });
   };
-  for (const ns of CALICO_NAMESPACES) for (const type of RENDERED_TYPES) for (const o of await client.listAll(type, { namespace: ns })) await consider(type, o);
-  for (const type of RENDERED_CLUSTER_TYPES) for (const o of await client.listAll(type)) await consider(type, o);
+  for (const [type, o] of await listRendered(client)) await consider(type, o);
+  return out;
+}
+
+/** Every object of the kinds the operator renders, in the Calico namespaces and cluster-wide (RBAC), with its type. */
+async function listRendered(client: KubeClient): Promise<[ResourceType, KubeObject][]> {
+  const out: [ResourceType, KubeObject][] = [];
+  for (const ns of CALICO_NAMESPACES) for (const t of RENDERED_TYPES) for (const o of await client.listAll(t, { namespace: ns })) out.push([t, o]);
+  for (const t of RENDERED_CLUSTER_TYPES) for (const o of await client.listAll(t)) out.push([t, o]);
   return out;
 }
