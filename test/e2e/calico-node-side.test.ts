@@ -91,12 +91,27 @@ describe('the node side on the local cluster', () => {
     const held = await calicoctl(['ipam', 'show', `--ip=${podIp}`]);
     expect(held).toMatch(/is in use/);
     expect(held).toMatch(/pod: nside-web/);
+    // A second pod, on the other node, that stays: the check after the DEL below judges it, not only the operator's.
+    await client.create(K.pod, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'nside-kept', namespace: 'default' },
+      spec: { nodeName: NODES[1], containers: [{ name: 'web', image: 'nginx' }] },
+    });
+    const keptIp = await client.waitFor(
+      'the second pod to get its address from the CNI plugin',
+      async () => {
+        const kept = await client.getOrUndefined<KubeObject>(K.pod, 'default', 'nside-kept');
+        return inPool(kept?.status?.podIP) ? (kept!.status.podIP as string) : undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 500 },
+    );
     const podNetns = cluster.calicoStatus()?.nodeSide?.pods['default/nside-web']?.netns;
     expect(podNetns).toMatch(new RegExp(`^${netnsPrefix(cluster.name)}p-`));
     expect(listNetns(netnsPrefix(cluster.name))).toContain(podNetns);
     // No two pods share an address and each running pod's is held by its own handle: this pod's and the operator's
     // (kube-controllers, addressed by the same plugin, unless its ADD still waits behind the lock).
-    expect((await expectPodAddressesHeld(client, 1)).map((a) => a.ip)).toContain(podIp);
+    expect((await expectPodAddressesHeld(client, 2)).map((a) => a.ip)).toEqual(expect.arrayContaining([podIp, keptIp]));
 
     // Deleting the pod runs DEL: the address is free again and the pod's namespace is gone.
     await client.delete(K.pod, 'default', 'nside-web');
@@ -110,8 +125,11 @@ describe('the node side on the local cluster', () => {
     );
     const check = await ipamCheck();
     expect(check.problems, check.text).toBe(0);
-    // After the DEL: the pods left (the operator's) still hold their addresses, and none has the freed one.
-    expect((await expectPodAddressesHeld(client, 1)).map((a) => a.ip)).not.toContain(podIp);
+    // After the DEL: the pods left (nside-kept and the operator's) still hold their addresses, none has the freed one.
+    const after = (await expectPodAddressesHeld(client, 1)).map((a) => a.ip);
+    expect(after).toContain(keptIp);
+    expect(after).not.toContain(podIp);
+    await client.delete(K.pod, 'default', 'nside-kept');
 
     // Stopping the supervisor removes every namespace the node side made (nodes' and pods').
     await cluster.stopCalico();
