@@ -177,8 +177,11 @@ describe('the node side from each release tree, as `npm run cluster -- up --cali
       expect(held).toMatch(/is in use/);
       expect(held).toContain(`pod: ${name}`);
       expect(listNetns(netnsPrefix(cluster.name))).toContain(podNetns);
-      // No two pods share an address, each running pod's held by its own handle: this pod's and the operator's.
-      expect((await expectPodAddressesHeld(client, 1)).map((a) => a.ip)).toContain(podIp);
+      // A second pod that stays, so the check after the DEL judges a pod of its own, not only the operator's.
+      await client.create(K.pod, podSpec(`${name}-kept`));
+      const { ip: keptIp } = await waitPodIp(`${name}-kept`);
+      // No two pods share an address, each running pod's held by its own handle: these pods' and the operator's.
+      expect((await expectPodAddressesHeld(client, 2)).map((a) => a.ip)).toEqual(expect.arrayContaining([podIp, keptIp]));
 
       mark('ADD');
       // Deleting the pod runs DEL: the address is free again and its namespace gone.
@@ -194,8 +197,19 @@ describe('the node side from each release tree, as `npm run cluster -- up --cali
       const check = parseIpamCheck(await calicoctl(['ipam', 'check', '--show-problem-ips'], undefined, tree));
       expect(check.problems, check.text).toBe(0);
       expect(check.nodeTunnelIps, check.text).toBe(NODES.length);
-      // After the DEL: the operator's pods still hold their addresses, and none has the freed one.
-      expect((await expectPodAddressesHeld(client, 1)).map((a) => a.ip)).not.toContain(podIp);
+      // After the DEL: the kept pod and the operator's still hold their addresses, and none has the freed one.
+      const after = (await expectPodAddressesHeld(client, 1)).map((a) => a.ip);
+      expect(after).toContain(keptIp);
+      expect(after).not.toContain(podIp);
+      await client.delete(K.pod, 'default', `${name}-kept`);
+      await client.waitFor(
+        'DEL of the kept pod',
+        async () => (/is in use/.test(await calicoctl(['ipam', 'show', `--ip=${keptIp}`], undefined, tree)) ? undefined : true),
+        {
+          timeoutMs: 120_000,
+          intervalMs: 1000,
+        },
+      );
       mark('DEL and ipam check');
 
       if (last) return; // the next test takes this install down with the CLI
