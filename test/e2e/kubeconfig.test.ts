@@ -6,6 +6,9 @@
  * - KUBECONFIG=a:b --context in-b; a proxy-url that every request goes through; --as alice reaches the server as alice;
  * - a stopped API server fails at once (no retries: as fast as a successful status, give or take 5 s) with exit 4, one line;
  * - the in-cluster path: no kubeconfig, a service-account token and CA laid out as a Pod sees them.
+ * The big restore brings back IPAM that running pods use: the population's allocations have their Pod objects
+ * (podsForPopulation), their IPAMBlocks are lost with the IPAMHandles, and the restore ends with every
+ * pod's address held in IPAM by that pod (expectPodAddressesHeld, issue 29) and each pod's handle back.
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -19,11 +22,18 @@ import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { SERVICE_ACCOUNT_DIR } from '../../src/kube/connection.js';
 import { apiForwarder, apiServerAccess, startConnectProxy, startTokenProxy, type ApiServerAccess } from '../support/kube-proxies.js';
-import { applyFixture, calicoType, kubeconfig, resetCalico, runCli, testClient } from './helpers.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
+import { applyFixture, calicoType, deleteNodes, kubeconfig, resetCalico, runCli, testClient } from './helpers.js';
 import { populateCalico } from './population.js';
+import { podsForPopulation, populationPods } from './population-pods.js';
+import { expectPodAddressesHeld } from './pod-ip-support.js';
+import { readIpam } from './ipam-support.js';
 
 const HANDLES = 20_000;
 const HANDLE = calicoType('ipamhandles', 'IPAMHandle');
+/** The population's namespace and nodes (its pods run there). */
+const POP_NS = 'kc-app';
+const POP_NODES = ['kc-node-1', 'kc-node-2', 'kc-node-3'];
 const work = mkdtempSync(path.join(os.tmpdir(), 'cnr-kubeconfig-'));
 
 /** A kubeconfig for the test cluster's CA with one context per entry. */
@@ -71,9 +81,19 @@ describe('kubeconfig like kubectl, on the real control plane', () => {
     client = await testClient();
     a = apiServerAccess(kubeconfig());
     await resetCalico(client);
+    // A run stopped half-way leaves the population's pods behind: start without them.
+    await client.delete(K.namespace, undefined, POP_NS);
+    await client.waitFor(`namespace ${POP_NS} gone`, async () => ((await client.getOrUndefined(K.namespace, undefined, POP_NS)) ? undefined : true), {
+      timeoutMs: 120_000,
+    });
+    await deleteNodes(client, 'kc-');
     await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
   }, 600_000);
-  afterAll(() => client.close());
+  afterAll(async () => {
+    await client?.delete(K.namespace, undefined, POP_NS).catch(() => undefined);
+    if (client) await deleteNodes(client, 'kc-').catch(() => undefined);
+    client?.close();
+  });
 
   it('KUBECONFIG=a:b --context in-b uses b.yaml; the current-context of a.yaml (a stopped server) fails at once with exit 4 (no retries)', async () => {
     const dead = `https://127.0.0.1:${await deadPort()}`;
@@ -162,8 +182,17 @@ describe('kubeconfig like kubectl, on the real control plane', () => {
   });
 
   it(`export (1-second tokens) and restore --resources (5-second tokens) of ${HANDLES.toLocaleString('en')} objects through an exec plugin both succeed`, async () => {
-    await populateCalico(client, { prefix: 'kc', extraHandles: HANDLES, customResources: false });
+    const pop = await populateCalico(client, { prefix: 'kc', namespace: POP_NS, nodes: POP_NODES, extraHandles: HANDLES, customResources: false });
     expect(await countHandles(client)).toBeGreaterThanOrEqual(HANDLES);
+    // The pods behind the population's allocations, running with those addresses on their nodes: restore puts back
+    // only allocations a running pod uses (src/restore/ipam-use.ts).
+    await createFakeNodes(
+      client,
+      POP_NODES.map((name) => ({ name })),
+    );
+    const pods = populationPods(pop);
+    await podsForPopulation(client, pop);
+    await expectPodAddressesHeld(client, pods.length);
 
     const secret = randomBytes(16).toString('hex');
     const sign = (exp: string) => createHmac('sha256', secret).update(exp).digest('hex');
@@ -216,21 +245,30 @@ process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/
       const afterExport = pluginRuns();
       expect(afterExport).toBeGreaterThanOrEqual(2);
 
-      // Lose the handles as in the incident (their CRD deleted), then restore them through the same plugin and proxy.
-      await client.delete(K.crd, undefined, 'ipamhandles.crd.projectcalico.org');
+      // Lose the handles and blocks as in the incident (their CRDs deleted: the running pods' addresses are free in
+      // IPAM), then restore them through the same plugin and proxy.
+      const lost = ['ipamhandles.crd.projectcalico.org', 'ipamblocks.crd.projectcalico.org'];
+      for (const crd of lost) await client.delete(K.crd, undefined, crd);
       await client.waitFor(
-        'the ipamhandles CRD to be gone',
-        async () => ((await client.getOrUndefined(K.crd, undefined, 'ipamhandles.crd.projectcalico.org')) ? undefined : true),
+        'the ipamhandles and ipamblocks CRDs to be gone',
+        async () => {
+          for (const crd of lost) if (await client.getOrUndefined(K.crd, undefined, crd)) return undefined;
+          return true;
+        },
         { timeoutMs: 900_000, intervalMs: 2000 },
       );
       writeFileSync(ttl, '5000');
       t0 = Date.now();
-      const rs = await runCli(['restore', bundle, '--resources', '--kinds', 'IPAMHandle', '--yes'], { env, timeoutMs: 1_500_000 });
+      const rs = await runCli(['restore', bundle, '--resources', '--kinds', 'IPAMHandle', '--kinds', 'IPAMBlock', '--yes'], { env, timeoutMs: 1_500_000 });
       const restoreMs = Date.now() - t0;
       expect(rs.code, rs.stderr + rs.stdout.slice(-2000)).toBe(0);
       expect(restoreMs).toBeGreaterThan(10_000);
       expect(pluginRuns() - afterExport).toBeGreaterThanOrEqual(3);
       expect(await countHandles(client)).toBeGreaterThanOrEqual(HANDLES);
+      // Every running pod's address is allocated to it again, and its handle records that one address.
+      await expectPodAddressesHeld(client, pods.length);
+      const { handles } = await readIpam(client);
+      expect(pods.filter((p) => Object.values(handles.get(p.handle) ?? {}).reduce((a, n) => a + n, 0) !== 1).map((p) => p.handle)).toEqual([]);
       // Figures for the report: visible with --reporter=verbose.
       console.log(
         `export ${(exportMs / 1000).toFixed(1)} s, restore ${(restoreMs / 1000).toFixed(1)} s, plugin runs ${afterExport} + ${pluginRuns() - afterExport}, proxy accepted ${tokens.accepted}, rejected ${tokens.rejected}`,

@@ -2,6 +2,8 @@
 import { randomUUID } from 'node:crypto';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
+import type { Population } from './population.js';
+import { podsUsingAddresses, populationPods, type AddressedPod } from './population-pods.js';
 
 export const NOT_READY_LABEL = 'node-not-ready.stage.kwok.x-k8s.io';
 
@@ -68,4 +70,84 @@ export async function workloadAvailable(client: KubeClient, ns: string): Promise
     },
     { timeoutMs: 120_000, intervalMs: 500 },
   );
+}
+
+/** A workload a careless drain would take down: 2 replicas on different nodes, a PDB that allows one disruption at a time. */
+export async function createWebWorkload(client: KubeClient, ns: string): Promise<void> {
+  await client.create(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+  const labels = { app: 'web' };
+  await client.create(K.deployment, {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'web', namespace: ns },
+    spec: {
+      replicas: 2,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          containers: [{ name: 'web', image: 'registry.k8s.io/pause:3.10' }],
+          affinity: {
+            podAntiAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: labels }, topologyKey: 'kubernetes.io/hostname' }],
+            },
+          },
+        },
+      },
+    },
+  });
+  await client.create(K.pdb, {
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
+    metadata: { name: 'web', namespace: ns },
+    spec: { minAvailable: 1, selector: { matchLabels: labels } },
+  });
+}
+
+/** The population's DaemonSets' app label (one DaemonSet per allocation slot of the nodes' blocks). */
+const ADDRESSED_APP = 'frb-addressed';
+
+/**
+ * Running pods for the population's allocations that the rolling reboot leaves where they are, so that the IPAM check
+ * after it (expectPodAddressesHeld) judges pods that still run. A drain evicts every pod but DaemonSet and mirror pods
+ * (src/drain/drain.ts podsToEvict, as kubectl drain), and nothing here releases an evicted pod's address (no CNI DEL):
+ * pods that were evicted are gone and not judged. So each of these is a DaemonSet's pod: created bound to its node
+ * with its address as the CNI plugin leaves it (podsUsingAddresses), then adopted by the DaemonSet of its slot (the
+ * last number of its name), which runs on the population's nodes only and never replaces a pod itself (OnDelete).
+ */
+export async function daemonSetPodsForPopulation(client: KubeClient, population: Population): Promise<AddressedPod[]> {
+  const pods = populationPods(population);
+  const slotOf = (p: AddressedPod) => p.name.split('-').pop()!;
+  await podsUsingAddresses(client, pods);
+  for (const p of pods) await client.mergePatch(K.pod, p.namespace, p.name, { metadata: { labels: { app: ADDRESSED_APP, slot: slotOf(p) } } });
+  const onNodes = { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [...new Set(pods.map((p) => p.node))] }] };
+  for (const slot of new Set(pods.map(slotOf))) {
+    const labels = { app: ADDRESSED_APP, slot };
+    await client.create(K.daemonSet, {
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
+      metadata: { name: `${ADDRESSED_APP}-${slot}`, namespace: population.namespace },
+      spec: {
+        selector: { matchLabels: labels },
+        updateStrategy: { type: 'OnDelete' },
+        template: {
+          metadata: { labels },
+          spec: {
+            containers: [{ name: 'c', image: 'nginx' }],
+            affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [onNodes] } } },
+          },
+        },
+      },
+    });
+  }
+  await client.waitFor(
+    `the ${pods.length} addressed pods adopted by their DaemonSets, and no other pod made`,
+    async () => {
+      const live = (await client.listAll(K.pod, { namespace: population.namespace })).filter((p) => !p.metadata.deletionTimestamp);
+      const adopted = live.filter((p) => p.metadata.ownerReferences?.some((o) => o.kind === 'DaemonSet' && o.controller));
+      return live.length === pods.length && adopted.length === pods.length ? true : undefined;
+    },
+    { timeoutMs: 120_000, intervalMs: 500 },
+  );
+  return pods;
 }

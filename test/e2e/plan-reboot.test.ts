@@ -10,6 +10,8 @@
  * cordoned throughout.
  * The tigera operator does not run here (kwok only marks its pod Ready): the rolling reboot is judged on nodes and
  * PodDisruptionBudgets; apply under the real operators is plan-apply.test.ts and calico-downgrade.test.ts.
+ * The population's allocations belong to running DaemonSet pods, which drains leave on their nodes: set-up and each
+ * apply end with every pod's address held in IPAM by that pod (expectPodAddressesHeld, issue 29).
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -29,11 +31,13 @@ import { startRecordingEc2Proxy, type Ec2Call, type RecordingEc2Proxy } from '..
 import { resetCalico, runCli, testClient } from './helpers.js';
 import { calicoSnapshot, installCalico328 } from './plan-support.js';
 import { populateCalico } from './population.js';
-import { evictablePods, monitorCordons, rebootLikeAMachine, workloadAvailable } from './plan-reboot-support.js';
+import { expectPodAddressesHeld } from './pod-ip-support.js';
+import { createWebWorkload, daemonSetPodsForPopulation, evictablePods, monitorCordons, rebootLikeAMachine, workloadAvailable } from './plan-reboot-support.js';
 
 const fixtures = releasesDir();
 const PREFIX = 'frb-';
 const APP_NS = 'frb-web';
+const POP_NS = 'frb-app';
 
 describe('plan --reboot-nodes: one node at a time, through the AWS provider (moto)', () => {
   let client: KubeClient;
@@ -46,6 +50,8 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
   let simulate = true;
   /** When set, the answer to the RebootInstances call that makes this many reboots is held until the promise settles. */
   let holdReboot: { nth: number; until: Promise<unknown> } | undefined;
+  /** How many pods hold the population's addresses (all stay through the drains). */
+  let addressed = 0;
 
   const env = () => ({ ...moto.env, AWS_ENDPOINT_URL_EC2: proxy.url, NODE_NO_WARNINGS: '1' });
   const bootId = async (node: string) => (await client.get(K.node, undefined, node)).status?.nodeInfo?.bootID as string;
@@ -95,47 +101,21 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     await client.delete(K.lease, LOCK_NAMESPACE, LOCK_NAME);
     // Every node must be rebootable through a provider: this file owns the cluster's nodes while it runs.
     for (const n of await client.listAll(K.node)) await client.delete(K.node, undefined, n.metadata.name);
-    await client.delete(K.namespace, undefined, APP_NS);
-    await client.waitFor(`namespace ${APP_NS} gone`, async () => ((await client.getOrUndefined(K.namespace, undefined, APP_NS)) ? undefined : true), {
-      timeoutMs: 120_000,
-    });
+    for (const ns of [APP_NS, POP_NS]) await client.delete(K.namespace, undefined, ns);
+    const gone = async () =>
+      (await Promise.all([APP_NS, POP_NS].map((ns) => client.getOrUndefined(K.namespace, undefined, ns)))).some(Boolean) ? undefined : true;
+    await client.waitFor('namespaces of an earlier run gone', gone, { timeoutMs: 120_000 });
     await createFakeNodes(
       client,
       nodes.map((n) => ({ name: n.node, providerID: `aws:///us-east-1a/${n.instance}` })),
     );
     for (const n of nodes) await setBootId(n.node, `boot-${randomUUID()}`);
     await installCalico328(client);
-    await populateCalico(client, { prefix: 'frb', nodes: nodes.map((n) => n.node) });
+    const population = await populateCalico(client, { prefix: 'frb', namespace: POP_NS, nodes: nodes.map((n) => n.node) });
     await installCalico328(client);
-
-    // A workload a careless drain would take down: 2 replicas, a PDB that allows one disruption at a time.
-    await client.create(K.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: APP_NS } });
-    await client.create(K.deployment, {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: 'web', namespace: APP_NS },
-      spec: {
-        replicas: 2,
-        selector: { matchLabels: { app: 'web' } },
-        template: {
-          metadata: { labels: { app: 'web' } },
-          spec: {
-            containers: [{ name: 'web', image: 'registry.k8s.io/pause:3.10' }],
-            affinity: {
-              podAntiAffinity: {
-                requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: { app: 'web' } }, topologyKey: 'kubernetes.io/hostname' }],
-              },
-            },
-          },
-        },
-      },
-    });
-    await client.create(K.pdb, {
-      apiVersion: 'policy/v1',
-      kind: 'PodDisruptionBudget',
-      metadata: { name: 'web', namespace: APP_NS },
-      spec: { minAvailable: 1, selector: { matchLabels: { app: 'web' } } },
-    });
+    addressed = (await daemonSetPodsForPopulation(client, population)).length;
+    await expectPodAddressesHeld(client, addressed);
+    await createWebWorkload(client, APP_NS);
     await workloadAvailable(client, APP_NS);
   }, 600_000);
 
@@ -149,7 +129,7 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
   afterAll(async () => {
     simulate = false;
     await Promise.allSettled(reboots.map((r) => r.done));
-    await client?.delete(K.namespace, undefined, APP_NS);
+    for (const ns of [APP_NS, POP_NS]) await client?.delete(K.namespace, undefined, ns);
     for (const n of nodes) await client?.delete(K.node, undefined, n.node);
     client?.close();
     await proxy?.close();
@@ -269,6 +249,7 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     const j = Journal.read(journalPathFor(bundle, res.planId));
     expect(j.done).toBe(true);
     for (const n of nodes) expect(j.remembered[`reboot-nodes/${n.node}`]).toMatchObject({ phase: 'done', bootID: boots[n.node] });
+    await expectPodAddressesHeld(client, addressed);
   });
 
   it("killed with SIGKILL right after a node's reboot was asked for, --resume does not reboot it again and finishes the rest", async () => {
@@ -326,6 +307,7 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
       .map((x: any) => x.step);
     expect(starts).toEqual([...out.steps.map((s: any) => s.id)].concat('reboot-nodes')); // every step once; the interrupted node step twice
     await workloadAvailable(client, APP_NS);
+    await expectPodAddressesHeld(client, addressed);
   });
 
   it('a PDB that blocks before apply starts: refused by the apply preflight (exit 5), nothing touched', async () => {
@@ -394,5 +376,6 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     for (const n of nodes) expect((await client.get(K.node, undefined, n.node)).spec?.unschedulable ?? false).toBe(false);
     expect(Journal.read(journalPathFor(bundle, out.id)).done).toBe(true);
     await workloadAvailable(client, APP_NS);
+    await expectPodAddressesHeld(client, addressed);
   });
 });

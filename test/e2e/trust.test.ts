@@ -5,6 +5,9 @@
  * objects that moved and refuses a file whose content is not what its path says; `apply --resume` re-checks the
  * cluster and the bundle before it continues.
  * (The one-line refusals of hostile plans, journals, bundles and key files are in the bad-input corpus.)
+ * The population's allocations have their running Pod objects (podsForPopulation): the crafted-bundle restore brings
+ * back their lost IPAMBlock, and set-up and each restore end with every pod's address held in IPAM by that pod
+ * (expectPodAddressesHeld, issue 29).
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -19,10 +22,14 @@ import { K } from '../../src/kube/builtin.js';
 import { loadPlanKey, signPlan } from '../../src/plan/signature.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
-import { applyFixture, calicoType, resetCalico, runCli, testClient } from './helpers.js';
+import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
+import { applyFixture, calicoType, deleteNodes, resetCalico, runCli, testClient } from './helpers.js';
 import { populateCalico, type Population } from './population.js';
+import { podsForPopulation, populationPods } from './population-pods.js';
+import { expectPodAddressesHeld } from './pod-ip-support.js';
 
 const sha256 = (b: string | Buffer) => createHash('sha256').update(b).digest('hex');
+const POP_NS = 'trust-app';
 
 /** Put an object into a bundle directory at `rel` and list it in the manifest (checksums right: only the content lies). */
 function plant(dir: string, m: any, rel: string, obj: KubeObject): void {
@@ -41,12 +48,25 @@ describe('trust boundaries against the test cluster', () => {
   beforeAll(async () => {
     client = await testClient();
     await resetCalico(client);
+    // A run stopped half-way leaves the population's pods behind: start without them.
+    await client.delete(K.namespace, undefined, POP_NS);
+    await client.waitFor(`namespace ${POP_NS} gone`, async () => ((await client.getOrUndefined(K.namespace, undefined, POP_NS)) ? undefined : true), {
+      timeoutMs: 120_000,
+    });
+    await deleteNodes(client, 'trust-');
+    await createFakeNodes(client, [{ name: 'trust-node-1' }]);
     await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
-    pop = await populateCalico(client, { prefix: 'trust', nodes: ['trust-node-1'], customResources: false });
+    pop = await populateCalico(client, { prefix: 'trust', namespace: POP_NS, nodes: ['trust-node-1'], customResources: false });
+    // The pods behind the population's allocations, running with those addresses: restore puts back only
+    // allocations a running pod uses (src/restore/ipam-use.ts).
+    await podsForPopulation(client, pop);
+    await expectPodAddressesHeld(client, populationPods(pop).length);
     const r = await runCli(['export', '--out', base]);
     expect(r.code, r.stderr).toBe(0);
-  });
-  afterAll(() => {
+  }, 600_000);
+  afterAll(async () => {
+    await client?.delete(K.namespace, undefined, POP_NS).catch(() => undefined);
+    if (client) await deleteNodes(client, 'trust-').catch(() => undefined);
     client?.close();
     fs.rmSync(work, { recursive: true, force: true });
   });
@@ -96,10 +116,14 @@ describe('trust boundaries against the test cluster', () => {
     fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(m, null, 2));
     expect((await runCli(['verify', dir])).code, 'the crafted bundle is self-consistent').toBe(0);
 
-    // Something to restore: a pool of the population, deleted.
+    // Something to restore: a pool of the population and the IPAMBlock its running pods' addresses are allocated
+    // in, both deleted (the pods still run with those addresses: IPAM considers them free until the restore).
     const poolObj = pop.objects.find((o) => o.kind === 'IPPool')!;
     const ippools = calicoType('ippools', 'IPPool');
     await client.delete(ippools, undefined, poolObj.metadata.name);
+    const blockObj = pop.objects.find((o) => o.kind === 'IPAMBlock')!;
+    const ipamblocks = calicoType('ipamblocks', 'IPAMBlock');
+    await client.delete(ipamblocks, undefined, blockObj.metadata.name);
 
     const r = await runCli(['restore', dir, '--resources', '--yes']);
     const out = r.stdout + r.stderr;
@@ -117,8 +141,10 @@ describe('trust boundaries against the test cluster', () => {
     const netpolType = calicoType('networkpolicies', 'NetworkPolicy', true);
     expect(await client.getOrUndefined(netpolType, 'kube-system', 'trust-moved')).toBeUndefined();
     expect(await client.getOrUndefined(netpolType, pop.namespace, 'trust-moved')).toBeUndefined();
-    // The rest of the bundle was restored.
+    // The rest of the bundle was restored: the pool, and the block with every running pod's allocation.
     expect((await client.get(ippools, undefined, poolObj.metadata.name)).spec.cidr).toBe(poolObj.spec.cidr);
+    expect((await client.get(ipamblocks, undefined, blockObj.metadata.name)).spec.cidr).toBe(blockObj.spec.cidr);
+    await expectPodAddressesHeld(client, populationPods(pop).length);
   });
 
   it('restore does not create a Calico CRD whose conversion webhook the bundle changed (issue 32 #6)', async () => {
@@ -145,6 +171,7 @@ describe('trust boundaries against the test cluster', () => {
         /CustomResourceDefinition caliconodestatuses\.crd\.projectcalico\.org: not restored: .*its spec\.conversion differs from every shipped/,
       );
       expect(await client.getOrUndefined(K.crd, undefined, name)).toBeUndefined();
+      await expectPodAddressesHeld(client, populationPods(pop).length);
     } finally {
       await applyFixture(client, '3.28.1', 'tigera-operator.yaml');
     }
