@@ -2,6 +2,7 @@ import { openBundle } from '../../bundle/reader.js';
 import { diffBundle, hasDifferences, type Ref } from '../../diff/diff.js';
 import { ExitCode } from '../../core/errors.js';
 import { handler, reportError, type Command } from '../context.js';
+import { withKindsOption } from '../kinds-option.js';
 
 interface DiffArgs {
   bundle: string;
@@ -14,19 +15,10 @@ export const diffCommand: Command<DiffArgs> = {
   command: 'diff <bundle>',
   describe: 'Compare the live cluster with a bundle; exit 0 no differences, 1 differences, 2 or more trouble (like diff(1); 2 bad input, 4 environment)',
   builder: (y) =>
-    y
-      .positional('bundle', { type: 'string', demandOption: true, describe: 'bundle directory or .tar.gz' })
-      .option('kinds', {
-        type: 'string',
-        array: true,
-        describe: 'only these kinds (IPPool, ippools or ippools.crd.projectcalico.org; crds for the CRDs); comma-separated or repeated',
-      })
-      .coerce('kinds', (v: string[] | undefined) =>
-        v
-          ?.flatMap((x) => String(x).split(','))
-          .map((x) => x.trim())
-          .filter(Boolean),
-      ) as any,
+    withKindsOption(
+      y.positional('bundle', { type: 'string', demandOption: true, describe: 'bundle directory or .tar.gz' }),
+      'only these kinds (IPPool, ippools or ippools.crd.projectcalico.org; crds for the CRDs)',
+    ) as any,
   handler: handler<DiffArgs>(async (ctx, args) => {
     try {
       const b = await openBundle(args.bundle);

@@ -7,6 +7,7 @@ import { encryptionOptions, openKeyedBundle, type EncryptionArgs } from '../encr
 import { restoreDisksOptions, runRestoreDisks, type RestoreDisksArgs } from './restore-disks.js';
 import { renderNotes } from '../notes.js';
 import { renderTable, type Styler } from '../output.js';
+import { withKindsOption } from '../kinds-option.js';
 
 interface RestoreArgs extends RestoreDisksArgs, EncryptionArgs {
   bundle: string;
@@ -32,7 +33,7 @@ export const restoreCommand: Command<RestoreArgs> = {
   command: 'restore <bundle>',
   describe: 'Restore Calico resources from a bundle: ordered, previewed, schema-aware, with the operator paused',
   builder: (y) =>
-    encryptionOptions(restoreDisksOptions(y))
+    withKindsOption(encryptionOptions(restoreDisksOptions(y)), 'only these kinds (e.g. IPPool GlobalNetworkPolicy)')
       .positional('bundle', { type: 'string', demandOption: true, describe: 'bundle directory or .tar.gz' })
       .option('resources', { type: 'boolean', default: false, describe: 'restore the Calico resources (CRDs, IP pools, IPAM, policies, ...)' })
       .option('disks', {
@@ -63,7 +64,6 @@ export const restoreCommand: Command<RestoreArgs> = {
         describe: 'write objects without the fields the installed CRDs do not know (otherwise such objects are not written)',
       })
       .option('allow-other-cluster', { type: 'boolean', default: false, describe: 'restore a bundle exported from a different cluster' })
-      .option('kinds', { type: 'string', array: true, describe: 'only these kinds (e.g. IPPool GlobalNetworkPolicy)' })
       .option('write-concurrency', {
         type: 'number',
         default: DEFAULT_RESTORE_CONCURRENCY,
