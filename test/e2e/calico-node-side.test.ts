@@ -9,6 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { K } from '../../src/kube/builtin.js';
+import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { listNetns, netnsPrefix } from '../../src/dev/local-cluster/netns.js';
 import { calicoctl, installReal328, kubectl, waitPoolAndDatastoreReady, withRealCalico } from './calico-support.js';
@@ -19,6 +20,23 @@ import { calicoType } from './helpers.js';
 const real = withRealCalico('nside', { operators: ['v1.34.3'], calico: ['v3.28.1'], nodeSide: ['v3.28.1'] });
 const NODES = ['nside-node-1', 'nside-node-2'];
 const inPool = (ip: string | undefined) => !!ip && /^192\.168\.\d+\.\d+$/.test(ip);
+/** A pod bound to a kwok node, which the node side gives its address through the CNI plugin. */
+const podOn = (name: string, node: string) => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'default' },
+  spec: { nodeName: node, containers: [{ name: 'web', image: 'nginx' }] },
+});
+/** The address the CNI plugin gave the pod, once it is in its status. */
+const waitPodIp = (client: KubeClient, name: string) =>
+  client.waitFor(
+    `${name} to get its address from the CNI plugin`,
+    async () => {
+      const pod = await client.getOrUndefined<KubeObject>(K.pod, 'default', name);
+      return inPool(pod?.status?.podIP) ? (pod!.status.podIP as string) : undefined;
+    },
+    { timeoutMs: 120_000, intervalMs: 500 },
+  );
 
 describe('the node side on the local cluster', () => {
   it('runs calico-node start-up and the tunnel allocator per node, and the CNI plugin per pod', async () => {
@@ -63,12 +81,7 @@ describe('the node side on the local cluster', () => {
     // status and held in IPAM for that pod.
     const CI = calicoType('clusterinformations', 'ClusterInformation');
     await client.mergePatch(CI, undefined, 'default', { spec: { datastoreReady: false } });
-    await client.create(K.pod, {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'nside-web', namespace: 'default' },
-      spec: { nodeName: NODES[0], containers: [{ name: 'web', image: 'nginx' }] },
-    });
+    await client.create(K.pod, podOn('nside-web', NODES[0]!));
     await client.waitFor(
       'the ADD to be refused under the lock',
       async () => (/not ready to process requests/.test(cluster.calicoStatus()?.nodeSide?.pods['default/nside-web']?.error ?? '') ? true : undefined),
@@ -76,14 +89,7 @@ describe('the node side on the local cluster', () => {
     );
     expect(inPool((await client.get<KubeObject>(K.pod, 'default', 'nside-web')).status?.podIP)).toBe(false);
     await client.mergePatch(CI, undefined, 'default', { spec: { datastoreReady: true } });
-    const podIp = await client.waitFor(
-      'the pod to get its address from the CNI plugin',
-      async () => {
-        const pod = await client.getOrUndefined<KubeObject>(K.pod, 'default', 'nside-web');
-        return inPool(pod?.status?.podIP) ? (pod!.status.podIP as string) : undefined;
-      },
-      { timeoutMs: 120_000, intervalMs: 500 },
-    );
+    const podIp = await waitPodIp(client, 'nside-web');
     expect(await kubectl(cluster, ['get', 'pod', 'nside-web', '-n', 'default', '-o', 'wide'])).toContain(podIp);
     const pod = await client.get<KubeObject>(K.pod, 'default', 'nside-web');
     // The plugin's own record on the pod (what kube-controllers' IPAM garbage collection reads).
@@ -92,20 +98,8 @@ describe('the node side on the local cluster', () => {
     expect(held).toMatch(/is in use/);
     expect(held).toMatch(/pod: nside-web/);
     // A second pod, on the other node, that stays: the check after the DEL below judges it, not only the operator's.
-    await client.create(K.pod, {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'nside-kept', namespace: 'default' },
-      spec: { nodeName: NODES[1], containers: [{ name: 'web', image: 'nginx' }] },
-    });
-    const keptIp = await client.waitFor(
-      'the second pod to get its address from the CNI plugin',
-      async () => {
-        const kept = await client.getOrUndefined<KubeObject>(K.pod, 'default', 'nside-kept');
-        return inPool(kept?.status?.podIP) ? (kept!.status.podIP as string) : undefined;
-      },
-      { timeoutMs: 120_000, intervalMs: 500 },
-    );
+    await client.create(K.pod, podOn('nside-kept', NODES[1]!));
+    const keptIp = await waitPodIp(client, 'nside-kept');
     const podNetns = cluster.calicoStatus()?.nodeSide?.pods['default/nside-web']?.netns;
     expect(podNetns).toMatch(new RegExp(`^${netnsPrefix(cluster.name)}p-`));
     expect(listNetns(netnsPrefix(cluster.name))).toContain(podNetns);
