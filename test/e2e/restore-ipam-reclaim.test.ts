@@ -139,4 +139,22 @@ describe('restore --resources after the IPAM objects were lost and the nodes re-
     await client.delete(K.pod, DRIVER_NS, victimPod, { gracePeriodSeconds: 0 });
     await expectPodAddressesHeld(client, held.size);
   }, 900_000);
+
+  it('a running pod whose pool address no allocation holds, in the bundle or the cluster: named after the unlock (pod-ip-not-allocated), exit 3', async () => {
+    // As a pod addressed outside Calico's IPAM leaves it: 192.168.250.250 lies in the pool, in no block.
+    const stray = { namespace: DRIVER_NS, name: `${run}-stray`, node: NODES[1]!, handle: `k8s-pod-network.${run}stray`, ip: '192.168.250.250' };
+    expect((await readIpam(client)).owners.get(stray.ip)).toBeUndefined();
+    await podsUsingAddresses(client, [stray]);
+    const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
+    const result = JSON.parse(r.stdout);
+    expect(result.ipamProblems, r.stderr).toEqual([
+      expect.stringMatching(new RegExp(`${stray.name}.*192\\.168\\.250\\.250.*pod-ip-not-allocated.*restart it`)),
+    ]);
+    expect(r.code, r.stderr).toBe(3);
+    // The pod check, from the stored objects, sees the same address free in IPAM.
+    expect((await podAddressProblems(client)).problems).toEqual([
+      expect.stringContaining(`${stray.ip} of running pod ${stray.namespace}/${stray.name} is free in IPAM`),
+    ]);
+    await client.delete(K.pod, DRIVER_NS, stray.name, { gracePeriodSeconds: 0 });
+  }, 900_000);
 });
