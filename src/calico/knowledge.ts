@@ -160,9 +160,23 @@ export interface OperatorPoolBehaviour {
   stopAllocations?: { field: string; value: unknown; text: string };
   onePoolPerFamily: boolean;
 }
+/**
+ * The node selector that selects no node: 3.28's way to stop allocations from a pool the operator manages. Operator
+ * v1.34 writes an owned pool from its entry with this selector and without `disabled`, which its pool type lacks
+ * (api/v1/installation_types.go ToProjectCalicoV1, v1.34.3:680-730; pool_controller.go:286,304 and
+ * utils/component.go:551-553 replace the pool's spec with it). IPAM then picks the pool for no node, though it still
+ * serves a pod that names it in its cni.projectcalico.org/ipv4pools annotation (libcalico-go ipam.go
+ * determinePools, 3.28.1:297-302).
+ */
+export const NODE_SELECTOR_STOP = '!all()';
 export const OPERATOR_POOL_BEHAVIOUR: OperatorPoolBehaviour[] = [
   { since: 'v3.0', managesPools: false, onePoolPerFamily: true },
-  { since: 'v3.28', managesPools: true, stopAllocations: { field: 'nodeSelector', value: '!all()', text: 'nodeSelector: "!all()"' }, onePoolPerFamily: false },
+  {
+    since: 'v3.28',
+    managesPools: true,
+    stopAllocations: { field: 'nodeSelector', value: NODE_SELECTOR_STOP, text: `nodeSelector: "${NODE_SELECTOR_STOP}"` },
+    onePoolPerFamily: false,
+  },
   {
     since: 'v3.29',
     managesPools: true,

@@ -143,3 +143,36 @@ describe("the operator's marking of a pool it adopted is not drift (issue 30)", 
     expect(onlyOperatorMarked({ ...pool(undefined), kind: 'GlobalNetworkSet' }, { ...pool({ labels: marked }), kind: 'GlobalNetworkSet' })).toBe(false);
   });
 });
+
+describe("operator v1.34's rewrite of a disabled pool from the entry restore stopped is not drift (issue 30)", () => {
+  const POOLS: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'ippools', kind: 'IPPool', namespaced: false };
+  const marked = { 'projectcalico.org/metadata': JSON.stringify({ labels: { 'app.kubernetes.io/managed-by': 'tigera-operator' } }) };
+  const spec = { cidr: '192.168.0.0/16', blockSize: 26, ipipMode: 'Always', natOutgoing: true, nodeSelector: 'all()', allowedUses: ['Workload', 'Tunnel'] };
+  const written: KubeObject = {
+    apiVersion: 'crd.projectcalico.org/v1',
+    kind: 'IPPool',
+    metadata: { name: 'p', annotations: marked },
+    spec: { ...spec, disabled: true },
+  };
+  const drift = async (live: KubeObject) => {
+    const { client } = fakeClient([live]);
+    const t: DriftTarget = { action: { id: 'IPPool p' }, desired: written, type: POOLS };
+    return (await findDrift(client, { forObject: async () => POOLS } as unknown as ResourceResolver, [t], 1, reporter()))[0]?.paths ?? [];
+  };
+  const rewritten = (extra: Record<string, unknown>, annotations: Record<string, string> = marked): KubeObject => ({
+    ...written,
+    metadata: { name: 'p', annotations },
+    spec: { ...spec, nodeSelector: '!all()', ...extra },
+  });
+
+  it('marked by the operator, nodeSelector "!all()" and no disabled, the rest as written: not drift', async () => {
+    expect(await drift(rewritten({}))).toEqual([]);
+    expect(await drift(rewritten({ disabled: false }))).toEqual([]);
+  });
+
+  it('any other change still is: an enabled selector, another field, or a pool the operator did not mark', async () => {
+    expect(await drift({ ...written, spec: { ...spec } })).toEqual(['spec.disabled']);
+    expect(await drift(rewritten({ natOutgoing: false }))).toEqual(['spec.natOutgoing', 'spec.nodeSelector', 'spec.disabled']);
+    expect(await drift(rewritten({}, {}))).toEqual(expect.arrayContaining(['spec.nodeSelector', 'spec.disabled']));
+  });
+});

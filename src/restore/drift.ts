@@ -1,4 +1,5 @@
 /** Restore's drift check: what was written, read back after all writes and compared with what was sent. */
+import { NODE_SELECTOR_STOP, isOperatorLabelled } from '../calico/knowledge.js';
 import type { Reporter } from '../io/host.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { canonicalJson } from '../util/canonical.js';
@@ -74,7 +75,10 @@ export async function findDrift(
     if (desired.kind === CLUSTER_INFORMATION.kind) delete wanted.spec?.datastoreReady; // set by the lock release
     // IPAM is judged by what the restore put back still being held, not by bytes: Calico's allocators write on.
     const found = isIpamLive(desired) ? ipamDrift(desired, live, p.action.ipam?.ordinals) : live ? missingFrom(wanted, comparable(live)) : ['(object is gone)'];
-    const paths = live ? found.filter((path) => !(path === V3_METADATA_PATH && onlyOperatorMarked(desired, live))) : found;
+    const stopped = live && found.some((path) => STOP_REWRITE_PATHS.has(path)) && stoppedByOperator(desired, live);
+    const paths = live
+      ? found.filter((path) => !(path === V3_METADATA_PATH && onlyOperatorMarked(desired, live)) && !(stopped && STOP_REWRITE_PATHS.has(path)))
+      : found;
     if (paths.length) {
       p.action.drift = paths;
       drifted.push({ id: p.action.id, paths });
@@ -153,6 +157,21 @@ export function onlyOperatorMarked(desired: KubeObject, live: KubeObject): boole
   const { [MANAGED_BY]: _marked, ...gotLabels } = got.labels ?? {};
   const rest = (m: Record<string, any>, labels: Record<string, unknown>) => canonicalJson({ ...m, labels: Object.keys(labels).length ? labels : undefined });
   return rest(want, want.labels ?? {}) === rest(got, gotLabels);
+}
+
+const STOP_REWRITE_PATHS = new Set(['spec.disabled', 'spec.nodeSelector']);
+
+/**
+ * A disabled IPPool that operator v1.34 (Calico 3.28) rewrote from the Installation entry restore stopped with
+ * nodeSelector "!all()" (pools.ts): marked as its own, the stop as its selector and no `disabled`, which its pool type
+ * lacks (NODE_SELECTOR_STOP), everything else as written. Still allocating on no node, and what restore meant by
+ * stopping the entry; not drift. Any other change of the spec still is.
+ */
+export function stoppedByOperator(desired: KubeObject, live: KubeObject): boolean {
+  if (desired.kind !== 'IPPool' || desired.spec?.disabled !== true || live.spec?.disabled === true) return false;
+  if (live.spec?.nodeSelector !== NODE_SELECTOR_STOP || !isOperatorLabelled(live)) return false;
+  const { disabled: _disabled, ...spec } = desired.spec;
+  return missingFrom({ ...spec, nodeSelector: NODE_SELECTOR_STOP }, live.spec).length === 0;
 }
 
 /** What grouping needs of an object that has no ref. */

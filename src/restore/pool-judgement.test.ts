@@ -111,14 +111,57 @@ describe("a disabled pool the operator does not own gets its Installation entry 
     expect(judgePool(disabled, out, op('v1.36.16')).refusal).toBeUndefined();
   });
 
-  it('leaves the Installation as it is for enabled, labelled or unlisted pools, entries stopped already, and operators that do not manage pools', () => {
+  it('leaves the Installation as it is for enabled or unlisted pools, entries stopped already, and operators that do not manage pools', () => {
     const same = (inst: KubeObject, pools: KubeObject[], image?: string) =>
       expect(stopEntriesOfStoppedPools(inst, pools, image)).toEqual({ installation: inst, notes: [] });
     same(installation, [pool('default-ipv4-ippool', DEFAULTED)], op('v1.34.3'));
-    same(installation, [pool('default-ipv4-ippool', { ...DEFAULTED, disabled: true }, true)], op('v1.34.3'));
     same(installation, [{ ...mine, spec: { ...mine.spec, cidr: '10.9.0.0/16' } }], op('v1.34.3'));
     same(installationWith({ nodeSelector: '!all()' }), [mine], op('v1.34.3'));
     same(installation, [mine], op('v1.32.10'));
     same(installation, [mine], undefined);
+  });
+});
+
+describe("a disabled pool the operator owns: its entry stopped the operator's way, not refused (issue 30)", () => {
+  const owned = pool('default-ipv4-ippool', { ...DEFAULTED, disabled: true }, true);
+  /** What restore plans: the Installation with its entries stopped (plan.ts), the pool judged against that. */
+  const planned = (inst: KubeObject | undefined, image: string) => {
+    const stopped = inst && stopEntriesOfStoppedPools(inst, [owned], image);
+    return { stopped, verdict: judgePool(owned, stopped?.installation, image) };
+  };
+
+  it('v1.34: the entry gets nodeSelector "!all()", the pool is restored through it, and both notes name the field', () => {
+    const { stopped, verdict } = planned(installation, op('v1.34.3'));
+    expect(entryOf(stopped!.installation)).toEqual({ name: 'default-ipv4-ippool', cidr: CIDR, nodeSelector: '!all()' });
+    expect(stopped!.notes).toEqual([
+      expect.stringMatching(
+        /^entry default-ipv4-ippool .* nodeSelector: "!all\(\)": pool default-ipv4-ippool is disabled in the bundle and tigera operator v1\.34\.3's .*#9100/,
+      ),
+    ]);
+    expect(verdict.refusal).toBeUndefined();
+    expect(verdict).toMatchObject({ managed: true, entry: 'default-ipv4-ippool' });
+    // The 3.28 operator's rewrite is said, with what a selector that selects no node still lets through.
+    expect(verdict.note).toMatch(/written with nodeSelector: "!all\(\)".*rewrites the pool .* without disabled.*ipv4pools annotation/);
+  });
+
+  it('v1.36+: the entry gets disableNewAllocations: true, which the operator writes into the pool as disabled: true', () => {
+    for (const tag of ['v1.36.16', 'v1.38.13']) {
+      const { stopped, verdict } = planned(installation, op(tag));
+      expect(entryOf(stopped!.installation).disableNewAllocations, tag).toBe(true);
+      expect(stopped!.notes[0], tag).toMatch(
+        /disableNewAllocations: true: pool default-ipv4-ippool is disabled in the bundle and tigera operator v1\.3[68]\.\d+'s/,
+      );
+      expect(verdict.refusal, tag).toBeUndefined();
+      expect(verdict.note, tag).toMatch(/written with disableNewAllocations: true.*writes the pool from that entry with disabled: true/);
+    }
+  });
+
+  it('is still refused where restore cannot stop its entry: no Installation in the bundle, or no entry of its CIDR', () => {
+    expect(planned(undefined, op('v1.34.3')).verdict.refusal?.reason).toMatch(/has no "disabled" field/);
+    // An entry of the same name but another CIDR: the operator matches pools by CIDR, restore stops none.
+    const elsewhere = installationWith({ cidr: '10.9.0.0/16' });
+    const { stopped, verdict } = planned(elsewhere, op('v1.34.3'));
+    expect(stopped!.notes).toEqual([]);
+    expect(verdict.refusal?.fix).toMatch(/nodeSelector: "!all\(\)" on the pool's entry \(cidr 192\.168\.0\.0\/16\)/);
   });
 });

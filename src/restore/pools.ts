@@ -3,13 +3,16 @@
  * v1.34 (Calico 3.28) a pool listed in Installation.spec.calicoNetwork.ipPools, or labelled
  * app.kubernetes.io/managed-by=tigera-operator, is reconciled from the Installation entry. Writing such an
  * IPPool alone is reverted minutes later, so restore relies on the Installation entry (restored first) and says
- * so, and refuses a pool state the installed operator's pool API cannot express (e.g. disabled: true). A pool the
- * operator does not take as its own (no label, and unequal to its entry once converted: the adoption model of
- * doctor/checks/pools.ts) is left alone by it ("Cannot update an IP pool not owned by the operator") and is written
- * as it is; a disabled one gets its entry stopped the operator's way, or the operator would create the pool again,
- * allocating, once it is gone (`stopEntriesOfStoppedPools`).
+ * so. The operator's pool API has no `disabled`: a disabled pool restore writes gets its entry stopped the running
+ * operator's way (`stopEntriesOfStoppedPools`: 3.28 `nodeSelector: "!all()"`, 3.29+ `disableNewAllocations: true`),
+ * or the operator would rewrite it enabled, or create it again, allocating, once it is gone (Calico issue #9100). A
+ * pool it owns (the managed-by label) it then rewrites from that entry, non-allocating; one it does not take as its
+ * own (no label, and unequal to its entry once converted: the adoption model of doctor/checks/pools.ts) it leaves
+ * alone ("Cannot update an IP pool not owned by the operator"), written as it is. A disabled pool whose entry restore
+ * cannot stop (no entry of its CIDR in the bundle's Installation, or an operator without a supported stop) is refused.
  */
 import {
+  NODE_SELECTOR_STOP,
   isOperatorLabelled,
   OPERATOR_MANAGED_LABEL,
   OPERATOR_MANAGED_VALUE,
@@ -49,6 +52,7 @@ function installationEntries(installation: KubeObject | undefined): any[] {
 
 /**
  * How a bundle IPPool must be restored given the Installation being restored and the operator that will run.
+ * `installation`: the bundle's Installation as restore writes it (stopEntriesOfStoppedPools applied), or undefined.
  * `operatorImage` undefined = no operator installed: nothing reconciles pools, they are written like any object.
  */
 export function judgePool(pool: KubeObject, installation: KubeObject | undefined, operatorImage: string | undefined): PoolVerdict {
@@ -76,16 +80,22 @@ export function judgePool(pool: KubeObject, installation: KubeObject | undefined
   // keeps the pool non-allocating: restored through the entry, nothing to refuse (a refusal there would loop).
   const stoppedByEntry = !!entry && !!stop && JSON.stringify(entry[stop.field]) === JSON.stringify(stop.value);
   if (pool.spec?.disabled === true && !stoppedByEntry) {
+    // Restore stops the entry of a disabled pool itself (stopEntriesOfStoppedPools): left here are a pool whose
+    // entry it cannot stop (none of its CIDR in the bundle's Installation) and an operator without a supported stop.
     return {
       managed: true,
       entry: entryName,
       refusal: {
         reason: `pool ${pool.metadata.name} is disabled, but tigera operator ${op} manages it${entryName ? ` (Installation entry ${entryName})` : ' (managed-by label)'} and its pool API has no "disabled" field: the operator would re-enable it within minutes (Calico issue #9100)`,
         fix: stop
-          ? `to stop allocations the supported way, set ${stop.text} on the pool's entry in Installation.spec.calicoNetwork.ipPools; or remove the entry and the ${OPERATOR_MANAGED_LABEL} label so the pool is yours, then restore again`
+          ? `to stop allocations the supported way, set ${stop.text} on the pool's entry (cidr ${pool.spec?.cidr}) in Installation.spec.calicoNetwork.ipPools, live or in the bundle; or remove the entry and the ${OPERATOR_MANAGED_LABEL} label so the pool is yours, then restore again`
           : `remove the pool's entry from Installation.spec.calicoNetwork.ipPools and its ${OPERATOR_MANAGED_LABEL} label so the operator leaves it alone, then restore again`,
       },
     };
+  }
+  if (pool.spec?.disabled === true && stop) {
+    // Owned and stopped on its entry: the operator writes the pool from that entry, non-allocating.
+    return { managed: true, entry: entryName, note: ownedStoppedNote(pool, entryName!, op, stop) };
   }
   if (!entry && installation) {
     // The Installation restored with it does not list it: the operator deletes the pool once both are written.
@@ -108,6 +118,19 @@ export function judgePool(pool: KubeObject, installation: KubeObject | undefined
     entry: entryName,
     note: `pool ${pool.metadata.name} is restored through Installation entry ${entryName} (operator ${op} reconciles it from there); the IPPool is written too so IPAM is consistent before the operator resumes`,
   };
+}
+
+/** What restore says of a disabled pool the operator owns, stopped on its entry: the field, and what the operator writes. */
+function ownedStoppedNote(pool: KubeObject, entry: string, op: string | undefined, stop: { field: string; text: string }): string {
+  const rewrite =
+    stop.field === 'nodeSelector'
+      ? `its pool API has no "disabled", so it rewrites the pool from that entry with nodeSelector "${NODE_SELECTOR_STOP}" and without disabled: ` +
+        'no node selects it, though a pod that names the pool in its cni.projectcalico.org/ipv4pools annotation can still get an address from it'
+      : `it writes the pool from that entry with disabled: true`;
+  return (
+    `pool ${pool.metadata.name} is disabled and tigera operator ${op}'s: restored through Installation entry ${entry}, written with ${stop.text}, the operator's way ` +
+    `to stop allocations; ${rewrite}, while an entry that does not stop it would have the operator re-enable it (Calico issue #9100)`
+  );
 }
 
 /**
@@ -141,11 +164,11 @@ export function judgeInstallationPools(
 }
 
 /**
- * The bundle's Installation with the entry of each disabled pool the operator does not own stopped the running
- * operator's way (3.28 `nodeSelector: "!all()"`, 3.29+ `disableNewAllocations: true`). Such a pool is restored as it
- * is (judgePool), but an entry that does not stop it is a pool the operator creates again, allocating, as soon as
- * the pool is gone (Calico issue #9100, caused by the restore). Entries are matched by CIDR, as the operator does.
- * A labelled disabled pool is not touched here: judgePool refuses it with the fix.
+ * The bundle's Installation with the entry of each disabled pool stopped the running operator's way (3.28
+ * `nodeSelector: "!all()"`, 3.29+ `disableNewAllocations: true`). A pool the operator does not own is restored as
+ * it is (judgePool), but an entry that does not stop it is a pool the operator creates again, allocating, as soon as
+ * the pool is gone; one it owns (the managed-by label) it rewrites from the entry, enabled unless the entry stops it
+ * (Calico issue #9100, caused by the restore). Entries are matched by CIDR, as the operator does.
  * `pools`: the bundle's IPPools restore writes.
  */
 export function stopEntriesOfStoppedPools(
@@ -159,11 +182,15 @@ export function stopEntriesOfStoppedPools(
   if (!version || !stop || !operatorPoolBehaviour(version).managesPools || !entries.length) return { installation, notes: [] };
   const notes: string[] = [];
   const stopped = entries.map((e) => {
-    const pool = pools.find((p) => p.spec?.disabled === true && !isOperatorLabelled(p) && e?.cidr && p.spec?.cidr === e.cidr);
+    const pool = pools.find((p) => p.spec?.disabled === true && e?.cidr && p.spec?.cidr === e.cidr);
     if (!pool || JSON.stringify(e[stop.field]) === JSON.stringify(stop.value)) return e;
+    const op = imageTag(operatorImage);
     notes.push(
-      `entry ${e.name ?? e.cidr} of Installation.spec.calicoNetwork.ipPools written with ${stop.text}: pool ${pool.metadata.name} is disabled in the bundle and not the operator's, ` +
-        `and an entry that does not stop it would make tigera operator ${imageTag(operatorImage)} create it again, allocating, once it is gone (Calico issue #9100)`,
+      isOperatorLabelled(pool)
+        ? `entry ${e.name ?? e.cidr} of Installation.spec.calicoNetwork.ipPools written with ${stop.text}: pool ${pool.metadata.name} is disabled in the bundle and tigera operator ${op}'s ` +
+            `(${OPERATOR_MANAGED_LABEL} label), which writes it from this entry: one that does not stop it would have the operator re-enable it (Calico issue #9100)`
+        : `entry ${e.name ?? e.cidr} of Installation.spec.calicoNetwork.ipPools written with ${stop.text}: pool ${pool.metadata.name} is disabled in the bundle and not the operator's, ` +
+            `and an entry that does not stop it would make tigera operator ${op} create it again, allocating, once it is gone (Calico issue #9100)`,
     );
     return { ...e, [stop.field]: stop.value };
   });

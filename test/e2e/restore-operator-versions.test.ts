@@ -1,8 +1,8 @@
 /**
  * restore --resources across the operator's versions, with Calico's real programs (the tigera operators v1.34.3 and
  * v1.32.10, the Calico API server, kube-controllers; allocations by the IPAM driver):
- * - a disabled pool the real operator v1.34.3 manages is refused with the fix (the operator would enable it again:
- *   Calico issue #9100);
+ * - a disabled pool the real operator v1.34.3 manages was refused here; restore now stops its entry instead
+ *   (restore-owned-stopped-pool.test.ts);
  * - a 3.28.1 bundle onto 3.27.4 CRDs (operator v1.32.10): the Installation fields 3.27 does not know are reported;
  *   --drop-unknown-fields writes it, the v1.32.10 operator reports Calico Available and re-renders its CNI config;
  * - an Installation backed up without v1.34's own finalizers (an older operator's bundle) restored under v1.34.3:
@@ -15,9 +15,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import type { KubeObject } from '../../src/kube/types.js';
 import { applyFixture, runCli } from './helpers.js';
-import { calicoctl, clearCalicoFinalizers, waitOperator } from './calico-support.js';
+import { clearCalicoFinalizers, waitOperator } from './calico-support.js';
 import { expectDriverPodsIntact } from './driver-pods.js';
 import { T, deleteCalicoCrds, exportTo, operatorReplicas, restoreSuite } from './restore-support.js';
 
@@ -28,51 +27,6 @@ describe('restore --resources across operator versions (the real v1.34.3 and v1.
   const work = suite.work;
   afterEach(async () => {
     await expectDriverPodsIntact(client, suite.events());
-  });
-
-  it('refuses a disabled pool the real operator v1.34.3 manages (marked in projectcalico.org/metadata), with the fix', async () => {
-    // v1.34.3 adopted default-ipv4-ippool (the Installation lists it): its marking is in the v3 metadata annotation,
-    // where the operator reads it, not in the CRD object's labels.
-    const managedBy = (p: KubeObject) => JSON.parse(p.metadata.annotations?.['projectcalico.org/metadata'] ?? '{}').labels?.['app.kubernetes.io/managed-by'];
-    const marked = await client.waitFor(
-      'default-ipv4-ippool marked by the operator',
-      async () => {
-        const p = await client.get(T.ippool, undefined, 'default-ipv4-ippool');
-        return managedBy(p) === 'tigera-operator' ? p : undefined;
-      },
-      { timeoutMs: 120_000 },
-    );
-    expect(marked.metadata.labels?.['app.kubernetes.io/managed-by']).toBeUndefined();
-    // A backup of the pool disabled, made while the operator is scaled down (a running one may rewrite the pool
-    // within seconds: calico-9100.test.ts).
-    await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', { spec: { replicas: 0 } });
-    await client.waitFor('the operator to stop', async () => (suite.real.cluster.calicoStatus()?.operator?.pid ? undefined : true), { timeoutMs: 120_000 });
-    await calicoctl(['patch', 'ippool', 'default-ipv4-ippool', '-p', '{"spec":{"disabled":true}}']);
-    const bundle = await exportTo(work, 'managed');
-    await client.mergePatch(K.deployment, 'tigera-operator', 'tigera-operator', { spec: { replicas: 1 } });
-    await waitOperator(suite.real.cluster, 'v1.34.3');
-    // The pool lost (deleted by hand); the operator creates it again from its Installation entry, enabled.
-    await calicoctl(['delete', 'ippool', 'default-ipv4-ippool']);
-    await client.waitFor(
-      'the operator to create default-ipv4-ippool again',
-      async () => {
-        const p = await client.getOrUndefined(T.ippool, undefined, 'default-ipv4-ippool');
-        return p && !p.spec.disabled && managedBy(p) === 'tigera-operator' ? true : undefined;
-      },
-      { timeoutMs: 180_000 },
-    );
-
-    const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json'], { timeoutMs: 1_500_000 });
-    expect(r.code, r.stderr).toBe(3);
-    const result = JSON.parse(r.stdout);
-    const pool = result.actions.find((a: any) => a.id === 'IPPool default-ipv4-ippool');
-    expect(pool.action).toBe('refused');
-    expect(pool.reason).toMatch(/has no "disabled" field/);
-    expect(pool.fix).toMatch(/nodeSelector: "!all\(\)"/);
-    // Not written disabled for the operator to undo: the pool is as the operator keeps it.
-    const live = await client.get(T.ippool, undefined, 'default-ipv4-ippool');
-    expect(live.spec.disabled).toBeFalsy();
-    expect(managedBy(live)).toBe('tigera-operator');
   });
 
   it("an Installation backed up without v1.34's finalizers (as 3.27's operator kept it), restored under v1.34.3: unchanged, no drift (issue 30)", async () => {
