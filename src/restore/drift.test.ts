@@ -65,6 +65,31 @@ describe('findDrift', () => {
     expect(reads).toBe(120);
   });
 
+  it('namespaced: the same name in two namespaces is two objects, found whatever order the list has', async () => {
+    const NETS: ResourceType = { ...SETS, plural: 'networksets', kind: 'NetworkSet', namespaced: true };
+    const net = (ns: string, i: number, cidr = '10.0.0.0/26'): KubeObject => ({
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'NetworkSet',
+      metadata: { namespace: ns, name: `n-${i}` },
+      spec: { nets: [cidr] },
+    });
+    const written = ['b', 'a'].flatMap((ns) => Array.from({ length: 60 }, (_, i) => net(ns, i)));
+    // Listed in another order than written; b/n-5 gone, a/n-5 changed, b/n-6 changed.
+    const live = [...written]
+      .reverse()
+      .filter((o) => !(o.metadata.namespace === 'b' && o.metadata.name === 'n-5'))
+      .map((o) =>
+        o.metadata.name === 'n-5' ? net('a', 5, '10.9.9.0/26') : o.metadata.namespace === 'b' && o.metadata.name === 'n-6' ? net('b', 6, '10.8.8.0/26') : o,
+      );
+    const { client, calls } = fakeClient(live);
+    const targets = written.map((o): DriftTarget => ({ action: { id: `NetworkSet ${o.metadata.namespace}/${o.metadata.name}` }, desired: o, type: NETS }));
+    const nsResolver = { forObject: async () => NETS } as unknown as ResourceResolver;
+    const drifted = await findDrift(client, nsResolver, targets, 4, reporter());
+    expect(calls).toEqual(['LIST']);
+    expect(drifted.map((d) => d.id).sort()).toEqual(['NetworkSet a/n-5', 'NetworkSet b/n-5', 'NetworkSet b/n-6']);
+    expect(targets.find((t) => t.action.id === 'NetworkSet b/n-5')!.action.drift).toEqual(['(object is gone)']);
+  });
+
   it('a few objects: one GET each', async () => {
     const written = [set(1), set(2)];
     const { client, calls } = fakeClient(written);
