@@ -12,9 +12,10 @@
  *
  *   npx tsc -p . && node dist/src/dev/local-cluster/cli.js up
  *   node dist/bench/restore.js [--sizes 1000,10000,100000] [--concurrency 16] [--keep]
- *   node dist/bench/restore.js --engine-only [--repeat 3] [--sizes ...]
+ *   node dist/bench/restore.js --engine-only [--repeat 3] [--against /other/checkout] [--sizes ...]
  * `--engine-only` runs only A, `--repeat` times per size, and prints each run's time and peak RSS without writing
  * docs/BENCHMARKS.md: for working on the engine's memory, where one run's peak is one draw of V8's collector.
+ * `--against` runs the built worker of another checkout too, turn about with this one, from the same lost state.
  * Uses $KUBECONFIG, or the kubeconfig of the local cluster instance ($CNI_REWIND_CLUSTER_NAME).
  */
 import { spawnSync } from 'node:child_process';
@@ -113,6 +114,7 @@ function runWorker(
   kubeconfig: string,
   bundle: string,
   concurrency: number,
+  root = packageRoot(),
 ): {
   seconds: number;
   rssMiB: number;
@@ -122,7 +124,7 @@ function runWorker(
   const t0 = process.hrtime.bigint();
   const r = spawnSync(
     '/usr/bin/time',
-    ['-f', '%M', '-o', tf, process.execPath, path.join(packageRoot(), 'dist/bench/restore-worker.js'), kubeconfig, bundle, String(concurrency)],
+    ['-f', '%M', '-o', tf, process.execPath, path.join(root, 'dist/bench/restore-worker.js'), kubeconfig, bundle, String(concurrency)],
     { encoding: 'utf8', maxBuffer: 64 << 20 },
   );
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;

@@ -112,7 +112,7 @@ describe('IPAM findings with calicoctl ipam check definitions', () => {
     const inUse = new Set(inUseAddresses(state([]).pods!, state([]).nodes!).keys());
     const kept = blocks.filter((b) => allocatesAnyOf(b, inUse));
     expect(kept.map((b) => b.spec!.cidr)).toEqual(['10.244.0.0/26', '10.244.1.0/26']);
-    const finding = (objects: KubeObject[]) => podAddressesVsPools.run(state(objects)).find((f) => f.id === 'pod-ip-not-allocated')?.objects;
+    const finding = (objects: KubeObject[]) => podAddressesVsPools.run(state(objects), {}).find((f) => f.id === 'pod-ip-not-allocated')?.objects;
     expect(finding(kept)).toEqual(['Pod/default/b (10.244.0.70)']);
     expect(finding(kept)).toEqual(finding(blocks));
     expect(allocatesAnyOf(blocks[0]!, new Set())).toBe(false);
