@@ -137,16 +137,18 @@ function runWorker(
 /** `--engine-only`: the restore engine alone, `--repeat` times from the same lost state; one line per run. */
 async function engineOnly(setup: KubeClient, handleCrd: KubeObject, kubeconfig: string, out: string, n: number, concurrency: number): Promise<void> {
   const repeat = Number(arg('repeat') ?? 1);
+  const roots = [packageRoot(), ...(arg('against') ? [path.resolve(arg('against')!)] : [])];
   for (let r = 1; r <= repeat; r++) {
-    step(n, `deleting the CRD (and its handles), run ${r} of ${repeat}`);
-    await loseHandles(setup, handleCrd, false, n);
-    const w = runWorker(kubeconfig, out, concurrency);
-    if (!w.out.ok) throw new Error(`restore of ${n} handles reported failures: ${w.out.failures.map((f) => `${f.id}: ${f.reason}`).join('; ')}`);
-    const after = await countHandles(setup);
-    if (after !== n) throw new Error(`cni-rewind restore left ${after} handles, expected ${n}`);
-    process.stdout.write(
-      `n=${n} run ${r}: ${w.seconds.toFixed(1)} s, peak RSS ${w.rssMiB.toFixed(0)} MiB (${PHASES.map(([key, label]) => `${label} ${sec(w.out.timings[key])}`).join(', ')})\n`,
-    );
+    for (const root of roots) {
+      step(n, `deleting the CRD (and its handles), run ${r} of ${repeat}, ${root}`);
+      await loseHandles(setup, handleCrd, false, n);
+      const w = runWorker(kubeconfig, out, concurrency, root);
+      if (!w.out.ok) throw new Error(`restore of ${n} handles reported failures: ${w.out.failures.map((f) => `${f.id}: ${f.reason}`).join('; ')}`);
+      const after = await countHandles(setup);
+      if (after !== n) throw new Error(`cni-rewind restore left ${after} handles, expected ${n}`);
+      const phases = PHASES.map(([key, label]) => `${label} ${sec(w.out.timings[key])}`).join(', ');
+      process.stdout.write(`n=${n} run ${r} ${root}: ${w.seconds.toFixed(1)} s, peak RSS ${w.rssMiB.toFixed(0)} MiB (${phases})\n`);
+    }
   }
 }
 
