@@ -82,9 +82,9 @@ export async function findDrift(
     }
     src.compared?.(k, p);
   };
-  // Grouped by type; within a type, an index of the targets sorted by namespace and name that a listed object is
-  // found in by binary search. A Map per namespace of every name took megabytes at 100k objects (the read-back's
-  // peak); the index is 4 bytes a target, and a target's ref names it without parsing its object.
+  // Grouped by type; within a type, an index a listed object's target is found in by the hash of its name (SortedRefs).
+  // A Map per namespace of every name took megabytes at 100k objects (the read-back is the restore's peak); a target's
+  // ref names it without parsing its object.
   const byType = new Map<string, { type: ResourceType; members: number[] }>();
   for (let k = 0; k < src.size; k++) {
     const head = src.ref(k);
@@ -149,53 +149,51 @@ export function onlyOperatorMarked(desired: KubeObject, live: KubeObject): boole
 }
 
 /**
- * Targets of one type sorted by namespace, then name (code-unit order): `take` finds a listed object's target once,
- * `left` is every target no listed object matched. Names and namespaces are the targets' own strings.
+ * The targets of one type by a 32-bit hash of namespace and name, sorted: `take` finds a listed object's target once
+ * (hash by binary search, then the target's own ref compared, so a collision costs a look, never a wrong match),
+ * `left` is every target no listed object matched. 9 bytes a target, outside V8's heap: an index of name strings
+ * kept 100,000 of them alive through the read-back, the restore's peak.
  */
 class SortedRefs {
   private constructor(
+    private readonly hashes: Int32Array,
     private readonly order: Int32Array,
-    private readonly ns: (string | undefined)[] | undefined,
-    private readonly names: string[],
+    private readonly ref: (k: number) => Ref,
+    private readonly namespaced: boolean,
     private readonly seen: Uint8Array,
   ) {}
 
   static of(members: number[], ref: (k: number) => Ref, namespaced: boolean): SortedRefs {
-    const names = new Array<string>(members.length);
-    const ns = namespaced ? new Array<string | undefined>(members.length) : undefined;
-    members.forEach((k, i) => {
+    const hashOf = members.map((k) => {
       const r = ref(k);
-      names[i] = r.name;
-      if (ns) ns[i] = r.namespace ?? '';
+      return refHash(namespaced ? (r.namespace ?? '') : '', r.name);
     });
-    const at = Int32Array.from(members.keys());
-    const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-    at.sort((a, b) => (ns ? cmp(ns[a]!, ns[b]!) : 0) || cmp(names[a]!, names[b]!));
-    const order = Int32Array.from(at, (i) => members[i]!);
+    const at = Int32Array.from(members.keys()).sort((a, b) => hashOf[a]! - hashOf[b]!);
     return new SortedRefs(
-      order,
-      ns && Array.from(at, (i) => ns[i]),
-      Array.from(at, (i) => names[i]!),
+      Int32Array.from(at, (i) => hashOf[i]!),
+      Int32Array.from(at, (i) => members[i]!),
+      ref,
+      namespaced,
       new Uint8Array(members.length),
     );
   }
 
   /** The target named so, the first time it is asked for; undefined when there is none (or it was taken). */
   take(namespace: string, name: string): number | undefined {
+    const h = refHash(namespace, name);
     let lo = 0;
-    let hi = this.order.length - 1;
-    while (lo <= hi) {
+    let hi = this.hashes.length;
+    while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      const ns = this.ns ? this.ns[mid]! : '';
-      const n = this.names[mid]!;
-      const c = ns < namespace ? -1 : ns > namespace ? 1 : n < name ? -1 : n > name ? 1 : 0;
-      if (c < 0) lo = mid + 1;
-      else if (c > 0) hi = mid - 1;
-      else {
-        if (this.seen[mid]) return undefined;
-        this.seen[mid] = 1;
-        return this.order[mid];
-      }
+      if (this.hashes[mid]! < h) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < this.hashes.length && this.hashes[i] === h; i++) {
+      if (this.seen[i]) continue;
+      const r = this.ref(this.order[i]!);
+      if (r.name !== name || (this.namespaced && (r.namespace ?? '') !== namespace)) continue;
+      this.seen[i] = 1;
+      return this.order[i];
     }
     return undefined;
   }
@@ -205,6 +203,18 @@ class SortedRefs {
     for (let i = 0; i < this.order.length; i++) if (!this.seen[i]) out.push(this.order[i]!);
     return out;
   }
+}
+
+/** FNV-1a over namespace, a separator no name has, and name (UTF-16 code units), as a signed 32-bit number. */
+export function refHash(namespace: string, name: string): number {
+  let h = 0x811c9dc5;
+  const add = (s: string) => {
+    for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  };
+  add(namespace);
+  h = Math.imul(h ^ 0x2f, 0x01000193);
+  add(name);
+  return h | 0;
 }
 
 /** What grouping needs of an object that has no ref. */
