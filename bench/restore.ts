@@ -12,6 +12,10 @@
  *
  *   npx tsc -p . && node dist/src/dev/local-cluster/cli.js up
  *   node dist/bench/restore.js [--sizes 1000,10000,100000] [--concurrency 16] [--keep]
+ *   node dist/bench/restore.js --engine-only [--repeat 3] [--against /other/checkout] [--sizes ...]
+ * `--engine-only` runs only A, `--repeat` times per size, and prints each run's time and peak RSS without writing
+ * docs/BENCHMARKS.md: for working on the engine's memory, where one run's peak is one draw of V8's collector.
+ * `--against` runs the built worker of another checkout too, turn about with this one, from the same lost state.
  * Uses $KUBECONFIG, or the kubeconfig of the local cluster instance ($CNI_REWIND_CLUSTER_NAME).
  */
 import { spawnSync } from 'node:child_process';
@@ -110,6 +114,7 @@ function runWorker(
   kubeconfig: string,
   bundle: string,
   concurrency: number,
+  root = packageRoot(),
 ): {
   seconds: number;
   rssMiB: number;
@@ -119,7 +124,7 @@ function runWorker(
   const t0 = process.hrtime.bigint();
   const r = spawnSync(
     '/usr/bin/time',
-    ['-f', '%M', '-o', tf, process.execPath, path.join(packageRoot(), 'dist/bench/restore-worker.js'), kubeconfig, bundle, String(concurrency)],
+    ['-f', '%M', '-o', tf, process.execPath, path.join(root, 'dist/bench/restore-worker.js'), kubeconfig, bundle, String(concurrency)],
     { encoding: 'utf8', maxBuffer: 64 << 20 },
   );
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
@@ -127,6 +132,24 @@ function runWorker(
   const kib = Number(fs.readFileSync(tf, 'utf8').trim().split('\n').pop());
   fs.rmSync(tf, { force: true });
   return { seconds, rssMiB: kib / 1024, out: JSON.parse(r.stdout.trim().split('\n').pop()!) };
+}
+
+/** `--engine-only`: the restore engine alone, `--repeat` times from the same lost state; one line per run. */
+async function engineOnly(setup: KubeClient, handleCrd: KubeObject, kubeconfig: string, out: string, n: number, concurrency: number): Promise<void> {
+  const repeat = Number(arg('repeat') ?? 1);
+  const roots = [packageRoot(), ...(arg('against') ? [path.resolve(arg('against')!)] : [])];
+  for (let r = 1; r <= repeat; r++) {
+    for (const root of roots) {
+      step(n, `deleting the CRD (and its handles), run ${r} of ${repeat}, ${root}`);
+      await loseHandles(setup, handleCrd, false, n);
+      const w = runWorker(kubeconfig, out, concurrency, root);
+      if (!w.out.ok) throw new Error(`restore of ${n} handles reported failures: ${w.out.failures.map((f) => `${f.id}: ${f.reason}`).join('; ')}`);
+      const after = await countHandles(setup);
+      if (after !== n) throw new Error(`cni-rewind restore left ${after} handles, expected ${n}`);
+      const phases = PHASES.map(([key, label]) => `${label} ${sec(w.out.timings[key])}`).join(', ');
+      process.stdout.write(`n=${n} run ${r} ${root}: ${w.seconds.toFixed(1)} s, peak RSS ${w.rssMiB.toFixed(0)} MiB (${phases})\n`);
+    }
+  }
 }
 
 interface Row {
@@ -190,6 +213,11 @@ async function main(): Promise<void> {
       const out = path.join(work, `b-${n}`);
       step(n, 'exporting');
       await exportBundle(setup, { out, excludeSecrets: true }, new Reporter(new RecordingIoHost()));
+      if (process.argv.includes('--engine-only')) {
+        await engineOnly(setup, handleCrd, kubeconfig, out, n, concurrency);
+        fs.rmSync(out, { recursive: true, force: true });
+        continue;
+      }
       // The same objects for kubectl, as a user would feed them: one file, server fields stripped.
       const file = path.join(work, `handles-${n}.yaml`);
       const bundle = await openBundle(out);

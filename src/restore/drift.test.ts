@@ -3,7 +3,7 @@ import { RecordingIoHost, Reporter } from '../io/host.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import type { ResourceResolver } from '../kube/resolver.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
-import { findDrift, onlyOperatorMarked, type DriftTarget } from './drift.js';
+import { findDrift, onlyOperatorMarked, refHash, type DriftTarget } from './drift.js';
 
 // Many objects of one custom resource type (global network sets; IPAM kinds are judged otherwise, see below).
 const SETS: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', plural: 'globalnetworksets', kind: 'GlobalNetworkSet', namespaced: false };
@@ -63,6 +63,44 @@ describe('findDrift', () => {
     const { client } = fakeClient(written);
     expect(await findDrift(client, resolver, targets, 4, reporter())).toEqual([]);
     expect(reads).toBe(120);
+  });
+
+  it('namespaced: the same name in two namespaces is two objects, found whatever order the list has', async () => {
+    const NETS: ResourceType = { ...SETS, plural: 'networksets', kind: 'NetworkSet', namespaced: true };
+    const net = (ns: string, i: number, cidr = '10.0.0.0/26'): KubeObject => ({
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'NetworkSet',
+      metadata: { namespace: ns, name: `n-${i}` },
+      spec: { nets: [cidr] },
+    });
+    const written = ['b', 'a'].flatMap((ns) => Array.from({ length: 60 }, (_, i) => net(ns, i)));
+    // Listed in another order than written; b/n-5 gone, a/n-5 changed, b/n-6 changed.
+    const live = [...written]
+      .reverse()
+      .filter((o) => !(o.metadata.namespace === 'b' && o.metadata.name === 'n-5'))
+      .map((o) =>
+        o.metadata.name === 'n-5' ? net('a', 5, '10.9.9.0/26') : o.metadata.namespace === 'b' && o.metadata.name === 'n-6' ? net('b', 6, '10.8.8.0/26') : o,
+      );
+    const { client, calls } = fakeClient(live);
+    const targets = written.map((o): DriftTarget => ({ action: { id: `NetworkSet ${o.metadata.namespace}/${o.metadata.name}` }, desired: o, type: NETS }));
+    const nsResolver = { forObject: async () => NETS } as unknown as ResourceResolver;
+    const drifted = await findDrift(client, nsResolver, targets, 4, reporter());
+    expect(calls).toEqual(['LIST']);
+    expect(drifted.map((d) => d.id).sort()).toEqual(['NetworkSet a/n-5', 'NetworkSet b/n-5', 'NetworkSet b/n-6']);
+    expect(targets.find((t) => t.action.id === 'NetworkSet b/n-5')!.action.drift).toEqual(['(object is gone)']);
+  });
+
+  it('two names with one hash (s-229599 and s-432382 under FNV-1a) are still two objects: each found by its own name', async () => {
+    expect(refHash('', 's-229599')).toBe(refHash('', 's-432382'));
+    const written = [...Array.from({ length: 60 }, (_, i) => set(i)), set(229599), set(432382)];
+    const live = written.filter((o) => o.metadata.name !== 's-229599').map((o) => (o.metadata.name === 's-432382' ? set(432382, '10.9.9.0/26') : o));
+    const { client } = fakeClient(live);
+    const targets = written.map(target);
+    const drifted = await findDrift(client, resolver, targets, 4, reporter());
+    expect(drifted.map((d) => `${d.id}: ${d.paths.join(', ')}`)).toEqual([
+      'GlobalNetworkSet s-432382: spec.nets[0]',
+      'GlobalNetworkSet s-229599: (object is gone)',
+    ]);
   });
 
   it('a few objects: one GET each', async () => {

@@ -86,47 +86,40 @@ export async function findDrift(
     }
     src.compared?.(k, p);
   };
-  // Grouped by type, then namespace, then name: the names the targets hold already are the keys, so a read-back of
-  // 100k objects makes no key string of its own; and a target's ref names it without parsing its object.
-  const byType = new Map<string, { type: ResourceType; left: Map<string, Map<string, number>> }>();
+  // Grouped by type; within a type, an index a listed object's target is found in by the hash of its name (SortedRefs).
+  // A Map per namespace of every name took megabytes at 100k objects (the read-back is the restore's peak); a target's
+  // ref names it without parsing its object.
+  const byType = new Map<string, { type: ResourceType; members: number[] }>();
   for (let k = 0; k < src.size; k++) {
     const head = src.ref(k);
     const type = (await resolver.forObject(head)) ?? src.target(k).type!;
     const tk = `${type.group}/${type.version}/${type.plural}`;
     let t = byType.get(tk);
-    if (!t) byType.set(tk, (t = { type, left: new Map() }));
-    const ns = type.namespaced ? (head.namespace ?? '') : '';
-    let names = t.left.get(ns);
-    if (!names) t.left.set(ns, (names = new Map()));
-    names.set(head.name, k);
+    if (!t) byType.set(tk, (t = { type, members: [] }));
+    t.members.push(k);
   }
-  const remaining = (left: Map<string, Map<string, number>>) => [...left.values()].flatMap((names) => [...names.values()]);
   const one = async (type: ResourceType, k: number) => {
     const { namespace, name } = src.ref(k);
     compare(k, await client.getOrUndefined(type, namespace, name));
   };
   const singles: [ResourceType, number][] = [];
-  for (const { type, left } of byType.values()) {
-    let count = 0;
-    for (const names of left.values()) count += names.size;
-    if (!type.group || count < LIST_READBACK_MIN) {
-      for (const p of remaining(left)) singles.push([type, p]);
+  for (const { type, members } of byType.values()) {
+    if (!type.group || members.length < LIST_READBACK_MIN) {
+      for (const k of members) singles.push([type, k]);
       continue;
     }
+    const index = SortedRefs.of(members, (k) => src.ref(k), type.namespaced);
     try {
       for await (const page of client.listPages(type, { limit: LIST_READBACK_PAGE })) {
         for (const live of page.items) {
-          const names = left.get(type.namespaced ? (live.metadata.namespace ?? '') : '');
-          const k = names?.get(live.metadata.name);
-          if (k === undefined) continue;
-          names!.delete(live.metadata.name);
-          compare(k, { ...live, apiVersion: live.apiVersion ?? apiVersionOf(type), kind: live.kind ?? type.kind });
+          const k = index.take(type.namespaced ? (live.metadata.namespace ?? '') : '', live.metadata.name);
+          if (k !== undefined) compare(k, { ...live, apiVersion: live.apiVersion ?? apiVersionOf(type), kind: live.kind ?? type.kind });
         }
       }
-      for (const p of remaining(left)) compare(p, undefined);
+      for (const k of index.left()) compare(k, undefined);
     } catch (err) {
       if (!(err instanceof KubeApiError && err.statusCode === 410)) throw err;
-      for (const p of remaining(left)) singles.push([type, p]);
+      for (const k of index.left()) singles.push([type, k]);
     }
   }
   await pool(singles, concurrency, ([type, k]) => one(type, k));
@@ -172,6 +165,75 @@ export function stoppedByOperator(desired: KubeObject, live: KubeObject): boolea
   if (live.spec?.nodeSelector !== NODE_SELECTOR_STOP || !isOperatorLabelled(live)) return false;
   const { disabled: _disabled, ...spec } = desired.spec;
   return missingFrom({ ...spec, nodeSelector: NODE_SELECTOR_STOP }, live.spec).length === 0;
+}
+
+/**
+ * The targets of one type by a 32-bit hash of namespace and name, sorted: `take` finds a listed object's target once
+ * (hash by binary search, then the target's own ref compared, so a collision costs a look, never a wrong match),
+ * `left` is every target no listed object matched. 9 bytes a target, outside V8's heap: an index of name strings
+ * kept 100,000 of them alive through the read-back, the restore's peak.
+ */
+class SortedRefs {
+  private constructor(
+    private readonly hashes: Int32Array,
+    private readonly order: Int32Array,
+    private readonly ref: (k: number) => Ref,
+    private readonly namespaced: boolean,
+    private readonly seen: Uint8Array,
+  ) {}
+
+  static of(members: number[], ref: (k: number) => Ref, namespaced: boolean): SortedRefs {
+    const hashOf = members.map((k) => {
+      const r = ref(k);
+      return refHash(namespaced ? (r.namespace ?? '') : '', r.name);
+    });
+    const at = Int32Array.from(members.keys()).sort((a, b) => hashOf[a]! - hashOf[b]!);
+    return new SortedRefs(
+      Int32Array.from(at, (i) => hashOf[i]!),
+      Int32Array.from(at, (i) => members[i]!),
+      ref,
+      namespaced,
+      new Uint8Array(members.length),
+    );
+  }
+
+  /** The target named so, the first time it is asked for; undefined when there is none (or it was taken). */
+  take(namespace: string, name: string): number | undefined {
+    const h = refHash(namespace, name);
+    let lo = 0;
+    let hi = this.hashes.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.hashes[mid]! < h) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < this.hashes.length && this.hashes[i] === h; i++) {
+      if (this.seen[i]) continue;
+      const r = this.ref(this.order[i]!);
+      if (r.name !== name || (this.namespaced && (r.namespace ?? '') !== namespace)) continue;
+      this.seen[i] = 1;
+      return this.order[i];
+    }
+    return undefined;
+  }
+
+  left(): number[] {
+    const out: number[] = [];
+    for (let i = 0; i < this.order.length; i++) if (!this.seen[i]) out.push(this.order[i]!);
+    return out;
+  }
+}
+
+/** FNV-1a over namespace, a separator no name has, and name (UTF-16 code units), as a signed 32-bit number. */
+export function refHash(namespace: string, name: string): number {
+  let h = 0x811c9dc5;
+  const add = (s: string) => {
+    for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  };
+  add(namespace);
+  h = Math.imul(h ^ 0x2f, 0x01000193);
+  add(name);
+  return h | 0;
 }
 
 /** What grouping needs of an object that has no ref. */

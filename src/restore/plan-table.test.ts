@@ -107,6 +107,21 @@ describe('the plan table', () => {
     }
   });
 
+  it("keeps each row's name and namespace through growth and sorting (UTF-8 names, more bytes than the first buffer)", () => {
+    const spool = new DesiredSpool();
+    try {
+      const table = new PlanTable(spool);
+      const objs = Array.from({ length: 1_000 }, (_, i) => policy(['ns-a', 'ns-b', 'ns-ü'][i % 3]!, `pölicy-${'x'.repeat(i % 50)}-${999 - i}`));
+      for (const o of objs) table.add(entry(spool, o, POLICY, 'create', 5, 'policy'));
+      table.sort();
+      const refs = Array.from({ length: table.size }, (_, i) => table.refAt(i));
+      expect(refs.map((r) => `${r.namespace}/${r.name}`).sort()).toEqual(objs.map((o) => `${o.metadata.namespace}/${o.metadata.name}`).sort());
+      expect(refs.map((_, i) => desiredOf(table.get(i)).metadata)).toEqual(refs.map((r) => ({ namespace: r.namespace, name: r.name })));
+    } finally {
+      spool.close();
+    }
+  });
+
   it('lists the actions in JSON and in a spread, and extends a plan without building them', () => {
     let built = 0;
     const table = { actions: () => (built++, [{ ref: refOf(handle('h')), id: 'IPAMHandle h', phase: 'ipam', action: 'create' as const }]) };

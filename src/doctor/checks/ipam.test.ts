@@ -7,6 +7,7 @@ import { IPAM_RELEASE_RECIPE } from '../../calico/knowledge.js';
 import type { KubeObject } from '../../kube/types.js';
 import { affinity, block, handle, makeState, pool, podAt } from '../../../test/support/doctor-state.js';
 import { runChecks } from '../doctor.js';
+import { allocatesAnyOf, inUseAddresses, podAddressesVsPools } from './ipam.js';
 import { toNodeInfo } from '../state.js';
 
 const ipamFindings = (objects: KubeObject[], pods: ReturnType<typeof podAt>[], tunnelIPs: Record<string, string[]> = {}) => {
@@ -94,5 +95,26 @@ describe('IPAM findings with calicoctl ipam check definitions', () => {
     const f = runChecks(st).find((x) => x.id === 'pod-ip-not-allocated')!;
     expect(f.severity).toBe('error');
     expect(f.objects).toEqual(['Node/n1 (10.244.0.1)', 'Pod/default/parked (10.99.0.4, disabled pool old)', 'Pod/default/starting (10.244.0.9)']);
+  });
+
+  it('pod-ip-not-allocated needs only the blocks that allocate an address in use (what restore reads back)', () => {
+    const blocks = [
+      block('10.244.0.0/26', 'n1', [{ ordinal: 2, handle: 'k8s-pod-network.a', pod: ['default', 'a'] }]),
+      block('10.244.0.64/26', 'n1', [{ ordinal: 1, handle: 'k8s-pod-network.other', pod: ['default', 'gone'] }]),
+      block('10.244.1.0/26', 'n2', [{ ordinal: 5, handle: 'vxlan-tunnel-addr-n2' }]),
+    ];
+    const pods = [podAt('default', 'a', 'n1', '10.244.0.2'), podAt('default', 'b', 'n1', '10.244.0.70')];
+    const state = (objects: KubeObject[]) => {
+      const st = makeState({ objects: [pool('p', '10.244.0.0/16'), ...objects], pods });
+      st.nodes = [{ name: 'n2', ready: true, tunnelIPs: ['10.244.1.5'] }];
+      return st;
+    };
+    const inUse = new Set(inUseAddresses(state([]).pods!, state([]).nodes!).keys());
+    const kept = blocks.filter((b) => allocatesAnyOf(b, inUse));
+    expect(kept.map((b) => b.spec!.cidr)).toEqual(['10.244.0.0/26', '10.244.1.0/26']);
+    const finding = (objects: KubeObject[]) => podAddressesVsPools.run(state(objects), {}).find((f) => f.id === 'pod-ip-not-allocated')?.objects;
+    expect(finding(kept)).toEqual(['Pod/default/b (10.244.0.70)']);
+    expect(finding(kept)).toEqual(finding(blocks));
+    expect(allocatesAnyOf(blocks[0]!, new Set())).toBe(false);
   });
 });

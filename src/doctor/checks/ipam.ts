@@ -105,7 +105,7 @@ const orphanAffinities: Check = {
  * addresses (a running pod's IPs; libcalico-go reads status.podIPs, else the cni.projectcalico.org podIPs/podIP
  * annotations) and every node's tunnel addresses.
  */
-function inUseAddresses(pods: PodInfo[], nodes: NodeInfo[]): Map<string, string> {
+export function inUseAddresses(pods: PodInfo[], nodes: NodeInfo[]): Map<string, string> {
   const owner = new Map<string, string>();
   for (const p of networkedPods(pods)) for (const ip of p.podIPs) owner.set(canonicalIp(ip) ?? ip, podRef(p));
   for (const p of pods.filter((x) => !x.hostNetwork && x.podIPs.length === 0 && x.phase !== 'Succeeded' && x.phase !== 'Failed')) {
@@ -114,6 +114,21 @@ function inUseAddresses(pods: PodInfo[], nodes: NodeInfo[]): Map<string, string>
   }
   for (const n of nodes) for (const ip of n.tunnelIPs ?? []) owner.set(canonicalIp(ip) ?? ip, `Node/${n.name}`);
   return owner;
+}
+
+/**
+ * Whether `block` allocates any of `addresses` (canonical, as inUseAddresses keys them). pod-ip-not-allocated reads
+ * no other block: an address is allocated only in the block whose CIDR holds it, so a caller with many blocks may
+ * keep just these (restore's read-back, which would otherwise hold every block of 100k handles at once).
+ */
+export function allocatesAnyOf(block: KubeObject, addresses: ReadonlySet<string>): boolean {
+  const cidr = parseCidr(block.spec?.cidr);
+  const allocs: (number | null)[] = block.spec?.allocations ?? [];
+  if (!cidr || !addresses.size) return false;
+  for (let ordinal = 0; ordinal < allocs.length; ordinal++) {
+    if (allocs[ordinal] !== null && allocs[ordinal] !== undefined && addresses.has(addressAt(cidr, ordinal))) return true;
+  }
+  return false;
 }
 
 /** Tunnel handles of nodes that are gone: ipam-block-affinity-missing-node reports them (one finding per cause). */
