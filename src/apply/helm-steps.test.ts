@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import type { CalicoObjects } from '../calico/calico-objects.js';
 import { isErrorKind } from '../core/errors.js';
 import type { HelmStrategy, Plan } from '../plan/types.js';
-import { prepareHelm } from './helm-steps.js';
+import type { KubeClient } from '../kube/client.js';
+import { helmUpgrade, prepareHelm } from './helm-steps.js';
 
 /** What apply read at its start: the operator Deployment, with Helm's annotations when `release` is given. */
 const objects = (release?: { name: string; namespace: string }): CalicoObjects =>
@@ -80,5 +81,76 @@ describe('prepareHelm (before the journal, from what apply read and its own comm
     expect(await refusal(prepareHelm(live, plan(recorded), { helm: helmBin, helmChart: chart }))).toBe(
       `the plan cannot be applied: the chart ${chart} changed since the plan was made`,
     );
+  });
+});
+
+/**
+ * A stand-in helm (a shell script, named as a fake) with the release at revision 2 of the 3.27.4 chart: answers
+ * show chart, get values (from values.json beside it), history, version, and on upgrade keeps a copy of the -f file
+ * and its mode, and the next history has revision 3 of the 3.28.1 chart deployed.
+ */
+function fakeHelm(values: unknown): { bin: string; dir: string } {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-fake-helm-'));
+  fs.writeFileSync(path.join(d, 'values.json'), JSON.stringify(values));
+  const before = '[{"revision":2,"status":"deployed","chart":"tigera-operator-v3.27.4"}]';
+  const after = '[{"revision":2,"status":"superseded","chart":"tigera-operator-v3.27.4"},{"revision":3,"status":"deployed","chart":"tigera-operator-v3.28.1"}]';
+  const script = `#!/bin/sh
+d="${d}"
+case "$1" in
+  version) echo v3.19.0 ;;
+  show) printf 'name: tigera-operator\\nversion: v3.28.1\\n' ;;
+  get) cat "$d/values.json" ;;
+  history) if [ -f "$d/upgraded" ]; then echo '${after}'; else echo '${before}'; fi ;;
+  upgrade) while [ $# -gt 0 ]; do if [ "$1" = -f ]; then cp "$2" "$d/seen"; stat -c %a "$2" > "$d/mode"; fi; shift; done; touch "$d/upgraded" ;;
+  *) exit 3 ;;
+esac
+`;
+  fs.writeFileSync(path.join(d, 'helm'), script, { mode: 0o755 });
+  return { bin: path.join(d, 'helm'), dir: d };
+}
+
+describe('helm upgrade carries the plan’s pool edits in the values (calico#9100 on a Helm install)', () => {
+  const live = { ...objects({ name: 'calico', namespace: 'tigera-operator' }) } as CalicoObjects;
+  const entries = [{ cidr: '192.168.0.0/16', blockSize: 26, natOutgoing: 'Enabled', nodeSelector: 'all()' }];
+  const installation = {
+    apiVersion: 'operator.tigera.io/v1',
+    kind: 'Installation',
+    metadata: { name: 'default' },
+    spec: { calicoNetwork: { ipPools: entries } },
+  };
+  const up: HelmStrategy = { ...strategy, chart: '/charts/tigera-operator-v3.28.1.tgz' };
+  const stopPlan = {
+    target: { version: 'v3.28.1' },
+    helm: up,
+    transforms: {
+      installation: { removeFields: [], trimPoolsPerFamily: false, stopAllocations: { cidrs: ['192.168.0.0/16'], field: 'nodeSelector', value: '!all()' } },
+    },
+  } as unknown as Plan;
+  const given = (bin: string) => ({ helm: bin, helmChart: up.chart });
+  const client = { getOrUndefined: async () => installation, delete: async () => undefined } as unknown as KubeClient;
+
+  it('refuses before the journal when the values turn the chart’s Installation off', async () => {
+    const { bin } = fakeHelm({ installation: { enabled: false } });
+    expect(await refusal(prepareHelm({ ...live, installation } as CalicoObjects, stopPlan, given(bin)))).toMatch(
+      /^the release's values turn the chart's Installation off \(installation\.enabled: false\)/,
+    );
+  });
+
+  it('values without ipPools: helm upgrade gets the Installation’s entries stopped, in a 0600 file, and the result names no value', async () => {
+    const { bin, dir: d } = fakeHelm({ imagePullSecrets: { gcr: 'c2VjcmV0' } });
+    const run = await prepareHelm({ ...live, installation } as CalicoObjects, stopPlan, given(bin));
+    const result = await helmUpgrade(client, run, stopPlan);
+    expect(JSON.parse(fs.readFileSync(path.join(d, 'seen'), 'utf8'))).toEqual({
+      imagePullSecrets: { gcr: 'c2VjcmV0' },
+      installation: { calicoNetwork: { ipPools: [{ ...entries[0], nodeSelector: '!all()' }] } },
+    });
+    expect(fs.readFileSync(path.join(d, 'mode'), 'utf8').trim()).toBe('600');
+    expect(result).toBe(
+      'Helm release tigera-operator/calico at revision 3 (tigera-operator-v3.28.1, deployed), the values of revision 2 carried with installation.calicoNetwork.ipPools edited ' +
+        '(installation.calicoNetwork.ipPools written from Installation default\'s 1 entries (the values had none); 192.168.0.0/16: nodeSelector "!all()")',
+    );
+    expect(result).not.toContain('c2VjcmV0');
+    // Resumed after helm upgrade: the step finds its work done.
+    expect(await helmUpgrade(client, run, stopPlan)).toBe('already done: revision 3 (tigera-operator-v3.28.1)');
   });
 });

@@ -8,11 +8,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { CalicoObjects } from '../calico/calico-objects.js';
-import { installMethod } from '../calico/install-method.js';
+import { INSTALLATION_TYPE, installMethod } from '../calico/install-method.js';
 import { EnvironmentError, RefusedError } from '../core/errors.js';
 import type { KubeClient } from '../kube/client.js';
+import type { KubeObject } from '../kube/types.js';
 import { chartFileSha256, checkChart, runHelm, type HelmTarget } from '../plan/helm-cli.js';
 import { DEFAULT_HELM_CHART, isLocalChart, resolveHelmBinary } from '../plan/helm-strategy.js';
+import { editHelmValues, editsPools, HELM_POOLS_PATH } from '../plan/helm-values.js';
 import type { HelmStrategy, Plan } from '../plan/types.js';
 import { TIGERA_STATUS } from './wait-rollout.js';
 
@@ -70,6 +72,8 @@ export async function prepareHelm(calico: CalicoObjects, plan: Plan, given: Helm
       throw refuse(`it upgrades with chart ${h.chart}, and this apply command line gives ${chart}`, `if you trust it, rerun with --helm-chart ${h.chart}`);
     if (h.chartSha256 && chartFileSha256(chart) !== h.chartSha256) throw refuse(`the chart ${chart} changed since the plan was made`);
     await checkChart(run, chart, plan.target.version);
+    // The plan's pool edits must fit the release's values now, or the run stops before anything is written.
+    await upgradeValues(undefined, run, plan, calico.installation);
   }
   return run;
 }
@@ -120,24 +124,49 @@ async function conflictArgs(run: HelmRun): Promise<string[]> {
   return /^v?([4-9]|\d{2,})\./.test(v) ? ['--force-conflicts'] : [];
 }
 
-export async function helmUpgrade(client: KubeClient, run: HelmRun | undefined): Promise<string> {
+/**
+ * The values helm upgrade is given: the release's own (`helm get values`), with the plan's pool edits made the way
+ * helm-values.ts says (the live Installation's entries when the values have none). Never printed nor logged.
+ */
+async function upgradeValues(client: KubeClient | undefined, run: HelmRun, plan: Plan, installation?: KubeObject): Promise<{ text: string; edits: string[] }> {
+  const { release, namespace } = run.strategy;
+  const got = await runHelm(run, ['get', 'values', release, '-n', namespace, '-o', 'json'], `helm get values ${release}`);
+  const t = plan.transforms.installation;
+  if (!editsPools(t)) return { text: got.stdout, edits: [] };
+  let values: unknown;
+  try {
+    values = JSON.parse(got.stdout);
+  } catch {
+    throw new EnvironmentError(`helm get values ${release} did not print JSON`);
+  }
+  const inst = installation ?? (client ? await client.getOrUndefined(INSTALLATION_TYPE, undefined, 'default') : undefined);
+  const edited = editHelmValues(values, inst, t)!;
+  // JSON is YAML: helm reads it as a values file.
+  return { text: `${JSON.stringify(edited.values, null, 2)}\n`, edits: edited.edits };
+}
+
+export async function helmUpgrade(client: KubeClient, run: HelmRun | undefined, plan: Plan): Promise<string> {
   if (!run || run.strategy.action !== 'upgrade' || !run.strategy.chart)
     throw new RefusedError('the plan has a helm-upgrade step but no Helm upgrade (plan.helm)');
   const done = await alreadyDone(run);
   if (done) return `already done: revision ${done.revision} (${done.chart})`;
   const { release, namespace, chart } = run.strategy as Required<Pick<HelmStrategy, 'release' | 'namespace' | 'chart'>>;
-  // The release's values as the user set them, handed to helm as a private file and removed: never shown.
+  // The release's values as the user set them (with the plan's pool edits), handed to helm as a private file and
+  // removed: never shown. Computed again on a resumed run from the same release values: the same file.
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cni-rewind-helm-'));
+  let edits: string[];
   try {
-    const values = await runHelm(run, ['get', 'values', release, '-n', namespace, '-o', 'yaml'], `helm get values ${release}`);
+    const values = await upgradeValues(client, run, plan);
+    edits = values.edits;
     const file = path.join(dir, 'values.yaml');
-    writeFileSync(file, values.stdout, { mode: 0o600 });
+    writeFileSync(file, values.text, { mode: 0o600 });
     const version = isLocalChart(chart) ? [] : ['--version', run.target];
     await runHelm(run, ['upgrade', release, chart, '-n', namespace, ...version, '-f', file, ...(await conflictArgs(run))], `helm upgrade ${release}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  return `${await settled(client, run, 'helm upgrade')}, the values of revision ${run.strategy.currentRevision} carried`;
+  const carried = `the values of revision ${run.strategy.currentRevision} carried`;
+  return `${await settled(client, run, 'helm upgrade')}, ${edits.length ? `${carried} with ${HELM_POOLS_PATH} edited (${edits.join('; ')})` : carried}`;
 }
 
 export async function helmRollback(client: KubeClient, run: HelmRun | undefined): Promise<string> {

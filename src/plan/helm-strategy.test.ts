@@ -63,21 +63,33 @@ describe('planHelmStrategy', () => {
     expect(s.action).toBe('upgrade');
   });
 
-  it('refuses a release with no deployed revision, an unread record and Installation edits Helm would undo', () => {
+  it('refuses a release with no deployed revision and an unread record', () => {
     expect(() => planHelmStrategy(input({ release: { ...release, status: 'failed' } }))).toThrow(
       /^Helm release tigera-operator\/calico has no deployed revision \(newest: 3 failed\)/,
     );
     expect(() => planHelmStrategy(input({ release: { release: 'calico', namespace: 'tigera-operator', unreadable: 'listing Secrets is forbidden' } }))).toThrow(
       /listing Secrets is forbidden; the plan upgrades a Helm install with Helm/,
     );
-    expect(() =>
-      planHelmStrategy(input({ installation: { ...none, stopAllocations: { cidrs: ['10.0.0.0/16'], field: 'nodeSelector', value: '!all()' } } })),
-    ).toThrow(/would rewrite the Installation \(nodeSelector\), which Helm renders from the release's values/);
-    expect(() => planHelmStrategy(input({ installation: { ...none, trimPoolsPerFamily: true } }))).toThrow(/calicoNetwork\.ipPools \(one per family\)/);
-    // Fields the target CRD lacks are no values of Helm's: removed after helm, not refused.
-    expect(planHelmStrategy(input({ installation: { ...none, removeFields: ['spec.calicoNetwork.ipPools[0].disableNewAllocations'] } })).action).toBe(
-      'upgrade',
-    );
+    // Fields the target CRD lacks are no values of Helm's: removed after helm, no values edit.
+    const removed = planHelmStrategy(input({ installation: { ...none, removeFields: ['spec.calicoNetwork.ipPools[0].disableNewAllocations'] } }));
+    expect(removed.action).toBe('upgrade');
+    expect(removed.valuesEdits).toBeUndefined();
+  });
+
+  it('pool edits of the Installation (calico#9100 on a Helm install) become edits of the values helm upgrade is given', () => {
+    const stop = { cidrs: ['192.168.0.0/16'], field: 'nodeSelector', value: '!all()' };
+    expect(planHelmStrategy(input({ target: 'v3.28.1', installation: { ...none, stopAllocations: stop } }))).toMatchObject({
+      action: 'upgrade',
+      chart: 'projectcalico/tigera-operator',
+      valuesEdits: ['installation.calicoNetwork.ipPools[cidr 192.168.0.0/16].nodeSelector: "!all()"'],
+    });
+    expect(planHelmStrategy(input({ installation: { ...none, trimPoolsPerFamily: true } })).valuesEdits).toEqual([
+      'installation.calicoNetwork.ipPools: the first pool per IP family kept',
+    ]);
+    // helm rollback would restore revision 2's values verbatim, without the stop: an upgrade to the target chart instead.
+    const back = planHelmStrategy(input({ target: 'v3.28.1', direction: 'downgrade', installation: { ...none, stopAllocations: stop } }));
+    expect(back).toMatchObject({ action: 'upgrade', chart: 'projectcalico/tigera-operator' });
+    expect(back.rollbackRevision).toBeUndefined();
   });
 });
 

@@ -3,7 +3,8 @@
  * of the release stays the truth (`helm history`, `helm get values`, the next `helm upgrade`). Calico's upgrade docs
  * for a Helm install: the chart does not carry the CRDs for upgrades (Helm installs a chart's crds/ once and never
  * upgrades them), so the target's CRDs are applied first, then `helm upgrade` with the release's values. Going back
- * to a chart version the release's history still has is `helm rollback` to that revision (its chart and values).
+ * to a chart version the release's history still has is `helm rollback` to that revision (its chart and values),
+ * unless the plan edits pool entries of the values (helm-values.ts): a rollback cannot carry an edit, an upgrade can.
  *
  * Nothing here runs helm: the plan records the release, the action and the chart reference; apply resolves the helm
  * binary itself (apply/helm-steps.ts) and checks the release against the cluster's Helm record again.
@@ -13,6 +14,7 @@ import path from 'node:path';
 import { decodeHelmReleaseData, summarizeHelmRelease, type HelmRelease } from '../calico/helm-release.js';
 import { RefusedError } from '../core/errors.js';
 import { K } from '../kube/builtin.js';
+import { plannedValuesEdits } from './helm-values.js';
 import type { KubeClient } from '../kube/client.js';
 import type { HelmStrategy, InstallationTransform } from './types.js';
 
@@ -68,7 +70,8 @@ export function isLocalChart(chart: string): boolean {
 /**
  * The plan's Helm strategy, from the cluster's Helm record of the release and its history: for a downgrade,
  * `rollback` to the newest revision whose chart is the target's (superseded: one Helm completed), else `upgrade` with
- * `chart`. Pure; refuses (exit 5) what the strategy cannot do yet rather than doing it behind Helm's back.
+ * `chart` and, when the Installation transform edits pool entries, values edited the same way. Pure; refuses
+ * (exit 5) a release Helm has no deployed revision of rather than working behind Helm's back.
  */
 export function planHelmStrategy(input: {
   release: HelmRelease;
@@ -88,18 +91,14 @@ export function planHelmStrategy(input: {
     throw new RefusedError(`${where} has no deployed revision (newest: ${current ?? '?'} ${release.status ?? 'unknown'}): settle it with helm first`);
   }
   // Rewriting the user's pool entries is a change of the chart's values on a Helm install: written behind Helm's back,
-  // the next helm upgrade would undo it. Not carried into values yet: refused by name. (Fields the target CRD lacks
-  // are removed by transform-installation after helm: the newer operator's defaults, which the target CRD prunes.)
-  const t = input.installation;
-  const edits = [...(t.trimPoolsPerFamily ? ['calicoNetwork.ipPools (one per family)'] : []), ...(t.stopAllocations ? [t.stopAllocations.field] : [])];
-  if (edits.length) {
-    throw new RefusedError(
-      `${where}: the plan would rewrite the Installation (${edits.join(', ')}), which Helm renders from the release's values; carrying that into the values is not implemented`,
-    );
-  }
+  // the next helm upgrade would undo it, so helm upgrade is given the values with the edits (helm-values.ts). Fields
+  // the target CRD lacks are removed by transform-installation after helm too: the newer operator's defaults.
+  const valuesEdits = plannedValuesEdits(input.installation);
   // Only going back: an upgrade to a chart version the history once had still takes the values as they are now.
+  // helm rollback restores that revision's values verbatim, whose Installation lacks the edits (a stopped pool listed
+  // there enabled again: calico#9100), so a plan that edits the values upgrades to the target chart instead.
   const back =
-    input.direction === 'upgrade'
+    input.direction === 'upgrade' || valuesEdits.length
       ? undefined
       : history.filter((r) => r.revision !== current && bare(r.chartVersion) === bare(target) && r.status === 'superseded').pop();
   const base = {
@@ -110,7 +109,13 @@ export function planHelmStrategy(input: {
     currentChart: release.chart?.version,
   };
   if (back) return { ...base, action: 'rollback', rollbackRevision: back.revision };
-  return { ...base, action: 'upgrade', chart: input.chart, ...(input.chartSha256 ? { chartSha256: input.chartSha256 } : {}) };
+  return {
+    ...base,
+    action: 'upgrade',
+    chart: input.chart,
+    ...(input.chartSha256 ? { chartSha256: input.chartSha256 } : {}),
+    ...(valuesEdits.length ? { valuesEdits } : {}),
+  };
 }
 
 /**

@@ -39,7 +39,7 @@ export const STEP_TEXT = {
   'helm-upgrade': {
     title: 'helm upgrade the release to the target chart',
     description:
-      "`helm upgrade` of the tigera-operator release with the target chart and the release's own values (`helm get values`, passed as a file, never shown), run by the helm of apply's command line or PATH; Helm's history gets the new revision",
+      "`helm upgrade` of the tigera-operator release with the target chart and the release's own values (`helm get values`, passed as a file, never shown; the plan's pool edits, if any, made in installation.calicoNetwork.ipPools), run by the helm of apply's command line or PATH; Helm's history gets the new revision",
   },
   'helm-rollback': {
     title: 'helm rollback the release to the target revision',

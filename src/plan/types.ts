@@ -123,6 +123,11 @@ export interface HelmStrategy {
   /** A local chart archive's sha256 when the plan was made: apply refuses another file under the same name. */
   chartSha256?: string;
   rollbackRevision?: number;
+  /**
+   * Upgrade: the values fields helm upgrade is given edited (helm-values.ts: the Installation transform's pool edits,
+   * which Helm renders from `installation.calicoNetwork.ipPools`), as the plan shows them; never a value itself.
+   */
+  valuesEdits?: string[];
 }
 
 export const PLAN_SIGNATURE_ALGORITHM = 'HMAC-SHA256';

@@ -169,5 +169,5 @@ function helmLine(h: NonNullable<Plan['helm']>): string {
   const from = `Helm release ${h.namespace}/${h.release} (revision ${h.currentRevision}${h.currentChart ? `, chart ${h.currentChart}` : ''})`;
   return h.action === 'rollback'
     ? `${from}: helm rollback to revision ${h.rollbackRevision}`
-    : `${from}: helm upgrade with ${h.chart} and the release's values`;
+    : `${from}: helm upgrade with ${h.chart} and the release's values${h.valuesEdits?.length ? `, edited: ${h.valuesEdits.join('; ')}` : ''}`;
 }

@@ -336,6 +336,9 @@ function runWithInput(bin: string, args: string[], env: Record<string, string>, 
       clearTimeout(timer);
       resolve({ code: code ?? -1, stdout });
     });
+    // A plugin that exits before reading its input (a failed DEL) closes the pipe: EPIPE on this write. Its exit
+    // code is the answer; unhandled, the error event would end the whole supervisor.
+    child.stdin.on('error', () => {});
     child.stdin.end(input);
   });
 }
