@@ -10,6 +10,7 @@ import {
   calicoNamespaceDeletions,
   reinstallOperatorHint,
   settleDeletions,
+  unregisterStaleCalicoApi,
   writeTeardownNeeds,
 } from './operator.js';
 import type { RestoreSource } from './types.js';
@@ -255,5 +256,60 @@ describe('restore and a running tigera operator', () => {
     // The deleted pod's allocation is not written: its address would leak.
     expect(written?.spec?.allocations).toEqual([0, 1, null]);
     expect(host.messages.filter((m) => m.code === 'CNR_RESTORE_IPAM_UNUSED').map((m) => m.data)).toEqual([{ kind: 'pod', count: 1 }]);
+  });
+});
+
+describe('a Calico namespace stuck on the stale APIService v3.projectcalico.org', () => {
+  const api = (reason: string, ns = 'calico-apiserver'): KubeObject => ({
+    apiVersion: 'apiregistration.k8s.io/v1',
+    kind: 'APIService',
+    metadata: { name: 'v3.projectcalico.org' },
+    spec: { service: { namespace: ns, name: 'calico-api' } },
+    status: { conditions: [{ type: 'Available', status: 'False', reason }] },
+  });
+  const ns = (stuck: boolean): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: 'calico-apiserver', deletionTimestamp: '2026-01-01T00:00:00Z' },
+    status: {
+      phase: 'Terminating',
+      conditions: [
+        {
+          type: 'NamespaceDeletionDiscoveryFailure',
+          status: stuck ? 'True' : 'False',
+          message:
+            'Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: projectcalico.org/v3: stale GroupVersion discovery: projectcalico.org/v3',
+        },
+      ],
+    },
+  });
+  const cluster = (apiService: KubeObject, namespace: KubeObject) => {
+    const deleted: string[] = [];
+    const client = {
+      getOrUndefined: async (t: ResourceType, _ns: string | undefined, name: string) =>
+        t.plural === 'apiservices' ? apiService : t.plural === 'namespaces' && name === namespace.metadata.name ? namespace : undefined,
+      delete: async (t: ResourceType, _ns: string | undefined, name: string) => void deleted.push(`${t.kind} ${name}`),
+    } as unknown as KubeClient;
+    return { client, deleted };
+  };
+
+  it('removes the registration whose Service is gone when the namespace cannot finish deleting, and says so', async () => {
+    const { client, deleted } = cluster(api('ServiceNotFound'), ns(true));
+    const host = new RecordingIoHost();
+    await unregisterStaleCalicoApi(client, new Reporter(host));
+    expect(deleted).toEqual(['APIService v3.projectcalico.org']);
+    expect(host.messages.map((m) => m.code)).toEqual(['CNR_RESTORE_STALE_API_SERVICE']);
+  });
+
+  it('leaves it alone otherwise: the namespace deleting fine, the API service failing for another reason, or its Service elsewhere', async () => {
+    for (const [a, n] of [
+      [api('ServiceNotFound'), ns(false)],
+      [api('MissingEndpoints'), ns(true)],
+      [api('ServiceNotFound', 'kube-system'), ns(true)],
+    ] as const) {
+      const { client, deleted } = cluster(a, n);
+      await unregisterStaleCalicoApi(client, new Reporter(new RecordingIoHost()));
+      expect(deleted).toEqual([]);
+    }
   });
 });

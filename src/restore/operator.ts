@@ -19,7 +19,7 @@ import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { crdResourceType, listCrds } from '../kube/discovery.js';
-import type { KubeObject } from '../kube/types.js';
+import type { KubeObject, ResourceType } from '../kube/types.js';
 import { isCalicoCrd } from './admission.js';
 import { allocatesTo } from './ipam.js';
 import { withoutUnused } from './ipam-merge.js';
@@ -62,6 +62,45 @@ async function stillDeleting(client: KubeClient): Promise<{ what: string; finali
   const namespaces = await calicoNamespaceDeletions(client);
   out.push(...namespaces.terminating, ...namespaces.awaitingCollection.map((what) => ({ what, finalizers: [] })));
   return out;
+}
+
+const API_SERVICE: ResourceType = { group: 'apiregistration.k8s.io', version: 'v1', plural: 'apiservices', kind: 'APIService', namespaced: false };
+const CALICO_API_SERVICE = 'v3.projectcalico.org';
+
+/**
+ * A Calico namespace that can never finish deleting: the namespace controller must discover every API group before it
+ * lets a namespace go, and Calico's aggregated API (APIService v3.projectcalico.org) is served from a Service in that
+ * very namespace, already gone (status Available False, ServiceNotFound). Left alone the namespace stays Terminating for
+ * ever (condition NamespaceDeletionDiscoveryFailure naming projectcalico.org/v3), and the operator cannot deploy the API
+ * server into it again: seen after `kubectl delete -f tigera-operator.yaml` mid-teardown (node-side-night.test.ts).
+ * The registration alone goes: it serves nothing, holds no data, and the operator registers it again with the API
+ * server it deploys. Decided from the live objects only; any other state is left to the wait.
+ */
+export async function unregisterStaleCalicoApi(client: KubeClient, reporter: Reporter): Promise<void> {
+  const api = await client.getOrUndefined(API_SERVICE, undefined, CALICO_API_SERVICE).catch(() => undefined);
+  const backend: string | undefined = api?.spec?.service?.namespace;
+  if (!api || !backend || !(CALICO_NAMESPACES as readonly string[]).includes(backend) || api.metadata.deletionTimestamp) return;
+  const available = (api.status?.conditions ?? []).find((c: { type?: string }) => c.type === 'Available');
+  if (available?.status !== 'False' || available.reason !== 'ServiceNotFound') return;
+  const ns = await client.getOrUndefined(K.namespace, undefined, backend);
+  const stuck = (ns?.status?.conditions ?? []).some(
+    (c: { type?: string; status?: string; message?: string }) =>
+      c.type === 'NamespaceDeletionDiscoveryFailure' && c.status === 'True' && String(c.message ?? '').includes('projectcalico.org/v3'),
+  );
+  if (!ns?.metadata.deletionTimestamp || !stuck) return;
+  // Not allowed to (RBAC) or already gone: the wait goes on, and its refusal says what is left.
+  if (
+    !(await client.delete(API_SERVICE, undefined, CALICO_API_SERVICE).then(
+      () => true,
+      () => false,
+    ))
+  )
+    return;
+  reporter.warn(
+    'CNR_RESTORE_STALE_API_SERVICE',
+    `namespace ${backend} could not finish deleting: APIService ${CALICO_API_SERVICE} names its Service, which is gone; the registration was removed so the deletion completes (the tigera operator registers it again with the API server it deploys)`,
+    { apiService: CALICO_API_SERVICE, namespace: backend },
+  );
 }
 
 /** The operator's objects that own its namespaces: calico-system is the Installation's, calico-apiserver the APIServer's. */
@@ -146,6 +185,7 @@ export async function settleDeletions(
   for (;;) {
     left = await stillDeleting(client);
     if (!left.length || Date.now() > deadline) break;
+    await unregisterStaleCalicoApi(client, reporter);
     await new Promise((r) => setTimeout(r, 1000));
   }
   if (left.length)
