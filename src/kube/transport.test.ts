@@ -168,6 +168,57 @@ describe('transport', () => {
     }
   });
 
+  /** Runs `body` (after a transport to `url` is opened as `t`) in a child process; only the transport keeps it alive. */
+  function runChild(url: URL, body: string): Promise<{ code: number | null; stdout: string }> {
+    const script = `
+      const { openTransport } = await import(${JSON.stringify(pathToFileURL(path.join(packageRoot(), 'dist', 'src', 'kube', 'transport.js')).href)});
+      const t = await openTransport(new URL(${JSON.stringify(url.href)}), undefined, { ca: ${JSON.stringify(tls.ca.toString())} });
+      ${body}`;
+    // Asynchronous: the server runs in this process.
+    return new Promise((resolve) => {
+      const child = execFile(process.execPath, ['--input-type=module', '-e', script], { timeout: 20_000 }, (err, stdout) =>
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout }),
+      );
+      child.stdin?.end();
+    });
+  }
+
+  it('a request on a new session keeps the command alive while a stream of the old session is still open', async () => {
+    // The API server going away (GOAWAY) while a stream is in flight: the next request opens a second session. Once
+    // the old stream is answered, the new one is still in flight and must hold the process. It once did not (one
+    // count of streams for all sessions, so the second session was never referenced): the command ended with its
+    // request unanswered ("waited on something that can never happen", seen under faults.test.ts's API server kill).
+    let held: http2.ServerHttp2Stream | undefined;
+    const server = await h2Server((p, stream) => {
+      if (p === '/held') {
+        held = stream;
+        stream.session?.goaway(http2.constants.NGHTTP2_NO_ERROR, stream.id);
+        return;
+      }
+      held?.respond({ ':status': 200 });
+      held?.end('{}');
+      setTimeout(() => {
+        stream.respond({ ':status': 201 });
+        stream.end('{}');
+      }, 500);
+    });
+    try {
+      const r = await runChild(
+        server.url,
+        `const first = t.send({ method: 'GET', path: '/held', headers: {} });
+        await new Promise((r) => setTimeout(r, 300));
+        const second = t.send({ method: 'GET', path: '/second', headers: {} });
+        const answers = await Promise.all([first, second]);
+        console.log(answers.map((a) => a.status).join(' '));`,
+      );
+      expect(server.connections()).toBe(2);
+      expect(r.stdout.trim()).toBe('200 201');
+      expect(r.code).toBe(0);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('a finished command exits without closing the transport (the idle session holds no reference)', async () => {
     const server = await h2Server((_p, stream) => {
       stream.respond({ ':status': 200 });
@@ -175,18 +226,11 @@ describe('transport', () => {
     });
     try {
       // A child process that makes one request and does not close: it must exit on its own.
-      const script = `
-        const { openTransport } = await import(${JSON.stringify(pathToFileURL(path.join(packageRoot(), 'dist', 'src', 'kube', 'transport.js')).href)});
-        const t = await openTransport(new URL(${JSON.stringify(server.url.href)}), undefined, { ca: ${JSON.stringify(tls.ca.toString())} });
-        const r = await t.send({ method: 'GET', path: '/', headers: {} });
-        console.log(r.status, t.protocol);`;
-      // Asynchronous: the server runs in this process.
-      const r = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-        const child = execFile(process.execPath, ['--input-type=module', '-e', script], { timeout: 20_000 }, (err, stdout) =>
-          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout }),
-        );
-        child.stdin?.end();
-      });
+      const r = await runChild(
+        server.url,
+        `const r = await t.send({ method: 'GET', path: '/', headers: {} });
+        console.log(r.status, t.protocol);`,
+      );
       expect(r.stdout.trim()).toBe('200 h2');
       expect(r.code).toBe(0);
     } finally {

@@ -98,7 +98,11 @@ class Http2Transport implements Transport {
   private connecting?: Promise<http2.ClientHttp2Session | undefined>;
   /** Set when the server chose HTTP/1.1: from then on every request goes there. */
   private fallback?: Transport;
-  private active = 0;
+  /**
+   * Streams in flight, per session: a session that went away can still finish its streams while the next one carries
+   * new requests, and each must stay referenced while a stream of its own is open.
+   */
+  private readonly active = new WeakMap<http2.ClientHttp2Session, number>();
   private closed = false;
 
   constructor(
@@ -176,12 +180,16 @@ class Http2Transport implements Transport {
     return new Promise((resolve, reject) => {
       // The session is unreferenced while idle, so a finished command exits without closing it; a stream in
       // flight must keep the process alive.
-      if (this.active++ === 0) session.ref();
+      const open = this.active.get(session) ?? 0;
+      this.active.set(session, open + 1);
+      if (open === 0) session.ref();
       let finished = false;
       const done = () => {
         if (finished) return;
         finished = true;
-        if (--this.active === 0) session.unref();
+        const left = this.active.get(session)! - 1;
+        this.active.set(session, left);
+        if (left === 0) session.unref();
       };
       let req: http2.ClientHttp2Stream;
       try {
