@@ -248,13 +248,15 @@ describe('the seed night on the node side: 3.27.4, pods through the CNI plugin, 
 
       const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
       const result = JSON.parse(r.stdout || '{}');
-      console.log(`${at()}: restore exit ${r.code}; counts ${JSON.stringify(result.counts)}; ipamProblems ${JSON.stringify(result.ipamProblems ?? [])}`);
+      console.log(
+        `${at()}: restore exit ${r.code}; counts ${JSON.stringify(result.counts)}; ipamProblems ${JSON.stringify(result.ipamProblems ?? [])}; drifted ${JSON.stringify(result.drifted)}; stdout ${r.stdout.slice(0, 4000)}`,
+      );
       const { owners } = await readIpam(client);
       const lost = PODS.filter((p) => (owners.get(addresses.get(p)!) ?? []).length !== 1);
       expect(lost, `restore exit ${r.code}; stderr: ${r.stderr.slice(-3000)}`).toEqual([]);
       await expectPodAddressesHeld(client, PODS.length + NEWCOMERS.length);
       expect([...owners].filter(([, o]) => o.length > 1)).toEqual([]);
-      expect(r.code, r.stderr.slice(-3000)).toBe(0);
+      expect(r.code, `restore exit ${r.code}; stdout ${r.stdout.slice(0, 3000)}; stderr ${r.stderr.slice(-3000)}`).toBe(0);
     },
     45 * 60_000,
   );
