@@ -302,6 +302,7 @@ async function transformInstallationStep({ client, plan }: StepDeps): Promise<st
     ...(removed.length ? [`without ${removed.join(', ')}`] : []),
     ...(t.trimPoolsPerFamily ? ['with one pool per family'] : []),
     ...(stopped ? [stopped] : []),
+    ...(t.unlistPools?.cidrs.length ? [`without the entries of ${t.unlistPools.cidrs.join(', ')}`] : []),
   ];
   return changes.length ? `Installation rewritten: ${changes.join('; ')}` : 'Installation already valid for the target';
 }

@@ -33,7 +33,7 @@ describe('pools under the tigera operator', () => {
       ],
     });
 
-  it('reports the #9100 incident on 3.28 (pool equal to the Installation entry, disabled) with the nodeSelector fix', () => {
+  it('reports the #9100 incident on 3.28 (pool equal to the Installation entry, disabled): unlabelled, the fix unlists it', () => {
     const fs = runChecks(incident('v1.34.3'));
     const f = fs.find((x) => x.id === 'pool-disabled-will-be-reenabled');
     expect(f, JSON.stringify(fs)).toBeDefined();
@@ -41,8 +41,19 @@ describe('pools under the tigera operator', () => {
     expect(f!.objects).toEqual(['IPPool/default-ipv4-ippool', 'Installation/default']);
     expect(f!.why).toMatch(/equals entry 0/);
     expect(f!.why).toMatch(/#9100/);
-    expect(f!.fix).toContain('nodeSelector: "!all()"');
-    expect(f!.fix).toContain('"path":"/spec/calicoNetwork/ipPools/0/nodeSelector","value":"!all()"');
+    // nodeSelector "!all()" on the entry would leave an entry the unlabelled pool no longer equals: v1.34.3 then
+    // refuses the pool on every reconcile ("Cannot update an IP pool not owned by the operator").
+    expect(f!.fix).not.toContain('!all()');
+    expect(f!.fix).toContain('remove entry 0 (cidr 192.168.0.0/16)');
+    expect(f!.fix).toContain(
+      '{"op":"test","path":"/spec/calicoNetwork/ipPools/0/cidr","value":"192.168.0.0/16"},{"op":"remove","path":"/spec/calicoNetwork/ipPools/0"}',
+    );
+  });
+
+  it('on 3.28 a pool with the operator label keeps the nodeSelector fix (the operator owns it and rewrites it stopped)', () => {
+    const f = runChecks(incident('v1.34.3', MANAGED)).find((x) => x.id === 'pool-disabled-will-be-reenabled')!;
+    expect(f.fix).toContain('nodeSelector: "!all()"');
+    expect(f.fix).toContain('"path":"/spec/calicoNetwork/ipPools/0/nodeSelector","value":"!all()"');
   });
 
   it('explains adoption by label, and gives disableNewAllocations from 3.29 on', () => {

@@ -246,16 +246,28 @@ describe('plan findings for the calico#9100 incident: 3.27.4 with the disabled d
   });
   const state = (objs: KubeObject[]) => makeState({ objects: objs, workloads: [operatorWorkload('v1.32.10')] });
 
-  it('to 3.28.1: stops the pool on its entry with nodeSelector "!all()", which the blocking pool preflight then accepts', () => {
+  it('to 3.28.1: an unlabelled pool has its entry removed (v1.34.3 leaves it disabled), which the blocking pool preflight then accepts', () => {
     const r = computeFindings(live(objects()), v328, { version: 'v3.27.4' }, new Set());
     const f = r.findings.find((x) => x.id === 'installation-disabled-pool-stop-allocations');
     expect(f).toMatchObject({ action: 'transform', severity: 'warning', objects: ['IPPool/default-ipv4-ippool', 'Installation/default'] });
-    expect(r.installation.stopAllocations).toEqual({ cidrs: ['192.168.0.0/16'], field: 'nodeSelector', value: '!all()' });
-    // Without the transform the plan's own preflight refuses; with it, the target operator leaves the pool stopped.
+    expect(f!.plan).toMatch(/remove the entries of default-ipv4-ippool/);
+    // Stopped with nodeSelector "!all()", the entry would no longer equal the unlabelled pool: v1.34.3 would refuse
+    // it on every reconcile ("Cannot update an IP pool not owned by the operator") and never apply the entry.
+    expect(r.installation.stopAllocations).toBeUndefined();
+    expect(r.installation.unlistPools).toEqual({ cidrs: ['192.168.0.0/16'] });
     expect(targetPoolsCheck(state(objects()), v328, { removeFields: [], trimPoolsPerFamily: false }).ok).toBe(false);
     expect(targetPoolsCheck(state(objects()), v328, r.installation).ok).toBe(true);
-    // Only the listed, disabled pool's entry changes.
-    const inst = objects().find((o) => o.kind === 'Installation')!;
+    // Only that entry goes; the other entries stay as they were.
+    const inst = installationWith([entry('default-ipv4-ippool', '192.168.0.0/16'), entry('new-pool', '10.10.0.0/16')]);
+    expect(transformInstallation(inst, r.installation).spec.calicoNetwork.ipPools.map((e: any) => e.cidr)).toEqual(['10.10.0.0/16']);
+  });
+
+  it('to 3.28.1: a labelled pool is stopped on its entry with nodeSelector "!all()" (the operator owns it and rewrites it stopped)', () => {
+    const r = computeFindings(live(objects(MANAGED)), v328, { version: 'v3.27.4' }, new Set());
+    expect(r.installation.stopAllocations).toEqual({ cidrs: ['192.168.0.0/16'], field: 'nodeSelector', value: '!all()' });
+    expect(r.installation.unlistPools).toBeUndefined();
+    expect(targetPoolsCheck(state(objects(MANAGED)), v328, r.installation).ok).toBe(true);
+    const inst = objects(MANAGED).find((o) => o.kind === 'Installation')!;
     expect(transformInstallation(inst, r.installation).spec.calicoNetwork.ipPools[0].nodeSelector).toBe('!all()');
   });
 

@@ -3,7 +3,7 @@
  * Pure functions over (live CRDs, live objects, target release) so they can be tested with the real manifests.
  */
 import { checkAgainstSchema, schemaFor } from '../calico/schema.js';
-import { CALICO_CRD_GROUP, compareVersions, OPERATOR_GROUP, operatorPoolBehaviour } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, compareVersions, isOperatorLabelled, OPERATOR_GROUP, operatorPoolBehaviour } from '../calico/knowledge.js';
 import { leftoversUnknownTo, operatorFinalizersNotOf } from '../calico/operator-generations.js';
 import { isOperatorDefault, valueAt } from '../calico/operator-defaults.js';
 import { releaseDefaultsPruned } from './release-defaults.js';
@@ -182,16 +182,25 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
 
   // 5. Pools disabled on the IPPool object (the way before 3.28) that are listed in the Installation and that the
   // target operator would take over: it rewrites them without `disabled` (calico#9100, the incident this tool exists
-  // for). Stop them on their entries in the target's own terms: 3.28's entry then no longer equals the pool, so
-  // v1.34 leaves the disabled pool alone (a labelled one is rewritten with nodeSelector "!all()": still no new
-  // allocations); from 3.29 the entry says disableNewAllocations, which is what the operator reads `disabled` as.
+  // for). From 3.29 their entries say disableNewAllocations, which that operator converts to `disabled: true`: the
+  // pool still equals its entry, stays adopted and disabled. v1.34 (3.28) has no such field: a labelled pool is
+  // rewritten with nodeSelector "!all()" (still no new allocations). An unlabelled one would then no longer equal
+  // its entry, and v1.34.3 would refuse it on every reconcile ("Cannot update an IP pool not owned by the operator",
+  // pool_controller.go:288-292) and never apply a later edit of the entry; so its entry is removed instead: the
+  // operator neither owns nor rewrites it (pool_controller.go:236-268 adopts only a labelled pool or one equal to
+  // an entry; :332-354 deletes only owned pools), and it stays `disabled: true`. An emptied list is safe while pools
+  // exist: ippool/defaults.go defaults a missing list to [] then, and core_controller.go renders calico-node
+  // (assign_ipv4, address autodetection) from the pools in the cluster, not from the entries.
   const disabledListed = disabledPoolsTheTargetWouldEnable(live, pools, target.version, inst?.spec?.cni?.type).filter(
     (p) => !installation.stopAllocations?.cidrs.includes(String(p.spec.cidr)),
   );
   if (disabledListed.length && targetPools.stopAllocations) {
     const { field, value, text } = targetPools.stopAllocations;
-    const cidrs = [...(installation.stopAllocations?.cidrs ?? []), ...disabledListed.map((p) => String(p.spec.cidr))];
-    installation.stopAllocations = { cidrs, field, value };
+    const unlist = field === 'disableNewAllocations' ? [] : disabledListed.filter((p) => !isOperatorLabelled(p));
+    const stop = disabledListed.filter((p) => !unlist.includes(p));
+    if (stop.length)
+      installation.stopAllocations = { cidrs: [...(installation.stopAllocations?.cidrs ?? []), ...stop.map((p) => String(p.spec.cidr))], field, value };
+    if (unlist.length) installation.unlistPools = { cidrs: unlist.map((p) => String(p.spec.cidr)) };
     findings.push({
       id: 'installation-disabled-pool-stop-allocations',
       severity: 'warning',
@@ -199,12 +208,20 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
       objects: disabledListed.map((p) => `IPPool/${p.metadata.name}`).concat('Installation/default'),
       details: disabledListed.map((p) => {
         const entry = pools.find((e) => e.cidr === p.spec.cidr);
+        if (unlist.includes(p)) {
+          return `${p.metadata.name} (${p.spec.cidr}): disabled: true on the pool, which has no operator label; its Installation entry is removed, so the operator leaves the pool as it is`;
+        }
         return `${p.metadata.name} (${p.spec.cidr}): disabled: true on the pool; its Installation entry gets ${text}${entry?.[field] !== undefined ? ` (was ${field}: ${JSON.stringify(entry[field])})` : ''}`;
       }),
       action: 'transform',
       plan:
-        `set ${text} on their Installation entries while the operator is paused, so the ${target.operatorImage ?? 'target'} operator keeps them ` +
-        'non-allocating (the pools themselves and the bundle are not changed)',
+        [
+          stop.length ? `set ${text} on the entries of ${stop.map((p) => p.metadata.name).join(', ')}` : '',
+          unlist.length ? `remove the entries of ${unlist.map((p) => p.metadata.name).join(', ')} (unlisted, the pools stay disabled and untouched)` : '',
+        ]
+          .filter(Boolean)
+          .join('; ') +
+        ` while the operator is paused, so the ${target.operatorImage ?? 'target'} operator keeps them non-allocating (the pools themselves and the bundle are not changed)`,
     });
   }
 
@@ -331,6 +348,10 @@ export function transformInstallation(inst: KubeObject, t: InstallationTransform
       seen.add(f);
       return true;
     });
+  }
+  // Last: removeFields may name entries by index.
+  if (t.unlistPools?.cidrs.length && Array.isArray(out.spec?.calicoNetwork?.ipPools)) {
+    out.spec.calicoNetwork.ipPools = out.spec.calicoNetwork.ipPools.filter((p: any) => !t.unlistPools!.cidrs.includes(String(p.cidr)));
   }
   return out;
 }

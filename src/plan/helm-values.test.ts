@@ -116,4 +116,18 @@ describe('editHelmValues', () => {
     );
     expect(refusal(() => editHelmValues(['not', 'a', 'map'], installation, stop328))).toMatch(/not a map of values/);
   });
+
+  it('unlists the entry of an unlabelled disabled pool (3.28): written from the Installation, then idempotent on the emptied values', () => {
+    const unlist: InstallationTransform = { ...none, unlistPools: { cidrs: ['192.168.0.0/16'] } };
+    expect(plannedValuesEdits(unlist)).toEqual(['installation.calicoNetwork.ipPools[cidr 192.168.0.0/16]: entry removed']);
+    const out = editHelmValues({ installation: { kubernetesProvider: '' } }, installation, unlist)!;
+    expect(out.source).toBe('installation');
+    expect(out.values).toEqual({ installation: { kubernetesProvider: '', calicoNetwork: { ipPools: [] } } });
+    expect(out.edits).toEqual([
+      "installation.calicoNetwork.ipPools written from Installation default's 1 entries (the values had none)",
+      '192.168.0.0/16: entry removed',
+    ]);
+    // A resumed apply reads the values it wrote: the list is empty, and that is the edit done, not a changed cluster.
+    expect(editHelmValues(out.values, installation, unlist)).toEqual({ values: out.values, edits: [], source: 'values' });
+  });
 });

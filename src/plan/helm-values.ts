@@ -26,7 +26,7 @@ const isObject = (v: unknown): v is Values => typeof v === 'object' && v !== nul
 const family = (p: any) => (String(p?.cidr ?? '').includes(':') ? '6' : '4');
 
 /** True when the transform rewrites pool entries: then a Helm plan carries it in the values. */
-export const editsPools = (t: InstallationTransform): boolean => !!(t.trimPoolsPerFamily || t.stopAllocations?.cidrs.length);
+export const editsPools = (t: InstallationTransform): boolean => !!(t.trimPoolsPerFamily || t.stopAllocations?.cidrs.length || t.unlistPools?.cidrs.length);
 
 /** The edits as the plan shows them: which values fields change, and for which pools (never a value of the user's). */
 export function plannedValuesEdits(t: InstallationTransform): string[] {
@@ -35,6 +35,7 @@ export function plannedValuesEdits(t: InstallationTransform): string[] {
   return [
     ...(s?.cidrs.length ? [`${HELM_POOLS_PATH}[cidr ${s.cidrs.join(', ')}].${s.field}: ${JSON.stringify(s.value)}`] : []),
     ...(t.trimPoolsPerFamily ? [`${HELM_POOLS_PATH}: the first pool per IP family kept`] : []),
+    ...(t.unlistPools?.cidrs.length ? [`${HELM_POOLS_PATH}[cidr ${t.unlistPools.cidrs.join(', ')}]: entry removed`] : []),
   ];
 }
 
@@ -80,7 +81,9 @@ export function editHelmValues(values: unknown, installation: KubeObject | undef
   const source = Array.isArray(own) ? 'values' : 'installation';
   const live = installation?.spec?.calicoNetwork?.ipPools;
   const entries: any[] = structuredClone(Array.isArray(own) ? own : Array.isArray(live) ? live : []);
-  if (!entries.length) {
+  // Only unlisting, on values that list nothing (an apply resumed after the edit emptied them): nothing to do.
+  const onlyUnlists = !t.trimPoolsPerFamily && !t.stopAllocations?.cidrs.length;
+  if (!entries.length && !(onlyUnlists && source === 'values')) {
     throw new RefusedError(
       `the plan edits pool entries, and neither the release's values (${HELM_POOLS_PATH}) nor Installation default have any: the cluster changed since the plan`,
       { hint: 'make a new plan with `cni-rewind plan`' },
@@ -124,6 +127,13 @@ export function editHelmValues(values: unknown, installation: KubeObject | undef
       }
       seen.add(f);
       return true;
+    });
+  }
+  if (t.unlistPools?.cidrs.length) {
+    kept = kept.filter((e) => {
+      if (!t.unlistPools!.cidrs.includes(String(e?.cidr))) return true;
+      edits.push(`${e?.cidr}: entry removed`);
+      return false;
     });
   }
   if (source === 'installation') edits.unshift(`${HELM_POOLS_PATH} written from Installation default's ${entries.length} entries (the values had none)`);

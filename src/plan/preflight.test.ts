@@ -24,7 +24,7 @@ describe('preflight: the pools as the target operator will treat them (calico#91
     expect(c.blocking).toBe(true);
     expect(c.ok).toBe(false);
     expect(c.detail).toMatch(/default-ipv4-ippool is disabled, but the tigera operator of the target Calico v3\.28\.1 manages it/);
-    expect(c.detail).toMatch(/nodeSelector: "!all\(\)"/);
+    expect(c.detail).toMatch(/remove entry 0 \(cidr 192\.168\.0\.0\/16\)/);
   });
 
   it('passes once the entry stops allocations the 3.28 way, and for a target whose operator does not manage pools', () => {

@@ -58,6 +58,12 @@ export interface InstallationTransform {
    * and its operator would otherwise re-enable the pool (calico#9100).
    */
   stopAllocations?: { cidrs: string[]; field: string; value: unknown };
+  /**
+   * CIDRs of `calicoNetwork.ipPools` entries removed: disabled pools without the operator's label that the target
+   * operator (3.28's) would adopt and re-enable, and cannot own in a non-allocating form without rewriting `disabled`.
+   * Unlisted, it leaves them alone.
+   */
+  unlistPools?: { cidrs: string[] };
   /** Operator finalizers on Installation `default` that the target operator does not define and so never removes (downgrades). */
   removeFinalizers?: string[];
   /** TigeraStatus objects only a newer operator writes: deleted so none keeps a stale Degraded (downgrades). */

@@ -3,10 +3,12 @@
  * 3.27.4 installed by the real helm from its tigera-operator chart (`cluster up --calico 3.27.4 --install helm`, the
  * chart's values listing the default pool in `installation.calicoNetwork.ipPools`, as the harness's custom resources
  * say), a second pool of the user's, and default-ipv4-ippool disabled on the IPPool object with calicoctl, the way
- * the issue's user did it. `plan --to 3.28.1` must carry the stop into the values (nodeSelector "!all()" on the
- * entry: the v1.34 operator's own way) and `apply` must run `helm upgrade` with them, so the Installation Helm
- * renders is the plan's and `helm get values` says so; the real v1.34.3 operator then keeps the pool non-allocating
- * through forced reconciles, new pods get the user's other pool, and every pod's address stays held in IPAM.
+ * the issue's user did it. `plan --to 3.28.1` must carry the fix into the values (the pool has no operator label, so
+ * its entry is removed: stopped with nodeSelector "!all()", the entry would no longer equal the pool and v1.34.3 would
+ * refuse it on every reconcile) and `apply` must run `helm upgrade` with them, so the Installation Helm renders is
+ * the plan's and `helm get values` says so; the real v1.34.3 operator then leaves the pool disabled, without a
+ * "Cannot update an IP pool not owned by the operator", through forced reconciles, new pods get the user's other
+ * pool, and every pod's address stays held in IPAM.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -22,7 +24,7 @@ import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { buildHelm, helm, tigeraOperatorChart, type HelmResult } from '../support/helm.js';
-import { calicoctl, clearCalicoFinalizers, nonAllocating, operatorLog, waitOperator, watchPoolNonAllocating } from './calico-support.js';
+import { calicoctl, clearCalicoFinalizers, operatorLog, waitOperator, watchPoolNonAllocating } from './calico-support.js';
 import { calicoType, deleteNodes, explain, kubeconfig, operatorType, resetCalico, runCli, testClient } from './helpers.js';
 import { expectPodAddressesHeld } from './pod-ip-support.js';
 import { NOT_OWNED } from './stopped-pool-support.js';
@@ -124,7 +126,7 @@ describe('calico#9100 on a Helm install: plan --to 3.28.1 carries the stopped po
     for (const d of [home, dir]) if (d) fs.rmSync(d, { recursive: true, force: true });
   }, 600_000);
 
-  it('plan names the values edit, apply runs helm upgrade with it, and v1.34.3 keeps the pool non-allocating', async () => {
+  it('plan names the values edit, apply runs helm upgrade with it, and v1.34.3 leaves the pool disabled and alone', async () => {
     expect(await history()).toEqual([[1, 'deployed', 'tigera-operator-v3.27.4']]);
     const valuesBefore = await values();
     const entriesBefore = valuesBefore.installation.calicoNetwork.ipPools;
@@ -141,8 +143,9 @@ describe('calico#9100 on a Helm install: plan --to 3.28.1 carries the stopped po
     const plan = await cli([...base, '--out', planFile, '-o', 'json']);
     expect(plan.code, explain(plan)).toBe(0);
     const planned = JSON.parse(plan.stdout);
-    expect(planned.transforms.installation.stopAllocations).toEqual({ cidrs: ['192.168.0.0/16'], field: 'nodeSelector', value: '!all()' });
-    const edit = 'installation.calicoNetwork.ipPools[cidr 192.168.0.0/16].nodeSelector: "!all()"';
+    expect(planned.transforms.installation.stopAllocations).toBeUndefined();
+    expect(planned.transforms.installation.unlistPools).toEqual({ cidrs: ['192.168.0.0/16'] });
+    const edit = 'installation.calicoNetwork.ipPools[cidr 192.168.0.0/16]: entry removed';
     expect(planned.helm).toMatchObject({ release: RELEASE, namespace: NS, currentRevision: 1, action: 'upgrade', chart: chart328, valuesEdits: [edit] });
     expect(planned.steps.map((s: { id: string }) => s.id)).toEqual(['preflight', 'apply-crds', 'helm-upgrade', 'wait-rollout', 'verify-data']);
     const human = await cli(base);
@@ -154,9 +157,9 @@ describe('calico#9100 on a Helm install: plan --to 3.28.1 carries the stopped po
     const apply = await cli(['apply', planFile, '--yes', '--helm', helmBin, '--helm-chart', chart328]);
     console.log(`apply (helm upgrade 3.27.4 -> 3.28.1, values edited) took ${((Date.now() - started) / 1000).toFixed(1)} s`);
     expect(apply.code, explain(apply)).toBe(0);
-    expect(apply.stdout + apply.stderr).toContain('with installation.calicoNetwork.ipPools edited (192.168.0.0/16: nodeSelector "!all()")');
+    expect(apply.stdout + apply.stderr).toContain('with installation.calicoNetwork.ipPools edited (192.168.0.0/16: entry removed)');
 
-    // Helm tells the truth: a new deployed revision of the 3.28.1 chart, whose values carry the stopped entry and
+    // Helm tells the truth: a new deployed revision of the 3.28.1 chart, whose values list no pool any more and
     // otherwise the user's values as they were.
     expect(await history()).toEqual([
       [1, 'superseded', 'tigera-operator-v3.27.4'],
@@ -167,15 +170,15 @@ describe('calico#9100 on a Helm install: plan --to 3.28.1 carries the stopped po
       ...valuesBefore,
       installation: {
         ...valuesBefore.installation,
-        calicoNetwork: { ...valuesBefore.installation.calicoNetwork, ipPools: [{ ...entriesBefore[0], nodeSelector: '!all()' }] },
+        calicoNetwork: { ...valuesBefore.installation.calicoNetwork, ipPools: [] },
       },
     });
     await waitOperator(cluster, 'v1.34.3');
     expect((await client.get(K.deployment, NS, 'tigera-operator')).spec.template.spec.containers[0].image).toBe('quay.io/tigera/operator:v1.34.3');
     const inst = await client.get(INSTALLATION, undefined, 'default');
-    expect(inst.spec.calicoNetwork.ipPools.map((e: any) => [e.cidr, e.nodeSelector])).toEqual([['192.168.0.0/16', '!all()']]);
+    expect(inst.spec.calicoNetwork.ipPools ?? []).toEqual([]);
 
-    // Under the real target operator, reconciles forced by touching the Installation: the pool never allocates.
+    // Under the real target operator, reconciles forced by touching the Installation: the pool stays as the user set it.
     const watched = await watchPoolNonAllocating(client, STOPPED, { durationMs: WATCH_MS, touchEveryMs: 20_000, since: started });
     const log = operatorLog(cluster).slice(logBefore);
     const notOwned = log.filter((l) => l.includes(NOT_OWNED)).length;
@@ -184,7 +187,9 @@ describe('calico#9100 on a Helm install: plan --to 3.28.1 carries the stopped po
         `operator lines since apply: ${log.length}, "${NOT_OWNED}": ${notOwned}`,
     );
     expect(watched.touches).toBeGreaterThanOrEqual(3);
-    expect(nonAllocating(await client.get(POOL, undefined, STOPPED))).toBe(true);
+    expect([...watched.seen.keys()].filter((k) => JSON.parse(k).disabled !== true)).toEqual([]);
+    expect(notOwned).toBe(0);
+    expect((await client.get(POOL, undefined, STOPPED)).spec.disabled).toBe(true);
 
     // IPAM's own answer: a new pod gets the user's other pool, the kept pod keeps its address, every address is held.
     await client.create(K.pod, podOn('h9100-new', 'local-node-2'));

@@ -50,7 +50,7 @@ describe('plan and apply: upgrade 3.27.4 -> 3.28.1 in place under the real tiger
     if (population) await client?.delete(K.namespace, undefined, population.namespace).catch(() => undefined);
   });
 
-  it('a disabled pool listed in the Installation (calico#9100): the plan stops it on its entry the 3.28 way instead of letting the operator re-enable it', async () => {
+  it('a disabled pool listed in the Installation (calico#9100): the plan unlists it instead of letting the operator re-enable it', async () => {
     // The incident's 3.27 state: default-ipv4-ippool (the Installation's entry) disabled after a pool migration.
     // Written as libcalico-go stores a pool (allowedUses filled in): the operator compares it with the entry exactly,
     // and an entry's allowedUses defaults to [Workload, Tunnel], so a pool without them would never be adopted.
@@ -74,7 +74,10 @@ describe('plan and apply: upgrade 3.27.4 -> 3.28.1 in place under the real tiger
         action: 'transform',
         objects: ['IPPool/default-ipv4-ippool', 'Installation/default'],
       });
-      expect(out.transforms.installation.stopAllocations).toEqual({ cidrs: ['192.168.0.0/16'], field: 'nodeSelector', value: '!all()' });
+      // Unlabelled, the pool is unlisted: stopped with nodeSelector "!all()", its entry would no longer equal it and
+      // v1.34.3 would refuse it on every reconcile ("Cannot update an IP pool not owned by the operator").
+      expect(out.transforms.installation.stopAllocations).toBeUndefined();
+      expect(out.transforms.installation.unlistPools).toEqual({ cidrs: ['192.168.0.0/16'] });
       expect(out.preflight.find((c: any) => c.name === 'target-operator-pools')).toMatchObject({ ok: true, blocking: true });
       const table = await runCli(['plan', '--to', '3.28.1', '--bundle', bundle, '--no-disk-snapshots']);
       expect(table.stdout + table.stderr).toMatch(/disabled IP pool\(s\) listed in the Installation: the v3\.28\.1 operator would re-enable them/);

@@ -116,6 +116,13 @@ const disabledAdoptedPools: Check = {
       // Allocations already stopped the supported way (e.g. disableNewAllocations on 3.29+): the operator keeps it so.
       if (JSON.stringify(entries[idx][stop.field]) === JSON.stringify(stop.value)) continue;
       const patch = JSON.stringify([{ op: 'add', path: `/spec/calicoNetwork/ipPools/${idx}/${stop.field}`, value: stop.value }]);
+      // 3.28's stop (nodeSelector) makes the entry differ from an unlabelled pool, which the operator then refuses
+      // on every reconcile ("Cannot update an IP pool not owned by the operator"): unlisting it is the quiet way.
+      const unlist = stop.field !== 'disableNewAllocations' && !isOperatorLabelled(pool);
+      const unlistPatch = JSON.stringify([
+        { op: 'test', path: `/spec/calicoNetwork/ipPools/${idx}/cidr`, value: pool.spec?.cidr },
+        { op: 'remove', path: `/spec/calicoNetwork/ipPools/${idx}` },
+      ]);
       out.push({
         id: 'pool-disabled-will-be-reenabled',
         severity: 'error',
@@ -128,10 +135,15 @@ const disabledAdoptedPools: Check = {
           `while the entry is listed (Calico issue #9100). New pods will get addresses from ${pool.spec?.cidr} again.` +
           (gate ? notReadyWhy(gate, 'rewrites') : ''),
         fix:
-          `Stop allocations through the Installation instead of the pool: on entry ${idx} (cidr ${pool.spec?.cidr}) set ${stop.text}:\n` +
-          `  kubectl patch installation default --type=json -p '${patch}'\n` +
-          `To remove the pool entirely, first move its pods to another pool, then delete entry ${idx} from ` +
-          `spec.calicoNetwork.ipPools (the operator deletes the pool through the Calico API server).`,
+          (unlist
+            ? `Take the pool out of the operator's hands: remove entry ${idx} (cidr ${pool.spec?.cidr}); the pool has no operator label, so the operator then leaves it disabled:\n` +
+              `  kubectl patch installation default --type=json -p '${unlistPatch}'\n`
+            : `Stop allocations through the Installation instead of the pool: on entry ${idx} (cidr ${pool.spec?.cidr}) set ${stop.text}:\n` +
+              `  kubectl patch installation default --type=json -p '${patch}'\n`) +
+          (unlist
+            ? `To remove the pool entirely later, first move its pods to another pool, then delete it with calicoctl (the operator does not own it).`
+            : `To remove the pool entirely, first move its pods to another pool, then delete entry ${idx} from ` +
+              `spec.calicoNetwork.ipPools (the operator deletes the pool through the Calico API server).`),
       });
     }
     return out;
