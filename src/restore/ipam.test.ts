@@ -130,6 +130,28 @@ describe('restore: IPAM is merged, never overwritten', () => {
     expect(ps[1]!.action.reason).toMatch(/10\.0\.0\.1 is held by another handle now/);
   });
 
+  // node-side-night.test.ts (a rehearsal): a calico-apiserver pod's CNI ADD took a bundle pod's address, failed on
+  // that pod's route still on the node, and released it 0.6 s later; restore had read the block in between.
+  it('reads a block with a duplicate again a moment later: an address the CNI plugin held only while its ADD failed goes back to the bundle pod', async () => {
+    const bundle = withSeq(block('10.0.0.0/30', ['tunnel-n1', 'pod-a', 'pod-b', null]), SEQ);
+    bundle.spec.attributes[1].secondary = { namespace: 'web', pod: 'a-1' };
+    const inFlight = withSeq(block('10.0.0.0/30', ['tunnel-n1', 'k8s-pod-network.adding', null, null]), SEQ + 5_000_000_000);
+    const released = withSeq(block('10.0.0.0/30', ['tunnel-n1', null, null, null]), SEQ + 5_000_000_000 + 2);
+    const rereads: string[] = [];
+    const ps = [plan('skip', bundle, inFlight), plan('create', handle('pod-a', '10.0.0.0/30')), plan('create', handle('pod-b', '10.0.0.0/30'))];
+    await mergeIpamPlan(ps, { ...none, settleMs: 5, rereadBlock: async (b) => (rereads.push(b.metadata.name), released) });
+    expect(rereads).toEqual(['10-0-0-0-30']);
+    expect(ps.map((p) => p.action.action)).toEqual(['update', 'create', 'create']);
+    expect(ps[0]!.action.ipam).toEqual({ ordinals: [1, 2] });
+    expect(ps[0]!.live).toBe(released);
+
+    // Still held when read again: a duplicate IP, as before.
+    const held = [plan('skip', bundle, inFlight), plan('create', handle('pod-a', '10.0.0.0/30'))];
+    await mergeIpamPlan(held, { ...none, settleMs: 5, rereadBlock: async () => inFlight });
+    expect(held[0]!.action.ipam?.duplicates).toEqual([expect.stringMatching(/^duplicate IP 10\.0\.0\.1: .*restart pod web\/a-1/)]);
+    expect(held[1]!.action.action).toBe('skip');
+  });
+
   // The seed's night on the node side (test/e2e/node-side-night.test.ts): the operator's teardown deleted its own
   // pods (calico-apiserver, calico-kube-controllers, csi-node-driver); after the reinstall their successors got the
   // lowest free addresses of the re-claimed blocks, which the bundle still gives to the deleted pods.

@@ -67,7 +67,20 @@ export interface IpamSources {
    * a bundle allocation nothing uses is not put back. Without it every allocation is put back.
    */
   addressUse?(): Promise<AddressUse>;
+  /**
+   * The live block read again. A duplicate seen while planning is judged once more a moment later: the CNI plugin
+   * assigns an address before it sets up the pod's routes and releases it when that fails, as it does for an address
+   * a running pod still uses on its node, so the holder seen may be gone a second later (node-side-night.test.ts: a
+   * calico-apiserver pod's ADD held a bundle pod's address for 0.6 s; restore judged it a duplicate and left the
+   * bundle pod without its allocation). Without it the first reading stands.
+   */
+  rereadBlock?(live: KubeObject): Promise<KubeObject | undefined>;
+  /** How long after the first duplicate seen the blocks are read again (default DUPLICATE_SETTLE_MS). */
+  settleMs?: number;
 }
+
+/** Time for a CNI ADD in flight to finish or release what it took (the plugin's failed ADD above took 0.6 s). */
+export const DUPLICATE_SETTLE_MS = 3000;
 
 /**
  * The plan's entries for the merge, visited one at a time: a restore of 100k handles never holds them all as objects
@@ -99,6 +112,7 @@ export async function mergeIpamPlan(planned: IpamPlanned[] | IpamEntries, source
     const created = new Set<string>(); // CIDRs of the blocks this restore creates
     const duplicated = new Map<string, string>(); // bundle handle -> address another handle holds now
     const gone = podGone(sources);
+    let settleAt: number | undefined;
     let use: Promise<KeepAllocation | undefined> | undefined;
     const keeper = () =>
       (use ??= sources.addressUse
@@ -150,12 +164,25 @@ export async function mergeIpamPlan(planned: IpamPlanned[] | IpamEntries, source
       const a = p.action.action;
       if (!p.live || !(a === 'update' || a === 'replace' || a === 'skip')) return;
       if (!blockRecreated(p.live, o, sources.backupCreatedAt)) return;
-      const m = mergeBlock(p.live, o, undefined, await keeper());
+      let m = mergeBlock(p.live, o, undefined, await keeper());
+      // A bundle allocation whose pod is gone was released with it: its address's new holder is no duplicate.
+      let duplicates: DuplicateIp[] = [];
+      for (const d of m.duplicates) if (!(await gone(d))) duplicates.push(d);
+      if (duplicates.length && sources.rereadBlock) {
+        // One wait for the whole plan: every block with a duplicate is read again once that moment has passed.
+        settleAt ??= Date.now() + (sources.settleMs ?? DUPLICATE_SETTLE_MS);
+        const wait = settleAt - Date.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        const again = await sources.rereadBlock(p.live);
+        if (again) {
+          p.live = again;
+          m = mergeBlock(again, o, undefined, await keeper());
+          duplicates = [];
+          for (const d of m.duplicates) if (!(await gone(d))) duplicates.push(d);
+        }
+      }
       // The handles' judgement reads the blocks as the merge leaves them.
       after.set(m.block);
-      // A bundle allocation whose pod is gone was released with it: its address's new holder is no duplicate.
-      const duplicates: DuplicateIp[] = [];
-      for (const d of m.duplicates) if (!(await gone(d))) duplicates.push(d);
       for (const d of duplicates) duplicated.set(d.bundleHandle, d.address);
       if (duplicates.length) p.action.ipam = { duplicates: duplicates.map(duplicateLine) };
       if (!m.restored.length) return;

@@ -27,6 +27,10 @@ class IpamView implements IpamPlanned {
   get live() {
     return this.p.live;
   }
+  /** A block read again while a duplicate settles (ipam.ts rereadBlock). */
+  set live(o: KubeObject | undefined) {
+    this.p.live = o;
+  }
   get desired() {
     return desiredOf(this.p);
   }
@@ -80,6 +84,10 @@ export async function keepLiveIpam(
     // Read only when a block is created or re-created: is the bundle's pod still running, which addresses are used?
     livePods,
     addressUse,
+    rereadBlock: async (live) => {
+      const t = await resolver.resolve(`${CALICO_CRD_GROUP}/v1`, 'IPAMBlock');
+      return t ? timer.time('readCluster', () => client.getOrUndefined(t, undefined, live.metadata.name)) : undefined;
+    },
     bundleBlocks: () =>
       (async function* () {
         const items = bundle.objects({ groups: [CALICO_CRD_GROUP], kinds: ['IPAMBlock'], lenient: true })[Symbol.asyncIterator]();
