@@ -13,22 +13,16 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadRelease } from '../../src/calico/release.js';
-import { packageRoot } from '../../src/core/package-root.js';
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { buildHelm, helm } from '../support/helm.js';
 import { clearCalicoFinalizers } from './calico-support.js';
+import { clusterCli } from './helm-support.js';
 import { deleteNodes, explain, kubeconfig, operatorType, resetCalico, runCli, testClient } from './helpers.js';
 
 const run = promisify(execFile);
 const NS = 'tigera-operator';
-const cli = () => path.join(packageRoot(), 'dist', 'src', 'dev', 'local-cluster', 'cli.js');
-const clusterCli = (args: string[]) =>
-  run(process.execPath, [cli(), ...args], { timeout: 1_800_000, maxBuffer: 64 * 1024 * 1024 }).then(
-    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-    (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? 1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' }),
-  );
 
 describe('npm run cluster -- up --calico 3.28.1 --install helm', () => {
   const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });

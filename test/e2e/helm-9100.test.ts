@@ -10,42 +10,30 @@
  * "Cannot update an IP pool not owned by the operator", through forced reconciles, new pods get the user's other
  * pool, and every pod's address stays held in IPAM.
  */
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/core/package-root.js';
 import { ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { helmEnv } from '../../src/dev/local-cluster/calico-helm.js';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
-import { buildHelm, helm, tigeraOperatorChart, type HelmResult } from '../support/helm.js';
-import { calicoctl, clearCalicoFinalizers, operatorLog, waitOperator, watchPoolNonAllocating } from './calico-support.js';
-import { calicoType, deleteNodes, explain, kubeconfig, operatorType, resetCalico, runCli, testClient } from './helpers.js';
+import { buildHelm, helm, tigeraOperatorChart } from '../support/helm.js';
+import { HELM_NS, HELM_RELEASE, cleanUpHelmCalico, clusterCli, helmHistory, helmValues } from './helm-support.js';
+import { calicoctl, operatorLog, waitOperator, watchPoolNonAllocating } from './calico-support.js';
+import { calicoType, explain, kubeconfig, operatorType, runCli, testClient } from './helpers.js';
 import { expectPodAddressesHeld } from './pod-ip-support.js';
 import { NOT_OWNED } from './stopped-pool-support.js';
 
-const run = promisify(execFile);
-const NS = 'tigera-operator';
-const RELEASE = 'calico';
+const NS = HELM_NS;
+const RELEASE = HELM_RELEASE;
 const STOPPED = 'default-ipv4-ippool';
 const POOL = calicoType('ippools', 'IPPool');
 const INSTALLATION = operatorType('installations', 'Installation');
 /** How long the pool is watched under the target operator, a reconcile forced every 20 s (the brief's "at least 60 s"). */
 const WATCH_MS = 90_000;
-const clusterCli = (args: string[]) =>
-  run(process.execPath, [path.join(packageRoot(), 'dist', 'src', 'dev', 'local-cluster', 'cli.js'), ...args], {
-    timeout: 1_800_000,
-    maxBuffer: 64 * 1024 * 1024,
-  }).then(
-    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-    (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? 1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' }),
-  );
-const ok = (r: HelmResult, what: string) => expect(r.code, `${what}: ${r.stderr.slice(-2000)}`).toBe(0);
 /** A pod bound to one of the harness's kwok nodes: the node side gives it its address through the CNI plugin. */
 const podOn = (name: string, node: string) => ({
   apiVersion: 'v1',
@@ -63,16 +51,8 @@ describe('calico#9100 on a Helm install: plan --to 3.28.1 carries the stopped po
   let chart328: string;
   const h = (args: string[]) => helm(helmBin, kubeconfig(), home, args);
   const cli = (args: string[]) => runCli(args, { env: helmEnv(kubeconfig(), home) as Record<string, string> });
-  const history = async () => {
-    const r = await h(['history', RELEASE, '-n', NS, '-o', 'json']);
-    ok(r, 'helm history');
-    return JSON.parse(r.stdout).map((x: Record<string, unknown>) => [x.revision, x.status, x.chart]);
-  };
-  const values = async () => {
-    const r = await h(['get', 'values', RELEASE, '-n', NS, '-o', 'json']);
-    ok(r, 'helm get values');
-    return JSON.parse(r.stdout);
-  };
+  const history = () => helmHistory(h);
+  const values = () => helmValues(h);
   const podIp = (name: string, pool: RegExp) =>
     client.waitFor(
       `${name} to get its address from the CNI plugin`,
@@ -90,15 +70,7 @@ describe('calico#9100 on a Helm install: plan --to 3.28.1 carries the stopped po
   const cleanUp = async () => {
     // The pods first, while the node side runs their DELs.
     for (const p of ['h9100-kept', 'h9100-new']) await client.delete(K.pod, 'default', p).catch(() => undefined);
-    await cluster.stopCalico();
-    // --no-hooks: the chart's pre-delete hook is a Job running the operator's clean-up, which no kwok pod runs.
-    if (helmBin && (await h(['status', RELEASE, '-n', NS])).code === 0) ok(await h(['uninstall', RELEASE, '-n', NS, '--no-hooks']), 'helm uninstall');
-    await clearCalicoFinalizers(client);
-    for (const pod of await client.listAll(K.pod, { namespace: NS }).catch(() => [])) {
-      if (pod.metadata.finalizers?.length) await client.mergePatch(K.pod, NS, pod.metadata.name, { metadata: { finalizers: null } }).catch(() => undefined);
-    }
-    await resetCalico(client);
-    await deleteNodes(client, 'local-node-');
+    await cleanUpHelmCalico(client, cluster, h, helmBin);
   };
   beforeAll(async () => {
     client = await testClient();

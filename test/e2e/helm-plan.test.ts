@@ -5,33 +5,20 @@
  * Afterwards Helm must tell the truth: `helm history` has a new deployed revision of the 3.29.7 chart and `helm get
  * values` still has every value the user set; the real v1.36.16 operator (from the Deployment Helm wrote) runs.
  */
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/core/package-root.js';
 import { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { helmEnv } from '../../src/dev/local-cluster/calico-helm.js';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import { buildHelm, helm, tigeraOperatorChart, type HelmResult } from '../support/helm.js';
-import { clearCalicoFinalizers } from './calico-support.js';
-import { deleteNodes, explain, kubeconfig, resetCalico, runCli, testClient } from './helpers.js';
+import { buildHelm, helm, tigeraOperatorChart } from '../support/helm.js';
+import { HELM_NS, HELM_RELEASE, cleanUpHelmCalico, clusterCli, helmHistory, helmOk, helmValues } from './helm-support.js';
+import { explain, kubeconfig, runCli, testClient } from './helpers.js';
 
-const run = promisify(execFile);
-const NS = 'tigera-operator';
-const RELEASE = 'calico';
-const clusterCli = (args: string[]) =>
-  run(process.execPath, [path.join(packageRoot(), 'dist', 'src', 'dev', 'local-cluster', 'cli.js'), ...args], {
-    timeout: 1_800_000,
-    maxBuffer: 64 * 1024 * 1024,
-  }).then(
-    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-    (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? 1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' }),
-  );
-const ok = (r: HelmResult, what: string) => expect(r.code, `${what}: ${r.stderr.slice(-2000)}`).toBe(0);
+const NS = HELM_NS;
+const RELEASE = HELM_RELEASE;
 
 describe('plan and apply on a Calico installed by the real helm', () => {
   const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });
@@ -46,29 +33,10 @@ describe('plan and apply on a Calico installed by the real helm', () => {
   /** cni-rewind's runs get helm's folders under `home` too: nothing of the developer's Helm setup takes part. */
   const cli = (args: string[], env: Record<string, string> = {}) =>
     runCli(args, { env: { ...(helmEnv(kubeconfig(), home) as Record<string, string>), ...env } });
-  const history = async () => {
-    const r = await h(['history', RELEASE, '-n', NS, '-o', 'json']);
-    ok(r, 'helm history');
-    return JSON.parse(r.stdout).map((x: Record<string, unknown>) => [x.revision, x.status, x.chart]);
-  };
-  const values = async () => {
-    const r = await h(['get', 'values', RELEASE, '-n', NS, '-o', 'json']);
-    ok(r, 'helm get values');
-    return JSON.parse(r.stdout);
-  };
+  const history = () => helmHistory(h);
+  const values = () => helmValues(h);
 
-  const cleanUp = async () => {
-    await cluster.stopCalico();
-    // --no-hooks: the chart's pre-delete hook is a Job running the operator's clean-up, which no kwok pod runs.
-    if (helmBin && (await h(['status', RELEASE, '-n', NS])).code === 0) ok(await h(['uninstall', RELEASE, '-n', NS, '--no-hooks']), 'helm uninstall');
-    await clearCalicoFinalizers(client);
-    // The harness's operator pod finalizer outlives the stopped supervisor: taken off so the namespace can go.
-    for (const pod of await client.listAll(K.pod, { namespace: NS }).catch(() => [])) {
-      if (pod.metadata.finalizers?.length) await client.mergePatch(K.pod, NS, pod.metadata.name, { metadata: { finalizers: null } }).catch(() => undefined);
-    }
-    await resetCalico(client);
-    await deleteNodes(client, 'local-node-');
-  };
+  const cleanUp = () => cleanUpHelmCalico(client, cluster, h, helmBin);
   beforeAll(async () => {
     client = await testClient();
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-helm-plan-'));
@@ -81,7 +49,7 @@ describe('plan and apply on a Calico installed by the real helm', () => {
     expect(up.code, up.stderr.slice(-3000)).toBe(0);
     // A value of the user's own, as a second revision: it must survive the upgrade. Helm 4 applies server-side and
     // the operator owns the Installation's pools it filled in: a Helm 4 user forces the chart's.
-    ok(
+    helmOk(
       await h(['upgrade', RELEASE, chart328, '-n', NS, '--reuse-values', '--set', 'additionalLabels.team=platform', '--force-conflicts']),
       'helm upgrade (user value)',
     );
