@@ -176,7 +176,7 @@ describe('doctor on a real cluster', () => {
     expect(again.code).toBe(0);
   });
 
-  it('the #9100 incident: the disabled default-ipv4-ippool equal to the Installation entry, with the 3.28 fix', async () => {
+  it('the #9100 incident: the disabled default-ipv4-ippool equal to the Installation entry, with the 3.28 fix (unlist it)', async () => {
     await setInstallation(client, [entry('kwok-ipv4-ippool', '10.244.0.0/16'), entry('default-ipv4-ippool', '192.168.0.0/16')]);
     const p = poolFor('default-ipv4-ippool', '192.168.0.0/16', { disabled: true });
     delete p.metadata.labels; // not labelled yet: adopted because it equals the entry
@@ -188,15 +188,17 @@ describe('doctor on a real cluster', () => {
     expect(f.objects).toEqual(['IPPool/default-ipv4-ippool', 'Installation/default']);
     expect(f.why).toMatch(/equals entry 1 of Installation default/);
     expect(f.why).toMatch(/disabled: false/);
-    expect(f.fix).toContain('nodeSelector: "!all()"');
+    // Unlabelled: stopped with nodeSelector "!all()", its entry would no longer equal it and the operator would refuse
+    // it on every reconcile; unlisted, the operator leaves it alone, disabled.
+    expect(f.fix).not.toContain('!all()');
     expect(f.fix).toContain(
-      `kubectl patch installation default --type=json -p '[{"op":"add","path":"/spec/calicoNetwork/ipPools/1/nodeSelector","value":"!all()"}]'`,
+      `kubectl patch installation default --type=json -p '[{"op":"test","path":"/spec/calicoNetwork/ipPools/1/cidr","value":"192.168.0.0/16"},{"op":"remove","path":"/spec/calicoNetwork/ipPools/1"}]'`,
     );
     const table = await runCli(['doctor']);
     expect(table.code).toBe(2);
     expect(table.stdout).toMatch(/Errors \(1\)/);
     expect(table.stdout).toContain('[pool-disabled-will-be-reenabled]');
-    expect(table.stdout).toContain('fix: Stop allocations through the Installation');
+    expect(table.stdout).toContain("fix: Take the pool out of the operator's hands: remove entry 1 (cidr 192.168.0.0/16)");
   });
 
   it('--target 3.27.4 on the same state: 3.27 schema prunes the 3.28 fields and allows one pool per family', async () => {
