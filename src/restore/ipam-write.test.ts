@@ -128,6 +128,24 @@ describe('restore writes IPAM without overwriting what Calico wrote', () => {
     expect(p.action.ipam?.duplicates).toEqual([expect.stringMatching(/^duplicate IP 10\.0\.0\.2: .*\(pod web\/b-1\).*restart pod web\/b-1/)]);
   });
 
+  // node-side-night.test.ts (a rehearsal): planned into a re-created block while its address was free, the handle's
+  // allocation met the successor of its (gone) pod at the write; the handle was still created, with no address.
+  it('a handle planned into a block the cluster has is created only while that block still allocates to it', async () => {
+    const handle = calico('IPAMHandle', 'k8s-pod-network.old', { handleID: 'k8s-pod-network.old', block: { '10.0.0.0/30': 1 } });
+    const taken = server([block(['vxlan-tunnel-addr-n1', 'k8s-pod-network.new', null, null])]);
+    const skipped = write(taken.client, HANDLES, 'create', handle, { recheck: ['10-0-0-0-30'] });
+    await skipped.done;
+    expect(taken.store.map((o) => o.kind)).toEqual(['IPAMBlock']);
+    expect(skipped.p.action.action).toBe('skip');
+    expect(skipped.p.action.reason).toMatch(/^not created: block 10-0-0-0-30 no longer allocates an address to it/);
+
+    const held = server([block(['vxlan-tunnel-addr-n1', 'k8s-pod-network.old', null, null])]);
+    const created = write(held.client, HANDLES, 'create', handle, { recheck: ['10-0-0-0-30'] });
+    await created.done;
+    expect(held.store.map((o) => o.metadata.name)).toEqual(['10-0-0-0-30', 'k8s-pod-network.old']);
+    expect(created.p.action.action).toBe('create');
+  });
+
   it('a handle update raises the live counts to what the blocks allocate to it', async () => {
     const live = calico('IPAMHandle', 'vxlan-tunnel-addr-n1', { handleID: 'vxlan-tunnel-addr-n1', block: { '192.168.0.0/30': 1 } });
     const { client, store } = server([block(['vxlan-tunnel-addr-n1', 'pod-a', null, null]), live]);

@@ -19,6 +19,13 @@ const MERGE_TRIES = 8;
 
 export async function writeIpam(client: KubeClient, type: ResourceType, action: RestoreAction, body: KubeObject): Promise<KubeObject> {
   if (action.action === 'create') {
+    if (body.kind === 'IPAMHandle' && action.ipam?.recheck?.length && !(await stillAllocated(client, type, action.ipam.recheck, body))) {
+      // Its address went to another handle between planning and writing (the merge of its block found it taken):
+      // created, it would be a handle without addresses, which nothing releases.
+      action.action = 'skip';
+      action.reason = `not created: block ${action.ipam.recheck.join(', ')} no longer allocates an address to it (taken by another handle between planning and writing; its block says who)`;
+      return body;
+    }
     try {
       return await client.create(type, body, { fieldValidation: 'Strict' });
     } catch (err) {
@@ -58,6 +65,18 @@ async function mergeInto(client: KubeClient, type: ResourceType, action: Restore
       if (!(err instanceof KubeApiError && err.conflict) || attempt >= MERGE_TRIES) throw err;
     }
   }
+}
+
+/** Whether one of the blocks named (by their object names) allocates an address to the handle `body` now. */
+async function stillAllocated(client: KubeClient, handleType: ResourceType, blocks: string[], body: KubeObject): Promise<boolean> {
+  const handle: string = body.spec?.handleID ?? body.metadata.name;
+  const blockType: ResourceType = { ...handleType, plural: 'ipamblocks', kind: 'IPAMBlock' };
+  for (const name of blocks) {
+    const b = await client.getOrUndefined(blockType, undefined, name);
+    const attrs: { handle_id?: string }[] = b?.spec?.attributes ?? [];
+    if (((b?.spec?.allocations ?? []) as (number | null)[]).some((a) => a !== null && a !== undefined && attrs[a]?.handle_id === handle)) return true;
+  }
+  return false;
 }
 
 /** The CNI containerID of pod `namespace/name` now: undefined when there is no such pod, '' when it has none recorded. */

@@ -114,6 +114,12 @@ describe('restore: IPAM is merged, never overwritten', () => {
     await mergeIpamPlan(ps, none);
     expect(ps.map((p) => p.action.action)).toEqual(['update', 'create', 'create']);
     expect(ps[0]!.action.ipam).toEqual({ ordinals: [1, 2] });
+    // Into a block the cluster has, which Calico keeps writing: the write checks the allocation is still there.
+    expect(ps.slice(1).map((p) => p.action.ipam)).toEqual([{ recheck: ['10-0-0-0-30'] }, { recheck: ['10-0-0-0-30'] }]);
+    // Into a block this restore creates: nothing to check.
+    const fresh = [plan('create', block('10.0.0.4/30', ['pod-c', null, null, null])), plan('create', handle('pod-c', '10.0.0.4/30'))];
+    await mergeIpamPlan(fresh, none);
+    expect(fresh[1]!.action.ipam).toBeUndefined();
   });
 
   it('reports a bundle allocation whose address another handle holds now as a duplicate IP, naming the pod to restart', async () => {

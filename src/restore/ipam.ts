@@ -39,7 +39,7 @@ export interface IpamPlanned {
     action: string;
     reason?: string;
     fix?: string;
-    ipam?: { ordinals?: number[]; duplicates?: string[] };
+    ipam?: { ordinals?: number[]; duplicates?: string[]; recheck?: string[] };
     /** The object's apiVersion and kind (a plan entry's ref): when given, what is not IPAM is never parsed. */
     ref?: Pick<KubeObject, 'apiVersion' | 'kind'>;
   };
@@ -213,14 +213,21 @@ export async function mergeIpamPlan(planned: IpamPlanned[] | IpamEntries, source
         const handle: string = o.spec?.handleID ?? o.metadata.name;
         const blocks = Object.keys(o.spec?.block ?? {});
         let holds = false;
+        // Blocks the cluster has (not created by this restore) in which the handle gets its addresses back: Calico's
+        // allocators keep writing them until the write, which checks that one still allocates to it.
+        const recheck: string[] = [];
         for (const cidr of blocks) {
           const now = await after.get(cidr);
-          if (allocatesTo(now, handle)) holds = true;
-          else if (now) {
+          let here = allocatesTo(now, handle);
+          if (!here && now) {
             const then = await before.get(cidr);
-            if (then && canonicalJson(now.spec) === canonicalJson(then.spec)) holds = true;
+            here = !!then && canonicalJson(now.spec) === canonicalJson(then.spec);
           }
+          if (!here) continue;
+          holds = true;
+          if (!created.has(cidr) && now?.metadata.name) recheck.push(now.metadata.name);
         }
+        if (holds && recheck.length) p.action.ipam = { ...p.action.ipam, recheck };
         const taken = duplicated.get(handle);
         if (!holds && taken) skip(p, `its address ${taken} is held by another handle now (a duplicate IP, reported with its block)`);
         else if (!holds)

@@ -52,7 +52,8 @@ export async function readBack(
   reporter: Reporter,
   timer: PhaseTimer,
 ): Promise<RestoreResult> {
-  const written = writes.filter((i) => planned.outcomeAt(i) === 'done' && planned.kindAt(i) !== 'prune');
+  // A write that turned into a skip (an IPAM handle whose address was taken meanwhile, ipam-write.ts) wrote nothing.
+  const written = writes.filter((i) => planned.outcomeAt(i) === 'done' && planned.kindAt(i) !== 'prune' && planned.kindAt(i) !== 'skip');
   // Each entry built where it is compared and put back with what the comparison found (plan-table.ts).
   const building = new Map<number, Planned>();
   const targets: DriftSource = {

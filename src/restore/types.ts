@@ -97,7 +97,12 @@ export interface RestoreAction {
    * whose bundle allocation is put back (the write merges them into the block as it is then), and one line per
    * bundle allocation whose address another handle holds now (a duplicate IP: the restore is not ok).
    */
-  ipam?: { ordinals?: number[]; duplicates?: string[] };
+  ipam?: {
+    ordinals?: number[];
+    duplicates?: string[];
+    /** An IPAMHandle created into blocks the cluster has (their names): the write checks that one still allocates to it. */
+    recheck?: string[];
+  };
 }
 
 export interface RestorePlan extends PendingDeletions {

@@ -170,5 +170,5 @@ function withLiveMeta(body: KubeObject, live: KubeObject): KubeObject {
 }
 
 export function pastTense(a: RestoreActionKind): string {
-  return ({ create: 'created', update: 'updated', replace: 'replaced', prune: 'pruned' } as Record<string, string>)[a] ?? a;
+  return ({ create: 'created', update: 'updated', replace: 'replaced', prune: 'pruned', skip: 'skipped' } as Record<string, string>)[a] ?? a;
 }
