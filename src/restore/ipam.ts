@@ -110,6 +110,9 @@ export async function mergeIpamPlan(planned: IpamPlanned[] | IpamEntries, source
     const before = blockIndex(sources.bundleBlocks, spool);
     const after = blockIndex(sources.liveBlocks, spool);
     const created = new Set<string>(); // CIDRs of the blocks this restore creates
+    // CIDR -> handles whose allocations the merge puts back into that live block (re-created by Calico after the
+    // backup): the only handles whose address another allocator can take between planning and writing.
+    const putBack = new Map<string, Set<string>>();
     const duplicated = new Map<string, string>(); // bundle handle -> address another handle holds now
     const gone = podGone(sources);
     let settleAt: number | undefined;
@@ -186,6 +189,13 @@ export async function mergeIpamPlan(planned: IpamPlanned[] | IpamEntries, source
       for (const d of duplicates) duplicated.set(d.bundleHandle, d.address);
       if (duplicates.length) p.action.ipam = { duplicates: duplicates.map(duplicateLine) };
       if (!m.restored.length) return;
+      const attrs: { handle_id?: string }[] = o.spec?.attributes ?? [];
+      const handles = new Set<string>();
+      for (const ordinal of m.restored) {
+        const h = attrs[(o.spec?.allocations ?? [])[ordinal]]?.handle_id;
+        if (h) handles.add(h);
+      }
+      putBack.set(o.spec?.cidr, handles);
       p.action.action = 'update';
       p.action.ipam = { ...p.action.ipam, ordinals: m.restored };
       p.action.reason = `re-created by Calico after the backup: ${m.restored.length} allocation(s) of the bundle put back address by address into the block as it is when written`;
@@ -213,8 +223,9 @@ export async function mergeIpamPlan(planned: IpamPlanned[] | IpamEntries, source
         const handle: string = o.spec?.handleID ?? o.metadata.name;
         const blocks = Object.keys(o.spec?.block ?? {});
         let holds = false;
-        // Blocks the cluster has (not created by this restore) in which the handle gets its addresses back: Calico's
-        // allocators keep writing them until the write, which checks that one still allocates to it.
+        // Live blocks the merge puts this handle's addresses back into: Calico's allocators keep writing them until
+        // the write, which checks that one still allocates to it. (A block this restore creates, or a live one that
+        // still has the allocation, needs no check: one GET per handle would double a large restore's requests.)
         const recheck: string[] = [];
         for (const cidr of blocks) {
           const now = await after.get(cidr);
@@ -225,7 +236,7 @@ export async function mergeIpamPlan(planned: IpamPlanned[] | IpamEntries, source
           }
           if (!here) continue;
           holds = true;
-          if (!created.has(cidr) && now?.metadata.name) recheck.push(now.metadata.name);
+          if (putBack.get(cidr)?.has(handle) && now?.metadata.name) recheck.push(now.metadata.name);
         }
         if (holds && recheck.length) p.action.ipam = { ...p.action.ipam, recheck };
         const taken = duplicated.get(handle);
