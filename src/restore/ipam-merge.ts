@@ -80,6 +80,12 @@ function allocated(block: KubeObject): Map<number, Attr> {
   return out;
 }
 
+/** The bundle block's attributes of the allocation at `ordinal` ({} when none). */
+export function attributeAt(block: KubeObject, ordinal: number): Attr {
+  const i = (block.spec?.allocations ?? [])[ordinal];
+  return (i === null || i === undefined ? undefined : block.spec?.attributes?.[i]) ?? {};
+}
+
 const podOf = (a: Attr): string | undefined => (a.secondary?.pod ? `${a.secondary.namespace ?? ''}/${a.secondary.pod}` : undefined);
 
 /**
@@ -177,6 +183,24 @@ export function releasedWithPod(d: DuplicateIp, container: string | undefined): 
   if (!d.bundlePod) return false;
   if (container === undefined) return true;
   return !!container && d.bundleHandle.startsWith(IPAM_POD_HANDLE_PREFIX) && d.bundleHandle !== `${IPAM_POD_HANDLE_PREFIX}${container}`;
+}
+
+/**
+ * Time for a CNI ADD in flight to finish or release what it took. The CNI plugin assigns an address before it sets
+ * up the pod's routes and releases it when that fails, as it does for an address a running pod still uses on its
+ * node (node-side-night.test.ts: a calico-apiserver pod's failed ADD held a bundle pod's address for 0.6 s), and the
+ * kubelet retries that ADD every few seconds with the same container ID.
+ */
+export const DUPLICATE_SETTLE_MS = 3000;
+
+/**
+ * The duplicates of a block read now that an earlier read of it (one settle before) already had: the same handle at
+ * the same ordinal. Only those are duplicates; the others are an ADD in flight. A retried ADD keeps its handle but
+ * takes the next free ordinal (libcalico-go puts a released ordinal at the end of `unallocated`), so it is never
+ * seen twice at one address, while a pod that keeps the address is.
+ */
+export function settledDuplicates(now: readonly DuplicateIp[], earlier: readonly DuplicateIp[]): DuplicateIp[] {
+  return now.filter((d) => earlier.some((e) => e.ordinal === d.ordinal && e.liveHandle === d.liveHandle));
 }
 
 /** One line per duplicate: the address, who holds it now, and the pod to restart. */

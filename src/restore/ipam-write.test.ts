@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { RecordingIoHost, Reporter } from '../io/host.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import type { ResourceResolver } from '../kube/resolver.js';
@@ -97,7 +97,11 @@ describe('restore writes IPAM without overwriting what Calico wrote', () => {
       live.spec.attributes.push({ handle_id: 'pod-new' });
       live.spec.allocations[2] = live.spec.attributes.length - 1;
     });
+    vi.useFakeTimers();
     const { p, done } = write(client, BLOCKS, 'update', block(['vxlan-tunnel-addr-n1', 'pod-a', 'pod-b', null]), { ordinals: [1, 2] });
+    // Still held by the same handle a settle later: a duplicate, not an ADD in flight.
+    await vi.runAllTimersAsync();
+    vi.useRealTimers();
     await done;
     const b = store[0]!.spec;
     expect(b.allocations.map((a: number | null) => (a === null ? null : b.attributes[a].handle_id))).toEqual([
@@ -122,10 +126,42 @@ describe('restore writes IPAM without overwriting what Calico wrote', () => {
       live.spec.allocations[1] = live.spec.attributes.length - 2;
       live.spec.allocations[2] = live.spec.attributes.length - 1;
     });
+    vi.useFakeTimers();
     const { p, done } = write(client, BLOCKS, 'update', bundle, { ordinals: [1, 2] });
+    await vi.runAllTimersAsync();
+    vi.useRealTimers();
     await done;
     expect(store[0]!.spec.allocations).toEqual([0, 1, 2, null]);
     expect(p.action.ipam?.duplicates).toEqual([expect.stringMatching(/^duplicate IP 10\.0\.0\.2: .*\(pod web\/b-1\).*restart pod web\/b-1/)]);
+  });
+
+  // node-side-night.test.ts (rehearsals): a failing ADD retried every few seconds holds a planned address for under a
+  // second, then takes the next free one; the write met it and reported a duplicate, leaving the bundle pod's address free.
+  it('a duplicate first met at the write is read again a settle later: an address an ADD in flight held goes back to the bundle pod', async () => {
+    const bundle = block(['vxlan-tunnel-addr-n1', 'k8s-pod-network.a', 'k8s-pod-network.b', null]);
+    const { client, store, puts } = server([block(['vxlan-tunnel-addr-n1', null, 'k8s-pod-network.retry', null])]);
+    let gets = 0;
+    const get = client.get.bind(client);
+    client.get = async (t, ns, name) => {
+      // The ADD failed and released .2 (to the end of unallocated), and its next try took .3.
+      if (++gets === 2) store[0]!.spec.allocations = [0, store[0]!.spec.allocations[1], null, 1];
+      return get(t, ns, name);
+    };
+    vi.useFakeTimers();
+    const { p, done } = write(client, BLOCKS, 'update', bundle, { ordinals: [1, 2] });
+    await vi.runAllTimersAsync();
+    vi.useRealTimers();
+    await done;
+    const b = store[0]!.spec;
+    expect(b.allocations.map((a: number | null) => (a === null ? null : b.attributes[a].handle_id))).toEqual([
+      'vxlan-tunnel-addr-n1',
+      'k8s-pod-network.a',
+      'k8s-pod-network.b',
+      'k8s-pod-network.retry',
+    ]);
+    // What is free is written before the wait (.1), the rest after it (.2).
+    expect(puts).toHaveLength(2);
+    expect(p.action.ipam).toEqual({ ordinals: [1, 2] });
   });
 
   // node-side-night.test.ts (a rehearsal): planned into a re-created block while its address was free, the handle's

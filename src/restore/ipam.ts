@@ -27,7 +27,19 @@
 import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, IPAM_LIVE_KINDS, POD_ANNOTATION_CONTAINER_ID } from '../calico/knowledge.js';
 import { groupOf, type KubeObject } from '../kube/types.js';
 import { canonicalJson } from '../util/canonical.js';
-import { blockRecreated, duplicateLine, mergeBlock, releasedWithPod, withoutUnused, type DuplicateIp, type KeepAllocation } from './ipam-merge.js';
+import {
+  attributeAt,
+  blockRecreated,
+  DUPLICATE_SETTLE_MS,
+  duplicateLine,
+  mergeBlock,
+  releasedWithPod,
+  settledDuplicates,
+  withoutUnused,
+  type BlockMerge,
+  type DuplicateIp,
+  type KeepAllocation,
+} from './ipam-merge.js';
 import type { AddressUse } from './ipam-use.js';
 import { DesiredSpool, type SpoolSlot } from './spool.js';
 
@@ -72,15 +84,15 @@ export interface IpamSources {
    * assigns an address before it sets up the pod's routes and releases it when that fails, as it does for an address
    * a running pod still uses on its node, so the holder seen may be gone a second later (node-side-night.test.ts: a
    * calico-apiserver pod's ADD held a bundle pod's address for 0.6 s; restore judged it a duplicate and left the
-   * bundle pod without its allocation). Without it the first reading stands.
+   * bundle pod without its allocation). The kubelet retries that ADD with the same container ID, and each try takes
+   * the next free ordinal: only what the same handle holds at the same ordinal in both readings is a duplicate; an
+   * ordinal held by another handle in the second reading only is planned for the write, which puts it back once free.
+   * Without it the first reading stands.
    */
   rereadBlock?(live: KubeObject): Promise<KubeObject | undefined>;
   /** How long after the first duplicate seen the blocks are read again (default DUPLICATE_SETTLE_MS). */
   settleMs?: number;
 }
-
-/** Time for a CNI ADD in flight to finish or release what it took (the plugin's failed ADD above took 0.6 s). */
-export const DUPLICATE_SETTLE_MS = 3000;
 
 /**
  * The plan's entries for the merge, visited one at a time: a restore of 100k handles never holds them all as objects
@@ -114,6 +126,8 @@ export async function mergeIpamPlan(planned: IpamPlanned[] | IpamEntries, source
     // backup): the only handles whose address another allocator can take between planning and writing.
     const putBack = new Map<string, Set<string>>();
     const duplicated = new Map<string, string>(); // bundle handle -> address another handle holds now
+    // CIDR -> handles whose address an ADD in flight held when planned: the write puts it back once free.
+    const awaited = new Map<string, Set<string>>();
     const gone = podGone(sources);
     let settleAt: number | undefined;
     let use: Promise<KeepAllocation | undefined> | undefined;
@@ -167,10 +181,17 @@ export async function mergeIpamPlan(planned: IpamPlanned[] | IpamEntries, source
       const a = p.action.action;
       if (!p.live || !(a === 'update' || a === 'replace' || a === 'skip')) return;
       if (!blockRecreated(p.live, o, sources.backupCreatedAt)) return;
-      let m = mergeBlock(p.live, o, undefined, await keeper());
+      const keep = await keeper();
       // A bundle allocation whose pod is gone was released with it: its address's new holder is no duplicate.
-      let duplicates: DuplicateIp[] = [];
-      for (const d of m.duplicates) if (!(await gone(d))) duplicates.push(d);
+      const judged = async (m: BlockMerge) => {
+        const out: DuplicateIp[] = [];
+        for (const d of m.duplicates) if (!(await gone(d))) out.push(d);
+        return out;
+      };
+      let m = mergeBlock(p.live, o, undefined, keep);
+      let duplicates = await judged(m);
+      // Ordinals held by an ADD in flight when read again: the write puts them back once free (ipam-write.ts).
+      let pending: DuplicateIp[] = [];
       if (duplicates.length && sources.rereadBlock) {
         // One wait for the whole plan: every block with a duplicate is read again once that moment has passed.
         settleAt ??= Date.now() + (sources.settleMs ?? DUPLICATE_SETTLE_MS);
@@ -179,25 +200,29 @@ export async function mergeIpamPlan(planned: IpamPlanned[] | IpamEntries, source
         const again = await sources.rereadBlock(p.live);
         if (again) {
           p.live = again;
-          m = mergeBlock(again, o, undefined, await keeper());
-          duplicates = [];
-          for (const d of m.duplicates) if (!(await gone(d))) duplicates.push(d);
+          m = mergeBlock(again, o, undefined, keep);
+          const seen = await judged(m);
+          const kept = settledDuplicates(seen, duplicates);
+          pending = seen.filter((d) => !kept.includes(d) && (!keep || keep(attributeAt(o, d.ordinal), d.address)));
+          duplicates = kept;
         }
       }
       // The handles' judgement reads the blocks as the merge leaves them.
       after.set(m.block);
       for (const d of duplicates) duplicated.set(d.bundleHandle, d.address);
       if (duplicates.length) p.action.ipam = { duplicates: duplicates.map(duplicateLine) };
-      if (!m.restored.length) return;
+      if (!m.restored.length && !pending.length) return;
       const attrs: { handle_id?: string }[] = o.spec?.attributes ?? [];
       const handles = new Set<string>();
       for (const ordinal of m.restored) {
         const h = attrs[(o.spec?.allocations ?? [])[ordinal]]?.handle_id;
         if (h) handles.add(h);
       }
+      for (const d of pending) handles.add(d.bundleHandle);
       putBack.set(o.spec?.cidr, handles);
+      if (pending.length) awaited.set(o.spec?.cidr, new Set(pending.map((d) => d.bundleHandle)));
       p.action.action = 'update';
-      p.action.ipam = { ...p.action.ipam, ordinals: m.restored };
+      p.action.ipam = { ...p.action.ipam, ordinals: [...m.restored, ...pending.map((d) => d.ordinal)].sort((a, b) => a - b) };
       p.action.reason = `re-created by Calico after the backup: ${m.restored.length} allocation(s) of the bundle put back address by address into the block as it is when written`;
     }
 
@@ -229,7 +254,7 @@ export async function mergeIpamPlan(planned: IpamPlanned[] | IpamEntries, source
         const recheck: string[] = [];
         for (const cidr of blocks) {
           const now = await after.get(cidr);
-          let here = allocatesTo(now, handle);
+          let here = allocatesTo(now, handle) || !!awaited.get(cidr)?.has(handle);
           if (!here && now) {
             const then = await before.get(cidr);
             here = !!then && canonicalJson(now.spec) === canonicalJson(then.spec);
