@@ -6,12 +6,15 @@
  *   node dist/bench/restore-worker.js KUBECONFIG BUNDLE CONCURRENCY
  */
 import { openBundle } from '../src/bundle/reader.js';
+import { preferSmallHeap } from '../src/core/heap.js';
 import { Reporter, type IoHost } from '../src/io/host.js';
 import { KubeClient } from '../src/kube/client.js';
 import { restoreResources } from '../src/restore/restore.js';
 
 async function main(): Promise<void> {
   const [kubeconfig, bundlePath, concurrency] = process.argv.slice(2);
+  // As every command's handler does (src/cli/context.ts).
+  preferSmallHeap();
   const client = await KubeClient.connect({ kubeconfig: kubeconfig! });
   const bundle = await openBundle(bundlePath!);
   // Messages go nowhere (a terminal would show them and forget them): the engine's memory, not a log's.

@@ -1,6 +1,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { parseDuration } from '../config/config.js';
 import { EnvironmentError, ExitCode, isCniRewindError } from '../core/errors.js';
+import { preferSmallHeap } from '../core/heap.js';
 import { Reporter } from '../io/host.js';
 import { redact } from '../io/redact.js';
 // Types only: the Kubernetes client is imported when a command first asks for it (not for --help, version, inspect).
@@ -68,6 +69,7 @@ export class CliContext {
  */
 export function handler<A>(fn: (ctx: CliContext, args: A & GlobalArgs) => Promise<number | void>): (args: A & GlobalArgs) => Promise<void> {
   return async (args) => {
+    preferSmallHeap();
     const ctx = new CliContext(args);
     // If the event loop runs dry while the command still waits on something (a promise nothing will ever settle),
     // Node would exit with code 0 as if it had succeeded. Never let that pass for success.
