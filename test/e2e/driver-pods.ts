@@ -6,14 +6,15 @@ import { expect } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.js';
 import { podsUsingAddresses, type AddressedPod } from './population-pods.js';
 import { heldByLog, ipamCheck, readIpam, type DriverEvent } from './ipam-support.js';
+import { expectPodAddressesHeld } from './pod-ip-support.js';
 
 /** The IPAM driver's pod namespace (its --namespace default), which its allocations' attributes name. */
 export const DRIVER_NS = 'ipam-churn';
 
 /**
  * With a Pod object for each driver allocation (podsForDriverAllocations): every allocation the driver holds (`evs`)
- * is held by its handle alone, recorded once by it, nothing is held twice, no other pod handle holds anything, and
- * `calicoctl ipam check` finds no problem (the driver's addresses are their pods', not leaks).
+ * is held by its handle alone, recorded once by it, nothing is held twice, no other pod handle holds anything, every
+ * running pod's address is allocated to that pod (expectPodAddressesHeld), and `calicoctl ipam check` finds no problem (the driver's addresses are their pods', not leaks).
  */
 export async function expectDriverPodsIntact(client: KubeClient, evs: DriverEvent[]): Promise<void> {
   const held = heldByLog(evs);
@@ -29,6 +30,8 @@ export async function expectDriverPodsIntact(client: KubeClient, evs: DriverEven
   expect([...ipam.owners].filter(([, o]) => o.length > 1)).toEqual([]);
   const podHandles = [...ipam.owners.values()].flat().filter((h) => h.startsWith('k8s-pod-network.'));
   expect(podHandles.sort()).toEqual([...held.keys()].sort());
+  // And from the pods' side (issue 29's check): no two pods share an address, every pod's address is its own.
+  await expectPodAddressesHeld(client, held.size);
   const check = await ipamCheck();
   expect(
     { leaked: check.leaked, noAllocation: check.noAllocation, handlesWithoutIps: check.handlesWithoutIps, missingHandles: check.missingHandles },
