@@ -178,6 +178,7 @@ describe('restore: IPAM is merged, never overwritten', () => {
     await mergeIpamPlan(ps, { ...none, settleMs: 5, rereadBlock: async () => second });
     expect(ps[0]!.action.action).toBe('update');
     expect(ps[0]!.action.ipam).toEqual({ ordinals: [1, 2] });
+    expect(ps[0]!.action.reason).toMatch(/2 allocation\(s\) of the bundle put back .* \(1 of them held by a CNI ADD in flight when read/);
     // Both handles are created only if their block allocates to them when they are written (ipam-write.ts).
     expect(ps.slice(1).map((p) => [p.action.action, p.action.ipam?.recheck])).toEqual([
       ['create', ['10-0-0-0-30']],

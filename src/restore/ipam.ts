@@ -223,7 +223,8 @@ export async function mergeIpamPlan(planned: IpamPlanned[] | IpamEntries, source
       if (pending.length) awaited.set(o.spec?.cidr, new Set(pending.map((d) => d.bundleHandle)));
       p.action.action = 'update';
       p.action.ipam = { ...p.action.ipam, ordinals: [...m.restored, ...pending.map((d) => d.ordinal)].sort((a, b) => a - b) };
-      p.action.reason = `re-created by Calico after the backup: ${m.restored.length} allocation(s) of the bundle put back address by address into the block as it is when written`;
+      const later = pending.length ? ` (${pending.length} of them held by a CNI ADD in flight when read: put back once it lets go)` : '';
+      p.action.reason = `re-created by Calico after the backup: ${m.restored.length + pending.length} allocation(s) of the bundle put back address by address into the block as it is when written${later}`;
     }
 
     async function judge(p: IpamPlanned, kind: string): Promise<void> {
