@@ -79,6 +79,20 @@ const write = (client: KubeClient, t: ResourceType, action: 'create' | 'update',
   return { p, done: writeOne(client, resolver, p, owners, new Reporter(new RecordingIoHost())) };
 };
 
+/** A block write to its end through its settle waits (ipam-write.ts reads a block with a duplicate again later). */
+async function settled<T>(w: { p: Planned; done: Promise<T> }): Promise<Planned> {
+  try {
+    await vi.runAllTimersAsync();
+  } finally {
+    vi.useRealTimers();
+  }
+  await w.done;
+  return w.p;
+}
+
+/** Each ordinal's handle in a block's spec (null: free). */
+const handlesOf = (spec: any) => spec.allocations.map((a: number | null) => (a === null ? null : spec.attributes[a].handle_id));
+
 describe('restore writes IPAM without overwriting what Calico wrote', () => {
   it('a block create that meets 409 merges the bundle allocations into the live block, never PUTs the bundle copy', async () => {
     // calico-node's tunnel allocator claimed the block between planning and writing.
@@ -86,9 +100,8 @@ describe('restore writes IPAM without overwriting what Calico wrote', () => {
     const { p, done } = write(client, BLOCKS, 'create', block(['pod-a', 'pod-b', null, null]));
     await done;
     expect(puts).toHaveLength(1);
-    const b = store[0]!.spec;
-    expect(b.allocations.map((a: number | null) => (a === null ? null : b.attributes[a].handle_id))).toEqual(['pod-a', 'pod-b', 'vxlan-tunnel-addr-n1', null]);
-    expect(b.unallocated).toEqual([3]);
+    expect(handlesOf(store[0]!.spec)).toEqual(['pod-a', 'pod-b', 'vxlan-tunnel-addr-n1', null]);
+    expect(store[0]!.spec.unallocated).toEqual([3]);
     expect(p.action.ipam).toEqual({ ordinals: [0, 1] });
   });
 
@@ -98,18 +111,9 @@ describe('restore writes IPAM without overwriting what Calico wrote', () => {
       live.spec.allocations[2] = live.spec.attributes.length - 1;
     });
     vi.useFakeTimers();
-    const { p, done } = write(client, BLOCKS, 'update', block(['vxlan-tunnel-addr-n1', 'pod-a', 'pod-b', null]), { ordinals: [1, 2] });
     // Still held by the same handle a settle later: a duplicate, not an ADD in flight.
-    await vi.runAllTimersAsync();
-    vi.useRealTimers();
-    await done;
-    const b = store[0]!.spec;
-    expect(b.allocations.map((a: number | null) => (a === null ? null : b.attributes[a].handle_id))).toEqual([
-      'vxlan-tunnel-addr-n1',
-      'pod-a',
-      'pod-new',
-      null,
-    ]);
+    const p = await settled(write(client, BLOCKS, 'update', block(['vxlan-tunnel-addr-n1', 'pod-a', 'pod-b', null]), { ordinals: [1, 2] }));
+    expect(handlesOf(store[0]!.spec)).toEqual(['vxlan-tunnel-addr-n1', 'pod-a', 'pod-new', null]);
     expect(p.action.ipam?.duplicates).toEqual([expect.stringMatching(/^duplicate IP 10\.0\.0\.2: .*handle pod-b.*handle pod-new/)]);
     expect(p.action.ipam?.ordinals).toEqual([1]);
   });
@@ -127,10 +131,7 @@ describe('restore writes IPAM without overwriting what Calico wrote', () => {
       live.spec.allocations[2] = live.spec.attributes.length - 1;
     });
     vi.useFakeTimers();
-    const { p, done } = write(client, BLOCKS, 'update', bundle, { ordinals: [1, 2] });
-    await vi.runAllTimersAsync();
-    vi.useRealTimers();
-    await done;
+    const p = await settled(write(client, BLOCKS, 'update', bundle, { ordinals: [1, 2] }));
     expect(store[0]!.spec.allocations).toEqual([0, 1, 2, null]);
     expect(p.action.ipam?.duplicates).toEqual([expect.stringMatching(/^duplicate IP 10\.0\.0\.2: .*\(pod web\/b-1\).*restart pod web\/b-1/)]);
   });
@@ -148,17 +149,8 @@ describe('restore writes IPAM without overwriting what Calico wrote', () => {
       return get(t, ns, name);
     };
     vi.useFakeTimers();
-    const { p, done } = write(client, BLOCKS, 'update', bundle, { ordinals: [1, 2] });
-    await vi.runAllTimersAsync();
-    vi.useRealTimers();
-    await done;
-    const b = store[0]!.spec;
-    expect(b.allocations.map((a: number | null) => (a === null ? null : b.attributes[a].handle_id))).toEqual([
-      'vxlan-tunnel-addr-n1',
-      'k8s-pod-network.a',
-      'k8s-pod-network.b',
-      'k8s-pod-network.retry',
-    ]);
+    const p = await settled(write(client, BLOCKS, 'update', bundle, { ordinals: [1, 2] }));
+    expect(handlesOf(store[0]!.spec)).toEqual(['vxlan-tunnel-addr-n1', 'k8s-pod-network.a', 'k8s-pod-network.b', 'k8s-pod-network.retry']);
     // What is free is written before the wait (.1), the rest after it (.2).
     expect(puts).toHaveLength(2);
     expect(p.action.ipam).toEqual({ ordinals: [1, 2] });
