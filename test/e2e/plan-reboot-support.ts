@@ -68,8 +68,25 @@ export async function workloadAvailable(client: KubeClient, ns: string): Promise
       const pdb = await client.get(K.pdb, ns, 'web');
       return d.status?.availableReplicas === 2 && pdb.status?.disruptionsAllowed === 1 ? true : undefined;
     },
-    { timeoutMs: 120_000, intervalMs: 500 },
+    // A rehearsal timed out here once with nothing to read (2026-12-06): say where the replicas are and why not ready.
+    { timeoutMs: 120_000, intervalMs: 500, state: () => workloadState(client, ns) },
   );
+}
+
+/** The web Deployment's and PDB's status, each web pod (node, phase, Ready) and each node (cordon, Ready, taints). */
+async function workloadState(client: KubeClient, ns: string): Promise<string> {
+  const d = await client.get(K.deployment, ns, 'web');
+  const pdb = await client.get(K.pdb, ns, 'web');
+  const condition = (o: any, type: string) => o?.status?.conditions?.find((c: any) => c.type === type)?.status ?? '?';
+  const pods = (await client.listAll(K.pod, { namespace: ns })).map(
+    (p: any) =>
+      `${p.metadata.name} on ${p.spec?.nodeName ?? '-'} ${p.status?.phase ?? '?'} Ready=${condition(p, 'Ready')}${p.metadata.deletionTimestamp ? ' deleting' : ''}`,
+  );
+  const nodes = (await client.listAll(K.node)).map(
+    (n: any) =>
+      `${n.metadata.name}${n.spec?.unschedulable ? ' cordoned' : ''} Ready=${condition(n, 'Ready')} taints=${(n.spec?.taints ?? []).map((t: any) => t.key).join(',') || '-'}`,
+  );
+  return `deployment ${JSON.stringify(d.status ?? {})}; pdb ${JSON.stringify(pdb.status ?? {})}; pods [${pods.join('; ')}]; nodes [${nodes.join('; ')}]`;
 }
 
 /** A workload a careless drain would take down: 2 replicas on different nodes, a PDB that allows one disruption at a time. */
