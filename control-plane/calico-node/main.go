@@ -4,7 +4,8 @@
 // the default pools, ClusterInformation) and `-allocate-tunnel-addrs` its long-running tunnel-address allocator
 // (node/pkg/allocateip). Both read the environment exactly as calico-node does (NODENAME, CALICO_IPV4POOL_*,
 // NO_DEFAULT_POOLS, DATASTORE_TYPE, KUBECONFIG, ...). build-calico-node.sh copies this file into the release tree
-// as cnirewind/calico-node-lite, so it is built as part of that tree's own module.
+// as cnirewind/calico-node-lite, so it is built as part of that tree's own module, with one version_*.go and one
+// allocator_*.go beside it: the two places where the releases' APIs differ (the script picks them by the tree).
 package main
 
 import (
@@ -13,7 +14,6 @@ import (
 	"os"
 
 	"github.com/projectcalico/calico/libcalico-go/lib/logutils"
-	"github.com/projectcalico/calico/node/pkg/allocateip"
 	"github.com/projectcalico/calico/node/pkg/lifecycle/startup"
 	"github.com/sirupsen/logrus"
 )
@@ -25,13 +25,13 @@ func main() {
 	flag.Parse()
 	switch {
 	case *version:
-		fmt.Println(startup.VERSION)
+		fmt.Println(calicoVersion())
 	case *runStartup:
 		logrus.SetFormatter(&logutils.Formatter{Component: "startup"})
 		startup.Run()
 	case *runAllocate:
 		logrus.SetFormatter(&logutils.Formatter{Component: "tunnel-ip-allocator"})
-		allocateip.Run(make(chan struct{}))
+		runTunnelAllocator()
 	default:
 		fmt.Fprintln(os.Stderr, "usage: calico-node-lite -startup | -allocate-tunnel-addrs | -v")
 		os.Exit(2)

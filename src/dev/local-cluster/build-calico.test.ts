@@ -86,16 +86,23 @@ function plantCached(cache: string, kind: string, tag: string, commit: string, b
   return bin;
 }
 
-// control-plane/build-calico-node.sh: its own cache key (script + calico-node/main.go), build-calico.sh's pins.
+// control-plane/build-calico-node.sh: its own cache key (script, calico-source.sh, calico-node/main.go), the pins of
+// build-calico.sh and calico-releases.pins.
 describe('build-calico-node.sh', () => {
   const nodeScript = path.join(packageRoot(), 'control-plane', 'build-calico-node.sh');
   const runNode = (tag: string, env: Record<string, string>) =>
     spawnSync('bash', [nodeScript, tag], { encoding: 'utf8', env: { ...process.env, CNI_REWIND_E2E_CACHE: path.join(tmp, 'node-cache'), ...env } });
 
-  it('refuses a Calico tag build-calico.sh has no pin for, naming the pinned ones', () => {
+  it('refuses a Calico tag no pin names, naming the pinned ones of both tables', () => {
     const r = runNode('v3.99.0', {});
     expect(r.status).toBe(2);
-    expect(r.stderr.trim()).toMatch(/^build-calico-node.sh: unknown Calico version 'v3.99.0' \(known: v3.27.4 v3.28.1 /);
+    expect(r.stderr.trim()).toMatch(/^build-calico-node.sh: unknown Calico version 'v3.99.0' \(known: v3.27.4 v3.28.1 v3.29.7 v3.30.7 v3.31.7 v3.32.1 \)$/);
+  });
+
+  it('takes a release pinned in calico-releases.pins from the same checked source', () => {
+    const r = runNode('v3.32.1', { CNI_REWIND_SOURCE_MIRROR: path.join(tmp, 'empty') });
+    expect(r.status).toBe(4);
+    expect(r.stderr).toContain('projectcalico-calico-v3.32.1.tar.gz not found in CNI_REWIND_SOURCE_MIRROR');
   });
 
   it('finds its cached build where calicoProgramCached says it is', () => {
@@ -104,7 +111,12 @@ describe('build-calico-node.sh', () => {
     process.env.CNI_REWIND_E2E_CACHE = cache;
     try {
       expect(calicoProgramCached('node-side', 'v3.28.1')).toBe(false);
-      const files = [nodeScript, path.join(packageRoot(), 'control-plane', 'calico-node', 'main.go')];
+      const lite = ['main.go', 'version_startup.go', 'version_buildinfo.go', 'allocator_done_channel.go', 'allocator_context.go'];
+      const files = [
+        nodeScript,
+        path.join(packageRoot(), 'control-plane', 'calico-source.sh'),
+        ...lite.map((f) => path.join(packageRoot(), 'control-plane', 'calico-node', f)),
+      ];
       const recipe = createHash('sha256')
         .update(Buffer.concat(files.map((f) => readFileSync(f))))
         .digest('hex')
@@ -116,6 +128,64 @@ describe('build-calico-node.sh', () => {
       expect(calicoProgramCached('node-side', 'v3.28.1')).toBe(true);
       // Without Go on its PATH the script can only answer by finding the build cached there.
       const r = runNode('v3.28.1', { CNI_REWIND_E2E_CACHE: cache, PATH: '/usr/bin:/bin' });
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout.trim()).toBe(bin);
+    } finally {
+      if (prev === undefined) delete process.env.CNI_REWIND_E2E_CACHE;
+      else process.env.CNI_REWIND_E2E_CACHE = prev;
+    }
+  });
+});
+
+// control-plane/build-calico-release.sh: the releases of calico-releases.pins, each keyed by the script, the shared
+// source steps and its own pin line.
+describe('build-calico-release.sh', () => {
+  const releaseScript = path.join(packageRoot(), 'control-plane', 'build-calico-release.sh');
+  const runRelease = (args: string[], env: Record<string, string>) =>
+    spawnSync('bash', [releaseScript, ...args], { encoding: 'utf8', env: { ...process.env, CNI_REWIND_E2E_CACHE: path.join(tmp, 'release-cache'), ...env } });
+
+  it('refuses what calico-releases.pins does not pin, in one line naming what it does', () => {
+    for (const args of [
+      ['operator', 'v1.34.3'],
+      ['ipam-driver', 'v3.32.1'],
+    ]) {
+      const r = runRelease(args, {});
+      expect(r.status).toBe(2);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toContain(
+        `unknown program or version '${args.join(' ')}' (known: operator v1.40.15, operator v1.42.3, calico v3.31.7, calico v3.32.1, )`,
+      );
+    }
+  });
+
+  it('checks a mirror file against its own pin', () => {
+    const mirror = path.join(tmp, 'release-mirror');
+    mkdirSync(mirror, { recursive: true });
+    writeFileSync(path.join(mirror, 'tigera-operator-v1.42.3.tar.gz'), 'not the upstream archive');
+    const r = runRelease(['operator', 'v1.42.3'], { CNI_REWIND_SOURCE_MIRROR: mirror });
+    expect(r.status).toBe(4);
+    expect(r.stderr).toMatch(/tigera-operator-v1.42.3.tar.gz: sha256 [0-9a-f]{64}, expected 5fade329/);
+  });
+
+  it("finds its cached build where calicoProgramCached says it is, keyed by the release's pin line", () => {
+    const cache = path.join(tmp, 'release-keyed');
+    const prev = process.env.CNI_REWIND_E2E_CACHE;
+    process.env.CNI_REWIND_E2E_CACHE = cache;
+    try {
+      const commit = '40f3e3d35845ec159148b0a726ca069bf104d680';
+      const pinLine = `operator v1.42.3 ${commit} 5fade329962cd8a207acc254f7546c244281750a60c5ef59af0afffa51ecf5e9\n`;
+      const recipe = createHash('sha256')
+        .update(Buffer.concat([readFileSync(releaseScript), readFileSync(path.join(packageRoot(), 'control-plane', 'calico-source.sh')), Buffer.from(pinLine)]))
+        .digest('hex')
+        .slice(0, 12);
+      expect(calicoProgramCached('operator', 'v1.42.3')).toBe(false);
+      const bin = path.join(cache, 'calico-programs', `operator-v1.42.3_${recipe}`, 'bin');
+      mkdirSync(bin, { recursive: true });
+      writeFileSync(path.join(bin, 'operator'), '#!/bin/sh\n', { mode: 0o755 });
+      writeFileSync(path.join(bin, '.commit'), `${commit}\n`);
+      expect(calicoProgramCached('operator', 'v1.42.3')).toBe(true);
+      // Without Go on its PATH the script can only answer by finding the build cached there.
+      const r = runRelease(['operator', 'v1.42.3'], { CNI_REWIND_E2E_CACHE: cache, PATH: '/usr/bin:/bin' });
       expect(r.status, r.stderr).toBe(0);
       expect(r.stdout.trim()).toBe(bin);
     } finally {

@@ -22,6 +22,13 @@ export const PROGRAMS_FOR_TESTS: ReadonlyArray<readonly [CalicoProgramKind, stri
   ['node-side', 'v3.29.7'],
   ['node-side', 'v3.30.7'],
   ['node-side', 'v3.27.4'],
+  // 3.31 and 3.32 (calico-releases.pins): node-side-releases-new.test.ts.
+  ['operator', 'v1.40.15'],
+  ['calico', 'v3.31.7'],
+  ['node-side', 'v3.31.7'],
+  ['operator', 'v1.42.3'],
+  ['calico', 'v3.32.1'],
+  ['node-side', 'v3.32.1'],
 ];
 
 async function main(): Promise<number> {

@@ -129,9 +129,11 @@ describe('calicoProgramsFor', () => {
     expect(calicoProgramsFor('v3.29.7')).toBe('v3.29.7');
     expect(calicoProgramsFor('v3.28.5')).toBe('v3.28.1');
     expect(calicoProgramsFor('v3.27.4')).toBe('v3.28.1');
+    expect(calicoProgramsFor('v3.31.7')).toBe('v3.31.7');
+    expect(calicoProgramsFor('v3.32.0')).toBe('v3.32.1');
   });
   it('names no tree for a minor it has none for, or no tag', () => {
-    expect(calicoProgramsFor('v3.31.7')).toBeUndefined();
+    expect(calicoProgramsFor('v3.33.0')).toBeUndefined();
     expect(calicoProgramsFor('latest')).toBeUndefined();
     expect(calicoProgramsFor(undefined)).toBeUndefined();
   });

@@ -6,23 +6,48 @@ import { packageRoot } from '../../core/package-root.js';
 import { buildCacheRoot, buildTimesFile } from './paths.js';
 
 /**
- * Calico's own control-plane programs for the local cluster, built from the upstream release source by
- * control-plane/build-calico.sh and cached by version (docs/calico-programs.md). `node-side` (calico-node's start-up
- * and tunnel-address allocator, and the CNI plugin) is built by control-plane/build-calico-node.sh, with a key of
- * its own, so that adding it did not change build-calico.sh's key.
+ * Calico's own control-plane programs for the local cluster, built from the upstream release source and cached by
+ * version (docs/calico-programs.md): by control-plane/build-calico.sh for the four trees it pins, by
+ * build-calico-release.sh for each release in calico-releases.pins. `node-side` (calico-node's start-up and
+ * tunnel-address allocator, and the CNI plugin) is built by control-plane/build-calico-node.sh, with a key of its
+ * own. Each later script has its own key so that build-calico.sh's, which keys the programs cached first, stays.
  */
 export type CalicoProgramKind = 'operator' | 'calico' | 'ipam-driver' | 'node-side';
 
-/** The build script and the files whose hash (first 12 hex digits of one sha256 over them) keys its cache. */
-function recipeOf(kind: CalicoProgramKind): { script: string; files: string[] } {
+/**
+ * The build script of one program set and what its cache key hashes (first 12 hex digits of one sha256 over them),
+ * exactly as the script computes it. A release pinned in control-plane/calico-releases.pins is built by
+ * build-calico-release.sh, whose key covers that release's own pin line (adding a release rebuilds nothing else);
+ * the four trees pinned in build-calico.sh keep that script's key.
+ */
+function recipeOf(kind: CalicoProgramKind, tag: string): { args: string[]; hashed: Buffer[] } {
   const dir = path.join(packageRoot(), 'control-plane');
+  const read = (...f: string[]) => readFileSync(path.join(dir, ...f));
   if (kind === 'node-side') {
     const script = path.join(dir, 'build-calico-node.sh');
-    return { script, files: [script, path.join(dir, 'calico-node', 'main.go')] };
+    return { args: [script, tag], hashed: [read('build-calico-node.sh'), read('calico-source.sh'), ...NODE_LITE_FILES.map((f) => read('calico-node', f))] };
+  }
+  const pin = kind === 'ipam-driver' ? undefined : releasePin(kind, tag);
+  if (pin) {
+    const script = path.join(dir, 'build-calico-release.sh');
+    return { args: [script, kind, tag], hashed: [read('build-calico-release.sh'), read('calico-source.sh'), Buffer.from(`${pin}\n`)] };
   }
   const script = path.join(dir, 'build-calico.sh');
-  const files = kind === 'ipam-driver' ? [script, path.join(dir, 'ipam-driver', 'go.mod'), path.join(dir, 'ipam-driver', 'main.go')] : [script];
-  return { script, files };
+  const hashed = kind === 'ipam-driver' ? [read('build-calico.sh'), read('ipam-driver', 'go.mod'), read('ipam-driver', 'main.go')] : [read('build-calico.sh')];
+  return { args: [script, kind, tag], hashed };
+}
+
+/** calico-node-lite's sources in the order build-calico-node.sh hashes them (its NODE_LITE_FILES). */
+const NODE_LITE_FILES = ['main.go', 'version_startup.go', 'version_buildinfo.go', 'allocator_done_channel.go', 'allocator_context.go'];
+
+/** The pin line (`kind tag commit sha256`, single spaces) of a release in calico-releases.pins, or undefined. */
+function releasePin(kind: CalicoProgramKind, tag: string): string | undefined {
+  const pins = readFileSync(path.join(packageRoot(), 'control-plane', 'calico-releases.pins'), 'utf8');
+  for (const line of pins.split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f[0] === kind && f[1] === tag) return f.slice(0, 4).join(' ');
+  }
+  return undefined;
 }
 
 /** The Calico tree of the default calicoctl, and of the API server and kube-controllers for 3.27 and 3.28 installs. */
@@ -41,6 +66,8 @@ export const CALICO_PROGRAMS_FOR_MINOR: Readonly<Record<string, string>> = {
   'v3.28': 'v3.28.1',
   'v3.29': 'v3.29.7',
   'v3.30': 'v3.30.7',
+  'v3.31': 'v3.31.7',
+  'v3.32': 'v3.32.1',
 };
 
 /**
@@ -54,6 +81,8 @@ export const NODE_SIDE_FOR_MINOR: Readonly<Record<string, string>> = {
   'v3.28': 'v3.28.1',
   'v3.29': 'v3.29.7',
   'v3.30': 'v3.30.7',
+  'v3.31': 'v3.31.7',
+  'v3.32': 'v3.32.1',
 };
 
 const minorOf = (tag: string | undefined): string | undefined => {
@@ -74,7 +103,7 @@ export function nodeSideFor(tag: string | undefined): string | undefined {
 }
 
 /** Operator tags the build script has pinned sources for (image tag -> buildable). */
-export const BUILDABLE_OPERATORS = ['v1.32.10', 'v1.34.3', 'v1.36.16', 'v1.38.13'] as const;
+export const BUILDABLE_OPERATORS = ['v1.32.10', 'v1.34.3', 'v1.36.16', 'v1.38.13', 'v1.40.15', 'v1.42.3'] as const;
 
 /**
  * True when control-plane/build-calico.sh would find this program set cached (and not build): its bin directory,
@@ -88,7 +117,7 @@ export function calicoProgramCached(kind: CalicoProgramKind, tag: string): boole
 /** The bin directory build-calico.sh would print for a program set it finds cached, else undefined. */
 function cachedProgramBin(kind: CalicoProgramKind, tag: string): string | undefined {
   const hash = createHash('sha256');
-  for (const f of recipeOf(kind).files) hash.update(readFileSync(f));
+  for (const b of recipeOf(kind, tag).hashed) hash.update(b);
   const recipe = hash.digest('hex').slice(0, 12);
   const bin = path.join(buildCacheRoot(), 'calico-programs', `${kind}-${tag}_${recipe}`, 'bin');
   return existsSync(path.join(bin, '.commit')) ? bin : undefined;
@@ -99,13 +128,13 @@ function cachedProgramBin(kind: CalicoProgramKind, tag: string): string | undefi
  * least every 30 s; those lines go to `log`. Asynchronous so that a supervisor keeps serving while it builds.
  */
 export function ensureCalicoProgram(kind: CalicoProgramKind, tag: string, log: (line: string) => void = () => {}): Promise<string> {
-  const { script } = recipeOf(kind);
+  const { args } = recipeOf(kind, tag);
   // Cached: no script to run. A supervisor once waited for ever on a spawned check of a cached operator (rehearsal,
   // cluster-up-ready: 'preparing operator v1.34.3' and no operator for 10 minutes, no child process left); the
   // liveness check in runBuildScript now ends such a wait if the script's process is gone.
   const cached = cachedProgramBin(kind, tag);
   if (cached) return Promise.resolve(cached);
-  return runBuildScript(`${kind} ${tag}`, kind === 'node-side' ? [script, tag] : [script, kind, tag], log);
+  return runBuildScript(`${kind} ${tag}`, args, log);
 }
 
 /** A build whose process vanished without an exit status: worth preparing again (the supervisor does at its next tick). */
