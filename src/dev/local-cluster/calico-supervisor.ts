@@ -4,7 +4,8 @@
  * cluster would run as pods and runs the real programs out of cluster instead, all bound to 127.x:
  * - the `tigera-operator` Deployment: image tag -> that operator's binary, replicas 0 -> stopped;
  * - the operator-rendered Calico API server (Deployment calico-apiserver, Service calico-api, secret
- *   calico-apiserver-certs) -> the Calico API server on the Service's loopback ClusterIP and port;
+ *   calico-apiserver-certs, in namespace calico-apiserver or, from 3.31, calico-system) -> the Calico API server on
+ *   the Service's loopback ClusterIP and port;
  * - a calico-kube-controllers Deployment -> kube-controllers with the node controller (node and IPAM clean-up);
  * both from the Calico tree of the rendered image's minor (calicoProgramsFor).
  * Started detached by LocalCluster.startCalico(); its children share its process group, so stopping the
@@ -42,6 +43,7 @@ export interface SupervisorStatus {
 }
 
 export const SUPERVISOR_STATUS_FILE = 'calico-supervisor.json';
+const API_SERVER_NAMESPACES = ['calico-system', 'calico-apiserver'];
 const OPERATOR_NAMESPACE = 'tigera-operator';
 
 export class CalicoSupervisor {
@@ -125,12 +127,18 @@ export class CalicoSupervisor {
       Object.assign(status.operator, running(this.operator));
     }
 
-    // The Calico API server behind the aggregation layer.
-    const api = desiredApiServer(
-      await get(K.deployment, 'calico-apiserver', 'calico-apiserver'),
-      await get(K.service, 'calico-apiserver', 'calico-api'),
-      await get(K.secret, 'calico-apiserver', 'calico-apiserver-certs'),
-    );
+    // The Calico API server behind the aggregation layer: namespace calico-apiserver up to operator v1.38 (3.30),
+    // calico-system from v1.40 (3.31; tigera/operator pkg/render/apiserver.go APIServerNamespace). While an upgrade
+    // moves it, the one that wants a replica and has its Service and certificate runs, the newer place first.
+    let api: ReturnType<typeof desiredApiServer>;
+    for (const ns of API_SERVER_NAMESPACES) {
+      api = desiredApiServer(
+        await get(K.deployment, ns, 'calico-apiserver'),
+        await get(K.service, ns, 'calico-api'),
+        await get(K.secret, ns, 'calico-apiserver-certs'),
+      );
+      if (api) break;
+    }
     const apiTree = calicoProgramsFor(api?.tag);
     const apiKey = api && apiTree ? `${apiTree} ${api.fingerprint}` : undefined;
     if (this.apiserver.running && this.apiserver.running.key !== apiKey) await this.apiserver.stop();
