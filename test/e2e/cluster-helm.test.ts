@@ -55,12 +55,12 @@ describe('npm run cluster -- up --calico 3.28.1 --install helm', () => {
   }, 600_000);
 
   it('refuses a Calico without a source pin in one line (exit 2), before anything is installed', async () => {
-    const r = await clusterCli(['up', '--calico', '3.31.7', '--install', 'helm']);
+    const r = await clusterCli(['up', '--calico', '3.33.0', '--install', 'helm']);
     expect(r.code, r.stderr).toBe(2);
     // One line: the usage text would not help, the version is what is wrong.
     expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(r.stderr.split('\n')[0]).toMatch(
-      /^cluster: --install helm: no Calico source pin for v3\.31\.7 in control-plane\/build-calico\.sh to package its chart from \(pinned: .*v3\.28\.1.*\)$/,
+      /^cluster: --install helm: no Calico source pin for v3\.33\.0 in control-plane\/build-calico\.sh or calico-releases\.pins to package its chart from \(pinned: .*v3\.28\.1.*\)$/,
     );
     expect(await client.getOrUndefined(K.namespace, undefined, NS)).toBeUndefined();
   });

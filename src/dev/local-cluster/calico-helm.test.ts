@@ -29,9 +29,10 @@ describe('cluster up --install helm', () => {
     expect(pinnedCalicoSources()).toEqual(expect.arrayContaining(['v3.28.1', 'v3.29.7', 'v3.30.7']));
     expect(await helmInstallRefusal('3.28.1')).toBeUndefined();
     expect(await helmInstallRefusal('v3.30.7')).toBeUndefined();
-    const refusal = await helmInstallRefusal('3.31.7');
+    expect(await helmInstallRefusal('3.32.1')).toBeUndefined();
+    const refusal = await helmInstallRefusal('3.33.0');
     expect(refusal).toMatch(
-      /^--install helm: no Calico source pin for v3\.31\.7 in control-plane\/build-calico\.sh to package its chart from \(pinned: v3\.27\.4, v3\.28\.1/,
+      /^--install helm: no Calico source pin for v3\.33\.0 in control-plane\/build-calico\.sh or calico-releases\.pins to package its chart from \(pinned: v3\.27\.4, v3\.28\.1/,
     );
     expect(refusal).not.toContain('\n');
   });

@@ -15,6 +15,7 @@ import { imageTag } from '../../calico/knowledge.js';
 import { loadRelease } from '../../calico/release.js';
 import { packageRoot } from '../../core/package-root.js';
 import type { KubeClient } from '../../kube/client.js';
+import { applyManifests } from '../../kube/manifests.js';
 import type { KubeObject } from '../../kube/types.js';
 import { LOCAL_CALICO_NODES } from './calico-install.js';
 import { BUILDABLE_OPERATORS } from './calico-programs.js';
@@ -29,9 +30,13 @@ const helmScript = (name: 'build.sh' | 'chart.sh') => path.join(packageRoot(), '
 
 const vTag = (version: string) => (version.startsWith('v') ? version : `v${version}`);
 
-/** Calico tags whose source tree control-plane/build-calico.sh pins (tag commit and archive sha256): the charts chart.sh can package. */
+/**
+ * Calico tags whose source tree control-plane/build-calico.sh or calico-releases.pins pins (tag commit and archive
+ * sha256): the charts chart.sh can package.
+ */
 export function pinnedCalicoSources(): string[] {
-  const text = readFileSync(path.join(packageRoot(), 'control-plane', 'build-calico.sh'), 'utf8');
+  const dir = path.join(packageRoot(), 'control-plane');
+  const text = ['build-calico.sh', 'calico-releases.pins'].map((f) => readFileSync(path.join(dir, f), 'utf8')).join('\n');
   return [...text.matchAll(/^calico (v\d+\.\d+\.\d+) [0-9a-f]{40} [0-9a-f]{64}$/gm)].map((m) => m[1]!);
 }
 
@@ -45,7 +50,7 @@ export async function helmInstallRefusal(version: string): Promise<string | unde
   if (!existsSync(helmScript('chart.sh'))) return `--install helm needs the source checkout's test/helm/ (helm and the chart are built from there)`;
   const pinned = pinnedCalicoSources();
   if (!pinned.includes(tag)) {
-    return `--install helm: no Calico source pin for ${tag} in control-plane/build-calico.sh to package its chart from (pinned: ${pinned.join(', ')})`;
+    return `--install helm: no Calico source pin for ${tag} in control-plane/build-calico.sh or calico-releases.pins to package its chart from (pinned: ${pinned.join(', ')})`;
   }
   const release = await loadRelease(tag, { offline: true, need: 'operator' });
   const opTag = imageTag(release.operatorImage);
@@ -87,6 +92,12 @@ async function lastLineOf(args: string[], what: string): Promise<string> {
   return out;
 }
 
+/** Whether the packaged chart carries a crds/ folder (up to 3.31; 3.32's README: "CRDs are no longer bundled"). */
+async function chartBundlesCrds(chart: string): Promise<boolean> {
+  const { stdout } = await run('tar', ['-tzf', chart], { maxBuffer: 16 * 1024 * 1024 });
+  return stdout.split('\n').some((f) => /^[^/]+\/crds\//.test(f));
+}
+
 /** Helm's own folders under `home`, so nothing of the developer's Helm setup takes part; releases in Secrets (its default). */
 export function helmEnv(kubeconfig: string, home: string): NodeJS.ProcessEnv {
   return {
@@ -117,6 +128,13 @@ export async function installCalicoByHelm(
     await lastLineOf([helmScript('chart.sh'), tag], `test/helm/chart.sh ${tag}`),
   ];
   await createFakeNodes(client, LOCAL_CALICO_NODES);
+  if (!(await chartBundlesCrds(chart))) {
+    // From 3.32 the chart leaves the CRDs to the crd.projectcalico.org.v1 chart, applied first server-side (the
+    // chart's README: `helm template calico-crds ... | kubectl apply --server-side -f -`); the release's
+    // operator-crds.yaml holds the same CRDs.
+    log(`installing Calico ${release.version} (helm): the chart bundles no CRDs, applying the release's ${release.crds.length} first`);
+    await applyManifests(client, release.crds, { fieldManager: 'cni-rewind-local-cluster' });
+  }
   const dir = path.join(cluster.workDir, 'helm');
   mkdirSync(path.join(dir, 'home'), { recursive: true, mode: 0o700 });
   const valuesFile = path.join(dir, 'values.json');
