@@ -59,6 +59,34 @@ export function pruneUnknownFields<T extends KubeObject>(obj: T, crd: KubeObject
   return copy;
 }
 
+/**
+ * A copy without the empty maps (`nodeSelector: {}`): fields whose schema is a map (additionalProperties, no
+ * properties) holding no key. For the Go types behind Calico's CRDs an empty map and an absent one are the same
+ * value (`omitempty` drops both), while a chart or an operator writes one or the other: the 3.32 tigera-operator
+ * chart renders `controlPlaneNodeSelector: {}` into the Installation, 3.31's renders nothing. Empty structs and
+ * lists are kept: for those, set-but-empty can mean something (an Installation's `ipPools: []`).
+ */
+export function withoutEmptyMaps<T extends KubeObject>(obj: T, crd: KubeObject): T {
+  const copy = structuredClone(obj);
+  const schema = schemaFor(obj, crd);
+  if (schema) dropEmptyMaps(copy, schema);
+  return copy;
+}
+
+function dropEmptyMaps(v: unknown, s: Schema): void {
+  if (isPlainObject(v)) {
+    for (const key of Object.keys(v)) {
+      const cs = childSchema(s, key);
+      if (!cs || cs === 'any') continue;
+      const child = v[key];
+      if (isPlainObject(child) && Object.keys(child).length === 0 && !cs.properties && cs.additionalProperties) delete v[key];
+      else dropEmptyMaps(child, cs);
+    }
+  } else if (Array.isArray(v) && s.items && typeof s.items === 'object') {
+    for (const item of v) dropEmptyMaps(item, s.items);
+  }
+}
+
 // ---------- walking ----------
 
 function join(path: string, key: string): string {

@@ -289,3 +289,107 @@ describe('verify-data: a pool the plan stopped in the target operator\'s terms (
     ]);
   });
 });
+
+describe('verify-data: the same value written another way (3.32.1 -> 3.31.7 by Helm on the real programs)', () => {
+  const schemaCrd = (kind: string, plural: string, group: string, spec: Record<string, unknown>): KubeObject => ({
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${plural}.${group}` },
+    spec: {
+      group,
+      scope: 'Cluster',
+      names: { kind, plural },
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: spec } } } },
+        },
+      ],
+    },
+  });
+  const installationCrd = schemaCrd('Installation', 'installations', 'operator.tigera.io', {
+    controlPlaneNodeSelector: { type: 'object', additionalProperties: { type: 'string' } },
+    calicoNetwork: { type: 'object', properties: { ipPools: { type: 'array', items: { type: 'object' } } } },
+  });
+  const kccCrd = schemaCrd('KubeControllersConfiguration', 'kubecontrollersconfigurations', 'crd.projectcalico.org', {
+    controllers: { type: 'object', properties: { node: { type: 'object', properties: { reconcilerPeriod: { type: 'string' } } } } },
+  });
+  const installation = (spec: Record<string, unknown>): KubeObject => ({
+    apiVersion: 'operator.tigera.io/v1',
+    kind: 'Installation',
+    metadata: { name: 'default' },
+    spec,
+  });
+  const kcc = (period: string) => obj('KubeControllersConfiguration', 'default', { controllers: { node: { reconcilerPeriod: period } } });
+  const differences = async (live: KubeObject[], inBundle: KubeObject[]) =>
+    (
+      await bundleDataPresent(
+        fakes(live, inBundle, [...CRDS, installationCrd, kccCrd]).client,
+        fakes(live, inBundle).bundle,
+        { removeFields: [], trimPoolsPerFamily: false },
+        'v3.31.7',
+      )
+    ).differences.map((d) => `${d.object} ${d.problem}`);
+
+  it('an empty map is no map: controlPlaneNodeSelector {} (3.32 chart) and none (3.31 chart)', async () => {
+    expect(await differences([installation({ calicoNetwork: {} })], [installation({ controlPlaneNodeSelector: {}, calicoNetwork: {} })])).toEqual([]);
+    // A map with a key is compared, and an empty list is not an empty map (ipPools: [] means no default pool).
+    expect(await differences([installation({})], [installation({ controlPlaneNodeSelector: { role: 'cp' } })])).toEqual(['Installation/default changed']);
+    expect(await differences([installation({ calicoNetwork: {} })], [installation({ calicoNetwork: { ipPools: [] } })])).toEqual([
+      'Installation/default changed',
+    ]);
+  });
+
+  it('a duration Go prints in its own form is the same duration: 5m and 5m0s; 5m and 6m differ', async () => {
+    expect(await differences([kcc('5m0s')], [kcc('5m')])).toEqual([]);
+    expect(await differences([kcc('1h30m0s')], [kcc('90m')])).toEqual([]);
+    expect(await differences([kcc('6m0s')], [kcc('5m')])).toEqual(['KubeControllersConfiguration/default changed']);
+  });
+});
+
+describe('verify-data: what a chart or kube-controllers writes that means the same as unset', () => {
+  const installation = (spec: Record<string, unknown>): KubeObject => ({
+    apiVersion: 'operator.tigera.io/v1',
+    kind: 'Installation',
+    metadata: { name: 'default' },
+    spec,
+  });
+  const kcc = (spec: Record<string, unknown>) => obj('KubeControllersConfiguration', 'default', spec);
+  const none = { removeFields: [], trimPoolsPerFamily: false };
+  const differences = async (live: KubeObject[], inBundle: KubeObject[]) => {
+    const installationCrd = { ...crd('Installation', 'installations'), spec: { ...crd('Installation', 'installations').spec, group: 'operator.tigera.io' } };
+    const { client, bundle } = fakes(live, inBundle, [...CRDS, installationCrd, crd('KubeControllersConfiguration', 'kubecontrollersconfigurations')]);
+    return (await bundleDataPresent(client, bundle, none, 'v3.31.7')).differences.map((d) => `${d.object} ${d.problem}`);
+  };
+
+  it("the 3.32 chart's controlPlaneTolerations: [] and nonPrivileged: Disabled are what unset means; other values are compared", async () => {
+    expect(
+      await differences([installation({ variant: 'Calico' })], [installation({ variant: 'Calico', controlPlaneTolerations: [], nonPrivileged: 'Disabled' })]),
+    ).toEqual([]);
+    expect(await differences([installation({})], [installation({ nonPrivileged: 'Enabled' })])).toEqual(['Installation/default changed']);
+    expect(await differences([installation({ controlPlaneTolerations: [{ key: 'a' }] })], [installation({ controlPlaneTolerations: [] })])).toEqual([
+      'Installation/default changed',
+    ]);
+  });
+
+  it("kube-controllers' leakGracePeriod 15m and metrics port 9094, filled where the bundle had none; another value still differs", async () => {
+    const bundled = kcc({ controllers: { node: { reconcilerPeriod: '5m' } }, prometheusMetricsPort: 0 });
+    expect(
+      await differences([kcc({ controllers: { node: { reconcilerPeriod: '5m', leakGracePeriod: '15m0s' } }, prometheusMetricsPort: 0 })], [bundled]),
+    ).toEqual([]);
+    expect(
+      await differences(
+        [kcc({ controllers: { node: { reconcilerPeriod: '5m' } }, prometheusMetricsPort: 9094 })],
+        [kcc({ controllers: { node: { reconcilerPeriod: '5m' } } })],
+      ),
+    ).toEqual([]);
+    expect(
+      await differences([kcc({ controllers: { node: { reconcilerPeriod: '5m', leakGracePeriod: '20m0s' } }, prometheusMetricsPort: 0 })], [bundled]),
+    ).toEqual(['KubeControllersConfiguration/default changed']);
+    expect(await differences([kcc({ controllers: { node: { reconcilerPeriod: '5m' } }, prometheusMetricsPort: 9094 })], [bundled])).toEqual([
+      'KubeControllersConfiguration/default changed',
+    ]);
+  });
+});

@@ -5,7 +5,7 @@
  * full `diff` command (diffBundle in src/diff/) renders differences for people.
  */
 import type { Bundle } from '../bundle/reader.js';
-import { pruneUnknownFields } from '../calico/schema.js';
+import { pruneUnknownFields, withoutEmptyMaps } from '../calico/schema.js';
 import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, OPERATOR_GROUP } from '../calico/knowledge.js';
 import { felixFieldsSetFromInstallationBy, operatorFilledFelixFields } from '../calico/operator-generations.js';
 import { isIpamLive } from '../restore/ipam.js';
@@ -98,11 +98,17 @@ export async function bundleDataPresent(
     // FelixConfiguration debugPort after 3.28 -> 3.27 -> 3.28 on a manifest install) or default them (v1.36 sets
     // disableNewAllocations: false on every Installation pool entry).
     const bundleCrd = bundleCrds.get(`${object.apiVersion.split('/')[0]}/${object.kind}`);
-    const seen = withoutOperatorDefaults(bundleCrd ? pruneUnknownFields(l, bundleCrd) : l, expected, targetVersion, installedVersion);
+    let seen = withoutOperatorDefaults(bundleCrd ? pruneUnknownFields(l, bundleCrd) : l, expected, targetVersion, installedVersion);
     // The planned stop can be such a field too (disableNewAllocations, new in 3.29, on a 3.28 bundle): compared on
     // the fields the bundle's CRD has, and the stop itself checked on the live object.
     const lostStop = installation ? stopNotKept(expected, l, transform) : undefined;
     if (installation && bundleCrd) expected = pruneUnknownFields(expected, bundleCrd);
+    // The same value written another way is no difference: an empty map and none, "5m" and "5m0s" (a 3.32.1 ->
+    // 3.31.7 Helm downgrade on the real programs failed verify-data on both).
+    if (crd) [expected, seen] = [withoutEmptyMaps(expected, crd), withoutEmptyMaps(seen, crd)];
+    seen = withDurationsOf(expected, seen);
+    if (installation) expected = withoutUnsetEquivalents(expected, seen);
+    seen = withoutKubeControllersDefaults(seen, expected);
     if (lostStop || (content(expected) !== content(seen) && !asStoppedByTarget(expected, seen, transform))) {
       differences.push({
         object: objRef(object),
@@ -112,6 +118,68 @@ export async function bundleDataPresent(
     }
   }
   return { checked, differences };
+}
+
+/** A Go duration as Kubernetes and Calico write it (metav1.Duration: "5m", "5m0s", "1h30m", "250ms"). */
+const GO_DURATION = /^(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$/;
+const UNIT_NS: Readonly<Record<string, number>> = { ns: 1, us: 1e3, µs: 1e3, ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 };
+
+function durationNs(text: string): number {
+  let ns = 0;
+  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)) ns += Number(m[1]) * UNIT_NS[m[2]!]!;
+  return ns;
+}
+
+/**
+ * `seen` with each string that is a Go duration of the same length as the string at the same place in `expected`
+ * written as `expected` writes it: Go prints a parsed duration in its own form ("5m" comes back "5m0s"), so the
+ * texts differ where the values do not. Only comparisons use this; nothing is written from it.
+ */
+export function withDurationsOf<T>(expected: unknown, seen: T): T {
+  if (typeof expected === 'string' && typeof seen === 'string')
+    return (expected !== seen && GO_DURATION.test(expected) && GO_DURATION.test(seen) && durationNs(expected) === durationNs(seen) ? expected : seen) as T;
+  if (Array.isArray(expected) && Array.isArray(seen)) return seen.map((v, i) => withDurationsOf(expected[i], v)) as T;
+  if (expected && seen && typeof expected === 'object' && typeof seen === 'object' && !Array.isArray(expected) && !Array.isArray(seen)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(seen)) out[k] = withDurationsOf((expected as Record<string, unknown>)[k], v);
+    return out as T;
+  }
+  return seen;
+}
+
+/**
+ * Installation fields whose value means what leaving them unset means to every operator generation, so a chart or
+ * a user may write either: the 3.32 tigera-operator chart renders its defaults `controlPlaneTolerations: []` and
+ * `nonPrivileged: Disabled` into the Installation, 3.31's renders neither (a Helm downgrade drops them). The
+ * operator appends its own tolerations to the list (tigera/operator v1.40.15 pkg/render/apiserver.go:1378) and acts
+ * on nonPrivileged only when it is Enabled (pkg/controller/installation/validation.go:342).
+ */
+const INSTALLATION_UNSET_EQUIVALENTS: Readonly<Record<string, unknown>> = { controlPlaneTolerations: [], nonPrivileged: 'Disabled' };
+
+function withoutUnsetEquivalents(expected: KubeObject, live: KubeObject): KubeObject {
+  const spec = { ...expected.spec };
+  for (const [field, same] of Object.entries(INSTALLATION_UNSET_EQUIVALENTS))
+    if (live.spec?.[field] === undefined && canonicalJson(spec[field]) === canonicalJson(same)) delete spec[field];
+  return { ...expected, spec };
+}
+
+/**
+ * KubeControllersConfiguration `default` without what kube-controllers fills where the bundle leaves it unset:
+ * libcalico-go's client fills `prometheusMetricsPort: 9094` and, when the node controller is configured,
+ * `controllers.node.leakGracePeriod: 15m` on every write (libcalico-go/lib/clientv3/kubecontrollersconfig.go
+ * validateAndFillDefaults, v3.28.1-v3.32.1), and kube-controllers up to 3.31 writes the whole object with its status
+ * (kube-controllers/pkg/config/runconfig.go, `client.Update`; 3.32 `UpdateStatus`). Seen after a 3.32.1 -> 3.31.7
+ * downgrade on the real programs. A value the bundle sets is still compared.
+ */
+function withoutKubeControllersDefaults(live: KubeObject, expected: KubeObject): KubeObject {
+  if (live.kind !== 'KubeControllersConfiguration' || live.metadata.name !== 'default' || !live.spec) return live;
+  const spec = structuredClone(live.spec);
+  if (expected.spec?.prometheusMetricsPort === undefined && spec.prometheusMetricsPort === 9094) delete spec.prometheusMetricsPort;
+  const node = spec.controllers?.node;
+  const leak = node?.leakGracePeriod;
+  if (expected.spec?.controllers?.node?.leakGracePeriod === undefined && typeof leak === 'string' && GO_DURATION.test(leak) && durationNs(leak) === 15 * 60e9)
+    delete node.leakGracePeriod;
+  return { ...live, spec };
 }
 
 /** The first Installation pool entry whose planned stop (transform.stopAllocations) the cluster does not have. */
