@@ -4,7 +4,7 @@
  * back to the object). A field the target release's CRD lacks can be dropped on a downgrade when its value is exactly
  * this default: the user never set it. Any other value is configuration that the downgrade would lose.
  *
- * Read in tigera/operator v1.34.3, v1.36.16 and v1.38.13 (the operators of Calico 3.28, 3.29 and 3.30); only the
+ * Read in tigera/operator v1.34.3, v1.36.16, v1.38.13 and v1.40.15 (the operators of Calico 3.28 to 3.31); only the
  * fields that a shipped older Installation CRD lacks are listed (the rest are never dropped).
  */
 import type { KubeObject } from '../kube/types.js';
@@ -61,6 +61,9 @@ const RULES: Record<string, DefaultRule> = {
   'spec.calicoNetwork.ipPools[].disableNewAllocations': (_i, v) => v === false,
   // v1.38+: crdv1.Automatic when empty.
   'spec.calicoNetwork.ipPools[].assignmentMode': (_i, v) => v === 'Automatic',
+  // v1.40 only (Calico 3.31; v1.42's Installation has no specVersion): Auto for the Calico CNI when nil
+  // (core_controller.go:516-518). Every 3.31 Installation has it, so each 3.31 -> 3.32 upgrade meets it.
+  'spec.cni.specVersion': (inst, v) => v === 'Auto' && cniType(inst) === 'Calico',
   // v1.36+: {policyMode: Default} on AKS only.
   'spec.azure': (inst, v) => inst.spec?.kubernetesProvider === 'AKS' && same(v, { policyMode: 'Default' }),
   // calicoNetwork.sysctl, proxy, the component overrides (calicoNodeDaemonSet, ...): the operator fills none of them.
@@ -81,7 +84,7 @@ export function valueAt(obj: unknown, path: string): unknown {
 /**
  * Other kinds: values the newer release writes by itself into objects that an older release's CRD prunes. Such a
  * value is the newer release's default, not a user's setting, so pruning it on a downgrade loses nothing.
- * Read in projectcalico/calico v3.30.7 and tigera/operator v1.38.13.
+ * Read in projectcalico/calico v3.30.7 and v3.32.1 and tigera/operator v1.38.13.
  */
 type ObjectRule = (obj: KubeObject, value: unknown, installation: KubeObject | undefined) => boolean;
 const OBJECT_RULES: Record<string, Record<string, ObjectRule>> = {
@@ -90,6 +93,17 @@ const OBJECT_RULES: Record<string, Record<string, ObjectRule>> = {
     // unset; the v1.38 operator writes its entries' default (ippool/defaults.go). Before 3.30 every pool is
     // Automatic, so only Manual is a setting a downgrade loses.
     'spec.assignmentMode': (_o, v) => v === 'Automatic',
+  },
+  IPAMBlock: {
+    // 3.32: IPAM's own record of when the block's affinity was claimed (libcalico-go lib/ipam
+    // ipam_block_reader_writer.go:299 sets it at the claim, :473 clears it; read as the zero time when absent). No
+    // user writes IPAM blocks, and older releases have no use for it.
+    'spec.affinityClaimTime': () => true,
+  },
+  IPAMConfig: {
+    // 3.32: IPAM creates IPAMConfig default with Enabled when it reads none (lib/ipam/ipam.go GetIPAMConfig), and
+    // the CNI plugin reads an unset value as Enabled (cni-plugin/pkg/ipamplugin/ipam_plugin.go:626).
+    'spec.kubeVirtVMAddressPersistence': (_o, v) => v === 'Enabled',
   },
   BlockAffinity: {
     // libcalico-go backend/k8s/resources/ipam_affinity.go toV3 writes "host" for every node's affinity and reads an

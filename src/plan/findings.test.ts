@@ -355,3 +355,63 @@ describe('the 3.30+ operators leave finalizers and TigeraStatus objects an older
     });
   });
 });
+
+describe('3.31 <-> 3.32 with the real CRDs: what the releases write by themselves is dropped without a flag (issue 30)', async () => {
+  const [r331, r332] = await Promise.all(['3.31.7', '3.32.1'].map((v) => loadRelease(v, { offline: true })));
+  const lostOrPruned = (r: ReturnType<typeof computeFindings>) =>
+    r.findings.filter((f) => f.severity === 'error').map((f) => `${f.id}: ${f.details?.join('; ')}`);
+
+  it("3.31.7 -> 3.32.1: v1.40's cni.specVersion Auto (its default; v1.42's CRD has no such field) needs no --allow-field-loss; 0.3.1 does", () => {
+    const with331 = (specVersion: string) => ({
+      ...installation328(),
+      spec: { ...installation328().spec, cni: { type: 'Calico', ipam: { type: 'Calico' }, specVersion } },
+    });
+    const auto = computeFindings(
+      { crds: r331.crds, objects: new Map([['installations.operator.tigera.io', [with331('Auto')]]]) },
+      r332,
+      { version: 'v3.31.7' },
+      new Set(),
+    );
+    expect(lostOrPruned(auto)).toEqual([]);
+    expect(auto.installation.removeFields).toContain('spec.cni.specVersion');
+    const set = computeFindings(
+      { crds: r331.crds, objects: new Map([['installations.operator.tigera.io', [with331('0.3.1')]]]) },
+      r332,
+      { version: 'v3.31.7' },
+      new Set(),
+    );
+    expect(lostOrPruned(set)).toEqual(['installation-fields-lost: spec.cni.specVersion: "0.3.1" (unknown to v3.32.1)']);
+  });
+
+  it("3.32.1 -> 3.31.7: IPAM's own affinityClaimTime and the IPAMConfig default IPAM creates need no flag; another persistence value does", () => {
+    const block: KubeObject = {
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'IPAMBlock',
+      metadata: { name: '192-168-39-128-26' },
+      spec: {
+        cidr: '192.168.39.128/26',
+        affinity: 'host:n1',
+        affinityClaimTime: '2026-12-06T13:30:01Z',
+        allocations: [],
+        unallocated: [],
+        attributes: [],
+        strictAffinity: false,
+      },
+    };
+    const config = (persistence: string): KubeObject => ({
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'IPAMConfig',
+      metadata: { name: 'default' },
+      spec: { autoAllocateBlocks: true, strictAffinity: false, kubeVirtVMAddressPersistence: persistence },
+    });
+    const objects = (persistence: string) =>
+      new Map([
+        ['ipamblocks.crd.projectcalico.org', [block]],
+        ['ipamconfigs.crd.projectcalico.org', [config(persistence)]],
+      ]);
+    expect(lostOrPruned(computeFindings({ crds: r332.crds, objects: objects('Enabled') }, r331, { version: 'v3.32.1' }, new Set()))).toEqual([]);
+    const disabled = lostOrPruned(computeFindings({ crds: r332.crds, objects: objects('Disabled') }, r331, { version: 'v3.32.1' }, new Set()));
+    expect(disabled).toHaveLength(1);
+    expect(disabled[0]).toMatch(/^ipamconfig-fields-pruned: spec\.kubeVirtVMAddressPersistence/);
+  });
+});
