@@ -87,6 +87,32 @@ function dropEmptyMaps(v: unknown, s: Schema): void {
   }
 }
 
+/**
+ * A copy with the CRD's structural defaults filled where a field is absent and its parent object present, as the API
+ * server fills them on every read and write (Kubernetes "Defaulting" for CRDs). Calico 3.32's CRDs declare some
+ * (KubeControllersConfiguration `healthChecks: Enabled`, `loadBalancer.assignIPs: AllServices`), so an object stored
+ * under an older CRD reads back with them.
+ */
+export function withSchemaDefaults<T extends KubeObject>(obj: T, crd: KubeObject): T {
+  const copy = structuredClone(obj);
+  const schema = schemaFor(obj, crd);
+  if (schema) fillDefaults(copy, schema);
+  return copy;
+}
+
+function fillDefaults(v: unknown, s: Schema): void {
+  if (isPlainObject(v)) {
+    for (const [key, cs] of Object.entries<Schema>(s.properties ?? {}))
+      if (v[key] === undefined && cs && typeof cs === 'object' && cs.default !== undefined) v[key] = structuredClone(cs.default);
+    for (const key of Object.keys(v)) {
+      const cs = childSchema(s, key);
+      if (cs && cs !== 'any') fillDefaults(v[key], cs);
+    }
+  } else if (Array.isArray(v) && s.items && typeof s.items === 'object') {
+    for (const item of v) fillDefaults(item, s.items);
+  }
+}
+
 // ---------- walking ----------
 
 function join(path: string, key: string): string {

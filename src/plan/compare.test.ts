@@ -393,3 +393,58 @@ describe('verify-data: what a chart or kube-controllers writes that means the sa
     ]);
   });
 });
+
+describe('verify-data: a field the live CRD defaults is what the API server reads back (3.31.7 -> 3.32.1)', () => {
+  const kccCrd: KubeObject = {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: 'kubecontrollersconfigurations.crd.projectcalico.org' },
+    spec: {
+      group: 'crd.projectcalico.org',
+      scope: 'Cluster',
+      names: { kind: 'KubeControllersConfiguration', plural: 'kubecontrollersconfigurations' },
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              properties: {
+                spec: {
+                  type: 'object',
+                  properties: {
+                    healthChecks: { type: 'string', default: 'Enabled' },
+                    controllers: {
+                      type: 'object',
+                      properties: { loadBalancer: { type: 'object', properties: { assignIPs: { type: 'string', default: 'AllServices' } } } },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+      ],
+    },
+  };
+  const kcc = (spec: Record<string, unknown>) => obj('KubeControllersConfiguration', 'default', spec);
+  const differences = async (live: KubeObject[], inBundle: KubeObject[]) => {
+    const { client, bundle } = fakes(live, inBundle, [...CRDS, kccCrd]);
+    return (await bundleDataPresent(client, bundle, { removeFields: [], trimPoolsPerFamily: false }, 'v3.32.1')).differences.map(
+      (d) => `${d.object} ${d.problem}`,
+    );
+  };
+
+  it('healthChecks: Enabled read back where the bundle had none is no difference; Disabled in the bundle still is', async () => {
+    expect(await differences([kcc({ healthChecks: 'Enabled', controllers: {} })], [kcc({ controllers: {} })])).toEqual([]);
+    expect(await differences([kcc({ healthChecks: 'Enabled' })], [kcc({ healthChecks: 'Disabled' })])).toEqual([
+      'KubeControllersConfiguration/default changed',
+    ]);
+    // A default inside an object the bundle does not have is not filled (the API server defaults only present parents).
+    expect(
+      await differences([kcc({ healthChecks: 'Enabled', controllers: { loadBalancer: { assignIPs: 'AllServices' } } })], [kcc({ controllers: {} })]),
+    ).toEqual(['KubeControllersConfiguration/default changed']);
+  });
+});

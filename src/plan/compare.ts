@@ -5,7 +5,7 @@
  * full `diff` command (diffBundle in src/diff/) renders differences for people.
  */
 import type { Bundle } from '../bundle/reader.js';
-import { pruneUnknownFields, withoutEmptyMaps } from '../calico/schema.js';
+import { pruneUnknownFields, withoutEmptyMaps, withSchemaDefaults } from '../calico/schema.js';
 import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, OPERATOR_GROUP } from '../calico/knowledge.js';
 import { felixFieldsSetFromInstallationBy, operatorFilledFelixFields } from '../calico/operator-generations.js';
 import { isIpamLive } from '../restore/ipam.js';
@@ -103,9 +103,10 @@ export async function bundleDataPresent(
     // the fields the bundle's CRD has, and the stop itself checked on the live object.
     const lostStop = installation ? stopNotKept(expected, l, transform) : undefined;
     if (installation && bundleCrd) expected = pruneUnknownFields(expected, bundleCrd);
-    // The same value written another way is no difference: an empty map and none, "5m" and "5m0s" (a 3.32.1 ->
-    // 3.31.7 Helm downgrade on the real programs failed verify-data on both).
-    if (crd) [expected, seen] = [withoutEmptyMaps(expected, crd), withoutEmptyMaps(seen, crd)];
+    // The same value written another way is no difference: a field the live CRD defaults (the API server fills it on
+    // read), an empty map and none, "5m" and "5m0s" (3.31.7 <-> 3.32.1 by Helm on the real programs failed
+    // verify-data on each).
+    if (crd) [expected, seen] = [withoutEmptyMaps(withSchemaDefaults(expected, crd), crd), withoutEmptyMaps(seen, crd)];
     seen = withDurationsOf(expected, seen);
     if (installation) expected = withoutUnsetEquivalents(expected, seen);
     seen = withoutKubeControllersDefaults(seen, expected);
