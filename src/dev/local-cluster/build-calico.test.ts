@@ -96,7 +96,7 @@ describe('build-calico-node.sh', () => {
   it('refuses a Calico tag no pin names, naming the pinned ones of both tables', () => {
     const r = runNode('v3.99.0', {});
     expect(r.status).toBe(2);
-    expect(r.stderr.trim()).toMatch(/^build-calico-node.sh: unknown Calico version 'v3.99.0' \(known: v3.27.4 v3.28.1 v3.29.7 v3.30.7 v3.31.7 v3.32.1 \)$/);
+    expect(r.stderr.trim()).toMatch(/^build-calico-node.sh: unknown Calico version 'v3.99.0' \(known: v3.27.4 v3.28.1 v3.29.7 v3.30.7 v3.31.7 v3.32.1 v3.26.5 v3.27.5 v3.28.5 \)$/);
   });
 
   it('takes a release pinned in calico-releases.pins from the same checked source', () => {
@@ -153,7 +153,7 @@ describe('build-calico-release.sh', () => {
       expect(r.status).toBe(2);
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
       expect(r.stderr).toContain(
-        `unknown program or version '${args.join(' ')}' (known: operator v1.40.15, operator v1.42.3, calico v3.31.7, calico v3.32.1, )`,
+        `unknown program or version '${args.join(' ')}' (known: operator v1.40.15, operator v1.42.3, calico v3.31.7, calico v3.32.1, operator v1.30.11, operator v1.32.12, operator v1.34.13, calico v3.26.5, calico v3.27.5, calico v3.28.5, )`,
       );
     }
   });

@@ -29,6 +29,16 @@ export const PROGRAMS_FOR_TESTS: ReadonlyArray<readonly [CalicoProgramKind, stri
   ['operator', 'v1.42.3'],
   ['calico', 'v3.32.1'],
   ['node-side', 'v3.32.1'],
+  // 3.26.5 and the patch releases 3.27.5 and 3.28.5, each on its own: node-side-releases-older.test.ts.
+  ['operator', 'v1.30.11'],
+  ['calico', 'v3.26.5'],
+  ['node-side', 'v3.26.5'],
+  ['operator', 'v1.32.12'],
+  ['calico', 'v3.27.5'],
+  ['node-side', 'v3.27.5'],
+  ['operator', 'v1.34.13'],
+  ['calico', 'v3.28.5'],
+  ['node-side', 'v3.28.5'],
 ];
 
 async function main(): Promise<number> {

@@ -127,7 +127,9 @@ describe('calicoProgramsFor', () => {
     expect(calicoProgramsFor('v3.30.7')).toBe('v3.30.7');
     expect(calicoProgramsFor('v3.30.2')).toBe('v3.30.7');
     expect(calicoProgramsFor('v3.29.7')).toBe('v3.29.7');
-    expect(calicoProgramsFor('v3.28.5')).toBe('v3.28.1');
+    expect(calicoProgramsFor('v3.28.4')).toBe('v3.28.1');
+    expect(calicoProgramsFor('v3.28.5')).toBe('v3.28.5');
+    expect(calicoProgramsFor('v3.27.5')).toBe('v3.27.5');
     expect(calicoProgramsFor('v3.27.4')).toBe('v3.28.1');
     expect(calicoProgramsFor('v3.31.7')).toBe('v3.31.7');
     expect(calicoProgramsFor('v3.32.0')).toBe('v3.32.1');

@@ -40,10 +40,13 @@ function recipeOf(kind: CalicoProgramKind, tag: string): { args: string[]; hashe
 /** calico-node-lite's sources in the order build-calico-node.sh hashes them (its NODE_LITE_FILES). */
 const NODE_LITE_FILES = ['main.go', 'version_startup.go', 'version_buildinfo.go', 'allocator_done_channel.go', 'allocator_context.go'];
 
+let pinsText: string | undefined;
+
 /** The pin line (`kind tag commit sha256`, single spaces) of a release in calico-releases.pins, or undefined. */
 function releasePin(kind: CalicoProgramKind, tag: string): string | undefined {
-  const pins = readFileSync(path.join(packageRoot(), 'control-plane', 'calico-releases.pins'), 'utf8');
-  for (const line of pins.split('\n')) {
+  // Read once per process: the supervisor asks on every tick.
+  pinsText ??= readFileSync(path.join(packageRoot(), 'control-plane', 'calico-releases.pins'), 'utf8');
+  for (const line of pinsText.split('\n')) {
     const f = line.trim().split(/\s+/);
     if (f[0] === kind && f[1] === tag) return f.slice(0, 4).join(' ');
   }
@@ -90,20 +93,30 @@ const minorOf = (tag: string | undefined): string | undefined => {
   return m ? `v${m[1]}.${m[2]}` : undefined;
 };
 
-/** The Calico tree for an installed image tag (`v3.30.7`), or undefined when no pinned tree serves its minor. */
-export function calicoProgramsFor(tag: string | undefined): string | undefined {
-  const minor = minorOf(tag);
-  return minor ? CALICO_PROGRAMS_FOR_MINOR[minor] : undefined;
+/**
+ * The release's own tree when calico-releases.pins pins exactly that tag (3.26.5, 3.27.5, 3.28.5, 3.31.7, 3.32.1:
+ * each release on its own programs, and a new release needs only its pin line), else undefined. A vendor suffix
+ * (`v3.28.5-gke.1`) is the same release.
+ */
+function ownTree(tag: string | undefined): string | undefined {
+  const m = /^v?(\d+\.\d+\.\d+)/.exec(tag ?? '');
+  return m && releasePin('calico', `v${m[1]}`) ? `v${m[1]}` : undefined;
 }
 
-/** The tree of the node side for a calico-node image tag, or undefined when no pinned tree has its minor. */
+/** The Calico tree for an installed image tag (`v3.30.7`): its own when pinned, else its minor's, else undefined. */
+export function calicoProgramsFor(tag: string | undefined): string | undefined {
+  const minor = minorOf(tag);
+  return ownTree(tag) ?? (minor ? CALICO_PROGRAMS_FOR_MINOR[minor] : undefined);
+}
+
+/** The tree of the node side for a calico-node image tag: its own when pinned, else its minor's, else undefined. */
 export function nodeSideFor(tag: string | undefined): string | undefined {
   const minor = minorOf(tag);
-  return minor ? NODE_SIDE_FOR_MINOR[minor] : undefined;
+  return ownTree(tag) ?? (minor ? NODE_SIDE_FOR_MINOR[minor] : undefined);
 }
 
 /** Operator tags the build script has pinned sources for (image tag -> buildable). */
-export const BUILDABLE_OPERATORS = ['v1.32.10', 'v1.34.3', 'v1.36.16', 'v1.38.13', 'v1.40.15', 'v1.42.3'] as const;
+export const BUILDABLE_OPERATORS = ['v1.30.11', 'v1.32.10', 'v1.32.12', 'v1.34.3', 'v1.34.13', 'v1.36.16', 'v1.38.13', 'v1.40.15', 'v1.42.3'] as const;
 
 /**
  * True when control-plane/build-calico.sh would find this program set cached (and not build): its bin directory,

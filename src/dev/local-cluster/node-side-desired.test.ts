@@ -165,14 +165,17 @@ describe('nodeSideFor', () => {
     expect(nodeSideFor('v3.27.4')).toBe('v3.27.4');
     expect(nodeSideFor('v3.27.0')).toBe('v3.27.4');
     expect(calicoProgramsFor('v3.27.4')).toBe('v3.28.1');
-    expect(nodeSideFor('v3.28.5')).toBe('v3.28.1');
+    expect(nodeSideFor('v3.28.4')).toBe('v3.28.1');
+    // A release pinned in calico-releases.pins runs its own tree, a vendor suffix included.
+    expect(nodeSideFor('v3.28.5')).toBe('v3.28.5');
+    expect(nodeSideFor('v3.26.5-gke.2')).toBe('v3.26.5');
     expect(nodeSideFor('v3.29.7')).toBe('v3.29.7');
     expect(nodeSideFor('v3.30.2')).toBe('v3.30.7');
     expect(nodeSideFor('v3.31.7')).toBe('v3.31.7');
     expect(nodeSideFor('v3.32.1')).toBe('v3.32.1');
   });
   it('names no tree for a minor with no pin, or no tag', () => {
-    expect(nodeSideFor('v3.26.5')).toBeUndefined();
+    expect(nodeSideFor('v3.26.4')).toBeUndefined();
     expect(nodeSideFor('v3.33.0')).toBeUndefined();
     expect(nodeSideFor(undefined)).toBeUndefined();
   });
