@@ -96,7 +96,9 @@ describe('build-calico-node.sh', () => {
   it('refuses a Calico tag no pin names, naming the pinned ones of both tables', () => {
     const r = runNode('v3.99.0', {});
     expect(r.status).toBe(2);
-    expect(r.stderr.trim()).toMatch(/^build-calico-node.sh: unknown Calico version 'v3.99.0' \(known: v3.27.4 v3.28.1 v3.29.7 v3.30.7 v3.31.7 v3.32.1 v3.26.5 v3.27.5 v3.28.5 \)$/);
+    expect(r.stderr.trim()).toMatch(
+      /^build-calico-node.sh: unknown Calico version 'v3.99.0' \(known: v3.27.4 v3.28.1 v3.29.7 v3.30.7 v3.31.7 v3.32.1 v3.26.5 v3.27.5 v3.28.5 \)$/,
+    );
   });
 
   it('takes a release pinned in calico-releases.pins from the same checked source', () => {
