@@ -215,6 +215,34 @@ describe('pools stopped with disableNewAllocations, downgraded below 3.29 (calic
     expect(m.details.join(' ')).not.toMatch(/does not write IPPools/);
   });
 
+  it('3.30.7 -> 3.28.1: a stopped pool the operator does not own (no label) has its entry removed, not stopped (else v1.34 refuses it every reconcile)', async () => {
+    const to = await loadRelease('3.28.1');
+    const labelled = { 'app.kubernetes.io/managed-by': 'tigera-operator' };
+    for (const [labels, expected] of [
+      [labelled, { stop: ['192.168.0.0/16'], unlist: undefined }],
+      [undefined, { stop: undefined, unlist: ['192.168.0.0/16'] }],
+    ] as const) {
+      const pools = [pool('default-ipv4-ippool', '192.168.0.0/16', { disabled: true }, labels), pool('new-pool', '10.10.0.0/16', {}, labelled)];
+      const objs = {
+        crds: from.crds,
+        objects: new Map(Object.entries({ 'installations.operator.tigera.io': [installation330()], 'ippools.crd.projectcalico.org': pools })),
+      };
+      const r = computeFindings(objs, to, { version: 'v3.30.7' }, new Set());
+      expect(r.installation.stopAllocations?.cidrs, JSON.stringify(labels)).toEqual(expected.stop);
+      expect(r.installation.unlistPools?.cidrs, JSON.stringify(labels)).toEqual(expected.unlist);
+      const out = transformInstallation(installation330(), r.installation);
+      expect(out.spec.calicoNetwork.ipPools.map((p: any) => p.cidr)).toEqual(labels ? ['192.168.0.0/16', '10.10.0.0/16'] : ['10.10.0.0/16']);
+      if (!labels) {
+        expect(r.findings.find((x) => x.id === 'installation-pool-stop-allocations-converted')!.details.join(' ')).toMatch(
+          /no operator label; its entry is removed/,
+        );
+        // The preflight that blocks apply accepts it: the operator does not own the pool, so it will not delete it.
+        const state = makeState({ objects: [installation330(), ...pools], workloads: [operatorWorkload('v1.38.13')] });
+        expect(targetPoolsCheck(state, to, r.installation).ok).toBe(true);
+      }
+    }
+  });
+
   it('3.30.7 -> 3.29.7 keeps disableNewAllocations; 3.30.7 -> 3.27.4 needs no conversion (that operator does not manage pools)', async () => {
     for (const v of ['3.29.7', '3.27.4']) {
       const r = computeFindings(live(installation330()), await loadRelease(v), { version: 'v3.30.7' }, new Set());

@@ -162,21 +162,33 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
   // 4. Pools stopped with disableNewAllocations (3.29+) going to a target whose operator manages pools but has no
   // such field (3.28): its CRD prunes the field and its operator rewrites the pool enabled (calico#9100, caused by
   // the plan). Carry the stop over in the target's own terms instead.
+  // A pool the source operator does not own (no managed-by label: it never wrote it, so the entry's stop never
+  // reached it) would, with its entry stopped the target's way, no longer equal its entry: v1.34.3 would refuse it on
+  // every reconcile (5. below says why). Its entry is removed instead, leaving the pool exactly as it is.
   const targetPools = operatorPoolBehaviour(target.version);
   const stopped = pools.filter((p) => p.disableNewAllocations === true);
   if (stopped.length && targetPools.managesPools && targetPools.stopAllocations && targetPools.stopAllocations.field !== 'disableNewAllocations') {
     const { field, value, text } = targetPools.stopAllocations;
-    installation.stopAllocations = { cidrs: stopped.map((p) => String(p.cidr)), field, value };
+    const notOwned = (e: any) => {
+      const pool = livePools.find((p) => p.spec?.cidr === e.cidr);
+      return pool !== undefined && !isOperatorLabelled(pool);
+    };
+    const converted = stopped.filter((e) => !notOwned(e));
+    const unlisted = stopped.filter(notOwned);
+    if (converted.length) installation.stopAllocations = { cidrs: converted.map((p) => String(p.cidr)), field, value };
+    if (unlisted.length) installation.unlistPools = { cidrs: unlisted.map((p) => String(p.cidr)) };
     findings.push({
       id: 'installation-pool-stop-allocations-converted',
       severity: 'warning',
       title: `pools stopped with disableNewAllocations: the ${target.version} operator has no such field and would re-enable them`,
       objects: stopped.map((p) => `Installation/default ipPools ${p.name ?? p.cidr}`),
-      details: stopped.map(
-        (p) => `${p.name ?? p.cidr}: disableNewAllocations: true -> ${text}${p[field] !== undefined ? ` (was ${field}: ${JSON.stringify(p[field])})` : ''}`,
+      details: stopped.map((p) =>
+        unlisted.includes(p)
+          ? `${p.name ?? p.cidr}: the pool has no operator label; its entry is removed, so the operator leaves the pool as it is`
+          : `${p.name ?? p.cidr}: disableNewAllocations: true -> ${text}${p[field] !== undefined ? ` (was ${field}: ${JSON.stringify(p[field])})` : ''}`,
       ),
       action: 'transform',
-      plan: `set ${text} on these Installation entries while the operator is paused, so the ${target.operatorImage ?? 'target'} operator keeps them non-allocating (the bundle keeps the original entries)`,
+      plan: `${[converted.length ? `set ${text} on the entries of ${converted.map((p) => p.name ?? p.cidr).join(', ')}` : '', unlisted.length ? `remove the entries of ${unlisted.map((p) => p.name ?? p.cidr).join(', ')} (unlisted)` : ''].filter(Boolean).join('; ')} while the operator is paused, so the ${target.operatorImage ?? 'target'} operator keeps them non-allocating (the bundle keeps the original entries)`,
     });
   }
 
@@ -200,7 +212,7 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
     const stop = disabledListed.filter((p) => !unlist.includes(p));
     if (stop.length)
       installation.stopAllocations = { cidrs: [...(installation.stopAllocations?.cidrs ?? []), ...stop.map((p) => String(p.spec.cidr))], field, value };
-    if (unlist.length) installation.unlistPools = { cidrs: unlist.map((p) => String(p.spec.cidr)) };
+    if (unlist.length) installation.unlistPools = { cidrs: [...(installation.unlistPools?.cidrs ?? []), ...unlist.map((p) => String(p.spec.cidr))] };
     findings.push({
       id: 'installation-disabled-pool-stop-allocations',
       severity: 'warning',
