@@ -448,3 +448,26 @@ describe('verify-data: a field the live CRD defaults is what the API server read
     ).toEqual(['KubeControllersConfiguration/default changed']);
   });
 });
+
+describe('verify-data: 3.32 renames default-tier policies in the datastore (policy_name_migrator.go)', () => {
+  const gnp = (name: string, spec: Record<string, unknown>) => obj('GlobalNetworkPolicy', name, spec);
+  const crds = [...CRDS, crd('GlobalNetworkPolicy', 'globalnetworkpolicies')];
+  const differences = async (live: KubeObject[], inBundle: KubeObject[]) => {
+    const { client, bundle } = fakes(live, inBundle, crds);
+    return (await bundleDataPresent(client, bundle, { removeFields: [], trimPoolsPerFamily: false }, 'v3.32.1')).differences.map(
+      (d) => `${d.object} ${d.problem}`,
+    );
+  };
+  const spec = { selector: 'all()', types: ['Egress'] };
+
+  it("the bundle's default.deny is the cluster's deny; a changed spec, another tier's policy or a lost one is still reported", async () => {
+    expect(await differences([gnp('deny', spec)], [gnp('default.deny', spec)])).toEqual([]);
+    expect(await differences([gnp('deny', { ...spec, types: ['Ingress'] })], [gnp('default.deny', spec)])).toEqual([
+      'GlobalNetworkPolicy/default.deny changed',
+    ]);
+    expect(await differences([gnp('deny', { ...spec, tier: 'security' })], [gnp('security.deny', { ...spec, tier: 'security' })])).toEqual([
+      'GlobalNetworkPolicy/security.deny missing',
+    ]);
+    expect(await differences([], [gnp('default.deny', spec)])).toEqual(['GlobalNetworkPolicy/default.deny missing']);
+  });
+});

@@ -25,7 +25,23 @@ export interface DataDifference {
 }
 
 const content = (o: KubeObject) => canonicalJson({ spec: o.spec ?? null, data: o.data ?? null });
-const key = (o: KubeObject) => `${o.apiVersion.split('/')[0]}/${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+const key = (o: KubeObject) => `${o.apiVersion.split('/')[0]}/${o.kind}/${o.metadata.namespace ?? ''}/${policyName(o)}`;
+
+/** The Calico policy kinds whose default-tier objects 3.32 renames in the datastore. */
+const TIERED_POLICY_KINDS = new Set(['NetworkPolicy', 'GlobalNetworkPolicy', 'StagedNetworkPolicy', 'StagedGlobalNetworkPolicy']);
+
+/**
+ * An object's name, for a default-tier Calico policy without the `default.` prefix releases before 3.32 store it
+ * under: 3.32's kube-controllers renames every such crd.projectcalico.org object to its v3 name (create, then delete
+ * the old; kube-controllers/pkg/controllers/networkpolicy/policy_name_migrator.go, on by default), so after an
+ * upgrade the bundle's `default.deny` is the cluster's `deny` (seen on 3.31.7 -> 3.32.1 with the real programs).
+ */
+function policyName(o: KubeObject): string | undefined {
+  const name = o.metadata.name;
+  if (!name || !TIERED_POLICY_KINDS.has(o.kind) || o.apiVersion.split('/')[0] !== CALICO_CRD_GROUP) return name;
+  const tier = (o.spec?.tier as string | undefined) ?? 'default';
+  return tier === 'default' ? name.replace(/^default\./, '') : name;
+}
 const isData = (o: KubeObject) => !RUNTIME_KINDS.has(o.kind) && [CALICO_CRD_GROUP, OPERATOR_GROUP].includes(o.apiVersion.split('/')[0]!);
 
 function firstDifference(a: unknown, b: unknown, p = ''): string {
