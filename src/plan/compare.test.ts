@@ -469,5 +469,11 @@ describe('verify-data: 3.32 renames default-tier policies in the datastore (poli
       'GlobalNetworkPolicy/security.deny missing',
     ]);
     expect(await differences([], [gnp('default.deny', spec)])).toEqual(['GlobalNetworkPolicy/default.deny missing']);
+    // The migrator re-creates a rule without its empty source (an EntityRule matching everything); a real one counts.
+    const rule = (source: unknown) => ({ ...spec, egress: [{ action: 'Deny', source, destination: { nets: ['169.254.169.254/32'] } }] });
+    expect(await differences([gnp('deny', rule(undefined))], [gnp('default.deny', rule({}))])).toEqual([]);
+    expect(await differences([gnp('deny', rule(undefined))], [gnp('default.deny', rule({ nets: ['10.0.0.0/8'] }))])).toEqual([
+      'GlobalNetworkPolicy/default.deny changed',
+    ]);
   });
 });

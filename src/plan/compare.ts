@@ -27,6 +27,25 @@ export interface DataDifference {
 const content = (o: KubeObject) => canonicalJson({ spec: o.spec ?? null, data: o.data ?? null });
 const key = (o: KubeObject) => `${o.apiVersion.split('/')[0]}/${o.kind}/${o.metadata.namespace ?? ''}/${policyName(o)}`;
 
+/**
+ * A policy rule's `source: {}` or `destination: {}` (an EntityRule that matches everything) is the same as none:
+ * 3.32's policy name migrator re-creates each policy without them (3.31.7 -> 3.32.1 on the real programs).
+ */
+function withoutEmptyEntityRules(o: KubeObject): KubeObject {
+  if (!TIERED_POLICY_KINDS.has(o.kind) || !o.spec) return o;
+  const rules = (list: unknown) =>
+    Array.isArray(list)
+      ? list.map((r) => {
+          if (!r || typeof r !== 'object') return r;
+          const out = { ...(r as Record<string, unknown>) };
+          for (const side of ['source', 'destination'])
+            if (out[side] && typeof out[side] === 'object' && Object.keys(out[side] as object).length === 0) delete out[side];
+          return out;
+        })
+      : list;
+  return { ...o, spec: { ...o.spec, ingress: rules(o.spec.ingress), egress: rules(o.spec.egress) } };
+}
+
 /** The Calico policy kinds whose default-tier objects 3.32 renames in the datastore. */
 const TIERED_POLICY_KINDS = new Set(['NetworkPolicy', 'GlobalNetworkPolicy', 'StagedNetworkPolicy', 'StagedGlobalNetworkPolicy']);
 
@@ -124,6 +143,7 @@ export async function bundleDataPresent(
     // verify-data on each).
     if (crd) [expected, seen] = [withoutEmptyMaps(withSchemaDefaults(expected, crd), crd), withoutEmptyMaps(seen, crd)];
     seen = withDurationsOf(expected, seen);
+    [expected, seen] = [withoutEmptyEntityRules(expected), withoutEmptyEntityRules(seen)];
     if (installation) expected = withoutUnsetEquivalents(expected, seen);
     seen = withoutKubeControllersDefaults(seen, expected);
     if (lostStop || (content(expected) !== content(seen) && !asStoppedByTarget(expected, seen, transform))) {
