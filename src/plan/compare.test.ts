@@ -13,6 +13,20 @@ const crd = (kind: string, plural: string): KubeObject => ({
 });
 const CRDS = [crd('IPAMBlock', 'ipamblocks'), crd('IPAMHandle', 'ipamhandles'), crd('BlockAffinity', 'blockaffinities'), crd('IPPool', 'ippools')];
 const obj = (kind: string, name: string, spec: unknown): KubeObject => ({ apiVersion: 'crd.projectcalico.org/v1', kind, metadata: { name }, spec });
+/** A CRD (version v1) whose schema gives `spec` these properties: what pruning, defaulting and map checks read. */
+const crdWithSpec = (kind: string, plural: string, group: string, spec: Record<string, unknown>): KubeObject => ({
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: `${plural}.${group}` },
+  spec: {
+    group,
+    scope: 'Cluster',
+    names: { kind, plural },
+    versions: [
+      { name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: spec } } } } },
+    ],
+  },
+});
 
 /** Just what bundleDataPresent reads: CRDs and custom resources listed from the cluster, objects from a bundle. */
 function fakes(live: KubeObject[], inBundle: KubeObject[], liveCrds = CRDS, bundleCrds: KubeObject[] = []) {
@@ -187,29 +201,7 @@ describe("verify-data: the Installation after a stop in a field the bundle's CRD
       entryFields.map((f) => [f, f === 'blockSize' ? { type: 'integer' } : f === 'disableNewAllocations' ? { type: 'boolean' } : { type: 'string' }]),
     );
     const ipPools = { type: 'array', items: { type: 'object', properties: props } };
-    return {
-      apiVersion: 'apiextensions.k8s.io/v1',
-      kind: 'CustomResourceDefinition',
-      metadata: { name: 'installations.operator.tigera.io' },
-      spec: {
-        group: 'operator.tigera.io',
-        scope: 'Cluster',
-        names: { kind: 'Installation', plural: 'installations' },
-        versions: [
-          {
-            name: 'v1',
-            served: true,
-            storage: true,
-            schema: {
-              openAPIV3Schema: {
-                type: 'object',
-                properties: { spec: { type: 'object', properties: { calicoNetwork: { type: 'object', properties: { ipPools } } } } },
-              },
-            },
-          },
-        ],
-      },
-    };
+    return crdWithSpec('Installation', 'installations', 'operator.tigera.io', { calicoNetwork: { type: 'object', properties: { ipPools } } });
   };
   const fields = ['name', 'cidr', 'blockSize', 'nodeSelector'];
   const crd328 = installationCrd(fields);
@@ -291,29 +283,11 @@ describe('verify-data: a pool the plan stopped in the target operator\'s terms (
 });
 
 describe('verify-data: the same value written another way (3.32.1 -> 3.31.7 by Helm on the real programs)', () => {
-  const schemaCrd = (kind: string, plural: string, group: string, spec: Record<string, unknown>): KubeObject => ({
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `${plural}.${group}` },
-    spec: {
-      group,
-      scope: 'Cluster',
-      names: { kind, plural },
-      versions: [
-        {
-          name: 'v1',
-          served: true,
-          storage: true,
-          schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: spec } } } },
-        },
-      ],
-    },
-  });
-  const installationCrd = schemaCrd('Installation', 'installations', 'operator.tigera.io', {
+  const installationCrd = crdWithSpec('Installation', 'installations', 'operator.tigera.io', {
     controlPlaneNodeSelector: { type: 'object', additionalProperties: { type: 'string' } },
     calicoNetwork: { type: 'object', properties: { ipPools: { type: 'array', items: { type: 'object' } } } },
   });
-  const kccCrd = schemaCrd('KubeControllersConfiguration', 'kubecontrollersconfigurations', 'crd.projectcalico.org', {
+  const kccCrd = crdWithSpec('KubeControllersConfiguration', 'kubecontrollersconfigurations', 'crd.projectcalico.org', {
     controllers: { type: 'object', properties: { node: { type: 'object', properties: { reconcilerPeriod: { type: 'string' } } } } },
   });
   const installation = (spec: Record<string, unknown>): KubeObject => ({
@@ -395,40 +369,10 @@ describe('verify-data: what a chart or kube-controllers writes that means the sa
 });
 
 describe('verify-data: a field the live CRD defaults is what the API server reads back (3.31.7 -> 3.32.1)', () => {
-  const kccCrd: KubeObject = {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: 'kubecontrollersconfigurations.crd.projectcalico.org' },
-    spec: {
-      group: 'crd.projectcalico.org',
-      scope: 'Cluster',
-      names: { kind: 'KubeControllersConfiguration', plural: 'kubecontrollersconfigurations' },
-      versions: [
-        {
-          name: 'v1',
-          served: true,
-          storage: true,
-          schema: {
-            openAPIV3Schema: {
-              type: 'object',
-              properties: {
-                spec: {
-                  type: 'object',
-                  properties: {
-                    healthChecks: { type: 'string', default: 'Enabled' },
-                    controllers: {
-                      type: 'object',
-                      properties: { loadBalancer: { type: 'object', properties: { assignIPs: { type: 'string', default: 'AllServices' } } } },
-                    },
-                  },
-                },
-              },
-            },
-          },
-        },
-      ],
-    },
-  };
+  const kccCrd = crdWithSpec('KubeControllersConfiguration', 'kubecontrollersconfigurations', 'crd.projectcalico.org', {
+    healthChecks: { type: 'string', default: 'Enabled' },
+    controllers: { type: 'object', properties: { loadBalancer: { type: 'object', properties: { assignIPs: { type: 'string', default: 'AllServices' } } } } },
+  });
   const kcc = (spec: Record<string, unknown>) => obj('KubeControllersConfiguration', 'default', spec);
   const differences = async (live: KubeObject[], inBundle: KubeObject[]) => {
     const { client, bundle } = fakes(live, inBundle, [...CRDS, kccCrd]);
