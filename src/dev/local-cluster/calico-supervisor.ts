@@ -44,6 +44,7 @@ export interface SupervisorStatus {
 
 export const SUPERVISOR_STATUS_FILE = 'calico-supervisor.json';
 const API_SERVER_NAMESPACES = ['calico-system', 'calico-apiserver'];
+const API_SERVICE: ResourceType = { group: 'apiregistration.k8s.io', version: 'v1', plural: 'apiservices', kind: 'APIService', namespaced: false };
 const OPERATOR_NAMESPACE = 'tigera-operator';
 
 export class CalicoSupervisor {
@@ -130,8 +131,12 @@ export class CalicoSupervisor {
     // The Calico API server behind the aggregation layer: namespace calico-apiserver up to operator v1.38 (3.30),
     // calico-system from v1.40 (3.31; tigera/operator pkg/render/apiserver.go APIServerNamespace). While an upgrade
     // moves it, the one that wants a replica and has its Service and certificate runs, the newer place first.
+    // After a downgrade below 3.31 both exist for a while (v1.38 does not remove v1.40's): the one the APIService
+    // names is the one the aggregator dials, as in a cluster where both would run.
+    const apiService = await get(API_SERVICE, undefined, 'v3.projectcalico.org');
+    const named: string | undefined = apiService?.spec?.service?.namespace;
     let api: ReturnType<typeof desiredApiServer>;
-    for (const ns of API_SERVER_NAMESPACES) {
+    for (const ns of named ? [named] : API_SERVER_NAMESPACES) {
       api = desiredApiServer(
         await get(K.deployment, ns, 'calico-apiserver'),
         await get(K.service, ns, 'calico-api'),
