@@ -25,10 +25,12 @@ export default class DurationSequencer extends BaseSequencer {
   }
 }
 
-/** A file that runs Calico's real programs (through the real-Calico helpers, the supervisor, or the demo). */
+/** A file that runs Calico's real programs (through the real-Calico helpers, `cluster up --calico`, the supervisor, or the demo). */
 function runsCalicoPrograms(file: string): boolean {
   try {
-    return /calico-support|ensureCalicoProgram|startCalico\(|cni-rewind demo|'demo'/.test(readFileSync(file, 'utf8'));
+    return /calico-support|node-side-releases-support|path-matrix-support|clusterCli\(|ensureCalicoProgram|startCalico\(|cni-rewind demo|'demo'/.test(
+      readFileSync(file, 'utf8'),
+    );
   } catch {
     return false;
   }
