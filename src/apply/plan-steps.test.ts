@@ -24,11 +24,24 @@ describe('the step catalogue', () => {
     ] as const) {
       const helm =
         strategy === 'in-place' && install === 'operator' ? (['upgrade', 'rollback'] as const).map((action) => ({ helm: { action, cleanup: true } })) : [];
-      for (const opts of [{}, { restoreDrift: true }, { rebootNodes: true }, { restoreDrift: true, rebootNodes: true }, { removeLeftovers: true }, ...helm]) {
+      for (const opts of [
+        {},
+        { restoreDrift: true },
+        { rebootNodes: true },
+        { restoreDrift: true, rebootNodes: true },
+        { removeLeftovers: true },
+        { renamePolicies: true, rebootNodes: true },
+        ...helm.map((h) => ({ ...h, renamePolicies: true })),
+      ]) {
         const steps = stepsFor(install, strategy, target, opts);
         const built = buildSteps(depsWith(steps));
         expect(built.map((s) => [s.id, s.title])).toEqual(steps.map((s) => [s.id, STEP_TEXT[s.id].title]));
         for (const s of steps) used.add(s.id);
+        // Renamed only once the target's kube-controllers runs (after the rollout), and before the data is verified.
+        const ids = steps.map((s) => s.id);
+        if ('renamePolicies' in opts)
+          expect(ids.slice(ids.indexOf('wait-rollout'), ids.indexOf('verify-data'))).toEqual(['wait-rollout', 'rename-policies-back']);
+        else expect(ids).not.toContain('rename-policies-back');
       }
     }
     // Every kind is reachable from some plan: a kind nobody lays out would be dead code.

@@ -30,6 +30,7 @@ import type { Plan, PreflightCheck } from '../plan/types.js';
 import type { ExecStep, StepRuntime } from './executor.js';
 import { restoreResources } from '../restore/restore.js';
 import { waitForOperatorPodsGone } from '../restore/guards.js';
+import { renamePoliciesBack } from './policy-rename.js';
 import { removeOperatorLeftovers } from './operator-leftovers.js';
 import { helmRollback, helmUpgrade, type HelmRun } from './helm-steps.js';
 import { rebootNodes } from './reboot-nodes.js';
@@ -70,6 +71,7 @@ export const STEP_IMPLEMENTATIONS: { readonly [K in StepKind]: StepImpl } = {
   'restore-drift': (deps) => restoreDrift(deps),
   'resume-operator': (deps, rt) => resumeOperator(deps, rt),
   'wait-rollout': (deps) => waitRollout(deps.client, deps.plan, deps.target, deps.rolloutTimeoutMs ?? 300_000),
+  'rename-policies-back': (deps) => renamePoliciesBack(deps.client),
   'verify-data': (deps) => verifyData(deps),
   'reboot-nodes': (deps, rt) => {
     if (!deps.plan.rolling?.nodes)

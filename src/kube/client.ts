@@ -331,11 +331,22 @@ export class KubeClient {
     r: ResourceType,
     namespace: string | undefined,
     name: string,
-    opts: { propagationPolicy?: 'Foreground' | 'Background' | 'Orphan'; gracePeriodSeconds?: number } = {},
+    opts: {
+      propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
+      gracePeriodSeconds?: number;
+      /** Delete only this version of the object: a write since it was read answers 409 Conflict. */
+      preconditions?: { uid?: string; resourceVersion?: string };
+    } = {},
   ): Promise<boolean> {
     try {
       await this.request('DELETE', resourcePath(r, namespace, name), {
-        body: { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: opts.propagationPolicy, gracePeriodSeconds: opts.gracePeriodSeconds },
+        body: {
+          kind: 'DeleteOptions',
+          apiVersion: 'v1',
+          propagationPolicy: opts.propagationPolicy,
+          gracePeriodSeconds: opts.gracePeriodSeconds,
+          preconditions: opts.preconditions,
+        },
       });
       return true;
     } catch (err) {

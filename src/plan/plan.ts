@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { readCalico } from '../calico/detect.js';
 import { refuseUnsupportedCalico } from '../calico/supported.js';
+import { leavesPolicyNaming } from '../calico/policy-names.js';
 import { refuseEnterprise } from '../calico/enterprise.js';
 import { liveManifestTypha, refuseTyphaLeftBehind } from './typha.js';
 import { judgeReconcilers, markedObjects } from '../calico/gitops.js';
@@ -186,6 +187,7 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
         restoreDrift: restoreDrift && drifted.length > 0,
         rebootNodes: !!rolling,
         removeLeftovers: hasOperatorLeftovers(installation),
+        renamePolicies: leavesPolicyNaming(install.version, target.version),
         helm: helm && { action: helm.action, cleanup: installationCleanup(installation) },
       }),
     };
@@ -214,13 +216,24 @@ export function stepsFor(
   install: 'operator' | 'manifest',
   strategy: Strategy,
   target: Release,
-  opts: { restoreDrift?: boolean; rebootNodes?: boolean; removeLeftovers?: boolean; helm?: { action: 'upgrade' | 'rollback'; cleanup: boolean } } = {},
+  opts: {
+    restoreDrift?: boolean;
+    rebootNodes?: boolean;
+    removeLeftovers?: boolean;
+    /** A downgrade from 3.32+ below it (calico/policy-names.ts): policies renamed back once the rollout is done. */
+    renamePolicies?: boolean;
+    helm?: { action: 'upgrade' | 'rollback'; cleanup: boolean };
+  } = {},
 ): PlanStep[] {
   // Right before the Installation is rewritten for the target (a Helm plan's cleanup included: leftovers imply it).
   const leftovers = (ids: StepKind[]): StepKind[] =>
     opts.removeLeftovers ? ids.flatMap((id) => (id === 'transform-installation' ? ['remove-operator-leftovers' as const, id] : [id])) : ids;
-  // Nodes are rebooted last: only once the new version runs and the data is proven intact, as in the users' procedure.
-  const withNodes = (ids: StepKind[]) => (opts.rebootNodes ? ids.concat('reboot-nodes') : ids).map(step);
+  // Policies are renamed once the target's kube-controllers runs (3.32's would rename them again), before the data
+  // is verified. Nodes are rebooted last: only once the new version runs and the data is proven intact, as in the
+  // users' procedure.
+  const renamed = (ids: StepKind[]): StepKind[] =>
+    opts.renamePolicies ? ids.flatMap((id) => (id === 'wait-rollout' ? [id, 'rename-policies-back' as const] : [id])) : ids;
+  const withNodes = (ids: StepKind[]) => renamed(opts.rebootNodes ? ids.concat('reboot-nodes') : ids).map(step);
   if (opts.helm && install === 'operator') return withNodes(leftovers(helmStepIds(strategy, opts.helm, !!opts.restoreDrift)));
   if (install === 'manifest') {
     if (!target.calicoManifest) throw new BadInputError(`the cluster has a manifest install and the ${target.version} manifests have no calico.yaml`);

@@ -72,6 +72,11 @@ export const STEP_TEXT = {
     description:
       'operator Deployment available with the target image; TigeraStatus calico Available when the operator reports it; calico-node DaemonSet rolled out; pods in the Calico namespaces Ready',
   },
+  'rename-policies-back': {
+    title: 'give default-tier policies their pre-3.32 names back',
+    description:
+      "a downgrade from 3.32+: once the target's kube-controllers replaced 3.32's (whose migrator renames them), every default-tier policy stored under its v3 name <name> is re-created as default.<name> with the same labels, annotations and spec and the old object deleted (uid and resourceVersion as preconditions), read live so one made since the plan is renamed too; the target release can then read, change and delete it by name",
+  },
   'verify-data': {
     title: 'verify the Calico data against the bundle',
     description:
