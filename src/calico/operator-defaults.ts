@@ -50,6 +50,18 @@ function operatorPoolName(inst: KubeObject, index: number, livePools: KubeObject
 const cniType = (inst: KubeObject) => inst.spec?.cni?.type ?? 'Calico';
 const linuxDataplane = (inst: KubeObject) => inst.spec?.calicoNetwork?.linuxDataplane ?? 'Iptables';
 
+/** render/node.go DefaultCNIDirectories (v1.40.15, v1.42.3): where the operator puts the CNI plugin and its config. */
+function cniDirectories(inst: KubeObject): { bin: string; conf: string } {
+  switch (inst.spec?.kubernetesProvider) {
+    case 'OpenShift':
+      return { bin: '/var/lib/cni/bin', conf: '/var/run/multus/cni/net.d' };
+    case 'GKE':
+      return { bin: '/home/kubernetes/bin', conf: '/etc/cni/net.d' };
+    default:
+      return { bin: '/opt/cni/bin', conf: '/etc/cni/net.d' };
+  }
+}
+
 /** Folded path -> whether `value` is what the operator writes when the field is absent. */
 const RULES: Record<string, DefaultRule> = {
   // v1.34+: `var delay int32 = 0` for Calico CNI on the iptables dataplane; no default otherwise.
@@ -64,6 +76,10 @@ const RULES: Record<string, DefaultRule> = {
   // v1.40 only (Calico 3.31; v1.42's Installation has no specVersion): Auto for the Calico CNI when nil
   // (core_controller.go:516-518). Every 3.31 Installation has it, so each 3.31 -> 3.32 upgrade meets it.
   'spec.cni.specVersion': (inst, v) => v === 'Auto' && cniType(inst) === 'Calico',
+  // v1.40+ (Calico 3.31; core_controller.go:631-637, render/node.go DefaultCNIDirectories): the provider's CNI
+  // directories when unset, for every CNI type. Every 3.31 Installation has them, so each 3.31 -> 3.30 meets them.
+  'spec.cni.binDir': (inst, v) => v === cniDirectories(inst).bin,
+  'spec.cni.confDir': (inst, v) => v === cniDirectories(inst).conf,
   // v1.36+: {policyMode: Default} on AKS only.
   'spec.azure': (inst, v) => inst.spec?.kubernetesProvider === 'AKS' && same(v, { policyMode: 'Default' }),
   // calicoNetwork.sysctl, proxy, the component overrides (calicoNodeDaemonSet, ...): the operator fills none of them.

@@ -2,29 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { loadRelease } from '../calico/release.js';
 import { checkAgainstSchema } from '../calico/schema.js';
 import type { KubeObject } from '../kube/types.js';
-import { entry, installationWith, makeState, operatorWorkload, pool, V138_INSTALLATION_FINALIZERS } from '../../test/support/doctor-state.js';
+import { entry, installation328, installationWith, makeState, operatorWorkload, pool, V138_INSTALLATION_FINALIZERS } from '../../test/support/doctor-state.js';
 import { changedCrds, computeFindings, deletePath, transformInstallation } from './findings.js';
 import { targetPoolsCheck } from './preflight.js';
-
-/** The Installation as the 3.28 operator (v1.34) leaves it: its defaults name, allowedUses and the policy setup timeout 0. */
-export const installation328 = (
-  pools = [
-    {
-      name: 'default-ipv4-ippool',
-      cidr: '192.168.0.0/16',
-      blockSize: 26,
-      encapsulation: 'VXLANCrossSubnet',
-      natOutgoing: 'Enabled',
-      nodeSelector: 'all()',
-      allowedUses: ['Workload', 'Tunnel'],
-    },
-  ],
-): KubeObject => ({
-  apiVersion: 'operator.tigera.io/v1',
-  kind: 'Installation',
-  metadata: { name: 'default' },
-  spec: { calicoNetwork: { ipPools: pools, linuxPolicySetupTimeoutSeconds: 0 }, variant: 'Calico', cni: { type: 'Calico', ipam: { type: 'Calico' } } },
-});
 
 describe('plan findings 3.28.1 -> 3.27.4 with the real CRDs', async () => {
   const from = await loadRelease('3.28.1');

@@ -143,3 +143,23 @@ export function makeState(
     installType: workloads.some((w) => w.name === 'tigera-operator') ? 'operator' : 'manifest',
   };
 }
+
+/** The Installation as the 3.28 operator (v1.34) leaves it: its defaults name, allowedUses and the policy setup timeout 0. */
+export const installation328 = (
+  pools = [
+    {
+      name: 'default-ipv4-ippool',
+      cidr: '192.168.0.0/16',
+      blockSize: 26,
+      encapsulation: 'VXLANCrossSubnet',
+      natOutgoing: 'Enabled',
+      nodeSelector: 'all()',
+      allowedUses: ['Workload', 'Tunnel'],
+    },
+  ],
+): KubeObject => ({
+  apiVersion: 'operator.tigera.io/v1',
+  kind: 'Installation',
+  metadata: { name: 'default' },
+  spec: { calicoNetwork: { ipPools: pools, linuxPolicySetupTimeoutSeconds: 0 }, variant: 'Calico', cni: { type: 'Calico', ipam: { type: 'Calico' } } },
+});
