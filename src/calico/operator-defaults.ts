@@ -4,8 +4,8 @@
  * back to the object). A field the target release's CRD lacks can be dropped on a downgrade when its value is exactly
  * this default: the user never set it. Any other value is configuration that the downgrade would lose.
  *
- * Read in tigera/operator v1.34.3, v1.36.16, v1.38.13 and v1.40.15 (the operators of Calico 3.28 to 3.31); only the
- * fields that a shipped older Installation CRD lacks are listed (the rest are never dropped).
+ * Read in tigera/operator v1.32.12, v1.34.3, v1.36.16, v1.38.13 and v1.40.15 (the operators of Calico 3.27 to
+ * 3.31); only the fields that a shipped older Installation CRD lacks are listed (the rest are never dropped).
  */
 import type { KubeObject } from '../kube/types.js';
 
@@ -66,6 +66,9 @@ function cniDirectories(inst: KubeObject): { bin: string; conf: string } {
 const RULES: Record<string, DefaultRule> = {
   // v1.34+: `var delay int32 = 0` for Calico CNI on the iptables dataplane; no default otherwise.
   'spec.calicoNetwork.linuxPolicySetupTimeoutSeconds': (inst, v) => v === 0 && cniType(inst) === 'Calico' && linuxDataplane(inst) === 'Iptables',
+  // v1.32+ (Calico 3.27; v1.32.12 core_controller.go:544-548): Disabled when nil, on every Installation. The 3.26
+  // operator (v1.30) has no Windows dataplane, so every 3.27 -> 3.26 downgrade meets it; only HNS is a setting.
+  'spec.calicoNetwork.windowsDataplane': (_i, v) => v === 'Disabled',
   // v1.34+: [Workload, Tunnel] when empty.
   'spec.calicoNetwork.ipPools[].allowedUses': (_i, v) => same(v, ['Workload', 'Tunnel']),
   'spec.calicoNetwork.ipPools[].name': (inst, v, path, live) => v === operatorPoolName(inst, poolIndex(path), live),
@@ -97,10 +100,17 @@ export function valueAt(obj: unknown, path: string): unknown {
   return node;
 }
 
+/** What 3.27's clientv3 setDefaults writes into a FelixConfiguration's two connect-time load balancing fields. */
+function bpfCtlbDefaults(fc: KubeObject): { ctlb: string; natWithoutCtlb: string } {
+  const enabled: unknown = fc.spec?.bpfConnectTimeLoadBalancingEnabled;
+  if (enabled === undefined || enabled === null) return { ctlb: 'TCP', natWithoutCtlb: 'Enabled' };
+  return { ctlb: enabled ? 'Enabled' : 'Disabled', natWithoutCtlb: 'Disabled' };
+}
+
 /**
  * Other kinds: values the newer release writes by itself into objects that an older release's CRD prunes. Such a
  * value is the newer release's default, not a user's setting, so pruning it on a downgrade loses nothing.
- * Read in projectcalico/calico v3.30.7 and v3.32.1 and tigera/operator v1.38.13.
+ * Read in projectcalico/calico v3.27.5, v3.30.7 and v3.32.1 and tigera/operator v1.38.13.
  */
 type ObjectRule = (obj: KubeObject, value: unknown, installation: KubeObject | undefined) => boolean;
 const OBJECT_RULES: Record<string, Record<string, ObjectRule>> = {
@@ -127,6 +137,12 @@ const OBJECT_RULES: Record<string, Record<string, ObjectRule>> = {
     'spec.type': (_o, v) => v === 'host',
   },
   FelixConfiguration: {
+    // 3.27's libcalico-go clientv3/felixconfig.go setDefaults, on every create and update of any FelixConfiguration
+    // (calico-node's start-up creates default through it): TCP and Enabled when unset, or, when the deprecated
+    // bpfConnectTimeLoadBalancingEnabled (which 3.26 has) is set, Enabled/Disabled from it and Disabled. The derived
+    // values say nothing that boolean does not; 3.26 without them behaves as its own default.
+    'spec.bpfConnectTimeLoadBalancing': (o, v) => v === bpfCtlbDefaults(o).ctlb,
+    'spec.bpfHostNetworkedNATWithoutCTLB': (o, v) => v === bpfCtlbDefaults(o).natWithoutCtlb,
     // v1.38 core_controller.go setNftablesMode: on FelixConfiguration default, Enabled for the Nftables Linux
     // dataplane and Disabled for any other (the operator's fillDefaults sets Iptables when none is given).
     'spec.nftablesMode': (o, v, inst) =>
