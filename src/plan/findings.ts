@@ -296,12 +296,14 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
     });
   }
 
-  if (current.version && compareVersions(target.version, current.version) < 0 && pools.length > 0) {
-    const currentPools = operatorPoolBehaviour(current.version);
+  // Only where the two operators treat pools differently (3.30 -> 3.29 changes nothing: both use disableNewAllocations).
+  const currentPools = current.version ? operatorPoolBehaviour(current.version) : undefined;
+  const poolsChange = currentPools?.managesPools !== targetPools.managesPools || currentPools?.stopAllocations?.text !== targetPools.stopAllocations?.text;
+  if (current.version && compareVersions(target.version, current.version) < 0 && pools.length > 0 && poolsChange) {
     const detail = !targetPools.managesPools
       ? `${target.version}'s operator does not write IPPools: the pools stay as they are, and later edits to them stick`
       : `${target.version}'s operator keeps reconciling IPPools from the Installation's ipPools (adopting equal pools, reverting edits, re-enabling ` +
-        `a disabled one); ${currentPools.stopAllocations?.text ?? 'disabling'} becomes ${targetPools.stopAllocations?.text ?? 'not possible'}`;
+        `a disabled one); ${currentPools?.stopAllocations?.text ?? 'disabling'} becomes ${targetPools.stopAllocations?.text ?? 'not possible'}`;
     findings.push({
       id: 'operator-pool-management-changes',
       severity: 'info',
