@@ -143,8 +143,9 @@ const OBJECT_RULES: Record<string, Record<string, ObjectRule>> = {
     // values say nothing that boolean does not; 3.26 without them behaves as its own default.
     'spec.bpfConnectTimeLoadBalancing': (o, v) => v === bpfCtlbDefaults(o).ctlb,
     'spec.bpfHostNetworkedNATWithoutCTLB': (o, v) => v === bpfCtlbDefaults(o).natWithoutCtlb,
-    // v1.38 core_controller.go setNftablesMode: on FelixConfiguration default, Enabled for the Nftables Linux
-    // dataplane and Disabled for any other (the operator's fillDefaults sets Iptables when none is given).
+    // v1.36+ core_controller.go setNftablesMode (v1.36.16:1658, v1.38.13:1767): on FelixConfiguration default,
+    // Enabled for the Nftables Linux dataplane and Disabled for any other (the operator's fillDefaults sets Iptables
+    // when none is given). So 3.29 -> 3.28 meets it too.
     'spec.nftablesMode': (o, v, inst) =>
       inst !== undefined && o.metadata.name === 'default' && v === (linuxDataplane(inst) === 'Nftables' ? 'Enabled' : 'Disabled'),
   },
