@@ -71,7 +71,7 @@ export const STEP_IMPLEMENTATIONS: { readonly [K in StepKind]: StepImpl } = {
   'restore-drift': (deps) => restoreDrift(deps),
   'resume-operator': (deps, rt) => resumeOperator(deps, rt),
   'wait-rollout': (deps) => waitRollout(deps.client, deps.plan, deps.target, deps.rolloutTimeoutMs ?? 300_000),
-  'rename-policies-back': (deps) => renamePoliciesBack(deps.client),
+  'rename-policies-back': (deps) => renamePoliciesBack(deps.client, deps.target.version),
   'verify-data': (deps) => verifyData(deps),
   'reboot-nodes': (deps, rt) => {
     if (!deps.plan.rolling?.nodes)

@@ -27,3 +27,18 @@ describe('apply derives remove-operator-leftovers from the plan it was shown (is
     expect(ids(planWith({ removeFields: [], trimPoolsPerFamily: false, removeFinalizers: [] }))).not.toContain('remove-operator-leftovers');
   });
 });
+
+describe('apply derives rename-policies-back from the versions of the plan (a downgrade from 3.32)', () => {
+  const plan = (version: string) =>
+    ({
+      current: { installType: 'operator', version },
+      strategy: 'in-place',
+      options: { flags: [], rebootNodes: false },
+      transforms: { installation: { removeFields: [], trimPoolsPerFamily: false } },
+    }) as unknown as Plan;
+  it('right after wait-rollout from 3.32.1 to 3.29.7; not from 3.30.7', () => {
+    const from332 = derivedSteps(plan('v3.32.1'), target).map((s) => s.id);
+    expect(from332[from332.indexOf('wait-rollout') + 1]).toBe('rename-policies-back');
+    expect(derivedSteps(plan('v3.30.7'), target).map((s) => s.id)).not.toContain('rename-policies-back');
+  });
+});

@@ -9,6 +9,7 @@
  * by preflightChecks in plan-steps.ts.
  */
 import path from 'node:path';
+import { leavesPolicyNaming } from '../calico/policy-names.js';
 import type { Release } from '../calico/release.js';
 import { RefusedError } from '../core/errors.js';
 import { installationCleanup, stepsFor } from '../plan/plan.js';
@@ -49,7 +50,8 @@ export function derivedSteps(plan: Plan, target: Release): Plan['steps'] {
   const install = plan.current.installType === 'operator' ? 'operator' : 'manifest';
   const helm = plan.helm && { action: plan.helm.action, cleanup: installationCleanup(plan.transforms.installation) };
   const removeLeftovers = !!plan.transforms?.installation && hasOperatorLeftovers(plan.transforms.installation);
-  return stepsFor(install, plan.strategy, target, { restoreDrift, rebootNodes: plan.options.rebootNodes, removeLeftovers, helm });
+  const renamePolicies = leavesPolicyNaming(plan.current.version, target.version);
+  return stepsFor(install, plan.strategy, target, { restoreDrift, rebootNodes: plan.options.rebootNodes, removeLeftovers, renamePolicies, helm });
 }
 
 const sameFile = (a: string, b: string | undefined) => b !== undefined && path.resolve(a) === path.resolve(b);

@@ -11,7 +11,7 @@
  * with other content is left alone with the original and named.
  */
 import { CALICO_CRD_GROUP, compareVersions, imageTag, tagVersion } from '../calico/knowledge.js';
-import { namedBefore332, POLICY_NAMING_RELEASE, POLICY_PLURALS, storedUnderV3Name } from '../calico/policy-names.js';
+import { nameBefore332, POLICY_NAMING_RELEASE, POLICY_PLURALS } from '../calico/policy-names.js';
 import { RefusedError } from '../core/errors.js';
 import { K } from '../kube/builtin.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
@@ -61,11 +61,17 @@ async function refuseWhileMigratorRuns(client: KubeClient): Promise<void> {
 }
 
 /** Renames one policy back; returns what was done, or why not. */
-async function renameOne(client: KubeClient, type: ResourceType, name: string, namespace: string | undefined): Promise<{ done?: string; refused?: string }> {
+async function renameOne(
+  client: KubeClient,
+  type: ResourceType,
+  name: string,
+  namespace: string | undefined,
+  target: string,
+): Promise<{ done?: string; refused?: string }> {
   for (let attempt = 1; ; attempt++) {
     const p = await client.getOrUndefined<KubeObject>(type, namespace, name);
-    if (!p || !storedUnderV3Name(p)) return {};
-    const newName = namedBefore332(p);
+    const newName = p && nameBefore332(p, target);
+    if (!p || !newName) return {};
     if (p.metadata.finalizers?.length || p.metadata.deletionTimestamp)
       return { refused: `${ref(p)}: being deleted or has finalizers (${(p.metadata.finalizers ?? []).join(', ')}); not renamed` };
     const copy = await client.getOrUndefined<KubeObject>(type, namespace, newName);
@@ -86,7 +92,7 @@ async function renameOne(client: KubeClient, type: ResourceType, name: string, n
 }
 
 /** Runs the step; returns its one-line summary. Refuses (after renaming every other one) when a policy could not be renamed. */
-export async function renamePoliciesBack(client: KubeClient): Promise<string> {
+export async function renamePoliciesBack(client: KubeClient, target: string): Promise<string> {
   await refuseWhileMigratorRuns(client);
   const done: string[] = [];
   const refused: string[] = [];
@@ -94,8 +100,8 @@ export async function renamePoliciesBack(client: KubeClient): Promise<string> {
     const def = await client.getOrUndefined<KubeObject>(K.crd, undefined, `${plural}.${CALICO_CRD_GROUP}`);
     if (!def) continue;
     const type = crdResourceType(def);
-    for (const p of (await client.listAll<KubeObject>(type)).filter(storedUnderV3Name)) {
-      const r = await renameOne(client, type, p.metadata.name!, p.metadata.namespace);
+    for (const p of (await client.listAll<KubeObject>(type)).filter((o) => nameBefore332(o, target))) {
+      const r = await renameOne(client, type, p.metadata.name!, p.metadata.namespace, target);
       if (r.done) done.push(r.done);
       if (r.refused) refused.push(r.refused);
     }

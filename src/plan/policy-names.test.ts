@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadRelease } from '../calico/release.js';
 import type { KubeObject } from '../kube/types.js';
-import { leavesPolicyNaming } from '../calico/policy-names.js';
+import { leavesPolicyNaming, nameBefore332 } from '../calico/policy-names.js';
 import { computeFindings } from './findings.js';
 
 const gnp = (name: string, tier?: string): KubeObject => ({
@@ -51,5 +51,25 @@ describe('which changes leave 3.32 policy naming behind', () => {
     expect(leavesPolicyNaming('v3.31.7', 'v3.32.1')).toBe(false);
     expect(leavesPolicyNaming('v3.31.7', 'v3.30.7')).toBe(false);
     expect(leavesPolicyNaming(undefined, 'v3.31.7')).toBe(false);
+  });
+});
+
+describe('the name each release before 3.32 looks a policy up by (names.TieredPolicyName 3.29-3.31, convertPolicyNameForStorage up to 3.28)', () => {
+  const labelled = (name: string, tier: string): KubeObject => ({ ...gnp(name), metadata: { name, labels: { 'projectcalico.org/tier': tier } } });
+  it('3.29-3.31: a name without a dot gets the prefix; a dotted one is read as it is', () => {
+    expect(nameBefore332(gnp('deny'), 'v3.31.7')).toBe('default.deny');
+    expect(nameBefore332(gnp('team.deny'), 'v3.29.7')).toBeUndefined();
+    expect(nameBefore332(gnp('default.legacy'), 'v3.31.7')).toBeUndefined();
+  });
+  it('3.28 and before: every name but knp. and ossg. ones gets the prefix', () => {
+    expect(nameBefore332(gnp('deny'), 'v3.28.5')).toBe('default.deny');
+    expect(nameBefore332(gnp('team.deny'), 'v3.28.5')).toBe('default.team.deny');
+    expect(nameBefore332(gnp('knp.default.x'), 'v3.28.5')).toBeUndefined();
+    expect(nameBefore332(gnp('default.legacy'), 'v3.27.5')).toBeUndefined();
+  });
+  it('another tier, by its spec or, once an older CRD pruned spec.tier, by its projectcalico.org/tier label: never renamed', () => {
+    expect(nameBefore332(gnp('calico-system.whisker', 'calico-system'), 'v3.28.5')).toBeUndefined();
+    expect(nameBefore332(labelled('calico-system.whisker', 'calico-system'), 'v3.28.5')).toBeUndefined();
+    expect(nameBefore332(labelled('deny', 'default'), 'v3.28.5')).toBe('default.deny');
   });
 });

@@ -75,7 +75,7 @@ export const STEP_TEXT = {
   'rename-policies-back': {
     title: 'give default-tier policies their pre-3.32 names back',
     description:
-      "a downgrade from 3.32+: once the target's kube-controllers replaced 3.32's (whose migrator renames them), every default-tier policy stored under its v3 name <name> is re-created as default.<name> with the same labels, annotations and spec and the old object deleted (uid and resourceVersion as preconditions), read live so one made since the plan is renamed too; the target release can then read, change and delete it by name",
+      "a downgrade from 3.32+: once the target's kube-controllers replaced 3.32's (whose migrator renames them), every default-tier policy stored under its v3 name <name> is re-created under the name the target looks it up by (default.<name>; 3.29-3.31 leave dotted names as they are) with the same labels, annotations and spec and the old object deleted (uid and resourceVersion as preconditions), read live so one made since the plan is renamed too; the target release can then read, change and delete it by name",
   },
   'verify-data': {
     title: 'verify the Calico data against the bundle',
