@@ -131,6 +131,12 @@ const OBJECT_RULES: Record<string, Record<string, ObjectRule>> = {
     // the CNI plugin reads an unset value as Enabled (cni-plugin/pkg/ipamplugin/ipam_plugin.go:626).
     'spec.kubeVirtVMAddressPersistence': (_o, v) => v === 'Enabled',
   },
+  BGPConfiguration: {
+    // 3.31+: the CRD's structural default (api/pkg/apis/projectcalico/v3/bgpconfig.go "[Default: Enabled]"), so
+    // every BGPConfiguration read under it has the field; Enabled is "the full CIDR range will be advertised
+    // (default behavior)", what releases without the field do. Only Disabled is a setting a downgrade loses.
+    'spec.serviceLoadBalancerAggregation': (_o, v) => v === 'Enabled',
+  },
   BlockAffinity: {
     // libcalico-go backend/k8s/resources/ipam_affinity.go toV3 writes "host" for every node's affinity and reads an
     // unset type as "host", as every release before 3.30 means it; only "virtual" is a kind older releases lack.
