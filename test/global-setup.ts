@@ -3,7 +3,9 @@ import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { buildCacheRoot } from '../src/dev/local-cluster/paths.js';
 import { LocalCluster } from '../src/dev/local-cluster/cluster.js';
+import { packageRoot } from '../src/core/package-root.js';
 import { e2eWorkers, slotBaseFromEnv, slotCluster, type SlotBase } from './support/e2e-clusters.js';
+import { writeMatrixDocs } from './support/path-matrix-docs.js';
 
 /**
  * The end-to-end files run on up to `e2eWorkers()` clusters at once, one per vitest worker slot, each started by
@@ -21,8 +23,11 @@ export default async function setup(project: TestProject) {
     `[e2e clusters] up to ${workers} files at once, each on its own cluster: ${slots.map((s) => `${s.name} (:${s.portBase}${running.has(s.name) ? ', reused' : ''})`).join(', ')}`,
   );
   project.provide('e2eSlotBase', base);
+  const startedAt = new Date().toISOString();
   return async () => {
     stopBackgroundBuilds();
+    const matrix = writeMatrixDocs(path.join(buildCacheRoot(), 'path-matrix.tsv'), path.join(packageRoot(), 'docs', 'calico-differences.md'), startedAt);
+    if (matrix) console.log(matrix);
     for (const s of slots) {
       if (running.has(s.name)) continue;
       const cluster = new LocalCluster({ name: s.name, portBase: s.portBase });

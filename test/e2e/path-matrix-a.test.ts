@@ -1,7 +1,6 @@
 /**
- * Issue 30's path matrix, part A (path-matrix-support.ts says what each path checks): the newest releases. Paths
- * down from 3.32 are not here: a default-tier policy 3.32 stores under its v3 name cannot be read by name under
- * 3.31 (docs/calico-differences.md, "3.32's policy names"), which the plan does not handle yet.
+ * Issue 30's path matrix, part A (path-matrix-support.ts says what each path checks): up to and between the newest
+ * releases. Down from 3.32 is part D.
  */
 import { describePaths } from './path-matrix-support.js';
 
