@@ -192,9 +192,23 @@ export function describePaths(paths: readonly Path[]): void {
         // -f custom-resources.yaml`). All of them: from 3.30 the operator keeps a finalizer on the Installation while
         // its APIServer, Goldmane or Whisker exists (MaintainInstallationFinalizer), on a fresh install too.
         for (const plural of CUSTOM_RESOURCES) await client.delete(operatorType(plural, plural), undefined, 'default');
+        // Touched every RECONCILE_GAP_MS while it waits, as during the reconciles above: operator v1.32 clears its
+        // finalizer only once the calico-apiserver namespace is gone and watches no namespace, so on its own it sees
+        // that at its periodic reconcile, every 5 minutes (core_controller.go:900-908, utils.PeriodicReconcileTime), on
+        // a fresh 3.27 install too. Any finalizer nothing will clear still fails here.
+        let touched = 0;
         await client.waitFor(
           'Installation default to be deleted',
-          async () => ((await client.getOrUndefined(INSTALLATION, undefined, 'default')) ? undefined : true),
+          async () => {
+            if (!(await client.getOrUndefined(INSTALLATION, undefined, 'default'))) return true;
+            if (Date.now() - touched >= RECONCILE_GAP_MS) {
+              touched = Date.now();
+              await client
+                .mergePatch(INSTALLATION, undefined, 'default', { metadata: { annotations: { 'cni-rewind.test/touch': `deleting-${touched}` } } })
+                .catch(() => undefined);
+            }
+            return undefined;
+          },
           {
             timeoutMs: 180_000,
             intervalMs: 1000,
