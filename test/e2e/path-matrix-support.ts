@@ -29,6 +29,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { calicoctl, clearCalicoFinalizers, waitTigeraStatusAvailable } from './calico-support.js';
 import { calicoType, deleteNodes, explain, operatorType, resetCalico, runCli, testClient } from './helpers.js';
+import { expectChurnSettledAndHeld, PodChurn, stopAllPodChurns } from './pod-churn.js';
 import { expectPodAddressesHeld } from './pod-ip-support.js';
 import { leavesPolicyNaming, policyTier } from '../../src/calico/policy-names.js';
 
@@ -51,6 +52,8 @@ const SETTLED_AFTER = 2;
 const CUSTOM_RESOURCES = ['installations', 'apiservers', 'goldmanes', 'whiskers'];
 const RECONCILE_GAP_MS = 10_000;
 const NODE = 'local-node-1';
+const CHURN_NAMESPACE = 'path-churn';
+const CHURN_NODES = ['local-node-1', 'local-node-2'];
 
 /** A namespaced default-tier policy the user makes between plan and apply. */
 const LATE_POLICY = JSON.stringify({
@@ -86,6 +89,8 @@ export function describePaths(paths: readonly Path[]): void {
     let dir: string;
 
     const cleanUp = async () => {
+      await stopAllPodChurns();
+      for (const p of await client.listAll<KubeObject>(K.pod, { namespace: CHURN_NAMESPACE })) await client.delete(K.pod, CHURN_NAMESPACE, p.metadata.name!);
       await cluster.stopCalico();
       await clearCalicoFinalizers(client);
       await resetCalico(client);
@@ -158,6 +163,15 @@ export function describePaths(paths: readonly Path[]): void {
         const renames = leavesPolicyNaming(`v${p.from}`, `v${p.to}`);
         expect(planned.steps.map((s: { id: string }) => s.id).includes('rename-policies-back'), 'the plan renames policies back').toBe(renames);
         if (renames) await calicoctl(['apply', '-f', '-'], LATE_POLICY, fromTree);
+        // Live IPAM churn through the whole apply and the reconciles: pods created and deleted on both nodes by the
+        // real CNI plugin, judged once settled (no address lost, shared or leaked; `calicoctl ipam check` clean).
+        const churn = await PodChurn.start(client, cluster, {
+          namespace: CHURN_NAMESPACE,
+          nodes: CHURN_NODES,
+          prefix: `pc${Date.now().toString(36)}`,
+          target: 4,
+          intervalMs: 1500,
+        });
         const logStart = operatorLog(cluster).length;
         const apply = await runCli(['apply', planFile, '--yes'], { timeoutMs: 1_200_000 });
         expect(apply.code, explain(apply)).toBe(0);
@@ -173,6 +187,11 @@ export function describePaths(paths: readonly Path[]): void {
           await new Promise((r) => setTimeout(r, RECONCILE_GAP_MS));
           expect(await poolStates(client), `after reconcile ${i + 1}`).toEqual(poolsBefore);
         }
+        await churn.stop();
+        await expectChurnSettledAndHeld(client, cluster, churn);
+        const churned = churn.counts();
+        expect(churned.addressed, JSON.stringify(churned)).toBeGreaterThanOrEqual(4);
+        console.log(`pod churn through apply and reconciles: ${JSON.stringify(churned)}`);
         for (const ts of await client.listAll<KubeObject>(TIGERA_STATUS)) await waitTigeraStatusAvailable(client, ts.metadata.name!, 180_000);
         // Read by name with the target's calicoctl: below 3.32 that looks up default.<name> (names.TieredPolicyName).
         expect(await calicoctl(['get', 'globalnetworkpolicy', 'user-deny-metadata', '-o', 'yaml'], undefined, toTree)).toContain('user-deny-metadata');
