@@ -168,7 +168,7 @@ function durationNs(text: string): number {
 }
 
 /**
- * `seen` with each string that is a Go duration of the same length as the string at the same place in `expected`
+ * `seen` with each string that is a Go duration of the same value (not text) as the string at the same place in `expected`
  * written as `expected` writes it: Go prints a parsed duration in its own form ("5m" comes back "5m0s"), so the
  * texts differ where the values do not. Only comparisons use this; nothing is written from it.
  */
