@@ -3,7 +3,7 @@
  * 3.28, up and down, with the seed incident's own path (3.27.4 -> 3.28.1). Paths to 3.27 are slow at the end: operator
  * v1.32 removes its finalizer from the deleted Installation only once the calico-apiserver namespace is gone, and it
  * watches no namespace, so it sees that at its periodic reconcile, every 5 minutes (installation/core_controller.go
- * :900-908 and :325, utils.PeriodicReconcileTime); on a fresh 3.27.5 install too, without cni-rewind.
+ * :901-913 and :325, utils.PeriodicReconcileTime); on a fresh 3.27.5 install too, without cni-rewind.
  */
 import { describePaths } from './path-matrix-support.js';
 
