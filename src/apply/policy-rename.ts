@@ -10,8 +10,8 @@
  * exists with the same content (a run stopped between the two writes) is kept and only the old one deleted; one
  * with other content is left alone with the original and named.
  */
-import { CALICO_CRD_GROUP, compareVersions, imageTag, tagVersion } from '../calico/knowledge.js';
-import { nameBefore332, POLICY_NAMING_RELEASE, POLICY_PLURALS } from '../calico/policy-names.js';
+import { CALICO_CRD_GROUP, compareVersions } from '../calico/knowledge.js';
+import { kubeControllersReleases, nameBefore332, POLICY_NAMING_RELEASE, POLICY_PLURALS } from '../calico/policy-names.js';
 import { RefusedError } from '../core/errors.js';
 import { K } from '../kube/builtin.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
@@ -19,8 +19,6 @@ import { crdResourceType } from '../kube/discovery.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
 import { canonicalJson } from '../util/canonical.js';
 
-const KUBE_CONTROLLERS = 'calico-kube-controllers';
-const KUBE_CONTROLLERS_NAMESPACES = ['calico-system', 'kube-system'];
 const WRITE_RETRIES = 5;
 
 const ref = (p: KubeObject) => `${p.kind}/${p.metadata.namespace ? `${p.metadata.namespace}/` : ''}${p.metadata.name}`;
@@ -46,18 +44,11 @@ function copyNamed(p: KubeObject, name: string): KubeObject {
 
 /** Refuses while a kube-controllers of 3.32+ runs: its migrator would rename the policies straight back. */
 async function refuseWhileMigratorRuns(client: KubeClient): Promise<void> {
-  for (const ns of KUBE_CONTROLLERS_NAMESPACES) {
-    const d = await client.getOrUndefined<KubeObject>(K.deployment, ns, KUBE_CONTROLLERS);
-    const images: string[] = (d?.spec?.template?.spec?.containers ?? []).map((c: { image?: string }) => c.image ?? '');
-    const newer = images.find((i) => {
-      const v = tagVersion(imageTag(i))?.version;
-      return v && compareVersions(v, POLICY_NAMING_RELEASE) >= 0;
-    });
-    if (newer)
-      throw new RefusedError(
-        `${ns}/${KUBE_CONTROLLERS} still runs ${newer}, whose policy name migrator would undo the renaming: wait for the rollout to finish, then run apply again with --resume`,
-      );
-  }
+  const newer = (await kubeControllersReleases(client)).find((r) => compareVersions(r.version, POLICY_NAMING_RELEASE) >= 0);
+  if (newer)
+    throw new RefusedError(
+      `${newer.namespace}/calico-kube-controllers still runs ${newer.image}, whose policy name migrator would undo the renaming: wait for the rollout to finish, then run apply again with --resume`,
+    );
 }
 
 /** Renames one policy back; returns what was done, or why not. */

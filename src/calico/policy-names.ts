@@ -7,11 +7,16 @@
  * old; default tier only), and new ones are created so. After a downgrade below 3.32 such a policy is listed but
  * cannot be read, changed or deleted by name (seen with the real 3.31.7 calicoctl: "default.<name> not found").
  */
-import { compareVersions } from './knowledge.js';
-import type { KubeObject } from '../kube/types.js';
+import { CALICO_CRD_GROUP, compareVersions, imageTag, tagVersion, V3_METADATA_ANNOTATION } from './knowledge.js';
+import { K } from '../kube/builtin.js';
+import type { KubeClient } from '../kube/client.js';
+import { groupOf, type KubeObject } from '../kube/types.js';
 
 /** The crd.projectcalico.org plurals of the four kinds the migrator renames. */
 export const POLICY_PLURALS = ['networkpolicies', 'globalnetworkpolicies', 'stagednetworkpolicies', 'stagedglobalnetworkpolicies'] as const;
+
+/** Their kinds. */
+export const POLICY_KINDS: ReadonlySet<string> = new Set(['NetworkPolicy', 'GlobalNetworkPolicy', 'StagedNetworkPolicy', 'StagedGlobalNetworkPolicy']);
 
 /** The first release with tiers in Calico Open Source, whose names.TieredPolicyName leaves dotted names alone. */
 const TIERED_NAMES_RELEASE = 'v3.29.0';
@@ -40,4 +45,51 @@ export function nameBefore332(p: KubeObject, target: string): string | undefined
 /** True when a change from `from` to `to` leaves 3.32's naming for a release that cannot read it. */
 export function leavesPolicyNaming(from: string | undefined, to: string): boolean {
   return !!from && compareVersions(from, POLICY_NAMING_RELEASE) >= 0 && compareVersions(to, POLICY_NAMING_RELEASE) < 0;
+}
+
+/**
+ * The name 3.32+ stores default-tier policy `p` under, when it is not the one `p` has: its v3 name, which
+ * libcalico-go reads from the `projectcalico.org/metadata` annotation, else the stored name without `default.`
+ * (resources.go determinePolicyName); the migrator renames every default-tier object whose stored name differs.
+ */
+export function nameFrom332(p: KubeObject): string | undefined {
+  const name = p.metadata.name ?? '';
+  if (policyTier(p) !== 'default') return undefined;
+  let v3: unknown;
+  try {
+    v3 = JSON.parse(p.metadata.annotations?.[V3_METADATA_ANNOTATION] ?? '{}')?.name;
+  } catch {
+    v3 = undefined;
+  }
+  const want = typeof v3 === 'string' && v3 ? v3 : name.replace(/^default\./, '');
+  return want !== name ? want : undefined;
+}
+
+/**
+ * The name release `live` must find policy `p` under, when it is not `p`'s own: `p` as release `written` stored it
+ * (a bundle's). 3.32+ would rename a default-tier `default.<name>` itself, keeping a `<name>` that exists and
+ * deleting the other: written so, a restored policy would be lost to the live one. Below 3.32 a policy 3.32 stored
+ * cannot be read by name. Undefined for other objects, or when either release is unknown.
+ */
+export function policyNameFor(p: KubeObject, written: string | undefined, live: string | undefined): string | undefined {
+  if (!live || !POLICY_KINDS.has(p.kind) || groupOf(p.apiVersion) !== CALICO_CRD_GROUP) return undefined;
+  if (compareVersions(live, POLICY_NAMING_RELEASE) >= 0) return nameFrom332(p);
+  return leavesPolicyNaming(written, live) ? nameBefore332(p, live) : undefined;
+}
+
+/** Where calico-kube-controllers runs: the operator's namespace, then calico.yaml's. */
+const KUBE_CONTROLLERS = 'calico-kube-controllers';
+const KUBE_CONTROLLERS_NAMESPACES = ['calico-system', 'kube-system'];
+
+/** The Calico release of each calico-kube-controllers Deployment's images (the policy name migrator runs there). */
+export async function kubeControllersReleases(client: KubeClient): Promise<{ namespace: string; image: string; version: string }[]> {
+  const found: { namespace: string; image: string; version: string }[] = [];
+  for (const namespace of KUBE_CONTROLLERS_NAMESPACES) {
+    const d = await client.getOrUndefined<KubeObject>(K.deployment, namespace, KUBE_CONTROLLERS);
+    for (const c of (d?.spec?.template?.spec?.containers ?? []) as { image?: string }[]) {
+      const version = tagVersion(imageTag(c.image))?.version;
+      if (c.image && version) found.push({ namespace, image: c.image, version });
+    }
+  }
+  return found;
 }

@@ -103,6 +103,7 @@ export const MESSAGES = {
   CNR_RESTORE_READ: info(),
   CNR_RESTORE_REFUSED_OBJECT: warn(),
   CNR_RESTORE_HELM_RECORDS: info<{ records: number }>(),
+  CNR_RESTORE_POLICY_NAMES: info(),
   CNR_RESTORE_IPAM_LIVE: info(),
   CNR_RESTORE_IPAM_UNUSED: info<{ kind: string; count: number }>(),
   CNR_RESTORE_IPAM_UNJUDGED: warn<{ kind: string; count: number }>(),

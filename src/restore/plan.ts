@@ -22,6 +22,7 @@ import { INSTALLATION_KIND, INSTALLATION_NAME, NEVER_RESTORED_KINDS, RESTORED_CO
 import { availableReports, calicoNamespaceDeletions, deletionsInProgress } from './operator.js';
 import { OwnerLookup, RENDERED_KINDS, renderedWithGoneOwners } from './owners.js';
 import { LiveIndex, crdKey, ownerKey, planOne, planPrune } from './plan-object.js';
+import { livePolicyNamingRelease, PolicyNaming } from './policy-naming.js';
 import { stopEntriesOfStoppedPools } from './pools.js';
 import { DesiredSpool } from './spool.js';
 import { PlanTable, withActions } from './plan-table.js';
@@ -74,8 +75,13 @@ export async function planRestore(
   const m = bundle.manifest;
   const { uid, sameCluster } = await checkCluster(client, m, opts, reporter, timer);
 
+  const operatorImage = await timer.time('readCluster', () => operatorImageOf(client));
+  // A policy is planned under the name the live release stores it by, from the first pass on (policy-naming.ts).
+  const naming = new PolicyNaming(m.calico?.version, await timer.time('readCluster', () => livePolicyNamingRelease(client, operatorImage)));
   reporter.info('CNR_RESTORE_READ', `reading bundle ${m.id}`);
-  const summary = await timer.time('readBundle', () => firstPass(bundle, opts));
+  const summary = await timer.time('readBundle', () => firstPass(bundle, opts, naming));
+  const renamed = naming.summary();
+  if (renamed) reporter.info('CNR_RESTORE_POLICY_NAMES', renamed);
   const liveCrdList = await timer.time('readCluster', () => listCrds(client));
   const liveCrds = new Map(liveCrdList.map((c) => [crdKey(c.spec.group, c.spec.names.kind), c]));
   refuseUnshippedCrds(summary, liveCrds, m.calico?.version);
@@ -87,7 +93,6 @@ export async function planRestore(
 
   // Planning creates no CRD, so a group-version found missing stays missing: ask discovery once, not per object.
   const resolver = new ResourceResolver(client, { cacheMissing: true });
-  const operatorImage = await timer.time('readCluster', () => operatorImageOf(client));
   const ctx = {
     existing,
     liveCrds,
@@ -107,7 +112,7 @@ export async function planRestore(
   // Rows of typed arrays for the entries with nothing to say, objects for the others (plan-table.ts).
   const planned = new PlanTable(spool);
   try {
-    await poolStream(secondPass(bundle, opts, timer, extraNs), opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY, async (obj) => {
+    await poolStream(secondPass(bundle, opts, naming, timer, extraNs), opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY, async (obj) => {
       planned.add(await planOne(client, resolver, obj, ctx));
     });
   } finally {
@@ -199,13 +204,18 @@ function matchesKinds(obj: KubeObject, kinds: string[] | undefined): boolean {
   return kinds.some((k) => k.toLowerCase() === obj.kind.toLowerCase() || k.toLowerCase() === `${obj.kind.toLowerCase()}s`);
 }
 
-/** The bundle objects restore writes, in the order read; `refuse` hears of those it never writes. */
-async function* restorable(bundle: RestoreSource, opts: RestoreOptions, refuse?: (o: KubeObject, reason: string) => void): AsyncGenerator<KubeObject> {
+/** The bundle objects restore writes, in the order read, policies named for the live release; `refuse` hears of those it never writes. */
+async function* restorable(
+  bundle: RestoreSource,
+  opts: RestoreOptions,
+  naming: PolicyNaming,
+  refuse?: (o: KubeObject, reason: string) => void,
+): AsyncGenerator<KubeObject> {
   for await (const bo of bundle.objects({ ...(opts.kinds?.length ? { kinds: opts.kinds } : {}), lenient: true })) {
     if (opts.only && !opts.only.has(objRef(bo.object))) continue;
     const no = admissionRefusal(bo, 'resources');
     if (no) refuse?.(bo.object, no);
-    else if (!NEVER_RESTORED_KINDS.has(bo.object.kind)) yield bo.object;
+    else if (!NEVER_RESTORED_KINDS.has(bo.object.kind)) yield naming.named(bo.object);
   }
   for await (const bo of bundle.configObjects({ lenient: true })) {
     if (!matchesKinds(bo.object, opts.kinds) || (opts.only && !opts.only.has(objRef(bo.object))) || isReferenceOnlyConfig(bo)) continue;
@@ -215,7 +225,7 @@ async function* restorable(bundle: RestoreSource, opts: RestoreOptions, refuse?:
   }
 }
 
-async function firstPass(bundle: RestoreSource, opts: RestoreOptions): Promise<BundleSummary> {
+async function firstPass(bundle: RestoreSource, opts: RestoreOptions, naming: PolicyNaming): Promise<BundleSummary> {
   const s: BundleSummary = {
     inBundle: new Set(),
     bundleIds: new Set(),
@@ -231,7 +241,7 @@ async function firstPass(bundle: RestoreSource, opts: RestoreOptions): Promise<B
   // Every object's key is needed only until the pass ends (an owner may come before or after what it owns).
   const all = new Set<string>();
   const referenced = new Set<string>();
-  for await (const o of restorable(bundle, opts, refuse)) {
+  for await (const o of restorable(bundle, opts, naming, refuse)) {
     s.count++;
     all.add(ownerKey(o.apiVersion, o.kind, o.metadata.name, o.metadata.namespace));
     for (const r of o.metadata.ownerReferences ?? []) {
@@ -285,8 +295,14 @@ function namespacesNeeded(s: BundleSummary): KubeObject[] {
 }
 
 /** The second pass: its reading is timed as reading the bundle, the rest as planning. */
-async function* secondPass(bundle: RestoreSource, opts: RestoreOptions, timer: PhaseTimer, extraNs: KubeObject[]): AsyncGenerator<KubeObject> {
-  const it = restorable(bundle, opts)[Symbol.asyncIterator]();
+async function* secondPass(
+  bundle: RestoreSource,
+  opts: RestoreOptions,
+  naming: PolicyNaming,
+  timer: PhaseTimer,
+  extraNs: KubeObject[],
+): AsyncGenerator<KubeObject> {
+  const it = restorable(bundle, opts, naming)[Symbol.asyncIterator]();
   for (;;) {
     const r = await timer.time('readBundle', () => it.next());
     if (r.done) break;
