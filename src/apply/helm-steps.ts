@@ -58,13 +58,13 @@ export async function prepareHelm(calico: CalicoObjects, plan: Plan, given: Helm
   if (!['upgrade', 'rollback'].includes(h.action)) throw refuse(`its Helm action ${JSON.stringify(h.action)} is not upgrade or rollback`);
   if (h.action === 'rollback' && !Number.isSafeInteger(h.rollbackRevision)) throw refuse('its Helm rollback has no revision');
   const bin = resolveHelmBinary(given.helm, 'the plan was not applied');
-  const kubeArgs = [
-    ...(given.kubeconfig ? ['--kubeconfig', given.kubeconfig] : []),
-    ...(given.context ? ['--kube-context', given.context] : []),
-    ...(given.as ? ['--kube-as-user', given.as] : []),
-    ...(given.asGroups ?? []).flatMap((g) => ['--kube-as-group', g]),
-  ];
-  const run: HelmRun = { bin, kubeArgs, storage: h.storage === 'configmap' ? 'configmap' : 'secret', strategy: h, target: plan.target.version };
+  const run: HelmRun = {
+    bin,
+    kubeArgs: helmKubeArgs(given),
+    storage: h.storage === 'configmap' ? 'configmap' : 'secret',
+    strategy: h,
+    target: plan.target.version,
+  };
   if (h.action === 'upgrade') {
     // The chart runs as code in the cluster (its templates): taken from this command line, the plan's only checked.
     const chart = given.helmChart ?? DEFAULT_HELM_CHART;
@@ -119,9 +119,19 @@ async function settled(client: KubeClient, run: HelmRun, what: string): Promise<
 }
 
 /** Helm 4 applies server-side; the operator owns fields of the Installation the chart renders (its pools). */
-async function conflictArgs(run: HelmRun): Promise<string[]> {
-  const v = (await runHelm(run, ['version', '--template', '{{.Version}}'], 'helm version').catch(() => ({ stdout: '' }))).stdout.trim();
+export async function conflictArgs(target: HelmTarget): Promise<string[]> {
+  const v = (await runHelm(target, ['version', '--template', '{{.Version}}'], 'helm version').catch(() => ({ stdout: '' }))).stdout.trim();
   return /^v?([4-9]|\d{2,})\./.test(v) ? ['--force-conflicts'] : [];
+}
+
+/** helm's flags for the cluster this run reaches, as its command line gave them. */
+export function helmKubeArgs(given: HelmGiven): string[] {
+  return [
+    ...(given.kubeconfig ? ['--kubeconfig', given.kubeconfig] : []),
+    ...(given.context ? ['--kube-context', given.context] : []),
+    ...(given.as ? ['--kube-as-user', given.as] : []),
+    ...(given.asGroups ?? []).flatMap((g) => ['--kube-as-group', g]),
+  ];
 }
 
 /**

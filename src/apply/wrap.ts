@@ -9,13 +9,15 @@ import { CALICO_CRD_GROUP, OPERATOR_DEPLOYMENT, OPERATOR_GROUP, OPERATOR_NAMESPA
 import { operatorInstallCommands } from '../calico/release.js';
 import { diffBundle, type Ref } from '../diff/diff.js';
 import { loadLiveState, runChecks, type Finding } from '../doctor/doctor.js';
-import { BadInputError, errorMessage, isErrorKind } from '../core/errors.js';
+import { BadInputError, errorMessage, isErrorKind, RefusedError } from '../core/errors.js';
 import { exportBundle } from '../export/export.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
 import { restoreResources } from '../restore/restore.js';
 import { RUNTIME_KINDS } from '../plan/rules.js';
+import type { HelmGiven } from './helm-steps.js';
+import { helmBefore, helmRevisionsAdded, helmRollbackCommand, rollBackHelm, type HelmBefore } from './wrap-helm.js';
 
 export interface WrapOptions {
   command: string[];
@@ -33,6 +35,8 @@ export interface WrapOptions {
    * the caller lets the command decide and keeps checking Calico after it (the CLI ignores SIGINT meanwhile).
    */
   onCommandRunning?: (running: boolean) => void;
+  /** The helm program and cluster flags a Helm-installed operator is rolled back with (wrap-helm.ts). */
+  helm?: HelmGiven;
 }
 
 export interface WrapResult {
@@ -57,6 +61,8 @@ export interface WrapResult {
    * Calico objects, and only it removes them: a restore without it is refused).
    */
   recovery: string[];
+  /** A Helm-installed operator whose release the command gave a new revision, when Calico then needed restoring. */
+  helm?: { release: string; namespace: string; revisionBefore?: number; newestAfter: number; rollback?: string; rolledBack?: boolean };
 }
 
 const isData = (r: Ref) => [CALICO_CRD_GROUP, OPERATOR_GROUP].includes(r.apiVersion.split('/')[0]!) && !RUNTIME_KINDS.has(r.kind);
@@ -73,6 +79,13 @@ export async function wrap(client: KubeClient, opts: WrapOptions, reporter: Repo
     );
   const bundle = await openBundle(backup.path);
   const restoreCommand = `cni-rewind restore ${backup.path} --resources`;
+  const helm = await helmBefore(client).catch((err: unknown) => {
+    reporter.warn(
+      'CNR_WRAP_HELM_UNREAD',
+      `Helm's record of the tigera-operator release could not be read (${errorMessage(err)}): a restore will not roll it back`,
+    );
+    return undefined;
+  });
   try {
     reporter.info('CNR_WRAP_RUN', `backup ${bundle.manifest.id} taken; running: ${opts.command.join(' ')}`);
     opts.onCommandRunning?.(true);
@@ -102,21 +115,52 @@ export async function wrap(client: KubeClient, opts: WrapOptions, reporter: Repo
     };
     if (!check.healthy || command.exitCode !== 0) {
       reporter.warn('CNR_WRAP_UNHEALTHY', `after the command: ${describe(check, command)}`);
+      result.helm = helm && (await helmChange(client, helm));
       if (opts.restoreOnFailure) {
-        reporter.warn('CNR_WRAP_RESTORE', `restoring Calico resources from ${bundle.manifest.id} (--restore-on-failure)`);
         try {
+          // The release goes back first: the restore then finds the objects of the revision Helm says is deployed.
+          if (result.helm) result.helm.rolledBack = await rollBack(helm!, result.helm, opts.helm ?? {}, reporter);
+          reporter.warn('CNR_WRAP_RESTORE', `restoring Calico resources from ${bundle.manifest.id} (--restore-on-failure)`);
           const r = await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true, signal: opts.signal }, reporter);
           result.restored = { ok: r.failures.length === 0, failures: r.failures.map((f) => ({ id: f.id, reason: f.reason })) };
         } catch (err) {
           result.restored = { ok: false, failures: [], error: errorMessage(err), refused: isErrorKind(err, 'refused') };
         }
       }
-      if (!result.restored?.ok) result.recovery = [...(await operatorReinstall(client, bundle.manifest.calico)), restoreCommand];
+      if (!result.restored?.ok) {
+        const rollback = result.helm && !result.helm.rolledBack && result.helm.rollback ? [result.helm.rollback] : [];
+        result.recovery = [...rollback, ...(await operatorReinstall(client, bundle.manifest.calico)), restoreCommand];
+      }
     }
     return result;
   } finally {
     await bundle.close();
   }
+}
+
+/** The release's change by the command, when it made a new revision. */
+async function helmChange(client: KubeClient, before: HelmBefore): Promise<WrapResult['helm']> {
+  const newestAfter = await helmRevisionsAdded(client, before);
+  if (newestAfter === undefined) return undefined;
+  const rollback = helmRollbackCommand(before);
+  return { release: before.release, namespace: before.namespace, revisionBefore: before.deployed, newestAfter, ...(rollback ? { rollback } : {}) };
+}
+
+/** Rolls the release back; a release with no revision to go back to refuses the restore (exit 5), naming it. */
+async function rollBack(before: HelmBefore, change: NonNullable<WrapResult['helm']>, given: HelmGiven, reporter: Reporter): Promise<boolean> {
+  if (!change.rollback)
+    throw new RefusedError(
+      `Helm release ${before.namespace}/${before.release} had no deployed revision before the command, so it cannot be rolled back; nothing was restored`,
+    );
+  reporter.warn(
+    'CNR_WRAP_HELM_ROLLBACK',
+    `the command made revision ${change.newestAfter} of Helm release ${before.namespace}/${before.release}: ${change.rollback}`,
+  );
+  const done = await rollBackHelm(before, given).catch((err: unknown) => {
+    throw new RefusedError(`${errorMessage(err)}; nothing was restored: roll the release back first (${change.rollback})`);
+  });
+  reporter.info('CNR_WRAP_HELM_ROLLED_BACK', done);
+  return true;
 }
 
 /** The commands that install the bundle's tigera operator again, when the bundle had one and the cluster has none now. */

@@ -86,6 +86,9 @@ export const MESSAGES = {
   CNR_WRAP_EXIT: info(),
   CNR_WRAP_UNHEALTHY: warn(),
   CNR_WRAP_RESTORE: warn(),
+  CNR_WRAP_HELM_UNREAD: warn(),
+  CNR_WRAP_HELM_ROLLBACK: warn(),
+  CNR_WRAP_HELM_ROLLED_BACK: info(),
 
   // drain and rolling reboot
   CNR_DRAIN_START: info<{ node: string; pods: string[] }>(),

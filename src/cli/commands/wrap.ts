@@ -15,6 +15,7 @@ interface WrapArgs extends ProviderArgs {
   'disk-snapshots': boolean;
   out?: string;
   'exclude-secrets': boolean;
+  helm?: string;
 }
 
 export const wrapCommand: Command<WrapArgs> = {
@@ -36,7 +37,11 @@ export const wrapCommand: Command<WrapArgs> = {
           describe: 'back up with disk snapshots of every node (like `backup`), not only the Calico resources',
         })
         .option('out', { type: 'string', describe: 'bundle path (default ./cni-rewind-backups/<cluster>-<UTC time>/)' })
-        .option('exclude-secrets', { type: 'boolean', default: false, describe: 'do not put Secrets into the bundle' }),
+        .option('exclude-secrets', { type: 'boolean', default: false, describe: 'do not put Secrets into the bundle' })
+        .option('helm', {
+          type: 'string',
+          describe: 'the helm program a Helm-installed operator is rolled back with before a restore (default: helm on PATH)',
+        }),
     )
       .parserConfiguration({ 'populate--': true })
       .example('$0 wrap --restore-on-failure -- kubectl apply -f calico-3.28.yaml', '') as any,
@@ -74,6 +79,7 @@ export const wrapCommand: Command<WrapArgs> = {
               }
             : undefined,
           signal: signals.signal,
+          helm: { helm: args.helm, kubeconfig: args.kubeconfig, context: args.context, as: args.as, asGroups: args['as-group'] },
           onCommandRunning: (running) => {
             signals.ignoreInterrupt = running;
           },
@@ -123,8 +129,19 @@ function render(r: WrapResult): string {
           }`,
     );
   }
+  if (r.helm) {
+    const before = r.helm.revisionBefore === undefined ? 'no revision was deployed before' : `revision ${r.helm.revisionBefore} was deployed before`;
+    lines.push(
+      `helm     the command made revision ${r.helm.newestAfter} of release ${r.helm.namespace}/${r.helm.release} (${before})${r.helm.rolledBack ? '; rolled back to it first' : ''}`,
+    );
+  }
+  const rollback = r.recovery.filter((c) => c === r.helm?.rollback).length;
   if (r.recovery.length > 1) {
-    lines.push('the command removed the tigera operator, which alone can release the deleted objects; recover with:');
+    const reason = [
+      ...(rollback ? ['the Helm release goes back before its objects are restored'] : []),
+      ...(r.recovery.length - rollback > 1 ? ['the command removed the tigera operator, which alone can release the deleted objects'] : []),
+    ];
+    lines.push(`${reason.join('; ')}; recover with:`);
     r.recovery.forEach((c, i) => lines.push(`  ${i + 1}. ${c}`));
   } else if (r.recovery.length) lines.push(`${r.restored ? 'retry' : 'restore'} with: ${r.recovery[0]}`);
   return lines.join('\n');
