@@ -66,6 +66,17 @@ export function nameFrom332(p: KubeObject): string | undefined {
 }
 
 /**
+ * An object's name as one key for every release: a default-tier crd.projectcalico.org policy's name as 3.32 stores
+ * it (its v3 name, nameFrom332), whichever release stored it; any other object's name. A bundle's `default.deny` and
+ * the cluster's `deny` after 3.32's migrator renamed it are one policy.
+ */
+export function v3PolicyName(o: KubeObject): string | undefined {
+  const name = o.metadata.name;
+  if (!name || !POLICY_KINDS.has(o.kind) || groupOf(o.apiVersion) !== CALICO_CRD_GROUP) return name;
+  return nameFrom332(o) ?? name;
+}
+
+/**
  * The name release `live` must find policy `p` under, when it is not `p`'s own: `p` as release `written` stored it
  * (a bundle's). 3.32+ would rename a default-tier `default.<name>` itself, keeping a `<name>` that exists and
  * deleting the other: written so, a restored policy would be lost to the live one. Below 3.32 a policy 3.32 stored

@@ -12,6 +12,7 @@ import { crdPathFor, packedResourcePath, parseResourcePath, resourcePathFor } fr
 import { dumpYaml } from '../bundle/writer.js';
 import { BadInputError } from '../core/errors.js';
 import { isCalicoCrd } from '../export/export.js';
+import { POLICY_KINDS, v3PolicyName } from '../calico/policy-names.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
@@ -215,11 +216,42 @@ function contentKey(o: KubeObject): string {
 }
 
 /**
+ * A default-tier policy Calico stored under another name than the bundle has it (3.32's migrator renamed it, or the
+ * other way round after a downgrade's rename) is the same policy: compared, not moved nor lost. Returns the bundle
+ * objects left; the paired live ones leave `live`.
+ */
+function withoutRenamedPolicies(
+  bundleOnly: { path: string; object: KubeObject }[],
+  live: Map<number, KubeObject>,
+  result: DiffResult,
+): { path: string; object: KubeObject }[] {
+  const byV3Name = new Map<string, number>();
+  for (const [i, o] of live) if (POLICY_KINDS.has(o.kind)) byV3Name.set(`${o.metadata.namespace ?? ''}/${v3PolicyName(o)}`, i);
+  return bundleOnly.filter((b) => {
+    if (!POLICY_KINDS.has(b.object.kind)) return true;
+    const i = byV3Name.get(`${b.object.metadata.namespace ?? ''}/${v3PolicyName(b.object)}`);
+    const o = i === undefined ? undefined : live.get(i);
+    if (!o || o.metadata.name === b.object.metadata.name || o.kind !== b.object.kind) return true;
+    live.delete(i!);
+    const renamed = { ...o, metadata: { ...o.metadata, name: b.object.metadata.name } };
+    const [a, c] = [normalizedYaml(b.object), normalizedYaml(renamed)];
+    if (a === c) result.same++;
+    else
+      result.changed.push({
+        ref: refOf(o),
+        diff: createTwoFilesPatch(`bundle/${b.path}`, `cluster/${resourcePathFor(o)}`, a, c, undefined, undefined, { context: 3 }),
+      });
+    return false;
+  });
+}
+
+/**
  * Objects of one type found on one side only: a bundle object and a live one with the same content (another
  * namespace or name), or else with the same name in another namespace, are one object that moved.
  */
-function pairMoved(bundleOnly: { path: string; object: KubeObject }[], liveOnly: KubeObject[], result: DiffResult): void {
+export function pairMoved(bundleOnly: { path: string; object: KubeObject }[], liveOnly: KubeObject[], result: DiffResult): void {
   const live = new Map(liveOnly.map((o, i) => [i, o]));
+  bundleOnly = withoutRenamedPolicies(bundleOnly, live, result);
   const unpaired: { path: string; object: KubeObject }[] = [];
   const byContent = new Map<string, number[]>();
   for (const [i, o] of live) byContent.set(contentKey(o), [...(byContent.get(contentKey(o)) ?? []), i]);

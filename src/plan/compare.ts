@@ -8,6 +8,7 @@ import type { Bundle } from '../bundle/reader.js';
 import { pruneUnknownFields, withoutEmptyMaps, withSchemaDefaults } from '../calico/schema.js';
 import { CALICO_CRD_GROUP, IPAM_HOST_AFFINITY_PREFIX, OPERATOR_GROUP } from '../calico/knowledge.js';
 import { felixFieldsSetFromInstallationBy, operatorFilledFelixFields } from '../calico/operator-generations.js';
+import { POLICY_KINDS, v3PolicyName } from '../calico/policy-names.js';
 import { isIpamLive } from '../restore/ipam.js';
 import type { KubeClient } from '../kube/client.js';
 import { K } from '../kube/builtin.js';
@@ -25,14 +26,19 @@ export interface DataDifference {
 }
 
 const content = (o: KubeObject) => canonicalJson({ spec: o.spec ?? null, data: o.data ?? null });
-const key = (o: KubeObject) => `${o.apiVersion.split('/')[0]}/${o.kind}/${o.metadata.namespace ?? ''}/${policyName(o)}`;
+/**
+ * A default-tier policy is keyed by its v3 name: 3.32's kube-controllers renames every such object from
+ * `default.<name>` (policy_name_migrator.go, on by default), so after an upgrade the bundle's `default.deny` is the
+ * cluster's `deny` (seen on 3.31.7 -> 3.32.1 with the real programs).
+ */
+const key = (o: KubeObject) => `${o.apiVersion.split('/')[0]}/${o.kind}/${o.metadata.namespace ?? ''}/${v3PolicyName(o)}`;
 
 /**
  * A policy rule's `source: {}` or `destination: {}` (an EntityRule that matches everything) is the same as none:
  * 3.32's policy name migrator re-creates each policy without them (3.31.7 -> 3.32.1 on the real programs).
  */
 function withoutEmptyEntityRules(o: KubeObject): KubeObject {
-  if (!TIERED_POLICY_KINDS.has(o.kind) || !o.spec) return o;
+  if (!POLICY_KINDS.has(o.kind) || !o.spec) return o;
   const rules = (list: unknown) =>
     Array.isArray(list)
       ? list.map((r) => {
@@ -46,21 +52,6 @@ function withoutEmptyEntityRules(o: KubeObject): KubeObject {
   return { ...o, spec: { ...o.spec, ingress: rules(o.spec.ingress), egress: rules(o.spec.egress) } };
 }
 
-/** The Calico policy kinds whose default-tier objects 3.32 renames in the datastore. */
-const TIERED_POLICY_KINDS = new Set(['NetworkPolicy', 'GlobalNetworkPolicy', 'StagedNetworkPolicy', 'StagedGlobalNetworkPolicy']);
-
-/**
- * An object's name, for a default-tier Calico policy without the `default.` prefix releases before 3.32 store it
- * under: 3.32's kube-controllers renames every such crd.projectcalico.org object to its v3 name (create, then delete
- * the old; kube-controllers/pkg/controllers/networkpolicy/policy_name_migrator.go, on by default), so after an
- * upgrade the bundle's `default.deny` is the cluster's `deny` (seen on 3.31.7 -> 3.32.1 with the real programs).
- */
-function policyName(o: KubeObject): string | undefined {
-  const name = o.metadata.name;
-  if (!name || !TIERED_POLICY_KINDS.has(o.kind) || o.apiVersion.split('/')[0] !== CALICO_CRD_GROUP) return name;
-  const tier = (o.spec?.tier as string | undefined) ?? 'default';
-  return tier === 'default' ? name.replace(/^default\./, '') : name;
-}
 const isData = (o: KubeObject) => !RUNTIME_KINDS.has(o.kind) && [CALICO_CRD_GROUP, OPERATOR_GROUP].includes(o.apiVersion.split('/')[0]!);
 
 function firstDifference(a: unknown, b: unknown, p = ''): string {
