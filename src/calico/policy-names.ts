@@ -19,7 +19,7 @@ export const POLICY_PLURALS = ['networkpolicies', 'globalnetworkpolicies', 'stag
 export const POLICY_KINDS: ReadonlySet<string> = new Set(['NetworkPolicy', 'GlobalNetworkPolicy', 'StagedNetworkPolicy', 'StagedGlobalNetworkPolicy']);
 
 /** The first release with tiers in Calico Open Source, whose names.TieredPolicyName leaves dotted names alone. */
-const TIERED_NAMES_RELEASE = 'v3.29.0';
+export const TIERED_NAMES_RELEASE = 'v3.29.0';
 
 /** The first release that stores default-tier policies under their v3 names. */
 export const POLICY_NAMING_RELEASE = 'v3.32.0';

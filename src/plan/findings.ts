@@ -12,7 +12,7 @@ import { adoptionReason } from '../doctor/checks/pools.js';
 import type { Release } from '../calico/release.js';
 import type { KubeObject } from '../kube/types.js';
 import { objRef, type LiveCalico } from './live.js';
-import { policyNamesFinding } from './policy-names.js';
+import { policyFindings } from './policy-names.js';
 import { INSTALLATION_POOL_RULES, PLAN_FLAGS, RUNTIME_KINDS } from './rules.js';
 import type { InstallationTransform, PlanFinding } from './types.js';
 
@@ -316,8 +316,7 @@ export function computeFindings(live: LiveCalico, target: Release, current: { ve
         : 'nothing to do: the IPPool objects stay as they are',
     });
   }
-  const renamed = policyNamesFinding(live, target, current);
-  if (renamed) findings.push(renamed);
+  findings.push(...policyFindings(live, target, current));
   return { findings, installation };
 }
 

@@ -73,3 +73,47 @@ describe('the name each release before 3.32 looks a policy up by (names.TieredPo
     expect(nameBefore332(labelled('deny', 'default'), 'v3.28.5')).toBe('default.deny');
   });
 });
+
+describe('a downgrade below 3.29 names the policies of other tiers: 3.28 has none, so they are evaluated differently', async () => {
+  const [r285, r297, r307] = await Promise.all(['3.28.5', '3.29.7', '3.30.7'].map((v) => loadRelease(v, { offline: true })));
+  const tier = (name: string, spec: Record<string, unknown>): KubeObject => ({
+    apiVersion: 'crd.projectcalico.org/v1',
+    kind: 'Tier',
+    metadata: { name },
+    spec,
+  });
+  const passing: KubeObject = { ...gnp('security.pass-dns', 'security'), spec: { tier: 'security', selector: 'all()', egress: [{ action: 'Pass' }] } };
+  const live = (objs: KubeObject[], tiers: KubeObject[]) => ({
+    crds: r307.crds,
+    objects: new Map([
+      ['globalnetworkpolicies.crd.projectcalico.org', objs.filter((o) => o.kind === 'GlobalNetworkPolicy')],
+      ['networkpolicies.crd.projectcalico.org', objs.filter((o) => o.kind === 'NetworkPolicy')],
+      ['tiers.crd.projectcalico.org', tiers],
+    ]),
+  });
+  const objs = [gnp('security.audit', 'security'), passing, gnp('calico-system.allow-whisker', 'calico-system'), gnp('deny')];
+  const tiers = [tier('security', { order: 100 }), tier('calico-system', { order: 100, defaultAction: 'Pass' })];
+  const finding = (to = r285, o = objs) =>
+    computeFindings(live(o, tiers), to, { version: 'v3.30.7' }, new Set()).findings.find((x) => x.id === 'policy-tiers-lost');
+
+  it('3.30.7 -> 3.28.5: each tier with its order and end, the Pass rules, and nothing rewritten', () => {
+    const f = finding();
+    expect(f).toMatchObject({
+      severity: 'warning',
+      action: 'none',
+      title: 'v3.28.5 has no policy tiers: 3 policies of tier(s) calico-system, security become default-tier policies, evaluated differently',
+      objects: ['GlobalNetworkPolicy/security.audit', 'GlobalNetworkPolicy/security.pass-dns', 'GlobalNetworkPolicy/calico-system.allow-whisker'],
+    });
+    expect(f!.details).toEqual([
+      'tier security (order 100, defaultAction Deny): 2 policies, ordered by their own order among every default-tier policy',
+      'tier calico-system (order 100, defaultAction Pass): 1 policies, ordered by their own order among every default-tier policy',
+      "traffic a tier's policies applied to but did not act on is no longer ended by the tier's defaultAction: later policies decide it",
+      "rules with action Pass (GlobalNetworkPolicy/security.pass-dns) go straight to the endpoint's profiles (Kubernetes namespaces' allow) instead of the next tier",
+    ]);
+  });
+
+  it('none to 3.29 or later, or with default-tier policies only', () => {
+    expect(finding(r297)).toBeUndefined();
+    expect(finding(r285, [gnp('deny'), np('allow-dns')])).toBeUndefined();
+  });
+});
