@@ -3,7 +3,7 @@
 # vitest, so the test command works on a fresh machine); quick when everything is present.
 # - Debian packages: libvirt + QEMU (the libvirt tests run a real libvirtd on qcow2 disks), qemu-utils, openssl.
 # - moto (the AWS EC2 emulator), pinned in test/requirements.txt.
-# - the local control plane (control-plane/build.sh), vcsim (test/vcsim/build.sh) and helm (test/helm/build.sh),
+# - the local control plane (control-plane/build.sh), vcsim (test/vcsim/build.sh) and helm 4 and 3 (test/helm/build.sh),
 #   built from Go modules once and cached outside the repository.
 # A missing piece that cannot be installed here (not root, no apt-get) stops with the command to run: the tests
 # would otherwise fail one by one for the same reason.
@@ -54,6 +54,7 @@ date +%s >"$cache_root/test-run-started"
 bash "$root/control-plane/build.sh" >/dev/null
 bash "$here/vcsim/build.sh" >/dev/null
 bash "$here/helm/build.sh" >/dev/null
+bash "$here/helm/build.sh" 3 >/dev/null
 # Calico's programs for the tests that run the real tigera operator, API server and kube-controllers (cached; about
 # 16 min cold) build in the background while the tests start: the unit tests and the files without them run
 # meanwhile, and a test that needs a program waits for it on the build lock. Their source comes from GitHub, or

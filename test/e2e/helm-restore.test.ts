@@ -1,7 +1,7 @@
 /**
  * Helm's release records are Helm's: a backup of a Helm-installed tigera-operator, restored after `helm upgrade`,
- * must leave helm history, status and the record objects exactly as Helm has them. The real `helm`
- * (test/helm/build.sh) installs Calico v3.28.1's tigera-operator chart (test/helm/chart.sh); the real CLI exports and
+ * must leave helm history, status and the record objects exactly as Helm has them. The real `helm` (4 and 3,
+ * test/helm/build.sh) installs Calico v3.28.1's tigera-operator chart (test/helm/chart.sh); the real CLI exports and
  * restores. A bundle written before export left the records out (one that carries them) is made by adding the
  * records, as export read them then, to a copy of a bundle. Without the rule, restore wrote revision 1 back as
  * `deployed` beside revision 2, and after `helm uninstall` it brought back a release Helm no longer had.
@@ -46,7 +46,7 @@ function withRecords(from: string, to: string, records: KubeObject[]): string {
   return to;
 }
 
-describe('restore over a Helm-installed tigera-operator leaves Helm’s release records to Helm', () => {
+describe.each([4, 3] as const)('restore over a Helm-installed tigera-operator leaves Helm’s release records to Helm (Helm %i)', (major) => {
   let client: KubeClient;
   let helmBin: string;
   let chart: string;
@@ -95,7 +95,7 @@ describe('restore over a Helm-installed tigera-operator leaves Helm’s release 
     await resetCalico(client);
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-helm-restore-'));
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-helm-bundles-'));
-    helmBin = await buildHelm();
+    helmBin = await buildHelm(major);
     chart = await tigeraOperatorChart('v3.28.1');
     await installOperatorChart(h, RELEASE, NS, chart);
   }, 25 * 60_000);

@@ -1,6 +1,6 @@
 /**
  * `wrap` around `helm upgrade` of a Helm-installed tigera-operator (issue 31, src/apply/wrap-helm.ts), with the real
- * `helm` (test/helm/build.sh) and Calico v3.28.1's chart (test/helm/chart.sh). When the wrapped command made a new
+ * `helm` 4 and 3 (test/helm/build.sh) and Calico v3.28.1's chart (test/helm/chart.sh). When the wrapped command made a new
  * revision and fails, wrap rolls the release back to the revision deployed before it, then restores the resources:
  * `helm history` ends with that revision's chart deployed and the objects are its. Without --restore-on-failure the
  * rollback is the first recovery command. A command that leaves Helm's history alone is not rolled back.
@@ -20,7 +20,7 @@ const NS = 'tigera-operator';
 const RELEASE = 'calico';
 const MIRROR = 'registry.example.internal';
 
-describe('wrap around helm upgrade keeps the Helm release and the cluster consistent', () => {
+describe.each([4, 3] as const)('wrap around helm upgrade keeps the Helm release and the cluster consistent (Helm %i)', (major) => {
   let client: KubeClient;
   let helmBin: string;
   let chart: string;
@@ -52,7 +52,7 @@ describe('wrap around helm upgrade keeps the Helm release and the cluster consis
     await resetCalico(client);
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-wrap-helm-'));
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-wrap-helm-bundles-'));
-    helmBin = await buildHelm();
+    helmBin = await buildHelm(major);
     chart = await tigeraOperatorChart('v3.28.1');
     await installOperatorChart(h, RELEASE, NS, chart);
   }, 25 * 60_000);

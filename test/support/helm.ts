@@ -30,7 +30,8 @@ async function lastLine(args: string[], what: string): Promise<string> {
   return out;
 }
 
-export const buildHelm = (): Promise<string> => lastLine([script('build.sh')], 'test/helm/build.sh');
+/** The real helm, Helm 4 unless `major` says 3. */
+export const buildHelm = (major: 3 | 4 = 4): Promise<string> => lastLine([script('build.sh'), String(major)], `test/helm/build.sh ${major}`);
 
 /** The tigera-operator chart archive of Calico `tag` (e.g. v3.28.1), versioned `tag` as Calico releases it. */
 export const tigeraOperatorChart = (tag: string): Promise<string> => lastLine([script('chart.sh'), tag], `test/helm/chart.sh ${tag}`);

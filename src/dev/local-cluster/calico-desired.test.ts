@@ -143,14 +143,16 @@ describe('calicoProgramsFor', () => {
 
 describe('cluster up options', () => {
   it('parses --calico and --install; waits unless --no-wait, 30 minutes unless --timeout', () => {
-    expect(parseUpArgs([])).toEqual({ calico: undefined, install: 'operator', wait: true, timeoutS: 1800 });
+    expect(parseUpArgs([])).toEqual({ calico: undefined, install: 'operator', helmMajor: 4, wait: true, timeoutS: 1800 });
+    expect(parseUpArgs(['--calico', '3.28.1', '--install', 'helm'])).toMatchObject({ install: 'helm', helmMajor: 4 });
+    expect(parseUpArgs(['--calico', '3.28.1', '--install', 'helm3'])).toMatchObject({ install: 'helm', helmMajor: 3 });
     expect(parseUpArgs(['--calico', '3.27.4', '--install', 'manifest'])).toMatchObject({ calico: '3.27.4', install: 'manifest', wait: true });
     expect(parseUpArgs(['--calico=3.28.1'])).toMatchObject({ calico: '3.28.1', install: 'operator' });
     expect(parseUpArgs(['--calico=3.28.1', '--no-wait'])).toMatchObject({ wait: false });
     expect(parseUpArgs(['--timeout', '90'])).toMatchObject({ wait: true, timeoutS: 90 });
   });
   it('rejects bad input with one line', () => {
-    expect(() => parseUpArgs(['--install', 'kubectl', '--calico', '3.28.1'])).toThrow('--install takes operator, manifest or helm, not "kubectl"');
+    expect(() => parseUpArgs(['--install', 'kubectl', '--calico', '3.28.1'])).toThrow('--install takes operator, manifest, helm or helm3, not "kubectl"');
     expect(() => parseUpArgs(['--install', 'operator'])).toThrow('--install needs --calico VERSION');
     expect(() => parseUpArgs(['--calico'])).toThrow('--calico needs a value');
     expect(() => parseUpArgs(['--bogus'])).toThrow('unknown option --bogus');

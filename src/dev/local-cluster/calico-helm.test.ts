@@ -4,9 +4,9 @@ import { chartValuesFor, helmInstallRefusal, pinnedCalicoSources } from './calic
 import { parseUpArgs } from './cli.js';
 
 describe('cluster up --install helm', () => {
-  it('is an install method of up, and the wrong one is refused with one line naming the three', () => {
+  it('is an install method of up, and the wrong one is refused with one line naming each', () => {
     expect(parseUpArgs(['--calico', '3.28.1', '--install', 'helm'])).toMatchObject({ calico: '3.28.1', install: 'helm' });
-    expect(() => parseUpArgs(['--install', 'bogus', '--calico', '3.28.1'])).toThrow('--install takes operator, manifest or helm, not "bogus"');
+    expect(() => parseUpArgs(['--install', 'bogus', '--calico', '3.28.1'])).toThrow('--install takes operator, manifest, helm or helm3, not "bogus"');
   });
 
   it('gives the chart the Installation and APIServer of the release’s custom-resources.yaml', async () => {

@@ -120,11 +120,12 @@ export async function installCalicoByHelm(
   version: string,
   cluster: { kubeconfig: string; workDir: string },
   log: (l: string) => void = () => {},
+  helmMajor: 3 | 4 = 4,
 ): Promise<void> {
   const tag = vTag(version);
   const release = await loadRelease(tag, { offline: true, need: 'operator' });
   const [helm, chart] = [
-    await lastLineOf([helmScript('build.sh')], 'test/helm/build.sh'),
+    await lastLineOf([helmScript('build.sh'), String(helmMajor)], `test/helm/build.sh ${helmMajor}`),
     await lastLineOf([helmScript('chart.sh'), tag], `test/helm/chart.sh ${tag}`),
   ];
   await createFakeNodes(client, LOCAL_CALICO_NODES);

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run cluster -- up [--calico VERSION [--install operator|manifest|helm]] [--no-wait] [--timeout SECONDS] | down | status`:
+ * `npm run cluster -- up [--calico VERSION [--install operator|manifest|helm|helm3]] [--no-wait] [--timeout SECONDS] | down | status`:
  * the local real control plane used by tests and the demo; with --calico, that Calico release installed and its
  * real control-plane programs running (calico-supervisor.ts). `up` returns once what it started is usable
  * (readiness.ts), as `kind create cluster --wait` does, unless --no-wait.
@@ -12,7 +12,7 @@ import { installCalicoRelease, type CalicoInstallMode } from './calico-install.j
 import { LocalCluster } from './cluster.js';
 import { apiServerConditions, calicoConditions, nodeSideConditions, NotReadyError, waitUntilReady, type ReadinessCondition } from './readiness.js';
 
-const USAGE = 'usage: npm run cluster -- up [--calico VERSION [--install operator|manifest|helm]] [--no-wait] [--timeout SECONDS] | down | status';
+const USAGE = 'usage: npm run cluster -- up [--calico VERSION [--install operator|manifest|helm|helm3]] [--no-wait] [--timeout SECONDS] | down | status';
 
 /** Long enough for a first build of Calico's programs on 2 cores (the supervisor builds what is not cached). */
 const DEFAULT_WAIT_S = 1800;
@@ -20,6 +20,8 @@ const DEFAULT_WAIT_S = 1800;
 export interface UpArgs {
   calico?: string;
   install: CalicoInstallMode;
+  /** With `--install helm3`: the chart installed by Helm 3 (most clusters' Helm) instead of Helm 4. */
+  helmMajor: 3 | 4;
   wait: boolean;
   timeoutS: number;
 }
@@ -27,6 +29,7 @@ export interface UpArgs {
 export function parseUpArgs(args: string[]): UpArgs {
   let calico: string | undefined;
   let install: CalicoInstallMode = 'operator';
+  let helmMajor: 3 | 4 = 4;
   let wait = true;
   let timeoutS = DEFAULT_WAIT_S;
   for (let i = 0; i < args.length; i++) {
@@ -39,8 +42,10 @@ export function parseUpArgs(args: string[]): UpArgs {
     if (flag === '--calico') calico = value();
     else if (flag === '--install') {
       const v = value();
-      if (v !== 'operator' && v !== 'manifest' && v !== 'helm') throw new UsageError(`--install takes operator, manifest or helm, not "${v}"`);
-      install = v;
+      if (v !== 'operator' && v !== 'manifest' && v !== 'helm' && v !== 'helm3')
+        throw new UsageError(`--install takes operator, manifest, helm or helm3, not "${v}"`);
+      install = v === 'helm3' ? 'helm' : v;
+      if (v === 'helm3') helmMajor = 3;
     } else if (flag === '--no-wait') wait = false;
     else if (flag === '--timeout') {
       const v = value();
@@ -49,7 +54,7 @@ export function parseUpArgs(args: string[]): UpArgs {
     } else throw new UsageError(`unknown option ${args[i]}`);
   }
   if (!calico && args.some((a) => a.startsWith('--install'))) throw new UsageError('--install needs --calico VERSION');
-  return { calico, install, wait, timeoutS };
+  return { calico, install, helmMajor, wait, timeoutS };
 }
 
 /**
@@ -135,7 +140,7 @@ async function main(): Promise<number> {
       try {
         const conditions = apiServerConditions(() => cluster.isUp());
         if (opts.calico) {
-          if (opts.install === 'helm') await installCalicoByHelm(client, opts.calico, st, log);
+          if (opts.install === 'helm') await installCalicoByHelm(client, opts.calico, st, log, opts.helmMajor);
           else await installCalicoRelease(client, opts.calico, opts.install, log);
           await cluster.startCalico({ nodeSide: true });
           log(
