@@ -115,7 +115,12 @@ export async function wrap(client: KubeClient, opts: WrapOptions, reporter: Repo
     };
     if (!check.healthy || command.exitCode !== 0) {
       reporter.warn('CNR_WRAP_UNHEALTHY', `after the command: ${describe(check, command)}`);
-      result.helm = helm && (await helmChange(client, helm));
+      result.helm =
+        helm &&
+        (await helmChange(client, helm).catch((err: unknown) => {
+          reporter.warn('CNR_WRAP_HELM_UNREAD', `Helm's record of release ${helm.namespace}/${helm.release} could not be read again (${errorMessage(err)})`);
+          return undefined;
+        }));
       if (opts.restoreOnFailure) {
         try {
           // The release goes back first: the restore then finds the objects of the revision Helm says is deployed.
