@@ -1,9 +1,10 @@
 /**
  * A Helm-installed Calico upgraded with plan + apply (issue 31, item 2, "Helm done right"): `cluster up --calico
- * 3.28.1 --install helm` (the real helm, the chart packaged from the release's source tree), one value of the
- * user's own set with `helm upgrade --reuse-values`, a bundle, then `plan --to 3.29.7` and `apply --yes`.
- * Afterwards Helm must tell the truth: `helm history` has a new deployed revision of the 3.29.7 chart and `helm get
- * values` still has every value the user set; the real v1.36.16 operator (from the Deployment Helm wrote) runs.
+ * 3.28.1 --install helm` (the real helm 4; the file runs again with helm 3, `--install helm3`; the chart packaged
+ * from the release's source tree), one value of the user's own set with `helm upgrade --reuse-values`, a bundle, then
+ * `plan --to 3.29.7` and `apply --yes`. Afterwards Helm must tell the truth: `helm history` has a new deployed
+ * revision of the 3.29.7 chart and `helm get values` still has every value the user set; the real v1.36.16 operator
+ * (from the Deployment Helm wrote) runs.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,7 +21,7 @@ import { explain, kubeconfig, runCli, testClient } from './helpers.js';
 const NS = HELM_NS;
 const RELEASE = HELM_RELEASE;
 
-describe('plan and apply on a Calico installed by the real helm', () => {
+describe.each([4, 3] as const)('plan and apply on a Calico installed by the real helm %i', (major) => {
   const cluster = new LocalCluster({ name: process.env.CNI_REWIND_CLUSTER_NAME ?? 'e2e' });
   let client: KubeClient;
   let helmBin: string;
@@ -41,16 +42,17 @@ describe('plan and apply on a Calico installed by the real helm', () => {
     client = await testClient();
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-helm-plan-'));
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cnr-helm-plan-out-'));
-    helmBin = await buildHelm();
+    helmBin = await buildHelm(major);
     chart329 = await tigeraOperatorChart('v3.29.7');
     const chart328 = await tigeraOperatorChart('v3.28.1');
     await cleanUp();
-    const up = await clusterCli(['up', '--calico', '3.28.1', '--install', 'helm']);
+    const up = await clusterCli(['up', '--calico', '3.28.1', '--install', major === 3 ? 'helm3' : 'helm']);
     expect(up.code, up.stderr.slice(-3000)).toBe(0);
     // A value of the user's own, as a second revision: it must survive the upgrade. Helm 4 applies server-side and
-    // the operator owns the Installation's pools it filled in: a Helm 4 user forces the chart's.
+    // the operator owns the Installation's pools it filled in: a Helm 4 user forces the chart's (Helm 3 merges).
+    const force = major === 4 ? ['--force-conflicts'] : [];
     helmOk(
-      await h(['upgrade', RELEASE, chart328, '-n', NS, '--reuse-values', '--set', 'additionalLabels.team=platform', '--force-conflicts']),
+      await h(['upgrade', RELEASE, chart328, '-n', NS, '--reuse-values', '--set', 'additionalLabels.team=platform', ...force]),
       'helm upgrade (user value)',
     );
     valuesBefore = await values();
