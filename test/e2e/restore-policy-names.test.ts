@@ -10,7 +10,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { calicoProgramsFor } from '../../src/dev/local-cluster/calico-programs.js';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeObject } from '../../src/kube/types.js';
@@ -28,8 +28,12 @@ const tree = (release: string) => calicoProgramsFor(release)!;
 
 const deny = (selector: string) => `apiVersion: projectcalico.org/v3
 kind: GlobalNetworkPolicy
-metadata: {name: deny}
-spec: {selector: "${selector}", types: [Egress], egress: [{action: Deny}]}
+metadata:
+  name: deny
+spec:
+  selector: '${selector}'
+  types: [Egress]
+  egress: [{action: Deny}]
 `;
 const ALLOW_DNS = `apiVersion: projectcalico.org/v3
 kind: NetworkPolicy
@@ -86,6 +90,13 @@ describe('restore writes default-tier policies under the names the live release 
       },
     });
   }, 300_000);
+
+  // calico-system goes with the real-Calico clean-up; the policies' namespace is this file's.
+  afterAll(async () => {
+    await client()
+      .delete(K.namespace, undefined, 'web')
+      .catch(() => undefined);
+  });
 
   it('a 3.32.1 bundle restored on 3.31.7: every policy is stored as 3.31.7 reads it, and its calicoctl reads each by name', async () => {
     await runRelease(NEW);
