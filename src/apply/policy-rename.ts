@@ -82,9 +82,17 @@ async function renameOne(
   }
 }
 
-/** Runs the step; returns its one-line summary. Refuses (after renaming every other one) when a policy could not be renamed. */
-export async function renamePoliciesBack(client: KubeClient, target: string): Promise<string> {
-  await refuseWhileMigratorRuns(client);
+/**
+ * How long the renames must hold before the step is done, and how often it renames again. A 3.32 migrator can
+ * outlive its Deployment's change: an old pod still terminating, a controller swapped late. It renames such a
+ * policy straight back within seconds of seeing it (seen once in the path matrix under load: 3.32.1 -> 3.31.7 ended
+ * with the policy under its 3.32 name and apply reporting success).
+ */
+const HOLD_MS = 10_000;
+const ROUNDS = 3;
+
+/** One pass over every policy kind: what was renamed, what could not be. */
+async function renameRound(client: KubeClient, target: string): Promise<{ done: string[]; refused: string[] }> {
   const done: string[] = [];
   const refused: string[] = [];
   for (const plural of POLICY_PLURALS) {
@@ -97,6 +105,27 @@ export async function renamePoliciesBack(client: KubeClient, target: string): Pr
       if (r.refused) refused.push(r.refused);
     }
   }
-  if (refused.length) throw new RefusedError(`${refused.length} default-tier policy(ies) not renamed back (${done.length} renamed): ${refused.join('; ')}`);
-  return done.length ? `${done.length} default-tier policy(ies) renamed back for the target: ${done.join(', ')}` : 'no policy stored under 3.32 names';
+  return { done, refused };
+}
+
+/**
+ * Runs the step; returns its one-line summary. Refuses (after renaming every other one) when a policy could not be
+ * renamed, and when renamed policies keep coming back under 3.32's names.
+ */
+export async function renamePoliciesBack(client: KubeClient, target: string, holdMs = HOLD_MS): Promise<string> {
+  const done = new Set<string>();
+  for (let round = 1; ; round++) {
+    await refuseWhileMigratorRuns(client);
+    const r = await renameRound(client, target);
+    for (const d of r.done) done.add(d);
+    if (r.refused.length)
+      throw new RefusedError(`${r.refused.length} default-tier policy(ies) not renamed back (${done.size} renamed): ${r.refused.join('; ')}`);
+    if (!r.done.length) break;
+    if (round > ROUNDS)
+      throw new RefusedError(
+        `default-tier policies went back to 3.32's names ${ROUNDS} times after being renamed (${r.done.join(', ')}): a calico-kube-controllers of 3.32 (its policy name migrator) still runs somewhere; once none is left, run apply again with --resume`,
+      );
+    await new Promise((res) => setTimeout(res, holdMs));
+  }
+  return done.size ? `${done.size} default-tier policy(ies) renamed back for the target: ${[...done].join(', ')}` : 'no policy stored under 3.32 names';
 }
