@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
@@ -10,6 +10,7 @@ import { serviceCidr } from './calico-desired.js';
 import { SUPERVISOR_STATUS_FILE, type SupervisorStatus } from './calico-supervisor.js';
 import { deleteNetns, listNetns, netnsPrefix } from './netns.js';
 import { auditArgs } from './audit-policy.js';
+import { writeKwokConfig } from './kwok-config.js';
 
 /**
  * A real Kubernetes control plane on 127.0.0.1 for tests and the demo: etcd, kube-apiserver,
@@ -297,16 +298,6 @@ function apiserverArgs(p: LocalCluster['ports'], pki: string): string[] {
     '--max-mutating-requests-inflight=400',
     ...auditArgs(path.dirname(pki)),
   ];
-}
-
-function writeKwokConfig(file: string, stagesDir: string): void {
-  // The standalone kwok binary does not default these (kwokctl would): set them explicitly.
-  const options = ['podPlayStageParallelism: 4', 'nodePlayStageParallelism: 4', 'nodeLeaseParallelism: 4', 'podsOnNodeSyncParallelism: 4']
-    .map((l) => `  ${l}`)
-    .join('\n');
-  const parts = [`apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n${options}\n`];
-  for (const f of readdirSync(stagesDir).sort()) parts.push(readFileSync(path.join(stagesDir, f), 'utf8'));
-  writeFileSync(file, parts.join('\n---\n'));
 }
 
 export function alive(pid: number): boolean {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { KubeClient } from '../../kube/client.js';
 import { KubeApiError } from '../../kube/client.js';
 import { K } from '../../kube/builtin.js';
@@ -36,7 +37,8 @@ export function fakeNode(spec: FakeNodeSpec): KubeObject {
       allocatable: { cpu: '8', memory: '32Gi', pods: '110' },
       capacity: { cpu: '8', memory: '32Gi', pods: '110' },
       addresses: [{ type: 'InternalIP', address: `127.0.1.${spec.ipIndex ?? 1}` }],
-      nodeInfo: { kubeletVersion: 'fake', operatingSystem: 'linux', architecture: 'amd64' },
+      // A kubelet reports its machine's boot id; kwok's stages leave it alone (kwok-config.ts).
+      nodeInfo: { kubeletVersion: 'fake', operatingSystem: 'linux', architecture: 'amd64', bootID: randomUUID() },
     },
   };
 }
