@@ -52,3 +52,25 @@ describe('CRDs whose presence changes what the target operator does (discovery.g
     expect(operatorEffectOfCrd(manager('Namespaced'), 'v3.28.1')).toMatch(/MultiTenant/);
   });
 });
+
+describe("operator kinds the target's operator does not run (3.30's Goldmane and Whisker below 3.30)", async () => {
+  const r30 = await loadRelease('3.30.7');
+  const r29 = await loadRelease('3.29.7');
+  const cr = (kind: string): KubeObject => ({ apiVersion: 'operator.tigera.io/v1', kind, metadata: { name: 'default' }, spec: {} });
+
+  it('3.30.7 -> 3.29.7: the finding says their workloads keep running and how to remove them; empty kinds say nothing of workloads', () => {
+    const live = {
+      crds: r30.crds,
+      objects: new Map(Object.entries({ 'goldmanes.operator.tigera.io': [cr('Goldmane')], 'whiskers.operator.tigera.io': [cr('Whisker')] })),
+    };
+    const r = computeFindings(live, r29, { version: 'v3.30.7' }, new Set());
+    const kept = r.findings.filter((x) => x.id === 'crd-not-in-target');
+    const goldmane = kept.find((f) => f.title.includes('goldmanes.operator.tigera.io'))!;
+    expect(goldmane).toMatchObject({ severity: 'warning', action: 'keep', objects: ['Goldmane/default'] });
+    expect(goldmane.details.join('\n')).toMatch(/workloads a newer operator made for Goldmane\/default .* keep running its images: no v3\.29\.7 component/);
+    expect(goldmane.details.join('\n')).toContain('kubectl delete goldmanes.operator.tigera.io --all');
+    expect(goldmane.plan).toMatch(/workloads the newer operator made for them keep running/);
+    const gateway = kept.find((f) => f.title.includes('gatewayapis.operator.tigera.io'))!;
+    expect(gateway.details).toEqual(['0 object(s) stored']);
+  });
+});

@@ -6,6 +6,7 @@
  * refuses the plan, since deleting it would delete them.
  */
 import { operatorEffectOfCrd } from '../calico/operator-discovery.js';
+import { OPERATOR_GROUP } from '../calico/knowledge.js';
 import type { Release } from '../calico/release.js';
 import type { KubeObject } from '../kube/types.js';
 import { isManagedCrd, objRef, type LiveCalico } from './live.js';
@@ -55,18 +56,34 @@ export function crdFindings(live: LiveCalico, target: Release): PlanFinding[] {
       });
       continue;
     }
+    const components = n > 0 && lc.spec?.group === OPERATOR_GROUP ? operatorComponentDetails(lc, objs, target) : [];
     findings.push({
       id: 'crd-not-in-target',
       severity: n > 0 ? 'warning' : 'info',
       title: `CRD ${lc.metadata.name} is not part of ${target.version}`,
       objects: objs.slice(0, 20).map(objRef),
-      details: [`${n} object(s) stored`],
+      details: [`${n} object(s) stored`, ...components],
       action: 'keep',
       plan:
         n > 0
-          ? 'kept with its objects (a CRD that holds data is never deleted); the target version ignores them'
+          ? `kept with its objects (a CRD that holds data is never deleted); the target version ignores them${components.length ? ', and the workloads the newer operator made for them keep running' : ''}`
           : 'kept (harmless; delete it by hand if you no longer want it)',
     });
   }
   return findings;
+}
+
+/**
+ * An operator kind the target's operator does not run (3.30's Goldmane and Whisker, say, below 3.30): the newer
+ * operator rendered each object's workloads (Deployments, Services, Secrets in calico-system) with the object as their
+ * owner (tigera/operator v1.38.13 `goldmane/controller.go:226`, `whisker/controller.go:230`: NewComponentHandler with
+ * the CR, `utils/component.go:98-104` SetControllerReference). Nothing of the target updates or removes them: they keep
+ * running the newer release's images until the objects are deleted, which the garbage collector follows.
+ */
+function operatorComponentDetails(crd: KubeObject, objs: KubeObject[], target: Release): string[] {
+  const plural = String(crd.spec?.names?.plural ?? crd.metadata.name.split('.')[0]);
+  return [
+    `the workloads a newer operator made for ${objs.map(objRef).join(', ')} (owned by them) keep running its images: no ${target.version} component manages or removes them`,
+    `to remove them once you stay on ${target.version}: kubectl delete ${plural}.${OPERATOR_GROUP} --all (the owned workloads follow; the bundle keeps the objects)`,
+  ];
 }
