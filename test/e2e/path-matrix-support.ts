@@ -32,6 +32,7 @@ import { calicoType, deleteNodes, explain, operatorType, resetCalico, runCli, te
 import { expectChurnSettledAndHeld, PodChurn, stopAllPodChurns } from './pod-churn.js';
 import { expectPodAddressesHeld } from './pod-ip-support.js';
 import { leavesPolicyNaming, policyTier } from '../../src/calico/policy-names.js';
+import { compareVersions } from '../../src/calico/knowledge.js';
 
 const run = promisify(execFile);
 const CLUSTER_CLI = path.join(packageRoot(), 'dist', 'src', 'dev', 'local-cluster', 'cli.js');
@@ -85,6 +86,9 @@ const USER_POOL = JSON.stringify({
   metadata: { name: 'user-stopped' },
   spec: { cidr: '10.200.0.0/16', blockSize: 26, ipipMode: 'Never', vxlanMode: 'Never', natOutgoing: false, disabled: true, nodeSelector: 'all()' },
 });
+
+/** The Installation entry stopped the operator's way (stopAPoolTheOperatorsWay adds the stop). */
+const OPERATOR_STOPPED = { name: 'operator-stopped', cidr: '10.201.0.0/16', blockSize: 26, encapsulation: 'VXLAN', natOutgoing: 'Enabled' };
 
 const POLICY = JSON.stringify({
   apiVersion: 'projectcalico.org/v3',
@@ -147,6 +151,8 @@ export function describePaths(paths: readonly Path[]): void {
           { timeoutMs: 180_000, intervalMs: 500 },
         );
         await expectPodAddressesHeld(client, 2);
+        // From 3.28 on (operator v1.34+ owns the Installation's pools): a pool stopped the operator's way too.
+        const stoppedEntry = await stopAPoolTheOperatorsWay(client, p.from);
         const poolsBefore = await poolStates(client);
 
         const bundle = path.join(dir, `bundle-${p.from}-${p.to}`);
@@ -158,16 +164,28 @@ export function describePaths(paths: readonly Path[]): void {
         let plan = await runCli(planArgs);
         expect([0, 5], explain(plan)).toContain(plan.code);
         let planned = JSON.parse(plan.stdout);
-        // A downgrade may need the user's consent to lose what the older CRDs cannot hold: given, and named in the row.
-        const refusals: string[] = planned.findings.filter((f: any) => f.severity === 'error').map((f: any) => `${f.id}: ${(f.details ?? []).join('; ')}`);
+        let consent: string[] = [];
+        // A downgrade may need the user's consent (to lose what the older CRDs cannot hold; to keep one pool per family
+        // in the Installation for 3.27's operator): given with the flag each refusal names, and named in the row.
+        const refused = planned.findings.filter((f: any) => f.severity === 'error');
+        const refusals: string[] = refused.map((f: any) => `${f.id}: ${(f.details ?? []).join('; ')}`);
         if (refusals.length) {
-          plan = await runCli([...planArgs, '--allow-field-loss']);
+          const flags = [...new Set<string>(refused.map((f: any) => `--${f.flag}`))];
+          expect(flags, `every refusal names its flag: ${JSON.stringify(refused)}`).not.toContain('--undefined');
+          plan = await runCli([...planArgs, ...flags]);
           expect(plan.code, explain(plan)).toBe(0);
           planned = JSON.parse(plan.stdout);
           expect(
             planned.findings.filter((f: any) => f.severity === 'error'),
-            'only --allow-field-loss refusals',
+            `only refusals that ${flags.join(' ')} answer`,
           ).toEqual([]);
+          consent = flags;
+        }
+        // Below 3.30 from 3.30+: the plan says Goldmane's and Whisker's workloads keep running (their kinds are the
+        // custom-resources.yaml's, so every such install has them), as a matrix run saw them do.
+        if (compareVersions(`v${p.from}`, 'v3.30.0') >= 0 && compareVersions(`v${p.to}`, 'v3.30.0') < 0) {
+          const kept = planned.findings.filter((f: any) => f.id === 'crd-not-in-target' && /keep running/.test(f.plan)).flatMap((f: any) => f.objects);
+          expect(kept, 'the plan names the workloads left running').toEqual(expect.arrayContaining(['Goldmane/default', 'Whisker/default']));
         }
         // Below 3.32 from 3.32 (plan step rename-policies-back): a default-tier policy made after the plan is renamed
         // back too, as the step reads the cluster, not the plan.
@@ -197,9 +215,13 @@ export function describePaths(paths: readonly Path[]): void {
           await client.mergePatch(INSTALLATION, undefined, 'default', { metadata: { annotations: { 'cni-rewind.test/touch': String(i) } } });
           await new Promise((r) => setTimeout(r, RECONCILE_GAP_MS));
           expect(await poolStates(client), `after reconcile ${i + 1}`).toEqual(poolsBefore);
+          if (stoppedEntry) expect(await operatorStoppedPool(client), `${OPERATOR_STOPPED.name} after reconcile ${i + 1}`).toEqual({ stopped: true });
         }
         await churn.stop();
         await expectChurnSettledAndHeld(client, cluster, churn);
+        // Nothing ever allocated from the stopped pool: IPAM holds no block of its CIDR.
+        const blocks = await client.listAll<KubeObject>(calicoType('ipamblocks', 'IPAMBlock'));
+        expect(blocks.map((b) => String(b.spec?.cidr)).filter((c) => c.startsWith('10.201.'))).toEqual([]);
         const churned = churn.counts();
         expect(churned.addressed, JSON.stringify(churned)).toBeGreaterThanOrEqual(4);
         console.log(`pod churn through apply and reconciles: ${JSON.stringify(churned)}`);
@@ -249,7 +271,7 @@ export function describePaths(paths: readonly Path[]): void {
         const row = [
           `${p.from} -> ${p.to}`,
           planned.strategy,
-          refusals.length ? `passed with --allow-field-loss (${refusals.join(', ')})` : 'passed',
+          refusals.length ? `passed with ${consent.join(' ')} (${refusals.join(', ')})` : 'passed',
           ((Date.now() - started) / 1000).toFixed(0),
           ((applied - started) / 1000).toFixed(0),
           String([...errors.values()].reduce((a, b) => a + b, 0)),
@@ -264,12 +286,46 @@ export function describePaths(paths: readonly Path[]): void {
   });
 }
 
-/** Each pool's allocating state as the user sees it: disabled, and the node selector that can stop it too. */
+/**
+ * Each pool's allocating state as the user sees it: disabled, and the node selector that can stop it too. The pool
+ * stopped the operator's way is judged apart (operatorStoppedPool): its stop changes form between operators.
+ */
 async function poolStates(client: KubeClient): Promise<Record<string, { disabled: boolean; nodeSelector: string }>> {
   const out: Record<string, { disabled: boolean; nodeSelector: string }> = {};
   for (const p of await client.listAll<KubeObject>(POOL))
-    out[p.metadata.name!] = { disabled: p.spec?.disabled === true, nodeSelector: String(p.spec?.nodeSelector ?? 'all()') };
+    if (p.metadata.name !== OPERATOR_STOPPED.name)
+      out[p.metadata.name!] = { disabled: p.spec?.disabled === true, nodeSelector: String(p.spec?.nodeSelector ?? 'all()') };
   return out;
+}
+
+/**
+ * A second Installation entry, stopped as that release's operator documents it: `nodeSelector: "!all()"` for 3.28
+ * (v1.34 has no other way), `disableNewAllocations: true` from 3.29 (v1.36+). Below 3.28 the operator does not
+ * manage pools after install and allows one per family, so there is none (undefined). Waits for the operator's pool.
+ */
+async function stopAPoolTheOperatorsWay(client: KubeClient, from: string): Promise<object | undefined> {
+  if (compareVersions(`v${from}`, 'v3.28.0') < 0) return undefined;
+  const entry =
+    compareVersions(`v${from}`, 'v3.29.0') < 0 ? { ...OPERATOR_STOPPED, nodeSelector: '!all()' } : { ...OPERATOR_STOPPED, disableNewAllocations: true };
+  const inst = await client.get<KubeObject>(INSTALLATION, undefined, 'default');
+  const pools = [...(inst.spec?.calicoNetwork?.ipPools ?? []), entry];
+  await client.mergePatch(INSTALLATION, undefined, 'default', {
+    metadata: { resourceVersion: inst.metadata.resourceVersion },
+    spec: { calicoNetwork: { ipPools: pools } },
+  });
+  await client.waitFor(
+    `the operator to make pool ${OPERATOR_STOPPED.name}, stopped`,
+    async () => ((await operatorStoppedPool(client)).stopped ? true : undefined),
+    { timeoutMs: 180_000, intervalMs: 1000, state: async () => JSON.stringify(await operatorStoppedPool(client)) },
+  );
+  return entry;
+}
+
+/** Whether the pool stopped the operator's way is still stopped, in either form; a missing pool is not. */
+async function operatorStoppedPool(client: KubeClient): Promise<{ stopped: boolean; missing?: true }> {
+  const p = await client.getOrUndefined<KubeObject>(POOL, undefined, OPERATOR_STOPPED.name);
+  if (!p) return { stopped: false, missing: true };
+  return { stopped: p.spec?.disabled === true || p.spec?.nodeSelector === '!all()' };
 }
 
 /** The stored (crd.projectcalico.org) names of the default-tier policies, `namespace/name` for namespaced ones. */
