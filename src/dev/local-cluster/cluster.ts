@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -10,7 +11,7 @@ import { serviceCidr } from './calico-desired.js';
 import { SUPERVISOR_STATUS_FILE, type SupervisorStatus } from './calico-supervisor.js';
 import { deleteNetns, listNetns, netnsPrefix } from './netns.js';
 import { auditArgs } from './audit-policy.js';
-import { writeKwokConfig } from './kwok-config.js';
+import { kwokConfig, writeKwokConfig } from './kwok-config.js';
 
 /**
  * A real Kubernetes control plane on 127.0.0.1 for tests and the demo: etcd, kube-apiserver,
@@ -34,6 +35,8 @@ export interface ClusterState {
   binDir: string;
   pids: Record<string, number>;
   startedAt: string;
+  /** What `up` started it with (configDigest()); a running cluster with another is restarted, not reused. */
+  configDigest?: string;
 }
 
 const COMPONENTS = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok'] as const;
@@ -86,11 +89,26 @@ export class LocalCluster {
     return bin;
   }
 
-  /** Start the control plane (idempotent: an already running instance is reused). */
+  /** The binaries, kwok's configuration and the API server's flags this code starts a cluster with, as one digest. */
+  private configDigest(binDir: string): string {
+    const pki = path.join(this.dir, 'run', 'pki');
+    return createHash('sha256')
+      .update(JSON.stringify([binDir, kwokConfig(path.join(binDir, 'kwok-stages')), apiserverArgs(this.ports, pki)]))
+      .digest('hex')
+      .slice(0, 16);
+  }
+
+  /** Start the control plane (idempotent: an already running instance started by the same configuration is reused). */
   async up(): Promise<ClusterState> {
     if (await this.isUp()) {
-      this.log(`cluster "${this.name}" is already running`);
-      return this.readState()!;
+      const running = this.readState()!;
+      // A cluster started by other code (an older clone, a rehearsal) keeps that code's kwok stages and flags:
+      // reused only when they are what this code would start.
+      if (running.configDigest === this.configDigest(running.binDir)) {
+        this.log(`cluster "${this.name}" is already running`);
+        return running;
+      }
+      this.log(`cluster "${this.name}" runs a configuration other than this code's: restarting it`);
     }
     await this.down(); // clear leftovers of a crashed run
     const binDir = this.ensureBinaries();
@@ -106,7 +124,16 @@ export class LocalCluster {
     const kwokConfig = path.join(workDir, 'kwok.yaml');
     writeKwokConfig(kwokConfig, path.join(binDir, 'kwok-stages'));
 
-    const state: ClusterState = { name: this.name, workDir, kubeconfig, server, binDir, pids: {}, startedAt: new Date().toISOString() };
+    const state: ClusterState = {
+      name: this.name,
+      workDir,
+      kubeconfig,
+      server,
+      binDir,
+      pids: {},
+      startedAt: new Date().toISOString(),
+      configDigest: this.configDigest(binDir),
+    };
     const save = () => writeState(this.statePath, state);
     const start = (name: string, args: string[]) => {
       const out = openSync(path.join(workDir, `${name}.log`), 'a');
