@@ -98,7 +98,10 @@ export async function leftovers(client: KubeClient, baseline: Baseline): Promise
  * has a new UID and is not waited for). Finalizers of objects whose controllers are not running any more (the tigera
  * operator's) are taken off, or nothing would finish. Returns what it deleted.
  */
-export async function resetToBaseline(client: KubeClient, baseline: Baseline, timeoutMs = 180_000): Promise<Leftovers> {
+// 600 s: a CRD the previous file filled (kubeconfig.test.ts writes 20,000 objects) goes only once the API server has
+// deleted every object of it, which took over 180 s in a fresh-clone rehearsal on a loaded 2-core machine (2026-12-07,
+// path-matrix-d failed there waiting for ipamhandles.crd.projectcalico.org). Waiting longer costs nothing when it is fast.
+export async function resetToBaseline(client: KubeClient, baseline: Baseline, timeoutMs = 600_000): Promise<Leftovers> {
   const extra = await leftovers(client, baseline);
   if (!Object.keys(extra).length) return extra;
   await clearFinalizersOfCustomObjects(client);
