@@ -10,7 +10,8 @@ import type { Release } from '../calico/release.js';
 import { pruneUnknownFields } from '../calico/schema.js';
 import { EnvironmentError, RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
-import { KubeApiError, type KubeClient } from '../kube/client.js';
+import type { KubeClient } from '../kube/client.js';
+import { retryOnConflict } from '../kube/conflict.js';
 import { K } from '../kube/builtin.js';
 import { clusterUid } from '../kube/cluster-uid.js';
 import { crdResourceType } from '../kube/discovery.js';
@@ -170,24 +171,19 @@ async function resumeOperator({ client }: StepDeps, rt: StepRuntime): Promise<st
  * would merge the two versions (e.g. a 3.27 CRD keeping 3.28 schema properties).
  */
 async function putExact(client: KubeClient, type: Parameters<KubeClient['create']>[0], obj: KubeObject): Promise<'created' | 'replaced'> {
-  for (let attempt = 0; ; attempt++) {
+  return retryOnConflict(async () => {
     const live = await client.getOrUndefined(type, obj.metadata.namespace, obj.metadata.name);
-    try {
-      if (!live) {
-        await client.create(type, obj);
-        return 'created';
-      }
-      const md = { ...obj.metadata, resourceVersion: live.metadata.resourceVersion };
-      // Keep what other tools put on the object's metadata; the spec is the release's.
-      md.labels = { ...live.metadata.labels, ...obj.metadata.labels };
-      md.annotations = { ...live.metadata.annotations, ...obj.metadata.annotations };
-      await client.replace(type, { ...obj, metadata: md });
-      return 'replaced';
-    } catch (err) {
-      if (err instanceof KubeApiError && (err.conflict || err.statusCode === 409) && attempt < 5) continue;
-      throw err;
+    if (!live) {
+      await client.create(type, obj);
+      return 'created';
     }
-  }
+    const md = { ...obj.metadata, resourceVersion: live.metadata.resourceVersion };
+    // Keep what other tools put on the object's metadata; the spec is the release's.
+    md.labels = { ...live.metadata.labels, ...obj.metadata.labels };
+    md.annotations = { ...live.metadata.annotations, ...obj.metadata.annotations };
+    await client.replace(type, { ...obj, metadata: md });
+    return 'replaced';
+  });
 }
 
 async function applyCrds({ client, plan, target, reporter }: StepDeps): Promise<string> {
@@ -282,20 +278,17 @@ async function transformInstallationStep({ client, plan }: StepDeps): Promise<st
   if (!crd) return 'no Installation CRD';
   const type = crdResourceType(crd);
   // A Helm plan runs this with the target operator running (helm started it): its status writes conflict, read again.
-  for (let attempt = 0; ; attempt++) {
+  const written = await retryOnConflict(async () => {
     const live = await client.getOrUndefined(type, undefined, 'default');
-    if (!live) return 'no Installation "default"';
+    if (!live) return false;
     const desired = pruneUnknownFields(transformInstallation(live, plan.transforms.installation), crd);
     delete desired.status;
     delete desired.metadata.managedFields;
-    try {
-      // Strict validation proves the result is valid for the target CRD (it fails instead of pruning silently).
-      await client.replace(type, desired, { fieldValidation: 'Strict' });
-      break;
-    } catch (err) {
-      if (!(err instanceof KubeApiError && (err.conflict || err.statusCode === 409) && attempt < 5)) throw err;
-    }
-  }
+    // Strict validation proves the result is valid for the target CRD (it fails instead of pruning silently).
+    await client.replace(type, desired, { fieldValidation: 'Strict' });
+    return true;
+  });
+  if (!written) return 'no Installation "default"';
   // A newer operator's finalizers and reports went in the step before (remove-operator-leftovers).
   const t = plan.transforms.installation;
   const removed = t.removeFields;

@@ -32,7 +32,8 @@ import { calicoType, deleteNodes, explain, operatorType, resetCalico, runCli, te
 import { expectChurnSettledAndHeld, PodChurn, stopAllPodChurns } from './pod-churn.js';
 import { expectPodAddressesHeld } from './pod-ip-support.js';
 import { leavesPolicyNaming, policyTier } from '../../src/calico/policy-names.js';
-import { compareVersions } from '../../src/calico/knowledge.js';
+import { compareVersions, operatorPoolBehaviour } from '../../src/calico/knowledge.js';
+import { retryOnConflict } from '../../src/kube/conflict.js';
 
 const run = promisify(execFile);
 const CLUSTER_CLI = path.join(packageRoot(), 'dist', 'src', 'dev', 'local-cluster', 'cli.js');
@@ -299,19 +300,23 @@ async function poolStates(client: KubeClient): Promise<Record<string, { disabled
 }
 
 /**
- * A second Installation entry, stopped as that release's operator documents it: `nodeSelector: "!all()"` for 3.28
- * (v1.34 has no other way), `disableNewAllocations: true` from 3.29 (v1.36+). Below 3.28 the operator does not
- * manage pools after install and allows one per family, so there is none (undefined). Waits for the operator's pool.
+ * A second Installation entry, stopped as that release's operator documents it, in the form the product's operator
+ * model names (operatorPoolBehaviour: `nodeSelector: "!all()"` for 3.28, `disableNewAllocations: true` from 3.29).
+ * Below 3.28 the operator does not manage pools after install and allows one per family, so there is none
+ * (undefined). Waits for the operator's pool.
  */
 async function stopAPoolTheOperatorsWay(client: KubeClient, from: string): Promise<object | undefined> {
-  if (compareVersions(`v${from}`, 'v3.28.0') < 0) return undefined;
-  const entry =
-    compareVersions(`v${from}`, 'v3.29.0') < 0 ? { ...OPERATOR_STOPPED, nodeSelector: '!all()' } : { ...OPERATOR_STOPPED, disableNewAllocations: true };
-  const inst = await client.get<KubeObject>(INSTALLATION, undefined, 'default');
-  const pools = [...(inst.spec?.calicoNetwork?.ipPools ?? []), entry];
-  await client.mergePatch(INSTALLATION, undefined, 'default', {
-    metadata: { resourceVersion: inst.metadata.resourceVersion },
-    spec: { calicoNetwork: { ipPools: pools } },
+  const stop = operatorPoolBehaviour(`v${from}`).stopAllocations;
+  if (!stop) return undefined;
+  const entry = { ...OPERATOR_STOPPED, [stop.field]: stop.value };
+  // The operator writes the Installation too (its status, defaults): read again when it did between our read and write.
+  await retryOnConflict(async () => {
+    const inst = await client.get<KubeObject>(INSTALLATION, undefined, 'default');
+    const pools = [...(inst.spec?.calicoNetwork?.ipPools ?? []), entry];
+    await client.mergePatch(INSTALLATION, undefined, 'default', {
+      metadata: { resourceVersion: inst.metadata.resourceVersion },
+      spec: { calicoNetwork: { ipPools: pools } },
+    });
   });
   await client.waitFor(
     `the operator to make pool ${OPERATOR_STOPPED.name}, stopped`,
