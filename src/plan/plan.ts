@@ -24,6 +24,7 @@ import { computeFindings, isManagedCrd, type LiveCalico } from './findings.js';
 import { liveDataNotInBundle } from './compare.js';
 import { planManifestEdits } from './manifest-custom.js';
 import { reconcilerFindings } from './gitops-findings.js';
+import { apiServerMoveFindings } from './apiserver-findings.js';
 import { planOperatorImage } from './operator-mirror.js';
 import { checkBundle, checkCluster, checkTargetPools, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
 import { parseDuration } from '../config/config.js';
@@ -122,6 +123,7 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
     const live = await loadLiveCalico(client);
     const { findings, installation } = computeFindings(live, target, install, flags);
     findings.push(...reconcilerFindings(reconcilers));
+    if (install.installType === 'operator') findings.push(...apiServerMoveFindings(live, target, install));
     if (install.installType === 'operator') preflight.push(await checkTargetPools(client, target, installation, cluster.state));
     // Objects changed since the backup (by people or by an operator, as in #9100): the plan names them and either
     // keeps them as they are or, with --restore-drift, puts them back from the bundle while the operator is paused.
