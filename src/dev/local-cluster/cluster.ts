@@ -7,10 +7,9 @@ import path from 'node:path';
 import { makePki, writeKubeconfig } from './pki.js';
 import { packageRoot } from '../../core/package-root.js';
 import { stateRoot } from './paths.js';
-import { serviceCidr } from './calico-desired.js';
 import { SUPERVISOR_STATUS_FILE, type SupervisorStatus } from './calico-supervisor.js';
 import { deleteNetns, listNetns, netnsPrefix } from './netns.js';
-import { auditArgs } from './audit-policy.js';
+import { apiserverArgs, controllerManagerArgs, schedulerArgs } from './component-args.js';
 import { kwokConfig, writeKwokConfig } from './kwok-config.js';
 
 /**
@@ -89,11 +88,13 @@ export class LocalCluster {
     return bin;
   }
 
-  /** The binaries, kwok's configuration and the API server's flags this code starts a cluster with, as one digest. */
+  /** The binaries, kwok's configuration and every component's flags this code starts a cluster with, as one digest. */
   private configDigest(binDir: string): string {
     const pki = path.join(this.dir, 'run', 'pki');
+    const kubeconfig = path.join(this.dir, 'kubeconfig');
+    const flags = [apiserverArgs(this.ports, pki), controllerManagerArgs(this.ports, pki, kubeconfig), schedulerArgs(this.ports, kubeconfig)];
     return createHash('sha256')
-      .update(JSON.stringify([binDir, kwokConfig(path.join(binDir, 'kwok-stages')), apiserverArgs(this.ports, pki)]))
+      .update(JSON.stringify([binDir, kwokConfig(path.join(binDir, 'kwok-stages')), flags]))
       .digest('hex')
       .slice(0, 16);
   }
@@ -162,26 +163,8 @@ export class LocalCluster {
       start('kube-apiserver', apiserverArgs(p, pki));
       await waitUntil('kube-apiserver', () => probe(`${server}/readyz`, path.join(pki, 'ca.crt')), 120_000);
       this.log('starting kube-controller-manager, kube-scheduler and kwok');
-      start('kube-controller-manager', [
-        `--kubeconfig=${kubeconfig}`,
-        '--bind-address=127.0.0.1',
-        `--secure-port=${p.kcm}`,
-        '--leader-elect=false',
-        `--root-ca-file=${pki}/ca.crt`,
-        `--service-account-private-key-file=${pki}/sa.key`,
-        '--use-service-account-credentials=false',
-        '--node-monitor-period=5s',
-        '--node-monitor-grace-period=40s',
-        '--concurrent-gc-syncs=10',
-        '--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics',
-      ]);
-      start('kube-scheduler', [
-        `--kubeconfig=${kubeconfig}`,
-        '--bind-address=127.0.0.1',
-        `--secure-port=${p.scheduler}`,
-        '--leader-elect=false',
-        '--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics',
-      ]);
+      start('kube-controller-manager', controllerManagerArgs(p, pki, kubeconfig));
+      start('kube-scheduler', schedulerArgs(p, kubeconfig));
       start('kwok', [
         `--kubeconfig=${kubeconfig}`,
         `--config=${kwokConfig}`,
@@ -292,39 +275,6 @@ export class LocalCluster {
     writeState(this.statePath, st);
     await waitUntil('kube-apiserver', () => probe(`${st.server}/readyz`, path.join(pki, 'ca.crt')), 120_000);
   }
-}
-
-function apiserverArgs(p: LocalCluster['ports'], pki: string): string[] {
-  return [
-    `--etcd-servers=http://127.0.0.1:${p.etcd}`,
-    '--bind-address=127.0.0.1',
-    '--advertise-address=127.0.0.1',
-    `--secure-port=${p.apiserver}`,
-    `--tls-cert-file=${pki}/apiserver.crt`,
-    `--tls-private-key-file=${pki}/apiserver.key`,
-    `--client-ca-file=${pki}/ca.crt`,
-    '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-    `--service-account-key-file=${pki}/sa.pub`,
-    `--service-account-signing-key-file=${pki}/sa.key`,
-    // Loopback Service IPs: a host process bound to a Service's ClusterIP:port is that Service for the
-    // aggregation layer (the Calico API server), with no kube-proxy and no traffic off loopback.
-    `--service-cluster-ip-range=${serviceCidr(p.apiserver)}`,
-    '--authorization-mode=Node,RBAC',
-    '--allow-privileged=true',
-    '--endpoint-reconciler-type=none',
-    // The aggregation layer, for projectcalico.org/v3 served by the Calico API server.
-    `--requestheader-client-ca-file=${pki}/front-proxy-ca.crt`,
-    '--requestheader-allowed-names=front-proxy-client',
-    '--requestheader-extra-headers-prefix=X-Remote-Extra-',
-    '--requestheader-group-headers=X-Remote-Group',
-    '--requestheader-username-headers=X-Remote-User',
-    `--proxy-client-cert-file=${pki}/front-proxy-client.crt`,
-    `--proxy-client-key-file=${pki}/front-proxy-client.key`,
-    // Generous limits: benchmarks push 100k objects through one client.
-    '--max-requests-inflight=800',
-    '--max-mutating-requests-inflight=400',
-    ...auditArgs(path.dirname(pki)),
-  ];
 }
 
 export function alive(pid: number): boolean {
