@@ -21,4 +21,5 @@ export const K = {
   clusterRoleBinding: t('rbac.authorization.k8s.io', 'v1', 'clusterrolebindings', 'ClusterRoleBinding', false),
   role: t('rbac.authorization.k8s.io', 'v1', 'roles', 'Role', true),
   roleBinding: t('rbac.authorization.k8s.io', 'v1', 'rolebindings', 'RoleBinding', true),
+  apiService: t('apiregistration.k8s.io', 'v1', 'apiservices', 'APIService', false),
 } as const;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Release } from '../calico/release.js';
 import type { KubeObject } from '../kube/types.js';
-import { apiServerMoveFindings } from './apiserver-findings.js';
+import { apiServerMoveFindings, distinctV3Uids, v3UidFindings } from './apiserver-findings.js';
 
 const apiServer: KubeObject = { apiVersion: 'operator.tigera.io/v1', kind: 'APIServer', metadata: { name: 'default' } };
 const live = (objs: KubeObject[]) => ({ crds: [], objects: new Map([['apiservers.operator.tigera.io', objs]]) });
@@ -21,5 +21,35 @@ describe('apiServerMoveFindings: the API server v1.40+ runs in calico-system, le
     expect(apiServerMoveFindings(live([apiServer]), release('v3.29.7'), { version: 'v3.30.7' })).toEqual([]);
     expect(apiServerMoveFindings(live([apiServer]), release('v3.31.7'), { version: 'v3.30.7' })).toEqual([]);
     expect(apiServerMoveFindings(live([]), release('v3.30.7'), { version: 'v3.31.7' })).toEqual([]);
+  });
+});
+
+describe('v3UidFindings: the UIDs projectcalico.org/v3 objects get change between 3.27.4 and 3.27.5 (calico #9191)', () => {
+  const said = (from: string, to: string, served = true) => v3UidFindings(release(to), { version: from }, served).map((f) => f.id);
+
+  it('is said across the change, either way, and through 3.28.0 (not in the mirror)', () => {
+    expect(said('v3.26.5', 'v3.27.5')).toEqual(['v3-uids-change']);
+    expect(said('v3.27.4', 'v3.28.1')).toEqual(['v3-uids-change']);
+    expect(said('v3.28.5', 'v3.27.4')).toEqual(['v3-uids-change']);
+    expect(said('v3.27.4', 'v3.28.0')).toEqual(['v3-uids-change']);
+    const [f] = v3UidFindings(release('v3.27.5'), { version: 'v3.26.5' }, true);
+    expect(f!.title).toMatch(/restart kube-controller-manager/);
+  });
+
+  it('is not said on one side of it, or without the Calico API server', () => {
+    expect(said('v3.26.5', 'v3.27.4')).toEqual([]);
+    expect(said('v3.27.5', 'v3.28.5')).toEqual([]);
+    expect(said('v3.28.5', 'v3.32.1')).toEqual([]);
+    expect(said('v3.26.5', 'v3.27.5', false)).toEqual([]);
+  });
+
+  it('knows which releases derive their own UIDs', () => {
+    expect([distinctV3Uids('v3.26.5'), distinctV3Uids('v3.27.4'), distinctV3Uids('v3.27.5'), distinctV3Uids('v3.28.0'), distinctV3Uids('v3.28.1')]).toEqual([
+      false,
+      false,
+      true,
+      undefined,
+      true,
+    ]);
   });
 });

@@ -48,3 +48,45 @@ export function apiServerMoveFindings(live: LiveCalico, target: Release, current
     },
   ];
 }
+
+/**
+ * Whether a release's Calico API server gives projectcalico.org/v3 objects UIDs of their own. Up to 3.27.4 a Profile
+ * made for a Namespace or ServiceAccount (kns.*, ksa.*) carried that object's own UID (libcalico-go
+ * conversion.go NamespaceToProfile, 3.26.5:108); 3.27.5 and 3.28.1 derive one (ConvertUID, 3.27.5:832-846; calico
+ * PRs #8586, #9191). 3.28.0 is not in the mirror: unknown, so a path through it is said too.
+ */
+export function distinctV3Uids(version: string): boolean | undefined {
+  if (compareVersions(version, 'v3.28.1') >= 0) return true;
+  if (compareVersions(version, 'v3.28.0') >= 0) return undefined;
+  return compareVersions(version, 'v3.27.5') >= 0;
+}
+
+/**
+ * A path across that change, with the Calico API server serving projectcalico.org/v3: every v3 object's UID changes,
+ * and kube-controller-manager's garbage collector, which keys its graph by UID, confuses the Profile for a Namespace
+ * with the Namespace (its owners replaced, then the node dropped when the old UID's Profile goes). It then never
+ * collects such a Namespace or ServiceAccount when its owner goes: operator v1.32's Installation finalizer waits for
+ * calico-apiserver, owned by APIServer default, and `kubectl delete installation default` hangs (seen in the path
+ * matrix's 3.26.5 -> 3.27.5, with the collector's log). Calico's release note for #9191 asks for a restart of
+ * kube-controller-manager after such an upgrade; the plan says so, as it cannot restart it on every kind of cluster.
+ */
+export function v3UidFindings(target: Release, current: { version?: string }, apiServerServed: boolean): PlanFinding[] {
+  if (!apiServerServed || !current.version) return [];
+  const [from, to] = [distinctV3Uids(current.version), distinctV3Uids(target.version)];
+  if (from !== undefined && from === to) return [];
+  return [
+    {
+      id: 'v3-uids-change',
+      severity: 'warning',
+      title: `the UIDs of projectcalico.org/v3 objects change between ${current.version} and ${target.version}: restart kube-controller-manager after apply`,
+      objects: ['APIService/v3.projectcalico.org'],
+      details: [
+        `${to ? target.version : current.version}'s API server gives each v3 object (the Profiles of every Namespace and ServiceAccount among them) a UID of its own; ${to ? current.version : target.version}'s gave them their source's (calico PRs #8586, #9191)`,
+        "until kube-controller-manager restarts, its garbage collector may never delete a Namespace or ServiceAccount whose owner is deleted (calico-apiserver among them, which operator v1.32's Installation finalizer waits for: `kubectl delete installation default` would hang)",
+        'restart it once apply has finished (kubeadm: move its static pod manifest out of /etc/kubernetes/manifests and back; managed clusters: the provider restarts it on its own schedule)',
+      ],
+      action: 'keep',
+      plan: 'applied as planned; restart kube-controller-manager afterwards, as Calico advises for this change',
+    },
+  ];
+}

@@ -24,7 +24,7 @@ import { computeFindings, isManagedCrd, type LiveCalico } from './findings.js';
 import { liveDataNotInBundle } from './compare.js';
 import { planManifestEdits } from './manifest-custom.js';
 import { reconcilerFindings } from './gitops-findings.js';
-import { apiServerMoveFindings } from './apiserver-findings.js';
+import { apiServerMoveFindings, v3UidFindings } from './apiserver-findings.js';
 import { planOperatorImage } from './operator-mirror.js';
 import { checkBundle, checkCluster, checkTargetPools, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
 import { parseDuration } from '../config/config.js';
@@ -124,6 +124,7 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
     const { findings, installation } = computeFindings(live, target, install, flags);
     findings.push(...reconcilerFindings(reconcilers));
     if (install.installType === 'operator') findings.push(...apiServerMoveFindings(live, target, install));
+    findings.push(...v3UidFindings(target, install, await servesCalicoV3(client)));
     if (install.installType === 'operator') preflight.push(await checkTargetPools(client, target, installation, cluster.state));
     // Objects changed since the backup (by people or by an operator, as in #9100): the plan names them and either
     // keeps them as they are or, with --restore-drift, puts them back from the bundle while the operator is paused.
@@ -292,4 +293,9 @@ export function helmStepIds(strategy: Strategy, helm: { action: 'upgrade' | 'rol
   if (restoreDrift) ids.splice(ids.indexOf(helm.action === 'upgrade' ? 'helm-upgrade' : 'helm-rollback'), 0, 'restore-drift');
   if (helm.cleanup) ids.push('transform-installation');
   return [...ids, 'wait-rollout', 'verify-data'];
+}
+
+/** Whether the Calico API server is registered for projectcalico.org/v3 (its objects are then in the Kubernetes API). */
+async function servesCalicoV3(client: KubeClient): Promise<boolean> {
+  return (await client.getOrUndefined(K.apiService, undefined, 'v3.projectcalico.org')) !== undefined;
 }
