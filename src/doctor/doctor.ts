@@ -7,6 +7,7 @@ import { ExitCode } from '../core/errors.js';
 import { gitOpsChecks } from './checks/gitops.js';
 import { healthChecks } from './checks/health.js';
 import { ipamChecks } from './checks/ipam.js';
+import { ownerChecks } from './checks/owners.js';
 import { poolChecks } from './checks/pools.js';
 import { targetChecks } from './checks/target.js';
 import { installedCalicoVersion, versionChecks } from './checks/versions.js';
@@ -18,7 +19,7 @@ export type { CalicoState } from './state.js';
 export type { Check, CheckContext, Finding, Severity } from './types.js';
 
 /** Every check, in report order. Add a check here (and its finding ids to docs/troubleshooting.md). */
-export const CHECKS: Check[] = [...poolChecks, ...ipamChecks, ...versionChecks, ...healthChecks, ...gitOpsChecks, ...targetChecks];
+export const CHECKS: Check[] = [...poolChecks, ...ipamChecks, ...versionChecks, ...healthChecks, ...ownerChecks, ...gitOpsChecks, ...targetChecks];
 
 const ORDER: Record<Severity, number> = { error: 0, warning: 1, info: 2 };
 

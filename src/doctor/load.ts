@@ -1,5 +1,5 @@
 /** Build a CalicoState from the live cluster or from a bundle. */
-import { CALICO_GROUPS, CALICO_WORKLOADS } from '../calico/knowledge.js';
+import { CALICO_GROUPS, CALICO_NAMESPACES, CALICO_WORKLOADS } from '../calico/knowledge.js';
 import { v3CrdModeOf } from '../calico/v3-crds.js';
 import { readDatastore, type DatastoreInfo } from '../calico/install-method.js';
 import { readReconcilers, type Reconciler } from '../calico/gitops.js';
@@ -9,7 +9,7 @@ import { K } from '../kube/builtin.js';
 import { crdResourceType, listCrds } from '../kube/discovery.js';
 import { pool } from '../util/pool.js';
 import { groupOf, resourceKey, type KubeObject } from '../kube/types.js';
-import { installTypeOf, nodeTunnelIPs, toNodeInfo, toPodInfo, toWorkloadInfo, type CalicoState, type WorkloadInfo } from './state.js';
+import { installTypeOf, nodeTunnelIPs, toNodeInfo, toPodInfo, toWorkloadInfo, type CalicoState, type NamespaceInfo, type WorkloadInfo } from './state.js';
 
 /**
  * Read everything the checks need from the live cluster. Pods and IPAM objects are listed page by page.
@@ -35,7 +35,7 @@ export async function loadLiveState(
       objects[resourceKey(type)] = [];
     }
   });
-  const [nodes, pods, workloads, allCrds, datastore, reconcilers] = await Promise.all([
+  const [nodes, pods, workloads, allCrds, datastore, reconcilers, namespaces] = await Promise.all([
     client.listAll(K.node),
     client.listAll(K.pod),
     loadWorkloads(client),
@@ -43,6 +43,7 @@ export async function loadLiveState(
     known.datastore ?? readDatastore(client),
     // A caller running one check (restore's read-back) needs no owners.
     only ? [] : (known.reconcilers ?? readReconcilers(client)),
+    only ? undefined : readCalicoNamespaces(client),
   ]);
   const v3Crds = v3CrdModeOf(allCrds.map((c) => c.metadata.name))?.crds;
   return {
@@ -56,7 +57,19 @@ export async function loadLiveState(
     installType: installTypeOf(workloads, crds),
     datastore,
     ...(reconcilers.length ? { reconcilers } : {}),
+    ...(namespaces ? { namespaces } : {}),
   };
+}
+
+async function readCalicoNamespaces(client: KubeClient): Promise<NamespaceInfo[]> {
+  const found = await Promise.all(CALICO_NAMESPACES.map((name) => client.getOrUndefined(K.namespace, undefined, name)));
+  return found
+    .filter((ns): ns is KubeObject => ns !== undefined)
+    .map((ns) => ({
+      name: ns.metadata.name!,
+      owners: (ns.metadata.ownerReferences ?? []).map((o: any) => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.name, uid: o.uid })),
+      terminating: !!ns.metadata.deletionTimestamp,
+    }));
 }
 
 async function loadWorkloads(client: KubeClient): Promise<WorkloadInfo[]> {

@@ -55,6 +55,14 @@ export interface CalicoState {
   datastore?: DatastoreInfo;
   /** Argo CD / Flux owners of Calico's objects, read and judged (gitops.ts); absent in a bundle. */
   reconcilers?: Reconciler[];
+  /** Calico's namespaces that exist (CALICO_NAMESPACES), with their owners; absent in a bundle. */
+  namespaces?: NamespaceInfo[];
+}
+
+export interface NamespaceInfo {
+  name: string;
+  owners: { apiVersion: string; kind: string; name: string; uid: string }[];
+  terminating: boolean;
 }
 
 /** Keys of the objects the checks read. */
