@@ -4,11 +4,7 @@
  * Installation only once the calico-apiserver namespace is gone (installation/core_controller.go:901-913); the
  * support's touches make it look again every 10 s instead of at its 5-minute periodic reconcile.
  *
- * Not here: 3.26.5 -> 3.27.5. In two runs of three the calico-apiserver namespace stayed Active for over 7 minutes
- * after its owner (APIServer default) was deleted, while other objects of the same owner were collected and
- * kube-controller-manager kept logging "failed to list *v1.PartialObjectMetadata: the server could not find the
- * requested resource" (the harness deletes and re-creates Calico's CRDs between paths): a garbage collector stalled
- * in the test cluster, not yet proven, so the path would fail for a reason that is not the tool's (open in issue 30).
+ * 3.26.5 -> 3.27.5 is in part D (the restart of kube-controller-manager it needs is said there).
  */
 import { describePaths } from './path-matrix-support.js';
 
