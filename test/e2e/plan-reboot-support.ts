@@ -168,3 +168,48 @@ export async function daemonSetPodsForPopulation(client: KubeClient, population:
   );
   return pods;
 }
+
+/**
+ * What the kubelet does and kwok does not: a Running pod's readiness reported again once its node is Ready. The node
+ * lifecycle controller marks every pod of a node it last saw NotReady as not Ready, a pod updated or scheduled there
+ * just after the node came back included (nodelifecycle `processPod`, k8s v1.36.3 node_lifecycle_controller.go:1135;
+ * its view lags by --node-monitor-period). kwok's pod-ready stage plays only for Pending pods, so such a pod stayed
+ * Ready=False on a Ready node for good (a rehearsal: web on frb-1 Running Ready=False, frb-1 Ready, no taints; every
+ * later drain then waited on the PDB). A real kubelet reports it Ready again at its next status sync.
+ */
+export function kubeletReadiness(client: KubeClient, ns: string): { stop: () => Promise<void> } {
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      await reportReadyAgain(client, ns).catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+    },
+  };
+}
+
+async function reportReadyAgain(client: KubeClient, ns: string): Promise<void> {
+  const readyNodes = new Set((await client.listAll(K.node)).filter(isReady).map((n) => n.metadata.name));
+  for (const p of await client.listAll(K.pod, { namespace: ns })) {
+    const conditions: any[] = p.status?.conditions ?? [];
+    const notReady = conditions.some((c) => c.type === 'Ready' && c.status === 'False');
+    if (p.metadata.deletionTimestamp || p.status?.phase !== 'Running' || !notReady || !readyNodes.has(p.spec?.nodeName)) continue;
+    const now = new Date().toISOString();
+    const again = (c: any) => (c.type === 'Ready' || c.type === 'ContainersReady' ? { ...c, status: 'True', reason: undefined, lastTransitionTime: now } : c);
+    await client.mergePatch(
+      K.pod,
+      ns,
+      p.metadata.name,
+      {
+        metadata: { resourceVersion: p.metadata.resourceVersion },
+        status: { conditions: conditions.map(again), containerStatuses: (p.status?.containerStatuses ?? []).map((s: any) => ({ ...s, ready: true })) },
+      },
+      { subresource: 'status' },
+    );
+  }
+}

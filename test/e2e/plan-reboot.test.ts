@@ -32,7 +32,15 @@ import { resetCalico, runCli, testClient } from './helpers.js';
 import { calicoSnapshot, installCalico328 } from './plan-support.js';
 import { populateCalico } from './population.js';
 import { expectPodAddressesHeld } from './pod-ip-support.js';
-import { createWebWorkload, daemonSetPodsForPopulation, evictablePods, monitorCordons, rebootLikeAMachine, workloadAvailable } from './plan-reboot-support.js';
+import {
+  createWebWorkload,
+  daemonSetPodsForPopulation,
+  evictablePods,
+  kubeletReadiness,
+  monitorCordons,
+  rebootLikeAMachine,
+  workloadAvailable,
+} from './plan-reboot-support.js';
 
 const fixtures = releasesDir();
 const PREFIX = 'frb-';
@@ -52,6 +60,8 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
   let holdReboot: { nth: number; until: Promise<unknown> } | undefined;
   /** How many pods hold the population's addresses (all stay through the drains). */
   let addressed = 0;
+  /** The kubelet's readiness reports that kwok lacks (kubeletReadiness). */
+  let readiness: { stop: () => Promise<void> } | undefined;
 
   const env = () => ({ ...moto.env, AWS_ENDPOINT_URL_EC2: proxy.url, NODE_NO_WARNINGS: '1' });
   const bootId = async (node: string) => (await client.get(K.node, undefined, node)).status?.nodeInfo?.bootID as string;
@@ -90,6 +100,7 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
 
   beforeAll(async () => {
     client = await testClient();
+    readiness = kubeletReadiness(client, APP_NS);
     dir = mkdtempSync(path.join(os.tmpdir(), 'cnr-reboot-e2e-'));
     moto = await startMoto();
     proxy = await startRecordingEc2Proxy(moto.url, onEc2Call);
@@ -128,6 +139,7 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
 
   afterAll(async () => {
     simulate = false;
+    await readiness?.stop();
     await Promise.allSettled(reboots.map((r) => r.done));
     for (const ns of [APP_NS, POP_NS]) await client?.delete(K.namespace, undefined, ns);
     for (const n of nodes) await client?.delete(K.node, undefined, n.node);
