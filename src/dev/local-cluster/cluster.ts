@@ -268,11 +268,7 @@ export class LocalCluster {
     const st = this.readState();
     if (!st) throw new Error('cluster not running');
     const pki = path.join(st.workDir, 'pki');
-    const out = openSync(path.join(st.workDir, 'kube-apiserver.log'), 'a');
-    const child = spawn(path.join(st.binDir, 'kube-apiserver'), apiserverArgs(this.ports, pki), { detached: true, stdio: ['ignore', out, out] });
-    child.unref();
-    st.pids['kube-apiserver'] = child.pid!;
-    writeState(this.statePath, st);
+    this.respawn(st, 'kube-apiserver', apiserverArgs(this.ports, pki));
     await waitUntil('kube-apiserver', () => probe(`${st.server}/readyz`, path.join(pki, 'ca.crt')), 120_000);
   }
 
@@ -285,14 +281,17 @@ export class LocalCluster {
     const pid = st?.pids['kube-controller-manager'];
     if (!st || !pid) throw new Error('cluster not running');
     await stopGroup(pid);
-    const pki = path.join(st.workDir, 'pki');
-    const out = openSync(path.join(st.workDir, 'kube-controller-manager.log'), 'a');
-    const args = controllerManagerArgs(this.ports, pki, st.kubeconfig);
-    const child = spawn(path.join(st.binDir, 'kube-controller-manager'), args, { detached: true, stdio: ['ignore', out, out] });
-    child.unref();
-    st.pids['kube-controller-manager'] = child.pid!;
-    writeState(this.statePath, st);
+    this.respawn(st, 'kube-controller-manager', controllerManagerArgs(this.ports, path.join(st.workDir, 'pki'), st.kubeconfig));
     await waitUntil('kube-controller-manager', () => probe(`https://127.0.0.1:${this.ports.kcm}/healthz`, undefined), 60_000);
+  }
+
+  /** Starts one component of a running cluster again, its output appended to its log, and records its pid. */
+  private respawn(st: ClusterState, name: (typeof COMPONENTS)[number], args: string[]): void {
+    const out = openSync(path.join(st.workDir, `${name}.log`), 'a');
+    const child = spawn(path.join(st.binDir, name), args, { detached: true, stdio: ['ignore', out, out] });
+    child.unref();
+    st.pids[name] = child.pid!;
+    writeState(this.statePath, st);
   }
 }
 
