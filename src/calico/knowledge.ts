@@ -16,6 +16,8 @@ export const SHARED_POLICY_GROUP = 'policy.networking.k8s.io';
 export const SHARED_POLICY_KINDS = ['AdminNetworkPolicy', 'BaselineAdminNetworkPolicy', 'ClusterNetworkPolicy'] as const;
 /** The aggregated API served by the Calico API server (user-facing view). */
 export const CALICO_V3_GROUP = 'projectcalico.org';
+/** The APIService the Calico API server is registered under (its objects are then in the Kubernetes API). */
+export const CALICO_API_SERVICE = 'v3.projectcalico.org';
 
 export const CALICO_GROUPS = [CALICO_CRD_GROUP, OPERATOR_GROUP] as const;
 

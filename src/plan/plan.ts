@@ -12,7 +12,7 @@ import { liveManifestTypha, refuseTyphaLeftBehind } from './typha.js';
 import { judgeReconcilers, markedObjects } from '../calico/gitops.js';
 import { datastoreOfObjects } from '../calico/calico-objects.js';
 import { refuseManagedUpgrade } from '../calico/managed-addon.js';
-import { IPAM_LIVE_KINDS, compareVersions } from '../calico/knowledge.js';
+import { CALICO_API_SERVICE, IPAM_LIVE_KINDS, compareVersions } from '../calico/knowledge.js';
 import { loadRelease, type Release } from '../calico/release.js';
 import { BadInputError, RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
@@ -297,5 +297,5 @@ export function helmStepIds(strategy: Strategy, helm: { action: 'upgrade' | 'rol
 
 /** Whether the Calico API server is registered for projectcalico.org/v3 (its objects are then in the Kubernetes API). */
 async function servesCalicoV3(client: KubeClient): Promise<boolean> {
-  return (await client.getOrUndefined(K.apiService, undefined, 'v3.projectcalico.org')) !== undefined;
+  return (await client.getOrUndefined(K.apiService, undefined, CALICO_API_SERVICE)) !== undefined;
 }

@@ -11,7 +11,7 @@
  *   it is paused), the Installation is not being deleted and calico-node is rendered.
  */
 import { INSTALLATION, TIGERA_STATUS } from '../calico/detect.js';
-import { CALICO_CRD_GROUP, CALICO_NAMESPACES, OPERATOR_GROUP, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT } from '../calico/knowledge.js';
+import { CALICO_API_SERVICE, CALICO_CRD_GROUP, CALICO_NAMESPACES, OPERATOR_GROUP, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT } from '../calico/knowledge.js';
 import { leftoversUnknownTo } from '../calico/operator-generations.js';
 import { operatorInstallCommands } from '../calico/release.js';
 import { RefusedError } from '../core/errors.js';
@@ -19,7 +19,7 @@ import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { crdResourceType, listCrds } from '../kube/discovery.js';
-import type { KubeObject, ResourceType } from '../kube/types.js';
+import type { KubeObject } from '../kube/types.js';
 import { isCalicoCrd } from './admission.js';
 import { allocatesTo } from './ipam.js';
 import { withoutUnused } from './ipam-merge.js';
@@ -64,9 +64,6 @@ async function stillDeleting(client: KubeClient): Promise<{ what: string; finali
   return out;
 }
 
-const API_SERVICE: ResourceType = { group: 'apiregistration.k8s.io', version: 'v1', plural: 'apiservices', kind: 'APIService', namespaced: false };
-const CALICO_API_SERVICE = 'v3.projectcalico.org';
-
 /**
  * A Calico namespace that can never finish deleting: the namespace controller must discover every API group before it
  * lets a namespace go, and Calico's aggregated API (APIService v3.projectcalico.org) is served from a Service in that
@@ -77,7 +74,7 @@ const CALICO_API_SERVICE = 'v3.projectcalico.org';
  * server it deploys. Decided from the live objects only; any other state is left to the wait.
  */
 export async function unregisterStaleCalicoApi(client: KubeClient, reporter: Reporter): Promise<void> {
-  const api = await client.getOrUndefined(API_SERVICE, undefined, CALICO_API_SERVICE).catch(() => undefined);
+  const api = await client.getOrUndefined(K.apiService, undefined, CALICO_API_SERVICE).catch(() => undefined);
   const backend: string | undefined = api?.spec?.service?.namespace;
   if (!api || !backend || !(CALICO_NAMESPACES as readonly string[]).includes(backend) || api.metadata.deletionTimestamp) return;
   const available = (api.status?.conditions ?? []).find((c: { type?: string }) => c.type === 'Available');
@@ -90,7 +87,7 @@ export async function unregisterStaleCalicoApi(client: KubeClient, reporter: Rep
   if (!ns?.metadata.deletionTimestamp || !stuck) return;
   // Not allowed to (RBAC) or already gone: the wait goes on, and its refusal says what is left.
   if (
-    !(await client.delete(API_SERVICE, undefined, CALICO_API_SERVICE).then(
+    !(await client.delete(K.apiService, undefined, CALICO_API_SERVICE).then(
       () => true,
       () => false,
     ))

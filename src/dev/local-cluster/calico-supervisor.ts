@@ -44,7 +44,6 @@ export interface SupervisorStatus {
 
 export const SUPERVISOR_STATUS_FILE = 'calico-supervisor.json';
 const API_SERVER_NAMESPACES = ['calico-system', 'calico-apiserver'];
-const API_SERVICE: ResourceType = { group: 'apiregistration.k8s.io', version: 'v1', plural: 'apiservices', kind: 'APIService', namespaced: false };
 const OPERATOR_NAMESPACE = 'tigera-operator';
 
 export class CalicoSupervisor {
@@ -133,7 +132,7 @@ export class CalicoSupervisor {
     // moves it, the one that wants a replica and has its Service and certificate runs, the newer place first.
     // After a downgrade below 3.31 both exist for a while (v1.38 does not remove v1.40's): the one the APIService
     // names is the one the aggregator dials, as in a cluster where both would run.
-    const apiService = await get(API_SERVICE, undefined, 'v3.projectcalico.org');
+    const apiService = await get(K.apiService, undefined, 'v3.projectcalico.org');
     const named: string | undefined = apiService?.spec?.service?.namespace;
     let api: ReturnType<typeof desiredApiServer>;
     for (const ns of named ? [named] : API_SERVER_NAMESPACES) {
