@@ -1,4 +1,6 @@
 /** Fixtures and helpers of test/e2e/doctor.test.ts: Calico kinds, pools, IPAM writes, the Installation and a doctor run. */
+import { expect } from 'vitest';
+import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeObject } from '../../src/kube/types.js';
@@ -118,4 +120,21 @@ export async function doctor(args: string[] = [], env?: Record<string, string>) 
     throw new Error(`doctor printed no JSON (exit ${r.code}): ${r.stdout}\n${r.stderr}`);
   }
   return { ...r, report, ids: (report.findings as any[]).map((f) => f.id).sort() };
+}
+
+/** How long a deletion of the custom resources may wait for the garbage collector before doctor is asked why. */
+export const GC_GRACE_MS = 60_000;
+
+/**
+ * What a user does when the deletion of the custom resources hangs after an upgrade across `v3-uids-change` without
+ * the kube-controller-manager restart the plan asks for: doctor must name the namespace the garbage collector lost
+ * (`namespace-owner-gone`, an error), and the test does what its fix says. Returns doctor's title.
+ */
+export async function restartAsDoctorSays(cluster: LocalCluster, stuckMs: number): Promise<string> {
+  const d = await doctor();
+  const gone = d.report.findings.find((f: any) => f.id === 'namespace-owner-gone');
+  expect(gone, `doctor on a deletion stuck for ${Math.round(stuckMs / 1000)} s: ${d.stdout}`).toMatchObject({ severity: 'error' });
+  console.log(`doctor: ${gone.title}; restarting kube-controller-manager as it says`);
+  await cluster.restartControllerManager();
+  return gone.title;
 }

@@ -7,6 +7,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { calicoctl, waitApiServiceAvailable, waitOperator } from './calico-support.js';
+import { GC_GRACE_MS } from './doctor-support.js';
 import { applyFixture, calicoType, fixturePath, kubeconfig } from './helpers.js';
 import { IPAM_BLOCK, IPAM_HANDLE, readIpam } from './ipam-support.js';
 import { auditTrail, blockName } from '../support/audit-trail.js';
@@ -30,9 +31,33 @@ export function kubectlWaited(cluster: LocalCluster, args: string[], timeoutMs: 
   );
 }
 
-/** `kubectl delete -f` of a release file, as the team ran it (kubectl's default wait); fails with its output. */
-export async function kubectlDeleteRelease(cluster: LocalCluster, version: string, file: string, timeoutMs = 300_000): Promise<number> {
-  const r = await kubectlWaited(cluster, ['delete', '-f', fixturePath(version, file)], timeoutMs);
+/**
+ * `kubectl delete -f` of a release file, as the team ran it (kubectl's default wait); fails with its output. When
+ * kubectl still waits after GC_GRACE_MS, `whenStuck` runs once beside it (the user asking doctor why).
+ */
+export async function kubectlDeleteRelease(
+  cluster: LocalCluster,
+  version: string,
+  file: string,
+  o: { timeoutMs?: number; whenStuck?: (stuckMs: number) => Promise<unknown> } = {},
+): Promise<number> {
+  const pending = kubectlWaited(cluster, ['delete', '-f', fixturePath(version, file)], o.timeoutMs ?? 300_000);
+  let stuck: Promise<unknown> | undefined;
+  // Its failure is kept and thrown once kubectl is done: nothing rejects unhandled meanwhile.
+  const timer =
+    o.whenStuck &&
+    setTimeout(
+      () =>
+        (stuck = o.whenStuck!(GC_GRACE_MS).then(
+          () => undefined,
+          (e: unknown) => e,
+        )),
+      GC_GRACE_MS,
+    );
+  const r = await pending;
+  clearTimeout(timer);
+  const stuckError = await stuck;
+  if (stuckError) throw stuckError;
   console.log(`kubectl delete -f ${version}/${file}: exit ${r.code} in ${(r.ms / 1000).toFixed(1)} s\n${r.out.trim()}`);
   // kubectl deletes in file order: Namespace tigera-operator first, so on a slow machine the namespace controller may
   // have removed its ServiceAccount and Deployment before kubectl gets to them; kubectl then says NotFound for those

@@ -5,7 +5,9 @@
  * user's pool migration: pods on default-ipv4-ippool (192.168.0.0/16, created by calico-node's start-up from the
  * Installation), then new-ipv4-pool created and default-ipv4-ippool disabled, more pods on the new pool. `backup`.
  * The upgrade to 3.28.1 by hand (its tigera-operator.yaml: the v1.34.3 operator re-enables the disabled pool,
- * calico#9100). Then what the team did: `kubectl delete -f` of 3.28.1's custom-resources.yaml and
+ * calico#9100). Then what the team did: `kubectl delete -f` of 3.28.1's custom-resources.yaml (which, the v3 UIDs
+ * having changed with 3.28.1's API server, may wait on the namespace the garbage collector lost: after a minute the
+ * team asks doctor, which must say `namespace-owner-gone`, and restarts kube-controller-manager as it says) and
  * tigera-operator.yaml (every crd.projectcalico.org CRD, and with it every pool and IPAM record, gone; the pods run
  * on), and 3.27.4 applied again: start-up re-creates default-ipv4-ippool (enabled) and each node's tunnel allocator
  * re-claims its hostname-seeded block, the very block the node's 192.168 pods live in, now holding only the tunnel.
@@ -34,6 +36,7 @@ import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { createFakeNodes } from '../../src/dev/local-cluster/nodes.js';
 import { calicoctl, waitOperator, withRealCalico } from './calico-support.js';
+import { restartAsDoctorSays } from './doctor-support.js';
 import { applyFixture, runCli } from './helpers.js';
 import { IPAM_BLOCK, ipamCheck, readIpam } from './ipam-support.js';
 import { waitNodeSideSettled } from './pod-churn.js';
@@ -72,7 +75,9 @@ const supervisorLog = () => readFileSync(path.join(real.cluster.readState()!.wor
 async function deleteAndReinstall(deleteVersion: string): Promise<Map<string, string>> {
   const cluster = real.cluster;
   const t0 = Date.now();
-  await kubectlDeleteRelease(cluster, deleteVersion, 'custom-resources.yaml');
+  // After 3.27.4 -> 3.28.1 the v3 UIDs have changed (v3-uids-change) and nobody restarted kube-controller-manager:
+  // the deletion may wait on the namespace its garbage collector lost. The team asks doctor and does what it says.
+  await kubectlDeleteRelease(cluster, deleteVersion, 'custom-resources.yaml', { whenStuck: (ms) => restartAsDoctorSays(cluster, ms) });
   await kubectlDeleteRelease(cluster, deleteVersion, 'tigera-operator.yaml');
   const left = (await client.listAll(K.crd)).filter((c) => c.spec.group === 'crd.projectcalico.org').map((c) => c.metadata.name);
   expect(left, 'every crd.projectcalico.org CRD deleted').toEqual([]);

@@ -31,7 +31,7 @@ import { calicoctl, clearCalicoFinalizers, waitTigeraStatusAvailable } from './c
 import { calicoType, deleteNodes, explain, operatorType, resetCalico, runCli, testClient } from './helpers.js';
 import { expectChurnSettledAndHeld, PodChurn, stopAllPodChurns } from './pod-churn.js';
 import { expectPodAddressesHeld } from './pod-ip-support.js';
-import { doctor } from './doctor-support.js';
+import { GC_GRACE_MS, restartAsDoctorSays } from './doctor-support.js';
 import { profileSharesNamespaceUid, storedPolicyNames } from './path-matrix-reads.js';
 import { leavesPolicyNaming } from '../../src/calico/policy-names.js';
 import { compareVersions, operatorPoolBehaviour } from '../../src/calico/knowledge.js';
@@ -67,8 +67,6 @@ const SETTLED_AFTER = 2;
 /** The kinds the releases' custom-resources.yaml create (3.26-3.32), as plurals. */
 const CUSTOM_RESOURCES = ['installations', 'apiservers', 'goldmanes', 'whiskers'];
 const RECONCILE_GAP_MS = 10_000;
-/** How long a deletion may wait for the garbage collector before doctor is asked why (v3-uids-change paths). */
-const GC_GRACE_MS = 60_000;
 const NODE = 'local-node-1';
 const CHURN_NAMESPACE = 'path-churn';
 const CHURN_NODES = ['local-node-1', 'local-node-2'];
@@ -286,12 +284,7 @@ export function describePaths(paths: readonly Path[]): void {
           async () => {
             if (!(await client.getOrUndefined(INSTALLATION, undefined, 'default'))) return true;
             if (uidsChange && !doctorSaid && Date.now() - deletedAt > GC_GRACE_MS) {
-              const d = await doctor();
-              const gone = d.report.findings.find((f: any) => f.id === 'namespace-owner-gone');
-              expect(gone, `doctor on a deletion stuck for ${GC_GRACE_MS / 1000} s: ${d.stdout}`).toMatchObject({ severity: 'error' });
-              doctorSaid = gone.title;
-              console.log(`doctor: ${doctorSaid}; restarting kube-controller-manager as it says`);
-              await cluster.restartControllerManager();
+              doctorSaid = await restartAsDoctorSays(cluster, Date.now() - deletedAt);
             }
             if (Date.now() - touched >= RECONCILE_GAP_MS) {
               touched = Date.now();

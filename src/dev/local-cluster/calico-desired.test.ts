@@ -123,14 +123,15 @@ describe('desiredKubeControllers and serviceCidr', () => {
 });
 
 describe('calicoProgramsFor', () => {
-  it("serves each installed minor with its own tree, 3.27 with 3.28.1's (a superset of its v3 types)", () => {
+  it("serves each installed release with its own tree, and a patch release no test installs with its minor's", () => {
     expect(calicoProgramsFor('v3.30.7')).toBe('v3.30.7');
     expect(calicoProgramsFor('v3.30.2')).toBe('v3.30.7');
     expect(calicoProgramsFor('v3.29.7')).toBe('v3.29.7');
     expect(calicoProgramsFor('v3.28.4')).toBe('v3.28.1');
     expect(calicoProgramsFor('v3.28.5')).toBe('v3.28.5');
     expect(calicoProgramsFor('v3.27.5')).toBe('v3.27.5');
-    expect(calicoProgramsFor('v3.27.4')).toBe('v3.28.1');
+    expect(calicoProgramsFor('v3.27.4')).toBe('v3.27.4');
+    expect(calicoProgramsFor('v3.27.0')).toBe('v3.27.4');
     expect(calicoProgramsFor('v3.31.7')).toBe('v3.31.7');
     expect(calicoProgramsFor('v3.32.0')).toBe('v3.32.1');
   });

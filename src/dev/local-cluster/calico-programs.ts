@@ -58,14 +58,13 @@ export const CALICO_PROGRAMS_VERSION = 'v3.28.1';
 
 /**
  * Installed Calico minor (the image tag the operator or calico.yaml rendered) -> the pinned Calico tree whose API
- * server and kube-controllers serve it. Each minor gets its own tree, except 3.27: its projectcalico.org/v3 types
- * are a subset of 3.28.1's (api/pkg/apis/projectcalico/v3 of v3.27.4 and v3.28.1 differ only by three optional
- * FelixConfiguration fields that 3.28 added and 3.27's CRD prunes), so 3.28.1's programs serve it and the 3.27.4
- * tree is not built. From 3.29 the types differ (Tier is new in 3.29, IPPool assignmentMode and the LoadBalancer
- * allowed use in 3.30): an older API server would drop or reject what that operator writes.
+ * server and kube-controllers serve it when its own release is not pinned (a patch release no test installs). Each
+ * shipped release has its own tree: 3.27.4 too, whose API server gives a Namespace's Profile that Namespace's UID
+ * while 3.27.5 and 3.28.1 derive another (the plan finding `v3-uids-change`): served by 3.28.1's programs, as it
+ * once was here, the seed's own 3.27.4 -> 3.28.1 path could not show that.
  */
 export const CALICO_PROGRAMS_FOR_MINOR: Readonly<Record<string, string>> = {
-  'v3.27': 'v3.28.1',
+  'v3.27': 'v3.27.4',
   'v3.28': 'v3.28.1',
   'v3.29': 'v3.29.7',
   'v3.30': 'v3.30.7',
