@@ -108,6 +108,7 @@ describe('restore and a running tigera operator', () => {
     expect(isErrorKind(err, 'refused')).toBe(true);
     expect(err.message).toMatch(/still being deleted after 2 s: .*Installation default \(finalizers tigera.io\/operator-cleanup\)/);
     expect(err.hint).toMatch(/the tigera operator removes its finalizers when its teardown completes/);
+    expect(err.hint).toMatch(/doctor. says so \(namespace-owner-gone\) and restarting kube-controller-manager/);
   });
 
   it('waits until the garbage collector has deleted a Calico namespace whose owner Installation is gone, before anything is written into it', async () => {

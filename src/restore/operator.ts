@@ -142,6 +142,13 @@ export function reinstallOperatorHint(operatorVersion?: string): string {
 }
 
 /**
+ * Why a Calico namespace may outlive its owner, and the operator's finalizer with it: the collector's graph lost the
+ * owner when the Calico API server changed the v3 UIDs (doctor's namespace-owner-gone, plan's v3-uids-change).
+ */
+const GC_LOST_OWNER =
+  'after an upgrade or downgrade across Calico 3.27.5 / 3.28.1 without a restart of kube-controller-manager, its collector may have lost the Calico namespaces\' owner: `cni-rewind doctor` says so (namespace-owner-gone) and restarting kube-controller-manager ends it';
+
+/**
  * Let deletions in progress finish: give the operator what its teardown needs (`prepare`: the bundle's CRDs the
  * cluster lacks, its ClusterInformation and pools, `writeTeardownNeeds`), then wait until no Calico CRD is Terminating
  * and no Calico namespace is left for the garbage collector. Nothing else is written. Refused (exit 5) when they do not
@@ -191,9 +198,9 @@ export async function settleDeletions(
       `still being deleted after ${Math.round(timeoutMs / 1000)} s: ${left.map((l) => `${l.what}${l.finalizers.length ? ` (finalizers ${l.finalizers.join(', ')})` : ''}`).join(', ')}; nothing but missing CRDs was written`,
       {
         hint: !heldByOperator
-          ? "kube-controller-manager's garbage collector deletes objects whose owner is gone: check that it runs, then restore again"
+          ? `kube-controller-manager's garbage collector deletes objects whose owner is gone: check that it runs (${GC_LOST_OWNER}), then restore again`
           : running
-            ? 'the tigera operator removes its finalizers when its teardown completes: see its log (kubectl logs -n tigera-operator deploy/tigera-operator), then restore again'
+            ? `the tigera operator removes its finalizers when its teardown completes: see its log (kubectl logs -n tigera-operator deploy/tigera-operator; ${GC_LOST_OWNER}), then restore again`
             : 'start the tigera operator (kubectl scale -n tigera-operator deploy/tigera-operator --replicas=1) so it can finish the teardown, then restore again',
       },
     );

@@ -5,11 +5,13 @@ import type { Check, Finding } from '../types.js';
 
 /**
  * The operator makes calico-apiserver with APIServer `default` as its controller owner, so deleting that object
- * deletes the namespace through kube-controller-manager's garbage collector. After the Calico API server changed the
- * UIDs it gives projectcalico.org/v3 objects (3.27.5 / 3.28.1; plan finding v3-uids-change) the collector's graph,
- * keyed by UID, had lost the namespace, and it stayed until kube-controller-manager restarted; operator v1.32's
- * Installation finalizer waits for that namespace (core_controller.go:901-907), so `kubectl delete installation
- * default` hung with it (path matrix 3.26.5 -> 3.27.5, docs/calico-differences.md).
+ * deletes the namespace through kube-controller-manager's garbage collector, whose graph is keyed by UID. Calico up to
+ * 3.27.4 gives each Namespace's Profile (`kns.<name>`, served by its API server) the Namespace's own UID, so the
+ * collector may take the Profile's owners (none) for the namespace's; and once the API server changed those UIDs
+ * (3.27.5 / 3.28.1; plan finding v3-uids-change) it may drop the node. Either way the namespace stays until
+ * kube-controller-manager restarts, and operator v1.32 and v1.34, whose Installation finalizer waits for that
+ * namespace (v1.32 core_controller.go:901-907), hold `kubectl delete installation default` with it (path matrix
+ * 3.26.5 -> 3.27.5 and 3.27.4 -> 3.28.1, the node-side night on 3.27.4: docs/calico-differences.md).
  */
 const namespaceOwnerGone: Check = {
   name: 'Calico namespaces whose owner is gone',
@@ -31,10 +33,11 @@ const namespaceOwnerGone: Check = {
         title: `namespace ${ns.name} is still here though its owner ${owners} is gone${installationStuck ? ', and Installation default is stuck deleting' : ''}`,
         objects: [`Namespace/${ns.name}`, ...(installationStuck && installation ? [ref(installation)] : [])],
         why:
-          `Deleting ${owners} should have deleted ${ns.name} through kube-controller-manager's garbage collector. After the Calico API server ` +
-          'changed the UIDs of projectcalico.org/v3 objects (upgrades or downgrades across 3.27.5 / 3.28.1, calico #9191) the collector no ' +
-          "longer knows the namespace's owner until it restarts; operator v1.32 (Calico 3.27) will not finish deleting the Installation " +
-          'while calico-apiserver exists. (Just after the owner was deleted, this may also be the collector still at work: look again in a minute.)',
+          `Deleting ${owners} should have deleted ${ns.name} through kube-controller-manager's garbage collector, which keys objects by UID. ` +
+          "Calico up to 3.27.4 gives each namespace's projectcalico.org/v3 Profile the namespace's own UID, and 3.27.5 / 3.28.1 change those " +
+          "UIDs (calico #9191): either can leave the collector without the namespace's owner until it restarts, and the tigera operator " +
+          '(3.27, 3.28) will not finish deleting the Installation while calico-apiserver exists. (Just after the owner was deleted, this may ' +
+          'also be the collector still at work: look again in a minute.)',
         fix:
           'Restart kube-controller-manager (kubeadm: move /etc/kubernetes/manifests/kube-controller-manager.yaml out of the folder and back); the ' +
           `collector then deletes ${ns.name}. Or delete it yourself if nothing else should live there: kubectl delete namespace ${ns.name}.`,
