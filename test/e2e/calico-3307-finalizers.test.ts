@@ -105,7 +105,7 @@ describe('3.30.7 -> 3.29.7 with the real v1.38.13 and v1.36.16 operators: the In
       // Uninstalled as the 3.29 docs say; the v1.36 operator tears Calico down and removes its own finalizers last.
       const deletedAt = Date.now();
       await kubectl(cluster, ['delete', '-f', fixturePath('3.29.7', 'custom-resources.yaml'), '--wait=false']);
-      await waitCalicoUninstalled(client, { who: 'v1.36', deletedAt, timeoutMs: DELETE_BOUND_MS, state: deleteState });
+      await waitCalicoUninstalled(client, { who: 'v1.36', deletedAt, timeoutMs: DELETE_BOUND_MS, state: deleteState, cluster });
     },
     30 * 60_000,
   );

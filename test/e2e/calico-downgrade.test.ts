@@ -93,7 +93,7 @@ describe('3.28.1 -> 3.27.4 downgrade with the real tigera operators', () => {
       // cluster); a finalizer only v1.34 removes would keep it Terminating for ever.
       const deletedAt = Date.now();
       await kubectl(cluster, ['delete', '-f', fixturePath('3.27.4', 'custom-resources.yaml'), '--wait=false']);
-      await waitCalicoUninstalled(client, { who: 'v1.32', deletedAt, timeoutMs: 300_000, state: uninstallState });
+      await waitCalicoUninstalled(client, { who: 'v1.32', deletedAt, timeoutMs: 300_000, state: uninstallState, cluster });
     },
     30 * 60_000,
   );

@@ -77,7 +77,7 @@ async function deleteAndReinstall(deleteVersion: string): Promise<Map<string, st
   const t0 = Date.now();
   // After 3.27.4 -> 3.28.1 the v3 UIDs have changed (v3-uids-change) and nobody restarted kube-controller-manager:
   // the deletion may wait on the namespace its garbage collector lost. The team asks doctor and does what it says.
-  await kubectlDeleteRelease(cluster, deleteVersion, 'custom-resources.yaml', { whenStuck: (ms) => restartAsDoctorSays(cluster, ms) });
+  await kubectlDeleteRelease(cluster, deleteVersion, 'custom-resources.yaml', { whenStuck: (ms) => restartAsDoctorSays(cluster, client, ms) });
   await kubectlDeleteRelease(cluster, deleteVersion, 'tigera-operator.yaml');
   const left = (await client.listAll(K.crd)).filter((c) => c.spec.group === 'crd.projectcalico.org').map((c) => c.metadata.name);
   expect(left, 'every crd.projectcalico.org CRD deleted').toEqual([]);

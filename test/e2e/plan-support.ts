@@ -116,6 +116,19 @@ export async function calicoSnapshot(client: KubeClient): Promise<CalicoSnapshot
   return snap;
 }
 
+/** Where two snapshots differ, one line a key (`section key: got ... want ...`): a failure names what, not just that. */
+export function snapshotDifferences(got: CalicoSnapshot, want: CalicoSnapshot): string[] {
+  const out: string[] = [];
+  for (const section of ['crds', 'data', 'operator'] as const) {
+    const g = got[section] as Record<string, unknown>;
+    const w = want[section] as Record<string, unknown>;
+    for (const k of [...new Set([...Object.keys(g), ...Object.keys(w)])].sort())
+      if (JSON.stringify(g[k]) !== JSON.stringify(w[k]))
+        out.push(`${section} ${k}: got ${JSON.stringify(g[k]) ?? 'nothing'} want ${JSON.stringify(w[k]) ?? 'nothing'}`);
+  }
+  return out;
+}
+
 /**
  * What the fault-free 3.28.1 -> 3.27.4 downgrade ends with, checked independently of the tool: exactly the 3.27.4
  * CRD schemas, operator v1.32.10 at 1 replica, every population object unchanged, an Installation valid for 3.27
