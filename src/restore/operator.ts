@@ -146,7 +146,7 @@ export function reinstallOperatorHint(operatorVersion?: string): string {
  * owner when the Calico API server changed the v3 UIDs (doctor's namespace-owner-gone, plan's v3-uids-change).
  */
 const GC_LOST_OWNER =
-  'after an upgrade or downgrade across Calico 3.27.5 / 3.28.1 without a restart of kube-controller-manager, its collector may have lost the Calico namespaces\' owner: `cni-rewind doctor` says so (namespace-owner-gone) and restarting kube-controller-manager ends it';
+  "after an upgrade or downgrade across Calico 3.27.5 / 3.28.1 without a restart of kube-controller-manager, its collector may have lost the Calico namespaces' owner: `cni-rewind doctor` says so (namespace-owner-gone) and restarting kube-controller-manager ends it";
 
 /**
  * Let deletions in progress finish: give the operator what its teardown needs (`prepare`: the bundle's CRDs the

@@ -140,5 +140,21 @@ export async function restartAsDoctorSays(cluster: LocalCluster, client: KubeCli
   expect(gone, `doctor on a deletion stuck for ${Math.round(stuckMs / 1000)} s: ${d.stdout}`).toMatchObject({ severity: 'error' });
   console.log(`doctor: ${gone.title}; restarting kube-controller-manager as it says`);
   await cluster.restartControllerManager();
+  // Then the rest of its fix: once the collector deleted the namespace, a change to the Installation so that v1.32
+  // sees it now rather than at its periodic reconcile (up to 5 minutes).
+  expect(gone.fix).toContain('kubectl annotate installation default cni-rewind.io/nudge=');
+  await client.waitFor(
+    'the collector to delete calico-apiserver',
+    async () => ((await client.getOrUndefined(K.namespace, undefined, 'calico-apiserver')) ? undefined : true),
+    {
+      timeoutMs: 120_000,
+      intervalMs: 1000,
+    },
+  );
+  await client
+    .mergePatch(operatorType('installations', 'Installation'), undefined, 'default', {
+      metadata: { annotations: { 'cni-rewind.io/nudge': String(Date.now()) } },
+    })
+    .catch(() => undefined);
   return gone.title;
 }

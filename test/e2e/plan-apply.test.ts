@@ -162,7 +162,7 @@ describe('plan and apply: 3.28.1 -> 3.27.4 on a real cluster', () => {
     const strict = await runCli(['plan', '--to', '3.27.4', '--manifests', fixtures, '--bundle', bundle]);
     expect(strict.code).toBe(5);
     expect(strict.stderr).toMatch(/disk-snapshots: no completed disk snapshot/);
-    expect(snapshotDifferences(await calicoSnapshot(client), before)).toEqual([]);
+    expect(snapshotDifferences(await calicoSnapshot(client), before).join('\n')).toBe('');
   });
 
   it('refuses (exit 5) a plan whose bundle fails verify, before changing anything', async () => {
@@ -174,7 +174,7 @@ describe('plan and apply: 3.28.1 -> 3.27.4 on a real cluster', () => {
     const r = await runCli(['apply', plan, '--yes']);
     expect(r.code).toBe(5);
     expect(r.stderr).toMatch(/fails verify/);
-    expect(snapshotDifferences(await calicoSnapshot(client), before)).toEqual([]);
+    expect(snapshotDifferences(await calicoSnapshot(client), before).join('\n')).toBe('');
     const bad = await runCli(['apply', path.join(dir, 'nope.yaml'), '--yes']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/no such plan file/);
@@ -267,7 +267,7 @@ describe('plan and apply: 3.28.1 -> 3.27.4 on a real cluster', () => {
       );
       console.log(`killed after each of ${out.steps.length - 1} steps and resumed: ${((Date.now() - started) / 1000).toFixed(1)} s`);
       await expectRealOperatorRuns(client, cluster, 'v1.32.10', 'v3.27.4', true);
-      expect(snapshotDifferences(await calicoSnapshot(client), uninterrupted!)).toEqual([]);
+      expect(snapshotDifferences(await calicoSnapshot(client), uninterrupted!).join('\n')).toBe('');
       await expectIpamAsBefore(client, ipamBefore, checkBefore, { withPods: true });
       await expectPodAddressesHeld(client, podCount);
     },

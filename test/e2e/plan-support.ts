@@ -101,6 +101,23 @@ export interface CalicoSnapshot {
 
 const RUNTIME = new Set(['TigeraStatus', 'ClusterInformation', 'CalicoNodeStatus']);
 
+/**
+ * An object's v3 labels as Calico 3.28+ reads them (libcalico-go ConvertK8sResourceToCalicoResource: the object's
+ * own labels, then the metadata annotation's over them), or null. Where they are stored depends on which API server
+ * wrote last: 3.27.4's keeps them on the object, 3.28's in the annotation (a v1.34 operator writing through a 3.27.4
+ * API server that still runs moves them), so two runs that end alike may store them in different places.
+ */
+function v3Labels(o: KubeObject): Record<string, string> | null {
+  let inAnnotation: Record<string, string> = {};
+  try {
+    inAnnotation = JSON.parse(o.metadata.annotations?.['projectcalico.org/metadata'] ?? '{}').labels ?? {};
+  } catch {
+    // Unreadable: the object's own labels only.
+  }
+  const all = { ...(o.metadata.labels ?? {}), ...inAnnotation };
+  return Object.keys(all).length ? all : null;
+}
+
 export async function calicoSnapshot(client: KubeClient): Promise<CalicoSnapshot> {
   const crds = (await client.listAll(K.crd)).filter((c) => ['crd.projectcalico.org', 'operator.tigera.io'].includes(c.spec.group));
   const snap: CalicoSnapshot = { crds: {}, data: {}, operator: {} };
@@ -108,7 +125,7 @@ export async function calicoSnapshot(client: KubeClient): Promise<CalicoSnapshot
     snap.crds[c.metadata.name] = canonicalJson(c.spec.versions.map((v: any) => ({ name: v.name, schema: v.schema })));
     if (RUNTIME.has(c.spec.names.kind)) continue;
     for (const o of await client.listAll(crdResourceType(c))) {
-      snap.data[`${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`] = canonicalJson({ spec: o.spec ?? null, labels: o.metadata.labels ?? null });
+      snap.data[`${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`] = canonicalJson({ spec: o.spec ?? null, labels: v3Labels(o) });
     }
   }
   const d = await client.getOrUndefined(K.deployment, 'tigera-operator', 'tigera-operator');

@@ -10,6 +10,8 @@ import { ensureCalicoProgram, type CalicoProgramKind } from './calico-programs.j
 export const PROGRAMS_FOR_TESTS: ReadonlyArray<readonly [CalicoProgramKind, string]> = [
   ['calico', 'v3.28.1'],
   ['operator', 'v1.32.10'],
+  // The seed's 3.27.4 on its own API server and kube-controllers (most files install it).
+  ['calico', 'v3.27.4'],
   ['operator', 'v1.34.3'],
   ['ipam-driver', 'v3.28.1'],
   ['operator', 'v1.36.16'],

@@ -40,7 +40,11 @@ const namespaceOwnerGone: Check = {
           'also be the collector still at work: look again in a minute.)',
         fix:
           'Restart kube-controller-manager (kubeadm: move /etc/kubernetes/manifests/kube-controller-manager.yaml out of the folder and back); the ' +
-          `collector then deletes ${ns.name}. Or delete it yourself if nothing else should live there: kubectl delete namespace ${ns.name}.`,
+          `collector then deletes ${ns.name}. Or delete it yourself if nothing else should live there: kubectl delete namespace ${ns.name}.` +
+          (installationStuck
+            ? ' Operator v1.32 sees the namespace gone only at its next periodic reconcile (up to 5 minutes); a change to the Installation makes it now: ' +
+              'kubectl annotate installation default cni-rewind.io/nudge="$(date +%s)" --overwrite'
+            : ''),
       });
     }
     return out;
