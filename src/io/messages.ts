@@ -127,6 +127,7 @@ export const MESSAGES = {
   CNR_RESTORE_DATASTORE_RELEASED: info<{ datastoreReady: boolean }>(),
   CNR_RESTORE_RELEASE_FAILED: error(),
   CNR_RESTORE_WAIT_DELETION: warn<{ deleting: string[]; awaitingCollection: string[] }>(),
+  CNR_RESTORE_COLLECT_NAMESPACE: warn<{ namespace: string }>(),
   CNR_RESTORE_STALE_API_SERVICE: warn<{ apiService: string; namespace: string }>(),
   CNR_RESTORE_TEARDOWN_NEEDS: info<{ written: string[] }>(),
   CNR_RESTORE_OPERATOR_READY: info<{ checked: string[] }>(),

@@ -28,6 +28,7 @@ import { PRIOR_DATASTORE_READY_ANNOTATION } from './guards.js';
 import { stripServerFields } from './normalize.js';
 import { CLUSTER_INFORMATION, INSTALLATION_NAME } from './order.js';
 import { calicoVersionOfOperatorImage } from './pools.js';
+import { COLLECTOR_GRACE_MS, OrphanedNamespaces } from './orphaned-namespaces.js';
 import type { PendingDeletions, RestoreAction, RestoreSource } from './types.js';
 
 /** How long the operator may take to finish a teardown before restore gives up (it writes nothing meanwhile). */
@@ -50,7 +51,8 @@ export function deletionsInProgress(liveCrds: KubeObject[], actions: RestoreActi
   ];
 }
 
-async function stillDeleting(client: KubeClient): Promise<{ what: string; finalizers: string[] }[]> {
+/** What is still being deleted, and the Calico namespaces among it whose owner is gone (names). */
+async function stillDeleting(client: KubeClient): Promise<{ left: { what: string; finalizers: string[] }[]; orphaned: string[] }> {
   const out: { what: string; finalizers: string[] }[] = [];
   for (const crd of (await listCrds(client)).filter((c) => isCalicoCrd(c) && c.metadata.deletionTimestamp)) {
     out.push({ what: `CustomResourceDefinition ${crd.metadata.name}`, finalizers: crd.metadata.finalizers ?? [] });
@@ -61,7 +63,7 @@ async function stillDeleting(client: KubeClient): Promise<{ what: string; finali
   }
   const namespaces = await calicoNamespaceDeletions(client);
   out.push(...namespaces.terminating, ...namespaces.awaitingCollection.map((what) => ({ what, finalizers: [] })));
-  return out;
+  return { left: out, orphaned: namespaces.orphaned };
 }
 
 /**
@@ -113,9 +115,10 @@ const OPERATOR_OWNERS = [INSTALLATION, { ...INSTALLATION, plural: 'apiservers', 
  */
 export async function calicoNamespaceDeletions(
   client: KubeClient,
-): Promise<{ terminating: { what: string; finalizers: string[] }[]; awaitingCollection: string[] }> {
+): Promise<{ terminating: { what: string; finalizers: string[] }[]; awaitingCollection: string[]; orphaned: string[] }> {
   const terminating: { what: string; finalizers: string[] }[] = [];
   const awaitingCollection: string[] = [];
+  const orphaned: string[] = [];
   for (const ns of CALICO_NAMESPACES) {
     const o = await client.getOrUndefined(K.namespace, undefined, ns);
     if (!o) continue;
@@ -129,10 +132,11 @@ export async function calicoNamespaceDeletions(
       const owner = await client.getOrUndefined(type, undefined, ref.name).catch(() => undefined);
       if (owner?.metadata.uid === ref.uid) continue;
       awaitingCollection.push(`Namespace ${ns} (its owner ${ref.kind} ${ref.name} is gone)`);
+      orphaned.push(ns);
       break;
     }
   }
-  return { terminating, awaitingCollection };
+  return { terminating, awaitingCollection, orphaned };
 }
 
 /** What to run so a teardown can finish when the operator is no longer installed (`operatorVersion`: the bundle's Calico release). */
@@ -164,6 +168,7 @@ export async function settleDeletions(
   reporter: Reporter,
   timeoutMs = DELETION_TIMEOUT_MS,
   operatorVersion?: string,
+  collectorGraceMs = COLLECTOR_GRACE_MS,
 ): Promise<void> {
   const operator = await client.getOrUndefined(K.deployment, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT);
   const heldByOperator = pending.deleting.length > 0;
@@ -186,9 +191,12 @@ export async function settleDeletions(
   await prepare();
   let left: { what: string; finalizers: string[] }[];
   const deadline = Date.now() + timeoutMs;
+  const orphans = new OrphanedNamespaces(client, reporter, collectorGraceMs);
   for (;;) {
-    left = await stillDeleting(client);
+    const now = await stillDeleting(client);
+    left = now.left;
     if (!left.length || Date.now() > deadline) break;
+    await orphans.tick(now.orphaned);
     // Only a Calico namespace already Terminating can be stuck on the stale registration (two reads saved a second otherwise).
     if (left.some((l) => (CALICO_NAMESPACES as readonly string[]).some((ns) => l.what === `Namespace ${ns}`))) await unregisterStaleCalicoApi(client, reporter);
     await new Promise((r) => setTimeout(r, 1000));
