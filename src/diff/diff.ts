@@ -56,7 +56,7 @@ const refOf = (o: KubeObject): Ref => ({
 
 /** YAML as compared: server fields gone, keys sorted so field order never shows as a change. */
 export function normalizedYaml(o: KubeObject): string {
-  return dumpYaml(sortKeys(stripServerFields(o, { ownerUids: true })));
+  return dumpYaml(sortKeys(stripServerFields(o, { ownerUids: true, v3MetadataServerFields: true })));
 }
 
 export async function diffBundle(client: KubeClient, bundle: Bundle, opts: DiffOptions = {}, reporter?: Reporter): Promise<DiffResult> {
@@ -210,7 +210,7 @@ async function compareLive(
 
 /** The object as compared, without where it is (namespace and name): equal for an object that only moved. */
 function contentKey(o: KubeObject): string {
-  const s = stripServerFields(o, { ownerUids: true });
+  const s = stripServerFields(o, { ownerUids: true, v3MetadataServerFields: true });
   const { name: _n, namespace: _ns, ...metadata } = s.metadata ?? {};
   return canonicalJson({ ...s, metadata });
 }

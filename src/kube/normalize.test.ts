@@ -37,4 +37,19 @@ describe('stripServerFields', () => {
     expect(s.metadata.ownerReferences).toEqual([{ apiVersion: 'v1', kind: 'X', name: 'o' }]);
     expect(s.status).toEqual({ observed: 1 });
   });
+
+  it("drops the server fields inside Calico's v3 metadata annotation when comparing, and only then", () => {
+    // As Calico 3.27.4's kube-controllers writes it: the object's own uid in the annotation.
+    const meta = { uid: 'u-v1', generation: 1, creationTimestamp: '2026-12-07T07:18:02Z', name: 'default', labels: { a: 'b' } };
+    const kcc = {
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'KubeControllersConfiguration',
+      metadata: { name: 'default', annotations: { 'projectcalico.org/metadata': JSON.stringify(meta) } },
+    };
+    const compared = stripServerFields(kcc as any, { v3MetadataServerFields: true });
+    expect(JSON.parse(compared.metadata.annotations!['projectcalico.org/metadata']!)).toEqual({ name: 'default', labels: { a: 'b' } });
+    expect(JSON.parse(stripServerFields(kcc as any).metadata.annotations!['projectcalico.org/metadata']!)).toEqual(meta);
+    const unreadable = { ...kcc, metadata: { name: 'default', annotations: { 'projectcalico.org/metadata': '{not json' } } };
+    expect(stripServerFields(unreadable as any, { v3MetadataServerFields: true }).metadata.annotations!['projectcalico.org/metadata']).toBe('{not json');
+  });
 });

@@ -27,6 +27,26 @@ export interface StripOptions {
   ownerUids?: boolean;
   /** Keep `status` even for kinds where it is runtime state. */
   keepStatus?: boolean;
+  /** Also drop the server fields inside Calico's v3 metadata annotation (for comparing, never for writing). */
+  v3MetadataServerFields?: boolean;
+}
+
+/**
+ * The annotation where libcalico-go keeps an object's projectcalico.org/v3 metadata on its crd.projectcalico.org
+ * copy. Calico up to 3.27.4 stores the object's own uid in it too, and its kube-controllers rewrites it after a
+ * re-create (KubeControllersConfiguration default after a restore): server data, compared like the top-level uid.
+ */
+const CALICO_V3_METADATA_ANNOTATION = 'projectcalico.org/metadata';
+
+function withoutV3ServerFields(raw: string): string {
+  try {
+    const meta = JSON.parse(raw) as Record<string, unknown>;
+    if (!meta || typeof meta !== 'object') return raw;
+    for (const f of SERVER_METADATA_FIELDS) delete meta[f];
+    return JSON.stringify(meta);
+  } catch {
+    return raw;
+  }
 }
 
 /** A deep copy of `obj` without server-owned fields. The input is not modified. */
@@ -36,6 +56,9 @@ export function stripServerFields<T extends KubeObject>(obj: T, opts: StripOptio
   for (const f of SERVER_METADATA_FIELDS) delete md[f];
   if (md.annotations && Object.keys(md.annotations).length === 0) delete md.annotations;
   if (md.labels && Object.keys(md.labels).length === 0) delete md.labels;
+  const annotations = md.annotations as Record<string, string> | undefined;
+  if (opts.v3MetadataServerFields && annotations?.[CALICO_V3_METADATA_ANNOTATION] !== undefined)
+    annotations[CALICO_V3_METADATA_ANNOTATION] = withoutV3ServerFields(annotations[CALICO_V3_METADATA_ANNOTATION]);
   if (opts.ownerUids && Array.isArray(md.ownerReferences)) {
     md.ownerReferences = (md.ownerReferences as any[]).map(({ uid: _uid, ...rest }) => rest);
   }

@@ -24,7 +24,7 @@ export function stripServerFields(obj: KubeObject): KubeObject {
  * ownerReferences compared by owner identity (kind/name), since owner UIDs change on a re-create.
  */
 export function comparable(obj: KubeObject): KubeObject {
-  const c = stripServerFields(obj);
+  const c = stripServerFields(stripShared(obj, { v3MetadataServerFields: true }));
   if (c.metadata.ownerReferences) c.metadata.ownerReferences = c.metadata.ownerReferences.map((o) => ({ ...o, uid: '' }));
   if (c.metadata.finalizers?.length === 0) delete c.metadata.finalizers;
   return c;
