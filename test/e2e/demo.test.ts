@@ -85,7 +85,7 @@ describe('cni-rewind demo', () => {
     const reEnabledBy = /operator v1\.34\.3 \(pid (\d+)\) re-enabled default-ipv4-ippool/.exec(res.out);
     expect(reEnabledBy, res.out.slice(0, 6000)).not.toBeNull();
     expect([...operators.get('v1.34.3')!]).toContain(Number(reEnabledBy![1]));
-    expect(res.out).toContain('projectcalico.org/metadata of the pool: app.kubernetes.io/managed-by=tigera-operator');
+    expect(res.out).toContain("the pool's projectcalico.org/v3 labels: app.kubernetes.io/managed-by=tigera-operator");
     const wide = parseWideTable(section(res.out, '$ calicoctl get ippool -o wide').split('pools now:')[0]!);
     expect(wide['default-ipv4-ippool']?.DISABLED).toBe('false');
     expect(wide['new-pool']?.DISABLED).toBe('false');

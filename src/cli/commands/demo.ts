@@ -170,7 +170,7 @@ async function runAction(action: DemoAction, c: { calico: DemoCalico; images: st
     case 'upgrade-3.28.1-by-hand': {
       const got = await upgradeByHand(c.calico);
       c.say(`   operator v1.34.3 (pid ${got.operatorPid}) re-enabled default-ipv4-ippool ${got.seconds.toFixed(1)} s after it started`);
-      c.say(`   projectcalico.org/metadata of the pool: ${OPERATOR_MANAGED_LABEL}=${got.managedBy ?? '(none)'}`);
+      c.say(`   the pool's projectcalico.org/v3 labels: ${OPERATOR_MANAGED_LABEL}=${got.managedBy ?? '(none)'}`);
       c.say('   $ calicoctl get ippool -o wide');
       for (const l of got.wide.trimEnd().split('\n')) c.say(`   ${l}`);
       const pools = await countPools(client);

@@ -96,11 +96,14 @@ export async function upgradeByHand(c: DemoCalico): Promise<ReEnabled> {
     },
     { timeoutMs: 300_000, intervalMs: 250 },
   );
+  // As the Calico API server serves it: 3.28's keeps v3 labels in the metadata annotation, 3.27.4's (still running
+  // when the new operator writes first) on the crd object itself.
+  const v3 = await c.client.request<KubeObject>('GET', '/apis/projectcalico.org/v3/ippools/default-ipv4-ippool').catch(() => undefined);
   const meta = JSON.parse(pool.metadata.annotations?.[POOL_METADATA_ANNOTATION] ?? '{}');
   return {
     operatorPid: st.operator?.pid,
     seconds: (Date.now() - started) / 1000,
-    managedBy: meta.labels?.[OPERATOR_MANAGED_LABEL],
+    managedBy: (v3?.metadata.labels ?? meta.labels ?? pool.metadata.labels)?.[OPERATOR_MANAGED_LABEL],
     wide: await runCalicoctl(c.kubeconfig, ['get', 'ippool', '-o', 'wide']),
   };
 }
