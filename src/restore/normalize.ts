@@ -6,13 +6,13 @@ import { createHmac, randomBytes } from 'node:crypto';
 import yaml from 'js-yaml';
 import { createTwoFilesPatch } from 'diff';
 import type { KubeObject } from '../kube/types.js';
-import { stripServerFields as stripShared } from '../kube/normalize.js';
+import { stripServerFields as stripShared, type StripOptions } from '../kube/normalize.js';
 import { canonicalJson, sortKeys } from '../util/canonical.js';
 /** Annotations that describe a previous write, not desired state. */
 const VOLATILE_ANNOTATIONS = ['kubectl.kubernetes.io/last-applied-configuration'];
 
-export function stripServerFields(obj: KubeObject): KubeObject {
-  const copy = stripShared(obj);
+export function stripServerFields(obj: KubeObject, opts: StripOptions = {}): KubeObject {
+  const copy = stripShared(obj, opts);
   for (const a of VOLATILE_ANNOTATIONS) delete copy.metadata.annotations?.[a];
   if (copy.metadata.annotations && Object.keys(copy.metadata.annotations).length === 0) delete copy.metadata.annotations;
   if (copy.metadata.labels && Object.keys(copy.metadata.labels).length === 0) delete copy.metadata.labels;
@@ -24,7 +24,7 @@ export function stripServerFields(obj: KubeObject): KubeObject {
  * ownerReferences compared by owner identity (kind/name), since owner UIDs change on a re-create.
  */
 export function comparable(obj: KubeObject): KubeObject {
-  const c = stripServerFields(stripShared(obj, { v3MetadataServerFields: true }));
+  const c = stripServerFields(obj, { v3MetadataServerFields: true });
   if (c.metadata.ownerReferences) c.metadata.ownerReferences = c.metadata.ownerReferences.map((o) => ({ ...o, uid: '' }));
   if (c.metadata.finalizers?.length === 0) delete c.metadata.finalizers;
   return c;
