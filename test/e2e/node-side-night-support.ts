@@ -68,6 +68,27 @@ export async function kubectlDeleteRelease(
   return r.ms;
 }
 
+/**
+ * What a user does when `kubectl delete -f tigera-operator.yaml` waits on Namespace tigera-operator: its condition
+ * says the namespace controller cannot discover projectcalico.org/v3 (the operator's teardown took the Calico API
+ * server, and with the operator deleted mid-teardown nothing removed its APIService), so the stale registration goes
+ * (`kubectl delete apiservice v3.projectcalico.org`), the standard fix for an aggregated API whose server is gone.
+ * Any other wait is left to kubectl's own time limit.
+ */
+export async function unregisterStaleApiAsUserWould(cluster: LocalCluster, client: KubeClient, stuckMs: number): Promise<void> {
+  const ns = await client.getOrUndefined(K.namespace, undefined, 'tigera-operator');
+  if (!ns) return;
+  const failure = (ns.status?.conditions ?? []).find((c: any) => c.type === 'NamespaceDeletionDiscoveryFailure' && c.status === 'True');
+  if (!String(failure?.message ?? '').includes('projectcalico.org/v3')) {
+    console.log(
+      `kubectl delete -f tigera-operator.yaml still waits after ${Math.round(stuckMs / 1000)} s, not on Calico's API: ${JSON.stringify(ns.status ?? {})}`,
+    );
+    return;
+  }
+  const r = await kubectlWaited(cluster, ['delete', 'apiservice', 'v3.projectcalico.org', '--ignore-not-found'], 60_000);
+  console.log(`namespace tigera-operator stuck on "${failure.message}": kubectl delete apiservice v3.projectcalico.org: exit ${r.code}`);
+}
+
 /** Calico 3.27.4 installed as its docs say (tigera-operator.yaml, custom-resources.yaml) under the real v1.32.10 operator. */
 export async function install3274(client: KubeClient, cluster: LocalCluster): Promise<void> {
   await applyFixture(client, '3.27.4', 'tigera-operator.yaml');

@@ -48,6 +48,7 @@ import {
   handlesWithoutIpsTrail,
   install3274,
   kubectlDeleteRelease,
+  unregisterStaleApiAsUserWould,
   poolStates,
   waitPodAddresses,
   waitTunnels,
@@ -78,7 +79,8 @@ async function deleteAndReinstall(deleteVersion: string): Promise<Map<string, st
   // After 3.27.4 -> 3.28.1 the v3 UIDs have changed (v3-uids-change) and nobody restarted kube-controller-manager:
   // the deletion may wait on the namespace its garbage collector lost. The team asks doctor and does what it says.
   await kubectlDeleteRelease(cluster, deleteVersion, 'custom-resources.yaml', { whenStuck: (ms) => restartAsDoctorSays(cluster, client, ms) });
-  await kubectlDeleteRelease(cluster, deleteVersion, 'tigera-operator.yaml');
+  // Deleted mid-teardown, the operator may leave the APIService of the API server it removed: the namespace then waits.
+  await kubectlDeleteRelease(cluster, deleteVersion, 'tigera-operator.yaml', { whenStuck: (ms) => unregisterStaleApiAsUserWould(cluster, client, ms) });
   const left = (await client.listAll(K.crd)).filter((c) => c.spec.group === 'crd.projectcalico.org').map((c) => c.metadata.name);
   expect(left, 'every crd.projectcalico.org CRD deleted').toEqual([]);
   console.log(`${at()}: ${deleteVersion} deleted in ${((Date.now() - t0) / 1000).toFixed(0)} s; the pods still run`);
