@@ -18,6 +18,11 @@ export const SHARED_POLICY_KINDS = ['AdminNetworkPolicy', 'BaselineAdminNetworkP
 export const CALICO_V3_GROUP = 'projectcalico.org';
 /** The APIService the Calico API server is registered under (its objects are then in the Kubernetes API). */
 export const CALICO_API_SERVICE = 'v3.projectcalico.org';
+/**
+ * The annotation cni-rewind (and doctor's fix, by kubectl) sets on an Installation being deleted so that operator
+ * v1.32, which watches no namespace, reconciles now and sees its namespace gone, not at its periodic reconcile.
+ */
+export const INSTALLATION_NUDGE_ANNOTATION = 'cni-rewind.io/nudge';
 
 export const CALICO_GROUPS = [CALICO_CRD_GROUP, OPERATOR_GROUP] as const;
 

@@ -147,10 +147,11 @@ export function reinstallOperatorHint(operatorVersion?: string): string {
 
 /**
  * Why a Calico namespace may outlive its owner, and the operator's finalizer with it: the collector's graph lost the
- * owner when the Calico API server changed the v3 UIDs (doctor's namespace-owner-gone, plan's v3-uids-change).
+ * owner (Calico up to 3.27.4 shares a namespace's UID with its v3 Profile; 3.27.5 / 3.28.1 change it: doctor's
+ * namespace-owner-gone, plan's v3-uids-change).
  */
 const GC_LOST_OWNER =
-  "after an upgrade or downgrade across Calico 3.27.5 / 3.28.1 without a restart of kube-controller-manager, its collector may have lost the Calico namespaces' owner: `cni-rewind doctor` says so (namespace-owner-gone) and restarting kube-controller-manager ends it";
+  "on Calico up to 3.27.4, or after an upgrade or downgrade across 3.27.5 / 3.28.1, kube-controller-manager's collector may have lost the Calico namespaces' owner: `cni-rewind doctor` says so (namespace-owner-gone) and restarting kube-controller-manager ends it";
 
 /**
  * Let deletions in progress finish: give the operator what its teardown needs (`prepare`: the bundle's CRDs the

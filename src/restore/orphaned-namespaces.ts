@@ -10,6 +10,7 @@
  * owner is gone, so everything in it is already due for deletion. Decided from live objects only.
  */
 import { INSTALLATION } from '../calico/detect.js';
+import { INSTALLATION_NUDGE_ANNOTATION } from '../calico/knowledge.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
@@ -51,7 +52,7 @@ export class OrphanedNamespaces {
     const installation = await this.client.getOrUndefined(INSTALLATION, undefined, 'default');
     if (installation?.metadata.deletionTimestamp)
       await this.client
-        .mergePatch(INSTALLATION, undefined, 'default', { metadata: { annotations: { 'cni-rewind.io/nudge': String(now) } } })
+        .mergePatch(INSTALLATION, undefined, 'default', { metadata: { annotations: { [INSTALLATION_NUDGE_ANNOTATION]: String(now) } } })
         .catch(() => undefined);
   }
 }

@@ -1,5 +1,6 @@
 /** Fixtures and helpers of test/e2e/doctor.test.ts: Calico kinds, pools, IPAM writes, the Installation and a doctor run. */
 import { expect } from 'vitest';
+import { INSTALLATION_NUDGE_ANNOTATION } from '../../src/calico/knowledge.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { K } from '../../src/kube/builtin.js';
@@ -142,7 +143,7 @@ export async function restartAsDoctorSays(cluster: LocalCluster, client: KubeCli
   await cluster.restartControllerManager();
   // Then the rest of its fix: once the collector deleted the namespace, a change to the Installation so that v1.32
   // sees it now rather than at its periodic reconcile (up to 5 minutes).
-  expect(gone.fix).toContain('kubectl annotate installation default cni-rewind.io/nudge=');
+  expect(gone.fix).toContain(`kubectl annotate installation default ${INSTALLATION_NUDGE_ANNOTATION}=`);
   await client.waitFor(
     'the collector to delete calico-apiserver',
     async () => ((await client.getOrUndefined(K.namespace, undefined, 'calico-apiserver')) ? undefined : true),
@@ -153,7 +154,7 @@ export async function restartAsDoctorSays(cluster: LocalCluster, client: KubeCli
   );
   await client
     .mergePatch(operatorType('installations', 'Installation'), undefined, 'default', {
-      metadata: { annotations: { 'cni-rewind.io/nudge': String(Date.now()) } },
+      metadata: { annotations: { [INSTALLATION_NUDGE_ANNOTATION]: String(Date.now()) } },
     })
     .catch(() => undefined);
   return gone.title;

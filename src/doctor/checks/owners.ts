@@ -1,5 +1,5 @@
 /** Calico namespaces the garbage collector should have deleted: every owner gone, the namespace still here. */
-import { OPERATOR_GROUP } from '../../calico/knowledge.js';
+import { INSTALLATION_NUDGE_ANNOTATION, OPERATOR_GROUP } from '../../calico/knowledge.js';
 import { ref } from '../state.js';
 import type { Check, Finding } from '../types.js';
 
@@ -43,7 +43,7 @@ const namespaceOwnerGone: Check = {
           `collector then deletes ${ns.name}. Or delete it yourself if nothing else should live there: kubectl delete namespace ${ns.name}.` +
           (installationStuck
             ? ' Operator v1.32 sees the namespace gone only at its next periodic reconcile (up to 5 minutes); a change to the Installation makes it now: ' +
-              'kubectl annotate installation default cni-rewind.io/nudge="$(date +%s)" --overwrite'
+              `kubectl annotate installation default ${INSTALLATION_NUDGE_ANNOTATION}="$(date +%s)" --overwrite`
             : ''),
       });
     }
