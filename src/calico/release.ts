@@ -46,6 +46,9 @@ export const RELEASE_FILES = {
   calico: 'calico.yaml',
 } as const;
 
+/** The manifest install on the etcd datastore; apart from RELEASE_FILES so that only `need: 'etcd'` reads it. */
+export const CALICO_ETCD_FILE = 'calico-etcd.yaml';
+
 export interface ReleaseFile {
   /** Where it was read from: a path or a URL. */
   source: string;
@@ -66,6 +69,8 @@ export interface Release {
   customResources: KubeObject[];
   /** calico.yaml in full (its CRDs included), when present: the manifest-install target. */
   calicoManifest?: KubeObject[];
+  /** calico-etcd.yaml in full (the manifest install on the etcd datastore), read only with `need: 'etcd'`. */
+  calicoEtcdManifest?: KubeObject[];
   /** The files read, by name, with their checksums (a plan records them so `apply` uses the same manifests). */
   files: Record<string, ReleaseFile>;
   /** Where the release came from: a directory or a base URL. */
@@ -75,8 +80,11 @@ export interface Release {
 export interface LoadReleaseOptions {
   /** A directory (see the layouts above) or a URL; default: the shipped release when the version is one of them, else the release URL. */
   manifests?: string;
-  /** Which install the caller needs: fail clearly when its files are missing. */
-  need?: 'operator' | 'manifest';
+  /**
+   * Which install the caller needs: fail clearly when its files are missing. `etcd`: calico-etcd.yaml (the local
+   * cluster's etcd-datastore install), read besides calico.yaml only then, so no plan records or checks it.
+   */
+  need?: 'operator' | 'manifest' | 'etcd';
   /** For tests and air-gapped checks: refuse to go to the network. */
   offline?: boolean;
 }
@@ -99,7 +107,7 @@ export async function loadRelease(version: string, opts: LoadReleaseOptions = {}
     if (key === 'operatorCrds') continue;
     // A manifest install needs calico.yaml alone: when the folder also holds tigera-operator.yaml (the fixtures
     // do), its operator.tigera.io CRDs and operator image are no part of the target, nor of the plan's checksums.
-    if (key === 'operator' && opts.need === 'manifest') continue;
+    if (key === 'operator' && (opts.need === 'manifest' || opts.need === 'etcd')) continue;
     const got = await fetcher.read(name);
     if (got) texts[key] = got;
   }
@@ -154,7 +162,15 @@ export async function loadRelease(version: string, opts: LoadReleaseOptions = {}
   }
   const files: Record<string, ReleaseFile> = {};
   for (const [key, t] of Object.entries(texts)) if (t) files[RELEASE_FILES[key as keyof typeof RELEASE_FILES]] = t.file;
-  return { version: v, operatorImage, crds, operatorObjects, customResources, calicoManifest: calicoAll, files, origin: fetcher.where };
+  let calicoEtcdManifest: KubeObject[] | undefined;
+  if (opts.need === 'etcd') {
+    const got = await fetcher.read(CALICO_ETCD_FILE);
+    if (!got) throw missingFile(CALICO_ETCD_FILE, fetcher.where, v, 'a manifest install on the etcd datastore');
+    calicoEtcdManifest = parseManifests(got.text, got.file.source);
+    checkCalicoNodeVersion(calicoEtcdManifest, v, got.file.source);
+    files[CALICO_ETCD_FILE] = got.file;
+  }
+  return { version: v, operatorImage, crds, operatorObjects, customResources, calicoManifest: calicoAll, calicoEtcdManifest, files, origin: fetcher.where };
 }
 
 /** The versions cni-rewind ships manifests for, `vX.Y.Z`, oldest first. */
