@@ -22,7 +22,8 @@ const calicoConfig: KubeObject = {
   apiVersion: 'v1',
   kind: 'ConfigMap',
   metadata: { name: 'calico-config', namespace: 'kube-system' },
-  data: { etcd_endpoints: 'https://10.0.0.10:2379' },
+  // Port 1 on loopback: nothing listens there, so the etcd this names cannot be reached (and no traffic leaves the machine).
+  data: { etcd_endpoints: 'https://127.0.0.1:1' },
 };
 function fakeClient(): { client: KubeClient; calls: string[] } {
   const calls: string[] = [];
@@ -38,8 +39,13 @@ function fakeClient(): { client: KubeClient; calls: string[] } {
       calls.push(`LIST ${r.kind} metadata`);
       return [];
     },
+    async serverVersion() {
+      calls.push('GET version');
+      return { gitVersion: 'v1.32.0' };
+    },
     async get(r: ResourceType, ns: string | undefined, name: string) {
       calls.push(`GET ${r.kind} ${ns}/${name}`);
+      if (r.kind === 'Namespace' && name === 'kube-system') return { apiVersion: 'v1', kind: 'Namespace', metadata: { name, uid: 'uid-1' } };
       throw new KubeApiError(404, 'NotFound', `${r.kind} ${name} not found`, 'GET', `/${r.plural}/${name}`);
     },
     async listAll(r: ResourceType) {
@@ -65,29 +71,43 @@ async function refusal(p: Promise<unknown>): Promise<Error> {
   return err as Error;
 }
 
-describe('the etcd datastore is refused before anything is written', () => {
+async function failure(p: Promise<unknown>, kind: 'environment' | 'refused'): Promise<Error> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(isErrorKind(err, kind), String(err)).toBe(true);
+  return err as Error;
+}
+
+describe('on the etcd datastore, export, backup and restore read etcd; an etcd they cannot reach stops them before anything is written', () => {
   it('export writes no bundle', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'cnr-etcd-export-'));
-    const err = await refusal(exportBundle(fakeClient().client, { out: path.join(dir, 'b') }, reporter()));
-    expect(err.message).toContain('Calico here keeps its data in etcd (calico-config etcd_endpoints)');
+    const err = await failure(exportBundle(fakeClient().client, { out: path.join(dir, 'b') }, reporter()), 'environment');
+    expect(err.message).toContain("cannot reach Calico's etcd");
     expect(readdirSync(dir)).toEqual([]);
   });
 
   it('backup opens no provider and writes no bundle', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'cnr-etcd-backup-'));
     const opts = { out: path.join(dir, 'b'), concurrency: 1, snapshotTimeoutMs: 1000 } as BackupOptions;
-    await refusal(backup(fakeClient().client, opts, reporter()));
+    const { client, calls } = fakeClient();
+    const err = await failure(backup(client, opts, reporter()), 'environment');
+    expect(err.message).toContain("cannot reach Calico's etcd");
+    expect(calls.every((c) => c.startsWith('GET ') || c.startsWith('LIST '))).toBe(true);
     expect(readdirSync(dir)).toEqual([]);
   });
 
-  it('restore plans nothing: the CRDs it would write are not where this Calico keeps its data', async () => {
+  it('restore refuses a bundle of the Kubernetes datastore by name, before reaching etcd', async () => {
     const { client, calls } = fakeClient();
-    const err = await refusal(restoreResources(client, {} as RestoreSource, {}, reporter()));
-    expect(err.message).toContain('so restore would miss every pool');
-    expect(err.message).not.toContain('nothing was restored');
+    const bundle = { manifest: { cluster: { uid: 'u' }, calico: {} }, v3Objects: async function* () {}, etcdIpamRecords: async function* () {} };
+    const err = await refusal(restoreResources(client, bundle as unknown as RestoreSource, {}, reporter()));
+    expect(err.message).toContain('this bundle was exported from the Kubernetes datastore, and Calico here keeps its data in etcd');
     expect(calls.every((c) => c.startsWith('GET ') || c.startsWith('LIST '))).toBe(true);
   });
+});
 
+describe('plan and apply refuse the etcd datastore before anything is written', () => {
   it('apply opens no journal for a plan made elsewhere', async () => {
     const { client, calls } = fakeClient();
     await refusal(applyPlan(client, {} as Plan, {}, reporter()));

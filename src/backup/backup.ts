@@ -9,6 +9,7 @@
  */
 import { detectCalico } from '../calico/detect.js';
 import { refuseUnsupportedCalico } from '../calico/supported.js';
+import { openCalicoEtcd, type EtcdAccessFlags } from '../calico/etcd-connection.js';
 import path from 'node:path';
 import { BundleWriter, isArchivePath } from '../bundle/writer.js';
 import type { BundleManifest } from '../bundle/types.js';
@@ -28,6 +29,8 @@ import { loadPvIndex, selectDisks, type PvIndex } from '../providers/disk-policy
 import type { NodeInfo, NodeTarget, SkippedDisk, SnapshotRecord } from '../provider-kit/types.js';
 
 export interface BackupOptions {
+  /** Calico's etcd (etcd datastore), when flags name it instead of calico-config and calico-etcd-secrets. */
+  etcd?: EtcdAccessFlags;
   /** `auto` (default: per node from providerID / mapping) or one provider name for every node. */
   provider?: string;
   /** Third-party provider modules (paths or package names). */
@@ -92,10 +95,12 @@ export async function selectNodes(client: KubeClient, opts: { nodes?: string[]; 
 
 export async function backup(client: KubeClient, opts: BackupOptions, reporter: Reporter): Promise<BackupResult> {
   if (!(opts.concurrency >= 1)) throw new BadInputError('--concurrency must be at least 1');
-  // v3-CRD mode or an etcd datastore would give a bundle without pools, IPAM or policies: refused before any provider
-  // is opened or disk touched. The export below takes what was detected here instead of reading it again.
+  // v3-CRD mode would give a bundle without pools, IPAM or policies: refused before any provider is opened or disk
+  // touched (an etcd datastore is read from etcd). The export below takes what was detected here, not read again.
   const install = await detectCalico(client);
-  refuseUnsupportedCalico(install, 'backup', 'nothing was backed up');
+  refuseUnsupportedCalico(install, 'backup', 'nothing was backed up', { etcdHandled: true });
+  // Before any disk is touched: an etcd this machine cannot reach would fail the export after the snapshots.
+  if (install.method.datastore.type === 'etcd') await openCalicoEtcd(client, opts.etcd);
   const providers = await openProviders(
     {
       config: opts.config,
@@ -122,7 +127,7 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
     else if (isArchivePath(out)) writer.manifest.id = path.basename(out).replace(/\.(tar\.gz|tgz)$/i, '');
     const m = writer.manifest;
     try {
-      await exportCalico(client, writer, { excludeSecrets: opts.excludeSecrets, install }, reporter);
+      await exportCalico(client, writer, { excludeSecrets: opts.excludeSecrets, install, ...(opts.etcd ? { etcd: opts.etcd } : {}) }, reporter);
     } catch (err) {
       await writer.abort();
       throw err;

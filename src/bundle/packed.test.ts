@@ -61,7 +61,7 @@ describe('packed kinds (bundle format 2)', () => {
     const n = 12_000;
     const out = await writePacked(path.join(dir, 'b'), n);
     const m = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
-    expect(m.formatVersion).toBe('2.0.0');
+    expect(m.formatVersion).toBe('2.1.0');
     expect(m.files[HANDLES]).toMatchObject({ objects: n });
     expect(fs.statSync(path.join(out, HANDLES)).size).toBeGreaterThan(1 << 20);
     expect(Object.keys(m.files)).toHaveLength(3);

@@ -7,7 +7,10 @@ import type { KubeObject } from '../kube/types.js';
 import { groupOf } from '../kube/types.js';
 
 export const MANIFEST_FILE = 'manifest.json';
-export const DIRS = { crds: 'crds', resources: 'resources', v3: 'v3', config: 'config', nodes: 'nodes' } as const;
+export const DIRS = { crds: 'crds', resources: 'resources', v3: 'v3', config: 'config', nodes: 'nodes', etcd: 'etcd' } as const;
+
+/** `etcd/ipam.jsonl`: the IPAM records of Calico's etcd datastore (an etcd-datastore bundle's v3 resources are in v3/). */
+export const ETCD_IPAM_PATH = `${DIRS.etcd}/ipam.jsonl`;
 export const CLUSTER_SCOPE_DIR = '_cluster';
 
 /** Percent-encode anything outside a conservative set, so a name maps to exactly one safe file name. */

@@ -14,7 +14,16 @@ import { extractArchive, readArchiveManifest } from './archive.js';
 import { decrypt, isBoundCiphertext, manifestMacValid } from './crypto.js';
 import { depthExceeds } from '../util/depth.js';
 import { BUNDLE_FORMAT_VERSION, MAX_OBJECT_DEPTH, OLDEST_READ_MAJOR } from './format.js';
-import { DIRS, MANIFEST_FILE, isPackedPath, objectPathMismatch, parsePackedResourcePath, parseResourcePath, unsafePathReason } from './paths.js';
+import {
+  DIRS,
+  ETCD_IPAM_PATH,
+  MANIFEST_FILE,
+  isPackedPath,
+  objectPathMismatch,
+  parsePackedResourcePath,
+  parseResourcePath,
+  unsafePathReason,
+} from './paths.js';
 import { readPacked } from './packed.js';
 import { fetchBundle, isRemote } from './remote.js';
 import type { BundleManifest, BundleObject, ResourceTypeEntry } from './types.js';
@@ -46,6 +55,8 @@ export interface Bundle {
   v3Objects(): AsyncIterable<BundleObject>;
   /** Per-node records: Node objects with only the projectcalico.org/* annotations and spec.providerID. */
   nodeObjects(): AsyncIterable<BundleObject>;
+  /** An etcd-datastore bundle's IPAM records (EtcdRecord objects, calico/etcd-datastore.ts); none in any other bundle. */
+  etcdIpamRecords(): AsyncIterable<BundleObject>;
   /** Read and parse one file, checking its checksum (and decrypting it when a key was given). */
   readObject(relPath: string): Promise<KubeObject>;
   close(): Promise<void>;
@@ -168,6 +179,7 @@ export function parseManifest(text: string, shown: string): BundleManifest {
     ['files', (v) => !!v && typeof v === 'object' && !Array.isArray(v)],
     ['notes', (v) => Array.isArray(v)],
     ['snapshots', (v) => Array.isArray(v)],
+    ['datastore', (v) => v === undefined || (!!v && v.type === 'etcd' && typeof v.revision === 'string')],
   ];
   // A manifest nested thousands deep would overflow the stack of whatever renders it (inspect -o yaml).
   if (depthExceeds(m, 32)) throw new BadInputError(`${shown}: ${MANIFEST_FILE} is nested deeper than a bundle manifest can be`);
@@ -341,6 +353,10 @@ class BundleImpl implements Bundle {
 
   async *nodeObjects(): AsyncIterable<BundleObject> {
     for (const f of this.filesUnder(DIRS.nodes)) yield { path: f, object: await this.readObject(f) };
+  }
+
+  async *etcdIpamRecords(): AsyncIterable<BundleObject> {
+    if (Object.hasOwn(this.manifest.files, ETCD_IPAM_PATH)) yield* this.packed(ETCD_IPAM_PATH, false);
   }
 
   async close(): Promise<void> {

@@ -10,6 +10,8 @@
  *   v3/<Kind>.jsonl                                (format 2) the same, packed, for a kind larger than one page
  *   config/<namespace>/<Kind>/<name>.yaml          ConfigMaps, Secrets (0600), operator Deployment, calico-node DaemonSet
  *   nodes/<node>.yaml                              the node's projectcalico.org/* annotations (and providerID)
+ *   etcd/ipam.jsonl                                (etcd datastore, format 2.1) IPAM blocks, handles, affinities, config:
+ *                                                  one EtcdRecord per key; its v3 resources are in v3/<Kind>.jsonl
  *
  * See docs/bundle-format.md for the full description. Change BUNDLE_FORMAT_VERSION (format.ts) with any
  * incompatible change: the major tells readers whether they can trust the layout.
@@ -53,6 +55,11 @@ export interface BundleManifest {
     kubernetesVersion: string;
   };
   calico: { installType: InstallType; version?: string; operatorImage?: string; calicoNodeImage?: string };
+  /**
+   * (format 2.1) Set when Calico kept its data in etcd: the bundle's Calico state was read from etcd at `revision`
+   * (v3 resources in v3/, IPAM in etcd/ipam.jsonl, no CRDs or resources/). Absent: the Kubernetes datastore.
+   */
+  datastore?: { type: 'etcd'; revision: string };
   /** Objects per resource, keyed `<plural>.<group>` (e.g. `ippools.crd.projectcalico.org`). */
   counts: Record<string, number>;
   resources: ResourceTypeEntry[];

@@ -1,8 +1,8 @@
 /**
  * How Calico was installed and who keeps it that way (issue 31, item 1): the datastore, the install method, a GitOps
  * owner and where the images come from, judged from objects already read (calico-objects.ts).
- * The etcd datastore is refused by name by every command that would write a bundle or roll out manifests
- * (`refuseEtcdDatastore`): cni-rewind reads and writes Calico's data through the Kubernetes API only.
+ * On the etcd datastore, export, backup and restore read and write etcd itself (calico/etcd-connection.ts); plan and
+ * apply are refused by name (`refuseEtcdDatastore`): their steps write the Kubernetes datastore.
  */
 import { RefusedError } from '../core/errors.js';
 import type { KubeClient } from '../kube/client.js';
@@ -217,13 +217,13 @@ export async function readDatastore(client: KubeClient): Promise<DatastoreInfo> 
   return datastoreOf({ calicoConfig, calicoNode, canal });
 }
 
-/** Refuse (exit 5) a cluster whose Calico keeps its data in etcd: the command would write an empty bundle or roll out the wrong manifests. */
+/** Refuse (exit 5) plan and apply on a Calico that keeps its data in etcd: their steps would roll out the wrong manifests. */
 export function refuseEtcdDatastore(datastore: DatastoreInfo, command: string): void {
   if (datastore.type !== 'etcd') return;
   throw new RefusedError(
-    `Calico here keeps its data in etcd (${datastore.evidence}): cni-rewind supports the Kubernetes datastore only, so ${command} would miss every pool, IPAM block and policy`,
+    `Calico here keeps its data in etcd (${datastore.evidence}): cni-rewind exports, backs up and restores it, but does not ${command} on it (its steps write the Kubernetes datastore and calico.yaml)`,
     {
-      hint: 'back up etcd with etcdctl snapshot save <file> (with the endpoints and certificates of calico-config), and upgrade Calico with the calico-etcd.yaml of the target release',
+      hint: 'back up first (cni-rewind backup reads etcd), then upgrade Calico with the calico-etcd.yaml of the target release; moving to the Kubernetes datastore is calicoctl datastore migrate',
     },
   );
 }

@@ -328,7 +328,7 @@ describe('refinements', () => {
     };
     const fs = runChecks(st);
     expect(ids(fs)).toEqual(['etcd-datastore']);
-    expect(fs[0]!.fix).toContain('etcdctl snapshot save');
+    expect(fs[0]!.fix).toContain('cni-rewind backup (it reads etcd)');
     expect(fs.map((f) => f.fix).join(' ')).not.toContain('re-apply the release manifests');
   });
 });

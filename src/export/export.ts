@@ -12,6 +12,8 @@ import { refuseUnsupportedCalico } from '../calico/supported.js';
 import { CALICO_GROUPS, CALICO_V3_GROUP, EXPORT_CONFIG, SHARED_POLICY_GROUP, SHARED_POLICY_KINDS } from '../calico/knowledge.js';
 import { errorMessage } from '../core/errors.js';
 import { HelmRecordsLeftOut } from './helm-records.js';
+import { exportEtcd } from './etcd-export.js';
+import type { EtcdAccessFlags } from '../calico/etcd-connection.js';
 import { InterruptedError, whenAborted } from '../io/abort.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
@@ -27,6 +29,8 @@ export interface ExportOptions {
   pageSize?: number;
   /** What detectCalico found when the command started, judged supported then (refuseUnsupportedCalico): not read again. */
   install?: CalicoInstall;
+  /** Calico's etcd, when the flags name it instead of calico-config and calico-etcd-secrets. */
+  etcd?: EtcdAccessFlags;
 }
 
 /** Is this CRD one whose objects are Calico state? (Calico groups, plus the Calico-shipped shared policy kinds.) */
@@ -47,8 +51,8 @@ export async function exportCalico(client: KubeClient, writer: BundleWriter, opt
   const m = writer.manifest;
   const pageSize = opts.pageSize ?? 500;
   const [uid, version, calico] = await Promise.all([clusterUid(client), client.serverVersion(), opts.install ?? detectCalico(client)]);
-  // Its data is not in the CRDs this exports: a bundle would look complete and hold none of it.
-  refuseUnsupportedCalico(calico, 'export', 'nothing was exported');
+  // v3-CRD mode's data is not in the CRDs this exports: a bundle would look complete and hold none of it.
+  refuseUnsupportedCalico(calico, 'export', 'nothing was exported', { etcdHandled: true });
   m.cluster = { uid, name: client.connection.clusterName, server: client.connection.server, kubernetesVersion: version.gitVersion };
   m.calico = {
     installType: calico.installType,
@@ -62,6 +66,30 @@ export async function exportCalico(client: KubeClient, writer: BundleWriter, opt
     `exporting Calico state of cluster ${m.cluster.name} (${m.cluster.uid}), Calico ${calico.version ?? 'unknown version'} (${calico.installType} install)`,
   );
 
+  if (calico.method.datastore.type === 'etcd') {
+    // 1-2. Calico's data is in etcd: read there (no Calico CRDs and no API server on such an install).
+    await exportEtcd(client, writer, { pageSize, ...(opts.etcd ? { access: opts.etcd } : {}) }, reporter);
+  } else await exportFromApi(client, writer, pageSize, reporter);
+
+  // 3. ConfigMaps/Secrets, the operator Deployment, calico-node DaemonSet.
+  await exportConfig(client, writer, opts, reporter);
+
+  // 4. Calico's node annotations.
+  await exportNodeAnnotations(client, writer, pageSize);
+  reporter.info('CNR_EXPORT_DONE', `exported ${Object.keys(m.files).length} files (${calicoObjectCount(m)} Calico objects)`);
+}
+
+/** Objects counted in the manifest, CRDs and Nodes aside. */
+function calicoObjectCount(m: BundleManifest): number {
+  if (!m.datastore) return m.resources.reduce((s, r) => s + r.count, 0);
+  return Object.entries(m.counts)
+    .filter(([k]) => k.endsWith('.projectcalico.org') || k.endsWith('.ipam.etcd'))
+    .reduce((s, [, n]) => s + n, 0);
+}
+
+/** The Kubernetes datastore: the Calico CRDs and their objects, then the v3 view when the Calico API server serves it. */
+async function exportFromApi(client: KubeClient, writer: BundleWriter, pageSize: number, reporter: Reporter): Promise<void> {
+  const m = writer.manifest;
   // 1. The CRDs in force, then every object of each.
   const crds = (await listCrds(client)).filter(isCalicoCrd).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
   for (const crd of crds) await writer.writeObject(crdPathFor(crd), forBundle(crd));
@@ -89,11 +117,10 @@ export async function exportCalico(client: KubeClient, writer: BundleWriter, opt
 
   // 2. The projectcalico.org/v3 view, when the Calico API server serves it.
   await exportV3(client, writer, pageSize, reporter);
+}
 
-  // 3. ConfigMaps/Secrets, the operator Deployment, calico-node DaemonSet.
-  await exportConfig(client, writer, opts, reporter);
-
-  // 4. Calico's node annotations.
+async function exportNodeAnnotations(client: KubeClient, writer: BundleWriter, pageSize: number): Promise<void> {
+  const m = writer.manifest;
   let nodes = 0;
   for await (const page of client.listPages(K.node, { limit: pageSize })) {
     await Promise.all(
@@ -111,7 +138,6 @@ export async function exportCalico(client: KubeClient, writer: BundleWriter, opt
     );
   }
   m.counts[resourceKey(K.node)] = nodes;
-  reporter.info('CNR_EXPORT_DONE', `exported ${Object.keys(m.files).length} files (${m.resources.reduce((s, r) => s + r.count, 0)} Calico objects)`);
 }
 
 /** Kinds exported at once (each one list request in flight at a time). */
@@ -275,12 +301,13 @@ export async function exportBundle(
     encryption?: BundleManifest['encryption'];
     /** Aborted = the bundle being written is removed and the export rejects with InterruptedError. */
     signal?: AbortSignal;
+    etcd?: EtcdAccessFlags;
   },
   reporter: Reporter,
 ): Promise<{ path: string; manifest: BundleManifest }> {
-  // v3-CRD mode or an etcd datastore would give a bundle without pools, IPAM or policies: refused before anything is written.
+  // v3-CRD mode would give a bundle without pools, IPAM or policies: refused before anything is written.
   const install = await detectCalico(client);
-  refuseUnsupportedCalico(install, 'export', 'nothing was exported');
+  refuseUnsupportedCalico(install, 'export', 'nothing was exported', { etcdHandled: true });
   const out = opts.out ?? path.join(DEFAULT_BACKUP_DIR, defaultBundleName(client.connection.clusterName));
   const writer = await BundleWriter.open(out, { secretsExcluded: opts.excludeSecrets, encryptionKey: opts.encryptionKey, encryption: opts.encryption });
   if (!opts.out) writer.manifest.id = path.basename(out);

@@ -39,6 +39,7 @@ export const MESSAGES = {
   CNR_EXPORT_DONE: info(),
   CNR_EXPORT_SKIPPED: warn(),
   CNR_EXPORT_V3_SKIPPED: info(),
+  CNR_EXPORT_ETCD: info(),
   CNR_EXPORT_V3_KIND: warn(),
   CNR_EXPORT_NO_SECRETS: info(),
 
@@ -123,6 +124,8 @@ export const MESSAGES = {
   CNR_RESTORE_OPERATOR_PAUSED: info<{ prior: number }>(),
   CNR_RESTORE_OPERATOR_RESUMED: info<{ replicas: number }>(),
   CNR_RESTORE_NO_DATASTORE_LOCK: warn(),
+  CNR_RESTORE_ETCD_ALREADY_LOCKED: warn(),
+  CNR_RESTORE_ETCD_DONE: info(),
   CNR_RESTORE_DATASTORE_LOCKED: info<{ prior: boolean | undefined }>(),
   CNR_RESTORE_DATASTORE_RELEASED: info<{ datastoreReady: boolean }>(),
   CNR_RESTORE_RELEASE_FAILED: error(),

@@ -12,6 +12,7 @@ import { RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import type { KubeClient } from '../kube/client.js';
 import { createCrds, executeRestore } from './execute.js';
+import { restoreEtcd, type EtcdRestoreSource } from './etcd-restore.js';
 import { pendingDeletionNames, settleDeletions, writeTeardownNeeds } from './operator.js';
 import { reportHelmRecordsLeft } from './helm-records.js';
 import { planRestore } from './plan.js';
@@ -49,6 +50,13 @@ export async function restoreResources(client: KubeClient, bundle: RestoreSource
   }
 }
 
+/** An etcd-datastore restore reads the bundle's v3 objects and IPAM records, which only an opened Bundle has. */
+function etcdSource(bundle: RestoreSource): EtcdRestoreSource {
+  const b = bundle as Partial<EtcdRestoreSource>;
+  if (!b.v3Objects || !b.etcdIpamRecords) throw new Error('an etcd-datastore restore needs an opened bundle');
+  return bundle as unknown as EtcdRestoreSource;
+}
+
 async function planAndExecute(
   client: KubeClient,
   bundle: RestoreSource,
@@ -57,8 +65,14 @@ async function planAndExecute(
   spool: DesiredSpool,
 ): Promise<RestoreResult> {
   // Before planning: in v3-CRD mode a plan would create the v1 CRDs, which flips the operator back to v1 mode over
-  // stale data; on the etcd datastore it would write CRDs Calico never reads and report them restored.
-  await assertSupportedCalico(client, 'restore', 'nothing was restored');
+  // stale data. On the etcd datastore the objects go to etcd (etcd-restore.ts); CRDs would be written nowhere Calico reads.
+  const datastore = await assertSupportedCalico(client, 'restore', 'nothing was restored', { etcdHandled: true });
+  if (datastore.type === 'etcd') return restoreEtcd(client, etcdSource(bundle), opts, reporter);
+  if (bundle.manifest.datastore?.type === 'etcd') {
+    throw new RefusedError("this bundle holds an etcd datastore's Calico data, and Calico here uses the Kubernetes datastore: nothing was restored", {
+      hint: 'restore it into the etcd-datastore Calico it came from (calicoctl datastore migrate moves data between datastores)',
+    });
+  }
   const timer = new PhaseTimer();
   let { plan, planned, bundleCrds } = await planRestore(client, bundle, opts, reporter, timer, spool);
   // Planning skipped them (admission.ts isLeftToHelm); said once, after the checks planning makes first.

@@ -1,5 +1,6 @@
 /** The restore's contract: its options, the plan it makes (one RestoreAction per object) and its result. */
 import type { SchemaFinding } from '../calico/schema.js';
+import type { EtcdAccessFlags } from '../calico/etcd-connection.js';
 import type { BundleManifest, BundleObject } from '../bundle/types.js';
 import type { KubeObject, ResourceType } from '../kube/types.js';
 import type { DesiredSpool } from './spool.js';
@@ -44,6 +45,8 @@ export interface RestoreOptions {
   deletionTimeoutMs?: number;
   /** How long the resumed operator may take to report Calico Available again. */
   operatorTimeoutMs?: number;
+  /** Calico's etcd (etcd datastore), when flags name it instead of calico-config and calico-etcd-secrets. */
+  etcd?: EtcdAccessFlags;
 }
 
 /**

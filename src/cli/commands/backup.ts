@@ -7,6 +7,7 @@ import { parseDuration } from '../../config/config.js';
 import { ExitCode } from '../../core/errors.js';
 import { loadProviderSettings } from '../../providers/session.js';
 import { handler, type Command, type GlobalArgs } from '../context.js';
+import { etcdAccess, etcdOptions, type EtcdArgs } from '../etcd-options.js';
 import { encryptionOptions, newBundleKey, type EncryptionArgs } from '../encryption.js';
 import { renderTable } from '../output.js';
 
@@ -39,7 +40,7 @@ export const splitList = (v: string | string[] | undefined): string[] | undefine
         .map((s) => s.trim())
         .filter(Boolean);
 
-interface BackupArgs extends ProviderArgs, EncryptionArgs {
+interface BackupArgs extends ProviderArgs, EncryptionArgs, EtcdArgs {
   nodes?: string;
   selector?: string;
   out?: string;
@@ -57,7 +58,7 @@ export const backupCommand: Command<BackupArgs> = {
   command: 'backup',
   describe: "Export every Calico resource and snapshot the nodes' disks through their providers, into one bundle",
   builder: (y: Argv<GlobalArgs>) =>
-    encryptionOptions(providerOptions(y))
+    etcdOptions(encryptionOptions(providerOptions(y)))
       .option('nodes', { type: 'string', describe: 'only these nodes (comma-separated)' })
       .option('selector', { alias: 'l', type: 'string', describe: 'only nodes matching this label selector' })
       .option('out', {
@@ -93,6 +94,7 @@ export const backupCommand: Command<BackupArgs> = {
     const keyed = newBundleKey(ctx, args);
     const timeout = args['snapshot-timeout'] ?? config.backup.snapshotTimeout ?? '30m';
     const client = await ctx.client();
+    const etcd = etcdAccess(args);
     const run = (out: string | undefined, signal: AbortSignal) =>
       backup(
         client,
@@ -113,6 +115,7 @@ export const backupCommand: Command<BackupArgs> = {
           config,
           mapping,
           signal,
+          ...(etcd ? { etcd } : {}),
         },
         ctx.reporter,
       );

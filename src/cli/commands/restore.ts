@@ -8,8 +8,9 @@ import { restoreDisksOptions, runRestoreDisks, type RestoreDisksArgs } from './r
 import { renderNotes } from '../notes.js';
 import { renderTable, type Styler } from '../output.js';
 import { withKindsOption } from '../kinds-option.js';
+import { etcdAccess, etcdOptions, type EtcdArgs } from '../etcd-options.js';
 
-interface RestoreArgs extends RestoreDisksArgs, EncryptionArgs {
+interface RestoreArgs extends RestoreDisksArgs, EncryptionArgs, EtcdArgs {
   bundle: string;
   resources: boolean;
   disks: boolean;
@@ -33,7 +34,7 @@ export const restoreCommand: Command<RestoreArgs> = {
   command: 'restore <bundle>',
   describe: 'Restore Calico resources from a bundle: ordered, previewed, schema-aware, with the operator paused',
   builder: (y) =>
-    withKindsOption(encryptionOptions(restoreDisksOptions(y)), 'only these kinds (e.g. IPPool GlobalNetworkPolicy)')
+    withKindsOption(etcdOptions(encryptionOptions(restoreDisksOptions(y))), 'only these kinds (e.g. IPPool GlobalNetworkPolicy)')
       .positional('bundle', { type: 'string', demandOption: true, describe: 'bundle directory or .tar.gz' })
       .option('resources', { type: 'boolean', default: false, describe: 'restore the Calico resources (CRDs, IP pools, IPAM, policies, ...)' })
       .option('disks', {
@@ -84,6 +85,7 @@ export const restoreCommand: Command<RestoreArgs> = {
       throw new BadInputError(`--write-concurrency must be a whole number from 1 to 256 (got ${concurrency})`);
     const client = await ctx.client();
     const bundle = await openKeyedBundle(ctx, args.bundle, args);
+    const etcd = etcdAccess(args);
     // Per-object owner messages are notes of the human result too: printed once, there, summarized (-v lists each).
     // With -o json|yaml the result is data, and stderr keeps them for the person watching.
     if (args.output === 'table') ctx.host.hold(OWNER_NOTE_CODES);
@@ -102,6 +104,7 @@ export const restoreCommand: Command<RestoreArgs> = {
             concurrency,
             confirm: args.yes ? undefined : (plan) => confirmPlan(ctx, plan),
             signal: signals.signal,
+            ...(etcd ? { etcd } : {}),
           },
           ctx.reporter,
         ),

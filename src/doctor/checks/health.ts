@@ -97,12 +97,13 @@ const crdsMissing: Check = {
           title: `Calico keeps its data in etcd (${state.datastore.evidence}), not in Kubernetes CRDs`,
           objects: running.map((w) => `${w.kind}/${w.namespace}/${w.name}`),
           why:
-            'cni-rewind reads and writes Calico through the Kubernetes API only: export and backup would write a bundle without a pool, ' +
-            'IPAM block or policy, and plan/apply would roll out the Kubernetes-datastore calico.yaml, after which every CNI ADD fails. ' +
-            'They refuse this cluster (exit 5); the missing crd.projectcalico.org CRDs are expected here and must not be re-applied.',
+            'The missing crd.projectcalico.org CRDs are expected here and must not be re-applied: the Kubernetes-datastore manifests would ' +
+            'move Calico to an empty datastore. cni-rewind export, backup and restore read and write this etcd (calico-config and ' +
+            "calico-etcd-secrets give the endpoints and calico-node's client certificate); plan and apply refuse it (exit 5): their steps " +
+            'roll out calico.yaml, after which every CNI ADD fails.',
           fix:
-            'Back up etcd with etcdctl snapshot save <file> (the endpoints and certificates of calico-config and calico-etcd-secrets), and ' +
-            "upgrade with the target release's calico-etcd.yaml; to use cni-rewind, move to the Kubernetes datastore with calicoctl datastore migrate first.",
+            "Back up with cni-rewind backup (it reads etcd), then upgrade with the target release's calico-etcd.yaml; moving to the " +
+            'Kubernetes datastore is calicoctl datastore migrate.',
         },
       ];
     }
