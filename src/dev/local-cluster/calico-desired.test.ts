@@ -144,7 +144,7 @@ describe('calicoProgramsFor', () => {
 
 describe('cluster up options', () => {
   it('parses --calico and --install; waits unless --no-wait, 30 minutes unless --timeout', () => {
-    expect(parseUpArgs([])).toEqual({ calico: undefined, install: 'operator', helmMajor: 4, wait: true, timeoutS: 1800 });
+    expect(parseUpArgs([])).toEqual({ calico: undefined, install: 'operator', helmMajor: 4, datastore: 'kubernetes', wait: true, timeoutS: 1800 });
     expect(parseUpArgs(['--calico', '3.28.1', '--install', 'helm'])).toMatchObject({ install: 'helm', helmMajor: 4 });
     expect(parseUpArgs(['--calico', '3.28.1', '--install', 'helm3'])).toMatchObject({ install: 'helm', helmMajor: 3 });
     expect(parseUpArgs(['--calico', '3.27.4', '--install', 'manifest'])).toMatchObject({ calico: '3.27.4', install: 'manifest', wait: true });

@@ -18,6 +18,7 @@ import { K } from '../../kube/builtin.js';
 import { KubeApiError, KubeClient } from '../../kube/client.js';
 import type { KubeObject, ResourceType } from '../../kube/types.js';
 import { BuildProcessLostError, calicoProgramsFor, ensureCalicoProgram } from './calico-programs.js';
+import { etcdMetricsOff, kubeControllersEtcdEnv } from './kube-controllers-etcd.js';
 import { NodeSide, type NodeSideStatus } from './node-side.js';
 import { sleep, Slot } from './slot.js';
 import { desiredApiServer, desiredKubeControllers, desiredOperator, OPERATOR_POD_FINALIZER, operatorPodActions } from './calico-desired.js';
@@ -174,16 +175,20 @@ export class CalicoSupervisor {
     }
 
     // calico-kube-controllers: IPAM garbage collection and the node controller.
-    const kcWanted = desiredKubeControllers([
-      await get(K.deployment, 'calico-system', 'calico-kube-controllers'),
-      await get(K.deployment, 'kube-system', 'calico-kube-controllers'),
-    ]);
+    const manifestKc = await get(K.deployment, 'kube-system', 'calico-kube-controllers');
+    const kcWanted = desiredKubeControllers([await get(K.deployment, 'calico-system', 'calico-kube-controllers'), manifestKc]);
+    // calico-etcd.yaml's Deployment: the etcd datastore, its env as the Deployment says (kube-controllers-etcd.ts).
+    const kcEtcd = kcWanted ? await kubeControllersEtcdEnv(this.client, manifestKc, path.join(this.workDir, 'calico-secrets')) : undefined;
     const kcTree = calicoProgramsFor(kcWanted?.tag);
-    if (this.kubeControllers.running && this.kubeControllers.running.key !== kcTree) await this.kubeControllers.stop();
+    const kcKey = kcEtcd && kcTree ? `${kcTree} etcd` : kcTree;
+    if (this.kubeControllers.running && this.kubeControllers.running.key !== kcKey) await this.kubeControllers.stop();
     if (kcWanted) {
-      status.kubeControllers = { calico: kcTree };
+      status.kubeControllers = { calico: kcTree, ...(kcEtcd?.missing ? { error: kcEtcd.missing } : {}) };
       const dir = this.treeBin(kcTree, kcWanted.tag, status.kubeControllers);
-      if (dir && kcTree && !this.kubeControllers.alive() && (await this.metricsOff())) {
+      if (dir && kcKey && kcEtcd && !kcEtcd.missing && !this.kubeControllers.alive() && (await etcdMetricsOff(dir, { ...this.env, ...kcEtcd.env }))) {
+        const env = { ...this.env, ...kcEtcd.env };
+        this.kubeControllers.ensure(kcKey, path.join(dir, 'kube-controllers'), ['-status-file', path.join(this.workDir, 'kube-controllers-status.json')], env);
+      } else if (dir && kcTree && !kcEtcd && !this.kubeControllers.alive() && (await this.metricsOff())) {
         this.kubeControllers.ensure(kcTree, path.join(dir, 'kube-controllers'), ['-status-file', path.join(this.workDir, 'kube-controllers-status.json')], {
           ...this.env,
           // In 3.28-3.30 IPAM garbage collection is part of the node controller (a separate 'ipam' name is rejected).

@@ -7,23 +7,36 @@ import path from 'node:path';
 import type { KubeClient } from '../../kube/client.js';
 import { CALICO_PROGRAMS_VERSION, ensureCalicoProgram } from './calico-programs.js';
 import type { SupervisorStatus } from './calico-supervisor.js';
+import type { CalicoEtcd } from './calico-etcd.js';
 import type { LocalCluster } from './cluster.js';
 
 /** The real calicoctl (kubernetes datastore) against `kubeconfig`; the one 3.28.1 build serves every Calico version unless `tree` names another. */
 export async function runCalicoctl(kubeconfig: string, args: string[], input?: string, tree = CALICO_PROGRAMS_VERSION): Promise<string> {
+  return calicoctlWith({ KUBECONFIG: kubeconfig, DATASTORE_TYPE: 'kubernetes' }, args, input, tree);
+}
+
+/**
+ * The real calicoctl on the etcd datastore: against the cluster's Calico etcd (LocalCluster.calicoEtcd(), the
+ * datastore of `up --datastore etcd`) with its client certificate, as calico-etcd.yaml's users configure it.
+ */
+export async function runCalicoctlEtcd(etcd: CalicoEtcd, args: string[], input?: string, tree = CALICO_PROGRAMS_VERSION): Promise<string> {
+  return calicoctlWith(
+    { DATASTORE_TYPE: 'etcdv3', ETCD_ENDPOINTS: etcd.endpoint, ETCD_CA_CERT_FILE: etcd.caFile, ETCD_CERT_FILE: etcd.certFile, ETCD_KEY_FILE: etcd.keyFile },
+    args,
+    input,
+    tree,
+  );
+}
+
+async function calicoctlWith(datastore: Record<string, string>, args: string[], input: string | undefined, tree: string): Promise<string> {
   const dir = await ensureCalicoProgram('calico', tree);
   const bin = path.join(dir, 'calicoctl');
   const all = [...args, '--allow-version-mismatch'];
   return new Promise((resolve, reject) => {
-    const child = execFile(
-      bin,
-      all,
-      { env: { ...process.env, KUBECONFIG: kubeconfig, DATASTORE_TYPE: 'kubernetes' }, timeout: 120_000 },
-      (err, stdout, stderr) => {
-        if (err) reject(new Error(`calicoctl ${all.join(' ')} failed: ${stderr.trim() || err.message}`));
-        else resolve(stdout);
-      },
-    );
+    const child = execFile(bin, all, { env: { ...process.env, ...datastore }, timeout: 120_000 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`calicoctl ${all.join(' ')} failed: ${stderr.trim() || err.message}`));
+      else resolve(stdout);
+    });
     if (input !== undefined) child.stdin?.end(input);
   });
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run cluster -- up [--calico VERSION [--install operator|manifest|helm|helm3]] [--no-wait] [--timeout SECONDS] | down | status`:
+ * `npm run cluster -- up [--calico VERSION [--install operator|manifest|helm|helm3] [--datastore kubernetes|etcd]] [--no-wait] [--timeout SECONDS] | down | status`:
  * the local real control plane used by tests and the demo; with --calico, that Calico release installed and its
  * real control-plane programs running (calico-supervisor.ts). `up` returns once what it started is usable
  * (readiness.ts), as `kind create cluster --wait` does, unless --no-wait.
@@ -9,10 +9,20 @@ import { KubeClient } from '../../kube/client.js';
 import { detectCalico } from '../../calico/detect.js';
 import { helmInstallRefusal, installCalicoByHelm } from './calico-helm.js';
 import { installCalicoRelease, type CalicoInstallMode } from './calico-install.js';
+import { installCalicoEtcdRelease } from './calico-etcd-install.js';
 import { LocalCluster } from './cluster.js';
-import { apiServerConditions, calicoConditions, nodeSideConditions, NotReadyError, waitUntilReady, type ReadinessCondition } from './readiness.js';
+import {
+  apiServerConditions,
+  calicoConditions,
+  nodeSideConditions,
+  NotReadyError,
+  programRunning,
+  waitUntilReady,
+  type ReadinessCondition,
+} from './readiness.js';
 
-const USAGE = 'usage: npm run cluster -- up [--calico VERSION [--install operator|manifest|helm|helm3]] [--no-wait] [--timeout SECONDS] | down | status';
+const USAGE =
+  'usage: npm run cluster -- up [--calico VERSION [--install operator|manifest|helm|helm3] [--datastore kubernetes|etcd]] [--no-wait] [--timeout SECONDS] | down | status';
 
 /** Long enough for a first build of Calico's programs on 2 cores (the supervisor builds what is not cached). */
 const DEFAULT_WAIT_S = 1800;
@@ -22,6 +32,8 @@ export interface UpArgs {
   install: CalicoInstallMode;
   /** With `--install helm3`: the chart installed by Helm 3 (most clusters' Helm) instead of Helm 4. */
   helmMajor: 3 | 4;
+  /** `etcd`: calico-etcd.yaml on the cluster's Calico etcd (calico-etcd-install.ts); a manifest install only. */
+  datastore: 'kubernetes' | 'etcd';
   wait: boolean;
   timeoutS: number;
 }
@@ -30,6 +42,8 @@ export function parseUpArgs(args: string[]): UpArgs {
   let calico: string | undefined;
   let install: CalicoInstallMode = 'operator';
   let helmMajor: 3 | 4 = 4;
+  let datastore: UpArgs['datastore'] = 'kubernetes';
+  let explicitInstall = false;
   let wait = true;
   let timeoutS = DEFAULT_WAIT_S;
   for (let i = 0; i < args.length; i++) {
@@ -46,6 +60,11 @@ export function parseUpArgs(args: string[]): UpArgs {
         throw new UsageError(`--install takes operator, manifest, helm or helm3, not "${v}"`);
       install = v === 'helm3' ? 'helm' : v;
       if (v === 'helm3') helmMajor = 3;
+      explicitInstall = true;
+    } else if (flag === '--datastore') {
+      const v = value();
+      if (v !== 'kubernetes' && v !== 'etcd') throw new UsageError(`--datastore takes kubernetes or etcd, not "${v}"`);
+      datastore = v;
     } else if (flag === '--no-wait') wait = false;
     else if (flag === '--timeout') {
       const v = value();
@@ -54,7 +73,13 @@ export function parseUpArgs(args: string[]): UpArgs {
     } else throw new UsageError(`unknown option ${args[i]}`);
   }
   if (!calico && args.some((a) => a.startsWith('--install'))) throw new UsageError('--install needs --calico VERSION');
-  return { calico, install, helmMajor, wait, timeoutS };
+  if (!calico && datastore === 'etcd') throw new UsageError('--datastore needs --calico VERSION');
+  if (datastore === 'etcd') {
+    // Only calico-etcd.yaml installs Calico on etcd: the operator and its chart keep Calico's data in the Kubernetes API.
+    if (explicitInstall && install !== 'manifest') throw new UsageError('--datastore etcd installs calico-etcd.yaml: it takes --install manifest or none');
+    install = 'manifest';
+  }
+  return { calico, install, helmMajor, datastore, wait, timeoutS };
 }
 
 /**
@@ -140,14 +165,18 @@ async function main(): Promise<number> {
       try {
         const conditions = apiServerConditions(() => cluster.isUp());
         if (opts.calico) {
-          if (opts.install === 'helm') await installCalicoByHelm(client, opts.calico, st, log, opts.helmMajor);
+          const etcd = opts.datastore === 'etcd' ? await installCalicoEtcdRelease(client, cluster, opts.calico, log) : undefined;
+          if (etcd) log(`Calico's datastore: etcd at ${etcd.endpoint} (CA ${etcd.caFile}, client certificate ${etcd.certFile})`);
+          else if (opts.install === 'helm') await installCalicoByHelm(client, opts.calico, st, log, opts.helmMajor);
           else await installCalicoRelease(client, opts.calico, opts.install, log);
           await cluster.startCalico({ nodeSide: true });
           log(
             'the Calico programs, calico-node per node and the CNI plugin per pod start as the installed objects ask for them (a first build takes minutes; see the supervisor log)',
           );
-          conditions.push(...calicoConditions(client, () => cluster.calicoStatus(), opts.calico, opts.install));
-          conditions.push(...nodeSideConditions(client, () => cluster.calicoStatus()));
+          // On etcd there are no Calico CRDs to wait for: kube-controllers, and the node side's pool in the Calico etcd.
+          if (etcd) conditions.push(programRunning(() => cluster.calicoStatus(), 'kubeControllers'));
+          else conditions.push(...calicoConditions(client, () => cluster.calicoStatus(), opts.calico, opts.install));
+          conditions.push(...nodeSideConditions(client, () => cluster.calicoStatus(), etcd));
         }
         if (opts.wait) await waitReady(conditions, opts.timeoutS, log);
       } finally {

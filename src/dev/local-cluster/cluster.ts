@@ -11,6 +11,7 @@ import { SUPERVISOR_STATUS_FILE, type SupervisorStatus } from './calico-supervis
 import { deleteNetns, listNetns, netnsPrefix } from './netns.js';
 import { apiserverArgs, controllerManagerArgs, schedulerArgs } from './component-args.js';
 import { kwokConfig, writeKwokConfig } from './kwok-config.js';
+import { calicoEtcdInfo, startCalicoEtcd, type CalicoEtcd } from './calico-etcd.js';
 
 /**
  * A real Kubernetes control plane on 127.0.0.1 for tests and the demo: etcd, kube-apiserver,
@@ -253,6 +254,34 @@ export class LocalCluster {
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * The etcd of Calico's etcd-datastore install (calico-etcd.ts), started unless it runs; its pid is in the state, so
+   * `down` stops it and removes its data. `wipe`: a running one is stopped and it starts with no data and new certificates.
+   */
+  async ensureCalicoEtcd(opts: { wipe?: boolean } = {}): Promise<CalicoEtcd> {
+    const st = this.readState();
+    if (!st) throw new Error('cluster not running');
+    const pid = st.pids['calico-etcd'];
+    if (pid && alive(pid) && !opts.wipe) return calicoEtcdInfo(st.workDir, this.portBase);
+    if (pid) await stopGroup(pid);
+    await startCalicoEtcd(st.binDir, st.workDir, this.portBase, {
+      ...opts,
+      // Recorded at once: a start that then fails its wait still leaves a process `down` must stop.
+      started: (p) => {
+        st.pids['calico-etcd'] = p;
+        writeState(this.statePath, st);
+      },
+    });
+    return calicoEtcdInfo(st.workDir, this.portBase);
+  }
+
+  /** The Calico etcd's endpoint and certificate files while it runs (ensureCalicoEtcd), else undefined. */
+  calicoEtcd(): CalicoEtcd | undefined {
+    const st = this.readState();
+    const pid = st?.pids['calico-etcd'];
+    return st && pid && alive(pid) ? calicoEtcdInfo(st.workDir, this.portBase) : undefined;
   }
 
   /** Stop and later restart only the API server (fault tests). */

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { imageTag } from '../../calico/knowledge.js';
 import type { KubeObject } from '../../kube/types.js';
 
@@ -22,6 +23,55 @@ export interface NodeSideWanted {
   /** The CNI network config the pod's install-cni container would write, made for this node (cniPluginConfig). */
   cniTemplate?: string;
   cniMtu?: string;
+  /**
+   * On the etcd datastore only (calico-etcd.yaml: the pod's env has ETCD_ENDPOINTS): install-cni's ETCD_ENDPOINTS and
+   * the calico-node container's Secret volumes, whose files the node side writes on this machine (localSecretPath).
+   */
+  etcd?: { cniEndpoints?: string; secretMounts: SecretMount[] };
+}
+
+/** A Secret volume mounted into a container: the files of its keys under mountPath. */
+export interface SecretMount {
+  mountPath: string;
+  namespace: string;
+  secret: string;
+}
+
+/** The Secret volumes a container of the pod mounts (what the kubelet would write for it). */
+export function secretMounts(pod: KubeObject, container: any): SecretMount[] {
+  const volumes: any[] = pod.spec?.volumes ?? [];
+  const out: SecretMount[] = [];
+  for (const m of container?.volumeMounts ?? []) {
+    const secret = volumes.find((v) => v.name === m.name)?.secret?.secretName;
+    if (typeof secret === 'string' && typeof m.mountPath === 'string')
+      out.push({ mountPath: m.mountPath, namespace: pod.metadata.namespace ?? 'default', secret });
+  }
+  return out;
+}
+
+/** This machine's copy of a file a container reads from a Secret volume: `<dir>/<namespace>/<secret>/<key>`; other paths as they are. */
+export function localSecretPath(file: string, mounts: SecretMount[], dir: string): string {
+  for (const m of mounts) {
+    const base = m.mountPath.replace(/\/+$/, '');
+    if (file.startsWith(`${base}/`)) return `${dir}/${m.namespace}/${m.secret}/${file.slice(base.length + 1)}`;
+  }
+  return file;
+}
+
+/**
+ * Calico's settings for the etcd datastore (the env calico-etcd.yaml gives calico-node and kube-controllers), the
+ * certificate files mapped to this machine's copies; `{}` for an install on the Kubernetes datastore.
+ */
+export function etcdDatastoreEnv(env: Record<string, string>, mounts: SecretMount[], secretsDir: string): Record<string, string> {
+  if (!env.ETCD_ENDPOINTS) return {};
+  const file = (k: string) => (env[k] ? localSecretPath(env[k]!, mounts, secretsDir) : '');
+  return {
+    DATASTORE_TYPE: 'etcdv3',
+    ETCD_ENDPOINTS: env.ETCD_ENDPOINTS,
+    ETCD_CA_CERT_FILE: file('ETCD_CA_CERT_FILE'),
+    ETCD_CERT_FILE: file('ETCD_CERT_FILE'),
+    ETCD_KEY_FILE: file('ETCD_KEY_FILE'),
+  };
 }
 
 /** calico-node pods that want to run: bound to a node, not being deleted, with a calico-node container. */
@@ -36,13 +86,15 @@ export function wantedNodeSides(pods: KubeObject[], lookup: ConfigMapLookup): No
     const ns = pod.metadata.namespace ?? 'default';
     const installCni = (pod.spec?.initContainers ?? []).find((c: any) => c.name === 'install-cni');
     const cniEnv = installCni ? resolveEnv(installCni.env ?? [], ns, node, lookup) : {};
+    const env = resolveEnv(main.env ?? [], ns, node, lookup);
     out.push({
       node,
       podUid: pod.metadata.uid ?? '',
       tag,
-      env: resolveEnv(main.env ?? [], ns, node, lookup),
+      env,
       cniTemplate: cniEnv.CNI_NETWORK_CONFIG,
       cniMtu: cniEnv.CNI_MTU,
+      ...(env.ETCD_ENDPOINTS ? { etcd: { cniEndpoints: cniEnv.ETCD_ENDPOINTS, secretMounts: secretMounts(pod, main) } } : {}),
     });
   }
   return out;
@@ -73,7 +125,7 @@ export function resolveEnv(env: any[], namespace: string, node: string, lookup: 
  * it uses its local syncer, as calico-node does on a cluster without Typha (calico.yaml's).
  * File logging and the nodename file would land in the machine's /var/log/calico and /var/lib/calico.
  */
-export function nodeSideEnv(w: NodeSideWanted, kubeconfig: string, nodeDir: string, address: string): Record<string, string> {
+export function nodeSideEnv(w: NodeSideWanted, kubeconfig: string, nodeDir: string, address: string, secretsDir = ''): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(w.env)) if (!k.startsWith('KUBERNETES_SERVICE_') && !k.startsWith('FELIX_TYPHA')) env[k] = v;
   return {
@@ -87,6 +139,8 @@ export function nodeSideEnv(w: NodeSideWanted, kubeconfig: string, nodeDir: stri
     CALICO_DISABLE_FILE_LOGGING: 'true',
     CALICO_NODENAME_FILE: `${nodeDir}/nodename`,
     CALICO_STARTUP_LOGLEVEL: env.CALICO_STARTUP_LOGLEVEL ?? 'info',
+    // On the etcd datastore: etcdv3 and the pod's etcd settings, its /calico-secrets files this machine's copies.
+    ...(w.etcd ? etcdDatastoreEnv(env, w.etcd.secretMounts, secretsDir) : {}),
   };
 }
 
@@ -97,9 +151,9 @@ export function nodeSideEnv(w: NodeSideWanted, kubeconfig: string, nodeDir: stri
  * the plugin would otherwise read /var/lib/calico/nodename, which calico-node writes on a real node and which this
  * machine's clusters would share; logs stay in the cluster's work directory.
  */
-export function cniPluginConfig(w: NodeSideWanted, kubeconfig: string, logFile: string, statusDir: string): Record<string, unknown> {
+export function cniPluginConfig(w: NodeSideWanted, kubeconfig: string, logFile: string, statusDir: string, secretsDir = ''): Record<string, unknown> {
   if (!w.cniTemplate) throw new Error(`the calico-node pod on ${w.node} has no install-cni CNI_NETWORK_CONFIG`);
-  const filled = w.cniTemplate
+  const filled = fillEtcdPlaceholders(w, w.cniTemplate, secretsDir)
     .replaceAll('__KUBECONFIG_FILEPATH__', kubeconfig)
     .replaceAll('__KUBERNETES_NODE_NAME__', w.node)
     .replaceAll('__CNI_MTU__', w.cniMtu ?? '1500')
@@ -112,10 +166,28 @@ export function cniPluginConfig(w: NodeSideWanted, kubeconfig: string, logFile: 
   // The plugin refuses to run without /var/lib/calico/nodename unless told the file is optional.
   out.nodename_file_optional = true;
   out.log_file_path = logFile;
-  out.datastore_type = 'kubernetes';
+  out.datastore_type = w.etcd ? 'etcdv3' : 'kubernetes';
   out.kubernetes = { ...(calico.kubernetes ?? {}), kubeconfig };
   if ('endpoint_status_dir' in calico) out.endpoint_status_dir = statusDir;
   return out;
+}
+
+/**
+ * install-cni's etcd placeholders: the endpoints from its ETCD_ENDPOINTS, each certificate file the path of the
+ * copy it makes of the pod's /calico-secrets/etcd-{ca,cert,key} (here: the node side's copy of the Secret's key),
+ * "" for a key the Secret lacks (cni-plugin/pkg/install/install.go). A Kubernetes-datastore template has none.
+ */
+function fillEtcdPlaceholders(w: NodeSideWanted, template: string, secretsDir: string): string {
+  if (!w.etcd) return template;
+  const copy = (key: string) => {
+    const file = localSecretPath(`/calico-secrets/${key}`, w.etcd!.secretMounts, secretsDir);
+    return file.startsWith('/calico-secrets/') || !existsSync(file) ? '' : file;
+  };
+  return template
+    .replaceAll('__ETCD_ENDPOINTS__', w.etcd.cniEndpoints ?? '')
+    .replaceAll('__ETCD_KEY_FILE__', copy('etcd-key'))
+    .replaceAll('__ETCD_CERT_FILE__', copy('etcd-cert'))
+    .replaceAll('__ETCD_CA_CERT_FILE__', copy('etcd-ca'));
 }
 
 /** The pods that get an address from the CNI plugin: bound to a node the node side runs on, not host-network. */

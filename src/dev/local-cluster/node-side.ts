@@ -11,6 +11,7 @@ import { ensureCalicoProgram, nodeSideFor } from './calico-programs.js';
 import { deleteNetns, ensureNetns, netnsPath } from './netns.js';
 import { NodeBridge, refusedByBridge } from './node-side-bridge.js';
 import { CALICO_NODE_SELECTOR, cniPluginConfig, nodeAddresses, nodeSideEnv, podsForCni, wantedNodeSides, type NodeSideWanted } from './node-side-desired.js';
+import { loopbackEtcdPort, writeSecretVolumes } from './node-side-etcd.js';
 import { Slot } from './slot.js';
 
 /**
@@ -33,6 +34,8 @@ interface NodeRun {
   lastStartup: number;
   allocator: Slot;
   bridge: NodeBridge;
+  /** On the etcd datastore: the Calico etcd's port carried into the node's namespace, beside the API server's. */
+  etcdBridge?: NodeBridge;
   error?: string;
 }
 
@@ -58,6 +61,7 @@ export class NodeSide {
   private readonly podsFile: string;
   private pods: Record<string, PodNet>;
   private apiBridge?: Server;
+  private etcdServer?: Server;
   private port?: number;
 
   constructor(
@@ -131,6 +135,8 @@ export class NodeSide {
         allocator: new Slot(`tunnel-allocator-${w.node}`, this.dir, this.log),
         bridge: new NodeBridge(`api-bridge-${w.node}`, `${this.netnsPrefix}n-${shortHash(w.node)}`, this.apiPort, this.socket, this.dir, this.log),
       };
+      const etcdPort = w.etcd && loopbackEtcdPort(w.env.ETCD_ENDPOINTS);
+      if (etcdPort) run.etcdBridge = new NodeBridge(`etcd-bridge-${w.node}`, run.bridge.netns, etcdPort, this.etcdSocket, this.dir, this.log);
       this.nodes.set(w.node, run);
     }
     let dir: string | undefined;
@@ -141,8 +147,11 @@ export class NodeSide {
     }
     const nodeDir = path.join(this.dir, w.node);
     mkdirSync(nodeDir, { recursive: true });
-    const env = { ...process.env, ...nodeSideEnv(w, this.kubeconfig, nodeDir, address) };
-    if (dir && (run.startup === 'waiting' || run.startup === 'failed') && Date.now() - run.lastStartup > 5000) {
+    const env = { ...process.env, ...nodeSideEnv(w, this.kubeconfig, nodeDir, address, this.secretsDir) };
+    // On the etcd datastore the certificates come from a Secret volume: its files first, as the kubelet mounts them.
+    const missing = w.etcd ? await writeSecretVolumes(this.client, w.etcd.secretMounts, this.secretsDir) : undefined;
+    if (missing) run.error = missing;
+    if (dir && !missing && (run.startup === 'waiting' || run.startup === 'failed') && Date.now() - run.lastStartup > 5000) {
       // Start-up runs once per calico-node pod and is run again after a failure, as the container would restart.
       run.lastStartup = Date.now();
       run.startup = 'running';
@@ -168,12 +177,21 @@ export class NodeSide {
 
   private async stopNode(node: string, run: NodeRun): Promise<void> {
     run.startupChild?.kill('SIGKILL');
-    await Promise.all([run.allocator.stop(), run.bridge.stop()]);
+    await Promise.all([run.allocator.stop(), run.bridge.stop(), run.etcdBridge?.stop()]);
     this.nodes.delete(node);
   }
 
   private get socket(): string {
     return path.join(this.dir, 'api.sock');
+  }
+
+  private get etcdSocket(): string {
+    return path.join(this.dir, 'etcd.sock');
+  }
+
+  /** The Secret volumes' files (the etcd certificates) of the calico-node pods, for the programs run out of cluster. */
+  private get secretsDir(): string {
+    return path.join(this.dir, 'secrets');
   }
 
   private get apiPort(): number {
@@ -186,8 +204,12 @@ export class NodeSide {
    * under a running bridge) gets a new bridge: the old one serves the namespace that lost the name.
    */
   private async nodeNetns(run: NodeRun): Promise<string | undefined> {
-    if (ensureNetns(run.bridge.netns)) await run.bridge.stop();
+    if (ensureNetns(run.bridge.netns)) await Promise.all([run.bridge.stop(), run.etcdBridge?.stop()]);
     if (!this.apiBridge) this.apiBridge = serveUnixToTcp(this.socket, this.apiPort);
+    if (run.etcdBridge) {
+      this.etcdServer ??= serveUnixToTcp(this.etcdSocket, loopbackEtcdPort(run.wanted.env.ETCD_ENDPOINTS)!);
+      if (!(await run.etcdBridge.ready())) return undefined;
+    }
     return (await run.bridge.ready()) ? run.bridge.netns : undefined;
   }
 
@@ -269,7 +291,7 @@ export class NodeSide {
       this.log(`CNI ${command} for ${rec.namespace}/${rec.name} not run: ${rec.error}`);
       return undefined;
     }
-    const config = cniPluginConfig(run.wanted, this.kubeconfig, path.join(this.dir, 'cni.log'), path.join(this.dir, 'endpoint-status'));
+    const config = cniPluginConfig(run.wanted, this.kubeconfig, path.join(this.dir, 'cni.log'), path.join(this.dir, 'endpoint-status'), this.secretsDir);
     const env = {
       PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin',
       CNI_COMMAND: command,
@@ -311,6 +333,7 @@ export class NodeSide {
   async stop(): Promise<void> {
     for (const [node, run] of [...this.nodes]) await this.stopNode(node, run);
     this.apiBridge?.close();
+    this.etcdServer?.close();
   }
 }
 

@@ -10,6 +10,7 @@ import type { KubeClient } from '../../kube/client.js';
 import type { KubeObject, ResourceType } from '../../kube/types.js';
 import type { CalicoInstallMode } from './calico-install.js';
 import type { SupervisorStatus } from './calico-supervisor.js';
+import { etcdRange, type CalicoEtcd } from './calico-etcd.js';
 
 export interface ReadinessCondition {
   /** What is waited for, as the progress line and the timeout name it: "APIService v3.projectcalico.org Available". */
@@ -66,7 +67,7 @@ type Program = 'operator' | 'apiserver' | 'kubeControllers';
 const PROGRAM_NAMES: Record<Program, string> = { operator: 'tigera operator', apiserver: 'Calico API server', kubeControllers: 'calico-kube-controllers' };
 
 /** A program the Calico supervisor runs: started, and no error (a build that failed, a tag no tree serves). */
-function programRunning(status: () => SupervisorStatus | undefined, program: Program): ReadinessCondition {
+export function programRunning(status: () => SupervisorStatus | undefined, program: Program): ReadinessCondition {
   return condition(`${PROGRAM_NAMES[program]} running (Calico supervisor)`, async () => {
     const st = status();
     if (!st) return 'the Calico supervisor is not running';
@@ -144,7 +145,7 @@ export function calicoConditions(
  * calico-node pod finished start-up and runs its allocator, and a pool exists (before 3.28, and with calico.yaml,
  * calico-node's start-up is what creates the default pool, so this is the pool condition of those installs).
  */
-export function nodeSideConditions(client: KubeClient, status: () => SupervisorStatus | undefined): ReadinessCondition[] {
+export function nodeSideConditions(client: KubeClient, status: () => SupervisorStatus | undefined, etcd?: CalicoEtcd): ReadinessCondition[] {
   return [
     condition('calico-node started and its tunnel allocator running on every node', async () => {
       const side = status()?.nodeSide;
@@ -155,6 +156,11 @@ export function nodeSideConditions(client: KubeClient, status: () => SupervisorS
       const waiting = nodes.filter(([, n]) => n.startup !== 'done' || !n.allocator?.pid);
       return waiting.length ? waiting.map(([name, n]) => `${name}: start-up ${n.startup}${n.error ? ` (${n.error})` : ''}`).join('; ') : undefined;
     }),
-    condition('an IP pool present', async () => ((await client.listAll(IPPOOL).catch(() => [])).length ? undefined : 'no IPPool')),
+    etcd
+      ? // On the etcd datastore (calico-etcd.yaml) the pool start-up creates is a key in the Calico etcd.
+        condition('an IP pool present in the Calico etcd', async () =>
+          (await etcdRange(etcd, '/calico/resources/v3/projectcalico.org/ippools/')).length ? undefined : 'no IPPool',
+        )
+      : condition('an IP pool present', async () => ((await client.listAll(IPPOOL).catch(() => [])).length ? undefined : 'no IPPool')),
   ];
 }
