@@ -40,7 +40,7 @@ describe('calico-etcd.yaml filled in for the Calico etcd', () => {
       etcd_cert: '/calico-secrets/etcd-cert',
       etcd_key: '/calico-secrets/etcd-key',
     });
-    expect(Object.fromEntries(Object.entries<string>(secret.data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]))).toEqual({
+    expect(Object.fromEntries(Object.entries<string>(secret.data!).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]))).toEqual({
       'etcd-ca': 'CA PEM',
       'etcd-cert': 'CERT PEM',
       'etcd-key': 'KEY PEM',
