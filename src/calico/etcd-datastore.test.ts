@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ipamRecordType, parseResourceKey, resourceKeyOf, roleOf, etcdKindOf } from './etcd-datastore.js';
+import { etcdKindOf, hasUnsafeInteger, ipamRecord, ipamRecordType, parseResourceKey, resourceKeyOf, roleOf } from './etcd-datastore.js';
 import { calicoEtcdConnection, splitEndpoints } from './etcd-connection.js';
 import { prefixEnd } from '../etcd/gateway.js';
 import { isErrorKind } from '../core/errors.js';
@@ -83,7 +83,7 @@ describe("finding Calico's etcd as calico-node does", () => {
   });
 
   it('refuses by name when the files are mounted from elsewhere, naming the flag, and never shows key material', async () => {
-    const err = await calicoEtcdConnection(client({ 'ConfigMap/kube-system/calico-config': config })).catch((e: unknown) => e as Error);
+    const err = (await calicoEtcdConnection(client({ 'ConfigMap/kube-system/calico-config': config })).catch((e: unknown) => e)) as Error;
     expect(isErrorKind(err, 'refused')).toBe(true);
     expect(err.message).toContain('Secret kube-system/calico-etcd-secrets has no etcd-ca');
     expect((err as { hint?: string }).hint).toContain('--etcd-ca');
@@ -92,5 +92,15 @@ describe("finding Calico's etcd as calico-node does", () => {
   it('refuses an endpoint that is not a URL', async () => {
     const err = await calicoEtcdConnection(client({}), { etcdEndpoints: 'not a url' }).catch((e: unknown) => e as Error);
     expect(isErrorKind(err, 'refused')).toBe(true);
+  });
+});
+
+describe('IPAM records keep the exact text etcd held', () => {
+  it('a 64-bit sequenceNumber travels as text, and an unsafe integer is found outside strings only', () => {
+    const raw = '{"cidr":"192.168.137.0/26","sequenceNumber":1796638193357450117}';
+    expect(JSON.stringify(JSON.parse(raw))).not.toBe(raw); // what parsing would have done to it
+    expect((ipamRecord('/calico/ipam/v2/assignment/ipv4/block/192.168.137.0-26', raw) as unknown as { raw: string }).raw).toBe(raw);
+    expect(hasUnsafeInteger(raw)).toBe(true);
+    expect(hasUnsafeInteger('{"asNumber":64512,"id":"1796638193357450117"}')).toBe(false);
   });
 });

@@ -113,9 +113,18 @@ export function ipamRecordType(key: string): IpamRecordType | undefined {
   return undefined;
 }
 
-/** How an IPAM record travels in a bundle (`etcd/ipam.jsonl`): one object per key, the stored JSON as `value`. */
+/**
+ * How an IPAM record travels in a bundle (`etcd/ipam.jsonl`): one object per key, the stored JSON as `raw`, the exact
+ * text etcd held. Never parsed and re-serialised: a block's `sequenceNumber` is a 64-bit integer that a JavaScript
+ * number rounds (1796638193357450117 became 1796638193357450200), and restore must write back what was there.
+ */
 export const ETCD_RECORD = { apiVersion: 'etcd.cni-rewind.io/v1', kind: 'EtcdRecord' } as const;
 
-export function ipamRecord(key: string, value: unknown): KubeObject {
-  return { ...ETCD_RECORD, metadata: { name: key }, value } as KubeObject;
+export function ipamRecord(key: string, raw: string): KubeObject {
+  return { ...ETCD_RECORD, metadata: { name: key }, raw } as KubeObject;
+}
+
+/** An integer literal a JavaScript number cannot hold exactly (more than 15 digits), outside strings. */
+export function hasUnsafeInteger(json: string): boolean {
+  return /[:[,]\s*-?\d{16,}/.test(json.replace(/"(?:[^"\\]|\\.)*"/g, '""'));
 }

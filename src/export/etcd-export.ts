@@ -11,6 +11,7 @@ import {
   CALICO_V3_API_VERSION,
   ETCD_IPAM_PREFIX,
   ETCD_RESOURCES_PREFIX,
+  hasUnsafeInteger,
   ipamRecord,
   ipamRecordType,
   parseResourceKey,
@@ -91,6 +92,7 @@ export async function exportEtcd(
         unreadable.set(plural, (unreadable.get(plural) ?? 0) + 1);
         continue;
       }
+      if (hasUnsafeInteger(kv.value.toString('utf8'))) m.notes.push(`etcd: ${kv.key} holds an integer beyond 2^53, kept only to 15-16 digits`);
       if (current?.plural !== plural) {
         await closeKind();
         if (kindsWritten.has(obj.kind)) {
@@ -126,7 +128,7 @@ export async function exportEtcd(
         continue;
       }
       ipam ??= await writer.openPacked(ETCD_IPAM_PATH);
-      await ipam.write(ipamRecord(kv.key, value));
+      await ipam.write(ipamRecord(kv.key, kv.value.toString('utf8')));
       ipamCounts.set(type, (ipamCounts.get(type) ?? 0) + 1);
     }
   }

@@ -18,9 +18,25 @@ export interface EtcdLock {
   release(): Promise<string | undefined>;
 }
 
-export async function lockDatastore(etcd: EtcdGateway, reporter: Reporter): Promise<EtcdLock | undefined> {
+/**
+ * Lock before IPAM is written. When ClusterInformation default is gone (the data was lost) and the bundle has it, it
+ * is created locked from the bundle's (`created` then tells restore its own write of it is done).
+ */
+export async function lockDatastore(etcd: EtcdGateway, reporter: Reporter, fromBundle?: string): Promise<(EtcdLock & { created?: boolean }) | undefined> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const live = await etcd.get(ETCD_CLUSTER_INFORMATION_KEY);
+    if (!live && fromBundle) {
+      const ci = JSON.parse(fromBundle);
+      if (!(await etcd.createIfAbsent(ETCD_CLUSTER_INFORMATION_KEY, JSON.stringify({ ...ci, spec: { ...ci.spec, datastoreReady: false } })))) continue;
+      reporter.info(
+        'CNR_RESTORE_DATASTORE_LOCKED',
+        "created ClusterInformation default from the bundle's, locked (datastoreReady false) while IPAM is written",
+        {
+          prior: true,
+        },
+      );
+      return { release: () => unlock(etcd, reporter), created: true };
+    }
     if (!live) {
       reporter.warn('CNR_RESTORE_NO_DATASTORE_LOCK', 'ClusterInformation default does not exist in etcd: IPAM is written without the datastore lock');
       return undefined;

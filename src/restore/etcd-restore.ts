@@ -21,7 +21,7 @@ import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
 import { clusterUid } from '../kube/cluster-uid.js';
 import type { KubeObject } from '../kube/types.js';
-import { lockDatastore, type EtcdLock } from './etcd-lock.js';
+import { ETCD_CLUSTER_INFORMATION_KEY, lockDatastore, type EtcdLock } from './etcd-lock.js';
 import { PhaseTimer } from './timings.js';
 import type { RestoreAction, RestoreActionKind, RestoreOptions, RestorePlan, RestoreResult } from './types.js';
 
@@ -87,15 +87,15 @@ async function planEntries(client: KubeClient, etcd: EtcdGateway, bundle: EtcdRe
     const type = ipamRecordType(key);
     const ref = { apiVersion: IPAM_API, kind: `IPAM ${type ?? 'record'}`, name: key };
     if (!matchesFilter(undefined, 'ipam', `${ref.kind}//${key}`, opts) && opts.kinds?.length) continue;
-    if (!type || (object as any).value === undefined) {
-      ipam.push({ action: act(ref, 'ipam', 'unsupported', 'not an IPAM block, handle, affinity or config key'), key, value: '', ipam: true });
+    const value = (object as { raw?: unknown }).raw;
+    if (!type || typeof value !== 'string' || parse(Buffer.from(value)) === undefined) {
+      ipam.push({ action: act(ref, 'ipam', 'unsupported', 'not an IPAM block, handle, affinity or config key with a JSON value'), key, value: '', ipam: true });
       continue;
     }
-    const value = JSON.stringify((object as any).value);
     const live = await etcd.get(key);
     const action = !live
       ? act(ref, 'ipam', 'create')
-      : live.value.toString('utf8') === value || JSON.stringify(parse(live.value)) === value
+      : live.value.toString('utf8') === value
         ? act(ref, 'ipam', 'unchanged')
         : act(ref, 'ipam', 'skip', 'live IPAM state is kept: this record exists and has changed since the backup');
     ipam.push({ action, key, value, ipam: true });
@@ -211,13 +211,16 @@ export async function restoreEtcd(
   if (opts.confirm && !(await timer.time('confirm', () => opts.confirm!(plan)))) {
     throw new RefusedError('restore not confirmed; nothing was written', { hint: 'answer y on a terminal, or pass --yes (see the preview with --dry-run)' });
   }
-  let lock: EtcdLock | undefined;
+  let lock: (EtcdLock & { created?: boolean }) | undefined;
   const releaseProblems: string[] = [];
   try {
-    if (writes.some((e) => e.ipam)) lock = await timer.time('guards', () => lockDatastore(etcd, reporter));
+    const ci = writes.find((e) => e.key === ETCD_CLUSTER_INFORMATION_KEY && !e.modRevision);
+    if (writes.some((e) => e.ipam)) lock = await timer.time('guards', () => lockDatastore(etcd, reporter, ci?.value));
+    if (ci && lock?.created) ci.action.outcome = 'done';
     await timer.time('write', async () => {
       for (const e of writes) {
         if (opts.signal?.aborted) break;
+        if (e.action.outcome) continue;
         const ok = e.modRevision ? await etcd.replaceIfUnchanged(e.key, e.value, e.modRevision) : await etcd.createIfAbsent(e.key, e.value);
         e.action.outcome = ok ? 'done' : 'failed';
         if (!ok)
@@ -237,7 +240,7 @@ export async function restoreEtcd(
   await timer.time('driftCheck', async () => {
     for (const e of writes.filter((w) => w.action.outcome === 'done')) {
       const now = await etcd.get(e.key);
-      const same = now && (e.ipam ? JSON.stringify(parse(now.value)) === e.value : comparable(parse(now.value)) === comparable(JSON.parse(e.value)));
+      const same = now && (e.ipam ? now.value.toString('utf8') === e.value : comparable(parse(now.value)) === comparable(JSON.parse(e.value)));
       if (!same) drifted.push({ id: e.action.id, paths: [now ? 'value' : '(deleted)'] });
     }
   });
