@@ -1,119 +1,167 @@
 /**
- * A Calico that keeps its data in etcd (issue 31): status names the datastore, export/backup/plan refuse it by name
- * (exit 5) and write nothing, doctor reports `etcd-datastore` instead of `calico-crds-missing`. The objects are the
- * ones Calico v3.28.1's manifests/calico-etcd.yaml makes (kube-system/calico-config with etcd_endpoints, the calico-node
- * DaemonSet reading ETCD_* from it); kwok's nodes do not run calico-node, which is not needed: detection reads objects.
+ * A Calico that keeps its data in etcd (issue 31), installed from v3.28.1's calico-etcd.yaml on a TLS etcd and run by
+ * Calico's real programs in etcd mode (kube-controllers, calico-node's start-up and tunnel allocator per node, the CNI
+ * plugin per pod; etcd-cluster-support.ts). The night it guards against: Calico's data in etcd is lost while pods run.
+ * backup reads it from etcd; after the loss restore puts every pool, policy and IPAM record back, with the programs
+ * running; a pod created after has an address no other pod holds. status, doctor and plan say what they do on etcd.
  */
-import { mkdtempSync, readdirSync } from 'node:fs';
+import https from 'node:https';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { KubeClient } from '../../src/kube/client.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { tlsOptions } from '../../src/dev/local-cluster/calico-etcd.js';
+import { EtcdGateway, prefixEnd } from '../../src/etcd/gateway.js';
 import { K } from '../../src/kube/builtin.js';
-import { resetCalico, runCli, testClient } from './helpers.js';
+import type { KubeObject } from '../../src/kube/types.js';
+import { withCalicoOnEtcd } from './etcd-cluster-support.js';
+import { runCli } from './helpers.js';
 
-const fromConfig = (name: string, key: string) => ({ name, valueFrom: { configMapKeyRef: { name: 'calico-config', key } } });
+const real = withCalicoOnEtcd('etcdr');
+const inPool = (ip: string | undefined) => !!ip && /^192\.168\.\d+\.\d+$/.test(ip);
+const gateway = () => new EtcdGateway({ endpoints: [real.etcd().endpoint], tls: tlsOptions(real.etcd()) });
 
-const calicoConfig = {
+/** Every key under /calico/ with its value, as etcd holds it now. */
+async function calicoKeys(prefix = '/calico/'): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for await (const page of gateway().rangePrefix(prefix, 500)) for (const kv of page.kvs) out.set(kv.key, kv.value.toString('utf8'));
+  return out;
+}
+
+/** The disaster: every key under `prefix` deleted from Calico's etcd (etcd's own deleterange, as etcdctl del --prefix). */
+function deletePrefix(prefix: string): Promise<void> {
+  const info = real.etcd();
+  const body = JSON.stringify({ key: Buffer.from(prefix).toString('base64'), range_end: prefixEnd(prefix).toString('base64') });
+  return new Promise((resolve, reject) => {
+    const req = https.request(new URL('/v3/kv/deleterange', info.endpoint), { method: 'POST', ...tlsOptions(info) }, (res) => {
+      res.resume();
+      res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`deleterange: HTTP ${res.statusCode}`))));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const podOn = (name: string, node: string) => ({
   apiVersion: 'v1',
-  kind: 'ConfigMap',
-  metadata: { name: 'calico-config', namespace: 'kube-system' },
-  data: {
-    etcd_endpoints: 'https://127.0.0.1:2379',
-    etcd_ca: '',
-    etcd_cert: '',
-    etcd_key: '',
-    typha_service_name: 'none',
-    calico_backend: 'bird',
-    veth_mtu: '0',
-  },
-};
+  kind: 'Pod',
+  metadata: { name, namespace: 'default' },
+  spec: { nodeName: node, containers: [{ name: 'web', image: 'nginx' }] },
+});
 
-const calicoNode = {
-  apiVersion: 'apps/v1',
-  kind: 'DaemonSet',
-  metadata: { name: 'calico-node', namespace: 'kube-system', labels: { 'k8s-app': 'calico-node' } },
-  spec: {
-    selector: { matchLabels: { 'k8s-app': 'calico-node' } },
-    template: {
-      metadata: { labels: { 'k8s-app': 'calico-node' } },
-      spec: {
-        // Nowhere to run: the test reads the object, and kwok would fake its pods on its nodes otherwise.
-        nodeSelector: { 'cni-rewind.test/no-such-node': 'true' },
-        hostNetwork: true,
-        serviceAccountName: 'calico-node',
-        containers: [
-          {
-            name: 'calico-node',
-            image: 'docker.io/calico/node:v3.28.1',
-            env: [
-              fromConfig('ETCD_ENDPOINTS', 'etcd_endpoints'),
-              fromConfig('ETCD_CA_CERT_FILE', 'etcd_ca'),
-              fromConfig('ETCD_KEY_FILE', 'etcd_key'),
-              fromConfig('ETCD_CERT_FILE', 'etcd_cert'),
-              { name: 'CALICO_K8S_NODE_REF', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
-              fromConfig('CALICO_NETWORKING_BACKEND', 'calico_backend'),
-              { name: 'CLUSTER_TYPE', value: 'k8s,bgp' },
-            ],
-          },
-        ],
-      },
+async function waitPodIp(name: string): Promise<string> {
+  return real.client().waitFor(
+    `${name} to get its address from the CNI plugin in etcd mode`,
+    async () => {
+      const pod = await real.client().getOrUndefined<KubeObject>(K.pod, 'default', name);
+      return inPool(pod?.status?.podIP) ? (pod!.status.podIP as string) : undefined;
     },
-  },
-};
+    { timeoutMs: 180_000, intervalMs: 500 },
+  );
+}
 
-const REFUSAL = 'Calico here keeps its data in etcd (calico-config etcd_endpoints): cni-rewind supports the Kubernetes datastore only';
+const USER_CONFIG = `
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: { name: reserved-pool }
+spec: { cidr: 10.77.0.0/24, disabled: true, ipipMode: Never, natOutgoing: false, nodeSelector: all() }
+---
+apiVersion: projectcalico.org/v3
+kind: GlobalNetworkPolicy
+metadata: { name: deny-metadata }
+spec: { order: 10, selector: all(), types: [Egress], egress: [{ action: Deny, destination: { nets: [169.254.169.254/32] } }, { action: Allow }] }
+---
+apiVersion: projectcalico.org/v3
+kind: NetworkPolicy
+metadata: { name: allow-web, namespace: default }
+spec: { selector: app == 'web', ingress: [{ action: Allow, protocol: TCP, destination: { ports: [80] } }] }
+`;
 
-describe('a Calico on the etcd datastore (calico-etcd.yaml)', () => {
-  let client: KubeClient;
-  let work: string;
+/** The keys restore must bring back exactly: the user's config and every IPAM record. */
+const mustReturn = (k: string) => k.startsWith('/calico/ipam/v2/') || /\/(ippools|globalnetworkpolicies|networkpolicies)\//.test(k);
 
-  beforeAll(async () => {
-    client = await testClient();
-    await resetCalico(client);
-    await client.apply(K.configMap, calicoConfig);
-    await client.apply(K.daemonSet, calicoNode);
-    work = mkdtempSync(path.join(tmpdir(), 'cnr-etcd-'));
-  });
-
+describe('a Calico on the etcd datastore (calico-etcd.yaml, TLS etcd, real programs in etcd mode)', () => {
+  const work = mkdtempSync(path.join(tmpdir(), 'cnr-etcd-'));
+  const bundle = path.join(work, 'bundle');
+  let before: Map<string, string>;
+  const podIps = new Map<string, string>();
   afterAll(async () => {
-    await client.delete(K.daemonSet, 'kube-system', 'calico-node');
-    await client.delete(K.configMap, 'kube-system', 'calico-config');
+    for (const name of ['etcd-web-1', 'etcd-web-2', 'etcd-web-3', 'etcd-web-4'])
+      await real
+        .client()
+        .delete(K.pod, 'default', name, { gracePeriodSeconds: 0 })
+        .catch(() => undefined);
   });
 
-  it('status shows the etcd datastore and the manifest install, in text and in -o json', async () => {
-    const text = await runCli(['status']);
-    expect(text.code, text.stderr).toBe(0);
-    expect(text.stdout).toContain('Datastore   etcd (calico-config etcd_endpoints): not supported by cni-rewind');
-    expect(text.stdout).toContain('Installed   manifest (calico.yaml)');
-    expect(text.stdout).toContain('Image       calico-node: registry docker.io, by tag, version v3.28.1');
-    const json = await runCli(['status', '-o', 'json']);
-    expect(json.code, json.stderr).toBe(0);
-    const method = JSON.parse(json.stdout).calico.method;
-    expect(method.datastore).toEqual({ type: 'etcd', evidence: 'calico-config etcd_endpoints' });
-    expect(method.method).toBe('manifest');
+  it('runs: pods get addresses from the CNI plugin in etcd mode, and the user configures Calico with calicoctl', async () => {
+    const client = real.client();
+    for (const [i, name] of ['etcd-web-1', 'etcd-web-2', 'etcd-web-3'].entries()) await client.create(K.pod, podOn(name, real.nodes[i % 2]!));
+    for (const name of ['etcd-web-1', 'etcd-web-2', 'etcd-web-3']) podIps.set(name, await waitPodIp(name));
+    await real.calicoctl(['apply', '-f', '-'], USER_CONFIG);
+    const keys = await calicoKeys();
+    expect([...keys.keys()].filter((k) => k.includes('/ipam/v2/handle/')).length).toBeGreaterThanOrEqual(3);
+    expect(keys.has('/calico/resources/v3/projectcalico.org/ippools/reserved-pool')).toBe(true);
+    // The data is in etcd, not in the Kubernetes API.
+    expect((await client.listMetadata(K.crd)).filter((c) => c.metadata.name.endsWith('projectcalico.org'))).toEqual([]);
   });
 
-  it('export, backup and plan refuse it by name with exit 5 and write nothing', async () => {
-    for (const args of [
-      ['export', '--out', path.join(work, 'export-bundle')],
-      ['backup', '--out', path.join(work, 'backup-bundle'), '--allow-unprotected-nodes'],
-      ['plan', '--to', '3.29.7', '--out', path.join(work, 'plan.json')],
-    ]) {
-      const r = await runCli(args, { cwd: work });
-      expect(r.code, `${args[0]}: ${r.stderr}`).toBe(5);
-      expect(r.stderr.split('\n')[0]).toContain(REFUSAL);
-      expect(r.stderr).toContain('etcdctl snapshot save');
-      expect(r.stderr).not.toMatch(/\n\s+at /);
-      expect(readdirSync(work), args[0]).toEqual([]);
-    }
-  });
-
-  it('doctor reports etcd-datastore, not calico-crds-missing and its manifest re-apply', async () => {
-    const r = await runCli(['doctor', '-o', 'json']);
-    const ids = (JSON.parse(r.stdout).findings as { id: string }[]).map((f) => f.id);
+  it('status names the etcd datastore; doctor says the CRDs are absent by design; plan refuses by name', async () => {
+    const status = await runCli(['status']);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toContain('Datastore   etcd (calico-config etcd_endpoints): export, backup and restore read etcd; plan refuses');
+    const doctor = await runCli(['doctor', '-o', 'json']);
+    const ids = (JSON.parse(doctor.stdout).findings as { id: string }[]).map((f) => f.id);
     expect(ids).toContain('etcd-datastore');
     expect(ids).not.toContain('calico-crds-missing');
-    expect(r.code).toBe(1); // warnings only
+    const plan = await runCli(['plan', '--to', '3.29.7', '--out', path.join(work, 'plan.json')]);
+    expect(plan.code, plan.stderr).toBe(5);
+    expect(plan.stderr.split('\n')[0]).toContain('cni-rewind exports, backs up and restores it, but does not plan on it');
+    expect(readdirSync(work)).toEqual([]);
+  });
+
+  it('backup reads every v3 resource and IPAM record from etcd into the bundle, and no key material', async () => {
+    before = await calicoKeys();
+    const r = await runCli(['backup', '--out', bundle, '--allow-unprotected-nodes', '-o', 'json']);
+    expect([0, 3], r.stderr).toContain(r.code);
+    const manifest = JSON.parse(readFileSync(path.join(bundle, 'manifest.json'), 'utf8'));
+    expect(manifest.datastore.type).toBe('etcd');
+    expect(manifest.counts['ippools.projectcalico.org']).toBe(2);
+    expect(manifest.counts['globalnetworkpolicies.projectcalico.org']).toBe(1);
+    const ipamBefore = [...before.keys()].filter((k) => k.startsWith('/calico/ipam/v2/')).length;
+    const ipamCounted = ['blocks', 'handles', 'affinities', 'config'].reduce((s, k) => s + (manifest.counts[`${k}.ipam.etcd`] ?? 0), 0);
+    expect(ipamCounted).toBe(ipamBefore);
+    const key = readFileSync(real.etcd().keyFile, 'utf8').split('\n')[1]!;
+    for (const f of Object.keys(manifest.files)) expect(readFileSync(path.join(bundle, f), 'utf8')).not.toContain(key);
+    const verify = await runCli(['verify', bundle]);
+    expect(verify.code, verify.stderr).toBe(0);
+  });
+
+  it('after every Calico key is lost, restore puts every pool, policy and IPAM record back, with the programs running', async () => {
+    await deletePrefix('/calico/resources/');
+    await deletePrefix('/calico/ipam/');
+    expect([...(await calicoKeys()).keys()].filter(mustReturn)).toEqual([]);
+    const dry = await runCli(['restore', bundle, '--resources', '--dry-run', '-o', 'json']);
+    expect(dry.code, dry.stderr).toBe(0);
+    const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+    const result = JSON.parse(r.stdout);
+    expect(result.ok).toBe(true);
+    expect(result.guards.releaseProblems).toEqual([]);
+    const after = await calicoKeys();
+    for (const [k, v] of before) if (mustReturn(k)) expect(after.get(k), k).toBe(v);
+    const ci = JSON.parse(after.get('/calico/resources/v3/projectcalico.org/clusterinformations/default')!);
+    expect(ci.spec.datastoreReady).toBe(true);
+    const pools = await real.calicoctl(['get', 'ippools', '-o', 'json']);
+    const reserved = JSON.parse(pools).items.find((p: KubeObject) => p.metadata.name === 'reserved-pool');
+    expect(reserved.spec.disabled).toBe(true);
+  });
+
+  it('a restore run again changes nothing; a pod created after gets an address no other pod holds', async () => {
+    const again = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout).counts.create ?? 0).toBe(0);
+    await real.client().create(K.pod, podOn('etcd-web-4', real.nodes[0]!));
+    const ip = await waitPodIp('etcd-web-4');
+    expect([...podIps.values()]).not.toContain(ip);
   });
 });
