@@ -9,7 +9,6 @@
 import { createTwoFilesPatch } from 'diff';
 import { matchesKind, type Bundle } from '../bundle/reader.js';
 import { crdPathFor, packedResourcePath, parseResourcePath, resourcePathFor } from '../bundle/paths.js';
-import { dumpYaml } from '../bundle/writer.js';
 import { BadInputError } from '../core/errors.js';
 import { isCalicoCrd } from '../export/export.js';
 import { POLICY_KINDS, v3PolicyName } from '../calico/policy-names.js';
@@ -18,33 +17,19 @@ import { K } from '../kube/builtin.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { stripServerFields } from '../kube/normalize.js';
 import { apiVersionOf, resourceKey, type KubeObject, type ResourceType } from '../kube/types.js';
-import { canonicalJson, sortKeys } from '../util/canonical.js';
+import { canonicalJson } from '../util/canonical.js';
+import { normalizedYaml, type DiffResult, type Ref } from './diff-types.js';
+import { diffEtcd } from './etcd-diff.js';
+import type { EtcdAccessFlags } from '../calico/etcd-connection.js';
 
-export interface Ref {
-  apiVersion: string;
-  kind: string;
-  namespace?: string;
-  name: string;
-}
-
-export interface DiffResult {
-  onlyInBundle: Ref[];
-  onlyInCluster: Ref[];
-  changed: { ref: Ref; diff: string }[];
-  /**
-   * Objects of one kind that the bundle has at one place and the cluster at another: the same content under
-   * another namespace/name, or the same name in another namespace (`diff` then holds the content change too).
-   */
-  moved: { from: Ref; to: Ref; diff?: string }[];
-  /** Objects compared and found equal. */
-  same: number;
-  /** Resource types compared (`<plural>.<group>`). */
-  compared: string[];
-}
+export type { Ref, DiffResult } from './diff-types.js';
+export { normalizedYaml } from './diff-types.js';
 
 export interface DiffOptions {
   /** Limit to these kinds (kind, plural or `<plural>.<group>`, case-insensitive; `crds` for the CRDs). */
   kinds?: string[];
+  /** Calico's etcd, for a bundle of the etcd datastore, when flags name it instead of calico-config. */
+  etcd?: EtcdAccessFlags;
 }
 
 const refOf = (o: KubeObject): Ref => ({
@@ -54,12 +39,9 @@ const refOf = (o: KubeObject): Ref => ({
   name: o.metadata.name,
 });
 
-/** YAML as compared: server fields gone, keys sorted so field order never shows as a change. */
-export function normalizedYaml(o: KubeObject): string {
-  return dumpYaml(sortKeys(stripServerFields(o, { ownerUids: true, v3MetadataServerFields: true })));
-}
-
 export async function diffBundle(client: KubeClient, bundle: Bundle, opts: DiffOptions = {}, reporter?: Reporter): Promise<DiffResult> {
+  // A bundle read from Calico's etcd is compared with that etcd.
+  if (bundle.manifest.datastore?.type === 'etcd') return diffEtcd(client, bundle, opts);
   const result: DiffResult = { onlyInBundle: [], onlyInCluster: [], changed: [], moved: [], same: 0, compared: [] };
   const kinds = opts.kinds?.length ? opts.kinds : undefined;
   // A mistyped --kinds word must not turn into "no differences".

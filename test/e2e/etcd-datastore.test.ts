@@ -134,12 +134,19 @@ describe('a Calico on the etcd datastore (calico-etcd.yaml, TLS etcd, real progr
     for (const f of Object.keys(manifest.files)) expect(readFileSync(path.join(bundle, f), 'utf8')).not.toContain(key);
     const verify = await runCli(['verify', bundle]);
     expect(verify.code, verify.stderr).toBe(0);
+    const inspect = await runCli(['inspect', bundle]);
+    expect(inspect.stdout).toContain(`Datastore   etcd (read from Calico's etcd at revision ${manifest.datastore.revision})`);
+    const diff = await runCli(['diff', bundle, '--kinds', 'IPPool,GlobalNetworkPolicy,NetworkPolicy,ipam']);
+    expect(diff.code, `${diff.stdout}\n${diff.stderr}`).toBe(0);
   });
 
   it('after every Calico key is lost, restore puts every pool, policy and IPAM record back, with the programs running', async () => {
     await deletePrefix('/calico/resources/');
     await deletePrefix('/calico/ipam/');
     expect([...(await calicoKeys()).keys()].filter(mustReturn)).toEqual([]);
+    const lost = await runCli(['diff', bundle, '--kinds', 'IPPool']);
+    expect(lost.code, lost.stderr).toBe(1);
+    expect(lost.stdout).toContain('only in bundle:  IPPool reserved-pool');
     const dry = await runCli(['restore', bundle, '--resources', '--dry-run', '-o', 'json']);
     expect(dry.code, dry.stderr).toBe(0);
     const r = await runCli(['restore', bundle, '--resources', '--yes', '-o', 'json']);
@@ -154,6 +161,8 @@ describe('a Calico on the etcd datastore (calico-etcd.yaml, TLS etcd, real progr
     const pools = await real.calicoctl(['get', 'ippools', '-o', 'json']);
     const reserved = JSON.parse(pools).items.find((p: KubeObject) => p.metadata.name === 'reserved-pool');
     expect(reserved.spec.disabled).toBe(true);
+    const diff = await runCli(['diff', bundle, '--kinds', 'IPPool,GlobalNetworkPolicy,NetworkPolicy,ipam']);
+    expect(diff.code, `${diff.stdout}\n${diff.stderr}`).toBe(0);
   });
 
   it('a restore run again changes nothing; a pod created after gets an address no other pod holds', async () => {

@@ -3,8 +3,9 @@ import { diffBundle, hasDifferences, type Ref } from '../../diff/diff.js';
 import { ExitCode } from '../../core/errors.js';
 import { handler, reportError, type Command } from '../context.js';
 import { withKindsOption } from '../kinds-option.js';
+import { etcdAccess, etcdOptions, type EtcdArgs } from '../etcd-options.js';
 
-interface DiffArgs {
+interface DiffArgs extends EtcdArgs {
   bundle: string;
   kinds?: string[];
 }
@@ -16,14 +17,15 @@ export const diffCommand: Command<DiffArgs> = {
   describe: 'Compare the live cluster with a bundle; exit 0 no differences, 1 differences, 2 or more trouble (like diff(1); 2 bad input, 4 environment)',
   builder: (y) =>
     withKindsOption(
-      y.positional('bundle', { type: 'string', demandOption: true, describe: 'bundle directory or .tar.gz' }),
+      etcdOptions(y).positional('bundle', { type: 'string', demandOption: true, describe: 'bundle directory or .tar.gz' }),
       'only these kinds (IPPool, ippools or ippools.crd.projectcalico.org; crds for the CRDs)',
     ) as any,
   handler: handler<DiffArgs>(async (ctx, args) => {
     try {
       const b = await openBundle(args.bundle);
       try {
-        const r = await diffBundle(await ctx.client(), b, { kinds: args.kinds }, ctx.reporter);
+        const etcd = etcdAccess(args);
+        const r = await diffBundle(await ctx.client(), b, { kinds: args.kinds, ...(etcd ? { etcd } : {}) }, ctx.reporter);
         ctx.print(r, () => {
           if (!hasDifferences(r)) return `no differences (${r.same} objects compared)`;
           const lines: string[] = [];

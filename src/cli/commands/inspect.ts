@@ -31,6 +31,7 @@ export const inspectCommand: Command<InspectArgs> = {
           `Created     ${oneLine(m.createdAt)}`,
           `Cluster     ${oneLine(m.cluster.name)}  uid ${oneLine(m.cluster.uid)}  ${oneLine(m.cluster.kubernetesVersion)}  ${oneLine(m.cluster.server)}`,
           `Calico      ${oneLine(m.calico.version ?? 'unknown version')} (${oneLine(m.calico.installType)} install)${m.calico.operatorImage ? `  operator ${oneLine(m.calico.operatorImage)}` : ''}`,
+          ...(m.datastore ? [`Datastore   etcd (read from Calico's etcd at revision ${oneLine(m.datastore.revision)})`] : []),
           `Secrets     ${m.secretsExcluded ? 'excluded' : m.encryption ? `included (${oneLine(m.encryption.algorithm)}${m.encryption.kdf === 'scrypt' ? ', passphrase' : ''})` : 'included'}`,
           `Complete    ${m.complete ? 'yes' : 'no'}`,
           ...m.notes.map((n) => `Note        ${oneLine(n)}`),
