@@ -126,6 +126,7 @@ export const MESSAGES = {
   CNR_RESTORE_NO_DATASTORE_LOCK: warn(),
   CNR_RESTORE_ETCD_ALREADY_LOCKED: warn(),
   CNR_RESTORE_ETCD_DONE: info(),
+  CNR_RESTORE_ETCD_DUPLICATE_IP: warn(),
   CNR_RESTORE_DATASTORE_LOCKED: info<{ prior: boolean | undefined }>(),
   CNR_RESTORE_DATASTORE_RELEASED: info<{ datastoreReady: boolean }>(),
   CNR_RESTORE_RELEASE_FAILED: error(),

@@ -14,6 +14,7 @@
 import type { Bundle } from '../bundle/reader.js';
 import { openCalicoEtcd, type EtcdAccessFlags } from '../calico/etcd-connection.js';
 import { ipamRecordType, resourceKeyOf, roleOf, type EtcdKind } from '../calico/etcd-datastore.js';
+import { planEtcdIpam } from './etcd-ipam.js';
 import { RefusedError } from '../core/errors.js';
 import type { EtcdGateway } from '../etcd/gateway.js';
 import type { Reporter } from '../io/host.js';
@@ -65,7 +66,9 @@ function matchesFilter(kind: EtcdKind | undefined, kindName: string, id: string,
   return words.includes(kindName.toLowerCase()) || (!!kind && (words.includes(kind.plural) || words.includes(`${kind.plural}.projectcalico.org`)));
 }
 
-async function planEntries(client: KubeClient, etcd: EtcdGateway, bundle: EtcdRestoreSource, opts: RestoreOptions): Promise<EtcdEntry[]> {
+const IPAM_WORDS = ['ipam', 'ipamblocks', 'ipamhandles', 'blockaffinities'];
+
+async function planEntries(client: KubeClient, etcd: EtcdGateway, bundle: EtcdRestoreSource, opts: RestoreOptions, duplicates: string[]): Promise<EtcdEntry[]> {
   const ipam: EtcdEntry[] = [];
   const pools: EtcdEntry[] = [];
   const rest: EtcdEntry[] = [];
@@ -82,23 +85,24 @@ async function planEntries(client: KubeClient, etcd: EtcdGateway, bundle: EtcdRe
     ...(reason ? { reason } : {}),
   });
 
-  for await (const { object } of bundle.etcdIpamRecords()) {
-    const key = object.metadata.name;
-    const type = ipamRecordType(key);
-    const ref = { apiVersion: IPAM_API, kind: `IPAM ${type ?? 'record'}`, name: key };
-    if (!matchesFilter(undefined, 'ipam', `${ref.kind}//${key}`, opts) && opts.kinds?.length) continue;
-    const value = (object as { raw?: unknown }).raw;
-    if (!type || typeof value !== 'string' || parse(Buffer.from(value)) === undefined) {
-      ipam.push({ action: act(ref, 'ipam', 'unsupported', 'not an IPAM block, handle, affinity or config key with a JSON value'), key, value: '', ipam: true });
-      continue;
+  const words = opts.kinds?.map((w) => w.toLowerCase());
+  if (!words?.length || words.some((w) => IPAM_WORDS.includes(w))) {
+    const { decisions, duplicates: dups } = await planEtcdIpam(
+      etcd,
+      bundle.etcdIpamRecords(),
+      async (namespace, pod) => !!(await client.getOrUndefined(K.pod, namespace, pod)),
+    );
+    duplicates.push(...dups);
+    for (const d of decisions) {
+      const ref = { apiVersion: IPAM_API, kind: `IPAM ${ipamRecordType(d.key) ?? 'record'}`, name: d.key };
+      ipam.push({
+        action: act(ref, 'ipam', d.action, d.action === 'unchanged' ? undefined : d.reason),
+        key: d.key,
+        value: d.value,
+        ...(d.modRevision ? { modRevision: d.modRevision } : {}),
+        ipam: true,
+      });
     }
-    const live = await etcd.get(key);
-    const action = !live
-      ? act(ref, 'ipam', 'create')
-      : live.value.toString('utf8') === value
-        ? act(ref, 'ipam', 'unchanged')
-        : act(ref, 'ipam', 'skip', 'live IPAM state is kept: this record exists and has changed since the backup');
-    ipam.push({ action, key, value, ipam: true });
   }
 
   for await (const { object } of bundle.v3Objects()) {
@@ -178,7 +182,10 @@ export async function restoreEtcd(
     });
   }
   const { etcd } = await openCalicoEtcd(client, opts.etcd);
-  const entries = await timer.time('plan', () => planEntries(client, etcd, bundle, opts));
+  // Bundle allocations whose address another handle holds now (a block Calico re-claimed after the loss).
+  const duplicates: string[] = [];
+  const entries = await timer.time('plan', () => planEntries(client, etcd, bundle, opts, duplicates));
+  for (const d of duplicates) reporter.warn('CNR_RESTORE_ETCD_DUPLICATE_IP', d);
   const plan: RestorePlan = {
     bundle: { id: m.id, cluster: m.cluster, ...(m.calico.version ? { calicoVersion: m.calico.version } : {}) },
     cluster: { uid, sameCluster: m.cluster.uid === uid },
@@ -203,7 +210,8 @@ export async function restoreEtcd(
       failures,
       drifted,
       guards: { paused, releaseProblems },
-      ok: failures.length === 0 && drifted.length === 0 && releaseProblems.length === 0,
+      ...(duplicates.length ? { ipamProblems: duplicates } : {}),
+      ok: failures.length === 0 && drifted.length === 0 && releaseProblems.length === 0 && duplicates.length === 0,
       timings,
     };
   };
