@@ -5,7 +5,8 @@
  */
 import { spawn } from 'node:child_process';
 import { openBundle } from '../bundle/reader.js';
-import { CALICO_CRD_GROUP, OPERATOR_DEPLOYMENT, OPERATOR_GROUP, OPERATOR_NAMESPACE } from '../calico/knowledge.js';
+import { CALICO_CRD_GROUP, CALICO_V3_GROUP, OPERATOR_DEPLOYMENT, OPERATOR_GROUP, OPERATOR_NAMESPACE } from '../calico/knowledge.js';
+import { etcdKindOf, roleOf } from '../calico/etcd-datastore.js';
 import { operatorInstallCommands } from '../calico/release.js';
 import { diffBundle, type Ref } from '../diff/diff.js';
 import { loadLiveState, runChecks, type Finding } from '../doctor/doctor.js';
@@ -65,7 +66,15 @@ export interface WrapResult {
   helm?: { release: string; namespace: string; revisionBefore?: number; newestAfter: number; rollback?: string; rolledBack?: boolean };
 }
 
-const isData = (r: Ref) => [CALICO_CRD_GROUP, OPERATOR_GROUP].includes(r.apiVersion.split('/')[0]!) && !RUNTIME_KINDS.has(r.kind);
+/** The user's Calico data: custom resources of the Kubernetes datastore, or (etcd datastore) v3 kinds that are the user's config. */
+const isData = (r: Ref) => {
+  const group = r.apiVersion.split('/')[0]!;
+  if (group === CALICO_V3_GROUP) {
+    const kind = etcdKindOf(r.kind);
+    return !!kind && roleOf(kind, r.name) === 'config';
+  }
+  return [CALICO_CRD_GROUP, OPERATOR_GROUP].includes(group) && !RUNTIME_KINDS.has(r.kind);
+};
 
 export async function wrap(client: KubeClient, opts: WrapOptions, reporter: Reporter): Promise<WrapResult> {
   if (!opts.command.length) throw new BadInputError('wrap needs a command after --, e.g. cni-rewind wrap -- kubectl apply -f calico.yaml');

@@ -3,6 +3,7 @@
  * (src/dev/local-cluster/calico-etcd-install.ts) and run by Calico's real programs in etcd mode: kube-controllers,
  * calico-node's start-up and tunnel allocator per kwok node and the CNI plugin per pod (the supervisor's node side).
  */
+import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
@@ -21,6 +22,8 @@ export interface CalicoOnEtcd {
   etcd: () => CalicoEtcd;
   /** The real calicoctl of `tree` (default: the installed release's) in etcd mode against that etcd. */
   calicoctl: (args: string[], input?: string) => Promise<string>;
+  /** That calicoctl's path, for a script a test runs (wrap's command). */
+  calicoctlPath: () => string;
   nodes: string[];
 }
 
@@ -41,8 +44,9 @@ export function withCalicoOnEtcd(nodePrefix: string, version = '3.28.1', tree = 
   const nodes = [`${nodePrefix}-node-1`, `${nodePrefix}-node-2`];
   let client: KubeClient | undefined;
   let etcd: CalicoEtcd | undefined;
+  let calicoDir: string | undefined;
   beforeAll(async () => {
-    await ensureCalicoProgram('calico', tree);
+    calicoDir = await ensureCalicoProgram('calico', tree);
     await ensureCalicoProgram('node-side', tree);
     client = await testClient();
     await cluster.stopCalico();
@@ -75,6 +79,7 @@ export function withCalicoOnEtcd(nodePrefix: string, version = '3.28.1', tree = 
     client: () => need(client, 'client'),
     etcd: () => need(etcd, 'etcd'),
     calicoctl: (args, input) => runCalicoctlEtcd(need(etcd, 'etcd'), args, input, tree),
+    calicoctlPath: () => path.join(need(calicoDir, 'calicoctl'), 'calicoctl'),
     nodes,
   };
 }

@@ -6,7 +6,7 @@
  * running; a pod created after has an address no other pod holds. status, doctor and plan say what they do on etcd.
  */
 import https from 'node:https';
-import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -116,6 +116,9 @@ describe('a Calico on the etcd datastore (calico-etcd.yaml, TLS etcd, real progr
     const plan = await runCli(['plan', '--to', '3.29.7', '--out', path.join(work, 'plan.json')]);
     expect(plan.code, plan.stderr).toBe(5);
     expect(plan.stderr.split('\n')[0]).toContain('cni-rewind exports, backs up and restores it, but does not plan on it');
+    const migrate = await runCli(['plan', '--migrate-datastore', '--out', path.join(work, 'plan.json')]);
+    expect(migrate.code, migrate.stderr).toBe(5);
+    expect(migrate.stderr.split('\n')[0]).toContain('plan --migrate-datastore (etcd to the Kubernetes datastore) is not built yet');
     expect(readdirSync(work)).toEqual([]);
   });
 
@@ -198,6 +201,27 @@ describe('a Calico on the etcd datastore (calico-etcd.yaml, TLS etcd, real progr
     expect(reserved.spec.disabled).toBe(true);
     const diff = await runCli(['diff', bundle, '--kinds', 'IPPool,GlobalNetworkPolicy,NetworkPolicy']);
     expect(diff.code, `${diff.stdout}\n${diff.stderr}`).toBe(0);
+  });
+
+  it('wrap around a calicoctl that deletes a pool and fails: backed up from etcd, the pool restored into etcd', async () => {
+    const e = real.etcd();
+    const script = path.join(work, 'risky.sh');
+    writeFileSync(
+      script,
+      [
+        '#!/bin/sh',
+        `export DATASTORE_TYPE=etcdv3 ETCD_ENDPOINTS=${e.endpoint} ETCD_CA_CERT_FILE=${e.caFile} ETCD_CERT_FILE=${e.certFile} ETCD_KEY_FILE=${e.keyFile}`,
+        `${real.calicoctlPath()} delete ippool reserved-pool --allow-version-mismatch || exit 3`,
+        'exit 1',
+        '',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
+    const r = await runCli(['wrap', '--restore-on-failure', '--out', path.join(work, 'wrap-bundle'), '--', script], { cwd: work });
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(1); // the wrapped command's exit code
+    expect(r.stderr + r.stdout).toContain('reserved-pool');
+    const pool = await calicoKeys('/calico/resources/v3/projectcalico.org/ippools/reserved-pool');
+    expect(JSON.parse(pool.get('/calico/resources/v3/projectcalico.org/ippools/reserved-pool')!).spec.disabled).toBe(true);
   });
 
   it('a restore run again changes nothing; a pod created after gets an address no other pod holds', async () => {

@@ -1,5 +1,5 @@
 import type { Argv } from 'yargs';
-import { ExitCode } from '../../core/errors.js';
+import { BadInputError, ExitCode, RefusedError } from '../../core/errors.js';
 import { writePlan } from '../../plan/file.js';
 import { buildPlan, planBlockers } from '../../plan/plan.js';
 import { PLAN_FLAGS } from '../../plan/rules.js';
@@ -10,9 +10,10 @@ import type { Styler } from '../output.js';
 import { providerOptions, type ProviderArgs } from './backup.js';
 
 interface PlanArgs extends ProviderArgs {
+  'migrate-datastore': boolean;
   'drain-timeout': string;
   'ready-timeout': string;
-  to: string;
+  to?: string;
   manifests?: string;
   strategy: Strategy;
   bundle?: string;
@@ -27,12 +28,29 @@ interface PlanArgs extends ProviderArgs {
   'helm-chart'?: string;
 }
 
+/**
+ * `plan --migrate-datastore` is named so that a user who looks for it learns what to do: it is not built yet (a plan
+ * of calicoctl datastore migrate with a lock and a verified rollback), and nothing is read or written before it says so.
+ */
+function refuseMigrateDatastore(): never {
+  throw new RefusedError('plan --migrate-datastore (etcd to the Kubernetes datastore) is not built yet: no plan was made', {
+    hint:
+      "take a backup first (cni-rewind backup reads etcd), then follow Calico's procedure: calicoctl datastore migrate lock, export, " +
+      'apply the CRDs, import, apply calico.yaml, unlock; a failed migration is undone with calicoctl datastore migrate unlock on etcd',
+  });
+}
+
 export const planCommand: Command<PlanArgs> = {
   command: 'plan',
   describe: 'Plan an upgrade or downgrade of Calico: schema-aware findings, preflight and the steps `apply` will run (changes nothing)',
   builder: (y: Argv<any>) =>
     providerOptions(y)
-      .option('to', { type: 'string', demandOption: true, describe: 'target Calico version (X.Y.Z)' })
+      .option('to', { type: 'string', describe: 'target Calico version (X.Y.Z); required unless --migrate-datastore' })
+      .option('migrate-datastore', {
+        type: 'boolean',
+        default: false,
+        describe: "etcd datastore: plan the move to the Kubernetes datastore (not built yet: refused, exit 5, with Calico's procedure named)",
+      })
       .option('manifests', {
         type: 'string',
         describe:
@@ -85,6 +103,8 @@ export const planCommand: Command<PlanArgs> = {
         describe: 'keep only the first pool per IP family in the Installation when the target operator allows one (the IPPool objects stay)',
       }) as any,
   handler: handler<PlanArgs>(async (ctx, args) => {
+    if (args['migrate-datastore']) refuseMigrateDatastore();
+    if (!args.to) throw new BadInputError('Missing required argument: to', { hint: 'cni-rewind plan --to X.Y.Z' });
     const flags = Object.values(PLAN_FLAGS).filter((f) => (args as any)[f]);
     if (!args['reboot-nodes'] && (args.provider !== 'auto' || args.providerModule?.length || args.config || args.mapping)) {
       ctx.reporter.warn('CNR_PLAN_PROVIDER_UNUSED', 'provider options only matter with --reboot-nodes; ignored');
