@@ -69,7 +69,13 @@ async function readCalicoNamespaces(client: KubeClient): Promise<NamespaceInfo[]
       name: ns.metadata.name!,
       owners: (ns.metadata.ownerReferences ?? []).map((o: any) => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.name, uid: o.uid })),
       terminating: !!ns.metadata.deletionTimestamp,
+      ...discoveryFailureOf(ns),
     }));
+}
+
+function discoveryFailureOf(ns: KubeObject): { discoveryFailure?: string } {
+  const c = (ns.status?.conditions ?? []).find((x: any) => x?.type === 'NamespaceDeletionDiscoveryFailure' && x?.status === 'True');
+  return c ? { discoveryFailure: String(c.message ?? c.reason ?? '') } : {};
 }
 
 async function loadWorkloads(client: KubeClient): Promise<WorkloadInfo[]> {

@@ -63,6 +63,8 @@ export interface NamespaceInfo {
   name: string;
   owners: { apiVersion: string; kind: string; name: string; uid: string }[];
   terminating: boolean;
+  /** Why its deletion cannot finish, when kube-controller-manager says discovery failed (condition NamespaceDeletionDiscoveryFailure). */
+  discoveryFailure?: string;
 }
 
 /** Keys of the objects the checks read. */

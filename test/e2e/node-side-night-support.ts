@@ -7,7 +7,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import type { LocalCluster } from '../../src/dev/local-cluster/cluster.js';
 import { calicoctl, waitApiServiceAvailable, waitOperator } from './calico-support.js';
-import { GC_GRACE_MS } from './doctor-support.js';
+import { GC_GRACE_MS, doctor } from './doctor-support.js';
 import { applyFixture, calicoType, fixturePath, kubeconfig } from './helpers.js';
 import { IPAM_BLOCK, IPAM_HANDLE, readIpam } from './ipam-support.js';
 import { auditTrail, blockName } from '../support/audit-trail.js';
@@ -85,8 +85,13 @@ export async function unregisterStaleApiAsUserWould(cluster: LocalCluster, clien
     );
     return;
   }
+  // The user asks doctor first: it must name this and say the fix the next line runs.
+  const d = await doctor();
+  const finding = (d.report.findings as { id: string; severity: string; fix: string }[]).find((f) => f.id === 'namespace-stuck-on-stale-api');
+  if (finding?.severity !== 'error' || !finding.fix.includes('kubectl delete apiservice v3.projectcalico.org'))
+    throw new Error(`namespace tigera-operator is stuck on "${failure.message}" and doctor did not say namespace-stuck-on-stale-api: ${d.ids.join(', ')}`);
   const r = await kubectlWaited(cluster, ['delete', 'apiservice', 'v3.projectcalico.org', '--ignore-not-found'], 60_000);
-  console.log(`namespace tigera-operator stuck on "${failure.message}": kubectl delete apiservice v3.projectcalico.org: exit ${r.code}`);
+  console.log(`namespace tigera-operator stuck on "${failure.message}": doctor said so; kubectl delete apiservice v3.projectcalico.org: exit ${r.code}`);
 }
 
 /** Calico 3.27.4 installed as its docs say (tigera-operator.yaml, custom-resources.yaml) under the real v1.32.10 operator. */

@@ -40,3 +40,24 @@ describe('namespace-owner-gone: a Calico namespace the garbage collector left be
     expect(runChecks(makeState({ objects: [installation(true)] })).map((f) => f.id)).not.toContain('namespace-owner-gone');
   });
 });
+
+describe('namespace-stuck-on-stale-api: a Calico namespace that cannot finish deleting', () => {
+  // The condition's message as kube-controller-manager v1.36 wrote it on the node-side night (namespace tigera-operator).
+  const message =
+    'Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: projectcalico.org/v3: stale GroupVersion discovery: projectcalico.org/v3';
+  const ns = (over: Partial<NamespaceInfo>): NamespaceInfo => ({ name: 'tigera-operator', owners: [], terminating: true, discoveryFailure: message, ...over });
+  const found = (namespaces: NamespaceInfo[]) => runChecks({ ...makeState({}), namespaces }).filter((f) => f.id === 'namespace-stuck-on-stale-api');
+
+  it('is an error naming the APIService, with its deletion as the fix', () => {
+    const [f] = found([ns({})]);
+    expect(f).toMatchObject({ severity: 'error', objects: ['Namespace/tigera-operator', 'APIService/v3.projectcalico.org'] });
+    expect(f!.fix).toContain('kubectl delete apiservice v3.projectcalico.org');
+    expect(f!.why).toContain('stale GroupVersion discovery');
+  });
+
+  it('is not said for a namespace not being deleted, or one whose discovery fails for another API', () => {
+    expect(found([ns({ terminating: false })])).toEqual([]);
+    expect(found([ns({ discoveryFailure: 'metrics.k8s.io/v1beta1: stale GroupVersion discovery: metrics.k8s.io/v1beta1' })])).toEqual([]);
+    expect(found([ns({ discoveryFailure: undefined })])).toEqual([]);
+  });
+});

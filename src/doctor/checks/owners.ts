@@ -1,5 +1,5 @@
-/** Calico namespaces the garbage collector should have deleted: every owner gone, the namespace still here. */
-import { INSTALLATION_NUDGE_ANNOTATION, OPERATOR_GROUP } from '../../calico/knowledge.js';
+/** Calico namespaces that do not go: the garbage collector lost their owner, or discovery of Calico's API fails while they are deleted. */
+import { CALICO_API_SERVICE, CALICO_V3_GROUP, INSTALLATION_NUDGE_ANNOTATION, OPERATOR_GROUP } from '../../calico/knowledge.js';
 import { ref } from '../state.js';
 import type { Check, Finding } from '../types.js';
 
@@ -51,4 +51,32 @@ const namespaceOwnerGone: Check = {
   },
 };
 
-export const ownerChecks: Check[] = [namespaceOwnerGone];
+/**
+ * A Calico namespace being deleted that cannot finish because the aggregated projectcalico.org/v3 API has no server:
+ * the namespace controller lists every served kind before it empties a namespace, and discovery fails while the
+ * APIService `v3.projectcalico.org` is registered with nothing behind it (the API server the operator's teardown
+ * removed, or one deleted by hand). Seen on the node-side night: `kubectl delete -f tigera-operator.yaml` waited 300 s
+ * on namespace tigera-operator ("stale GroupVersion discovery: projectcalico.org/v3", four times a minute apart).
+ */
+const namespaceStuckOnStaleApi: Check = {
+  name: 'Calico namespaces stuck deleting on a stale Calico API',
+  run(state) {
+    return (state.namespaces ?? [])
+      .filter((ns) => ns.terminating && ns.discoveryFailure?.includes(`${CALICO_V3_GROUP}/v3`))
+      .map((ns) => ({
+        id: 'namespace-stuck-on-stale-api',
+        severity: 'error' as const,
+        title: `namespace ${ns.name} cannot finish deleting: discovery of ${CALICO_V3_GROUP}/v3 fails`,
+        objects: [`Namespace/${ns.name}`, `APIService/${CALICO_API_SERVICE}`],
+        why:
+          `kube-controller-manager lists every served kind before it empties a namespace; APIService ${CALICO_API_SERVICE} is still registered ` +
+          "but no Calico API server answers it (the operator's teardown removed it, or it was deleted), so discovery fails and the namespace " +
+          `stays Terminating, and with it whatever waits on it (kubectl delete -f tigera-operator.yaml). kube-controller-manager says: ${ns.discoveryFailure}`,
+        fix:
+          `kubectl delete apiservice ${CALICO_API_SERVICE} (the tigera operator registers it again when it deploys the Calico API server); ` +
+          `the namespace then finishes deleting within a minute.`,
+      }));
+  },
+};
+
+export const ownerChecks: Check[] = [namespaceOwnerGone, namespaceStuckOnStaleApi];
