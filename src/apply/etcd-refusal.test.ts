@@ -71,7 +71,7 @@ async function refusal(p: Promise<unknown>): Promise<Error> {
   return err as Error;
 }
 
-async function failure(p: Promise<unknown>, kind: 'environment' | 'refused'): Promise<Error> {
+async function failure(p: Promise<unknown>, kind: 'environment' | 'refused' | 'bad-input'): Promise<Error> {
   const err = await p.then(
     () => undefined,
     (e: unknown) => e,
@@ -104,6 +104,17 @@ describe('on the etcd datastore, export, backup and restore read etcd; an etcd t
     const err = await refusal(restoreResources(client, bundle as unknown as RestoreSource, {}, reporter()));
     expect(err.message).toContain('this bundle was exported from the Kubernetes datastore, and Calico here keeps its data in etcd');
     expect(calls.every((c) => c.startsWith('GET ') || c.startsWith('LIST '))).toBe(true);
+  });
+
+  it('restore --prune is bad input on etcd (it never deletes there), said before reaching etcd', async () => {
+    const { client } = fakeClient();
+    const bundle = {
+      manifest: { datastore: { type: 'etcd', revision: '9' }, cluster: { uid: 'u' }, calico: {} },
+      v3Objects: async function* () {},
+      etcdIpamRecords: async function* () {},
+    };
+    const err = await failure(restoreResources(client, bundle as unknown as RestoreSource, { prune: true }, reporter()), 'bad-input');
+    expect(err.message).toContain('--prune is not offered on the etcd datastore');
   });
 });
 

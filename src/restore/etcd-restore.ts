@@ -15,7 +15,7 @@ import type { Bundle } from '../bundle/reader.js';
 import { openCalicoEtcd, type EtcdAccessFlags } from '../calico/etcd-connection.js';
 import { ipamRecordType, resourceKeyOf, roleOf, type EtcdKind } from '../calico/etcd-datastore.js';
 import { planEtcdIpam } from './etcd-ipam.js';
-import { RefusedError } from '../core/errors.js';
+import { BadInputError, RefusedError } from '../core/errors.js';
 import type { EtcdGateway } from '../etcd/gateway.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
@@ -173,6 +173,11 @@ export async function restoreEtcd(
   if (m.datastore?.type !== 'etcd') {
     throw new RefusedError('this bundle was exported from the Kubernetes datastore, and Calico here keeps its data in etcd: nothing was restored', {
       hint: 'restore a bundle exported from this etcd-datastore Calico (cni-rewind export reads etcd)',
+    });
+  }
+  if (opts.prune) {
+    throw new BadInputError('--prune is not offered on the etcd datastore: restore there never deletes a key; nothing was restored', {
+      hint: 'see what the cluster has beyond the bundle with: cni-rewind diff BUNDLE',
     });
   }
   const uid = await clusterUid(client);
