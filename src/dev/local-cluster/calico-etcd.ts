@@ -2,6 +2,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
+import { singleMemberEtcdArgs } from './component-args.js';
 
 /**
  * The etcd Calico keeps its data in when installed on the etcd datastore (calico-etcd.yaml): a second etcd,
@@ -86,13 +87,7 @@ export function calicoEtcdArgs(workDir: string, portBase: number): string[] {
   const pki = path.join(dir, 'pki');
   const p = calicoEtcdPorts(portBase);
   return [
-    '--name=calico',
-    `--data-dir=${dir}/data`,
-    `--listen-client-urls=https://127.0.0.1:${p.client}`,
-    `--advertise-client-urls=https://127.0.0.1:${p.client}`,
-    `--listen-peer-urls=https://127.0.0.1:${p.peer}`,
-    `--initial-advertise-peer-urls=https://127.0.0.1:${p.peer}`,
-    `--initial-cluster=calico=https://127.0.0.1:${p.peer}`,
+    ...singleMemberEtcdArgs('calico', `${dir}/data`, 'https', p.client, p.peer),
     `--cert-file=${pki}/server.crt`,
     `--key-file=${pki}/server.key`,
     `--trusted-ca-file=${pki}/ca.crt`,

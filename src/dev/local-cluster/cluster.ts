@@ -9,7 +9,7 @@ import { packageRoot } from '../../core/package-root.js';
 import { stateRoot } from './paths.js';
 import { SUPERVISOR_STATUS_FILE, type SupervisorStatus } from './calico-supervisor.js';
 import { deleteNetns, listNetns, netnsPrefix } from './netns.js';
-import { apiserverArgs, controllerManagerArgs, schedulerArgs } from './component-args.js';
+import { apiserverArgs, controllerManagerArgs, schedulerArgs, singleMemberEtcdArgs } from './component-args.js';
 import { kwokConfig, writeKwokConfig } from './kwok-config.js';
 import { calicoEtcdInfo, startCalicoEtcd, type CalicoEtcd } from './calico-etcd.js';
 
@@ -147,13 +147,7 @@ export class LocalCluster {
     try {
       this.log('starting etcd');
       start('etcd', [
-        '--name=e2e',
-        `--data-dir=${workDir}/etcd`,
-        `--listen-client-urls=http://127.0.0.1:${p.etcd}`,
-        `--advertise-client-urls=http://127.0.0.1:${p.etcd}`,
-        `--listen-peer-urls=http://127.0.0.1:${p.etcdPeer}`,
-        `--initial-advertise-peer-urls=http://127.0.0.1:${p.etcdPeer}`,
-        `--initial-cluster=e2e=http://127.0.0.1:${p.etcdPeer}`,
+        ...singleMemberEtcdArgs('e2e', `${workDir}/etcd`, 'http', p.etcd, p.etcdPeer),
         '--unsafe-no-fsync=true',
         '--auto-compaction-retention=1',
         '--quota-backend-bytes=4294967296',

@@ -69,3 +69,16 @@ export function schedulerArgs(p: ComponentPorts, kubeconfig: string): string[] {
     '--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics',
   ];
 }
+
+/** A one-member etcd on 127.0.0.1: its name, data directory and URLs (the cluster's own over http, Calico's over https). */
+export function singleMemberEtcdArgs(name: string, dataDir: string, scheme: 'http' | 'https', client: number, peer: number): string[] {
+  return [
+    `--name=${name}`,
+    `--data-dir=${dataDir}`,
+    `--listen-client-urls=${scheme}://127.0.0.1:${client}`,
+    `--advertise-client-urls=${scheme}://127.0.0.1:${client}`,
+    `--listen-peer-urls=${scheme}://127.0.0.1:${peer}`,
+    `--initial-advertise-peer-urls=${scheme}://127.0.0.1:${peer}`,
+    `--initial-cluster=${name}=${scheme}://127.0.0.1:${peer}`,
+  ];
+}
