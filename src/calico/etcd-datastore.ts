@@ -69,6 +69,14 @@ export function roleOf(kind: EtcdKind, name: string): EtcdKindRole {
   return kind.role;
 }
 
+/** The words `--kinds` takes for the IPAM records (as the Kubernetes datastore's IPAM kinds are named). */
+export const ETCD_IPAM_WORDS = ['ipam', 'ipamblocks', 'ipamhandles', 'blockaffinities'];
+
+/** Whether one of the user's `--kinds` words (lower case) names this kind: its kind, plural or `<plural>.projectcalico.org`. */
+export function etcdKindNamed(kind: EtcdKind | undefined, kindName: string, words: readonly string[]): boolean {
+  return words.some((w) => w === kindName.toLowerCase() || (!!kind && (w === kind.plural || w === `${kind.plural}.projectcalico.org`)));
+}
+
 export interface EtcdResourceKey {
   kind: EtcdKind;
   namespace?: string;

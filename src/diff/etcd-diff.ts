@@ -6,13 +6,19 @@
 import { createTwoFilesPatch } from 'diff';
 import type { Bundle } from '../bundle/reader.js';
 import { openCalicoEtcd, type EtcdAccessFlags } from '../calico/etcd-connection.js';
-import { ETCD_IPAM_PREFIX, ETCD_RESOURCES_PREFIX, parseResourceKey, resourceKeyOf, type EtcdKind } from '../calico/etcd-datastore.js';
+import {
+  ETCD_IPAM_PREFIX,
+  ETCD_IPAM_WORDS,
+  ETCD_RESOURCES_PREFIX,
+  etcdKindNamed,
+  parseResourceKey,
+  resourceKeyOf,
+  type EtcdKind,
+} from '../calico/etcd-datastore.js';
 import { BadInputError } from '../core/errors.js';
 import type { KubeClient } from '../kube/client.js';
 import type { KubeObject } from '../kube/types.js';
 import { normalizedYaml, type DiffResult, type Ref } from './diff-types.js';
-
-const IPAM_WORDS = ['ipam', 'ipamblocks', 'ipamhandles', 'blockaffinities'];
 
 function pretty(raw: string): string {
   try {
@@ -24,10 +30,7 @@ function pretty(raw: string): string {
 
 const ipamRef = (key: string): Ref => ({ apiVersion: 'etcd.cni-rewind.io/v1', kind: 'IPAM', name: key });
 
-function wanted(kind: EtcdKind | undefined, kindName: string, words: string[] | undefined): boolean {
-  if (!words) return true;
-  return words.some((w) => w === kindName.toLowerCase() || (!!kind && (w === kind.plural || w === `${kind.plural}.projectcalico.org`)));
-}
+const wanted = (kind: EtcdKind | undefined, kindName: string, words: string[] | undefined): boolean => !words || etcdKindNamed(kind, kindName, words);
 
 export async function diffEtcd(client: KubeClient, bundle: Bundle, opts: { kinds?: string[]; etcd?: EtcdAccessFlags } = {}): Promise<DiffResult> {
   const result: DiffResult = { onlyInBundle: [], onlyInCluster: [], changed: [], moved: [], same: 0, compared: [] };
@@ -43,7 +46,7 @@ export async function diffEtcd(client: KubeClient, bundle: Bundle, opts: { kinds
     fromBundle.set(at.key, object);
     kindsCompared.add(at.kind.plural);
   }
-  if (words && !words.every((w) => IPAM_WORDS.includes(w) || [...fromBundle.values()].some((o) => wanted(resourceKeyOf(o)?.kind, o.kind, [w])))) {
+  if (words && !words.every((w) => ETCD_IPAM_WORDS.includes(w) || [...fromBundle.values()].some((o) => wanted(resourceKeyOf(o)?.kind, o.kind, [w])))) {
     throw new BadInputError(`--kinds ${opts.kinds!.join(', ')}: not every kind is in bundle ${bundle.manifest.id}`, {
       hint: 'see the kinds it holds with: cni-rewind inspect BUNDLE',
     });
@@ -89,7 +92,7 @@ export async function diffEtcd(client: KubeClient, bundle: Bundle, opts: { kinds
     });
 
   // IPAM records, by their exact text.
-  if (!words || words.some((w) => IPAM_WORDS.includes(w))) {
+  if (!words || words.some((w) => ETCD_IPAM_WORDS.includes(w))) {
     result.compared.push('ipam.etcd');
     const saved = new Map<string, string>();
     for await (const { object } of bundle.etcdIpamRecords()) {

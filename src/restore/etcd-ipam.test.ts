@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { EtcdGateway, EtcdKv } from '../etcd/gateway.js';
+import type { EtcdKv } from '../etcd/gateway.js';
 import { ipamRecord } from '../calico/etcd-datastore.js';
 import { parseLossless, planEtcdIpam, stringifyLossless } from './etcd-ipam.js';
 
@@ -17,12 +17,9 @@ function block(allocs: [number, ReturnType<typeof attr>][], seq: string): string
   return `{"cidr":"192.168.137.0/26","affinity":"host:n1","allocations":${JSON.stringify(allocations)},"unallocated":${JSON.stringify(unallocated)},"attributes":${JSON.stringify(attributes)},"sequenceNumber":${seq},"sequenceNumberForAllocation":{${allocs.map(([o]) => `"${o}":${seq}`).join(',')}},"deleted":false}`;
 }
 
-function gateway(live: Record<string, string>): EtcdGateway {
-  return {
-    async get(key: string): Promise<EtcdKv | undefined> {
-      return live[key] === undefined ? undefined : { key, value: Buffer.from(live[key]!), modRevision: '7', createRevision: '3' };
-    },
-  } as unknown as EtcdGateway;
+/** Keys as a range read of etcd returns them. */
+function gateway(live: Record<string, string>): Map<string, EtcdKv> {
+  return new Map(Object.entries(live).map(([key, v]) => [key, { key, value: Buffer.from(v), modRevision: '7', createRevision: '3' }]));
 }
 
 async function* records(list: [string, string][]) {

@@ -10,7 +10,7 @@
  * nothing in them changed.
  */
 import { ipamRecordType } from '../calico/etcd-datastore.js';
-import type { EtcdGateway } from '../etcd/gateway.js';
+import type { EtcdKv } from '../etcd/gateway.js';
 import type { KubeObject } from '../kube/types.js';
 import { duplicateLine, mergeBlock, withoutUnused, type KeepAllocation } from './ipam-merge.js';
 
@@ -59,8 +59,11 @@ export interface IpamDecision {
 /** `keep` for an allocation: its pod exists (namespace/name of the CNI plugin's attributes), or it is no pod's. */
 export type PodExists = (namespace: string, pod: string) => Promise<boolean>;
 
+/** Calico's keys as etcd held them when the plan read them (one paged read per prefix, not one request per key). */
+export type LiveKeys = ReadonlyMap<string, EtcdKv>;
+
 export async function planEtcdIpam(
-  etcd: EtcdGateway,
+  live: LiveKeys,
   records: AsyncIterable<{ object: KubeObject }>,
   podExists: PodExists,
 ): Promise<{ decisions: IpamDecision[]; duplicates: string[] }> {
@@ -68,14 +71,8 @@ export async function planEtcdIpam(
   const duplicates: string[] = [];
   const handles: { key: string; raw: string }[] = [];
   const keptHandles = new Set<string>();
-  const pods = new Map<string, boolean>();
-  const used = async (attr: { secondary?: Record<string, string> }): Promise<boolean> => {
-    const s = attr.secondary;
-    if (!s?.pod) return true;
-    const id = `${s.namespace ?? ''}/${s.pod}`;
-    if (!pods.has(id)) pods.set(id, await podExists(s.namespace ?? '', s.pod));
-    return pods.get(id)!;
-  };
+  const used = async (attr: { secondary?: Record<string, string> }): Promise<boolean> =>
+    !attr.secondary?.pod || podExists(attr.secondary.namespace ?? '', attr.secondary.pod);
   for await (const { object } of records) {
     const key = object.metadata.name;
     const type = ipamRecordType(key);
@@ -94,8 +91,8 @@ export async function planEtcdIpam(
       handles.push({ key, raw });
       continue;
     }
-    const live = await etcd.get(key);
-    const liveText = live?.value.toString('utf8');
+    const now = live.get(key);
+    const liveText = now?.value.toString('utf8');
     if (liveText === raw) {
       decisions.push({ key, action: 'unchanged', value: raw });
       if (type === 'block') for (const a of bundle.attributes ?? []) if (a?.handle_id) keptHandles.add(a.handle_id);
@@ -103,7 +100,7 @@ export async function planEtcdIpam(
     }
     if (type !== 'block') {
       decisions.push(
-        live
+        now
           ? { key, action: 'skip', reason: 'live IPAM state is kept: this record exists and differs from the backup', value: raw }
           : { key, action: 'create', value: raw },
       );
@@ -118,7 +115,7 @@ export async function planEtcdIpam(
       return usedNow.get(ordinal) ?? true;
     };
     const asObject = (spec: unknown): KubeObject => ({ apiVersion: 'v1', kind: 'IPAMBlock', metadata: { name: key }, spec }) as KubeObject;
-    if (!live) {
+    if (!now) {
       const { block, unused } = withoutUnused(asObject(bundle), keep);
       for (const a of block.spec.attributes ?? []) if (a?.handle_id) keptHandles.add(a.handle_id);
       decisions.push({
@@ -143,16 +140,16 @@ export async function planEtcdIpam(
             action: 'update',
             reason: `re-created since the backup: ${merge.restored.length} allocation(s) put back${merge.duplicates.length ? `, ${merge.duplicates.length} duplicate IP(s)` : ''}`,
             value: stringifyLossless(merge.block.spec),
-            modRevision: live.modRevision,
+            modRevision: now.modRevision,
           }
         : { key, action: 'skip', reason: 'live IPAM state is kept: nothing of the backup to put back in this block', value: raw },
     );
   }
   for (const h of handles) {
     const handleId = h.key.slice(h.key.lastIndexOf('/') + 1);
-    const live = await etcd.get(h.key);
-    if (live) {
-      decisions.push({ key: h.key, action: live.value.toString('utf8') === h.raw ? 'unchanged' : 'skip', reason: 'live IPAM state is kept', value: h.raw });
+    const now = live.get(h.key);
+    if (now) {
+      decisions.push({ key: h.key, action: now.value.toString('utf8') === h.raw ? 'unchanged' : 'skip', reason: 'live IPAM state is kept', value: h.raw });
     } else if (!keptHandles.has(handleId)) {
       decisions.push({ key: h.key, action: 'skip', reason: 'no allocation of this handle is kept (its pod is gone)', value: h.raw });
     } else decisions.push({ key: h.key, action: 'create', value: h.raw });

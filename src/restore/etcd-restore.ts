@@ -13,10 +13,20 @@
  */
 import type { Bundle } from '../bundle/reader.js';
 import { openCalicoEtcd, type EtcdAccessFlags } from '../calico/etcd-connection.js';
-import { ipamRecordType, resourceKeyOf, roleOf, type EtcdKind } from '../calico/etcd-datastore.js';
-import { planEtcdIpam } from './etcd-ipam.js';
+import {
+  ETCD_IPAM_PREFIX,
+  ETCD_IPAM_WORDS,
+  ETCD_RESOURCES_PREFIX,
+  etcdKindNamed,
+  ipamRecordType,
+  resourceKeyOf,
+  roleOf,
+  type EtcdKind,
+} from '../calico/etcd-datastore.js';
+import { planEtcdIpam, type PodExists } from './etcd-ipam.js';
+import { pool } from '../util/pool.js';
 import { BadInputError, RefusedError } from '../core/errors.js';
-import type { EtcdGateway } from '../etcd/gateway.js';
+import type { EtcdGateway, EtcdKv } from '../etcd/gateway.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
@@ -24,7 +34,7 @@ import { clusterUid } from '../kube/cluster-uid.js';
 import type { KubeObject } from '../kube/types.js';
 import { ETCD_CLUSTER_INFORMATION_KEY, lockDatastore, type EtcdLock } from './etcd-lock.js';
 import { PhaseTimer } from './timings.js';
-import type { RestoreAction, RestoreActionKind, RestoreOptions, RestorePlan, RestoreResult } from './types.js';
+import { DEFAULT_RESTORE_CONCURRENCY, type RestoreAction, type RestoreActionKind, type RestoreOptions, type RestorePlan, type RestoreResult } from './types.js';
 
 export type EtcdRestoreSource = Pick<Bundle, 'manifest' | 'v3Objects' | 'etcdIpamRecords'>;
 
@@ -61,14 +71,36 @@ function parse(value: Buffer): any {
 
 function matchesFilter(kind: EtcdKind | undefined, kindName: string, id: string, opts: RestoreOptions): boolean {
   if (opts.only && !opts.only.has(id)) return false;
-  if (!opts.kinds?.length) return true;
-  const words = opts.kinds.map((w) => w.toLowerCase());
-  return words.includes(kindName.toLowerCase()) || (!!kind && (words.includes(kind.plural) || words.includes(`${kind.plural}.projectcalico.org`)));
+  return (
+    !opts.kinds?.length ||
+    etcdKindNamed(
+      kind,
+      kindName,
+      opts.kinds.map((w) => w.toLowerCase()),
+    )
+  );
 }
 
-const IPAM_WORDS = ['ipam', 'ipamblocks', 'ipamhandles', 'blockaffinities'];
+/** Every key under Calico's two prefixes, read page by page: the plan compares against this, not one request per key. */
+async function readLive(etcd: EtcdGateway): Promise<Map<string, EtcdKv>> {
+  const live = new Map<string, EtcdKv>();
+  for (const prefix of [ETCD_RESOURCES_PREFIX, ETCD_IPAM_PREFIX])
+    for await (const page of etcd.rangePrefix(prefix)) for (const kv of page.kvs) live.set(kv.key, kv);
+  return live;
+}
+
+/** Whether a pod exists, from one list of the cluster's pods made when first asked (not one GET per allocation). */
+function podLookup(client: KubeClient): PodExists {
+  let names: Promise<Set<string>> | undefined;
+  return async (namespace, pod) => {
+    names ??= client.listAll(K.pod).then((pods) => new Set(pods.map((p) => `${p.metadata.namespace}/${p.metadata.name}`)));
+    return (await names).has(`${namespace}/${pod}`);
+  };
+}
 
 async function planEntries(client: KubeClient, etcd: EtcdGateway, bundle: EtcdRestoreSource, opts: RestoreOptions, duplicates: string[]): Promise<EtcdEntry[]> {
+  const live = await readLive(etcd);
+  const podExists = podLookup(client);
   const ipam: EtcdEntry[] = [];
   const pools: EtcdEntry[] = [];
   const rest: EtcdEntry[] = [];
@@ -86,12 +118,8 @@ async function planEntries(client: KubeClient, etcd: EtcdGateway, bundle: EtcdRe
   });
 
   const words = opts.kinds?.map((w) => w.toLowerCase());
-  if (!words?.length || words.some((w) => IPAM_WORDS.includes(w))) {
-    const { decisions, duplicates: dups } = await planEtcdIpam(
-      etcd,
-      bundle.etcdIpamRecords(),
-      async (namespace, pod) => !!(await client.getOrUndefined(K.pod, namespace, pod)),
-    );
+  if (!words?.length || words.some((w) => ETCD_IPAM_WORDS.includes(w))) {
+    const { decisions, duplicates: dups } = await planEtcdIpam(live, bundle.etcdIpamRecords(), podExists);
     duplicates.push(...dups);
     for (const d of decisions) {
       const ref = { apiVersion: IPAM_API, kind: `IPAM ${ipamRecordType(d.key) ?? 'record'}`, name: d.key };
@@ -122,37 +150,35 @@ async function planEntries(client: KubeClient, etcd: EtcdGateway, bundle: EtcdRe
     }
     const desired = storable(object);
     const value = JSON.stringify(desired);
-    const live = await etcd.get(at.key);
+    const now = live.get(at.key);
+    const liveObj = now && parse(now.value);
     const role = roleOf(at.kind, object.metadata.name);
     let action: RestoreAction;
-    if (!live) {
-      const podGone = object.kind === 'WorkloadEndpoint' && !(await podExists(client, desired));
+    if (!now) {
+      const pod = desired.spec?.pod;
+      const podGone =
+        object.kind === 'WorkloadEndpoint' &&
+        !(typeof pod === 'string' && pod && desired.metadata.namespace && (await podExists(desired.metadata.namespace, pod)));
       action = podGone
         ? act(ref, 'resources', 'skip', 'its pod is gone: the CNI plugin writes one for the pod that replaces it')
         : act(ref, 'resources', 'create');
-    } else if (comparable(parse(live.value)) === comparable(desired)) action = act(ref, 'resources', 'unchanged');
+    } else if (comparable(liveObj) === comparable(desired)) action = act(ref, 'resources', 'unchanged');
     else if (role === 'state') action = act(ref, 'resources', 'skip', "written by Calico's own programs: the live one is kept");
     else if (opts.existing === 'skip') action = act(ref, 'resources', 'skip', 'exists and differs (--existing skip)');
-    else if (object.kind === 'IPPool' && parse(live.value)?.spec?.cidr !== desired.spec?.cidr)
+    else if (object.kind === 'IPPool' && liveObj?.spec?.cidr !== desired.spec?.cidr)
       action = {
         ...act(
           ref,
           'resources',
           'refused',
-          `the live pool's CIDR is ${parse(live.value)?.spec?.cidr}, the bundle's ${desired.spec?.cidr}: a pool's CIDR never changes in place`,
+          `the live pool's CIDR is ${liveObj?.spec?.cidr}, the bundle's ${desired.spec?.cidr}: a pool's CIDR never changes in place`,
         ),
         fix: 'move the addresses to a new pool (calicoctl ipam), delete the live pool, then restore again',
       };
     else action = act(ref, 'resources', 'update');
-    list.push({ action, key: at.key, value, ...(live && action.action === 'update' ? { modRevision: live.modRevision } : {}), ipam: false });
+    list.push({ action, key: at.key, value, ...(now && action.action === 'update' ? { modRevision: now.modRevision } : {}), ipam: false });
   }
   return [...ipam, ...pools, ...rest];
-}
-
-async function podExists(client: KubeClient, wep: KubeObject): Promise<boolean> {
-  const pod = wep.spec?.pod;
-  if (typeof pod !== 'string' || !pod || !wep.metadata.namespace) return false;
-  return !!(await client.getOrUndefined(K.pod, wep.metadata.namespace, pod));
 }
 
 function countActions(entries: EtcdEntry[]): Partial<Record<RestoreActionKind, number>> {
@@ -230,17 +256,28 @@ export async function restoreEtcd(
     const ci = writes.find((e) => e.key === ETCD_CLUSTER_INFORMATION_KEY && !e.modRevision);
     if (writes.some((e) => e.ipam)) lock = await timer.time('guards', () => lockDatastore(etcd, reporter, ci?.value));
     if (ci && lock?.created) ci.action.outcome = 'done';
+    const write = async (e: EtcdEntry) => {
+      if (opts.signal?.aborted || e.action.outcome) return;
+      const ok = e.modRevision ? await etcd.replaceIfUnchanged(e.key, e.value, e.modRevision) : await etcd.createIfAbsent(e.key, e.value);
+      e.action.outcome = ok ? 'done' : 'failed';
+      if (!ok)
+        e.action.error = e.modRevision
+          ? 'changed in etcd after the plan read it; not overwritten'
+          : 'created by someone else after the plan read it; not overwritten';
+    };
+    // IPAM first (the pools' addresses are held before a pool can allocate), each group with requests in flight at once.
+    const concurrency = opts.concurrency ?? DEFAULT_RESTORE_CONCURRENCY;
     await timer.time('write', async () => {
-      for (const e of writes) {
-        if (opts.signal?.aborted) break;
-        if (e.action.outcome) continue;
-        const ok = e.modRevision ? await etcd.replaceIfUnchanged(e.key, e.value, e.modRevision) : await etcd.createIfAbsent(e.key, e.value);
-        e.action.outcome = ok ? 'done' : 'failed';
-        if (!ok)
-          e.action.error = e.modRevision
-            ? 'changed in etcd after the plan read it; not overwritten'
-            : 'created by someone else after the plan read it; not overwritten';
-      }
+      await pool(
+        writes.filter((e) => e.ipam),
+        concurrency,
+        write,
+      );
+      await pool(
+        writes.filter((e) => !e.ipam),
+        concurrency,
+        write,
+      );
     });
   } finally {
     if (lock) {
@@ -251,8 +288,9 @@ export async function restoreEtcd(
   for (const e of writes) if (!e.action.outcome) e.action.outcome = 'failed';
   const drifted: RestoreResult['drifted'] = [];
   await timer.time('driftCheck', async () => {
+    const readBack = await readLive(etcd);
     for (const e of writes.filter((w) => w.action.outcome === 'done')) {
-      const now = await etcd.get(e.key);
+      const now = readBack.get(e.key);
       const same = now && (e.ipam ? now.value.toString('utf8') === e.value : comparable(parse(now.value)) === comparable(JSON.parse(e.value)));
       if (!same) drifted.push({ id: e.action.id, paths: [now ? 'value' : '(deleted)'] });
     }
