@@ -12,6 +12,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tlsOptions } from '../../src/dev/local-cluster/calico-etcd.js';
 import { EtcdGateway, prefixEnd } from '../../src/etcd/gateway.js';
+import { addressAt, parseCidr } from '../../src/doctor/ip.js';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { withCalicoOnEtcd } from './etcd-cluster-support.js';
@@ -40,6 +41,18 @@ function deletePrefix(prefix: string): Promise<void> {
     req.on('error', reject);
     req.end(body);
   });
+}
+
+/** Address -> the pod its IPAM block allocation names, over every block in etcd. */
+async function ipamHolders(): Promise<Map<string, string | undefined>> {
+  const out = new Map<string, string | undefined>();
+  for (const [k, v] of await calicoKeys('/calico/ipam/v2/assignment/')) {
+    const b = JSON.parse(v) as { cidr: string; allocations: (number | null)[]; attributes: { secondary?: { pod?: string } }[] };
+    const cidr = parseCidr(b.cidr);
+    if (!cidr) throw new Error(`${k}: no CIDR`);
+    b.allocations.forEach((a, o) => a !== null && out.set(addressAt(cidr, o), b.attributes[a]?.secondary?.pod));
+  }
+  return out;
 }
 
 const podOn = (name: string, node: string) => ({
@@ -231,5 +244,11 @@ describe('a Calico on the etcd datastore (calico-etcd.yaml, TLS etcd, real progr
     await real.client().create(K.pod, podOn('etcd-web-4', real.nodes[0]!));
     const ip = await waitPodIp('etcd-web-4');
     expect([...podIps.values()]).not.toContain(ip);
+    // Every running pod: an address no other pod has, allocated in etcd's IPAM to that very pod.
+    const pods = (await real.client().listAll<KubeObject>(K.pod, { namespace: 'default' })).filter((p) => p.metadata.name!.startsWith('etcd-web-'));
+    const addrs = pods.map((p) => p.status?.podIP as string);
+    expect(new Set(addrs).size, addrs.join(' ')).toBe(4);
+    const held = await ipamHolders();
+    for (const p of pods) expect(held.get(p.status!.podIP), p.metadata.name).toBe(p.metadata.name);
   });
 });
