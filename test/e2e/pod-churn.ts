@@ -15,6 +15,8 @@
  *
  * A churn stops by `stop()`; `stopAllPodChurns()` in afterEach/afterAll makes sure none outlives its test.
  */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { KubeObject } from '../../src/kube/types.js';
@@ -55,6 +57,17 @@ export interface PodChurnOptions {
 
 const running = new Set<PodChurn>();
 const now = () => new Date().toISOString();
+
+/**
+ * The end of the Calico supervisor's log (node side, CNI calls, bridges), for a wait's failure message: a pod the node
+ * side never took up says nothing by itself about which call held the supervisor's tick.
+ */
+export function supervisorTail(cluster: LocalCluster, lines = 25): string {
+  const st = cluster.readState();
+  const file = st && path.join(st.workDir, 'calico-supervisor.log');
+  if (!file || !existsSync(file)) return '(no supervisor log)';
+  return `the supervisor's last lines:\n${readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n')}`;
+}
 
 /** Stops every churn still running (a test that failed before its own stop must not leave one acting under the next). */
 export async function stopAllPodChurns(): Promise<void> {
@@ -108,7 +121,7 @@ export class PodChurn {
         this.observeNodeSide();
         return this.unsettled().length === 0;
       },
-      { timeoutMs, intervalMs: 500, state: () => `unsettled: ${JSON.stringify(this.unsettled().slice(0, 5))}` },
+      { timeoutMs, intervalMs: 500, state: () => `unsettled: ${JSON.stringify(this.unsettled().slice(0, 5))}\n${supervisorTail(this.cluster)}` },
     );
   }
 

@@ -302,7 +302,11 @@ export class NodeSide {
       CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${rec.namespace};K8S_POD_NAME=${rec.name};K8S_POD_INFRA_CONTAINER_ID=${rec.containerID};K8S_POD_UID=${rec.uid}`,
     };
     const call = () => runWithInput('ip', ['netns', 'exec', ns, path.join(dir, 'calico')], env, JSON.stringify(config));
+    const started = Date.now();
     let { code, stdout } = await call();
+    // A slow call holds the whole tick (one CNI call at a time): say so, for the wait that times out behind it.
+    if (Date.now() - started > SLOW_CNI_MS)
+      this.log(`CNI ${command} for ${rec.namespace}/${rec.name} took ${Math.round((Date.now() - started) / 1000)} s (exit ${code})`);
     // The plugin could not reach the API server through the bridge: once the bridge answers again (restarted when it
     // failed its check), the call is made again at once, as a kubelet retries a sandbox whose CNI call failed.
     if (code !== 0 && refusedByBridge(stdout, this.apiPort) && (await run.bridge.recover())) ({ code, stdout } = await call());
@@ -336,6 +340,9 @@ export class NodeSide {
     this.etcdServer?.close();
   }
 }
+
+/** A CNI call this slow is logged: on this machine one takes well under a second when the API server answers. */
+const SLOW_CNI_MS = 15_000;
 
 function shortHash(s: string): string {
   return createHash('sha256').update(s).digest('hex').slice(0, 12);
