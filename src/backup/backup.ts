@@ -100,7 +100,7 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
   const install = await detectCalico(client);
   refuseUnsupportedCalico(install, 'backup', 'nothing was backed up', { etcdHandled: true });
   // Before any disk is touched: an etcd this machine cannot reach would fail the export after the snapshots.
-  if (install.method.datastore.type === 'etcd') await openCalicoEtcd(client, opts.etcd);
+  const etcdOpened = install.method.datastore.type === 'etcd' ? await openCalicoEtcd(client, opts.etcd) : undefined;
   const providers = await openProviders(
     {
       config: opts.config,
@@ -127,7 +127,7 @@ export async function backup(client: KubeClient, opts: BackupOptions, reporter: 
     else if (isArchivePath(out)) writer.manifest.id = path.basename(out).replace(/\.(tar\.gz|tgz)$/i, '');
     const m = writer.manifest;
     try {
-      await exportCalico(client, writer, { excludeSecrets: opts.excludeSecrets, install, ...(opts.etcd ? { etcd: opts.etcd } : {}) }, reporter);
+      await exportCalico(client, writer, { excludeSecrets: opts.excludeSecrets, install, ...(etcdOpened ? { etcdOpened } : {}) }, reporter);
     } catch (err) {
       await writer.abort();
       throw err;

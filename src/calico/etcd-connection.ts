@@ -77,8 +77,15 @@ export async function calicoEtcdConnection(client: KubeClient, flags: EtcdAccess
   return { endpoints, tls };
 }
 
+/** A gateway to Calico's etcd and the revision it answered with when opened. */
+export interface OpenedCalicoEtcd {
+  etcd: EtcdGateway;
+  endpoints: string[];
+  revision: string;
+}
+
 /** A gateway to Calico's etcd, checked to answer before anything else is done with it. */
-export async function openCalicoEtcd(client: KubeClient, flags: EtcdAccessFlags = {}): Promise<{ etcd: EtcdGateway; endpoints: string[]; revision: string }> {
+export async function openCalicoEtcd(client: KubeClient, flags: EtcdAccessFlags = {}): Promise<OpenedCalicoEtcd> {
   const conn = await calicoEtcdConnection(client, flags);
   const etcd = new EtcdGateway(conn);
   try {

@@ -6,7 +6,7 @@
  */
 import { packedV3Path, ETCD_IPAM_PATH } from '../bundle/paths.js';
 import type { BundleWriter, PackedFileWriter } from '../bundle/writer.js';
-import { openCalicoEtcd, type EtcdAccessFlags } from '../calico/etcd-connection.js';
+import { openCalicoEtcd, type EtcdAccessFlags, type OpenedCalicoEtcd } from '../calico/etcd-connection.js';
 import {
   CALICO_V3_API_VERSION,
   ETCD_IPAM_PREFIX,
@@ -50,11 +50,13 @@ function resourceObject(kind: string, name: string, namespace: string | undefine
 export async function exportEtcd(
   client: KubeClient,
   writer: BundleWriter,
-  opts: { pageSize: number; access?: EtcdAccessFlags },
+  opts: { pageSize: number; access?: EtcdAccessFlags; opened?: OpenedCalicoEtcd },
   reporter: Reporter,
 ): Promise<void> {
   const m = writer.manifest;
-  const { etcd, endpoints, revision } = await openCalicoEtcd(client, opts.access);
+  const { etcd, endpoints, revision: openedAt } = opts.opened ?? (await openCalicoEtcd(client, opts.access));
+  // Opened by backup before its snapshots: read at the revision of now, not at one taken minutes ago.
+  const revision = opts.opened ? await etcd.revision() : openedAt;
   reporter.info(
     'CNR_EXPORT_ETCD',
     `reading Calico's etcd datastore at revision ${revision} (${endpoints.length} endpoint${endpoints.length === 1 ? '' : 's'})`,

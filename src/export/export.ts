@@ -13,7 +13,7 @@ import { CALICO_GROUPS, CALICO_V3_GROUP, EXPORT_CONFIG, SHARED_POLICY_GROUP, SHA
 import { errorMessage } from '../core/errors.js';
 import { HelmRecordsLeftOut } from './helm-records.js';
 import { exportEtcd } from './etcd-export.js';
-import type { EtcdAccessFlags } from '../calico/etcd-connection.js';
+import type { EtcdAccessFlags, OpenedCalicoEtcd } from '../calico/etcd-connection.js';
 import { InterruptedError, whenAborted } from '../io/abort.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
@@ -31,6 +31,8 @@ export interface ExportOptions {
   install?: CalicoInstall;
   /** Calico's etcd, when the flags name it instead of calico-config and calico-etcd-secrets. */
   etcd?: EtcdAccessFlags;
+  /** Calico's etcd as the caller already opened it (backup, before its snapshots): not opened again. */
+  etcdOpened?: OpenedCalicoEtcd;
 }
 
 /** Is this CRD one whose objects are Calico state? (Calico groups, plus the Calico-shipped shared policy kinds.) */
@@ -68,7 +70,12 @@ export async function exportCalico(client: KubeClient, writer: BundleWriter, opt
 
   if (calico.method.datastore.type === 'etcd') {
     // 1-2. Calico's data is in etcd: read there (no Calico CRDs and no API server on such an install).
-    await exportEtcd(client, writer, { pageSize, ...(opts.etcd ? { access: opts.etcd } : {}) }, reporter);
+    await exportEtcd(
+      client,
+      writer,
+      { pageSize, ...(opts.etcd ? { access: opts.etcd } : {}), ...(opts.etcdOpened ? { opened: opts.etcdOpened } : {}) },
+      reporter,
+    );
   } else await exportFromApi(client, writer, pageSize, reporter);
 
   // 3. ConfigMaps/Secrets, the operator Deployment, calico-node DaemonSet.
