@@ -6,11 +6,11 @@
  */
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import * as tar from 'tar';
 import { BadInputError } from '../core/errors.js';
 import { MANIFEST_FILE, unsafePathReason } from './paths.js';
+import { makeTempDir } from '../util/temp-dir.js';
 
 export interface ExtractLimits {
   maxEntries: number;
@@ -142,7 +142,7 @@ function readBody(entry: tar.ReadEntry, limit: number): Promise<Buffer> {
 
 /** Extract an archive into a new private temporary directory; returns it. The caller removes it. */
 export async function extractArchive(file: string, limits: ExtractLimits = DEFAULT_LIMITS): Promise<string> {
-  const dest = await fs.mkdtemp(path.join(os.tmpdir(), 'cni-rewind-bundle-'));
+  const dest = makeTempDir('cni-rewind-bundle-');
   await fs.chmod(dest, 0o700);
   const made = new Set<string>([dest]);
   // A path listed both as a file and as a directory (`x` and `x/`, in either order) is refused in one line.

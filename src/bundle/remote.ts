@@ -12,13 +12,13 @@
  * The SDK is imported only when an s3:// location is used.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { createReadStream, createWriteStream, rmSync } from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { BadInputError, EnvironmentError, errorMessage, isErrorKind } from '../core/errors.js';
+import { makeTempDir } from '../util/temp-dir.js';
 import type { BundleManifest } from './types.js';
 
 export const isRemote = (p: string | undefined): p is string => !!p && /^s3:\/\//i.test(p);
@@ -124,7 +124,7 @@ export async function fetchBundle(url: string): Promise<string> {
   const client = await s3();
   const { GetObjectCommand } = await import('@aws-sdk/client-s3');
   const keys = loc.key.endsWith(ARCHIVE) ? [loc.key] : [`${loc.key}${ARCHIVE}`, loc.key];
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'cni-rewind-s3-'));
+  const dir = makeTempDir('cni-rewind-s3-');
   downloads.push(dir);
   for (const key of keys) {
     let body: Readable;
@@ -313,7 +313,8 @@ export async function writeRemote<R extends { path: string; manifest: BundleMani
   run: (localArchive: string) => Promise<R>,
 ): Promise<R> {
   const loc = parseS3Url(target); // bad locations fail before any work is done
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'cni-rewind-s3-out-'));
+  // A run killed while uploading cannot remove this archive; the next one does (makeTempDir).
+  const dir = makeTempDir('cni-rewind-s3-out-');
   try {
     // The archive's name becomes the bundle id, and the id the object's name under a prefix.
     const local = path.join(dir, loc.key.endsWith(ARCHIVE) ? path.posix.basename(loc.key) : `${defaultName}${ARCHIVE}`);
