@@ -82,14 +82,3 @@ export function singleMemberEtcdArgs(name: string, dataDir: string, scheme: 'htt
     `--initial-cluster=${name}=${scheme}://127.0.0.1:${peer}`,
   ];
 }
-
-/**
- * The environment of the local cluster's Go programs (control plane, Calico's etcd, and through the supervisor's own
- * environment Calico's operators, API servers and kube-controllers): garbage collected less often than Go's default
- * GOGC=100. The test machine runs four clusters on 2 cores with the CPU saturated and most of its 24 GiB free; a
- * 30-s CPU profile of kube-apiserver under the e2e load spent 10-19% in the GC's mark phase. GOMEMLIMIT keeps the
- * growth bounded (the GC works harder near it, never fails). What the caller set wins.
- */
-export function goProgramEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  return { ...env, GOGC: env.GOGC ?? '400', GOMEMLIMIT: env.GOMEMLIMIT ?? '3GiB' };
-}
