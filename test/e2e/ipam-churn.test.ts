@@ -25,7 +25,7 @@ import { calicoctl, waitOperator, waitTigeraStatusAvailable } from './calico-sup
 import { releasesDir } from '../support/releases.js';
 import { calicoType, runCli } from './helpers.js';
 import { freshInstall328, ipamCheck, teardownInstall } from './ipam-support.js';
-import { expectChurnSettledAndHeld, PodChurn, stopAllPodChurns, supervisorTail, waitNodeSideSettled } from './pod-churn.js';
+import { expectChurnSettledAndHeld, PodChurn, stopAllPodChurns, waitNodeSideSettled } from './pod-churn.js';
 import { expectPodAddressesHeld } from './pod-ip-support.js';
 import { expectNodeTunnelsKept, waitNodeTunnels, type TunnelAddrs } from './tunnel-support.js';
 import { until } from '../support/until.js';
@@ -49,7 +49,7 @@ const now = () => new Date().toISOString();
 /** About 6 pods of its own on the two nodes, one create or delete every 1.5 s: the node side runs one CNI call at a time. */
 const startChurn = (step: string) =>
   PodChurn.start(client, cluster, { namespace: NAMESPACE, nodes: NODES, prefix: `${run}${step}`, target: 6, intervalMs: 1500 });
-const churnState = () => `the churn's pods: ${JSON.stringify([...churn.pods.values()].slice(-6))}\n${supervisorTail(cluster)}`;
+const churnState = async () => `the churn's pods: ${JSON.stringify([...churn.pods.values()].slice(-6))}\n${await churn.diagnosis()}`;
 const wait = (what: string, cond: () => boolean) => until(what, cond, { timeoutMs: 180_000, intervalMs: 250, state: churnState });
 const refusals = (from: string, to: string) => churn.refused(LOCKED, from, to).length;
 

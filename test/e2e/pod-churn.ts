@@ -121,8 +121,24 @@ export class PodChurn {
         this.observeNodeSide();
         return this.unsettled().length === 0;
       },
-      { timeoutMs, intervalMs: 500, state: () => `unsettled: ${JSON.stringify(this.unsettled().slice(0, 5))}\n${supervisorTail(this.cluster)}` },
+      { timeoutMs, intervalMs: 500, state: async () => `unsettled: ${JSON.stringify(this.unsettled().slice(0, 5))}\n${await this.diagnosis()}` },
     );
+  }
+
+  /**
+   * What a wait on the churn saw last, beyond its own records: each pod's phase as the API server has it (the node
+   * side takes up only Running pods, which kwok makes them), when the supervisor's last finished tick started (a tick
+   * held by a call shows as an old one), and the end of its log.
+   */
+  async diagnosis(): Promise<string> {
+    const pods = await this.client.listAll<KubeObject>(K.pod, { namespace: this.opts.namespace }).catch((err: Error) => err);
+    const phases =
+      pods instanceof Error
+        ? `(unreadable: ${pods.message})`
+        : pods.map((p) => `${p.metadata.name} ${p.status?.phase ?? '-'}${p.metadata.deletionTimestamp ? ' deleting' : ''}`).join(', ');
+    const updated = this.cluster.calicoStatus()?.updatedAt;
+    const tick = updated ? `${Math.round((Date.now() - Date.parse(updated)) / 1000)} s ago` : 'never';
+    return `pods as stored: ${phases}\nthe supervisor's last finished tick started ${tick}\n${supervisorTail(this.cluster)}`;
   }
 
   unsettled(): ChurnPod[] {
