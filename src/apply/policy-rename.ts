@@ -86,10 +86,13 @@ async function renameOne(
  * How long the renames must hold before the step is done, and how often it renames again. A 3.32 migrator can
  * outlive its Deployment's change: an old pod still terminating, a controller swapped late. It renames such a
  * policy straight back within seconds of seeing it (seen once in the path matrix under load: 3.32.1 -> 3.31.7 ended
- * with the policy under its 3.32 name and apply reporting success).
+ * with the policy under its 3.32 name and apply reporting success). Two minutes of rounds: a pod's default grace
+ * period is 30 s, and three rounds (30 s) were not enough under load (a rehearsal on 2026-12-07: 3.32.1 -> 3.31.7
+ * stopped with "went back to 3.32's names 3 times"). Each round is safe to repeat (copy, then delete the original
+ * under its uid and resourceVersion).
  */
 const HOLD_MS = 10_000;
-const ROUNDS = 3;
+const ROUNDS = 12;
 
 /** One pass over every policy kind: what was renamed, what could not be. */
 async function renameRound(client: KubeClient, target: string): Promise<{ done: string[]; refused: string[] }> {

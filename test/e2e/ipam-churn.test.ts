@@ -50,7 +50,12 @@ const now = () => new Date().toISOString();
 const startChurn = (step: string) =>
   PodChurn.start(client, cluster, { namespace: NAMESPACE, nodes: NODES, prefix: `${run}${step}`, target: 6, intervalMs: 1500 });
 const churnState = async () => `the churn's pods: ${JSON.stringify([...churn.pods.values()].slice(-6))}\n${await churn.diagnosis()}`;
-const wait = (what: string, cond: () => boolean) => until(what, cond, { timeoutMs: 180_000, intervalMs: 250, state: churnState });
+/**
+ * Six minutes: twice (CI of stop 46, a rehearsal of its successor) kwok logged nothing for about three minutes right after
+ * `backup` (no lease renewed, no pod made Running, so the node side took up no new pod) and was back for the next test.
+ * Its cause is open (docs/local-cluster.md); a wait that outlasts it still fails on a pod that never gets its address.
+ */
+const wait = (what: string, cond: () => boolean) => until(what, cond, { timeoutMs: 360_000, intervalMs: 250, state: churnState });
 const refusals = (from: string, to: string) => churn.refused(LOCKED, from, to).length;
 
 describe('IPAM under a pod churn through the CNI plugin during backup, diff, restore --resources and apply both ways (real Calico programs and node side)', () => {

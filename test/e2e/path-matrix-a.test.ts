@@ -8,5 +8,5 @@ describePaths([
   { from: '3.30.7', to: '3.31.7' },
   { from: '3.31.7', to: '3.32.1' },
   { from: '3.31.7', to: '3.30.7' },
-  { from: '3.30.7', to: '3.32.1' },
+  { from: '3.30.7', to: '3.32.1', fullMatrixOnly: true },
 ]);

@@ -8,6 +8,6 @@ describePaths([
   { from: '3.28.5', to: '3.29.7' },
   { from: '3.29.7', to: '3.28.5' },
   { from: '3.29.7', to: '3.30.7' },
-  { from: '3.30.7', to: '3.29.7' },
-  { from: '3.28.5', to: '3.30.7' },
+  { from: '3.30.7', to: '3.29.7', fullMatrixOnly: true },
+  { from: '3.28.5', to: '3.30.7', fullMatrixOnly: true },
 ]);
