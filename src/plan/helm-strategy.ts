@@ -9,14 +9,13 @@
  * Nothing here runs helm: the plan records the release, the action and the chart reference; apply resolves the helm
  * binary itself (apply/helm-steps.ts) and checks the release against the cluster's Helm record again.
  */
-import { accessSync, constants, statSync } from 'node:fs';
-import path from 'node:path';
 import { decodeHelmReleaseData, summarizeHelmRelease, type HelmRelease } from '../calico/helm-release.js';
 import { RefusedError } from '../core/errors.js';
 import { K } from '../kube/builtin.js';
 import { plannedValuesEdits } from './helm-values.js';
 import type { KubeClient } from '../kube/client.js';
 import type { HelmStrategy, InstallationTransform } from './types.js';
+import { findExecutable } from '../util/executable.js';
 
 /** The chart Calico's docs install from (`helm repo add projectcalico https://docs.tigera.io/calico/charts`). */
 export const DEFAULT_HELM_CHART = 'projectcalico/tigera-operator';
@@ -123,21 +122,8 @@ export function planHelmStrategy(input: {
  * is none, before anything is written. Read from the command line and PATH of this run, never from a plan file.
  */
 export function resolveHelmBinary(given: string | undefined, what: string, env: NodeJS.ProcessEnv = process.env): string {
-  const executable = (p: string) => {
-    try {
-      accessSync(p, constants.X_OK);
-      return statSync(p).isFile();
-    } catch {
-      return false;
-    }
-  };
-  if (given) {
-    if (!executable(given)) throw new RefusedError(`helm not found: --helm ${given} is not an executable file; ${what}`);
-    return path.resolve(given);
-  }
-  for (const dir of (env.PATH ?? '').split(path.delimiter).filter(Boolean)) {
-    const candidate = path.join(dir, 'helm');
-    if (executable(candidate)) return candidate;
-  }
+  const found = findExecutable('helm', given, env);
+  if ('path' in found) return found.path;
+  if (given) throw new RefusedError(`helm not found: --helm ${given} is not an executable file; ${what}`);
   throw new RefusedError(`helm not found on PATH (a Helm install is changed with helm; install it or pass --helm PATH); ${what}`);
 }
