@@ -39,10 +39,13 @@ export function splitEndpoints(text: string): string[] {
     .filter((s) => s !== '');
 }
 
-/** The connection to Calico's etcd: the flags first, then calico-config and calico-etcd-secrets. */
-export async function calicoEtcdConnection(client: KubeClient, flags: EtcdAccessFlags = {}): Promise<EtcdConnection> {
-  const config = await client.getOrUndefined(K.configMap, CALICO_CONFIG.namespace, CALICO_CONFIG.name);
-  const data: Record<string, string> = config?.data ?? {};
+/**
+ * The connection to Calico's etcd: the flags first, then calico-config and calico-etcd-secrets. `configData`: the
+ * data of calico-config as read earlier (a datastore migration replaces calico-config with calico.yaml's, which
+ * names no etcd, while it still reads etcd).
+ */
+export async function calicoEtcdConnection(client: KubeClient, flags: EtcdAccessFlags = {}, configData?: Record<string, string>): Promise<EtcdConnection> {
+  const data: Record<string, string> = configData ?? (await client.getOrUndefined(K.configMap, CALICO_CONFIG.namespace, CALICO_CONFIG.name))?.data ?? {};
   const endpoints = splitEndpoints(flags.etcdEndpoints ?? data[CALICO_CONFIG.etcdKey] ?? '');
   if (endpoints.length === 0) {
     throw new RefusedError(`no etcd endpoint: ${CALICO_CONFIG.namespace}/${CALICO_CONFIG.name} has no ${CALICO_CONFIG.etcdKey}`, {
