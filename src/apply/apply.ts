@@ -20,7 +20,8 @@ import { runSteps, type StepOutcome } from './executor.js';
 import { Journal, journalPathFor } from './journal.js';
 import { ApplyLock, LockLostError, type LockHolder } from './lock.js';
 import { prepareHelm } from './helm-steps.js';
-import { buildSteps, preflightChecks } from './plan-steps.js';
+import { prepareCalicoctl, refuseFinishedMigration, rollbackMigration, type CalicoctlRun, type RollbackDeps } from './migrate-steps.js';
+import { buildSteps, preflightChecks, putObjects } from './plan-steps.js';
 import { checkPlanIntegrity, type ApplyGiven } from './plan-trust.js';
 import { restoreResources } from '../restore/restore.js';
 
@@ -37,6 +38,10 @@ export interface ApplyOptions {
   rolloutTimeoutMs?: number;
   /** `--owner-suspended`: the user says the Argo CD / Flux owners apply would refuse for no longer revert changes. */
   ownerSuspended?: boolean;
+  /** The plan file's path as the user gave it, for the commands printed on failure. */
+  planPath?: string;
+  /** `--rollback`: undo a datastore migration this plan started (migrate-steps.ts rollbackMigration) instead of running it. */
+  rollback?: boolean;
 }
 
 export interface ApplyResult {
@@ -55,7 +60,7 @@ export interface ApplyResult {
   nodes?: { node: string; provider: string; machine: string; phase: 'pending' | 'draining' | 'rebooting' | 'rebooted' | 'done' }[];
   /** Exact commands to get back to the bundle's state. */
   restoreCommands: string[];
-  rollback?: { ran: boolean; ok: boolean; error?: string };
+  rollback?: { ran: boolean; ok: boolean; error?: string; summary?: string };
 }
 
 /** Everything `apply` checks before it may touch the cluster. Refusals exit 5. */
@@ -84,7 +89,8 @@ export async function checkPlanForApply(plan: Plan, given: ApplyGiven = {}): Pro
     // The same view of the release as the plan had: a manifest install's CRDs are calico.yaml's.
     const target = await loadRelease(plan.target.version, {
       manifests: plan.target.manifests,
-      need: plan.current.installType === 'manifest' ? 'manifest' : 'operator',
+      // A datastore migration's rollback puts calico-etcd.yaml back: its checksum is the plan's too.
+      need: plan.strategy === 'migrate-datastore' ? 'etcd' : plan.current.installType === 'manifest' ? 'manifest' : 'operator',
     });
     const steps = checkPlanIntegrity(plan, target, given);
     return { bundle, target, steps };
@@ -94,8 +100,11 @@ export async function checkPlanForApply(plan: Plan, given: ApplyGiven = {}): Pro
   }
 }
 
-export function restoreCommands(plan: Plan, hasSnapshots: boolean): string[] {
+export function restoreCommands(plan: Plan, hasSnapshots: boolean, planPath = 'PLAN'): string[] {
   const b = JSON.stringify(plan.bundle.path).replace(/^"|"$/g, '');
+  // A migration goes back by putting calico-etcd.yaml back and unlocking etcd, whose data it never changed.
+  if (plan.strategy === 'migrate-datastore')
+    return [`cni-rewind apply ${planPath} --rollback`, `# if etcd's data itself was lost: cni-rewind restore ${b} --resources`];
   const cmds = [`cni-rewind restore ${b} --resources`];
   if (hasSnapshots) cmds.push(`cni-rewind restore ${b} --disks`);
   if (plan.current.version) cmds.push(`# then, to put the previous Calico back in place: cni-rewind plan --to ${plan.current.version.slice(1)} --bundle ${b}`);
@@ -108,7 +117,7 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
   const calico = await readCalicoObjects(client);
   // A plan made elsewhere rolls out Kubernetes-datastore manifests, and its steps write the v1 CRDs: refused on an etcd
   // cluster or one migrated to v3-CRD mode since the plan was made (or between runs), before the journal exists.
-  refuseUnsupportedObjects(calico, 'apply', 'the plan was not applied');
+  refuseUnsupportedObjects(calico, 'apply', 'the plan was not applied', { etcdHandled: plan.strategy === 'migrate-datastore' });
   // Calico Enterprise since the plan was made (or a plan made on another cluster): its operator is not ours to replace.
   refuseEnterprise(variantOf(calico.installation), 'the plan was not applied');
   // A self-healing Argo CD application or an unsuspended Flux object puts its manifests back mid-plan: refused before
@@ -117,22 +126,26 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
     reporter.warn('CNR_APPLY_OWNER_SUSPENDED', `going ahead with --owner-suspended: ${describeReconciler(r)}`);
   const journalPath = journalPathFor(plan.bundle.path, plan.id);
   const journal = Journal.open(journalPath);
-  if (journal.started && !opts.resume) {
+  if (journal.started && !opts.resume && !opts.rollback) {
     throw new RefusedError(`this plan was already started (journal ${journalPath})`, { hint: 'continue it with --resume' });
   }
   if (opts.resume && !journal.started) throw new BadInputError(`nothing to resume: no journal for plan ${plan.id} at ${journalPath}`);
   const checked = await checkPlanForApply(plan, opts.given);
   const { bundle, target } = checked;
   // A Helm install: helm from this command line or PATH, the release checked against the cluster's Helm record.
-  const helm = await prepareHelm(calico, plan, opts.given?.helm ?? {}).catch(async (err) => {
-    await bundle.close();
-    throw err;
-  });
+  const prepared = await Promise.all([prepareHelm(calico, plan, opts.given?.helm ?? {}), prepareCalicoctl(plan, opts.given?.calicoctl ?? {})]).catch(
+    async (err) => {
+      await bundle.close();
+      throw err;
+    },
+  );
+  const [helm, calicoctl] = prepared;
   // From here on the steps are the ones the strategy gives (checkPlanIntegrity proved the plan lists exactly these).
   plan = { ...plan, steps: checked.steps };
   const hasSnapshots = bundle.manifest.snapshots.length > 0;
-  const base = { planId: plan.id, journal: journalPath, restoreCommands: restoreCommands(plan, hasSnapshots), resumed: journal.started };
+  const base = { planId: plan.id, journal: journalPath, restoreCommands: restoreCommands(plan, hasSnapshots, opts.planPath), resumed: journal.started };
   try {
+    if (opts.rollback) return await rollbackRun({ client, plan, target, reporter, calicoctl, journal, opts, base });
     if (journal.current.done) {
       reporter.info('CNR_APPLY_ALREADY_DONE', `plan ${plan.id} was already applied completely (journal ${journalPath})`);
       return { ...base, ok: true, steps: plan.steps.map((s) => ({ id: s.id, title: s.title, status: 'skipped' })) };
@@ -149,7 +162,7 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
     try {
       journal.begin(plan.id, !!opts.resume);
       opts.onStarted?.(journal, lock);
-      const steps = buildSteps({ client, plan, target, bundle, reporter, helm, rolloutTimeoutMs: opts.rolloutTimeoutMs });
+      const steps = buildSteps({ client, plan, target, bundle, reporter, helm, calicoctl, rolloutTimeoutMs: opts.rolloutTimeoutMs });
       const r = await runSteps(steps, journal, { reporter, beforeStep: () => lock.check() });
       const result: ApplyResult = { ...base, ok: r.ok, steps: r.steps, tookOverLock: lock.tookOver };
       if (plan.rolling) {
@@ -168,10 +181,21 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
         };
         // Without the lock another run may be changing the cluster now: a rollback would race it.
         if (opts.autoRollback && !lockLost) {
-          reporter.warn('CNR_APPLY_ROLLBACK', `step ${r.failed.step} failed; restoring Calico resources from bundle ${plan.bundle.id} (--auto-rollback)`);
+          reporter.warn(
+            'CNR_APPLY_ROLLBACK',
+            calicoctl
+              ? `step ${r.failed.step} failed; putting calico-etcd.yaml back and unlocking etcd (--auto-rollback)`
+              : `step ${r.failed.step} failed; restoring Calico resources from bundle ${plan.bundle.id} (--auto-rollback)`,
+          );
           try {
-            await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true }, reporter);
-            result.rollback = { ran: true, ok: true };
+            if (calicoctl) {
+              const summary = await rollbackMigration(migrationRollbackDeps(client, plan, target, calicoctl, opts));
+              journal.append({ event: 'remember', key: 'rolled-back', value: new Date().toISOString() });
+              result.rollback = { ran: true, ok: true, summary };
+            } else {
+              await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true }, reporter);
+              result.rollback = { ran: true, ok: true };
+            }
           } catch (err) {
             result.rollback = { ran: true, ok: false, error: errorMessage(err) };
           }
@@ -183,5 +207,57 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
     }
   } finally {
     await bundle.close();
+  }
+}
+
+function migrationRollbackDeps(client: KubeClient, plan: Plan, target: Release, run: CalicoctlRun, opts: Pick<ApplyOptions, 'rolloutTimeoutMs'>): RollbackDeps {
+  return { client, plan, target, run, put: (objs) => putObjects(client, objs), rolloutTimeoutMs: opts.rolloutTimeoutMs ?? 300_000 };
+}
+
+/**
+ * `apply PLAN --rollback`: a datastore migration this plan started (and that stopped, failed or was killed) undone
+ * under the apply lock, and the journal told so. What a rollback does and when it is refused: migrate-steps.ts.
+ */
+async function rollbackRun(r: {
+  client: KubeClient;
+  plan: Plan;
+  target: Release;
+  reporter: Reporter;
+  calicoctl: CalicoctlRun | undefined;
+  journal: Journal;
+  opts: ApplyOptions;
+  base: Pick<ApplyResult, 'planId' | 'journal' | 'restoreCommands' | 'resumed'>;
+}): Promise<ApplyResult> {
+  const { client, plan, journal, opts } = r;
+  if (!r.calicoctl) {
+    throw new BadInputError('--rollback undoes a datastore migration (plan --migrate-datastore); this plan is not one', {
+      hint: `go back to the backup with: ${r.base.restoreCommands[0]}`,
+    });
+  }
+  if (!journal.started) throw new BadInputError(`nothing to roll back: plan ${plan.id} was never started (no journal at ${journal.path})`);
+  if (opts.confirm && !(await opts.confirm(plan))) return { ...r.base, ok: false, cancelled: true, steps: [] };
+  // The run that stopped may have left the lock: taken over as --resume takes it (stale, same plan) or with --break-lock.
+  const lock = await ApplyLock.acquire(client, { planId: plan.id, resume: true, breakLock: opts.breakLock });
+  try {
+    await refuseFinishedMigration(client);
+    journal.append({ event: 'remember', key: 'rollback-started', value: new Date().toISOString() });
+    r.reporter.info('CNR_APPLY_MIGRATE_ROLLBACK', `plan ${plan.id}: putting calico-etcd.yaml back and unlocking etcd`);
+    const summary = await rollbackMigration(migrationRollbackDeps(client, plan, r.target, r.calicoctl, opts)).catch((err) => {
+      if (isErrorKind(err, 'refused')) throw err;
+      return { error: errorMessage(err) };
+    });
+    if (typeof summary !== 'string')
+      return {
+        ...r.base,
+        ok: false,
+        steps: [],
+        failed: { step: 'rollback', error: summary.error },
+        rollback: { ran: true, ok: false, ...summary },
+        tookOverLock: lock.tookOver,
+      };
+    journal.append({ event: 'remember', key: 'rolled-back', value: new Date().toISOString() });
+    return { ...r.base, ok: true, steps: [], rollback: { ran: true, ok: true, summary }, tookOverLock: lock.tookOver };
+  } finally {
+    await lock.release().catch(() => undefined);
   }
 }

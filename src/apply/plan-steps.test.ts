@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Release } from '../calico/release.js';
 import { RefusedError } from '../core/errors.js';
 import { stepsFor } from '../plan/plan.js';
-import { STEP_KINDS, STEP_TEXT } from '../plan/steps.js';
+import { MIGRATE_STEP_IDS, STEP_KINDS, STEP_TEXT } from '../plan/steps.js';
 import type { PlanStep } from '../plan/types.js';
 import { STEP_IMPLEMENTATIONS, buildSteps, type StepDeps } from './plan-steps.js';
 
@@ -44,6 +44,10 @@ describe('the step catalogue', () => {
         else expect(ids).not.toContain('rename-policies-back');
       }
     }
+    // A datastore migration's steps (plan --migrate-datastore: migrate-plan.ts).
+    const migration = MIGRATE_STEP_IDS.map((id) => ({ id, ...STEP_TEXT[id] }));
+    expect(buildSteps(depsWith(migration)).map((s) => s.id)).toEqual(MIGRATE_STEP_IDS);
+    for (const id of MIGRATE_STEP_IDS) used.add(id);
     // Every kind is reachable from some plan: a kind nobody lays out would be dead code.
     expect([...used].sort()).toEqual([...STEP_KINDS].sort());
   });

@@ -35,6 +35,7 @@ import { renamePoliciesBack } from './policy-rename.js';
 import { removeOperatorLeftovers } from './operator-leftovers.js';
 import { helmRollback, helmUpgrade, type HelmRun } from './helm-steps.js';
 import { rebootNodes } from './reboot-nodes.js';
+import { copyToKubernetes, lockEtcd, unlockKubernetes, verifyMigrated, type CalicoctlRun } from './migrate-steps.js';
 import { removeOld } from './remove-old.js';
 import { TIGERA_STATUS, waitRollout } from './wait-rollout.js';
 
@@ -48,6 +49,8 @@ export interface StepDeps {
   helm?: HelmRun;
   /** Rollout wait budget (default 300 s). */
   rolloutTimeoutMs?: number;
+  /** A datastore migration's calicoctl, resolved and checked by apply (migrate-steps.ts prepareCalicoctl). */
+  calicoctl?: CalicoctlRun;
 }
 
 const INSTALLATION_CRD = 'installations.operator.tigera.io';
@@ -74,6 +77,10 @@ export const STEP_IMPLEMENTATIONS: { readonly [K in StepKind]: StepImpl } = {
   'wait-rollout': (deps) => waitRollout(deps.client, deps.plan, deps.target, deps.rolloutTimeoutMs ?? 300_000),
   'rename-policies-back': (deps) => renamePoliciesBack(deps.client, deps.target.version),
   'verify-data': (deps) => verifyData(deps),
+  'migrate-lock-etcd': (deps, rt) => lockEtcd(deps.client, deps.calicoctl, rt),
+  'migrate-copy': (deps, rt) => copyToKubernetes(deps.client, deps.calicoctl, rt),
+  'verify-migrated': (deps, rt) => verifyMigrated(deps.client, deps.calicoctl, rt),
+  'migrate-unlock': (deps) => unlockKubernetes(deps.calicoctl),
   'reboot-nodes': (deps, rt) => {
     if (!deps.plan.rolling?.nodes)
       throw new RefusedError('the plan has a reboot-nodes step but no node list (plan.rolling): make a new plan with --reboot-nodes');
@@ -229,7 +236,7 @@ async function removeCrdsTheTargetOperatorMisreads(client: KubeClient, target: R
   return names;
 }
 
-async function putObjects(client: KubeClient, objs: KubeObject[]): Promise<number> {
+export async function putObjects(client: KubeClient, objs: KubeObject[]): Promise<number> {
   const resolver = new ResourceResolver(client);
   for (const obj of objs) {
     const type = await resolver.forObject(obj);

@@ -42,3 +42,24 @@ describe('apply derives rename-policies-back from the versions of the plan (a do
     expect(derivedSteps(plan('v3.30.7'), target).map((s) => s.id)).not.toContain('rename-policies-back');
   });
 });
+
+describe('a datastore migration plan (plan --migrate-datastore)', () => {
+  const migration = {
+    current: { installType: 'manifest', version: 'v3.28.1' },
+    strategy: 'migrate-datastore',
+    options: { flags: [], rebootNodes: false },
+    transforms: { installation: { removeFields: [], trimPoolsPerFamily: false } },
+  } as unknown as Plan;
+  it('has the migration steps whatever else the plan says: lock, copy, calico.yaml, rollout, verify, then unlock', () => {
+    expect(ids(migration)).toEqual([
+      'preflight',
+      'migrate-lock-etcd',
+      'migrate-copy',
+      'apply-calico-manifest',
+      'wait-rollout',
+      'verify-migrated',
+      'migrate-unlock',
+    ]);
+    expect(ids({ ...migration, options: { flags: [], rebootNodes: true } } as unknown as Plan)).not.toContain('reboot-nodes');
+  });
+});

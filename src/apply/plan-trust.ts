@@ -14,8 +14,10 @@ import type { Release } from '../calico/release.js';
 import { RefusedError } from '../core/errors.js';
 import { installationCleanup, stepsFor } from '../plan/plan.js';
 import { PLAN_FLAGS } from '../plan/rules.js';
+import { MIGRATE_STEP_IDS, MIGRATE_STEP_TEXT, STEP_TEXT } from '../plan/steps.js';
 import { hasOperatorLeftovers, type Plan } from '../plan/types.js';
 import type { HelmGiven } from './helm-steps.js';
+import type { CalicoctlGiven } from './migrate-steps.js';
 
 /** What the `apply` command line says about code and files outside the bundle and the release. */
 export interface ApplyGiven {
@@ -24,6 +26,8 @@ export interface ApplyGiven {
   mapping?: string;
   /** `--helm`, `--helm-chart` and how helm reaches the cluster (helm-steps.ts). */
   helm?: HelmGiven;
+  /** `--calicoctl` and how calicoctl reaches the cluster (migrate-steps.ts). */
+  calicoctl?: CalicoctlGiven;
 }
 
 const refuse = (what: string, hint = 'make a new plan with `cni-rewind plan`') => new RefusedError(`the plan cannot be applied: ${what}`, { hint });
@@ -35,7 +39,10 @@ function checkShape(plan: Plan): void {
     throw refuse('its target is incomplete');
   if (!['operator', 'manifest'].includes(plan.current?.installType as string))
     throw refuse(`its install type ${JSON.stringify(plan.current?.installType)} is not operator or manifest`);
-  if (!['in-place', 'reinstall'].includes(plan.strategy)) throw refuse(`its strategy ${JSON.stringify(plan.strategy)} is not in-place or reinstall`);
+  if (!['in-place', 'reinstall', 'migrate-datastore'].includes(plan.strategy))
+    throw refuse(`its strategy ${JSON.stringify(plan.strategy)} is not in-place, reinstall or migrate-datastore`);
+  if (plan.strategy === 'migrate-datastore' && (plan.migrate?.from !== 'etcd' || plan.migrate.to !== 'kubernetes' || !plan.migrate.rollback))
+    throw refuse('it migrates the datastore but does not say how (migrate)');
   if (!str(plan.bundle?.path) || !str(plan.bundle?.manifestSha256) || !str(plan.cluster?.uid)) throw refuse('its bundle or cluster record is incomplete');
   const o = plan.options;
   if (typeof o?.rebootNodes !== 'boolean' || typeof o.diskSnapshots !== 'boolean' || !str(o.maxBackupAge) || !Array.isArray(o.flags))
@@ -46,6 +53,7 @@ function checkShape(plan: Plan): void {
 
 /** The steps the plan's install type and strategy give; the plan's own list must be exactly these. */
 export function derivedSteps(plan: Plan, target: Release): Plan['steps'] {
+  if (plan.strategy === 'migrate-datastore') return MIGRATE_STEP_IDS.map((id) => ({ id, ...STEP_TEXT[id], ...MIGRATE_STEP_TEXT[id] }));
   const restoreDrift = plan.options.flags.includes(PLAN_FLAGS.restoreDrift) && (plan.drift?.length ?? 0) > 0;
   const install = plan.current.installType === 'operator' ? 'operator' : 'manifest';
   const helm = plan.helm && { action: plan.helm.action, cleanup: installationCleanup(plan.transforms.installation) };

@@ -223,7 +223,7 @@ export function refuseEtcdDatastore(datastore: DatastoreInfo, command: string): 
   throw new RefusedError(
     `Calico here keeps its data in etcd (${datastore.evidence}): cni-rewind exports, backs up and restores it, but does not ${command} on it (its steps write the Kubernetes datastore and calico.yaml)`,
     {
-      hint: 'back up first (cni-rewind backup reads etcd), then upgrade Calico with the calico-etcd.yaml of the target release; moving to the Kubernetes datastore is calicoctl datastore migrate',
+      hint: 'back up first (cni-rewind backup reads etcd), then upgrade Calico with the calico-etcd.yaml of the target release; cni-rewind plan --migrate-datastore moves it to the Kubernetes datastore',
     },
   );
 }

@@ -43,7 +43,7 @@ export async function assertSupportedCalico(
 }
 
 /** apply's refusal, judged from the objects its start-of-apply checks read once (calico-objects.ts), as assertSupportedCalico judges. */
-export function refuseUnsupportedObjects(objs: CalicoObjects, command: string, outcome: string): void {
+export function refuseUnsupportedObjects(objs: CalicoObjects, command: string, outcome: string, opts: { etcdHandled?: boolean } = {}): void {
   const v3CrdMode = v3CrdModeOf(objs.crdNames);
-  refuseUnsupportedCalico({ ...(v3CrdMode ? { v3CrdMode } : {}), method: { datastore: datastoreOfObjects(objs) } }, command, outcome);
+  refuseUnsupportedCalico({ ...(v3CrdMode ? { v3CrdMode } : {}), method: { datastore: datastoreOfObjects(objs) } }, command, outcome, opts);
 }

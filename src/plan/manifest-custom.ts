@@ -51,8 +51,9 @@ const short = (v: unknown) => {
 /** The edits of the live objects relative to the current release's calico.yaml, with a finding describing them. */
 export function findManifestEdits(
   live: { ds?: KubeObject; config?: KubeObject; workloads: KubeObject[] },
-  current: { version: string; objects: KubeObject[] },
+  current: { version: string; objects: KubeObject[]; /** The release file the objects are, as the finding names it. */ file?: string },
 ): { transform: ManifestTransform; finding?: PlanFinding } {
+  const file = current.file ?? 'calico.yaml';
   const t: ManifestTransform = { from: current.version, calicoNodeEnv: { set: [], remove: [] }, calicoConfig: {}, repositories: {}, containerFields: [] };
   const details: string[] = [];
   const objects = new Set<string>();
@@ -64,16 +65,14 @@ export function findManifestEdits(
     const r = relByName.get(e.name);
     if (r && envKey(r) === envKey(e)) continue;
     t.calicoNodeEnv.set.push(e);
-    details.push(
-      `calico-node env ${e.name}=${short(e.value ?? e.valueFrom)} (${current.version} calico.yaml: ${r ? short(r.value ?? r.valueFrom) : 'not set'})`,
-    );
+    details.push(`calico-node env ${e.name}=${short(e.value ?? e.valueFrom)} (${current.version} ${file}: ${r ? short(r.value ?? r.valueFrom) : 'not set'})`);
     objects.add(`DaemonSet/${MANIFEST_NS}/${DS}`);
   }
   const liveNames = new Set(liveEnv.map((e) => e.name));
   for (const r of relEnv) {
     if (liveNames.has(r.name)) continue;
     t.calicoNodeEnv.remove.push(r.name);
-    details.push(`calico-node env ${r.name} removed (${current.version} calico.yaml: ${short(r.value ?? r.valueFrom)})`);
+    details.push(`calico-node env ${r.name} removed (${current.version} ${file}: ${short(r.value ?? r.valueFrom)})`);
     objects.add(`DaemonSet/${MANIFEST_NS}/${DS}`);
   }
 
@@ -81,7 +80,7 @@ export function findManifestEdits(
   for (const [k, v] of Object.entries((live.config?.data ?? {}) as Record<string, string>)) {
     if (relData[k] === v) continue;
     t.calicoConfig[k] = v;
-    details.push(`calico-config ${k}=${short(v)} (${current.version} calico.yaml: ${k in relData ? short(relData[k]) : 'not set'})`);
+    details.push(`calico-config ${k}=${short(v)} (${current.version} ${file}: ${k in relData ? short(relData[k]) : 'not set'})`);
     objects.add(`ConfigMap/${MANIFEST_NS}/${CONFIG}`);
   }
 
@@ -97,7 +96,7 @@ export function findManifestEdits(
         if (canonicalJson(v ?? null) === canonicalJson(getField(rc, f) ?? null)) continue;
         t.containerFields!.push({ workload: `${w.kind}/${w.metadata.name}`, container: c.name, field: f, value: v });
         details.push(
-          `${w.metadata.name} container ${c.name} ${f}: ${short(v ?? 'removed')} (${current.version} calico.yaml: ${short(getField(rc, f) ?? 'not set')})`,
+          `${w.metadata.name} container ${c.name} ${f}: ${short(v ?? 'removed')} (${current.version} ${file}: ${short(getField(rc, f) ?? 'not set')})`,
         );
         objects.add(`${w.kind}/${MANIFEST_NS}/${w.metadata.name}`);
       }
@@ -127,7 +126,7 @@ export function findManifestEdits(
     finding: {
       id: 'calico-manifest-edits',
       severity: 'warning',
-      title: `${details.length} edit(s) of the ${current.version} calico.yaml in the cluster`,
+      title: `${details.length} edit(s) of the ${current.version} ${file} in the cluster`,
       objects: [...objects],
       details,
       action: 'transform',

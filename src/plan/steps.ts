@@ -87,6 +87,26 @@ export const STEP_TEXT = {
     description:
       "per node: cordon, drain through the Eviction API (PodDisruptionBudgets respected), reboot through its provider, wait for a new boot id and Ready with its DaemonSet pods Ready, uncordon; each node's progress is journaled",
   },
+  'migrate-lock-etcd': {
+    title: "lock Calico's etcd",
+    description:
+      "`calicoctl datastore migrate lock` on Calico's etcd (found as calico-node finds it; calico-config's etcd settings remembered in the journal): ClusterInformation default says datastoreReady false, so the CNI plugin gives out no address until the migration ends or is rolled back",
+  },
+  'migrate-copy': {
+    title: 'copy the Calico data into the Kubernetes datastore',
+    description:
+      '`calicoctl datastore migrate export` from the locked etcd into a private file, then `calicoctl datastore migrate import` into the Kubernetes datastore (calicoctl applies the CRDs and keeps it locked); the file is removed; etcd keeps every key',
+  },
+  'verify-migrated': {
+    title: 'verify the copy against etcd',
+    description:
+      'every pool, policy, network set, BGP and Felix object in etcd is in the Kubernetes datastore with the same spec (read by calicoctl from both), and every IPAM block allocation, handle and block affinity in etcd is there too, while both stay locked',
+  },
+  'migrate-unlock': {
+    title: 'unlock the Kubernetes datastore',
+    description:
+      '`calicoctl datastore migrate unlock` on the Kubernetes datastore: pods get addresses again, from the copied IPAM; etcd stays locked (nothing writes to it any more)',
+  },
 } satisfies Record<string, StepText>;
 
 export type StepKind = keyof typeof STEP_TEXT;
@@ -115,5 +135,28 @@ export const MANIFEST_STEP_TEXT: Partial<Record<StepKind, Pick<StepText, 'descri
   'verify-data': {
     description:
       'every IPPool, IPAM object, policy and BGP/Felix object of the bundle is present and unchanged (fields the target CRDs prune excepted, as the findings say)',
+  },
+};
+
+/** The datastore migration's steps (etcd to Kubernetes, `plan --migrate-datastore`), in order. */
+export const MIGRATE_STEP_IDS: StepKind[] = [
+  'preflight',
+  'migrate-lock-etcd',
+  'migrate-copy',
+  'apply-calico-manifest',
+  'wait-rollout',
+  'verify-migrated',
+  'migrate-unlock',
+];
+
+/** What the shared steps do in a datastore migration. */
+export const MIGRATE_STEP_TEXT: Partial<Record<StepKind, Pick<StepText, 'description'>>> = {
+  'apply-calico-manifest': {
+    description:
+      "replace the objects of calico-etcd.yaml with those of calico.yaml of the same release (the Kubernetes datastore), the install's own edits of calico-etcd.yaml carried over except its etcd settings; Secret calico-etcd-secrets stays",
+  },
+  'wait-rollout': {
+    description:
+      'the calico-node DaemonSet and the calico-kube-controllers Deployment in kube-system rolled out with calico.yaml (every pod updated and available)',
   },
 };

@@ -11,6 +11,8 @@ export const PLAN_API_VERSION = 'cni-rewind.io/v1';
 export const PLAN_KIND = 'Plan';
 
 export type Strategy = 'in-place' | 'reinstall';
+/** `migrate-datastore`: the same release moved from the etcd datastore to the Kubernetes one (migrate-plan.ts). */
+export type PlanStrategy = Strategy | 'migrate-datastore';
 
 /** What the plan does about a finding. */
 export type FindingAction = 'transform' | 'refuse' | 'requires-flag' | 'keep' | 'none';
@@ -161,7 +163,7 @@ export interface Plan {
     files: Record<string, { sha256: string }>;
   };
   direction: 'upgrade' | 'downgrade' | 'same';
-  strategy: Strategy;
+  strategy: PlanStrategy;
   options: { rebootNodes: boolean; diskSnapshots: boolean; maxBackupAge: string; flags: string[] };
   bundle: { path: string; id: string; manifestSha256: string; createdAt: string };
   preflight: PreflightCheck[];
@@ -174,9 +176,22 @@ export interface Plan {
   reconcilers?: Reconciler[];
   /** Present for a tigera-operator installed by Helm: the steps change it with helm (helm-strategy.ts). */
   helm?: HelmStrategy;
+  /** Present for `plan --migrate-datastore`: how a rollback puts calico-etcd.yaml back (migrate-plan.ts). */
+  migrate?: DatastoreMigration;
   /** Present when the plan reboots nodes (`--reboot-nodes`). */
   rolling?: RollingNodes;
   steps: PlanStep[];
   /** HMAC of everything else, with the user's plan signing key (signature.ts); apply refuses a plan without a matching one. */
   signature?: PlanSignature;
+}
+
+/**
+ * A move from the etcd datastore to the Kubernetes one. The forward edits are `transforms.manifest` (the install's
+ * edits of calico-etcd.yaml that calico.yaml takes: never its etcd settings); `rollback` are all its edits of
+ * calico-etcd.yaml (its etcd settings included), which a rollback writes into the release's calico-etcd.yaml.
+ */
+export interface DatastoreMigration {
+  from: 'etcd';
+  to: 'kubernetes';
+  rollback: ManifestTransform;
 }

@@ -12,6 +12,8 @@ interface ApplyArgs {
   resume: boolean;
   'break-lock': boolean;
   'auto-rollback': boolean;
+  rollback: boolean;
+  calicoctl?: string;
   'provider-module'?: string[];
   config?: string;
   mapping?: string;
@@ -33,7 +35,17 @@ export const applyCommand: Command<ApplyArgs> = {
         default: false,
         describe: 'take the cluster lock even if another run holds it (only when that run is gone for good)',
       })
-      .option('auto-rollback', { type: 'boolean', default: false, describe: "when a step fails, restore the Calico resources from the plan's bundle" })
+      .option('auto-rollback', {
+        type: 'boolean',
+        default: false,
+        describe: "when a step fails, restore the Calico resources from the plan's bundle (a datastore migration: roll it back as --rollback does)",
+      })
+      .option('rollback', {
+        type: 'boolean',
+        default: false,
+        describe: 'undo a datastore migration this plan started: calico-etcd.yaml back, etcd unlocked (refused once the Kubernetes datastore is unlocked)',
+      })
+      .option('calicoctl', { type: 'string', describe: "a datastore migration: calicoctl of the cluster's release (default: calicoctl on PATH)" })
       .option('owner-suspended', {
         type: 'boolean',
         default: false,
@@ -64,12 +76,15 @@ export const applyCommand: Command<ApplyArgs> = {
         resume: args.resume,
         breakLock: args['break-lock'],
         autoRollback: args['auto-rollback'],
+        rollback: args.rollback,
+        planPath: shellWord(args.plan),
         ownerSuspended: args['owner-suspended'],
         given: {
           providerModules: args['provider-module'],
           config: args.config,
           mapping: args.mapping,
           helm: { helm: args.helm, helmChart: args['helm-chart'], kubeconfig: args.kubeconfig, context: args.context, as: args.as, asGroups: args['as-group'] },
+          calicoctl: { calicoctl: args.calicoctl, kubeconfig: args.kubeconfig, context: args.context, as: args.as },
         },
         confirm: async (p) => {
           if (args.yes) return true;
@@ -124,6 +139,10 @@ function renderResult(r: ApplyResult, planPath: string): string {
       ]),
     );
   lines.push('', `journal ${r.journal}`);
+  if (r.ok && r.rollback?.summary) {
+    lines.push(`plan ${r.planId} rolled back: ${r.rollback.summary}`);
+    return lines.join('\n');
+  }
   if (r.ok) {
     lines.push(`plan ${r.planId} applied${r.resumed ? ' (resumed)' : ''}`);
     return lines.join('\n');
@@ -135,7 +154,9 @@ function renderResult(r: ApplyResult, planPath: string): string {
   );
   if (r.rollback)
     lines.push(
-      r.rollback.ok ? 'Calico resources were restored from the bundle (--auto-rollback)' : `the automatic resource restore failed: ${r.rollback.error}`,
+      r.rollback.ok
+        ? (r.rollback.summary ?? 'Calico resources were restored from the bundle (--auto-rollback)')
+        : `the ${r.rollback.summary === undefined && !r.failed?.step.startsWith('rollback') ? 'automatic resource restore' : 'rollback'} failed: ${r.rollback.error}`,
     );
   lines.push(
     '',

@@ -1,7 +1,8 @@
 import type { Argv } from 'yargs';
-import { BadInputError, ExitCode, RefusedError } from '../../core/errors.js';
+import { BadInputError, ExitCode } from '../../core/errors.js';
 import { writePlan } from '../../plan/file.js';
 import { buildPlan, planBlockers } from '../../plan/plan.js';
+import { buildMigratePlan } from '../../plan/migrate-plan.js';
 import { PLAN_FLAGS } from '../../plan/rules.js';
 import { loadPlanKey, PLAN_KEY_ENV, signPlan } from '../../plan/signature.js';
 import type { Plan, Strategy } from '../../plan/types.js';
@@ -11,6 +12,7 @@ import { providerOptions, type ProviderArgs } from './backup.js';
 
 interface PlanArgs extends ProviderArgs {
   'migrate-datastore': boolean;
+  calicoctl?: string;
   'drain-timeout': string;
   'ready-timeout': string;
   to?: string;
@@ -28,18 +30,6 @@ interface PlanArgs extends ProviderArgs {
   'helm-chart'?: string;
 }
 
-/**
- * `plan --migrate-datastore` is named so that a user who looks for it learns what to do: it is not built yet (a plan
- * of calicoctl datastore migrate with a lock and a verified rollback), and nothing is read or written before it says so.
- */
-function refuseMigrateDatastore(): never {
-  throw new RefusedError('plan --migrate-datastore (etcd to the Kubernetes datastore) is not built yet: no plan was made', {
-    hint:
-      "take a backup first (cni-rewind backup reads etcd), then follow Calico's procedure: calicoctl datastore migrate lock, export, " +
-      'apply the CRDs, import, apply calico.yaml, unlock; a failed migration is undone with calicoctl datastore migrate unlock on etcd',
-  });
-}
-
 export const planCommand: Command<PlanArgs> = {
   command: 'plan',
   describe: 'Plan an upgrade or downgrade of Calico: schema-aware findings, preflight and the steps `apply` will run (changes nothing)',
@@ -49,7 +39,12 @@ export const planCommand: Command<PlanArgs> = {
       .option('migrate-datastore', {
         type: 'boolean',
         default: false,
-        describe: "etcd datastore: plan the move to the Kubernetes datastore (not built yet: refused, exit 5, with Calico's procedure named)",
+        describe:
+          'etcd datastore (calico-etcd.yaml): plan the move of the same release to the Kubernetes datastore with calicoctl datastore migrate, verified before it is unlocked; apply --rollback undoes it until then',
+      })
+      .option('calicoctl', {
+        type: 'string',
+        describe: "--migrate-datastore: calicoctl of the cluster's release (default: calicoctl on PATH); apply resolves its own",
       })
       .option('manifests', {
         type: 'string',
@@ -103,37 +98,54 @@ export const planCommand: Command<PlanArgs> = {
         describe: 'keep only the first pool per IP family in the Installation when the target operator allows one (the IPPool objects stay)',
       }) as any,
   handler: handler<PlanArgs>(async (ctx, args) => {
-    if (args['migrate-datastore']) refuseMigrateDatastore();
-    if (!args.to) throw new BadInputError('Missing required argument: to', { hint: 'cni-rewind plan --to X.Y.Z' });
+    if (args['migrate-datastore'] && args.to)
+      throw new BadInputError('--migrate-datastore keeps the release: it takes no --to', { hint: 'upgrade before or after the migration, as its own plan' });
+    if (!args['migrate-datastore'] && args.calicoctl)
+      ctx.reporter.warn('CNR_PLAN_CALICOCTL_UNUSED', '--calicoctl only matters with --migrate-datastore; ignored');
+    if (!args.to && !args['migrate-datastore']) throw new BadInputError('Missing required argument: to', { hint: 'cni-rewind plan --to X.Y.Z' });
     const flags = Object.values(PLAN_FLAGS).filter((f) => (args as any)[f]);
+    if (args['migrate-datastore'] && (args['reboot-nodes'] || args.strategy !== 'in-place' || flags.length || args.helm || args['helm-chart']))
+      throw new BadInputError('--migrate-datastore takes none of --reboot-nodes, --strategy, --helm, --helm-chart or the finding flags');
     if (!args['reboot-nodes'] && (args.provider !== 'auto' || args.providerModule?.length || args.config || args.mapping)) {
       ctx.reporter.warn('CNR_PLAN_PROVIDER_UNUSED', 'provider options only matter with --reboot-nodes; ignored');
     }
     const key = loadPlanKey({ file: args['plan-key-file'], create: true, warn: (m) => ctx.reporter.warn('CNR_KEY_FILE_MODE', m) })!;
-    const built = await buildPlan(
-      await ctx.client(),
-      {
-        to: args.to,
-        manifests: args.manifests,
-        strategy: args.strategy,
-        bundle: args.bundle,
-        rebootNodes: args['reboot-nodes'],
-        rolling: {
-          provider: args.provider,
-          providerModules: args.providerModule,
-          config: args.config,
-          mapping: args.mapping,
-          drainTimeout: args['drain-timeout'],
-          readyTimeout: args['ready-timeout'],
-        },
-        diskSnapshots: args['disk-snapshots'],
-        maxBackupAge: args['max-backup-age'],
-        flags,
-        helm: args.helm,
-        helmChart: args['helm-chart'],
-      },
-      ctx.reporter,
-    );
+    const built = args['migrate-datastore']
+      ? await buildMigratePlan(
+          await ctx.client(),
+          {
+            bundle: args.bundle,
+            manifests: args.manifests,
+            maxBackupAge: args['max-backup-age'],
+            diskSnapshots: args['disk-snapshots'],
+            calicoctl: args.calicoctl,
+          },
+          ctx.reporter,
+        )
+      : await buildPlan(
+          await ctx.client(),
+          {
+            to: args.to!,
+            manifests: args.manifests,
+            strategy: args.strategy,
+            bundle: args.bundle,
+            rebootNodes: args['reboot-nodes'],
+            rolling: {
+              provider: args.provider,
+              providerModules: args.providerModule,
+              config: args.config,
+              mapping: args.mapping,
+              drainTimeout: args['drain-timeout'],
+              readyTimeout: args['ready-timeout'],
+            },
+            diskSnapshots: args['disk-snapshots'],
+            maxBackupAge: args['max-backup-age'],
+            flags,
+            helm: args.helm,
+            helmChart: args['helm-chart'],
+          },
+          ctx.reporter,
+        );
     if ((args.helm || args['helm-chart']) && !built.helm)
       ctx.reporter.warn('CNR_PLAN_HELM_UNUSED', '--helm and --helm-chart only matter for a Helm install; ignored');
     // Signed, so that apply can tell an edited plan (a looser maxBackupAge, consent flags, findings) from this one.
@@ -157,7 +169,9 @@ export const planCommand: Command<PlanArgs> = {
 export function renderPlan(plan: Plan, s: Styler): string {
   const lines = [
     s.bold(`Plan ${plan.id}`),
-    `  Calico ${plan.current.version ?? '?'} (${plan.current.installType} install) -> ${plan.target.version}: ${plan.direction}, strategy ${plan.strategy}`,
+    plan.migrate
+      ? `  Calico ${plan.target.version} (${plan.current.installType} install): the ${plan.migrate.from} datastore -> the ${plan.migrate.to} datastore (strategy ${plan.strategy})`
+      : `  Calico ${plan.current.version ?? '?'} (${plan.current.installType} install) -> ${plan.target.version}: ${plan.direction}, strategy ${plan.strategy}`,
     `  target manifests ${plan.target.manifests}${plan.target.operatorImage ? ` (operator ${plan.target.operatorImage})` : ''}`,
     ...(plan.helm ? [`  ${helmLine(plan.helm)}`] : []),
     `  bundle ${plan.bundle.path} (id ${plan.bundle.id}, made ${plan.bundle.createdAt})`,
