@@ -203,6 +203,18 @@ export const otherInputCases: Case[] = [
     args: () => ['plan', '--to', '3.27.4', '--bundle', base, '--max-backup-age', 'banana'],
   },
   { name: 'plan: --strategy not a choice', code: 2, message: /Invalid values|strategy/, args: () => ['plan', '--to', '3.28.1', '--strategy', 'yolo'] },
+  {
+    name: 'plan: --migrate-datastore with --to (a migration keeps the release)',
+    code: 2,
+    message: /--migrate-datastore keeps the release/,
+    args: () => ['plan', '--migrate-datastore', '--to', '3.29.7'],
+  },
+  {
+    name: 'plan: --migrate-datastore on the Kubernetes datastore',
+    code: 2,
+    message: /Kubernetes datastore already/,
+    args: () => ['plan', '--migrate-datastore', '--bundle', base],
+  },
 
   // ---- config, mapping, providers (backup) ----
   {

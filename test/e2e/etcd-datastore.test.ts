@@ -17,8 +17,12 @@ import { K } from '../../src/kube/builtin.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { withCalicoOnEtcd } from './etcd-cluster-support.js';
 import { runCli } from './helpers.js';
+import { calicoConfigData, deleteCalicoCrds, kddIpamHolders, kddReady, KDD, readPlan } from './etcd-migrate-support.js';
+import { KILL_AFTER_STEP_ENV } from '../support/kill-after-step.js';
+import { MIGRATE_STEP_IDS } from '../../src/plan/steps.js';
 
 const real = withCalicoOnEtcd('etcdr');
+const CLUSTER_INFO_KEY = '/calico/resources/v3/projectcalico.org/clusterinformations/default';
 const inPool = (ip: string | undefined) => !!ip && /^192\.168\.\d+\.\d+$/.test(ip);
 const gateway = () => new EtcdGateway({ endpoints: [real.etcd().endpoint], tls: tlsOptions(real.etcd()) });
 
@@ -99,7 +103,7 @@ describe('a Calico on the etcd datastore (calico-etcd.yaml, TLS etcd, real progr
   let before: Map<string, string>;
   const podIps = new Map<string, string>();
   afterAll(async () => {
-    for (const name of ['etcd-web-1', 'etcd-web-2', 'etcd-web-3', 'etcd-web-4'])
+    for (const name of ['etcd-web-1', 'etcd-web-2', 'etcd-web-3', 'etcd-web-4', 'etcd-web-5', 'etcd-web-6'])
       await real
         .client()
         .delete(K.pod, 'default', name, { gracePeriodSeconds: 0 })
@@ -121,7 +125,9 @@ describe('a Calico on the etcd datastore (calico-etcd.yaml, TLS etcd, real progr
   it('status names the etcd datastore; doctor says the CRDs are absent by design; plan refuses by name', async () => {
     const status = await runCli(['status']);
     expect(status.code, status.stderr).toBe(0);
-    expect(status.stdout).toContain('Datastore   etcd (calico-config etcd_endpoints): export, backup and restore read etcd; plan refuses');
+    expect(status.stdout).toContain(
+      'Datastore   etcd (calico-config etcd_endpoints): export, backup and restore read etcd; plan --migrate-datastore moves it to Kubernetes',
+    );
     const doctor = await runCli(['doctor', '-o', 'json']);
     const ids = (JSON.parse(doctor.stdout).findings as { id: string }[]).map((f) => f.id);
     expect(ids).toContain('etcd-datastore');
@@ -129,9 +135,10 @@ describe('a Calico on the etcd datastore (calico-etcd.yaml, TLS etcd, real progr
     const plan = await runCli(['plan', '--to', '3.29.7', '--out', path.join(work, 'plan.json')]);
     expect(plan.code, plan.stderr).toBe(5);
     expect(plan.stderr.split('\n')[0]).toContain('cni-rewind exports, backs up and restores it, but does not plan on it');
-    const migrate = await runCli(['plan', '--migrate-datastore', '--out', path.join(work, 'plan.json')]);
+    // Without calicoctl of the cluster's release the migration cannot be carried out: refused before a plan exists.
+    const migrate = await runCli(['plan', '--migrate-datastore', '--calicoctl', path.join(work, 'no-calicoctl'), '--out', path.join(work, 'plan.json')]);
     expect(migrate.code, migrate.stderr).toBe(5);
-    expect(migrate.stderr.split('\n')[0]).toContain('plan --migrate-datastore (etcd to the Kubernetes datastore) is not built yet');
+    expect(migrate.stderr).toContain('calicoctl not found');
     expect(readdirSync(work)).toEqual([]);
   });
 
@@ -250,5 +257,79 @@ describe('a Calico on the etcd datastore (calico-etcd.yaml, TLS etcd, real progr
     expect(new Set(addrs).size, addrs.join(' ')).toBe(4);
     const held = await ipamHolders();
     for (const p of pods) expect(held.get(p.status!.podIP), p.metadata.name).toBe(p.metadata.name);
+  });
+
+  // The move to the Kubernetes datastore (plan --migrate-datastore) with the real calicoctl of the release: first a run
+  // killed once calico.yaml is rolled out, rolled back to etcd; then the whole migration, verified and unlocked.
+  const planFile = path.join(work, 'migrate-plan.json');
+  const cli = (args: string[], env: Record<string, string> = {}) => runCli([...args, '--calicoctl', real.calicoctlPath()], { env });
+
+  it('plan --migrate-datastore; an apply killed after calico.yaml went in is rolled back to etcd, whose IPAM gives the next pod its address', async () => {
+    const client = real.client();
+    const plan = await cli(['plan', '--migrate-datastore', '--bundle', bundle, '--no-disk-snapshots', '--out', planFile]);
+    expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
+    const written = readPlan(planFile);
+    expect(written.steps.map((st) => st.id)).toEqual(MIGRATE_STEP_IDS);
+    expect(written.migrate?.rollback.calicoConfig.etcd_endpoints).toBe(real.etcd().endpoint);
+    expect(Object.keys(written.transforms.manifest?.calicoConfig ?? {}).filter((k) => k.startsWith('etcd_'))).toEqual([]);
+    // Killed right after step 4 (apply-calico-manifest): calico.yaml in place, both datastores locked.
+    const killed = await cli(['apply', planFile, '--yes'], { [KILL_AFTER_STEP_ENV]: '4' });
+    expect(killed.code, `${killed.stdout}\n${killed.stderr}`).not.toBe(0);
+    expect((await calicoConfigData(client)).etcd_endpoints).toBeUndefined();
+    expect(await kddReady(client)).toBe(false);
+    const etcdInfo = async () => JSON.parse((await calicoKeys(CLUSTER_INFO_KEY)).get(CLUSTER_INFO_KEY)!).spec.datastoreReady;
+    expect(await etcdInfo()).toBe(false);
+
+    const back = await cli(['apply', planFile, '--rollback', '--yes']);
+    expect(back.code, `${back.stdout}\n${back.stderr}`).toBe(0);
+    expect(back.stdout).toContain('rolled back');
+    expect(back.stdout).toContain('kubectl delete crd');
+    expect((await calicoConfigData(client)).etcd_endpoints).toBe(real.etcd().endpoint);
+    expect(await etcdInfo()).toBe(true);
+    await client.create(K.pod, podOn('etcd-web-5', real.nodes[1]!));
+    const ip = await waitPodIp('etcd-web-5');
+    const held = await ipamHolders();
+    expect(held.get(ip)).toBe('etcd-web-5');
+    expect([...held.values()].filter((p) => p === 'etcd-web-5')).toHaveLength(1);
+    // The copy is still there, so a new plan is refused until it is deleted as the rollback said.
+    const again = await cli(['plan', '--migrate-datastore', '--bundle', bundle, '--no-disk-snapshots', '--out', planFile]);
+    expect(again.code, again.stderr).toBe(5);
+    expect(again.stderr).toContain('already holds Calico data');
+    expect((await deleteCalicoCrds(client)).length).toBeGreaterThan(5);
+  });
+
+  it('the migration: the copy verified against etcd, calico.yaml rolled out, Kubernetes unlocked; every pod keeps its address and a new one gets a free one', async () => {
+    const client = real.client();
+    const fresh = path.join(work, 'bundle-before-migration');
+    const b = await runCli(['backup', '--out', fresh, '--allow-unprotected-nodes']);
+    expect([0, 3], b.stderr).toContain(b.code);
+    const plan = await cli(['plan', '--migrate-datastore', '--bundle', fresh, '--no-disk-snapshots', '--out', planFile]);
+    expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
+    const r = await cli(['apply', planFile, '--yes', '-o', 'json']);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+    const result = JSON.parse(r.stdout);
+    expect(result.steps.find((st: { id: string }) => st.id === 'verify-migrated').summary).toMatch(/IPAM allocations/);
+    expect(await kddReady(client)).toBe(true);
+    expect((await calicoConfigData(client)).etcd_endpoints).toBeUndefined();
+    const status = await runCli(['status']);
+    expect(status.stdout).toContain('Datastore   Kubernetes');
+    // The user's configuration in the Kubernetes datastore.
+    const reserved = (await client.listAll<KubeObject>(KDD.ipPool)).find((p) => p.spec.cidr === '10.77.0.0/24');
+    expect(reserved?.spec.disabled).toBe(true);
+    expect((await client.listAll<KubeObject>(KDD.gnp)).map((p) => p.metadata.name).join(' ')).toContain('deny-metadata');
+    expect((await client.listAll<KubeObject>(KDD.np, { namespace: 'default' })).map((p) => p.metadata.name).join(' ')).toContain('allow-web');
+    // Every running pod's address is held in the copied IPAM by that pod; a new pod gets an address none of them has.
+    await client.create(K.pod, podOn('etcd-web-6', real.nodes[0]!));
+    const ip = await waitPodIp('etcd-web-6');
+    const pods = (await client.listAll<KubeObject>(K.pod, { namespace: 'default' })).filter((p) => p.metadata.name!.startsWith('etcd-web-'));
+    const addrs = pods.map((p) => p.status?.podIP as string);
+    expect(new Set(addrs).size, addrs.join(' ')).toBe(pods.length);
+    expect(addrs).toContain(ip);
+    const held = await kddIpamHolders(client);
+    for (const p of pods) expect(held.get(p.status!.podIP), p.metadata.name).toBe(p.metadata.name);
+    // Once pods got addresses from the copy, going back to etcd would give them out twice: refused.
+    const back = await cli(['apply', planFile, '--rollback', '--yes']);
+    expect(back.code, back.stderr).toBe(5);
+    expect(back.stderr).toContain('the migration finished');
   });
 });
