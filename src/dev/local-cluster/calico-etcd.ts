@@ -2,7 +2,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
-import { singleMemberEtcdArgs } from './component-args.js';
+import { goProgramEnv, singleMemberEtcdArgs } from './component-args.js';
 
 /**
  * The etcd Calico keeps its data in when installed on the etcd datastore (calico-etcd.yaml): a second etcd,
@@ -115,7 +115,7 @@ export async function startCalicoEtcd(
   if (opts.wipe) rmSync(dir, { recursive: true, force: true });
   if (!existsSync(info.certFile)) makeCalicoEtcdPki(path.join(dir, 'pki'));
   const out = openSync(path.join(workDir, 'calico-etcd.log'), 'a');
-  const child = spawn(path.join(binDir, 'etcd'), calicoEtcdArgs(workDir, portBase), { detached: true, stdio: ['ignore', out, out] });
+  const child = spawn(path.join(binDir, 'etcd'), calicoEtcdArgs(workDir, portBase), { detached: true, stdio: ['ignore', out, out], env: goProgramEnv() });
   child.unref();
   opts.started?.(child.pid!);
   const deadline = Date.now() + 60_000;

@@ -9,7 +9,7 @@ import { packageRoot } from '../../core/package-root.js';
 import { stateRoot } from './paths.js';
 import { SUPERVISOR_STATUS_FILE, type SupervisorStatus } from './calico-supervisor.js';
 import { deleteNetns, listNetns, netnsPrefix } from './netns.js';
-import { apiserverArgs, controllerManagerArgs, schedulerArgs, singleMemberEtcdArgs } from './component-args.js';
+import { apiserverArgs, controllerManagerArgs, goProgramEnv, schedulerArgs, singleMemberEtcdArgs } from './component-args.js';
 import { kwokConfig, writeKwokConfig } from './kwok-config.js';
 import { calicoEtcdInfo, startCalicoEtcd, type CalicoEtcd } from './calico-etcd.js';
 
@@ -139,7 +139,7 @@ export class LocalCluster {
     const save = () => writeState(this.statePath, state);
     const start = (name: string, args: string[]) => {
       const out = openSync(path.join(workDir, `${name}.log`), 'a');
-      const child = spawn(path.join(binDir, name), args, { detached: true, stdio: ['ignore', out, out] });
+      const child = spawn(path.join(binDir, name), args, { detached: true, stdio: ['ignore', out, out], env: goProgramEnv() });
       child.unref();
       state.pids[name] = child.pid!;
       save();
@@ -311,7 +311,7 @@ export class LocalCluster {
   /** Starts one component of a running cluster again, its output appended to its log, and records its pid. */
   private respawn(st: ClusterState, name: (typeof COMPONENTS)[number], args: string[]): void {
     const out = openSync(path.join(st.workDir, `${name}.log`), 'a');
-    const child = spawn(path.join(st.binDir, name), args, { detached: true, stdio: ['ignore', out, out] });
+    const child = spawn(path.join(st.binDir, name), args, { detached: true, stdio: ['ignore', out, out], env: goProgramEnv() });
     child.unref();
     st.pids[name] = child.pid!;
     writeState(this.statePath, st);
