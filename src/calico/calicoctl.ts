@@ -12,6 +12,7 @@ import { EnvironmentError, RefusedError } from '../core/errors.js';
 import type { KubeClient } from '../kube/client.js';
 import { findExecutable } from '../util/executable.js';
 import { makeTempDir } from '../util/temp-dir.js';
+import { lastLine } from '../util/last-line.js';
 import { calicoEtcdConnection, type EtcdAccessFlags } from './etcd-connection.js';
 
 /** How calicoctl reaches the Kubernetes datastore: the kubeconfig and context this run uses. */
@@ -30,18 +31,6 @@ export function resolveCalicoctl(given: string | undefined, what: string, env: N
   throw new RefusedError(`calicoctl not found: ${found.missing}; ${what}`, {
     hint: "the datastore migration runs Calico's own calicoctl of the cluster's release: pass it with --calicoctl PATH",
   });
-}
-
-/** The last line of calicoctl's message, without control characters, at most 300 characters. */
-function lastLine(text: string): string {
-  const line =
-    text
-      .trim()
-      .split('\n')
-      .filter((l) => l.trim())
-      .pop() ?? '';
-  const clean = line.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
-  return clean.length > 300 ? `${clean.slice(0, 300)}...` : clean;
 }
 
 export function runCalicoctl(bin: string, args: string[], datastoreEnv: Record<string, string>, what: string, timeoutMs = 10 * 60_000): Promise<string> {

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { EnvironmentError, RefusedError } from '../core/errors.js';
 import { isLocalChart } from './helm-strategy.js';
+import { lastLine } from '../util/last-line.js';
 
 /** How helm reaches the cluster cni-rewind talks to, and where it keeps releases. */
 export interface HelmTarget {
@@ -20,18 +21,6 @@ export interface HelmTarget {
 export interface HelmOutput {
   stdout: string;
   stderr: string;
-}
-
-/** The last line of helm's message, without control characters, at most 300 characters. */
-function lastLine(text: string): string {
-  const line =
-    text
-      .trim()
-      .split('\n')
-      .filter((l) => l.trim())
-      .pop() ?? '';
-  const clean = line.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
-  return clean.length > 300 ? `${clean.slice(0, 300)}...` : clean;
 }
 
 /** `helm <args>`; throws EnvironmentError `what: <helm's last line>` on a non-zero exit. */

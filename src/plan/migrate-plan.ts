@@ -27,7 +27,7 @@ import { findManifestEdits, MANIFEST_NS } from './manifest-custom.js';
 import { checkBundle, checkCluster, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
 import { MIGRATE_STEP_IDS, MIGRATE_STEP_TEXT, STEP_TEXT } from './steps.js';
 import { liveManifestTypha } from './typha.js';
-import { PLAN_API_VERSION, PLAN_KIND, type ManifestTransform, type Plan, type PlanFinding } from './types.js';
+import { planHeader, type ManifestTransform, type Plan, type PlanFinding } from './types.js';
 
 export interface MigratePlanOptions {
   bundle?: string;
@@ -149,13 +149,7 @@ export async function buildMigratePlan(client: KubeClient, opts: MigratePlanOpti
     const findings: PlanFinding[] = found.finding ? [migrationEditsFinding(found.finding)] : [];
     const now = opts.now ?? new Date();
     return {
-      apiVersion: PLAN_API_VERSION,
-      kind: PLAN_KIND,
-      id: `plan-${now
-        .toISOString()
-        .replace(/[-:]/g, '')
-        .replace(/\.\d+Z$/, 'Z')}-${randomBytes(2).toString('hex')}`,
-      createdAt: now.toISOString(),
+      ...planHeader(now, randomBytes(2).toString('hex')),
       cluster: { uid, name: client.connection.clusterName, server: client.connection.server },
       current: { installType: install.installType, version: release.version },
       target: {

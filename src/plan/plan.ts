@@ -32,7 +32,7 @@ import { PLAN_FLAGS } from './rules.js';
 import { planRollingNodes, type RollingSettings } from './rolling-nodes.js';
 import { planHelm } from './helm-plan.js';
 import { MANIFEST_STEP_TEXT, STEP_TEXT, type StepKind } from './steps.js';
-import { PLAN_API_VERSION, PLAN_KIND, hasOperatorLeftovers, type Plan, type PlanStep, type Strategy } from './types.js';
+import { planHeader, hasOperatorLeftovers, type Plan, type PlanStep, type Strategy } from './types.js';
 
 export interface PlanOptions {
   to: string;
@@ -155,13 +155,7 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
       install.method.method === 'operator-helm' ? await planHelm(client, install.method.helm, { ...opts, strategy, direction, installation }) : undefined;
     const now = opts.now ?? new Date();
     const plan: Plan = {
-      apiVersion: PLAN_API_VERSION,
-      kind: PLAN_KIND,
-      id: `plan-${now
-        .toISOString()
-        .replace(/[-:]/g, '')
-        .replace(/\.\d+Z$/, 'Z')}-${randomBytes(2).toString('hex')}`,
-      createdAt: now.toISOString(),
+      ...planHeader(now, randomBytes(2).toString('hex')),
       cluster: { uid, name: client.connection.clusterName, server: client.connection.server },
       current: { installType: install.installType, version: install.version, operatorImage: install.operatorImage },
       target: {

@@ -195,3 +195,12 @@ export interface DatastoreMigration {
   to: 'kubernetes';
   rollback: ManifestTransform;
 }
+
+/** What every plan starts with: its kind, a new id (`plan-<UTC time>-<4 hex>`) and when it was made. */
+export function planHeader(now: Date, random: string): Pick<Plan, 'apiVersion' | 'kind' | 'id' | 'createdAt'> {
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
+  return { apiVersion: PLAN_API_VERSION, kind: PLAN_KIND, id: `plan-${stamp}-${random}`, createdAt: now.toISOString() };
+}

@@ -21,3 +21,13 @@ describe('the program a command runs: given on the command line, else on PATH', 
     expect(findExecutable('calicoctl', undefined, { PATH: '/nonexistent' })).toEqual({ missing: 'calicoctl is not on PATH' });
   });
 });
+
+describe("a program's message in one line", () => {
+  it('is its last non-empty line, control characters replaced, at most 300 characters', async () => {
+    const { lastLine } = await import('./last-line.js');
+    expect(lastLine('first\nError: boom\n\n')).toBe('Error: boom');
+    expect(lastLine('bad \u001b[31mred\u0007')).toBe('bad ?[31mred?');
+    expect(lastLine('x'.repeat(400))).toBe(`${'x'.repeat(300)}...`);
+    expect(lastLine('')).toBe('');
+  });
+});
