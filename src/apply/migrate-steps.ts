@@ -153,6 +153,21 @@ async function migrationFinished(client: KubeClient): Promise<boolean> {
   return !config?.data?.[CALICO_CONFIG.etcdKey]?.trim();
 }
 
+/** True while calico-config, calico-node and calico-kube-controllers all still point at etcd (calico.yaml never went in). */
+export async function etcdInstallInPlace(client: KubeClient): Promise<boolean> {
+  const config = await client.getOrUndefined(K.configMap, CALICO_CONFIG.namespace, CALICO_CONFIG.name);
+  if (!config?.data?.[CALICO_CONFIG.etcdKey]?.trim()) return false;
+  for (const [type, name] of [
+    [K.daemonSet, 'calico-node'],
+    [K.deployment, 'calico-kube-controllers'],
+  ] as const) {
+    const w = await client.getOrUndefined(type, CALICO_CONFIG.namespace, name);
+    const containers: { env?: { name: string }[] }[] = w?.spec?.template?.spec?.containers ?? [];
+    if (!containers.some((c) => (c.env ?? []).some((e) => e.name === 'ETCD_ENDPOINTS'))) return false;
+  }
+  return true;
+}
+
 /** Refuses (exit 5) a rollback once pods may hold addresses etcd does not know. */
 export async function refuseFinishedMigration(client: KubeClient): Promise<void> {
   if (!(await migrationFinished(client))) return;
@@ -182,18 +197,24 @@ export interface RollbackDeps {
 export async function rollbackMigration(d: RollbackDeps): Promise<string> {
   if (!d.plan.migrate || !d.target.calicoEtcdManifest) throw new RefusedError('this plan is not a datastore migration: there is no migration to roll back');
   await refuseFinishedMigration(d.client);
-  const objs = applyManifestEdits(
-    d.target.calicoEtcdManifest.filter((o) => o.kind !== 'CustomResourceDefinition' && o.kind !== 'Secret'),
-    d.plan.migrate.rollback,
-  );
-  const n = await d.put(objs);
-  // calico-etcd.yaml's workloads (their init containers differ from calico.yaml's), with the same edits.
-  const etcdPlan: Plan = { ...d.plan, transforms: { ...d.plan.transforms, manifest: d.plan.migrate.rollback } };
-  const rollout = await waitRollout(d.client, etcdPlan, { ...d.target, calicoManifest: d.target.calicoEtcdManifest }, d.rolloutTimeoutMs);
+  // Stopped before calico.yaml went in: the install is as it was, with edits the plan may not know (resources,
+  // tolerations); it is left alone rather than replaced by the release's.
+  let restored = 'calico-etcd.yaml was still in place';
+  if (!(await etcdInstallInPlace(d.client))) {
+    const objs = applyManifestEdits(
+      d.target.calicoEtcdManifest.filter((o) => o.kind !== 'CustomResourceDefinition' && o.kind !== 'Secret'),
+      d.plan.migrate.rollback,
+    );
+    const n = await d.put(objs);
+    // calico-etcd.yaml's workloads (their init containers differ from calico.yaml's), with the same edits.
+    const etcdPlan: Plan = { ...d.plan, transforms: { ...d.plan.transforms, manifest: d.plan.migrate.rollback } };
+    const rollout = await waitRollout(d.client, etcdPlan, { ...d.target, calicoManifest: d.target.calicoEtcdManifest }, d.rolloutTimeoutMs);
+    restored = `${n} objects of calico-etcd.yaml put back; ${rollout}`;
+  }
   await withEtcdDatastoreEnv(d.client, (env) => runCalicoctl(d.run.bin, ['datastore', 'migrate', 'unlock'], env, 'calicoctl datastore migrate unlock (etcd)'));
   const copies = (await d.client.listAll(K.crd)).filter((c) => c.spec?.group === 'crd.projectcalico.org').map((c) => c.metadata.name);
   return (
-    `${n} objects of calico-etcd.yaml put back; ${rollout}; Calico's etcd unlocked` +
+    `${restored}; Calico's etcd unlocked` +
     (copies.length ? `. The copy stays in the Kubernetes datastore: before a new migration plan, delete it with kubectl delete crd ${copies.join(' ')}` : '')
   );
 }

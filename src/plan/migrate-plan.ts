@@ -63,7 +63,7 @@ function migrationEditsFinding(f: PlanFinding): PlanFinding {
     ...f,
     severity: carried ? 'warning' : 'info',
     details: f.details.map((d) => (etcd(d) ? `${d}: an etcd setting, written back only by a rollback` : `${d}: carried into calico.yaml`)),
-    plan: 'carried into calico.yaml, except the etcd settings; a rollback writes them all back into calico-etcd.yaml',
+    plan: "carried into calico.yaml, except the etcd settings (a rollback writes them all back into calico-etcd.yaml); any other edit (resources, tolerations, volumes) is replaced by the release's",
   };
 }
 

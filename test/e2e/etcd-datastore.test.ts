@@ -264,8 +264,21 @@ describe('a Calico on the etcd datastore (calico-etcd.yaml, TLS etcd, real progr
   const planFile = path.join(work, 'migrate-plan.json');
   const cli = (args: string[], env: Record<string, string> = {}) => runCli([...args, '--calicoctl', real.calicoctlPath()], { env });
 
-  it('plan --migrate-datastore; an apply killed after calico.yaml went in is rolled back to etcd, whose IPAM gives the next pod its address', async () => {
+  it('plan --migrate-datastore; applies killed after the lock and after calico.yaml went in are rolled back to etcd, whose IPAM gives the next pod its address', async () => {
     const client = real.client();
+    const etcdInfo = async () => JSON.parse((await calicoKeys(CLUSTER_INFO_KEY)).get(CLUSTER_INFO_KEY)!).spec.datastoreReady;
+    // Killed right after the lock (step 2): the rollback only unlocks etcd, calico-etcd.yaml's objects untouched.
+    const early = path.join(work, 'migrate-early.json');
+    expect((await cli(['plan', '--migrate-datastore', '--bundle', bundle, '--no-disk-snapshots', '--out', early])).code).toBe(0);
+    const dsBefore = (await client.get(K.daemonSet, 'kube-system', 'calico-node')).metadata.resourceVersion;
+    expect((await cli(['apply', early, '--yes'], { [KILL_AFTER_STEP_ENV]: '2' })).code).not.toBe(0);
+    expect(await etcdInfo()).toBe(false);
+    const unlocked = await cli(['apply', early, '--rollback', '--yes']);
+    expect(unlocked.code, `${unlocked.stdout}\n${unlocked.stderr}`).toBe(0);
+    expect(unlocked.stdout).toContain("calico-etcd.yaml was still in place; Calico's etcd unlocked");
+    expect(await etcdInfo()).toBe(true);
+    expect((await client.get(K.daemonSet, 'kube-system', 'calico-node')).metadata.resourceVersion).toBe(dsBefore);
+
     const plan = await cli(['plan', '--migrate-datastore', '--bundle', bundle, '--no-disk-snapshots', '--out', planFile]);
     expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
     const written = readPlan(planFile);
@@ -277,7 +290,6 @@ describe('a Calico on the etcd datastore (calico-etcd.yaml, TLS etcd, real progr
     expect(killed.code, `${killed.stdout}\n${killed.stderr}`).not.toBe(0);
     expect((await calicoConfigData(client)).etcd_endpoints).toBeUndefined();
     expect(await kddReady(client)).toBe(false);
-    const etcdInfo = async () => JSON.parse((await calicoKeys(CLUSTER_INFO_KEY)).get(CLUSTER_INFO_KEY)!).spec.datastoreReady;
     expect(await etcdInfo()).toBe(false);
 
     const back = await cli(['apply', planFile, '--rollback', '--yes']);

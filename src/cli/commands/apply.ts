@@ -89,6 +89,7 @@ export const applyCommand: Command<ApplyArgs> = {
         confirm: async (p) => {
           if (args.yes) return true;
           ctx.host.text(renderPlan(p, ctx.style) + '\n');
+          if (args.rollback) return ctx.reporter.confirm(`Roll back the datastore migration of plan ${p.id} on cluster ${p.cluster.name}?`);
           return ctx.reporter.confirm(`Apply plan ${p.id} to cluster ${p.cluster.name}${args.resume ? ' (resume)' : ''}?`);
         },
         onStarted: (journal, lock) => {
