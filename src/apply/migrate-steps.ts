@@ -12,13 +12,14 @@ import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { checkCalicoctlVersion, kubernetesDatastoreEnv, resolveCalicoctl, runCalicoctl, withEtcdDatastoreEnv, type KubeAccess } from '../calico/calicoctl.js';
 import { calicoEtcdConnection } from '../calico/etcd-connection.js';
+import { CLUSTER_INFO } from '../calico/detect.js';
 import { CALICO_CONFIG } from '../calico/install-method.js';
 import type { Release } from '../calico/release.js';
 import { EnvironmentError, RefusedError } from '../core/errors.js';
 import { EtcdGateway } from '../etcd/gateway.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
-import type { KubeObject, ResourceType } from '../kube/types.js';
+import type { KubeObject } from '../kube/types.js';
 import { applyManifestEdits } from '../plan/manifest-custom.js';
 import type { Plan } from '../plan/types.js';
 import { makeTempDir } from '../util/temp-dir.js';
@@ -39,13 +40,6 @@ export interface CalicoctlGiven extends KubeAccess {
   as?: string;
 }
 
-const KDD_CLUSTER_INFO: ResourceType = {
-  group: 'crd.projectcalico.org',
-  version: 'v1',
-  plural: 'clusterinformations',
-  kind: 'ClusterInformation',
-  namespaced: false,
-};
 const ETCD_CONFIG_KEY = 'etcdConfig';
 
 /** Refuses (exit 5) before the journal or lock exist when calicoctl is missing, of another release, or cannot act as this run does. */
@@ -147,7 +141,8 @@ export async function unlockKubernetes(run: CalicoctlRun | undefined): Promise<s
 
 /** True once the migration finished: calico-node runs on the Kubernetes datastore and that datastore is unlocked. */
 async function migrationFinished(client: KubeClient): Promise<boolean> {
-  const info = await client.getOrUndefined<any>(KDD_CLUSTER_INFO, undefined, 'default').catch(() => undefined);
+  // Not found: no copy (or no CRD) yet. Any other error stops the rollback: it must not go ahead on a guess.
+  const info = await client.getOrUndefined<any>(CLUSTER_INFO, undefined, 'default');
   if (info?.spec?.datastoreReady !== true) return false;
   const config = await client.getOrUndefined(K.configMap, CALICO_CONFIG.namespace, CALICO_CONFIG.name);
   return !config?.data?.[CALICO_CONFIG.etcdKey]?.trim();

@@ -29,7 +29,8 @@ export interface CalicoInstall {
   method: InstallMethod;
 }
 
-const CLUSTER_INFO: ResourceType = {
+/** ClusterInformation in the Kubernetes datastore (its `default` says calicoVersion and datastoreReady). */
+export const CLUSTER_INFO: ResourceType = {
   group: 'crd.projectcalico.org',
   version: 'v1',
   plural: 'clusterinformations',
