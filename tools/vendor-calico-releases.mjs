@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import yaml from 'js-yaml';
 
-// calico-etcd.yaml (the manifest install on the etcd datastore) is vendored only where the local cluster needs it (3.28.1).
+// calico-etcd.yaml: the manifest install on the etcd datastore (plans of etcd installs, the local cluster's etcd mode).
 const FILES = ['tigera-operator.yaml', 'operator-crds.yaml', 'custom-resources.yaml', 'calico.yaml', 'calico-etcd.yaml'];
 const [src, ...only] = process.argv.slice(2);
 if (!src) {
