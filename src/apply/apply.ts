@@ -3,7 +3,7 @@
  * manifests are the same files, nothing refuses), take the cluster lock, then run the steps with the journal.
  * On a failed step: stop, report the state and the exact restore commands, or restore resources with autoRollback.
  */
-import { readCalicoObjects } from '../calico/calico-objects.js';
+import { datastoreOfObjects, readCalicoObjects } from '../calico/calico-objects.js';
 import { refuseUnsupportedObjects } from '../calico/supported.js';
 import { refuseEnterprise, variantOf } from '../calico/enterprise.js';
 import { describeReconciler, judgeReconcilers, markedObjects, refuseReconcilers } from '../calico/gitops.js';
@@ -90,7 +90,7 @@ export async function checkPlanForApply(plan: Plan, given: ApplyGiven = {}): Pro
     const target = await loadRelease(plan.target.version, {
       manifests: plan.target.manifests,
       // A datastore migration's rollback puts calico-etcd.yaml back: its checksum is the plan's too.
-      need: plan.strategy === 'migrate-datastore' ? 'etcd' : plan.current.installType === 'manifest' ? 'manifest' : 'operator',
+      need: plan.strategy === 'migrate-datastore' || plan.datastore === 'etcd' ? 'etcd' : plan.current.installType === 'manifest' ? 'manifest' : 'operator',
     });
     const steps = checkPlanIntegrity(plan, target, given);
     return { bundle, target, steps };
@@ -117,7 +117,16 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
   const calico = await readCalicoObjects(client);
   // A plan made elsewhere rolls out Kubernetes-datastore manifests, and its steps write the v1 CRDs: refused on an etcd
   // cluster or one migrated to v3-CRD mode since the plan was made (or between runs), before the journal exists.
-  refuseUnsupportedObjects(calico, 'apply', 'the plan was not applied', { etcdHandled: plan.strategy === 'migrate-datastore' });
+  refuseUnsupportedObjects(calico, 'apply', 'the plan was not applied', { etcdHandled: plan.strategy === 'migrate-datastore' || plan.datastore === 'etcd' });
+  // A plan for an etcd install rolls out calico-etcd.yaml and checks etcd: on a cluster whose datastore is not etcd
+  // (any more) it is refused, as the plan for the Kubernetes datastore is on etcd (above).
+  if (plan.datastore === 'etcd' && datastoreOfObjects(calico).type !== 'etcd')
+    throw new RefusedError(
+      'the plan is for a Calico on the etcd datastore, and Calico here keeps its data in the Kubernetes datastore: the plan was not applied',
+      {
+        hint: 'make a new plan with `cni-rewind plan`',
+      },
+    );
   // Calico Enterprise since the plan was made (or a plan made on another cluster): its operator is not ours to replace.
   refuseEnterprise(variantOf(calico.installation), 'the plan was not applied');
   // A self-healing Argo CD application or an unsuspended Flux object puts its manifests back mid-plan: refused before

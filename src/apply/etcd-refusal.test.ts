@@ -25,13 +25,13 @@ const calicoConfig: KubeObject = {
   // Port 1 on loopback: nothing listens there, so the etcd this names cannot be reached (and no traffic leaves the machine).
   data: { etcd_endpoints: 'https://127.0.0.1:1' },
 };
-function fakeClient(): { client: KubeClient; calls: string[] } {
+function fakeClient(config: KubeObject | null = calicoConfig): { client: KubeClient; calls: string[] } {
   const calls: string[] = [];
   const client = {
     connection: { clusterName: 'etcd-cluster', server: 'https://127.0.0.1:1' },
     async getOrUndefined(r: ResourceType, ns: string | undefined, name: string) {
       calls.push(`GET ${r.kind} ${ns}/${name}`);
-      return r.kind === 'ConfigMap' && ns === 'kube-system' && name === 'calico-config' ? structuredClone(calicoConfig) : undefined;
+      return r.kind === 'ConfigMap' && ns === 'kube-system' && name === 'calico-config' && config ? structuredClone(config) : undefined;
     },
     // The refusal judges what detectCalico (export, backup) or readCalicoObjects (apply) read: reads only, and
     // no v3 CRDs here (v3-crds.ts).
@@ -122,6 +122,14 @@ describe('plan and apply refuse the etcd datastore before anything is written', 
   it('apply opens no journal for a plan made elsewhere', async () => {
     const { client, calls } = fakeClient();
     await refusal(applyPlan(client, {} as Plan, {}, reporter()));
+    expect(calls.every((c) => c.startsWith('GET ') || c.startsWith('LIST '))).toBe(true);
+  });
+
+  it('apply refuses a plan made for an etcd install once Calico here keeps its data in the Kubernetes datastore', async () => {
+    // No calico-config: the Kubernetes datastore.
+    const { client, calls } = fakeClient(null);
+    const err = await refusal(applyPlan(client, { datastore: 'etcd', strategy: 'in-place' } as Plan, {}, reporter()));
+    expect(err.message).toContain('the plan is for a Calico on the etcd datastore, and Calico here keeps its data in the Kubernetes datastore');
     expect(calls.every((c) => c.startsWith('GET ') || c.startsWith('LIST '))).toBe(true);
   });
 });

@@ -36,6 +36,7 @@ import { removeOperatorLeftovers } from './operator-leftovers.js';
 import { helmRollback, helmUpgrade, type HelmRun } from './helm-steps.js';
 import { rebootNodes } from './reboot-nodes.js';
 import { copyToKubernetes, lockEtcd, unlockKubernetes, verifyMigrated, type CalicoctlRun } from './migrate-steps.js';
+import { applyCalicoEtcdManifest, verifyEtcdData, waitEtcdRollout } from './etcd-steps.js';
 import { removeOld } from './remove-old.js';
 import { TIGERA_STATUS, waitRollout } from './wait-rollout.js';
 
@@ -64,7 +65,10 @@ export const STEP_IMPLEMENTATIONS: { readonly [K in StepKind]: StepImpl } = {
   'pause-operator': (deps, rt) => pauseOperator(deps, rt),
   'apply-crds': (deps) => applyCrds(deps),
   'apply-operator': (deps) => applyOperator(deps),
-  'apply-calico-manifest': (deps) => applyCalicoManifest(deps),
+  'apply-calico-manifest': (deps) =>
+    deps.plan.datastore === 'etcd'
+      ? applyCalicoEtcdManifest(deps.client, deps.plan, deps.target, (o) => putObjects(deps.client, o))
+      : applyCalicoManifest(deps),
   'remove-operator-leftovers': (deps) => removeOperatorLeftovers(deps.client, deps.target),
   'helm-upgrade': (deps) => helmUpgrade(deps.client, deps.helm, deps.plan),
   'helm-rollback': (deps) => helmRollback(deps.client, deps.helm),
@@ -74,9 +78,10 @@ export const STEP_IMPLEMENTATIONS: { readonly [K in StepKind]: StepImpl } = {
   'restore-data': (deps) => restoreData(deps),
   'restore-drift': (deps) => restoreDrift(deps),
   'resume-operator': (deps, rt) => resumeOperator(deps, rt),
-  'wait-rollout': (deps) => waitRollout(deps.client, deps.plan, deps.target, deps.rolloutTimeoutMs ?? 300_000),
+  'wait-rollout': (deps) =>
+    (deps.plan.datastore === 'etcd' ? waitEtcdRollout : waitRollout)(deps.client, deps.plan, deps.target, deps.rolloutTimeoutMs ?? 300_000),
   'rename-policies-back': (deps) => renamePoliciesBack(deps.client, deps.target.version),
-  'verify-data': (deps) => verifyData(deps),
+  'verify-data': (deps) => (deps.plan.datastore === 'etcd' ? verifyEtcdData(deps.client, deps.bundle, deps.plan, deps.reporter) : verifyData(deps)),
   'migrate-lock-etcd': (deps, rt) => lockEtcd(deps.client, deps.calicoctl, rt),
   'migrate-copy': (deps, rt) => copyToKubernetes(deps.client, deps.calicoctl, rt),
   'verify-migrated': (deps, rt) => verifyMigrated(deps.client, deps.calicoctl, rt),

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Release } from '../calico/release.js';
 import type { InstallationTransform, Plan } from '../plan/types.js';
-import { derivedSteps } from './plan-trust.js';
+import { checkPlanIntegrity, derivedSteps } from './plan-trust.js';
 
 const target = { version: 'v3.29.7' } as unknown as Release;
 const planWith = (installation: InstallationTransform, strategy: Plan['strategy'] = 'in-place') =>
@@ -61,5 +61,45 @@ describe('a datastore migration plan (plan --migrate-datastore)', () => {
       'migrate-unlock',
     ]);
     expect(ids({ ...migration, options: { flags: [], rebootNodes: true } } as unknown as Plan)).not.toContain('reboot-nodes');
+  });
+});
+
+describe('a plan for a calico-etcd.yaml install (datastore etcd)', () => {
+  const etcdPlan = {
+    current: { installType: 'manifest', version: 'v3.28.1' },
+    strategy: 'in-place',
+    datastore: 'etcd',
+    options: { flags: [], rebootNodes: false },
+    transforms: { installation: { removeFields: [], trimPoolsPerFamily: false } },
+  } as unknown as Plan;
+  it("has calico-etcd.yaml's steps: no CRDs to apply, the data verified in etcd", () => {
+    expect(ids(etcdPlan)).toEqual(['preflight', 'apply-calico-manifest', 'wait-rollout', 'verify-data']);
+    expect(derivedSteps(etcdPlan, target).find((s) => s.id === 'apply-calico-manifest')?.description).toContain('calico-etcd-secrets is never written');
+  });
+  it('a plan of the Kubernetes datastore keeps its own steps (apply-crds first)', () => {
+    const { datastore: _d, ...kdd } = etcdPlan;
+    const withCalicoYaml = { version: 'v3.29.7', calicoManifest: [] } as unknown as Release;
+    expect(derivedSteps(kdd as Plan, withCalicoYaml).map((s) => s.id)).toEqual([
+      'preflight',
+      'apply-crds',
+      'apply-calico-manifest',
+      'wait-rollout',
+      'verify-data',
+    ]);
+  });
+  it('an etcd plan said to be of an operator install, or of another strategy, is refused as edited', () => {
+    const release = { version: 'v3.29.7', files: {} } as unknown as Release;
+    const whole = {
+      ...etcdPlan,
+      target: { version: 'v3.29.7', manifests: '/m', files: {} },
+      bundle: { path: '/b', manifestSha256: 'x', id: 'b' },
+      cluster: { uid: 'u' },
+      options: { flags: [], rebootNodes: false, diskSnapshots: false, maxBackupAge: '24h' },
+      steps: [],
+    } as unknown as Plan;
+    expect(() => checkPlanIntegrity({ ...whole, current: { installType: 'operator' } }, release, {})).toThrow(
+      /datastore "etcd" is not etcd for an in-place plan/,
+    );
+    expect(() => checkPlanIntegrity({ ...whole, datastore: 'zookeeper' } as unknown as Plan, release, {})).toThrow(/datastore "zookeeper"/);
   });
 });

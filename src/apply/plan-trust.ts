@@ -12,6 +12,7 @@ import path from 'node:path';
 import { leavesPolicyNaming } from '../calico/policy-names.js';
 import type { Release } from '../calico/release.js';
 import { RefusedError } from '../core/errors.js';
+import { etcdSteps } from '../plan/etcd-plan.js';
 import { installationCleanup, stepsFor } from '../plan/plan.js';
 import { PLAN_FLAGS } from '../plan/rules.js';
 import { MIGRATE_STEP_IDS, MIGRATE_STEP_TEXT, STEP_TEXT } from '../plan/steps.js';
@@ -41,6 +42,8 @@ function checkShape(plan: Plan): void {
     throw refuse(`its install type ${JSON.stringify(plan.current?.installType)} is not operator or manifest`);
   if (!['in-place', 'reinstall', 'migrate-datastore'].includes(plan.strategy))
     throw refuse(`its strategy ${JSON.stringify(plan.strategy)} is not in-place, reinstall or migrate-datastore`);
+  if (plan.datastore !== undefined && (plan.datastore !== 'etcd' || plan.strategy !== 'in-place' || plan.current.installType !== 'manifest'))
+    throw refuse(`its datastore ${JSON.stringify(plan.datastore)} is not etcd for an in-place plan of a manifest install`);
   if (plan.strategy === 'migrate-datastore' && (plan.migrate?.from !== 'etcd' || plan.migrate.to !== 'kubernetes' || !plan.migrate.rollback))
     throw refuse('it migrates the datastore but does not say how (migrate)');
   if (!str(plan.bundle?.path) || !str(plan.bundle?.manifestSha256) || !str(plan.cluster?.uid)) throw refuse('its bundle or cluster record is incomplete');
@@ -53,6 +56,7 @@ function checkShape(plan: Plan): void {
 
 /** The steps the plan's install type and strategy give; the plan's own list must be exactly these. */
 export function derivedSteps(plan: Plan, target: Release): Plan['steps'] {
+  if (plan.datastore === 'etcd') return etcdSteps();
   if (plan.strategy === 'migrate-datastore') return MIGRATE_STEP_IDS.map((id) => ({ id, ...STEP_TEXT[id], ...MIGRATE_STEP_TEXT[id] }));
   const restoreDrift = plan.options.flags.includes(PLAN_FLAGS.restoreDrift) && (plan.drift?.length ?? 0) > 0;
   const install = plan.current.installType === 'operator' ? 'operator' : 'manifest';

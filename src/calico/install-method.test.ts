@@ -117,7 +117,7 @@ describe('datastore', () => {
     expect(datastoreOf({ calicoConfig: { ...configMapEtcd, data: { etcd_endpoints: '' } } })).toEqual({ type: 'kubernetes' });
   });
 
-  it('readDatastore makes three reads and the plan refusal names etcd, the evidence and what to do (exit 5)', async () => {
+  it('readDatastore makes three reads and the refusal of a Kubernetes-datastore plan names etcd, the evidence and what to do (exit 5)', async () => {
     const { client, calls } = fakeClient([configMapEtcd, calicoNode('docker.io/calico/node:v3.28.1', etcdEnv)]);
     const ds = await readDatastore(client);
     expect(calls).toHaveLength(3);
@@ -129,7 +129,7 @@ describe('datastore', () => {
     }
     expect(isErrorKind(thrown, 'refused')).toBe(true);
     expect((thrown as Error).message).toMatch(
-      /^Calico here keeps its data in etcd \(calico-config etcd_endpoints\): cni-rewind exports, backs up and restores it, but does not plan on it/,
+      /^Calico here keeps its data in etcd \(calico-config etcd_endpoints\): this plan is for the Kubernetes datastore/,
     );
     expect((thrown as { hint: string }).hint).toContain('calico-etcd.yaml of the target release');
     expect(() => refuseEtcdDatastore({ type: 'kubernetes' }, 'plan')).not.toThrow();

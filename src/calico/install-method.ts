@@ -1,8 +1,9 @@
 /**
  * How Calico was installed and who keeps it that way (issue 31, item 1): the datastore, the install method, a GitOps
  * owner and where the images come from, judged from objects already read (calico-objects.ts).
- * On the etcd datastore, export, backup and restore read and write etcd itself (calico/etcd-connection.ts); plan and
- * apply are refused by name (`refuseEtcdDatastore`): their steps write the Kubernetes datastore.
+ * On the etcd datastore, export, backup and restore read and write etcd itself (calico/etcd-connection.ts), and plan
+ * makes calico-etcd.yaml plans (plan/etcd-plan.ts); apply refuses a Kubernetes-datastore plan there by name
+ * (`refuseEtcdDatastore`): its steps write the Calico CRDs and calico.yaml.
  */
 import { RefusedError } from '../core/errors.js';
 import type { KubeClient } from '../kube/client.js';
@@ -221,9 +222,9 @@ export async function readDatastore(client: KubeClient): Promise<DatastoreInfo> 
 export function refuseEtcdDatastore(datastore: DatastoreInfo, command: string): void {
   if (datastore.type !== 'etcd') return;
   throw new RefusedError(
-    `Calico here keeps its data in etcd (${datastore.evidence}): cni-rewind exports, backs up and restores it, but does not ${command} on it (its steps write the Kubernetes datastore and calico.yaml)`,
+    `Calico here keeps its data in etcd (${datastore.evidence}): this ${command} is for the Kubernetes datastore (its steps write the Calico CRDs and calico.yaml, which would cut every program off etcd)`,
     {
-      hint: 'back up first (cni-rewind backup reads etcd), then upgrade Calico with the calico-etcd.yaml of the target release; cni-rewind plan --migrate-datastore moves it to the Kubernetes datastore',
+      hint: 'make a new plan here with `cni-rewind plan --to VERSION` (it rolls out the calico-etcd.yaml of the target release), or `cni-rewind plan --migrate-datastore` to move to the Kubernetes datastore',
     },
   );
 }

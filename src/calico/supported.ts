@@ -1,8 +1,9 @@
 /**
  * The Calico installs cni-rewind can export, back up, plan for and apply to: Calico's data in the crd.projectcalico.org
  * CRDs, read and written through the Kubernetes API. Two installs keep it elsewhere and are refused by name (exit 5)
- * by every command that would write a bundle or roll out manifests: 3.32's v3-CRD mode (v3-crds.ts) and, for plan and
- * apply, the etcd datastore (install-method.ts), which export, backup and restore read and write through etcd itself. Commands that run detectCalico judge what it read (a CalicoInstall fits `install`),
+ * by every command that would write a bundle or roll out manifests: 3.32's v3-CRD mode (v3-crds.ts) and, for the
+ * apply of a Kubernetes-datastore plan, the etcd datastore (install-method.ts); export, backup, restore and plan handle
+ * etcd themselves (`etcdHandled`). Commands that run detectCalico judge what it read (a CalicoInstall fits `install`),
  * so each object is read once.
  */
 import { K } from '../kube/builtin.js';

@@ -130,7 +130,7 @@ export function findManifestEdits(
       objects: [...objects],
       details,
       action: 'transform',
-      plan: "carried into the target calico.yaml (calico-node env, calico-config, image registry, container command/args/probe commands) as Calico's upgrade procedure asks; any other edit is replaced by the release's",
+      plan: `carried into the target ${file} (calico-node env, calico-config, image registry, container command/args/probe commands) as Calico's upgrade procedure asks; any other edit is replaced by the release's`,
     },
   };
 }
@@ -203,7 +203,11 @@ export async function planManifestEdits(
   client: KubeClient,
   currentVersion: string | undefined,
   manifests: string | undefined,
+  /** A calico-etcd.yaml install: its edits are found against the current release's calico-etcd.yaml. */
+  opts: { etcd?: boolean } = {},
 ): Promise<{ transform?: ManifestTransform; finding?: PlanFinding }> {
+  const need = opts.etcd ? 'etcd' : 'manifest';
+  const file = opts.etcd ? 'calico-etcd.yaml' : 'calico.yaml';
   if (!currentVersion) {
     const ds = await client.getOrUndefined(K.daemonSet, MANIFEST_NS, DS);
     refusePinnedWithoutVersion(`DaemonSet ${MANIFEST_NS}/${DS}`, nodeContainer(ds)?.image, currentVersion);
@@ -211,17 +215,18 @@ export async function planManifestEdits(
   }
   let current: Release;
   try {
-    current = await loadRelease(currentVersion, { manifests, need: 'manifest' });
+    current = await loadRelease(currentVersion, { manifests, need });
   } catch (err) {
     if (!manifests) return { finding: manifestEditsUnknown(currentVersion, errorMessage(err)) };
     try {
-      current = await loadRelease(currentVersion, { need: 'manifest' });
+      current = await loadRelease(currentVersion, { need });
     } catch (err2) {
       return { finding: manifestEditsUnknown(currentVersion, errorMessage(err2)) };
     }
   }
+  const objects = (opts.etcd ? current.calicoEtcdManifest : current.calicoManifest) ?? [];
   const workloads: KubeObject[] = [];
-  for (const o of current.calicoManifest ?? []) {
+  for (const o of objects) {
     if (o.kind !== 'DaemonSet' && o.kind !== 'Deployment') continue;
     const w = await client.getOrUndefined(o.kind === 'DaemonSet' ? K.daemonSet : K.deployment, MANIFEST_NS, o.metadata.name);
     if (w) workloads.push({ ...w, kind: o.kind });
@@ -229,6 +234,6 @@ export async function planManifestEdits(
   const config = await client.getOrUndefined(K.configMap, MANIFEST_NS, CONFIG);
   return findManifestEdits(
     { ds: workloads.find((w) => w.kind === 'DaemonSet' && w.metadata.name === DS), config, workloads },
-    { version: current.version, objects: current.calicoManifest ?? [] },
+    { version: current.version, objects, file },
   );
 }

@@ -138,6 +138,26 @@ export const MANIFEST_STEP_TEXT: Partial<Record<StepKind, Pick<StepText, 'descri
   },
 };
 
+/** An upgrade or downgrade of a calico-etcd.yaml install (the etcd datastore stays): no CRDs, its data stays in etcd. */
+export const ETCD_STEP_IDS: StepKind[] = ['preflight', 'apply-calico-manifest', 'wait-rollout', 'verify-data'];
+
+/** What the shared steps do for a calico-etcd.yaml install. */
+export const ETCD_STEP_TEXT: Partial<Record<StepKind, Partial<StepText>>> = {
+  'apply-calico-manifest': {
+    title: 'apply the target calico-etcd.yaml',
+    description:
+      "create or replace the objects of the target's calico-etcd.yaml, with every edit of the current calico-etcd.yaml the plan found written in (its etcd endpoints and certificate paths included, checked again before anything is written); Secret calico-etcd-secrets is never written",
+  },
+  'wait-rollout': {
+    description:
+      "the calico-node DaemonSet and the calico-kube-controllers Deployment in kube-system carry the target calico-etcd.yaml's images and finished their rollout (every pod updated and available); their pods Ready",
+  },
+  'verify-data': {
+    description:
+      "read Calico's etcd: every pool, policy, network set, BGP and Felix object of the bundle is there unchanged (those already changed when the plan was made excepted), and a restore of the bundle would have no IPAM record to write (every allocation of a pod that still exists is held by its handle; no address is held twice)",
+  },
+};
+
 /** The datastore migration's steps (etcd to Kubernetes, `plan --migrate-datastore`), in order. */
 export const MIGRATE_STEP_IDS: StepKind[] = [
   'preflight',

@@ -176,6 +176,11 @@ export interface Plan {
   reconcilers?: Reconciler[];
   /** Present for a tigera-operator installed by Helm: the steps change it with helm (helm-strategy.ts). */
   helm?: HelmStrategy;
+  /**
+   * `etcd` for a calico-etcd.yaml install upgraded or downgraded on the etcd datastore (etcd-plan.ts); absent for the
+   * Kubernetes datastore. apply checks it against the cluster's datastore before the steps run.
+   */
+  datastore?: 'etcd';
   /** Present for `plan --migrate-datastore`: how a rollback puts calico-etcd.yaml back (migrate-plan.ts). */
   migrate?: DatastoreMigration;
   /** Present when the plan reboots nodes (`--reboot-nodes`). */

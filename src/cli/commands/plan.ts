@@ -171,7 +171,7 @@ export function renderPlan(plan: Plan, s: Styler): string {
     s.bold(`Plan ${plan.id}`),
     plan.migrate
       ? `  Calico ${plan.target.version} (${plan.current.installType} install): the ${plan.migrate.from} datastore -> the ${plan.migrate.to} datastore (strategy ${plan.strategy})`
-      : `  Calico ${plan.current.version ?? '?'} (${plan.current.installType} install) -> ${plan.target.version}: ${plan.direction}, strategy ${plan.strategy}`,
+      : `  Calico ${plan.current.version ?? '?'} (${plan.datastore === 'etcd' ? 'calico-etcd.yaml install, etcd datastore' : `${plan.current.installType} install`}) -> ${plan.target.version}: ${plan.direction}, strategy ${plan.strategy}`,
     `  target manifests ${plan.target.manifests}${plan.target.operatorImage ? ` (operator ${plan.target.operatorImage})` : ''}`,
     ...(plan.helm ? [`  ${helmLine(plan.helm)}`] : []),
     `  bundle ${plan.bundle.path} (id ${plan.bundle.id}, made ${plan.bundle.createdAt})`,

@@ -35,7 +35,7 @@ function installMethodLines(m: InstallMethod): string[] {
     (m.helm ? ` (release ${m.helm.namespace}/${m.helm.release})` : '') +
     (m.managedBy && m.method !== 'rke2-chart' ? ` (managed by ${m.managedBy})` : '');
   return [
-    `Datastore   ${m.datastore.type === 'etcd' ? `etcd (${m.datastore.evidence}): export, backup and restore read etcd; plan --migrate-datastore moves it to Kubernetes` : 'Kubernetes'}`,
+    `Datastore   ${m.datastore.type === 'etcd' ? `etcd (${m.datastore.evidence}): export, backup, restore and plan --to work on etcd; plan --migrate-datastore moves it to Kubernetes` : 'Kubernetes'}`,
     `Installed   ${method}`,
     ...(m.helm ? [helmLine(m.helm)] : []),
     `GitOps      ${m.gitOps.length ? m.gitOps.map((g) => `${g.tool} ${g.name} (on ${g.object})`).join('; ') : 'no Argo CD or Flux owner found'}`,

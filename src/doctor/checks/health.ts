@@ -99,10 +99,10 @@ const crdsMissing: Check = {
           why:
             'The missing crd.projectcalico.org CRDs are expected here and must not be re-applied: the Kubernetes-datastore manifests would ' +
             'move Calico to an empty datastore. cni-rewind export, backup and restore read and write this etcd (calico-config and ' +
-            "calico-etcd-secrets give the endpoints and calico-node's client certificate); plan --to refuses it (exit 5): its steps " +
-            'roll out calico.yaml, after which every CNI ADD fails.',
+            "calico-etcd-secrets give the endpoints and calico-node's client certificate); plan --to rolls out the target's " +
+            'calico-etcd.yaml with these etcd settings carried over (never calico.yaml, after which every CNI ADD would fail).',
           fix:
-            "Back up with cni-rewind backup (it reads etcd), then upgrade with the target release's calico-etcd.yaml; move to the " +
+            'Back up with cni-rewind backup (it reads etcd), then cni-rewind plan --to VERSION (the target calico-etcd.yaml); move to the ' +
             'Kubernetes datastore with cni-rewind plan --migrate-datastore (calicoctl datastore migrate, verified, with a rollback).',
         },
       ];
