@@ -7,9 +7,14 @@
  * and allocations of pods that are gone are live state, not differences.
  */
 import type { Bundle } from '../bundle/reader.js';
+import { etcdKindOf, roleOf } from '../calico/etcd-datastore.js';
+import { CALICO_CRD_GROUP } from '../calico/knowledge.js';
+import type { Release } from '../calico/release.js';
+import { checkAgainstSchema } from '../calico/schema.js';
 import type { Reporter } from '../io/host.js';
 import type { KubeClient } from '../kube/client.js';
 import { restoreEtcd } from '../restore/etcd-restore.js';
+import type { PlanFinding } from './types.js';
 
 export interface EtcdDifference {
   /** The restore action's id: `IPPool reserved-pool`, `IPAM block /calico/ipam/v2/assignment/...`. */
@@ -33,4 +38,42 @@ export async function etcdDifferences(client: KubeClient, bundle: Bundle, report
   }
   for (const d of r.ipamProblems ?? []) out.push({ id: d, reason: 'an address held twice' });
   return out;
+}
+
+/**
+ * What the target release does not know of the user's objects in etcd (a downgrade): fields and kinds its data model
+ * lacks, judged by the target's crd.projectcalico.org schemas (generated from the same Go types its programs read
+ * etcd with). They stay in etcd, unread by the target's programs, and a write by the target (calicoctl apply) drops
+ * the fields. Undefined when the target knows everything.
+ */
+export async function etcdFieldsTheTargetLacks(bundle: Bundle, target: Release): Promise<PlanFinding | undefined> {
+  const crds = new Map(target.crds.filter((c) => c.spec?.group === CALICO_CRD_GROUP).map((c) => [c.spec.names.kind as string, c]));
+  if (!crds.size) return undefined;
+  const details: string[] = [];
+  const objects: string[] = [];
+  for await (const { object } of bundle.v3Objects()) {
+    const kind = etcdKindOf(object.kind);
+    if (!kind || roleOf(kind, object.metadata.name) !== 'config') continue;
+    const id = `${object.kind}/${object.metadata.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata.name}`;
+    const crd = crds.get(object.kind);
+    if (!crd) {
+      objects.push(id);
+      details.push(`${id}: Calico ${target.version} has no ${object.kind}`);
+      continue;
+    }
+    const pruned = checkAgainstSchema({ ...object, apiVersion: `${CALICO_CRD_GROUP}/v1` }, crd).filter((f) => f.kind === 'pruned' && f.path.startsWith('spec'));
+    if (!pruned.length) continue;
+    objects.push(id);
+    details.push(`${id}: ${pruned.map((f) => f.path).join(', ')}`);
+  }
+  if (!details.length) return undefined;
+  return {
+    id: 'etcd-fields-target-lacks',
+    severity: 'warning',
+    title: `${objects.length} Calico object(s) in etcd use fields or kinds Calico ${target.version} does not know`,
+    objects,
+    details,
+    action: 'keep',
+    plan: `kept in etcd as they are; ${target.version}'s programs do not read them, and a write by ${target.version} (calicoctl apply or replace) drops those fields`,
+  };
 }

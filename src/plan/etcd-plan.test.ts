@@ -3,6 +3,8 @@ import { loadRelease } from '../calico/release.js';
 import type { KubeObject } from '../kube/types.js';
 import { etcdSettingsDiffer, etcdTargetObjects } from './etcd-plan.js';
 import { findManifestEdits } from './manifest-custom.js';
+import { etcdFieldsTheTargetLacks } from './etcd-compare.js';
+import type { Bundle } from '../bundle/reader.js';
 
 /*
  * The shipped calico-etcd.yaml of 3.28.1 (the install) and 3.29.7 (the target), filled in as its comments ask a user
@@ -66,5 +68,29 @@ describe("a plan for an etcd install carries calico-etcd.yaml's etcd settings in
     expect(etcdSettingsDiffer(moved, etcdTargetObjects(target, found.transform))).toEqual([
       'calico-node env ETCD_DISCOVERY_SRV: live "example.internal", target not set',
     ]);
+  });
+});
+
+describe('a downgrade of an etcd install names what the target release does not know (its crd.projectcalico.org schemas)', async () => {
+  const bundleOf = (objects: KubeObject[]) =>
+    ({
+      v3Objects: async function* () {
+        for (const object of objects) yield { object };
+      },
+    }) as unknown as Bundle;
+  const pool = (spec: Record<string, unknown>): KubeObject => ({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'manual-pool' }, spec });
+  const node: KubeObject = { apiVersion: 'projectcalico.org/v3', kind: 'Node', metadata: { name: 'n1' }, spec: { someNewField: 1 } };
+
+  it("3.30's IPPool assignmentMode is a field 3.28.1 lacks; Calico's own Node records are not judged", async () => {
+    const target = await loadRelease('3.28.1', { need: 'etcd', offline: true });
+    const f = await etcdFieldsTheTargetLacks(bundleOf([pool({ cidr: '10.9.0.0/24', assignmentMode: 'Manual' }), node]), target);
+    expect(f?.id).toBe('etcd-fields-target-lacks');
+    expect(f?.details).toEqual(['IPPool/manual-pool: spec.assignmentMode']);
+    expect(f?.action).toBe('keep');
+  });
+
+  it('3.30.7 knows it: no finding', async () => {
+    const target = await loadRelease('3.30.7', { need: 'etcd', offline: true });
+    expect(await etcdFieldsTheTargetLacks(bundleOf([pool({ cidr: '10.9.0.0/24', assignmentMode: 'Manual' })]), target)).toBeUndefined();
   });
 });

@@ -21,7 +21,7 @@ import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
 import { clusterUid } from '../kube/cluster-uid.js';
 import type { KubeObject } from '../kube/types.js';
-import { etcdDifferences } from './etcd-compare.js';
+import { etcdDifferences, etcdFieldsTheTargetLacks } from './etcd-compare.js';
 import { reconcilerFindings } from './gitops-findings.js';
 import { applyManifestEdits, MANIFEST_NS, planManifestEdits } from './manifest-custom.js';
 import { checkBundle, checkCluster, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
@@ -161,7 +161,8 @@ export async function buildEtcdPlan(
     ];
     // What differs from the bundle now: the user's changes since the backup, kept, and not held against the change.
     const drift = await etcdDifferences(client, bundle, reporter);
-    const findings: PlanFinding[] = [...(edits.finding ? [edits.finding] : []), ...reconcilerFindings(reconcilers)];
+    const lacking = await etcdFieldsTheTargetLacks(bundle, target);
+    const findings: PlanFinding[] = [...(edits.finding ? [edits.finding] : []), ...(lacking ? [lacking] : []), ...reconcilerFindings(reconcilers)];
     if (drift.length)
       findings.push({
         id: 'changed-since-backup',

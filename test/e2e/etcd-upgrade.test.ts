@@ -173,7 +173,12 @@ describe('plan --to on a calico-etcd.yaml install: the target calico-etcd.yaml o
     const planFile = path.join(work, 'plan-down.json');
     const p = await runCli(['plan', '--to', '3.28.1', '--bundle', bundle, '--no-disk-snapshots', '--out', planFile]);
     expect(p.code, `${p.stdout}\n${p.stderr}`).toBe(0);
-    expect(readPlan(planFile).direction).toBe('downgrade');
+    const down = readPlan(planFile);
+    expect(down.direction).toBe('downgrade');
+    // 3.29.7's programs wrote the Tiers default and adminnetworkpolicy into etcd; 3.28.1 has no Tier kind: said, kept.
+    const lacks = down.findings.find((f) => f.id === 'etcd-fields-target-lacks');
+    expect(lacks?.details).toContain('Tier/default: Calico v3.28.1 has no Tier');
+    expect(lacks?.action).toBe('keep');
     // Someone deletes the user's pool after the plan was made: the change must not call that success.
     await real.calicoctl(['delete', 'ippool', 'reserved-pool']);
     const r = await runCli(['apply', planFile, '--yes', '-o', 'json']);
