@@ -4,6 +4,7 @@
  * On a failed step: stop, report the state and the exact restore commands, or restore resources with autoRollback.
  */
 import { datastoreOfObjects, readCalicoObjects } from '../calico/calico-objects.js';
+import type { EtcdAccessFlags } from '../calico/etcd-connection.js';
 import { refuseUnsupportedObjects } from '../calico/supported.js';
 import { refuseEnterprise, variantOf } from '../calico/enterprise.js';
 import { describeReconciler, judgeReconcilers, markedObjects, refuseReconcilers } from '../calico/gitops.js';
@@ -42,6 +43,8 @@ export interface ApplyOptions {
   planPath?: string;
   /** `--rollback`: undo a datastore migration this plan started (migrate-steps.ts rollbackMigration) instead of running it. */
   rollback?: boolean;
+  /** `--etcd-*`: Calico's etcd when calico-config and Secret calico-etcd-secrets do not name it all (etcd plans, migrations). */
+  etcd?: EtcdAccessFlags;
 }
 
 export interface ApplyResult {
@@ -171,7 +174,7 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
     try {
       journal.begin(plan.id, !!opts.resume);
       opts.onStarted?.(journal, lock);
-      const steps = buildSteps({ client, plan, target, bundle, reporter, helm, calicoctl, rolloutTimeoutMs: opts.rolloutTimeoutMs });
+      const steps = buildSteps({ client, plan, target, bundle, reporter, helm, calicoctl, rolloutTimeoutMs: opts.rolloutTimeoutMs, etcd: opts.etcd });
       const r = await runSteps(steps, journal, { reporter, beforeStep: () => lock.check() });
       const result: ApplyResult = { ...base, ok: r.ok, steps: r.steps, tookOverLock: lock.tookOver };
       if (plan.rolling) {
@@ -202,7 +205,7 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
               journal.append({ event: 'remember', key: 'rolled-back', value: new Date().toISOString() });
               result.rollback = { ran: true, ok: true, summary };
             } else {
-              await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true }, reporter);
+              await restoreResources(client, bundle, { existing: 'update', dropUnknownFields: true, ...(opts.etcd ? { etcd: opts.etcd } : {}) }, reporter);
               result.rollback = { ran: true, ok: true };
             }
           } catch (err) {
@@ -219,8 +222,14 @@ export async function applyPlan(client: KubeClient, plan: Plan, opts: ApplyOptio
   }
 }
 
-function migrationRollbackDeps(client: KubeClient, plan: Plan, target: Release, run: CalicoctlRun, opts: Pick<ApplyOptions, 'rolloutTimeoutMs'>): RollbackDeps {
-  return { client, plan, target, run, put: (objs) => putObjects(client, objs), rolloutTimeoutMs: opts.rolloutTimeoutMs ?? 300_000 };
+function migrationRollbackDeps(
+  client: KubeClient,
+  plan: Plan,
+  target: Release,
+  run: CalicoctlRun,
+  opts: Pick<ApplyOptions, 'rolloutTimeoutMs' | 'etcd'>,
+): RollbackDeps {
+  return { client, plan, target, run, put: (objs) => putObjects(client, objs), rolloutTimeoutMs: opts.rolloutTimeoutMs ?? 300_000, etcd: opts.etcd };
 }
 
 /**

@@ -4,6 +4,7 @@
  * checked in etcd. apply runs them only once it found the cluster's datastore to be etcd (apply.ts).
  */
 import type { Bundle } from '../bundle/reader.js';
+import type { EtcdAccessFlags } from '../calico/etcd-connection.js';
 import type { Release } from '../calico/release.js';
 import { EnvironmentError, RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
@@ -47,9 +48,9 @@ export function waitEtcdRollout(client: KubeClient, plan: Plan, target: Release,
 }
 
 /** The bundle's data in etcd after the change: no difference but those the plan found before it (plan.drift), kept. */
-export async function verifyEtcdData(client: KubeClient, bundle: Bundle, plan: Plan, reporter: Reporter): Promise<string> {
+export async function verifyEtcdData(client: KubeClient, bundle: Bundle, plan: Plan, reporter: Reporter, etcd?: EtcdAccessFlags): Promise<string> {
   const kept = new Set(plan.drift ?? []);
-  const found = await etcdDifferences(client, bundle, reporter);
+  const found = await etcdDifferences(client, bundle, reporter, etcd);
   const differences = found.filter((d) => !kept.has(d.id));
   if (differences.length)
     throw new EnvironmentError(

@@ -11,7 +11,7 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { checkCalicoctlVersion, kubernetesDatastoreEnv, resolveCalicoctl, runCalicoctl, withEtcdDatastoreEnv, type KubeAccess } from '../calico/calicoctl.js';
-import { calicoEtcdConnection } from '../calico/etcd-connection.js';
+import { calicoEtcdConnection, type EtcdAccessFlags } from '../calico/etcd-connection.js';
 import { CLUSTER_INFO } from '../calico/detect.js';
 import { CALICO_CONFIG } from '../calico/install-method.js';
 import type { Release } from '../calico/release.js';
@@ -68,14 +68,14 @@ async function etcdConfig(client: KubeClient, rt: StepRuntime): Promise<Record<s
   return config;
 }
 
-export async function lockEtcd(client: KubeClient, run: CalicoctlRun | undefined, rt: StepRuntime): Promise<string> {
+export async function lockEtcd(client: KubeClient, run: CalicoctlRun | undefined, rt: StepRuntime, flags: EtcdAccessFlags = {}): Promise<string> {
   const { bin } = need(run);
   const config = await etcdConfig(client, rt);
-  await withEtcdDatastoreEnv(client, (env) => runCalicoctl(bin, ['datastore', 'migrate', 'lock'], env, 'calicoctl datastore migrate lock'), { config });
+  await withEtcdDatastoreEnv(client, (env) => runCalicoctl(bin, ['datastore', 'migrate', 'lock'], env, 'calicoctl datastore migrate lock'), { config, flags });
   return `Calico's etcd ${config[CALICO_CONFIG.etcdKey]} locked: no pod gets an address until the end`;
 }
 
-export async function copyToKubernetes(client: KubeClient, run: CalicoctlRun | undefined, rt: StepRuntime): Promise<string> {
+export async function copyToKubernetes(client: KubeClient, run: CalicoctlRun | undefined, rt: StepRuntime, flags: EtcdAccessFlags = {}): Promise<string> {
   const { bin, kube } = need(run);
   const config = await etcdConfig(client, rt);
   const dir = makeTempDir('cni-rewind-migrate-');
@@ -83,9 +83,7 @@ export async function copyToKubernetes(client: KubeClient, run: CalicoctlRun | u
     const exported = await withEtcdDatastoreEnv(
       client,
       (env) => runCalicoctl(bin, ['datastore', 'migrate', 'export'], env, 'calicoctl datastore migrate export'),
-      {
-        config,
-      },
+      { config, flags },
     );
     const file = path.join(dir, 'etcd-data.yaml');
     writeFileSync(file, exported, { mode: 0o600 });
@@ -105,7 +103,7 @@ export async function copyToKubernetes(client: KubeClient, run: CalicoctlRun | u
   }
 }
 
-export async function verifyMigrated(client: KubeClient, run: CalicoctlRun | undefined, rt: StepRuntime): Promise<string> {
+export async function verifyMigrated(client: KubeClient, run: CalicoctlRun | undefined, rt: StepRuntime, flags: EtcdAccessFlags = {}): Promise<string> {
   const { bin, kube } = need(run);
   const config = await etcdConfig(client, rt);
   const get =
@@ -113,15 +111,17 @@ export async function verifyMigrated(client: KubeClient, run: CalicoctlRun | und
     (kind, all) =>
       runCalicoctl(bin, ['get', kind, '-o', 'json', ...(all ? ['--all-namespaces'] : [])], env, `calicoctl get ${kind} (${where})`);
   const kddEnv = kubernetesDatastoreEnv(kube);
+  // One read of calico-config's etcd settings and the Secret, for calicoctl's files and for etcd's IPAM below.
+  const connection = await calicoEtcdConnection(client, flags, config);
   const { resources, nodes } = await withEtcdDatastoreEnv(
     client,
     async (env) => ({
       resources: await compareResources(get(env, 'etcd'), get(kddEnv, 'Kubernetes')),
       nodes: nodeMapOf(await get(env, 'etcd')('nodes', false)),
     }),
-    { config },
+    { connection },
   );
-  const etcd = new EtcdGateway(await calicoEtcdConnection(client, {}, config));
+  const etcd = new EtcdGateway(connection);
   const [source, copy] = [await etcdIpam(etcd, nodes), await kubernetesIpam(client)];
   const problems = [...resources.problems, ...compareIpam(source, copy)];
   if (problems.length) {
@@ -181,6 +181,8 @@ export interface RollbackDeps {
   run: CalicoctlRun;
   put: (objs: KubeObject[]) => Promise<number>;
   rolloutTimeoutMs: number;
+  /** `--etcd-*` of apply's command line: Calico's etcd when calico-config and calico-etcd-secrets do not name it all. */
+  etcd?: EtcdAccessFlags;
 }
 
 /**
@@ -206,7 +208,9 @@ export async function rollbackMigration(d: RollbackDeps): Promise<string> {
     const rollout = await waitRollout(d.client, etcdPlan, { ...d.target, calicoManifest: d.target.calicoEtcdManifest }, d.rolloutTimeoutMs);
     restored = `${n} objects of calico-etcd.yaml put back; ${rollout}`;
   }
-  await withEtcdDatastoreEnv(d.client, (env) => runCalicoctl(d.run.bin, ['datastore', 'migrate', 'unlock'], env, 'calicoctl datastore migrate unlock (etcd)'));
+  await withEtcdDatastoreEnv(d.client, (env) => runCalicoctl(d.run.bin, ['datastore', 'migrate', 'unlock'], env, 'calicoctl datastore migrate unlock (etcd)'), {
+    flags: d.etcd,
+  });
   const copies = (await d.client.listAll(K.crd)).filter((c) => c.spec?.group === 'crd.projectcalico.org').map((c) => c.metadata.name);
   return (
     `${restored}; Calico's etcd unlocked` +

@@ -4,6 +4,7 @@
  * the pause) is kept in the journal.
  */
 import type { Bundle } from '../bundle/reader.js';
+import type { EtcdAccessFlags } from '../calico/etcd-connection.js';
 import { detectCalico } from '../calico/detect.js';
 import { OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE } from '../calico/knowledge.js';
 import type { Release } from '../calico/release.js';
@@ -52,6 +53,8 @@ export interface StepDeps {
   rolloutTimeoutMs?: number;
   /** A datastore migration's calicoctl, resolved and checked by apply (migrate-steps.ts prepareCalicoctl). */
   calicoctl?: CalicoctlRun;
+  /** `--etcd-*` of apply's command line (never the plan's): Calico's etcd when calico-config and its Secret do not say it all. */
+  etcd?: EtcdAccessFlags;
 }
 
 const INSTALLATION_CRD = 'installations.operator.tigera.io';
@@ -81,10 +84,10 @@ export const STEP_IMPLEMENTATIONS: { readonly [K in StepKind]: StepImpl } = {
   'wait-rollout': (deps) =>
     (deps.plan.datastore === 'etcd' ? waitEtcdRollout : waitRollout)(deps.client, deps.plan, deps.target, deps.rolloutTimeoutMs ?? 300_000),
   'rename-policies-back': (deps) => renamePoliciesBack(deps.client, deps.target.version),
-  'verify-data': (deps) => (deps.plan.datastore === 'etcd' ? verifyEtcdData(deps.client, deps.bundle, deps.plan, deps.reporter) : verifyData(deps)),
-  'migrate-lock-etcd': (deps, rt) => lockEtcd(deps.client, deps.calicoctl, rt),
-  'migrate-copy': (deps, rt) => copyToKubernetes(deps.client, deps.calicoctl, rt),
-  'verify-migrated': (deps, rt) => verifyMigrated(deps.client, deps.calicoctl, rt),
+  'verify-data': (deps) => (deps.plan.datastore === 'etcd' ? verifyEtcdData(deps.client, deps.bundle, deps.plan, deps.reporter, deps.etcd) : verifyData(deps)),
+  'migrate-lock-etcd': (deps, rt) => lockEtcd(deps.client, deps.calicoctl, rt, deps.etcd),
+  'migrate-copy': (deps, rt) => copyToKubernetes(deps.client, deps.calicoctl, rt, deps.etcd),
+  'verify-migrated': (deps, rt) => verifyMigrated(deps.client, deps.calicoctl, rt, deps.etcd),
   'migrate-unlock': (deps) => unlockKubernetes(deps.calicoctl),
   'reboot-nodes': (deps, rt) => {
     if (!deps.plan.rolling?.nodes)

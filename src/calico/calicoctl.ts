@@ -13,6 +13,7 @@ import type { KubeClient } from '../kube/client.js';
 import { findExecutable } from '../util/executable.js';
 import { makeTempDir } from '../util/temp-dir.js';
 import { lastLine } from '../util/last-line.js';
+import type { EtcdConnection } from '../etcd/gateway.js';
 import { calicoEtcdConnection, type EtcdAccessFlags } from './etcd-connection.js';
 
 /** How calicoctl reaches the Kubernetes datastore: the kubeconfig and context this run uses. */
@@ -85,9 +86,13 @@ export function kubernetesDatastoreEnv(kube: KubeAccess): Record<string, string>
 export async function withEtcdDatastoreEnv<T>(
   client: KubeClient,
   fn: (env: Record<string, string>) => Promise<T>,
-  opts: { flags?: EtcdAccessFlags; config?: Record<string, string> } = {},
+  opts: {
+    flags?: EtcdAccessFlags;
+    config?: Record<string, string>;
+    /** Read already (calicoEtcdConnection): not read again. */ connection?: EtcdConnection;
+  } = {},
 ): Promise<T> {
-  const conn = await calicoEtcdConnection(client, opts.flags ?? {}, opts.config);
+  const conn = opts.connection ?? (await calicoEtcdConnection(client, opts.flags ?? {}, opts.config));
   const dir = makeTempDir('cni-rewind-calicoctl-');
   try {
     const env: Record<string, string> = { DATASTORE_TYPE: 'etcdv3', ETCD_ENDPOINTS: conn.endpoints.join(',') };

@@ -1,6 +1,6 @@
 /**
  * The options that name Calico's etcd when calico-config and Secret calico-etcd-secrets do not (an install that mounts
- * its certificates from the host): export, backup and restore of an etcd-datastore Calico.
+ * its certificates from the host): export, backup, restore, plan and apply of an etcd-datastore Calico.
  */
 import type { Argv } from 'yargs';
 import type { EtcdAccessFlags } from '../calico/etcd-connection.js';

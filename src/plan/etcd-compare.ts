@@ -7,6 +7,7 @@
  * and allocations of pods that are gone are live state, not differences.
  */
 import type { Bundle } from '../bundle/reader.js';
+import type { EtcdAccessFlags } from '../calico/etcd-connection.js';
 import { etcdKindOf, roleOf } from '../calico/etcd-datastore.js';
 import { CALICO_CRD_GROUP } from '../calico/knowledge.js';
 import type { Release } from '../calico/release.js';
@@ -29,8 +30,8 @@ const REASONS: Record<string, string> = {
   unsupported: 'not a kind of Calico etcd datastore',
 };
 
-export async function etcdDifferences(client: KubeClient, bundle: Bundle, reporter: Reporter): Promise<EtcdDifference[]> {
-  const r = await restoreEtcd(client, bundle, { dryRun: true }, reporter);
+export async function etcdDifferences(client: KubeClient, bundle: Bundle, reporter: Reporter, etcd?: EtcdAccessFlags): Promise<EtcdDifference[]> {
+  const r = await restoreEtcd(client, bundle, { dryRun: true, ...(etcd ? { etcd } : {}) }, reporter);
   const out: EtcdDifference[] = [];
   for (const a of r.actions) {
     const why = REASONS[a.action];

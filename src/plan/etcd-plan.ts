@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { CalicoObjects } from '../calico/calico-objects.js';
+import type { EtcdAccessFlags } from '../calico/etcd-connection.js';
 import { datastoreOfObjects } from '../calico/calico-objects.js';
 import type { CalicoInstall } from '../calico/detect.js';
 import { judgeReconcilers, markedObjects } from '../calico/gitops.js';
@@ -37,6 +38,8 @@ export interface EtcdPlanOptions {
   diskSnapshots?: boolean;
   rebootNodes?: boolean;
   flags?: string[];
+  /** `--etcd-*`: Calico's etcd when calico-config and Secret calico-etcd-secrets do not name it all. */
+  etcd?: EtcdAccessFlags;
   now?: Date;
 }
 
@@ -160,7 +163,7 @@ export async function buildEtcdPlan(
       ...cluster.checks,
     ];
     // What differs from the bundle now: the user's changes since the backup, kept, and not held against the change.
-    const drift = await etcdDifferences(client, bundle, reporter);
+    const drift = await etcdDifferences(client, bundle, reporter, opts.etcd);
     const lacking = await etcdFieldsTheTargetLacks(bundle, target);
     const findings: PlanFinding[] = [...(edits.finding ? [edits.finding] : []), ...(lacking ? [lacking] : []), ...reconcilerFindings(reconcilers)];
     if (drift.length)

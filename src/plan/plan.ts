@@ -7,6 +7,7 @@ import path from 'node:path';
 import { readCalico } from '../calico/detect.js';
 import { refuseUnsupportedCalico } from '../calico/supported.js';
 import { buildEtcdPlan } from './etcd-plan.js';
+import type { EtcdAccessFlags } from '../calico/etcd-connection.js';
 import { leavesPolicyNaming } from '../calico/policy-names.js';
 import { refuseEnterprise } from '../calico/enterprise.js';
 import { liveManifestTypha, refuseTyphaLeftBehind } from './typha.js';
@@ -50,6 +51,8 @@ export interface PlanOptions {
   helmChart?: string;
   /** Flags that allow `requires-flag` findings (e.g. `allow-field-loss`). */
   flags?: string[];
+  /** `--etcd-*` for an install on the etcd datastore (etcd-plan.ts). */
+  etcd?: EtcdAccessFlags;
   now?: Date;
 }
 

@@ -100,14 +100,20 @@ describe('plan --to on a calico-etcd.yaml install: the target calico-etcd.yaml o
   });
 
   /** Backup, plan, apply; the plan's and apply's JSON. */
-  async function change(to: string, tag: string): Promise<{ plan: ReturnType<typeof readPlan>; result: { steps: { id: string; summary?: string }[] } }> {
+  async function change(
+    to: string,
+    tag: string,
+    extra: string[] = [],
+    beforePlan: (bundle: string) => Promise<void> = async () => undefined,
+  ): Promise<{ plan: ReturnType<typeof readPlan>; result: { steps: { id: string; summary?: string }[] } }> {
     const bundle = path.join(work, `bundle-${tag}`);
     const b = await runCli(['backup', '--out', bundle, '--allow-unprotected-nodes']);
     expect([0, 3], b.stderr).toContain(b.code);
+    await beforePlan(bundle);
     const planFile = path.join(work, `plan-${tag}.json`);
-    const p = await runCli(['plan', '--to', to, '--bundle', bundle, '--no-disk-snapshots', '--out', planFile]);
+    const p = await runCli(['plan', '--to', to, '--bundle', bundle, '--no-disk-snapshots', '--out', planFile, ...extra]);
     expect(p.code, `${p.stdout}\n${p.stderr}`).toBe(0);
-    const r = await runCli(['apply', planFile, '--yes', '-o', 'json']);
+    const r = await runCli(['apply', planFile, '--yes', '-o', 'json', ...extra]);
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
     return { plan: readPlan(planFile), result: JSON.parse(r.stdout) };
   }
@@ -146,7 +152,25 @@ describe('plan --to on a calico-etcd.yaml install: the target calico-etcd.yaml o
   });
 
   it('upgrade to 3.29.7: its calico-etcd.yaml with the etcd settings carried, rolled out, the data verified in etcd', async () => {
-    const { plan, result } = await change('3.29.7', 'up');
+    // Calico's etcd named by --etcd-* (as for certificates mounted from the host): a file that is not there stops the
+    // plan with its name, so the flags are what plan reads; with the real files plan and apply go through.
+    const e = real.etcd();
+    const flags = ['--etcd-endpoints', e.endpoint, '--etcd-ca', e.caFile, '--etcd-cert', e.certFile, '--etcd-key', e.keyFile];
+    const { plan, result } = await change('3.29.7', 'up', flags, async (bundle) => {
+      const missing = await runCli([
+        'plan',
+        '--to',
+        '3.29.7',
+        '--bundle',
+        bundle,
+        '--etcd-ca',
+        path.join(work, 'no-ca.pem'),
+        '--out',
+        path.join(work, 'no.json'),
+      ]);
+      expect(missing.code, missing.stderr).not.toBe(0);
+      expect(missing.stderr).toContain('no-ca.pem');
+    });
     expect(plan.datastore).toBe('etcd');
     expect(plan.direction).toBe('upgrade');
     expect(plan.steps.map((s) => s.id)).toEqual(['preflight', 'apply-calico-manifest', 'wait-rollout', 'verify-data']);

@@ -5,9 +5,10 @@ import { readPlan } from '../../plan/file.js';
 import { checkPlanSignature, loadPlanKey, PLAN_KEY_ENV } from '../../plan/signature.js';
 import { handler, type Command } from '../context.js';
 import { renderTable } from '../output.js';
+import { etcdAccess, etcdOptions, type EtcdArgs } from '../etcd-options.js';
 import { renderPlan } from './plan.js';
 
-interface ApplyArgs {
+interface ApplyArgs extends EtcdArgs {
   plan: string;
   resume: boolean;
   'break-lock': boolean;
@@ -27,7 +28,7 @@ export const applyCommand: Command<ApplyArgs> = {
   command: 'apply <plan>',
   describe: 'Execute a plan: journaled, resumable steps under a cluster lock; stops with the restore commands if a step fails',
   builder: (y: Argv<any>) =>
-    y
+    etcdOptions(y)
       .positional('plan', { type: 'string', describe: 'plan file written by `cni-rewind plan --out`' })
       .option('resume', { type: 'boolean', default: false, describe: 'continue an interrupted run from its journal (steps already done are not repeated)' })
       .option('break-lock', {
@@ -79,6 +80,7 @@ export const applyCommand: Command<ApplyArgs> = {
         rollback: args.rollback,
         planPath: shellWord(args.plan),
         ownerSuspended: args['owner-suspended'],
+        etcd: etcdAccess(args),
         given: {
           providerModules: args['provider-module'],
           config: args.config,

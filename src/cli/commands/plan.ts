@@ -8,9 +8,10 @@ import { loadPlanKey, PLAN_KEY_ENV, signPlan } from '../../plan/signature.js';
 import type { Plan, Strategy } from '../../plan/types.js';
 import { handler, type Command } from '../context.js';
 import type { Styler } from '../output.js';
+import { etcdAccess, etcdOptions, type EtcdArgs } from '../etcd-options.js';
 import { providerOptions, type ProviderArgs } from './backup.js';
 
-interface PlanArgs extends ProviderArgs {
+interface PlanArgs extends ProviderArgs, EtcdArgs {
   'migrate-datastore': boolean;
   calicoctl?: string;
   'drain-timeout': string;
@@ -34,7 +35,7 @@ export const planCommand: Command<PlanArgs> = {
   command: 'plan',
   describe: 'Plan an upgrade or downgrade of Calico: schema-aware findings, preflight and the steps `apply` will run (changes nothing)',
   builder: (y: Argv<any>) =>
-    providerOptions(y)
+    etcdOptions(providerOptions(y))
       .option('to', { type: 'string', describe: 'target Calico version (X.Y.Z); required unless --migrate-datastore' })
       .option('migrate-datastore', {
         type: 'boolean',
@@ -143,6 +144,7 @@ export const planCommand: Command<PlanArgs> = {
             flags,
             helm: args.helm,
             helmChart: args['helm-chart'],
+            etcd: etcdAccess(args),
           },
           ctx.reporter,
         );
