@@ -21,6 +21,7 @@ import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
 import type { KubeObject } from '../kube/types.js';
 import { applyManifestEdits } from '../plan/manifest-custom.js';
+import { judgeEtcdNodes, refuseNodesWithoutK8sRef } from '../plan/migrate-nodes.js';
 import type { Plan } from '../plan/types.js';
 import { makeTempDir } from '../util/temp-dir.js';
 import type { StepRuntime } from './executor.js';
@@ -71,6 +72,8 @@ async function etcdConfig(client: KubeClient, rt: StepRuntime): Promise<Record<s
 export async function lockEtcd(client: KubeClient, run: CalicoctlRun | undefined, rt: StepRuntime, flags: EtcdAccessFlags = {}): Promise<string> {
   const { bin } = need(run);
   const config = await etcdConfig(client, rt);
+  // A Node calicoctl's export would stop on, added since the plan: refused while etcd still gives out addresses.
+  refuseNodesWithoutK8sRef(await judgeEtcdNodes(client, flags), "Calico's etcd was not locked");
   await withEtcdDatastoreEnv(client, (env) => runCalicoctl(bin, ['datastore', 'migrate', 'lock'], env, 'calicoctl datastore migrate lock'), { config, flags });
   return `Calico's etcd ${config[CALICO_CONFIG.etcdKey]} locked: no pod gets an address until the end`;
 }

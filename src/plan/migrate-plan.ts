@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { checkCalicoctlVersion, resolveCalicoctl } from '../calico/calicoctl.js';
+import type { EtcdAccessFlags } from '../calico/etcd-connection.js';
 import { datastoreOfObjects } from '../calico/calico-objects.js';
 import { readCalico } from '../calico/detect.js';
 import { refuseEnterprise } from '../calico/enterprise.js';
@@ -24,6 +25,7 @@ import { clusterUid } from '../kube/cluster-uid.js';
 import { crdResourceType } from '../kube/discovery.js';
 import type { KubeObject } from '../kube/types.js';
 import { findManifestEdits, MANIFEST_NS } from './manifest-custom.js';
+import { judgeEtcdNodes, refuseNodesWithoutK8sRef } from './migrate-nodes.js';
 import { checkBundle, checkCluster, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
 import { MIGRATE_STEP_IDS, MIGRATE_STEP_TEXT, STEP_TEXT } from './steps.js';
 import { liveManifestTypha } from './typha.js';
@@ -36,6 +38,8 @@ export interface MigratePlanOptions {
   diskSnapshots?: boolean;
   /** The calicoctl to check now (`--calicoctl`, else PATH); apply resolves its own again. */
   calicoctl?: string;
+  /** `--etcd-*`: Calico's etcd when calico-config and Secret calico-etcd-secrets do not name it all. */
+  etcd?: EtcdAccessFlags;
   now?: Date;
 }
 
@@ -117,6 +121,9 @@ export async function buildMigratePlan(client: KubeClient, opts: MigratePlanOpti
       hint: 'if it is the copy of an earlier migration that was rolled back, delete the crd.projectcalico.org CRDs (kubectl delete crd <name>...), then plan again',
     });
   }
+  // calicoctl's export stops on a Node without a k8s reference, after the lock: refused now (and again before the lock).
+  const nodes = await judgeEtcdNodes(client, opts.etcd);
+  refuseNodesWithoutK8sRef(nodes, 'no plan was made');
   // calicoctl of the cluster's release, checked now so that apply does not stop on it half-way (apply checks again).
   const calicoctl = resolveCalicoctl(opts.calicoctl, 'no plan was made');
   await checkCalicoctlVersion(calicoctl, release.version);
@@ -147,6 +154,16 @@ export async function buildMigratePlan(client: KubeClient, opts: MigratePlanOpti
     );
     const forward = forwardEdits(found.transform);
     const findings: PlanFinding[] = found.finding ? [migrationEditsFinding(found.finding)] : [];
+    if (nodes.toMissingK8sNodes.length)
+      findings.push({
+        id: 'migrate-nodes-not-in-kubernetes',
+        severity: 'warning',
+        title: `${nodes.toMissingK8sNodes.length} Calico Node(s) in etcd refer to Kubernetes nodes that do not exist`,
+        objects: nodes.toMissingK8sNodes.map((n) => `Node/${n.split(' -> ')[0]}`),
+        details: nodes.toMissingK8sNodes,
+        action: 'keep',
+        plan: "calicoctl's import skips them (the Kubernetes datastore's Nodes are the Kubernetes nodes); any IPAM they hold is then checked by verify-migrated, which stops the migration while both datastores are locked",
+      });
     const now = opts.now ?? new Date();
     return {
       ...planHeader(now, randomBytes(2).toString('hex')),

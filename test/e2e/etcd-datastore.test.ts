@@ -268,6 +268,22 @@ describe('a Calico on the etcd datastore (calico-etcd.yaml, TLS etcd, real progr
   it('plan --migrate-datastore; applies killed after the lock and after calico.yaml went in are rolled back to etcd, whose IPAM gives the next pod its address', async () => {
     const client = real.client();
     const etcdInfo = async () => JSON.parse((await calicoKeys(CLUSTER_INFO_KEY)).get(CLUSTER_INFO_KEY)!).spec.datastoreReady;
+    // A Calico Node of a host that is no Kubernetes node (no 'k8s' orchestrator reference): calicoctl's export stops on
+    // it, after etcd is locked. Refused by plan; one added after the plan is refused by apply before the lock.
+    const orphanPlan = path.join(work, 'migrate-orphan.json');
+    expect((await cli(['plan', '--migrate-datastore', '--bundle', bundle, '--no-disk-snapshots', '--out', orphanPlan])).code).toBe(0);
+    await real.calicoctl(
+      ['create', '-f', '-'],
+      'apiVersion: projectcalico.org/v3\nkind: Node\nmetadata: { name: bare-metal-1 }\nspec: { bgp: { ipv4Address: 10.99.0.1/24 } }\n',
+    );
+    const refused = await cli(['plan', '--migrate-datastore', '--bundle', bundle, '--no-disk-snapshots', '--out', path.join(work, 'refused.json')]);
+    expect(refused.code, refused.stderr).toBe(5);
+    expect(refused.stderr).toContain("bare-metal-1 in etcd have no 'k8s' orchestrator reference");
+    const atLock = await cli(['apply', orphanPlan, '--yes', '-o', 'json']);
+    expect(atLock.code, atLock.stderr).toBe(5);
+    expect(JSON.parse(atLock.stdout).failed.step).toBe('migrate-lock-etcd');
+    expect(await etcdInfo()).toBe(true);
+    await real.calicoctl(['delete', 'node', 'bare-metal-1']);
     // Killed right after the lock (step 2): the rollback only unlocks etcd, calico-etcd.yaml's objects untouched.
     const early = path.join(work, 'migrate-early.json');
     expect((await cli(['plan', '--migrate-datastore', '--bundle', bundle, '--no-disk-snapshots', '--out', early])).code).toBe(0);

@@ -120,6 +120,7 @@ export const planCommand: Command<PlanArgs> = {
             maxBackupAge: args['max-backup-age'],
             diskSnapshots: args['disk-snapshots'],
             calicoctl: args.calicoctl,
+            etcd: etcdAccess(args),
           },
           ctx.reporter,
         )
