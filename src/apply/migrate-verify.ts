@@ -9,8 +9,8 @@
 import type { EtcdGateway } from '../etcd/gateway.js';
 import { ETCD_IPAM_PREFIX, ipamRecordType } from '../calico/etcd-datastore.js';
 import { EnvironmentError } from '../core/errors.js';
+import { IPAM_TYPES } from '../calico/ipam-types.js';
 import type { KubeClient } from '../kube/client.js';
-import type { ResourceType } from '../kube/types.js';
 
 /** The user's kinds calicoctl's export carries (its allVExport list without nodes and kube-controllers' own config). */
 export const MIGRATED_KINDS = [
@@ -30,8 +30,7 @@ const NAMESPACED = new Set<string>(['networkpolicies', 'networksets']);
 /** Handles calicoctl renames after the node (migrateipam.go ipamHandlePrefixes). */
 const TUNNEL_HANDLE_PREFIXES = ['ipip-tunnel-addr-', 'vxlan-tunnel-addr-', 'wireguard-tunnel-addr-'];
 
-const crd = (plural: string, kind: string): ResourceType => ({ group: 'crd.projectcalico.org', version: 'v1', plural, kind, namespaced: false });
-const KDD = { block: crd('ipamblocks', 'IPAMBlock'), handle: crd('ipamhandles', 'IPAMHandle'), affinity: crd('blockaffinities', 'BlockAffinity') };
+const KDD = IPAM_TYPES;
 
 /** `calicoctl get <kind> -o json` in one datastore. */
 export type CalicoctlGet = (kind: string, allNamespaces: boolean) => Promise<string>;

@@ -5,15 +5,15 @@
 import type { Reporter } from '../io/host.js';
 import type { KubeClient } from '../kube/client.js';
 import type { ResourceResolver } from '../kube/resolver.js';
-import { CALICO_CRD_GROUP } from '../calico/knowledge.js';
 import { allocatesAnyOf, inUseAddresses, podAddressesVsPools } from '../doctor/checks/ipam.js';
 import { KubeApiError } from '../kube/client.js';
-import type { KubeObject, ResourceType } from '../kube/types.js';
+import type { KubeObject } from '../kube/types.js';
 import { loadLiveState, runChecks } from '../doctor/doctor.js';
 import { KEYS } from '../doctor/state.js';
 import { findDrift, type DriftSource, type DriftTarget } from './drift.js';
 import { isIpamLive } from './ipam.js';
 import type { PhaseTimer } from './timings.js';
+import { IPAM_TYPES } from '../calico/ipam-types.js';
 import { extendPlan, type PlanTable } from './plan-table.js';
 import { NOT_RESTORED, desiredOf, type Planned, type RestoreAction, type RestorePlan, type RestoreResult } from './types.js';
 
@@ -125,7 +125,7 @@ async function unallocatedPodIps(client: KubeClient, planned: PlanTable): Promis
   );
 }
 
-const IPAM_BLOCK: ResourceType = { group: CALICO_CRD_GROUP, version: 'v1', plural: 'ipamblocks', kind: 'IPAMBlock', namespaced: false };
+const IPAM_BLOCK = IPAM_TYPES.block;
 /** Blocks per list request: a block of 64 allocations with their attributes is kilobytes. */
 const BLOCK_PAGE = 100;
 

@@ -1,4 +1,5 @@
 import type { KubeClient } from '../../kube/client.js';
+import { IPAM_TYPES } from '../../calico/ipam-types.js';
 import { K } from '../../kube/builtin.js';
 import type { KubeObject, ResourceType } from '../../kube/types.js';
 
@@ -18,9 +19,9 @@ const calico = (plural: string, kind: string, namespaced = false): ResourceType 
 export const CALICO_TYPES = {
   ippool: calico('ippools', 'IPPool'),
   ipamConfig: calico('ipamconfigs', 'IPAMConfig'),
-  ipamBlock: calico('ipamblocks', 'IPAMBlock'),
-  ipamHandle: calico('ipamhandles', 'IPAMHandle'),
-  blockAffinity: calico('blockaffinities', 'BlockAffinity'),
+  ipamBlock: IPAM_TYPES.block,
+  ipamHandle: IPAM_TYPES.handle,
+  blockAffinity: IPAM_TYPES.affinity,
   clusterInfo: calico('clusterinformations', 'ClusterInformation'),
   felix: calico('felixconfigurations', 'FelixConfiguration'),
   bgp: calico('bgpconfigurations', 'BGPConfiguration'),
