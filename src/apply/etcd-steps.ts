@@ -13,7 +13,7 @@ import type { KubeClient } from '../kube/client.js';
 import type { KubeObject } from '../kube/types.js';
 import { etcdDifferences } from '../plan/etcd-compare.js';
 import { etcdSettingsDiffer, etcdTargetObjects } from '../plan/etcd-plan.js';
-import { MANIFEST_NS } from '../plan/manifest-custom.js';
+import { editCount, MANIFEST_NS } from '../plan/manifest-custom.js';
 import type { Plan } from '../plan/types.js';
 import { waitRollout } from './wait-rollout.js';
 
@@ -32,13 +32,7 @@ export async function applyCalicoEtcdManifest(client: KubeClient, plan: Plan, ta
     });
   const n = await put(objs);
   const e = plan.transforms.manifest;
-  const carried = e
-    ? e.calicoNodeEnv.set.length +
-      e.calicoNodeEnv.remove.length +
-      Object.keys(e.calicoConfig).length +
-      Object.keys(e.repositories).length +
-      (e.containerFields?.length ?? 0)
-    : 0;
+  const carried = editCount(e);
   return `${n} objects of calico-etcd.yaml applied (Secret calico-etcd-secrets left as it is)${carried ? ` with ${carried} edit(s) of the ${e!.from} calico-etcd.yaml carried over` : ''}`;
 }
 

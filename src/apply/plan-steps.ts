@@ -25,7 +25,7 @@ import { crdsTheTargetOperatorMisreads } from '../plan/crd-findings.js';
 import { transformInstallation } from '../plan/findings.js';
 import { checkBundle, checkCluster, checkTargetPools, refuseOnFailure } from '../plan/preflight.js';
 import { parseDuration } from '../config/config.js';
-import { applyManifestEdits } from '../plan/manifest-custom.js';
+import { applyManifestEdits, editCount } from '../plan/manifest-custom.js';
 import { withPlannedOperatorImage } from '../plan/operator-mirror.js';
 import { isStepKind, type StepKind } from '../plan/steps.js';
 import type { Plan, PreflightCheck } from '../plan/types.js';
@@ -278,13 +278,7 @@ async function applyCalicoManifest({ client, plan, target }: StepDeps): Promise<
     edits,
   );
   const n = await putObjects(client, objs);
-  const carried = edits
-    ? edits.calicoNodeEnv.set.length +
-      edits.calicoNodeEnv.remove.length +
-      Object.keys(edits.calicoConfig).length +
-      Object.keys(edits.repositories).length +
-      (edits.containerFields?.length ?? 0)
-    : 0;
+  const carried = editCount(edits);
   return `${n} objects of calico.yaml applied${carried ? ` with ${carried} edit(s) of the ${edits!.from} calico.yaml carried over` : ''}`;
 }
 

@@ -9,9 +9,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { CalicoObjects } from '../calico/calico-objects.js';
 import type { EtcdAccessFlags } from '../calico/etcd-connection.js';
-import { datastoreOfObjects } from '../calico/calico-objects.js';
 import type { CalicoInstall } from '../calico/detect.js';
-import { judgeReconcilers, markedObjects } from '../calico/gitops.js';
 import { compareVersions } from '../calico/knowledge.js';
 import { POLICY_NAMING_RELEASE } from '../calico/policy-names.js';
 import { loadRelease, type Release } from '../calico/release.js';
@@ -20,12 +18,12 @@ import { BadInputError, RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
-import { clusterUid } from '../kube/cluster-uid.js';
 import type { KubeObject } from '../kube/types.js';
 import { etcdDifferences, etcdFieldsTheTargetLacks } from './etcd-compare.js';
 import { reconcilerFindings } from './gitops-findings.js';
 import { applyManifestEdits, MANIFEST_NS, planManifestEdits } from './manifest-custom.js';
-import { checkBundle, checkCluster, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
+import { openEtcdPlanBundle } from './etcd-bundle.js';
+import { manifestSha256 } from './preflight.js';
 import { ETCD_STEP_IDS, ETCD_STEP_TEXT, STEP_TEXT } from './steps.js';
 import { liveManifestTypha } from './typha.js';
 import { planHeader, type ManifestTransform, type Plan, type PlanFinding } from './types.js';
@@ -103,7 +101,7 @@ export async function buildEtcdPlan(
     );
   if (opts.rebootNodes || opts.flags?.length)
     throw new RefusedError(
-      `${opts.rebootNodes ? '--reboot-nodes' : `--flag ${opts.flags!.join(', ')}`} is not offered for an install on the etcd datastore: no plan was made`,
+      `${opts.rebootNodes ? '--reboot-nodes' : opts.flags!.map((f) => `--${f}`).join(', ')} is not offered for an install on the etcd datastore: no plan was made`,
     );
   if (await liveManifestTypha(client))
     throw new RefusedError('this etcd install runs Typha (calico-typha.yaml is a Kubernetes-datastore manifest): no plan was made');
@@ -144,24 +142,13 @@ export async function buildEtcdPlan(
   if (differ.length)
     throw new RefusedError(`the target calico-etcd.yaml would point Calico at another etcd than it uses now (${differ.join('; ')}): no plan was made`);
 
-  const uid = await clusterUid(client);
-  const bundlePath = opts.bundle ?? (await newestBundleFor(uid));
-  if (!bundlePath)
-    throw new RefusedError('no bundle of this cluster found: a plan relies on a verified backup', {
-      hint: 'run `cni-rewind backup` (it reads etcd) first, or pass --bundle PATH',
-    });
-  const bundle = await openPlanBundle(bundlePath);
+  const { bundle, bundlePath, uid, reconcilers, preflight } = await openEtcdPlanBundle(
+    client,
+    { objects, method: install.method },
+    { ...opts, maxAgeMs, maxBackupAge },
+    'a plan for an etcd install',
+  );
   try {
-    if (bundle.manifest.datastore?.type !== 'etcd')
-      throw new RefusedError(`${bundlePath} was not read from Calico's etcd: a plan for an etcd install relies on a backup of etcd`, {
-        hint: 'take one with `cni-rewind backup` (it reads etcd), then plan again',
-      });
-    const reconcilers = await judgeReconcilers(client, markedObjects(objects), install.method);
-    const cluster = await checkCluster(client, false, { reconcilers, datastore: datastoreOfObjects(objects) });
-    const preflight = [
-      ...(await checkBundle(bundle, { uid, maxAgeMs, maxBackupAge, diskSnapshots: opts.diskSnapshots !== false, nodes: cluster.nodes, now: opts.now })),
-      ...cluster.checks,
-    ];
     // What differs from the bundle now: the user's changes since the backup, kept, and not held against the change.
     const drift = await etcdDifferences(client, bundle, reporter, opts.etcd);
     const lacking = await etcdFieldsTheTargetLacks(bundle, target);

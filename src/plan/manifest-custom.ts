@@ -157,6 +157,18 @@ export function manifestEditsUnknown(version: string | undefined, why: string): 
   };
 }
 
+/** How many edits a transform carries (env set or removed, calico-config keys, registries, container fields). */
+export function editCount(t: ManifestTransform | undefined): number {
+  if (!t) return 0;
+  return (
+    t.calicoNodeEnv.set.length +
+    t.calicoNodeEnv.remove.length +
+    Object.keys(t.calicoConfig).length +
+    Object.keys(t.repositories).length +
+    (t.containerFields?.length ?? 0)
+  );
+}
+
 /** The target's calico.yaml objects with the planned edits written in. */
 export function applyManifestEdits(objs: KubeObject[], t: ManifestTransform | undefined): KubeObject[] {
   if (!t) return objs;

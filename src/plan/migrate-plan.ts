@@ -9,10 +9,8 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { checkCalicoctlVersion, resolveCalicoctl } from '../calico/calicoctl.js';
 import type { EtcdAccessFlags } from '../calico/etcd-connection.js';
-import { datastoreOfObjects } from '../calico/calico-objects.js';
 import { readCalico } from '../calico/detect.js';
 import { refuseEnterprise } from '../calico/enterprise.js';
-import { judgeReconcilers, markedObjects } from '../calico/gitops.js';
 import { refuseManagedUpgrade } from '../calico/managed-addon.js';
 import { loadRelease, type Release } from '../calico/release.js';
 import { refuseUnsupportedCalico } from '../calico/supported.js';
@@ -21,12 +19,12 @@ import { BadInputError, RefusedError } from '../core/errors.js';
 import type { Reporter } from '../io/host.js';
 import { K } from '../kube/builtin.js';
 import type { KubeClient } from '../kube/client.js';
-import { clusterUid } from '../kube/cluster-uid.js';
 import { crdResourceType } from '../kube/discovery.js';
 import type { KubeObject } from '../kube/types.js';
 import { findManifestEdits, MANIFEST_NS } from './manifest-custom.js';
 import { judgeEtcdNodes, refuseNodesWithoutK8sRef } from './migrate-nodes.js';
-import { checkBundle, checkCluster, manifestSha256, newestBundleFor, openPlanBundle } from './preflight.js';
+import { openEtcdPlanBundle } from './etcd-bundle.js';
+import { manifestSha256 } from './preflight.js';
 import { MIGRATE_STEP_IDS, MIGRATE_STEP_TEXT, STEP_TEXT } from './steps.js';
 import { liveManifestTypha } from './typha.js';
 import { planHeader, type ManifestTransform, type Plan, type PlanFinding } from './types.js';
@@ -128,24 +126,13 @@ export async function buildMigratePlan(client: KubeClient, opts: MigratePlanOpti
   const calicoctl = resolveCalicoctl(opts.calicoctl, 'no plan was made');
   await checkCalicoctlVersion(calicoctl, release.version);
 
-  const uid = await clusterUid(client);
-  const bundlePath = opts.bundle ?? (await newestBundleFor(uid));
-  if (!bundlePath)
-    throw new RefusedError('no bundle of this cluster found: a migration relies on a verified backup of etcd', {
-      hint: 'run `cni-rewind backup` first, or pass --bundle PATH',
-    });
-  const bundle = await openPlanBundle(bundlePath);
+  const { bundle, bundlePath, uid, reconcilers, preflight } = await openEtcdPlanBundle(
+    client,
+    { objects, method: install.method },
+    { ...opts, maxAgeMs, maxBackupAge },
+    'a migration',
+  );
   try {
-    if (bundle.manifest.datastore?.type !== 'etcd')
-      throw new RefusedError(`${bundlePath} was not read from Calico's etcd: a migration relies on a backup of the etcd datastore it moves`, {
-        hint: 'take one with `cni-rewind backup` (it reads etcd), then plan again',
-      });
-    const reconcilers = await judgeReconcilers(client, markedObjects(objects), install.method);
-    const cluster = await checkCluster(client, false, { reconcilers, datastore: datastoreOfObjects(objects) });
-    const preflight = [
-      ...(await checkBundle(bundle, { uid, maxAgeMs, maxBackupAge, diskSnapshots: opts.diskSnapshots !== false, nodes: cluster.nodes, now: opts.now })),
-      ...cluster.checks,
-    ];
     const workloads = await liveManifestWorkloads(client, release.calicoEtcdManifest!);
     const config = await client.getOrUndefined(K.configMap, MANIFEST_NS, 'calico-config');
     const found = findManifestEdits(

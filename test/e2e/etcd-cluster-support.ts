@@ -5,7 +5,11 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
+import { tlsOptions } from '../../src/dev/local-cluster/calico-etcd.js';
+import { addressAt, parseCidr } from '../../src/doctor/ip.js';
+import { EtcdGateway } from '../../src/etcd/gateway.js';
 import { K } from '../../src/kube/builtin.js';
+import type { KubeObject } from '../../src/kube/types.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
 import type { CalicoEtcd } from '../../src/dev/local-cluster/calico-etcd.js';
@@ -82,4 +86,45 @@ export function withCalicoOnEtcd(nodePrefix: string, version = '3.28.1', tree = 
     calicoctlPath: () => path.join(need(calicoDir, 'calicoctl'), 'calicoctl'),
     nodes,
   };
+}
+
+/** Every key under `prefix` with its value, as Calico's etcd holds it now. */
+export async function etcdValues(real: CalicoOnEtcd, prefix = '/calico/'): Promise<Map<string, string>> {
+  const gateway = new EtcdGateway({ endpoints: [real.etcd().endpoint], tls: tlsOptions(real.etcd()) });
+  const out = new Map<string, string>();
+  for await (const page of gateway.rangePrefix(prefix, 500)) for (const kv of page.kvs) out.set(kv.key, kv.value.toString('utf8'));
+  return out;
+}
+
+/** Address -> the pod its IPAM block allocation names, over every block in etcd. */
+export async function etcdIpamHolders(real: CalicoOnEtcd): Promise<Map<string, string | undefined>> {
+  const out = new Map<string, string | undefined>();
+  for (const [k, v] of await etcdValues(real, '/calico/ipam/v2/assignment/')) {
+    const b = JSON.parse(v) as { cidr: string; allocations: (number | null)[]; attributes: { secondary?: { pod?: string } }[] };
+    const cidr = parseCidr(b.cidr);
+    if (!cidr) throw new Error(`${k}: no CIDR`);
+    b.allocations.forEach((a, o) => a !== null && out.set(addressAt(cidr, o), b.attributes[a]?.secondary?.pod));
+  }
+  return out;
+}
+
+/** A pod on `node` in namespace default, as the etcd tests make them. */
+export const podOn = (name: string, node: string) => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'default' },
+  spec: { nodeName: node, containers: [{ name: 'web', image: 'nginx' }] },
+});
+
+/** The pod's address once the CNI plugin (etcd mode) gave it one from the default pool (192.168.0.0/16). */
+export async function waitEtcdPodIp(real: CalicoOnEtcd, name: string): Promise<string> {
+  const inPool = (ip: string | undefined) => !!ip && /^192\.168\.\d+\.\d+$/.test(ip);
+  return real.client().waitFor(
+    `${name} to get its address from the CNI plugin in etcd mode`,
+    async () => {
+      const pod = await real.client().getOrUndefined<KubeObject>(K.pod, 'default', name);
+      return inPool(pod?.status?.podIP) ? (pod!.status.podIP as string) : undefined;
+    },
+    { timeoutMs: 180_000, intervalMs: 500 },
+  );
 }

@@ -11,11 +11,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tlsOptions } from '../../src/dev/local-cluster/calico-etcd.js';
-import { EtcdGateway, prefixEnd } from '../../src/etcd/gateway.js';
-import { addressAt, parseCidr } from '../../src/doctor/ip.js';
+import { prefixEnd } from '../../src/etcd/gateway.js';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeObject } from '../../src/kube/types.js';
-import { withCalicoOnEtcd } from './etcd-cluster-support.js';
+import { etcdIpamHolders, etcdValues, podOn, waitEtcdPodIp, withCalicoOnEtcd } from './etcd-cluster-support.js';
 import { runCli } from './helpers.js';
 import { calicoConfigData, deleteCalicoCrds, kddIpamHolders, kddReady, KDD, readPlan } from './etcd-migrate-support.js';
 import { KILL_AFTER_STEP_ENV } from '../support/kill-after-step.js';
@@ -23,15 +22,9 @@ import { MIGRATE_STEP_IDS } from '../../src/plan/steps.js';
 
 const real = withCalicoOnEtcd('etcdr');
 const CLUSTER_INFO_KEY = '/calico/resources/v3/projectcalico.org/clusterinformations/default';
-const inPool = (ip: string | undefined) => !!ip && /^192\.168\.\d+\.\d+$/.test(ip);
-const gateway = () => new EtcdGateway({ endpoints: [real.etcd().endpoint], tls: tlsOptions(real.etcd()) });
-
-/** Every key under /calico/ with its value, as etcd holds it now. */
-async function calicoKeys(prefix = '/calico/'): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  for await (const page of gateway().rangePrefix(prefix, 500)) for (const kv of page.kvs) out.set(kv.key, kv.value.toString('utf8'));
-  return out;
-}
+const calicoKeys = (prefix?: string) => etcdValues(real, prefix);
+const ipamHolders = () => etcdIpamHolders(real);
+const waitPodIp = (name: string) => waitEtcdPodIp(real, name);
 
 /** The disaster: every key under `prefix` deleted from Calico's etcd (etcd's own deleterange, as etcdctl del --prefix). */
 function deletePrefix(prefix: string): Promise<void> {
@@ -45,36 +38,6 @@ function deletePrefix(prefix: string): Promise<void> {
     req.on('error', reject);
     req.end(body);
   });
-}
-
-/** Address -> the pod its IPAM block allocation names, over every block in etcd. */
-async function ipamHolders(): Promise<Map<string, string | undefined>> {
-  const out = new Map<string, string | undefined>();
-  for (const [k, v] of await calicoKeys('/calico/ipam/v2/assignment/')) {
-    const b = JSON.parse(v) as { cidr: string; allocations: (number | null)[]; attributes: { secondary?: { pod?: string } }[] };
-    const cidr = parseCidr(b.cidr);
-    if (!cidr) throw new Error(`${k}: no CIDR`);
-    b.allocations.forEach((a, o) => a !== null && out.set(addressAt(cidr, o), b.attributes[a]?.secondary?.pod));
-  }
-  return out;
-}
-
-const podOn = (name: string, node: string) => ({
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: { name, namespace: 'default' },
-  spec: { nodeName: node, containers: [{ name: 'web', image: 'nginx' }] },
-});
-
-async function waitPodIp(name: string): Promise<string> {
-  return real.client().waitFor(
-    `${name} to get its address from the CNI plugin in etcd mode`,
-    async () => {
-      const pod = await real.client().getOrUndefined<KubeObject>(K.pod, 'default', name);
-      return inPool(pod?.status?.podIP) ? (pod!.status.podIP as string) : undefined;
-    },
-    { timeoutMs: 180_000, intervalMs: 500 },
-  );
 }
 
 const USER_CONFIG = `

@@ -11,59 +11,21 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, afterAll, describe, expect, it } from 'vitest';
 import { ensureCalicoProgram } from '../../src/dev/local-cluster/calico-programs.js';
-import { tlsOptions } from '../../src/dev/local-cluster/calico-etcd.js';
-import { addressAt, parseCidr } from '../../src/doctor/ip.js';
-import { EtcdGateway } from '../../src/etcd/gateway.js';
 import { K } from '../../src/kube/builtin.js';
 import type { KubeObject } from '../../src/kube/types.js';
-import { withCalicoOnEtcd } from './etcd-cluster-support.js';
+import { etcdIpamHolders, etcdValues, podOn, waitEtcdPodIp, withCalicoOnEtcd } from './etcd-cluster-support.js';
 import { readPlan } from './etcd-migrate-support.js';
 import { runCli } from './helpers.js';
 
 const real = withCalicoOnEtcd('etcdu');
-const gateway = () => new EtcdGateway({ endpoints: [real.etcd().endpoint], tls: tlsOptions(real.etcd()) });
-const inPool = (ip: string | undefined) => !!ip && /^192\.168\.\d+\.\d+$/.test(ip);
-
-async function etcdValues(prefix: string): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  for await (const page of gateway().rangePrefix(prefix, 500)) for (const kv of page.kvs) out.set(kv.key, kv.value.toString('utf8'));
-  return out;
-}
+const etcdValuesOf = (prefix: string) => etcdValues(real, prefix);
+const ipamHolders = () => etcdIpamHolders(real);
+const waitPodIp = (name: string) => waitEtcdPodIp(real, name);
 
 /** The calicoVersion calico-node's start-up wrote into ClusterInformation default (the release that started last). */
 async function calicoVersionInEtcd(): Promise<string | undefined> {
-  const v = (await etcdValues('/calico/resources/v3/projectcalico.org/clusterinformations/default')).values().next().value;
+  const v = (await etcdValuesOf('/calico/resources/v3/projectcalico.org/clusterinformations/default')).values().next().value;
   return v ? (JSON.parse(v) as { spec?: { calicoVersion?: string } }).spec?.calicoVersion : undefined;
-}
-
-/** Address -> the pod its IPAM block allocation names, over every block in etcd. */
-async function ipamHolders(): Promise<Map<string, string | undefined>> {
-  const out = new Map<string, string | undefined>();
-  for (const [k, v] of await etcdValues('/calico/ipam/v2/assignment/')) {
-    const b = JSON.parse(v) as { cidr: string; allocations: (number | null)[]; attributes: { secondary?: { pod?: string } }[] };
-    const cidr = parseCidr(b.cidr);
-    if (!cidr) throw new Error(`${k}: no CIDR`);
-    b.allocations.forEach((a, o) => a !== null && out.set(addressAt(cidr, o), b.attributes[a]?.secondary?.pod));
-  }
-  return out;
-}
-
-const podOn = (name: string, node: string) => ({
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: { name, namespace: 'default', labels: { app: 'web' } },
-  spec: { nodeName: node, containers: [{ name: 'web', image: 'nginx' }] },
-});
-
-async function waitPodIp(name: string): Promise<string> {
-  return real.client().waitFor(
-    `${name} to get its address from the CNI plugin in etcd mode`,
-    async () => {
-      const pod = await real.client().getOrUndefined<KubeObject>(K.pod, 'default', name);
-      return inPool(pod?.status?.podIP) ? (pod!.status.podIP as string) : undefined;
-    },
-    { timeoutMs: 180_000, intervalMs: 500 },
-  );
 }
 
 const USER_CONFIG = `
@@ -132,9 +94,9 @@ describe('plan --to on a calico-etcd.yaml install: the target calico-etcd.yaml o
     expect((await client.get<KubeObject>(K.configMap, 'kube-system', 'calico-config')).data?.etcd_endpoints).toBe(endpointsBefore);
     expect((await client.get<KubeObject>(K.secret, 'kube-system', 'calico-etcd-secrets')).data).toEqual(secretBefore);
     // The user's configuration in etcd as it was.
-    const pool = JSON.parse((await etcdValues('/calico/resources/v3/projectcalico.org/ippools/reserved-pool')).values().next().value!);
+    const pool = JSON.parse((await etcdValuesOf('/calico/resources/v3/projectcalico.org/ippools/reserved-pool')).values().next().value!);
     expect(pool.spec.disabled).toBe(true);
-    expect((await etcdValues('/calico/resources/v3/projectcalico.org/globalnetworkpolicies/')).size).toBeGreaterThanOrEqual(1);
+    expect((await etcdValuesOf('/calico/resources/v3/projectcalico.org/globalnetworkpolicies/')).size).toBeGreaterThanOrEqual(1);
   }
 
   it('runs 3.28.1 with pods and the user configuration; a plan across 3.32 is refused by name', async () => {
