@@ -389,5 +389,8 @@ describe('plan --reboot-nodes: one node at a time, through the AWS provider (mot
     expect(Journal.read(journalPathFor(bundle, out.id)).done).toBe(true);
     await workloadAvailable(client, APP_NS);
     await expectPodAddressesHeld(client, addressed);
-  });
+    // Two applies (the second with a drain, a reboot and a Ready wait per node) and the workload's 120-s wait: under a
+    // full CI run this went past the default 300 s once, and vitest's timeout then hid which wait was slow. With room,
+    // a wait that really hangs fails with its own message (workloadAvailable prints the Deployment, PDB and nodes).
+  }, 600_000);
 });
