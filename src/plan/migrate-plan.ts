@@ -149,7 +149,7 @@ export async function buildMigratePlan(client: KubeClient, opts: MigratePlanOpti
         objects: nodes.toMissingK8sNodes.map((n) => `Node/${n.split(' -> ')[0]}`),
         details: nodes.toMissingK8sNodes,
         action: 'keep',
-        plan: "calicoctl's import skips them (the Kubernetes datastore's Nodes are the Kubernetes nodes); any IPAM they hold is then checked by verify-migrated, which stops the migration while both datastores are locked",
+        plan: "calicoctl's import skips them (the Kubernetes datastore's Nodes are the Kubernetes nodes); the IPAM they hold is compared with the copy by verify-migrated, as all of etcd's is, while both datastores are locked",
       });
     const now = opts.now ?? new Date();
     return {

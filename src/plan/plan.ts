@@ -81,18 +81,16 @@ export async function buildPlan(client: KubeClient, opts: PlanOptions, reporter:
   const { install, objects: calicoObjects } = await readCalico(client);
   // v3-CRD mode's data is not where the plan's steps write: refused before the bundle or manifests are read.
   refuseUnsupportedCalico(install, 'plan', 'no plan was made', { etcdHandled: true });
+  // A managed Calico (AKS, GKE, RKE2, the addon manager) comes back as its provider has it: the provider's way is named.
+  refuseManagedUpgrade(install.method, opts.to);
+  refuseEnterprise(install.method.variant, 'no plan was made');
   // A calico-etcd.yaml install is planned with calico-etcd.yaml and checked in etcd (calico.yaml rolled over it would
   // break every CNI ADD): etcd-plan.ts, after the refusals every install gets.
   if (install.method.datastore.type === 'etcd') {
-    refuseManagedUpgrade(install.method, opts.to);
-    refuseEnterprise(install.method.variant, 'no plan was made');
     if (opts.strategy === 'reinstall')
       throw new BadInputError('--strategy reinstall is implemented for operator installs only; an etcd install is planned in-place');
     return buildEtcdPlan(client, install, calicoObjects, { ...opts, flags: opts.flags ?? [] }, reporter);
   }
-  // A managed Calico (AKS, GKE, RKE2, the addon manager) comes back as its provider has it: the provider's way is named.
-  refuseManagedUpgrade(install.method, opts.to);
-  refuseEnterprise(install.method.variant, 'no plan was made');
   if (install.installType === 'none') throw new BadInputError('no Calico install found in this cluster: there is nothing to upgrade or downgrade');
   // Refused before anything else is looked at (bundle, manifests): the answer does not depend on them.
   if (install.installType === 'manifest' && opts.strategy === 'reinstall') {
